@@ -1,0 +1,149 @@
+"""All settings, resolved once, in one place.
+
+Precedence (lowest to highest): built-in defaults < TOML file < ``TIMEM_*`` environment
+variables < keyword overrides. Nothing here runs at import time: call :func:`load_config`
+once at the edge (CLI ``main``, the studio's ``app.py``, a test) and pass the result down.
+
+Environment variables are the field name upper-cased with a ``TIMEM_`` prefix, e.g.
+``TIMEM_DB_PATH``, ``TIMEM_LLM_BACKEND``, ``TIMEM_OPENAI_BASE_URL``, ``TIMEM_TIMEZONE``.
+``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` are honoured when the ``TIMEM_`` ones are unset.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from timem.errors import ConfigError
+
+Complexity = Literal["simple", "hybrid", "complex"]
+
+#: Per-complexity level quotas (level -> max nodes), defaults from the TiMem reference implementation.
+DEFAULT_QUOTAS: dict[str, dict[int, int]] = {
+    "simple": {1: 20, 2: 4, 5: 1},
+    "hybrid": {1: 20, 2: 4, 3: 2, 5: 1},
+    "complex": {1: 20, 2: 4, 3: 2, 4: 2, 5: 1},
+}
+
+
+class Config(BaseModel):
+    """Resolved settings. Immutable; build with :func:`load_config`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # storage
+    db_path: Path = Path("timem.duckdb")
+    cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "timem")
+    # time
+    timezone: str = "UTC"  #: the users' zone for L3 days / L4 weeks / L5 months and for naive input
+    session_idle_timeout_minutes: int = 120  #: event-time gap that closes an open session
+    # LLM
+    llm_backend: Literal["local", "openai", "none"] = "local"
+    local_model: Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"] = "qwen2.5-coder-1.5b"
+    local_model_path: Path | None = None  #: a GGUF to use instead of the packaged one (no SHA check)
+    local_n_ctx: int = 8192
+    local_n_threads: int = 2
+    openai_base_url: str | None = None
+    openai_api_key: str | None = None
+    openai_model: str = "gpt-4o-mini"
+    openai_timeout_s: float = 120.0
+    openai_json_mode: Literal["json_schema", "json_object"] = "json_schema"
+    llm_max_retries: int = 2  #: extra attempts after an invalid JSON answer
+    llm_max_tokens: int = 1024
+    # consolidation
+    l1_mode: Literal["verbatim", "llm"] = "verbatim"
+    l1_batch_exchanges: int = 4  #: exchanges per LLM L1 call (one JSON item per exchange)
+    history_k: int = 3  #: same-level history nodes each consolidation prompt sees
+    # embeddings
+    embed_batch_size: int = 64
+    # recall
+    planner: Literal["centroid", "llm"] = "centroid"
+    gate: Literal["llm", "score", "off"] = "llm"
+    recall_lambda: float = 0.9
+    recall_top_k: int = 20
+    recall_candidates: int = 40
+    gate_threshold: float = 0.35
+    token_budget: int = 1000
+    quotas: dict[str, dict[int, int]] = Field(default_factory=lambda: {k: dict(v) for k, v in DEFAULT_QUOTAS.items()})
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, v: str) -> str:
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {v!r}; use an IANA name such as 'Europe/Berlin'") from exc
+        return v
+
+    @field_validator("recall_lambda")
+    @classmethod
+    def _unit(cls, v: float) -> float:
+        if not 0.0 <= v <= 1.0:
+            raise ValueError("recall_lambda must lie in [0, 1]")
+        return v
+
+    @property
+    def tz(self) -> ZoneInfo:
+        """The users' time zone as a :class:`zoneinfo.ZoneInfo`."""
+        return ZoneInfo(self.timezone)
+
+    def with_overrides(self, **overrides: Any) -> "Config":
+        """A copy with some fields replaced (validated)."""
+        return _build({**self.model_dump(), **{k: v for k, v in overrides.items() if v is not None}})
+
+
+def _build(values: Mapping[str, Any]) -> Config:
+    try:
+        return Config(**values)
+    except ValidationError as exc:
+        msgs = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid TiMem setting: {msgs}. Fix the config file, TIMEM_* variable or flag.") from exc
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in Config.model_fields:
+        if name == "quotas":
+            continue
+        val = env.get(f"TIMEM_{name.upper()}")
+        if val is not None and val != "":
+            out[name] = val
+    if "openai_api_key" not in out and env.get("OPENAI_API_KEY"):
+        out["openai_api_key"] = env["OPENAI_API_KEY"]
+    if "openai_base_url" not in out and env.get("OPENAI_BASE_URL"):
+        out["openai_base_url"] = env["OPENAI_BASE_URL"]
+    return out
+
+
+def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None, **overrides: Any) -> Config:
+    """Resolve the settings: defaults < TOML file < ``TIMEM_*`` env < ``overrides``.
+
+    Args:
+        path: a TOML file with a flat table of fields (or a ``[timem]`` table). ``None`` reads
+            ``$TIMEM_CONFIG`` if set, else ``./timem.toml`` if it exists, else nothing.
+        env: the environment to read (default ``os.environ``); tests pass a dict.
+        overrides: values from flags; ``None`` values are ignored.
+
+    Raises:
+        ConfigError: the file is unreadable or a value is invalid.
+    """
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    file = Path(path) if path else (Path(env["TIMEM_CONFIG"]) if env.get("TIMEM_CONFIG") else Path("timem.toml"))
+    if path or env.get("TIMEM_CONFIG") or file.exists():
+        try:
+            data = tomllib.loads(file.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {file}: {exc}. Fix or remove it.") from exc
+        values.update(data.get("timem", data))
+        if "quotas" in values:
+            values["quotas"] = {c: {int(k): int(v) for k, v in q.items()} for c, q in values["quotas"].items()}
+    values.update(_from_env(env))
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return _build(values)

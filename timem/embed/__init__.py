@@ -1,0 +1,1 @@
+"""Text embedders behind the :class:`timem.embed.protocol.Embedder` protocol."""

@@ -1,0 +1,56 @@
+"""Every error TiMem raises derives from :class:`TimemError`.
+
+Messages say what happened *and what to do about it*; the CLI and the studio show them
+verbatim to the user.
+"""
+
+from __future__ import annotations
+
+
+class TimemError(Exception):
+    """Base class of every error raised by TiMem."""
+
+
+class ConfigError(TimemError):
+    """A setting is missing or invalid (e.g. an unknown LLM backend or a bad time zone)."""
+
+
+class InputError(TimemError):
+    """Malformed input data. The message names the file, the record and the field.
+
+    Importers raise it *before* anything is written, so the store is left unchanged.
+    """
+
+    def __init__(self, message: str, *, file: str | None = None, record: str | None = None,
+                 field: str | None = None) -> None:
+        where = ", ".join(p for p in (
+            f"file {file}" if file else "",
+            f"record {record}" if record else "",
+            f"field {field!r}" if field else "",
+        ) if p)
+        super().__init__(f"{message} ({where})" if where else message)
+        self.file, self.record, self.field = file, record, field
+
+
+class StoreError(TimemError):
+    """The DuckDB store cannot be opened, migrated or written, or it was built with another embedder."""
+
+
+class InvariantError(TimemError):
+    """A Temporal Memory Tree invariant (e.g. temporal containment) would be violated by a write."""
+
+
+class EmbeddingError(TimemError):
+    """The embedder could not be loaded or returned an unusable vector (never replaced by a fake one)."""
+
+
+class LLMError(TimemError):
+    """An LLM call failed: unreachable endpoint, timeout, or no valid JSON after bounded retries."""
+
+
+class ModelFileError(LLMError):
+    """The embedded GGUF model is missing or its SHA-256 does not match; it is never loaded then."""
+
+
+class NotFoundError(TimemError):
+    """A user, memory node, session or recall trace that was asked for does not exist."""

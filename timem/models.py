@@ -1,0 +1,122 @@
+"""Core records of the Temporal Memory Tree (TiMem, arXiv 2601.02845, §3).
+
+Time rule: every ``datetime`` here is timezone-aware UTC. Naive input is interpreted in the
+configured user time zone (``Config.timezone``) by :func:`timem.tree.windows.to_utc` at the edges
+(importers, CLI, studio) and never reaches these models.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from enum import IntEnum, StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class Level(IntEnum):
+    """Levels of the Temporal Memory Tree."""
+
+    SEGMENT = 1  #: L1: one exchange (or a small batch of exchanges)
+    SESSION = 2  #: L2: one conversation session
+    DAY = 3  #: L3: one calendar day in the user's zone
+    WEEK = 4  #: L4: ISO week (Mon–Sun) cut at month boundaries
+    PROFILE = 5  #: L5: one calendar month; profiles the participants
+
+    @property
+    def label(self) -> str:
+        return f"L{int(self)} {self.name.lower()}"
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    OTHER = "other"
+
+
+class NodeStatus(StrEnum):
+    ACTIVE = "active"
+    DELETED = "deleted"  #: soft-deleted (undo possible, audit record kept)
+    SUPERSEDED = "superseded"  #: replaced by a re-consolidated version
+
+
+def _utc(v: datetime) -> datetime:
+    if v.tzinfo is None or v.utcoffset() is None:
+        raise ValueError("datetime must be timezone-aware (convert naive input at the edge with to_utc)")
+    return v.astimezone(UTC)
+
+
+class TimeSpan(BaseModel):
+    """A closed interval ``[start, end]`` of event time, UTC-aware."""
+
+    model_config = ConfigDict(frozen=True)
+    start: datetime
+    end: datetime
+
+    _v = field_validator("start", "end")(lambda cls, v: _utc(v))
+
+    def model_post_init(self, __context: object) -> None:
+        if self.end < self.start:
+            raise ValueError(f"span end {self.end.isoformat()} is before start {self.start.isoformat()}")
+
+    def contains(self, other: "TimeSpan") -> bool:
+        """Temporal containment: ``self.start <= other.start`` and ``other.end <= self.end``."""
+        return self.start <= other.start and other.end <= self.end
+
+    def hull(self, other: "TimeSpan") -> "TimeSpan":
+        return TimeSpan(start=min(self.start, other.start), end=max(self.end, other.end))
+
+    @property
+    def duration(self) -> timedelta:
+        return self.end - self.start
+
+
+class Turn(BaseModel):
+    """One utterance. ``event_time`` is when it was said (UTC); ``ingested_at`` is when we stored it."""
+
+    model_config = ConfigDict(frozen=True)
+    id: str
+    user_id: str
+    session_id: str
+    seq: int  #: position within the session, from 0
+    speaker: str
+    role: Role
+    text: str
+    event_time: datetime
+    source_ref: str | None = None  #: e.g. LoCoMo dia_id "D1:3"
+    image_caption: str | None = None
+    ingested_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+    _v = field_validator("event_time", "ingested_at")(lambda cls, v: _utc(v))
+
+
+class MemoryNode(BaseModel):
+    """A node of the Temporal Memory Tree.
+
+    ``window_key`` names the time window the node consolidates, e.g. ``session:S3``,
+    ``day:2023-05-08``, ``week:2023-05-08..2023-05-14``, ``month:2023-05``; L1 uses
+    ``segment:<first turn id>``. At most one *active* node exists per (user, level, window_key).
+    """
+
+    model_config = ConfigDict(frozen=True)
+    id: str
+    user_id: str
+    level: Level
+    window_key: str
+    span_start: datetime
+    span_end: datetime
+    content: str
+    child_ids: list[str] = Field(default_factory=list)
+    history_ids: list[str] = Field(default_factory=list)  #: same-level nodes the prompt saw
+    source_turn_ids: list[str] = Field(default_factory=list)  #: L1 only
+    session_id: str | None = None  #: L1 and L2: the session they belong to
+    model_id: str  #: "verbatim" for L1 without an LLM, else the LLM's id
+    prompt_version: str
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    status: NodeStatus = NodeStatus.ACTIVE
+    stale: bool = False  #: a descendant changed; re-consolidation pending
+
+    _v = field_validator("span_start", "span_end", "created_at")(lambda cls, v: _utc(v))
+
+    @property
+    def span(self) -> TimeSpan:
+        return TimeSpan(start=self.span_start, end=self.span_end)

@@ -1,0 +1,79 @@
+"""Versioned schema migrations for the DuckDB store.
+
+Every timestamp column is ``TIMESTAMP`` holding **UTC** wall time (DuckDB's ``TIMESTAMPTZ``
+would depend on the session zone); :mod:`timem.store.duckdb_store` converts to and from
+UTC-aware ``datetime`` at the boundary. Add a migration by appending a function to
+``MIGRATIONS``; never edit a released one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import duckdb
+
+
+def _v1(con: duckdb.DuckDBPyConnection, dim: int) -> None:
+    con.execute("""
+        CREATE TABLE turns (
+            id VARCHAR PRIMARY KEY, user_id VARCHAR NOT NULL, session_id VARCHAR NOT NULL,
+            seq INTEGER NOT NULL, speaker VARCHAR NOT NULL, role VARCHAR NOT NULL, text VARCHAR NOT NULL,
+            event_time TIMESTAMP NOT NULL, source_ref VARCHAR, image_caption VARCHAR,
+            ingested_at TIMESTAMP NOT NULL)""")
+    con.execute("""
+        CREATE TABLE sessions (
+            user_id VARCHAR NOT NULL, session_id VARCHAR NOT NULL, started_at TIMESTAMP NOT NULL,
+            last_event_at TIMESTAMP NOT NULL, ended BOOLEAN NOT NULL DEFAULT FALSE,
+            PRIMARY KEY (user_id, session_id))""")
+    con.execute(f"""
+        CREATE TABLE nodes (
+            id VARCHAR PRIMARY KEY, user_id VARCHAR NOT NULL, level TINYINT NOT NULL,
+            window_key VARCHAR NOT NULL, session_id VARCHAR,
+            span_start TIMESTAMP NOT NULL, span_end TIMESTAMP NOT NULL, content VARCHAR NOT NULL,
+            child_ids VARCHAR[] NOT NULL, history_ids VARCHAR[] NOT NULL, source_turn_ids VARCHAR[] NOT NULL,
+            parent_id VARCHAR, model_id VARCHAR NOT NULL, prompt_version VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL, status VARCHAR NOT NULL, stale BOOLEAN NOT NULL DEFAULT FALSE,
+            embedding FLOAT[{dim}] NOT NULL)""")
+    con.execute("CREATE INDEX nodes_user_level ON nodes (user_id, level)")
+    con.execute("CREATE INDEX nodes_parent ON nodes (parent_id)")
+    con.execute("""
+        CREATE TABLE llm_cache (
+            key VARCHAR PRIMARY KEY, model_id VARCHAR NOT NULL, request VARCHAR NOT NULL,
+            response VARCHAR NOT NULL, prompt_tokens INTEGER, completion_tokens INTEGER,
+            created_at TIMESTAMP NOT NULL)""")
+    con.execute("""
+        CREATE TABLE llm_calls (
+            called_at TIMESTAMP NOT NULL, model_id VARCHAR NOT NULL, purpose VARCHAR NOT NULL,
+            user_id VARCHAR, cached BOOLEAN NOT NULL, prompt_tokens INTEGER, completion_tokens INTEGER,
+            latency_ms DOUBLE, cache_key VARCHAR)""")
+    con.execute("""
+        CREATE TABLE recall_traces (
+            id VARCHAR PRIMARY KEY, user_id VARCHAR NOT NULL, query VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL, trace VARCHAR NOT NULL)""")
+    con.execute("""
+        CREATE TABLE audit (
+            logged_at TIMESTAMP NOT NULL, action VARCHAR NOT NULL, user_id VARCHAR, node_id VARCHAR,
+            detail VARCHAR)""")
+
+
+MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1]
+
+
+def migrate(con: duckdb.DuckDBPyConnection, dim: int) -> int:
+    """Apply pending migrations inside one transaction each; returns the schema version."""
+    con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+    current = row[0] or 0
+    for version, step in enumerate(MIGRATIONS, start=1):
+        if version <= current:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            step(con, dim)
+            con.execute("INSERT INTO schema_version VALUES (?)", [version])
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+        current = version
+    return current

@@ -1,0 +1,1 @@
+"""Time windows of the Temporal Memory Tree and temporal containment checks."""

@@ -1,0 +1,119 @@
+"""Time windows that group children under parents (TiMem §3.1, Temporal Memory Tree).
+
+Rules:
+* All instants are UTC-aware. Naive input is read as wall-clock time in the user's zone
+  (``Config.timezone``) by :func:`to_utc`; at a DST gap/overlap the earlier reading (fold=0) wins.
+* L3 day = calendar day in the user's zone; L4 week = ISO week (Monday–Sunday) cut at a month
+  boundary, so every week lies inside one month (as in the TiMem reference implementation);
+  L5 = calendar month in the user's zone.
+* A child belongs to the window holding its *start*. A parent's span is the hull of its window
+  and its children's spans (:func:`parent_span`), so a session crossing midnight still lies inside
+  its day, and temporal containment holds by construction.
+"""
+
+from __future__ import annotations
+
+import calendar
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from timem.errors import InvariantError
+from timem.models import Level, TimeSpan
+
+
+def to_utc(dt: datetime, tz: ZoneInfo) -> datetime:
+    """Aware -> converted to UTC; naive -> read as wall-clock time in ``tz``, then UTC."""
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        dt = dt.replace(tzinfo=tz)
+    return dt.astimezone(UTC)
+
+
+@dataclass(frozen=True)
+class Window:
+    """A calendar window ``[start, end)`` (UTC-aware) with a stable key, e.g. ``day:2023-05-08``."""
+
+    level: Level
+    key: str
+    start: datetime
+    end: datetime
+
+    @property
+    def span(self) -> TimeSpan:
+        return TimeSpan(start=self.start, end=self.end)
+
+
+def _midnight(d: date, tz: ZoneInfo) -> datetime:
+    return datetime.combine(d, time(0), tzinfo=tz).astimezone(UTC)
+
+
+def local_date(t: datetime, tz: ZoneInfo) -> date:
+    """The calendar date of instant ``t`` in zone ``tz``."""
+    return t.astimezone(tz).date()
+
+
+def day_window(t: datetime, tz: ZoneInfo) -> Window:
+    """The L3 window (local calendar day) holding instant ``t``."""
+    d = local_date(t, tz)
+    return Window(Level.DAY, f"day:{d.isoformat()}", _midnight(d, tz), _midnight(d + timedelta(days=1), tz))
+
+
+def week_bounds(d: date) -> tuple[date, date]:
+    """First and last date of the month-cut ISO week holding ``d`` (both inclusive)."""
+    monday = d - timedelta(days=d.weekday())
+    sunday = monday + timedelta(days=6)
+    first = d.replace(day=1)
+    last = d.replace(day=calendar.monthrange(d.year, d.month)[1])
+    return max(monday, first), min(sunday, last)
+
+
+def week_window(t: datetime, tz: ZoneInfo) -> Window:
+    """The L4 window (ISO week cut at month boundaries) holding instant ``t``."""
+    lo, hi = week_bounds(local_date(t, tz))
+    return Window(Level.WEEK, f"week:{lo.isoformat()}..{hi.isoformat()}", _midnight(lo, tz),
+                  _midnight(hi + timedelta(days=1), tz))
+
+
+def month_window(t: datetime, tz: ZoneInfo) -> Window:
+    """The L5 window (calendar month) holding instant ``t``."""
+    d = local_date(t, tz)
+    first = d.replace(day=1)
+    nxt = (first + timedelta(days=32)).replace(day=1)
+    return Window(Level.PROFILE, f"month:{first:%Y-%m}", _midnight(first, tz), _midnight(nxt, tz))
+
+
+def parent_window(level: Level, t: datetime, tz: ZoneInfo) -> Window:
+    """The calendar window at ``level`` (DAY, WEEK or PROFILE) that holds instant ``t``.
+
+    Raises:
+        ValueError: for SEGMENT or SESSION, whose windows are not calendar windows.
+    """
+    if level == Level.DAY:
+        return day_window(t, tz)
+    if level == Level.WEEK:
+        return week_window(t, tz)
+    if level == Level.PROFILE:
+        return month_window(t, tz)
+    raise ValueError(f"{level!r} has no calendar window")
+
+
+def hull(spans: list[TimeSpan]) -> TimeSpan:
+    """Smallest span containing all ``spans`` (non-empty list)."""
+    if not spans:
+        raise ValueError("hull of no spans")
+    return TimeSpan(start=min(s.start for s in spans), end=max(s.end for s in spans))
+
+
+def parent_span(window: TimeSpan | None, children: list[TimeSpan]) -> TimeSpan:
+    """Span of a parent: hull of its window (if any) and its children's spans."""
+    return hull(([window] if window else []) + children)
+
+
+def check_containment(parent: TimeSpan, children: list[TimeSpan], what: str = "parent") -> None:
+    """Raise :class:`InvariantError` unless ``parent`` contains every child span."""
+    for c in children:
+        if not parent.contains(c):
+            raise InvariantError(
+                f"temporal containment violated: {what} span {parent.start.isoformat()}..{parent.end.isoformat()} "
+                f"does not contain child span {c.start.isoformat()}..{c.end.isoformat()}. "
+                "This is a bug in window assignment; run `timem check` and report it.")
