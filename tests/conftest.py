@@ -1,0 +1,36 @@
+"""Shared fixtures: the real MiniLM embedder (loaded once), a real DuckDB file per test, isolated HOME."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+REPO = Path(__file__).resolve().parents[1]
+LOCOMO_DEV = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from timem.embed.minilm import MiniLMEmbedder
+
+    return MiniLMEmbedder()
+
+
+@pytest.fixture()
+def store(tmp_path, embedder):
+    from timem.store import Store
+
+    s = Store(tmp_path / "timem.duckdb", embedder.model_id, embedder.dim)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="session")
+def locomo_dev() -> Path:
+    if not LOCOMO_DEV.exists():
+        pytest.fail(f"{LOCOMO_DEV} is missing: the shared LoCoMo dev file must sit at ../shared beside the repo")
+    return LOCOMO_DEV

@@ -1,0 +1,34 @@
+"""Test helpers shared by several test modules (not fixtures: plain functions)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from timem.llm.client import LLM
+from timem.llm.fake import ScriptedBackend
+from timem.llm.protocol import ChatRequest
+from timem.models import Role, Turn
+
+
+def consolidation_answer(request: ChatRequest) -> str:
+    """A schema-valid answer for any consolidation prompt, quoting the first words of the input."""
+    props = (request.json_schema or {}).get("properties", {})
+    gist = " ".join(request.messages[-1].content.split()[-12:])
+    if "profiles" in props:
+        return json.dumps({"profiles": [{"person": "Someone", "profile": f"Profile from: {gist}"}]})
+    if "segments" in props:
+        n = request.messages[-1].content.count("Exchange ")
+        return json.dumps({"segments": [{"exchange": i, "facts": [f"Fact {i}: {gist}"]} for i in range(1, n + 1)]})
+    return json.dumps({"summary": f"Summary of: {gist}"})
+
+
+def scripted_llm(store=None, model_id: str = "scripted") -> tuple[LLM, ScriptedBackend]:
+    backend = ScriptedBackend(consolidation_answer, model_id=model_id)
+    return LLM(backend, store), backend
+
+
+def make_turn(user: str, session: str, seq: int, speaker: str, text: str, at: datetime,
+              role: Role = Role.OTHER) -> Turn:
+    return Turn(id=f"{user}:{session}:{seq}", user_id=user, session_id=session, seq=seq, speaker=speaker,
+                role=role, text=text, event_time=at)
