@@ -58,7 +58,8 @@ class Config(BaseModel):
     llm_max_tokens: int = 1024
     # consolidation
     l1_mode: Literal["verbatim", "llm"] = "verbatim"
-    l1_batch_exchanges: int = 4  #: exchanges per LLM L1 call (one JSON item per exchange)
+    l1_batch_exchanges: int = 4  #: L1 segments per LLM call (one JSON item per segment)
+    l1_segment_exchanges: int = 1  #: exchanges per L1 segment (granularity; the benchmark varies 1/2/4/8)
     history_k: int = 3  #: same-level history nodes each consolidation prompt sees
     # embeddings
     embed_batch_size: int = 64

@@ -1,0 +1,78 @@
+"""Temporal containment over random histories (hypothesis): sessions across midnight, DST changes, month ends."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from helpers import make_turn, scripted_llm
+from timem.config import load_config
+from timem.consolidation.consolidator import Consolidator
+from timem.models import Level
+from timem.store import Store
+from timem.tree.check import check_store
+from timem.tree.windows import day_window, month_window, week_bounds, week_window
+
+ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Shanghai"]
+# Anchors near DST switches and month/year ends, where window arithmetic usually breaks.
+ANCHORS = [datetime(2023, 3, 26, 0, 30, tzinfo=UTC), datetime(2023, 10, 29, 0, 30, tzinfo=UTC),
+           datetime(2023, 3, 12, 6, 0, tzinfo=UTC), datetime(2023, 11, 5, 5, 0, tzinfo=UTC),
+           datetime(2023, 1, 31, 22, 0, tzinfo=UTC), datetime(2023, 12, 31, 23, 0, tzinfo=UTC),
+           datetime(2024, 2, 29, 23, 30, tzinfo=UTC)]
+
+sessions_st = st.lists(
+    st.tuples(st.integers(0, 60 * 24 * 45),  # minutes after the anchor the session starts
+              st.lists(st.integers(0, 400), min_size=1, max_size=5)),  # minutes between consecutive turns
+    min_size=1, max_size=6)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(zone=st.sampled_from(ZONES), anchor=st.sampled_from(ANCHORS), sessions=sessions_st)
+def test_every_parent_contains_its_children(tmp_path_factory, embedder, zone, anchor, sessions):
+    cfg = load_config(env={}, timezone=zone, db_path=str(tmp_path_factory.mktemp("db") / "t.duckdb"))
+    store = Store(cfg.db_path, embedder.model_id, embedder.dim)
+    try:
+        llm, _ = scripted_llm(store)
+        turns = []
+        for i, (offset, gaps) in enumerate(sessions):
+            t = anchor + timedelta(minutes=offset)
+            for j, gap in enumerate(gaps):
+                t += timedelta(minutes=gap)
+                turns.append(make_turn("u", f"S{i}", j, "Ann" if j % 2 == 0 else "Bob", f"turn {i}.{j}", t))
+        store.add_turns(turns)
+        cons = Consolidator(store, embedder, llm, cfg)
+        cons.consolidate("u", flush=True)
+        store.refresh_fts()
+        nodes = {n.id: n for n in store.nodes("u")}
+        assert {n.level for n in nodes.values()} == set(Level)
+        for n in nodes.values():
+            for c in n.child_ids:
+                assert n.span.contains(nodes[c].span), (n.window_key, nodes[c].window_key)
+        assert check_store(store, cfg, "u") == []
+        # one L5 root per month that holds a session start; every node reaches a root
+        months = {month_window(t.event_time, ZoneInfo(zone)).key for t in turns if t.seq == 0}
+        assert {n.window_key for n in nodes.values() if n.level == Level.PROFILE} >= months
+    finally:
+        store.close()
+
+
+@given(d=st.dates(min_value=datetime(2000, 1, 1).date(), max_value=datetime(2100, 1, 1).date()))
+def test_weeks_are_cut_at_month_ends(d):
+    lo, hi = week_bounds(d)
+    assert lo <= d <= hi
+    assert lo.month == hi.month == d.month
+    assert (hi - lo).days <= 6
+    assert lo.weekday() == 0 or lo.day == 1
+    assert hi.weekday() == 6 or (hi + timedelta(days=1)).day == 1
+
+
+def test_day_window_follows_dst_in_the_user_zone():
+    berlin = ZoneInfo("Europe/Berlin")
+    w = day_window(datetime(2023, 3, 26, 12, 0, tzinfo=UTC), berlin)  # the 23-hour day
+    assert w.key == "day:2023-03-26"
+    assert w.end - w.start == timedelta(hours=23)
+    ww = week_window(datetime(2023, 5, 31, 12, 0, tzinfo=UTC), berlin)  # Wednesday, last of May
+    assert ww.key == "week:2023-05-29..2023-05-31"

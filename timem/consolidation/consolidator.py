@@ -1,0 +1,227 @@
+"""Consolidation: turns -> L1 segments, and children -> L2 session / L3 day / L4 week / L5 profile.
+
+Scheduling (TiMem §3.2, "consolidation when the window closes"), all in *event time*:
+
+* L1 is written online for every complete exchange; in an open session the last exchange waits
+  until it has a reply or the session closes.
+* L2 when its session closes: explicitly ended, a later session of the user exists, the user's
+  latest event is ``session_idle_timeout_minutes`` past its last turn, or a flush.
+* L3/L4/L5 when their calendar window closes: the user's latest event lies at or after the window
+  end, or a flush.
+* A window is (re)consolidated when it has no active node, when its node is stale, or when the
+  set of its active children changed (a late session, an edit, a delete). The old node is marked
+  ``superseded``; the new one becomes the parent of the children, so the change climbs level by
+  level in the same pass. A node whose children are all gone is marked ``deleted`` (no
+  placeholder memories).
+* Idempotent and resumable: every node is written in its own transaction and every decision is
+  derived from the store, so a rerun after an interruption continues where it stopped.
+
+Each level's prompt sees its children (dated) and the ``history_k`` (3) latest nodes of the same
+level before the window.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from timem.config import Config
+from timem.consolidation.segments import exchanges, group_segments, render_segment
+from timem.embed.protocol import Embedder
+from timem.errors import LLMError
+from timem.llm.protocol import LLMClient
+from timem.models import Level, MemoryNode, NodeStatus, Role, TimeSpan, Turn
+from timem.prompts import day, profile, segment, session, week
+from timem.store import Store
+from timem.tree.windows import check_containment, hull, parent_span, parent_window
+
+T = TypeVar("T")
+Progress = Callable[[Iterable[T], str, int], Iterable[T]]
+VERBATIM_MODEL = "verbatim"
+VERBATIM_PROMPT = "l1-verbatim-v1"
+
+
+def _no_progress(items: Iterable[T], desc: str, total: int) -> Iterable[T]:
+    return items
+
+
+def session_closed(s: dict[str, Any], sessions: Sequence[dict[str, Any]], watermark: datetime, idle: timedelta,
+                   flush: bool = False) -> bool:
+    """Whether session ``s`` (a row of ``Store.sessions``) is closed in event time (see module doc)."""
+    if flush or s["ended"]:
+        return True
+    if any(o["started_at"] > s["last_event_at"] for o in sessions):
+        return True
+    return watermark - s["last_event_at"] >= idle
+
+
+def node_id(user_id: str, level: Level, window_key: str, parts: Sequence[str]) -> str:
+    """Deterministic node id from the user, level, window and what it was made of."""
+    h = hashlib.sha1("|".join([user_id, str(int(level)), window_key, *parts]).encode()).hexdigest()[:16]
+    return f"L{int(level)}-{h}"
+
+
+class Consolidator:
+    """Writes the Temporal Memory Tree of one store.
+
+    Args:
+        llm: needed for L2–L5 and for ``l1_mode="llm"``; ``None`` writes verbatim L1 only.
+    """
+
+    def __init__(self, store: Store, embedder: Embedder, llm: LLMClient | None, config: Config) -> None:
+        self.store, self.embedder, self.llm, self.config = store, embedder, llm, config
+        self.tz = config.tz
+
+    # ------------------------------------------------------------------ L1
+    def write_segments(self, user_id: str, session_id: str, *, closed: bool) -> list[MemoryNode]:
+        """Write the missing L1 segments of one session; returns the new nodes."""
+        turns = self.store.turns(user_id, session_id)
+        exs = exchanges(turns)
+        if not closed and exs and len({t.speaker for t in exs[-1]}) < 2:
+            exs = exs[:-1]  # the last exchange still waits for its reply
+        size = self.config.l1_segment_exchanges
+        segs = group_segments(exs, size)
+        if not closed and segs and len(segs[-1]) and len(exchanges(segs[-1])) < size:
+            segs = segs[:-1]
+        todo = [s for s in segs if self.store.node_for_window(user_id, Level.SEGMENT, f"segment:{s[0].id}") is None]
+        if not todo:
+            return []
+        if self.config.l1_mode == "llm":
+            contents = self._llm_segments(user_id, todo)
+        else:
+            contents = [(render_segment(s, self.tz), VERBATIM_MODEL, VERBATIM_PROMPT) for s in todo]
+        vecs = self.embedder.embed([c for c, _, _ in contents])
+        written = []
+        for seg, (text, model, version), vec in zip(todo, contents, vecs):
+            key = f"segment:{seg[0].id}"
+            node = MemoryNode(
+                id=node_id(user_id, Level.SEGMENT, key, [t.id for t in seg]), user_id=user_id, level=Level.SEGMENT,
+                window_key=key, session_id=session_id, span_start=seg[0].event_time,
+                span_end=max(t.event_time for t in seg), content=text, source_turn_ids=[t.id for t in seg],
+                model_id=model, prompt_version=version)
+            self.store.add_node(node, vec)
+            written.append(node)
+        return written
+
+    def _llm_segments(self, user_id: str, segs: list[list[Turn]]) -> list[tuple[str, str, str]]:
+        """LLM facts per segment, batched; a segment without facts keeps its verbatim text (labelled so)."""
+        llm = self._need_llm("L1 segments in llm mode")
+        history = [n.content for n in self.store.history(user_id, Level.SEGMENT, segs[0][0].event_time,
+                                                         self.config.history_k)]
+        out: list[tuple[str, str, str]] = []
+        step = self.config.l1_batch_exchanges
+        for i in range(0, len(segs), step):
+            batch = segs[i:i + step]
+            rendered = [render_segment(s, self.tz) for s in batch]
+            result = llm.complete_json(segment.build_messages(rendered, history), segment.SegmentBatch,
+                                       purpose="consolidate-L1", user_id=user_id,
+                                       max_tokens=segment.max_tokens(len(batch)))
+            facts: dict[int, list[str]] = {}
+            for item in result.segments:
+                if 1 <= item.exchange <= len(batch):
+                    facts.setdefault(item.exchange, []).extend(f.strip() for f in item.facts if f.strip())
+            for j, text in enumerate(rendered, start=1):
+                uniq = list(dict.fromkeys(facts.get(j, [])))
+                if uniq:
+                    out.append(("\n".join(uniq), llm.model_id, segment.PROMPT_VERSION))
+                else:
+                    out.append((text, VERBATIM_MODEL, VERBATIM_PROMPT))
+            history = (history + [c for c, _, _ in out[-len(batch):]])[-self.config.history_k:]
+        return out
+
+    # ------------------------------------------------------------------ L2..L5
+    def consolidate(self, user_id: str, *, flush: bool = False, progress: Progress = _no_progress) -> list[MemoryNode]:
+        """Write every due L1..L5 node of ``user_id``; returns the new nodes in write order."""
+        written: list[MemoryNode] = []
+        sessions = self.store.sessions(user_id)
+        if not sessions:
+            return written
+        watermark = max(s["last_event_at"] for s in sessions)
+        idle = timedelta(minutes=self.config.session_idle_timeout_minutes)
+        closed = {s["session_id"]: session_closed(s, sessions, watermark, idle, flush) for s in sessions}
+        for s in progress(sessions, "L1 segments", len(sessions)):
+            written += self.write_segments(user_id, s["session_id"], closed=closed[s["session_id"]])
+        if self.llm is None:
+            return written
+        for level in (Level.SESSION, Level.DAY, Level.WEEK, Level.PROFILE):
+            due = self._due(user_id, level, closed, watermark, flush)
+            for key, window, children, existing in progress(due, f"L{int(level)} {level.name.lower()}", len(due)):
+                written.append(self._write_parent(user_id, level, key, window, children, existing))
+        return written
+
+    def _due(self, user_id: str, level: Level, closed: dict[str, bool], watermark, flush: bool
+             ) -> list[tuple[str, TimeSpan | None, list[MemoryNode], MemoryNode | None]]:
+        """Windows at ``level`` to (re)consolidate: (key, calendar window or None, children, existing node)."""
+        groups: dict[str, tuple[TimeSpan | None, list[MemoryNode]]] = {}
+        for child in self.store.nodes(user_id, int(level) - 1):
+            if level == Level.SESSION:
+                if not closed.get(child.session_id or "", False):
+                    continue
+                key, window = f"session:{child.session_id}", None
+            else:
+                w = parent_window(level, child.span_start, self.tz)
+                if not (flush or watermark >= w.end):
+                    continue
+                key, window = w.key, w.span
+            groups.setdefault(key, (window, []))[1].append(child)
+        due = []
+        for key, (window, children) in groups.items():
+            existing = self.store.node_for_window(user_id, level, key)
+            if existing and not existing.stale and set(existing.child_ids) == {c.id for c in children}:
+                continue
+            due.append((key, window, children, existing))
+        for orphan in self.store.nodes(user_id, int(level)):
+            if orphan.window_key not in groups and not any(
+                    c.status == NodeStatus.ACTIVE for c in self.store.nodes(ids=orphan.child_ids, status=None)):
+                self.store.update_node(orphan.id, status=NodeStatus.DELETED)
+                self.store.audit("cascade-delete", user_id, orphan.id, {"reason": "no active children"})
+        return sorted(due, key=lambda d: min(c.span_start for c in d[2]))
+
+    def _write_parent(self, user_id: str, level: Level, key: str, window: TimeSpan | None,
+                      children: list[MemoryNode], existing: MemoryNode | None) -> MemoryNode:
+        llm = self._need_llm(f"L{int(level)} consolidation")
+        span = parent_span(window, [c.span for c in children])
+        check_containment(span, [c.span for c in children], what=f"L{int(level)} {key}")
+        history = [h for h in self.store.history(user_id, level, span.start, self.config.history_k + 1)
+                   if existing is None or h.id != existing.id][-self.config.history_k:]
+        mod: Any
+        if level == Level.PROFILE:
+            mod = profile
+            messages = profile.build_messages(children, history, self._participants(user_id, span), self.tz)
+            result = llm.complete_json(messages, profile.ProfileMemory, purpose="consolidate-L5", user_id=user_id,
+                                       max_tokens=profile.MAX_TOKENS)
+        else:
+            mod, schema = {Level.SESSION: (session, session.SessionMemory), Level.DAY: (day, day.DayMemory),
+                           Level.WEEK: (week, week.WeekMemory)}[level]
+            result = llm.complete_json(mod.build_messages(children, history, self.tz), schema,
+                                       purpose=f"consolidate-L{int(level)}", user_id=user_id,
+                                       max_tokens=mod.MAX_TOKENS)
+        content = mod.render(result)
+        vec = self.embedder.embed([content])[0]
+        node = MemoryNode(
+            id=node_id(user_id, level, key, [c.id for c in children] + [content]), user_id=user_id, level=level,
+            window_key=key, session_id=children[0].session_id if level == Level.SESSION else None,
+            span_start=span.start, span_end=span.end, content=content, child_ids=[c.id for c in children],
+            history_ids=[h.id for h in history], model_id=llm.model_id, prompt_version=mod.PROMPT_VERSION)
+        with self.store.transaction():
+            if existing is not None:
+                self.store.update_node(existing.id, status=NodeStatus.SUPERSEDED)
+            self.store.add_node(node, vec)
+        return node
+
+    def _participants(self, user_id: str, span: TimeSpan) -> list[str]:
+        """Speakers (not assistants) who spoke within ``span``, in order of first appearance."""
+        turns = [t for t in self.store.turns(user_id) if span.start <= t.event_time <= span.end]
+        return list(dict.fromkeys(t.speaker for t in turns if t.role != Role.ASSISTANT))
+
+    def _need_llm(self, what: str) -> LLMClient:
+        if self.llm is None:
+            raise LLMError(f"{what} needs an LLM, but llm_backend is 'none'; use --llm local or --llm openai.")
+        return self.llm
+
+
+def tree_span(nodes: Sequence[MemoryNode]) -> TimeSpan:
+    """Hull of the spans of ``nodes`` (non-empty)."""
+    return hull([n.span for n in nodes])

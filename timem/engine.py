@@ -1,0 +1,134 @@
+"""MemoryEngine: the facade the CLI and the studio use (ingest, chat turns, consolidation, recall, editing).
+
+It owns one :class:`~timem.store.Store`, one embedder and an optional LLM client, all built
+from one :class:`~timem.config.Config`. It contains no SQL and no prompt text; those live in
+``store/`` and ``prompts/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from timem.config import Config
+from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
+from timem.datasets.base import ImportedUser
+from timem.embed.protocol import Embedder
+from timem.errors import InputError
+from timem.llm.protocol import LLMClient
+from timem.models import MemoryNode, Role, Turn
+from timem.store import Store
+
+
+@dataclass
+class IngestReport:
+    """What one ingest run added: turns and nodes per level, per user."""
+
+    users: list[str] = field(default_factory=list)
+    turns_added: int = 0
+    nodes_added: dict[str, int] = field(default_factory=dict)
+
+    def add_nodes(self, nodes: Sequence[MemoryNode]) -> None:
+        for n in nodes:
+            key = f"L{int(n.level)}"
+            self.nodes_added[key] = self.nodes_added.get(key, 0) + 1
+
+
+class MemoryEngine:
+    """Temporal Memory Tree engine over one DuckDB store.
+
+    Args:
+        config: resolved settings.
+        store: an open store (its embedder id must match ``embedder``).
+        embedder: text embedder (MiniLM by default).
+        llm: LLM client for L2–L5 (and LLM L1); ``None`` = verbatim L1 only, no consolidation above.
+    """
+
+    def __init__(self, config: Config, store: Store, embedder: Embedder, llm: LLMClient | None) -> None:
+        self.config, self.store, self.embedder, self.llm = config, store, embedder, llm
+        self.consolidator = Consolidator(store, embedder, llm, config)
+
+    @classmethod
+    def open(cls, config: Config, *, with_llm: bool = True) -> "MemoryEngine":
+        """Build the embedder, open ``config.db_path`` and (if ``with_llm``) the configured LLM."""
+        from timem.embed.minilm import MiniLMEmbedder
+        from timem.llm.factory import make_llm
+
+        embedder = MiniLMEmbedder(batch_size=config.embed_batch_size)
+        store = Store(config.db_path, embedder.model_id, embedder.dim)
+        llm = make_llm(config, store) if with_llm else None
+        return cls(config, store, embedder, llm)
+
+    def close(self) -> None:
+        self.store.close()
+
+    # ------------------------------------------------------------------ ingest (backfill)
+    def ingest(self, users: Sequence[ImportedUser], *, flush: bool = True,
+               progress: Progress = _no_progress) -> IngestReport:
+        """Store every user's turns, then consolidate in event-time order.
+
+        Dataset sessions are complete, so they are marked ended; ``flush`` also closes the last day,
+        week and month. Running it again adds nothing (turn ids and windows are deterministic).
+        """
+        report = IngestReport()
+        for user in users:
+            turns = [t for s in user.sessions for t in s.turns]
+            with self.store.transaction():
+                report.turns_added += self.store.add_turns(turns)
+                for s in user.sessions:
+                    self.store.end_session(user.user_id, s.session_id)
+            report.users.append(user.user_id)
+            report.add_nodes(self.consolidator.consolidate(user.user_id, flush=flush, progress=progress))
+        self.store.refresh_fts()
+        return report
+
+    # ------------------------------------------------------------------ online chat
+    def add_exchange(self, user_id: str, session_id: str, user_text: str, assistant_text: str,
+                     event_time: datetime, *, user_name: str = "User", assistant_name: str = "Assistant",
+                     consolidate: bool = True) -> list[MemoryNode]:
+        """Record one chat exchange (user turn + assistant reply, both at ``event_time``, UTC-aware).
+
+        Writes its L1 segment online and consolidates whatever windows closed in event time.
+
+        Raises:
+            InputError: empty text or a naive ``event_time``.
+        """
+        if not user_text.strip():
+            raise InputError("the message is empty; type something to say", field="text")
+        if event_time.tzinfo is None:
+            raise InputError("event_time must be timezone-aware; convert with timem.tree.windows.to_utc",
+                             field="event_time")
+        seq = len(self.store.turns(user_id, session_id))
+        turns = [
+            _turn(user_id, session_id, seq, user_name, Role.USER, user_text, event_time),
+            _turn(user_id, session_id, seq + 1, assistant_name, Role.ASSISTANT, assistant_text, event_time),
+        ]
+        with self.store.transaction():
+            self.store.add_turns(turns)
+        nodes = self.consolidator.consolidate(user_id) if consolidate else []
+        self.store.refresh_fts()
+        return nodes
+
+    def end_session(self, user_id: str, session_id: str) -> list[MemoryNode]:
+        """Mark a session ended and consolidate what that closes (its L2 at least)."""
+        self.store.end_session(user_id, session_id)
+        nodes = self.consolidator.consolidate(user_id)
+        self.store.refresh_fts()
+        return nodes
+
+    def consolidate(self, user_id: str | None = None, *, flush: bool = False,
+                    progress: Progress = _no_progress) -> list[MemoryNode]:
+        """Consolidate due windows of one user (or all users); ``flush`` closes every open window."""
+        nodes: list[MemoryNode] = []
+        for uid in [user_id] if user_id else self.store.users():
+            nodes += self.consolidator.consolidate(uid, flush=flush, progress=progress)
+        self.store.refresh_fts()
+        return nodes
+
+
+def _turn(user_id: str, session_id: str, seq: int, speaker: str, role: Role, text: str, at: datetime) -> Turn:
+    tid = hashlib.sha1(f"{user_id}|{session_id}|{seq}".encode()).hexdigest()[:16]
+    return Turn(id=f"t-{tid}", user_id=user_id, session_id=session_id, seq=seq, speaker=speaker, role=role,
+                text=text, event_time=at.astimezone(UTC))

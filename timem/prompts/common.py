@@ -1,0 +1,35 @@
+"""Shared pieces of the consolidation prompts (rendering dated children and history)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from zoneinfo import ZoneInfo
+
+from timem.models import MemoryNode
+
+LANGUAGE_RULE = ("Write in the same language as the conversation (a Chinese conversation gives Chinese "
+                 "memories). Keep names, numbers and absolute dates exactly as given. Never invent facts.")
+
+
+def fmt_date(node: MemoryNode, tz: ZoneInfo) -> str:
+    """``2023-05-08 (Mon)`` or ``2023-05-08 (Mon) – 2023-05-14 (Sun)`` for a node's span in ``tz``."""
+    a, b = node.span_start.astimezone(tz), node.span_end.astimezone(tz)
+    first = a.strftime("%Y-%m-%d (%a)")
+    if a.date() == b.date() or (b - a).total_seconds() <= 86400 and b.hour == 0 and b.minute == 0:
+        return first
+    return f"{first} – {b.strftime('%Y-%m-%d (%a)')}"
+
+
+def render_nodes(nodes: Sequence[MemoryNode], tz: ZoneInfo, numbered: bool = False) -> str:
+    """One block per node: its date line, then its content."""
+    out = []
+    for i, n in enumerate(nodes, start=1):
+        head = f"[{i}] {fmt_date(n, tz)}" if numbered else f"[{fmt_date(n, tz)}]"
+        out.append(f"{head}\n{n.content.strip()}")
+    return "\n\n".join(out) if out else "(none)"
+
+
+def history_block(history: Sequence[MemoryNode], tz: ZoneInfo, what: str) -> str:
+    """The same-level history section every consolidation prompt carries (TiMem §3.2)."""
+    return (f"Earlier {what} memories, for continuity only (do not repeat them; mention a change if the "
+            f"new material updates them):\n{render_nodes(history, tz)}")

@@ -1,0 +1,93 @@
+"""``timem check``: verify the Temporal Memory Tree invariants of a store.
+
+Checked, per user:
+* temporal containment: every active parent's span contains each active child's span;
+* links: a parent's ``child_ids`` and the children's ``parent_id`` agree;
+* every active L1 segment has source turns, and they exist;
+* no orphan below the top level, except nodes whose parent window is still open in event time;
+* search indexes in sync: the FTS snapshot is fresh and covers every node; every vector is a finite
+  unit vector.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+
+from timem.config import Config
+from timem.consolidation.consolidator import session_closed
+from timem.models import Level
+from timem.store import Store
+from timem.tree.windows import parent_window
+
+
+@dataclass(frozen=True)
+class Violation:
+    user_id: str | None
+    node_id: str | None
+    rule: str
+    detail: str
+
+
+def check_store(store: Store, config: Config, user_id: str | None = None) -> list[Violation]:
+    """All invariant violations (empty list = healthy)."""
+    out: list[Violation] = []
+    for uid in [user_id] if user_id else store.users():
+        out += _check_user(store, config, uid)
+    out += _check_indexes(store)
+    return out
+
+
+def _check_user(store: Store, config: Config, uid: str) -> list[Violation]:
+    out: list[Violation] = []
+    nodes = {n.id: n for n in store.nodes(uid)}
+    parents = store.parent_ids(list(nodes))
+    sessions = store.sessions(uid)
+    watermark = max((s["last_event_at"] for s in sessions), default=None)
+    idle = timedelta(minutes=config.session_idle_timeout_minutes)
+    closed = {s["session_id"]: session_closed(s, sessions, watermark, idle) for s in sessions}
+    for n in nodes.values():
+        for cid in n.child_ids:
+            child = nodes.get(cid)
+            if child is None:
+                continue  # superseded or deleted children are history, not violations
+            if not n.span.contains(child.span):
+                out.append(Violation(uid, n.id, "containment", f"does not contain child {cid}"))
+            if parents.get(cid) != n.id:
+                out.append(Violation(uid, cid, "link", f"listed by {n.id} but its parent_id is {parents.get(cid)}"))
+        if n.level == Level.SEGMENT:
+            if not n.source_turn_ids:
+                out.append(Violation(uid, n.id, "source-turns", "L1 segment without source turns"))
+            elif len(store.turns(uid, ids=n.source_turn_ids)) != len(n.source_turn_ids):
+                out.append(Violation(uid, n.id, "source-turns", "some source turns are missing"))
+        if n.level < Level.PROFILE and parents.get(n.id) not in nodes:
+            if n.level == Level.SEGMENT:
+                still_open = not closed.get(n.session_id or "", True)
+            elif n.level == Level.SESSION:
+                still_open = watermark is not None and watermark < parent_window(Level.DAY, n.span_start, config.tz).end
+            else:
+                still_open = watermark is not None and watermark < parent_window(Level(n.level + 1), n.span_start,
+                                                                                  config.tz).end
+            if not still_open:
+                out.append(Violation(uid, n.id, "orphan", f"L{int(n.level)} node of a closed window has no "
+                                     "active parent; run `timem consolidate --flush` or re-ingest"))
+    return out
+
+
+def _check_indexes(store: Store) -> list[Violation]:
+    out: list[Violation] = []
+    if store.get_meta("fts_dirty") not in (None, "0"):
+        out.append(Violation(None, None, "fts", "FTS snapshot is older than the last write; it rebuilds on the "
+                                                "next search or `timem check --repair`"))
+    else:
+        n_nodes = store.con.execute("SELECT count(*) FROM nodes").fetchone()[0]
+        if n_nodes:
+            n_docs = store.con.execute("SELECT count(*) FROM fts_main_nodes.docs").fetchone()[0]
+            if n_docs != n_nodes:
+                out.append(Violation(None, None, "fts", f"FTS holds {n_docs} documents for {n_nodes} nodes"))
+    bad = store.con.execute(
+        "SELECT id FROM nodes WHERE len(embedding) IS NULL OR abs(list_dot_product(embedding::FLOAT[], "
+        "embedding::FLOAT[]) - 1) > 1e-3").fetchall()
+    out += [Violation(None, r[0], "vector", "embedding is not a unit vector") for r in bad]
+    return out
