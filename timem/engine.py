@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from timem import editing
 from timem.config import Config
 from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
 from timem.datasets.base import ImportedUser
@@ -126,6 +127,26 @@ class MemoryEngine:
             nodes += self.consolidator.consolidate(uid, flush=flush, progress=progress)
         self.store.refresh_fts()
         return nodes
+
+    # ------------------------------------------------------------------ correcting and erasing
+    def edit_memory(self, node_id: str, content: str, *, actor: str = "user") -> MemoryNode:
+        """New content for a memory; ancestors re-consolidated (see :mod:`timem.editing`)."""
+        return editing.edit_memory(self.store, self.consolidator, node_id, content, actor=actor)
+
+    def delete_memories(self, node_ids: Sequence[str], *, hard: bool = False, actor: str = "user") -> None:
+        """Soft-delete (undoable) or, with ``hard``, erase memories; ancestors re-consolidated without them."""
+        if hard:
+            editing.erase(self.store, self.consolidator, node_ids, actor=actor)
+        else:
+            editing.soft_delete(self.store, self.consolidator, node_ids, actor=actor)
+
+    def restore_memory(self, node_id: str, *, actor: str = "user") -> None:
+        """Undo a soft delete."""
+        editing.restore(self.store, self.consolidator, node_id, actor=actor)
+
+    def erase_user(self, user_id: str, *, actor: str = "user") -> dict[str, int]:
+        """Erase every trace of a user (turns, nodes, vectors, FTS, traces, LLM cache)."""
+        return editing.erase_user(self.store, user_id, actor=actor)
 
 
 def _turn(user_id: str, session_id: str, seq: int, speaker: str, role: Role, text: str, at: datetime) -> Turn:

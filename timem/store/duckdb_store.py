@@ -277,6 +277,36 @@ class Store:
         rows = self.con.execute("SELECT id, embedding FROM nodes WHERE list_contains(?, id)", [list(node_ids)]).fetchall()
         return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
 
+    def purge_cache_mentioning(self, texts: Sequence[str]) -> int:
+        """Delete LLM-cache entries whose request or response contains any of ``texts`` (hard erase)."""
+        n = 0
+        for t in {t for t in texts if t.strip()}:
+            key = t.strip()[:200]
+            n += self.con.execute("SELECT count(*) FROM llm_cache WHERE contains(request, ?) OR contains(response, ?)",
+                                  [key, key]).fetchone()[0]
+            self.con.execute("DELETE FROM llm_cache WHERE contains(request, ?) OR contains(response, ?)", [key, key])
+        return n
+
+    def erase_user(self, user_id: str) -> dict[str, int]:
+        """Remove every row of ``user_id`` (turns, sessions, nodes, traces, cache entries of its calls)."""
+        counts: dict[str, int] = {}
+        with self.transaction():
+            texts = [r[0] for r in self.con.execute("SELECT text FROM turns WHERE user_id = ? UNION ALL "
+                                                    "SELECT content FROM nodes WHERE user_id = ?",
+                                                    [user_id, user_id]).fetchall()]
+            keys = [r[0] for r in self.con.execute("SELECT DISTINCT cache_key FROM llm_calls WHERE user_id = ? "
+                                                   "AND cache_key IS NOT NULL", [user_id]).fetchall()]
+            counts["llm_cache"] = self.con.execute("SELECT count(*) FROM llm_cache WHERE list_contains(?, key)",
+                                                   [keys]).fetchone()[0]
+            self.con.execute("DELETE FROM llm_cache WHERE list_contains(?, key)", [keys])
+            counts["llm_cache"] += self.purge_cache_mentioning(texts)
+            for table in ("turns", "sessions", "nodes", "recall_traces", "llm_calls"):
+                counts[table] = self.con.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?",
+                                                 [user_id]).fetchone()[0]
+                self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
+            self._set_meta("fts_dirty", "1")
+        return counts
+
     # ---------------------------------------------------------------- search
     def refresh_fts(self, force: bool = False) -> bool:
         """Rebuild the BM25 index over ``nodes.content`` if writes happened since the last build."""

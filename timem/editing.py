@@ -1,0 +1,123 @@
+"""Correcting and erasing memories (the studio's Memories page and the CLI).
+
+* :func:`edit_memory` — new content, re-embedded; the FTS snapshot is marked dirty; every active
+  ancestor is marked *stale* and re-consolidated (L2–L5, when an LLM is configured).
+* :func:`soft_delete` / :func:`restore` — status ``deleted`` with an audit record, undoable; the
+  parent is re-consolidated without the node (and with it again after a restore).
+* :func:`erase` / :func:`erase_user` — hard erase: rows, vectors, FTS entries (rebuilt at once)
+  and the LLM-cache entries whose request mentions the erased text; ancestors re-consolidated.
+  The audit keeps only ids and the action, never the erased text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from timem.consolidation.consolidator import Consolidator
+from timem.errors import InputError, NotFoundError
+from timem.models import MemoryNode, NodeStatus
+from timem.store import Store
+
+
+def ancestors(store: Store, node_id: str) -> list[MemoryNode]:
+    """Active ancestors of a node, nearest first."""
+    out: list[MemoryNode] = []
+    pid = store.parent_ids([node_id]).get(node_id)
+    while pid:
+        parent = store.node(pid)
+        if parent.status == NodeStatus.ACTIVE:
+            out.append(parent)
+        pid = store.parent_ids([pid]).get(pid)
+    return out
+
+
+def _mark_stale(store: Store, node_ids: Sequence[str]) -> set[str]:
+    users = set()
+    for nid in node_ids:
+        for a in ancestors(store, nid):
+            store.update_node(a.id, stale=True)
+            users.add(a.user_id)
+    return users
+
+
+def _reconsolidate(store: Store, cons: Consolidator, users: set[str]) -> list[MemoryNode]:
+    written: list[MemoryNode] = []
+    if cons.llm is not None:
+        for uid in sorted(users):
+            written += cons.consolidate(uid)
+    store.refresh_fts()
+    return written
+
+
+def edit_memory(store: Store, cons: Consolidator, node_id: str, content: str, *, actor: str = "user") -> MemoryNode:
+    """Replace a node's content; returns the updated node.
+
+    Raises:
+        InputError: empty content. NotFoundError: unknown id.
+    """
+    if not content.strip():
+        raise InputError("the new content is empty; delete the memory instead", field="content")
+    node = store.node(node_id)
+    vec = cons.embedder.embed([content.strip()])[0]
+    with store.transaction():
+        store.update_node(node_id, content=content.strip(), embedding=vec)
+        store.audit("edit", node.user_id, node_id, {"actor": actor, "old_chars": len(node.content)})
+        users = _mark_stale(store, [node_id]) | {node.user_id}
+    _reconsolidate(store, cons, users)
+    return store.node(node_id)
+
+
+def soft_delete(store: Store, cons: Consolidator, node_ids: Sequence[str], *, actor: str = "user") -> None:
+    """Mark nodes deleted (undo with :func:`restore`); parents are re-consolidated without them."""
+    users: set[str] = set()
+    with store.transaction():
+        for nid in node_ids:
+            node = store.node(nid)
+            users |= _mark_stale(store, [nid]) | {node.user_id}
+            store.update_node(nid, status=NodeStatus.DELETED)
+            store.audit("soft-delete", node.user_id, nid, {"actor": actor})
+    _reconsolidate(store, cons, users)
+
+
+def restore(store: Store, cons: Consolidator, node_id: str, *, actor: str = "user") -> None:
+    """Undo a soft delete.
+
+    Raises:
+        InputError: the node is not soft-deleted.
+    """
+    node = store.node(node_id)
+    if node.status != NodeStatus.DELETED:
+        raise InputError(f"memory {node_id} is {node.status.value}, not deleted; nothing to undo", field="status")
+    with store.transaction():
+        store.update_node(node_id, status=NodeStatus.ACTIVE)
+        store.audit("restore", node.user_id, node_id, {"actor": actor})
+        users = _mark_stale(store, [node_id]) | {node.user_id}
+    _reconsolidate(store, cons, users)
+
+
+def erase(store: Store, cons: Consolidator, node_ids: Sequence[str], *, actor: str = "user") -> None:
+    """Hard-erase nodes (and their superseded versions' text from the LLM cache); ancestors re-consolidated."""
+    nodes = [store.node(n) for n in node_ids]
+    users: set[str] = set()
+    with store.transaction():
+        for n in nodes:
+            users |= _mark_stale(store, [n.id]) | {n.user_id}
+        store.purge_cache_mentioning([n.content for n in nodes])
+        store.delete_nodes([n.id for n in nodes])
+        for n in nodes:
+            store.audit("erase", n.user_id, n.id, {"actor": actor, "level": int(n.level)})
+    store.refresh_fts()
+    _reconsolidate(store, cons, users)
+
+
+def erase_user(store: Store, user_id: str, *, actor: str = "user") -> dict[str, int]:
+    """Erase everything of one user: turns, sessions, nodes, traces, LLM cache and call log entries.
+
+    Returns counts of removed rows. Raises NotFoundError for an unknown user.
+    """
+    if user_id not in store.users():
+        raise NotFoundError(f"no user {user_id!r}; known users: {', '.join(store.users()) or 'none'}")
+    counts = store.erase_user(user_id)
+    store.audit("erase-user", None, None, {"actor": actor, "counts": counts})
+    store.refresh_fts(force=True)
+    return counts
