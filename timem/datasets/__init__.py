@@ -1,0 +1,52 @@
+"""Dataset importers: LoCoMo, LongMemEval and the TiMem JSONL chat format.
+
+Each returns ``list[ImportedUser]`` (see :mod:`timem.datasets.base`); malformed input raises
+:class:`timem.errors.InputError` naming the file, record and field before anything is returned.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+from zoneinfo import ZoneInfo
+
+from timem.datasets.base import ImportedSession, ImportedUser, Question, turn_id
+from timem.datasets.jsonl import load_jsonl, write_jsonl
+from timem.datasets.locomo import load_locomo
+from timem.datasets.longmemeval import load_longmemeval
+from timem.errors import InputError
+
+__all__ = ["ImportedSession", "ImportedUser", "Question", "load_dataset", "load_jsonl", "load_locomo",
+           "load_longmemeval", "turn_id", "write_jsonl"]
+
+DatasetFormat = Literal["locomo", "longmemeval", "jsonl"]
+FORMATS: tuple[str, ...] = ("locomo", "longmemeval", "jsonl")
+
+
+def load_dataset(path: str | Path, fmt: DatasetFormat, *, sample_ids: list[str] | None = None,
+                 limit: int | None = None, tz: ZoneInfo) -> list[ImportedUser]:
+    """Load ``path`` in format ``fmt`` into users with time-ordered sessions (UTC-aware times).
+
+    Args:
+        path: the dataset file.
+        fmt: ``"locomo"`` (``locomo10.json`` layout), ``"longmemeval"`` (any of the three LongMemEval
+            files) or ``"jsonl"`` (TiMem JSONL, see :mod:`timem.datasets.jsonl`).
+        sample_ids: LoCoMo only: the conversations to import (``None`` = all).
+        limit: LongMemEval only: import the first ``limit`` instances (``None`` = all).
+        tz: the users' zone; naive dataset times are read as wall-clock time there.
+
+    Raises:
+        InputError: unknown format, an option that does not apply to the format, or malformed input
+            (the message names file, record and field).
+    """
+    if fmt not in FORMATS:
+        raise InputError(f"unknown dataset format {fmt!r}; use one of {', '.join(FORMATS)}", field="fmt")
+    if sample_ids is not None and fmt != "locomo":
+        raise InputError(f"sample_ids applies to LoCoMo only, not {fmt}", field="sample_ids")
+    if limit is not None and fmt != "longmemeval":
+        raise InputError(f"limit applies to LongMemEval only, not {fmt}", field="limit")
+    if fmt == "locomo":
+        return load_locomo(path, sample_ids, tz)
+    if fmt == "longmemeval":
+        return load_longmemeval(path, limit, tz)
+    return load_jsonl(path, tz)

@@ -1,0 +1,129 @@
+"""TiMem JSONL format: grouping, time zones, round trip, errors; and load_dataset dispatch."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from timem.datasets import load_dataset, load_jsonl, load_locomo, write_jsonl
+from timem.errors import InputError
+from timem.models import Role
+
+BERLIN = ZoneInfo("Europe/Berlin")
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+
+ROWS = [
+    {"user_id": "alice", "session_id": "s2", "speaker": "Alice", "role": "user", "text": "Second session",
+     "timestamp": "2023-05-09T10:00:00"},
+    {"user_id": "bob", "session_id": "s1", "speaker": "user", "text": "Hi, I am Bob",
+     "timestamp": "2023-05-01T08:00:00Z"},
+    {"user_id": "alice", "session_id": "s1", "role": "user", "speaker": "Alice", "text": "First session",
+     "timestamp": "2023-05-08T13:56:00"},
+    {"user_id": "alice", "session_id": "s1", "role": "assistant", "text": "Noted.",
+     "timestamp": "2023-05-08T13:56:30+02:00", "source_ref": "msg-2"},
+    {"user_id": "alice", "session_id": "s2", "speaker": "Carol", "text": "Hello from Carol",
+     "timestamp": "2023-05-09T10:01:00", "image_caption": "a photo of a cat"},
+]
+
+
+def _write(tmp_path: Path, rows: list[dict] | list[str], name: str = "chat.jsonl") -> Path:
+    path = tmp_path / name
+    lines = [r if isinstance(r, str) else json.dumps(r) for r in rows]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_grouping_roles_and_zones(tmp_path: Path) -> None:
+    users = load_jsonl(_write(tmp_path, ROWS), BERLIN)
+    assert [u.user_id for u in users] == ["alice", "bob"]  # order of first appearance
+    alice, bob = users
+    assert [s.session_id for s in alice.sessions] == ["s1", "s2"]  # by first timestamp, not file order
+    s1, s2 = alice.sessions
+    assert [t.text for t in s1.turns] == ["First session", "Noted."]
+    assert s1.turns[0].event_time == datetime(2023, 5, 8, 11, 56, tzinfo=UTC)  # naive = Berlin (CEST)
+    assert s1.turns[1].event_time == datetime(2023, 5, 8, 11, 56, 30, tzinfo=UTC)
+    t = s1.turns[1]
+    assert (t.speaker, t.role, t.source_ref) == ("assistant", Role.ASSISTANT, "msg-2")
+    assert (s2.turns[1].speaker, s2.turns[1].role, s2.turns[1].image_caption) == ("Carol", Role.OTHER,
+                                                                                   "a photo of a cat")
+    assert bob.turns[0].role == Role.USER and bob.turns[0].event_time == datetime(2023, 5, 1, 8, tzinfo=UTC)
+    assert [t.id for t in alice.turns] == ["alice:s1:0", "alice:s1:1", "alice:s2:0", "alice:s2:1"]
+    assert alice.participants == ["Alice", "assistant", "Carol"]
+    assert s1.date_label == "2023-05-08T13:56:00" and alice.questions == []
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    users = load_jsonl(_write(tmp_path, ROWS), BERLIN)
+    out = tmp_path / "out.jsonl"
+    assert write_jsonl(users, out) == len(ROWS)
+    again = load_dataset(out, "jsonl", tz=ZoneInfo("Asia/Tokyo"))  # offsets are written, so the zone is moot
+    _same(users, again)
+
+
+def test_round_trip_from_locomo(tmp_path: Path) -> None:
+    assert LOCOMO.is_file(), f"LoCoMo dev file missing at {LOCOMO}"
+    users = load_locomo(LOCOMO, None, BERLIN)
+    out = tmp_path / "locomo.jsonl"
+    write_jsonl(users, out)
+    again = load_jsonl(out, BERLIN)
+    _same(users, again)
+
+
+def _same(a, b) -> None:
+    assert [u.user_id for u in a] == [u.user_id for u in b]
+    for ua, ub in zip(a, b, strict=True):
+        assert [s.session_id for s in ua.sessions] == [s.session_id for s in ub.sessions]
+        key = lambda t: (t.id, t.speaker, t.role, t.text, t.event_time, t.source_ref, t.image_caption)  # noqa: E731
+        assert [key(t) for t in ua.turns] == [key(t) for t in ub.turns]
+
+
+@pytest.mark.parametrize("bad_line, field, message", [
+    ('{"user_id": "u", "session_id": "s", "role": "user", "text": "hi", "timestamp": ', None, "invalid JSON"),
+    ('["not", "an", "object"]', None, "expected a JSON object"),
+    ('{"session_id": "s", "role": "user", "text": "hi", "timestamp": "2023-05-08T10:00"}',
+     "user_id", "missing"),
+    ('{"user_id": "u", "session_id": "s", "role": "user", "text": "  ", "timestamp": "2023-05-08T10:00"}',
+     "text", "empty"),
+    ('{"user_id": 5, "session_id": "s", "role": "user", "text": "hi", "timestamp": "2023-05-08T10:00"}',
+     "user_id", "expected a string"),
+    ('{"user_id": "u", "session_id": "s", "text": "hi", "timestamp": "2023-05-08T10:00"}', "role", "missing"),
+    ('{"user_id": "u", "session_id": "s", "role": "bot", "text": "hi", "timestamp": "2023-05-08T10:00"}',
+     "role", "unknown role"),
+    ('{"user_id": "u", "session_id": "s", "role": "user", "text": "hi", "timestamp": "8 May 2023"}',
+     "timestamp", "unparseable"),
+    ('{"user_id": "u", "session_id": "s", "role": "user", "text": "hi", "timestamp": "2023-05-08T10:00", '
+     '"image_caption": 3}', "image_caption", "expected a string"),
+    ('{"user_id": "u", "session_id": "a", "role": "user", "text": "hi", "timestamp": "2023-05-08T09:00"}',
+     "timestamp", "earlier than the previous turn"),
+])
+def test_errors_name_file_line_and_field(tmp_path: Path, bad_line: str, field: str | None,
+                                        message: str) -> None:
+    good = json.dumps({"user_id": "u", "session_id": "a", "role": "user", "text": "ok",
+                       "timestamp": "2023-05-08T09:30"})
+    path = _write(tmp_path, [good, "", bad_line])  # the bad record is on line 3
+    with pytest.raises(InputError) as exc:
+        load_jsonl(path, BERLIN)
+    err = exc.value
+    assert (err.file, err.record, err.field) == (str(path), "line 3", field)
+    assert message in str(err) and str(path) in str(err) and "line 3" in str(err)
+
+
+def test_empty_file_and_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no turns"):
+        load_jsonl(_write(tmp_path, ["", "   "]), BERLIN)
+    with pytest.raises(InputError, match="cannot read"):
+        load_jsonl(tmp_path / "missing.jsonl", BERLIN)
+
+
+def test_load_dataset_rejects_bad_options(tmp_path: Path) -> None:
+    path = _write(tmp_path, ROWS)
+    with pytest.raises(InputError, match="unknown dataset format"):
+        load_dataset(path, "csv", tz=BERLIN)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="sample_ids"):
+        load_dataset(path, "jsonl", sample_ids=["x"], tz=BERLIN)
+    with pytest.raises(InputError, match="limit"):
+        load_dataset(path, "jsonl", limit=2, tz=BERLIN)

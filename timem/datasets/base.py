@@ -1,0 +1,178 @@
+"""The common shape every importer returns, plus small validation helpers.
+
+Every importer reads a whole file, validates *everything* it is going to return, and only then
+returns a list of :class:`ImportedUser`; malformed input raises
+:class:`timem.errors.InputError` naming the file, the record and the field, so nothing is
+ingested from a half-valid file.
+
+Ids are deterministic so that re-importing the same file yields the same ids (idempotent
+re-ingest): a turn's id is :func:`turn_id` ``f"{user_id}:{session_id}:{seq}"``.
+All datetimes are UTC-aware; naive dataset times are read as wall-clock time in the ``tz``
+given to the importer (via :func:`timem.tree.windows.to_utc`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from dateutil import parser as dateutil_parser
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from timem.errors import InputError
+from timem.models import Turn
+from timem.tree.windows import to_utc
+
+__all__ = ["ImportedSession", "ImportedUser", "Question", "turn_id"]
+
+
+def turn_id(user_id: str, session_id: str, seq: int) -> str:
+    """The stable id of turn ``seq`` (0-based) of ``session_id`` of ``user_id``."""
+    return f"{user_id}:{session_id}:{seq}"
+
+
+class ImportedSession(BaseModel):
+    """One conversation session: ``turns`` in spoken order (``seq`` 0..n-1, non-empty).
+
+    ``date_label`` is the dataset's own date string for the session (e.g. LoCoMo's
+    ``"1:56 pm on 8 May, 2023"``), kept for display; ``start`` is the UTC event time of its first turn.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    session_id: str
+    turns: list[Turn]
+    date_label: str
+
+    @property
+    def start(self) -> datetime:
+        return self.turns[0].event_time
+
+    @property
+    def end(self) -> datetime:
+        return max(t.event_time for t in self.turns)
+
+
+class Question(BaseModel):
+    """A benchmark question asked of one user's memory.
+
+    ``answer`` is the gold answer as text (numbers are converted with ``str``); ``category`` is the
+    dataset's own (LoCoMo: int 1-5, LongMemEval: the ``question_type`` string); ``evidence`` lists
+    the ids that support the answer (LoCoMo dia_ids such as ``"D1:3"``, LongMemEval answer session
+    ids); ``question_time`` is when the question is asked (UTC) if the dataset says; ``extra``
+    holds dataset-specific fields (see each importer).
+    """
+
+    model_config = ConfigDict(frozen=True)
+    question_id: str
+    question: str
+    answer: str
+    category: str | int
+    evidence: list[str] = Field(default_factory=list)
+    question_time: datetime | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("question_time")
+    @classmethod
+    def _aware(cls, v: datetime | None) -> datetime | None:
+        if v is not None and (v.tzinfo is None or v.utcoffset() is None):
+            raise ValueError("question_time must be timezone-aware (convert naive input with to_utc)")
+        return None if v is None else v.astimezone(UTC)
+
+
+class ImportedUser(BaseModel):
+    """One memory owner (the partition key): its sessions in time order and, for benchmarks, questions.
+
+    ``participants`` are the speaker names in the order the dataset introduces them; ``meta`` holds
+    importer facts (``dataset``, ``file``, skipped items ...).
+    """
+
+    model_config = ConfigDict(frozen=True)
+    user_id: str
+    participants: list[str]
+    sessions: list[ImportedSession]
+    meta: dict[str, Any] = Field(default_factory=dict)
+    questions: list[Question] = Field(default_factory=list)
+
+    @property
+    def turns(self) -> list[Turn]:
+        """All turns, session by session."""
+        return [t for s in self.sessions for t in s.turns]
+
+
+# ---------------------------------------------------------------- helpers for importers
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; unreadable files and bad JSON raise :class:`InputError`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {path}: {exc}. Check the path.", file=str(path)) from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}. Fix the file or re-download it.", file=str(path),
+                         record=f"line {exc.lineno} column {exc.colno}") from exc
+
+
+def need(obj: Any, key: str, kind: type | tuple[type, ...], *, file: str, record: str,
+         allow_empty: bool = False) -> Any:
+    """``obj[key]`` checked to exist, to be of ``kind`` and (for str/list) non-empty."""
+    if not isinstance(obj, dict):
+        raise InputError(f"expected a JSON object, got {type(obj).__name__}", file=file, record=record)
+    if key not in obj or obj[key] is None:
+        raise InputError("missing field", file=file, record=record, field=key)
+    val = obj[key]
+    if isinstance(val, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        raise InputError(f"expected {_kind_name(kind)}, got a boolean", file=file, record=record, field=key)
+    if not isinstance(val, kind):
+        raise InputError(f"expected {_kind_name(kind)}, got {type(val).__name__}", file=file, record=record,
+                         field=key)
+    empty = not val.strip() if isinstance(val, str) else (isinstance(val, list) and not val)
+    if empty and not allow_empty:
+        raise InputError("empty field", file=file, record=record, field=key)
+    return val
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", list: "a list", dict: "an object", int: "an integer", float: "a number",
+             bool: "a boolean"}
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+#: LongMemEval's "2023/05/30 (Tue) 23:40" (weekday and time optional)
+_SLASHED = re.compile(
+    r"^(\d{4})/(\d{1,2})/(\d{1,2})\s*(?:\([A-Za-z]+\))?\s*(?:(\d{1,2}):(\d{2})(?::(\d{2}))?)?$")
+_D1, _D2 = datetime(2000, 1, 1), datetime(2001, 2, 2)
+
+
+def parse_when(raw: str, tz: ZoneInfo, *, file: str, record: str, field: str) -> datetime:
+    """Parse a dataset timestamp into UTC; naive values are wall-clock time in ``tz``.
+
+    Accepts ``"2023/05/30 (Tue) 23:40"`` (LongMemEval), ISO 8601 (``"2023-05-08T13:56"``, with or
+    without offset) and free text with a written month (``"1:56 pm on 8 May, 2023"``, LoCoMo).
+    A value without a full calendar date (year, month and day) is rejected.
+
+    Raises:
+        InputError: the value cannot be parsed (names ``file``, ``record`` and ``field``).
+    """
+    text = raw.strip()
+    try:
+        if m := _SLASHED.match(text):
+            y, mo, d, h, mi, sec = (int(g) if g else 0 for g in m.groups())
+            dt = datetime(y, mo, d, h, mi, sec)
+        else:
+            try:
+                dt = datetime.fromisoformat(text)
+            except ValueError:
+                a, b = (dateutil_parser.parse(text, default=x) for x in (_D1, _D2))
+                if (a.year, a.month, a.day) != (b.year, b.month, b.day):
+                    raise ValueError("no full calendar date (year, month and day)") from None
+                dt = a
+    except (ValueError, OverflowError) as exc:
+        raise InputError(f"unparseable date/time {raw!r} ({exc}); use e.g. '2023-05-08T13:56' or "
+                         "'1:56 pm on 8 May, 2023'", file=file, record=record, field=field) from exc
+    return to_utc(dt, tz)

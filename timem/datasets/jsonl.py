@@ -1,0 +1,158 @@
+"""TiMem JSONL chat format: one turn per line.
+
+Format (UTF-8, one JSON object per line, blank lines ignored)::
+
+    {"user_id": "alice", "session_id": "s1", "speaker": "Alice", "role": "user",
+     "text": "I went to the support group yesterday.", "timestamp": "2023-05-08T13:56:00"}
+    {"user_id": "alice", "session_id": "s1", "role": "assistant",
+     "text": "How was it?", "timestamp": "2023-05-08T13:56:30+02:00", "source_ref": "msg-2"}
+
+Fields:
+
+* ``user_id`` (string, required): the memory owner; users are returned in order of first appearance.
+* ``session_id`` (string, required): a conversation session *of that user*; the same id under
+  two users names two sessions.
+* ``role`` and/or ``speaker`` (strings, at least one): ``role`` is ``user``, ``assistant`` or
+  ``other``. Without ``role``, a speaker named ``user``/``assistant`` (any case) gets that role and
+  any other speaker ``other``; without ``speaker``, the speaker is the role.
+* ``text`` (string, required, non-empty): what was said.
+* ``timestamp`` (string, required): ISO 8601 event time, e.g. ``2023-05-08T13:56:00`` or with an
+  offset (``+02:00``, ``Z``). A timestamp without an offset is wall-clock time in the user time
+  zone (``Config.timezone``).
+* ``image_caption``, ``source_ref`` (strings, optional): a caption of a shared image; your own
+  reference for the turn (kept on the turn and shown as evidence).
+* Other keys are ignored.
+
+Grouping: turns of a session keep file order (``seq`` 0, 1, ...) and their timestamps must not
+decrease; sessions of a user are ordered by their first turn's timestamp (ties keep file order).
+Turn ids are ``f"{user_id}:{session_id}:{seq}"``, so re-importing the same file is idempotent.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from timem.datasets.base import ImportedSession, ImportedUser, need, turn_id
+from timem.errors import InputError
+from timem.models import Role, Turn
+from timem.tree.windows import to_utc
+
+__all__ = ["load_jsonl", "write_jsonl"]
+
+_ROLES = {r.value: r for r in Role}
+
+
+def load_jsonl(path: str | Path, tz: ZoneInfo) -> list[ImportedUser]:
+    """Read a TiMem JSONL chat file (format in the module docstring) into users and sessions.
+
+    Args:
+        path: the ``.jsonl`` file.
+        tz: zone of timestamps without an offset; all returned datetimes are UTC-aware.
+
+    Raises:
+        InputError: unreadable file, a line that is not a JSON object, a missing/empty field, a
+            wrong type, an unknown role, an unparseable or decreasing timestamp, or an empty file;
+            the message names the file, the line and the field. Raised before anything is returned.
+    """
+    file = str(path)
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {path}: {exc}. Check the path.", file=file) from exc
+    rows: list[dict[str, Any]] = []
+    for no, line in enumerate(lines, start=1):
+        if line.strip():
+            rows.append(_row(line, no, file, tz))
+    if not rows:
+        raise InputError("the file holds no turns", file=file)
+
+    users: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for row in rows:
+        sessions = users.setdefault(row["user_id"], {})
+        turns = sessions.setdefault(row["session_id"], [])
+        if turns and row["time"] < turns[-1]["time"]:
+            raise InputError(f"timestamp {row['raw_time']!r} is earlier than the previous turn of session "
+                             f"{row['session_id']!r} ({turns[-1]['raw_time']!r}, line {turns[-1]['line']}); "
+                             "fix the order or the time", file=file, record=f"line {row['line']}",
+                             field="timestamp")
+        turns.append(row)
+
+    out: list[ImportedUser] = []
+    for user_id, sessions in users.items():
+        built, speakers = [], []
+        for session_id, rows_ in sorted(sessions.items(), key=lambda kv: kv[1][0]["time"]):
+            turns = [Turn(id=turn_id(user_id, session_id, seq), user_id=user_id, session_id=session_id,
+                          seq=seq, speaker=r["speaker"], role=r["role"], text=r["text"], event_time=r["time"],
+                          source_ref=r["source_ref"], image_caption=r["image_caption"])
+                     for seq, r in enumerate(rows_)]
+            speakers += [t.speaker for t in turns if t.speaker not in speakers]
+            built.append(ImportedSession(session_id=session_id, turns=turns, date_label=rows_[0]["raw_time"]))
+        out.append(ImportedUser(user_id=user_id, participants=speakers, sessions=built,
+                                meta={"dataset": "jsonl", "file": file}))
+    return out
+
+
+def _row(line: str, no: int, file: str, tz: ZoneInfo) -> dict[str, Any]:
+    rec = f"line {no}"
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, record=rec) from exc
+    if not isinstance(obj, dict):
+        raise InputError(f"expected a JSON object, got {type(obj).__name__}", file=file, record=rec)
+    where = dict(file=file, record=rec)
+    user_id = need(obj, "user_id", str, **where).strip()
+    session_id = need(obj, "session_id", str, **where).strip()
+    text = need(obj, "text", str, **where)
+    raw_time = need(obj, "timestamp", str, **where).strip()
+    if obj.get("role") is None and obj.get("speaker") is None:
+        raise InputError("missing field (give 'role' or 'speaker')", **where, field="role")
+    role = speaker = None
+    if obj.get("role") is not None:
+        role_name = need(obj, "role", str, **where).strip().lower()
+        if role_name not in _ROLES:
+            raise InputError(f"unknown role {obj['role']!r}; use one of {sorted(_ROLES)}", **where,
+                             field="role")
+        role = _ROLES[role_name]
+    if obj.get("speaker") is not None:
+        speaker = need(obj, "speaker", str, **where).strip()
+    if role is None:
+        role = _ROLES.get(speaker.lower(), Role.OTHER)
+    try:
+        time = to_utc(datetime.fromisoformat(raw_time), tz)
+    except ValueError as exc:
+        raise InputError(f"unparseable timestamp {raw_time!r}; use ISO 8601 such as '2023-05-08T13:56:00'",
+                         **where, field="timestamp") from exc
+    opt = {}
+    for key in ("image_caption", "source_ref"):
+        val = obj.get(key)
+        if val is not None and not isinstance(val, str):
+            raise InputError(f"expected a string, got {type(val).__name__}", **where, field=key)
+        opt[key] = val if val and val.strip() else None
+    return {"line": no, "user_id": user_id, "session_id": session_id, "speaker": speaker or role.value,
+            "role": role, "text": text, "time": time, "raw_time": raw_time, **opt}
+
+
+def write_jsonl(users: list[ImportedUser], path: str | Path) -> int:
+    """Write ``users``' turns in the JSONL format above (timestamps as UTC ISO 8601); returns the turn count.
+
+    Reading the file back with :func:`load_jsonl` yields the same users, sessions, turn ids, texts,
+    speakers, roles and event times.
+    """
+    n = 0
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for user in users:
+            for session in user.sessions:
+                for t in session.turns:
+                    rec = {"user_id": t.user_id, "session_id": t.session_id, "speaker": t.speaker,
+                           "role": t.role.value, "text": t.text,
+                           "timestamp": t.event_time.astimezone(UTC).isoformat()}
+                    rec.update({k: v for k, v in (("image_caption", t.image_caption),
+                                                  ("source_ref", t.source_ref)) if v is not None})
+                    fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                    n += 1
+    return n
