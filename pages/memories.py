@@ -1,0 +1,5 @@
+"""memories page (logic in timem.ui.memories)."""
+
+from timem.ui.memories import render
+
+render()

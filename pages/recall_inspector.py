@@ -1,0 +1,5 @@
+"""recall_inspector page (logic in timem.ui.inspector)."""
+
+from timem.ui.inspector import render
+
+render()

@@ -1,0 +1,5 @@
+"""timeline page (logic in timem.ui.timeline)."""
+
+from timem.ui.timeline import render
+
+render()

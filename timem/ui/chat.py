@@ -1,0 +1,194 @@
+"""Chat page: talk to the memory-backed assistant; every exchange becomes turns and an L1 segment online.
+
+Each answer comes from :func:`timem.recall.answer` (recall, then one LLM call) and expands into its
+recall trace. Event time is *now* or a simulated clock the user sets (and advances by hours, days,
+weeks) so that session, day, week and month consolidation can be demoed in minutes.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime, timedelta
+
+import streamlit as st
+
+from timem.errors import TimemError
+from timem.models import MemoryNode, Role
+from timem.recall import answer, recall
+from timem.recall.trace import RecallTrace
+from timem.tree.windows import to_utc
+from timem.ui import state
+from timem.ui.feedback import flash, show_flashes, user_errors
+from timem.ui.trace_view import render_trace
+
+SESSIONS_KEY = "chat_sessions"  #: user id -> open session id
+META_KEY = "chat_meta"  #: (user, session, assistant seq) -> {"trace": RecallTrace, "written": [...]}
+SIM_KEY = "chat_sim_time"  #: simulated local wall-clock time (naive, user's zone)
+MODE_KEY = "chat_time_mode"
+_PENDING_KEY = "_chat_pending_advance"
+
+
+def new_session_id(at: datetime) -> str:
+    """A fresh session id like ``chat-20240502-1315-a3f9`` (``at`` in the user's zone)."""
+    return f"chat-{at:%Y%m%d-%H%M}-{secrets.token_hex(2)}"
+
+
+def _sessions() -> dict[str, str | None]:
+    return st.session_state.setdefault(SESSIONS_KEY, {})
+
+
+def _meta() -> dict[tuple[str, str, int], dict]:
+    return st.session_state.setdefault(META_KEY, {})
+
+
+def _default_sim(ctx: state.StudioContext) -> datetime:
+    """One hour after the user's last turn, else now (naive wall time in the user's zone)."""
+    turns = ctx.engine.store.turns(ctx.user)
+    base = turns[-1].event_time + timedelta(hours=1) if turns else datetime.now(UTC)
+    return base.astimezone(ctx.tz).replace(tzinfo=None, second=0, microsecond=0)
+
+
+def event_time(ctx: state.StudioContext) -> datetime:
+    """The event time (UTC-aware) of the next exchange: now, or the simulated clock."""
+    if st.session_state.get(MODE_KEY, "Now") == "Now":
+        return datetime.now(UTC)
+    sim = st.session_state.get(SIM_KEY) or _default_sim(ctx)
+    return to_utc(sim, ctx.tz)
+
+
+def _speaker_name(ctx: state.StudioContext) -> str:
+    humans = [t.speaker for t in ctx.engine.store.turns(ctx.user) if t.role == Role.USER]
+    return humans[-1] if humans else ctx.user
+
+
+def render() -> None:
+    """The Chat page."""
+    ctx = state.current()
+    st.title("Chat")
+    show_flashes()
+    if ctx.engine is None:
+        st.error(ctx.open_error or "the memory store is not open")
+        return
+    _controls(ctx)
+    session_id = _sessions().get(ctx.user)
+    if session_id:
+        _history(ctx, session_id)
+    else:
+        st.info("No open session. Type a message to start one, or press **Start session**.")
+    prompt = st.chat_input(f"Message the assistant as {ctx.user}")
+    if prompt:
+        _exchange(ctx, prompt)
+
+
+def _controls(ctx: state.StudioContext) -> None:
+    _apply_pending_advance()
+    session_id = _sessions().get(ctx.user)
+    c1, c2, c3 = st.columns([3, 1, 1])
+    c1.markdown(f"**User** `{ctx.user}` · **session** `{session_id or '—'}`")
+    if c2.button("Start session", key="chat_start", disabled=bool(session_id), width="stretch"):
+        _sessions()[ctx.user] = new_session_id(event_time(ctx).astimezone(ctx.tz))
+        st.rerun()
+    if c3.button("End session", key="chat_end", disabled=not session_id, width="stretch"):
+        with user_errors("Ending the session failed"), ctx.lock:
+            written = ctx.engine.end_session(ctx.user, session_id)
+            _sessions()[ctx.user] = None
+            flash(f"Session {session_id} ended. " + written_summary(written))
+            st.rerun()
+    with st.expander("Event time", expanded=st.session_state.get(MODE_KEY) == "Simulated"):
+        mode = st.radio("Event time of the next exchange", ["Now", "Simulated"], key=MODE_KEY, horizontal=True,
+                        help="Simulated time lets you jump ahead so that days, weeks and months close.")
+        if mode == "Simulated":
+            if SIM_KEY not in st.session_state:
+                st.session_state[SIM_KEY] = _default_sim(ctx)
+            sim: datetime = st.session_state[SIM_KEY]
+            st.session_state.setdefault("chat_sim_date", sim.date())
+            st.session_state.setdefault("chat_sim_clock", sim.time())
+            d = st.date_input("Date", key="chat_sim_date")
+            t = st.time_input("Time", key="chat_sim_clock", step=60)
+            st.session_state[SIM_KEY] = datetime.combine(d, t)
+            cols = st.columns(3)
+            for col, (label, delta) in zip(cols, [("+1 hour", timedelta(hours=1)), ("+1 day", timedelta(days=1)),
+                                                  ("+1 week", timedelta(weeks=1))]):
+                col.button(label, key=f"chat_plus_{label}", width="stretch", on_click=_advance, args=(delta,))
+            st.caption(f"Next exchange at {st.session_state[SIM_KEY]:%a %d %b %Y %H:%M} ({ctx.config.timezone}).")
+
+
+def _advance(delta: timedelta) -> None:
+    """Move the simulated clock (a widget callback, or before the widgets exist in this run)."""
+    sim = st.session_state[SIM_KEY] + delta
+    st.session_state[SIM_KEY] = sim
+    st.session_state["chat_sim_date"] = sim.date()
+    st.session_state["chat_sim_clock"] = sim.time()
+
+
+def _apply_pending_advance() -> None:
+    delta = st.session_state.pop(_PENDING_KEY, None)
+    if delta and SIM_KEY in st.session_state:
+        _advance(delta)
+
+
+def _history(ctx: state.StudioContext, session_id: str) -> None:
+    meta = _meta()
+    for t in ctx.engine.store.turns(ctx.user, session_id):
+        role = "user" if t.role == Role.USER else "assistant"
+        with st.chat_message(role):
+            st.markdown(t.text)
+            st.caption(f"{t.speaker} · {t.event_time.astimezone(ctx.tz):%a %d %b %Y %H:%M}")
+            info = meta.get((ctx.user, session_id, t.seq))
+            if info:
+                _answer_details(ctx, info)
+
+
+def _answer_details(ctx: state.StudioContext, info: dict) -> None:
+    if info.get("written"):
+        st.caption("📝 " + "; ".join(info["written"]))
+    trace: RecallTrace | None = info.get("trace")
+    if trace is not None:
+        with st.expander(f"Recall trace · {trace.plan.complexity} · {len(trace.node_ids)} memories · "
+                         f"Mem Len {trace.context_tokens} tokens"):
+            render_trace(ctx, trace, key=f"chat_{trace.trace_id}")
+
+
+def written_summary(nodes: list[MemoryNode]) -> str:
+    """``"wrote L1 segment (verbatim), L2 session (qwen…)"`` — every new memory with the model that wrote it."""
+    if not nodes:
+        return "No new memories yet."
+    return "Wrote " + ", ".join(f"{n.level.label} ({n.model_id})" for n in nodes) + "."
+
+
+def reply_without_llm(context: str) -> str:
+    """The assistant's text when no LLM is configured: what recall found, verbatim."""
+    if not context.strip():
+        return "(No LLM is configured and I have no memories that match yet.)"
+    return "(No LLM is configured, so here is what I recall.)\n\n" + context
+
+
+def _exchange(ctx: state.StudioContext, text: str) -> None:
+    at = event_time(ctx)
+    sessions = _sessions()
+    session_id = sessions.get(ctx.user) or new_session_id(at.astimezone(ctx.tz))
+    sessions[ctx.user] = session_id
+    with st.chat_message("user"):
+        st.markdown(text)
+    with st.chat_message("assistant"), ctx.lock:
+        try:
+            with st.spinner("Recalling memories and answering … (the embedded model needs about 5–15 s)"):
+                trace, reply = _answer(ctx, text, at)
+            seq = len(ctx.engine.store.turns(ctx.user, session_id))
+            written = ctx.engine.add_exchange(ctx.user, session_id, text, reply, at, user_name=_speaker_name(ctx))
+        except TimemError as exc:
+            st.error(f"The exchange was not recorded: {exc}")
+            return
+    _meta()[(ctx.user, session_id, seq + 1)] = {"trace": trace, "written": [written_summary(written)]}
+    if st.session_state.get(MODE_KEY) == "Simulated":
+        st.session_state[_PENDING_KEY] = timedelta(minutes=1)  # applied before the clock widgets next run
+    st.rerun()
+
+
+def _answer(ctx: state.StudioContext, text: str, at: datetime) -> tuple[RecallTrace, str]:
+    eng = ctx.engine
+    if eng.llm is None:
+        res = recall(eng.store, eng.embedder, None, ctx.config, ctx.user, text, question_time=at)
+        return res.trace, reply_without_llm(res.context)
+    out = answer(eng.store, eng.embedder, eng.llm, ctx.config, ctx.user, text, question_time=at)
+    return out.recall.trace, out.answer

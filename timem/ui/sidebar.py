@@ -1,0 +1,158 @@
+"""The shared sidebar: database, user, LLM status, import a conversation, consolidate now."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+
+from timem.errors import InputError
+from timem.ui import state
+from timem.ui.feedback import StreamlitProgress, flash, user_errors
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO_FILE = REPO / "data" / "demo_conversation.jsonl"
+SHARED_LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+FORMATS = {"LoCoMo (JSON)": "locomo", "LongMemEval (JSON)": "longmemeval", "TiMem JSONL": "jsonl"}
+_STATUS_ICON = {"ready": "🟢", "loaded": "🟢", "loads on first use": "🟡", "off": "⚪", "error": "🔴"}
+
+
+def render(ctx: state.StudioContext) -> None:
+    """Draw the sidebar for this run (inside ``st.sidebar``)."""
+    with st.sidebar:
+        _database(ctx)
+        if ctx.engine is None:
+            return
+        _user(ctx)
+        _llm(ctx)
+        _counts(ctx)
+        with st.expander("Import a conversation", expanded=not ctx.engine.store.users()):
+            _import(ctx)
+        _consolidate(ctx)
+
+
+def _database(ctx: state.StudioContext) -> None:
+    st.markdown("**Database**")
+    if ctx.injected:
+        st.caption(f"`{ctx.engine.store.path}` (fixed by the caller)")
+        return
+    files = state.known_db_files(ctx.config)
+    current = str(ctx.config.db_path)
+    choice = st.selectbox("DuckDB file", files, index=files.index(current) if current in files else 0,
+                          key="sb_db_choice", help="One file per deployment; created if missing.")
+    other = st.text_input("…or another file", key="sb_db_other", placeholder="path/to/memories.duckdb")
+    target = other.strip() or choice
+    if target != current:
+        st.session_state[state.DB_KEY] = target
+        st.rerun()
+    if ctx.open_error:
+        st.error(ctx.open_error)
+
+
+def _user(ctx: state.StudioContext) -> None:
+    users = ctx.engine.store.users()
+    cur = ctx.user
+    options = users if cur in users else [cur, *users]
+    picked = st.selectbox("User", options, index=options.index(cur), key="sb_user",
+                          help="Each user has their own Temporal Memory Tree (the partition key).")
+    if picked != cur:
+        state.set_user(picked)
+        st.rerun()
+    with st.popover("New user"):
+        new = st.text_input("User id", key="sb_new_user", placeholder="e.g. alice")
+        if st.button("Use this user", key="sb_new_user_go", disabled=not new.strip()):
+            state.set_user(new)
+            st.rerun()
+
+
+def _llm(ctx: state.StudioContext) -> None:
+    status = ctx.llm_status()
+    st.markdown(f"**LLM** {_STATUS_ICON.get(status, '')} {status}")
+    st.caption(ctx.llm_label)
+    if ctx.llm_error:
+        st.warning(ctx.llm_error)
+    elif ctx.engine.llm is None:
+        st.caption("Without an LLM: verbatim L1 segments only, score gate, no generated answers.")
+
+
+def _counts(ctx: state.StudioContext) -> None:
+    nodes = ctx.engine.store.nodes(ctx.user)
+    per = {f"L{lv}": sum(1 for n in nodes if int(n.level) == lv) for lv in range(1, 6)}
+    st.caption("Memories of this user: " + " · ".join(f"{k} {v}" for k, v in per.items()))
+
+
+def _import(ctx: state.StudioContext) -> None:
+    source = st.radio("Source", ["Bundled demo", "Upload a file", "File on this machine"], key="sb_imp_source",
+                      horizontal=False)
+    fmt = "jsonl"
+    path: Path | None = None
+    sample_ids: list[str] | None = None
+    limit: int | None = None
+    upload = None
+    if source == "Bundled demo":
+        st.caption("One user (`demo-mia`), 12 sessions over April–June 2024: two sessions on one day, one in "
+                   "Chinese, preferences that change (coffee → tea, running → swimming).")
+        path = DEMO_FILE
+    else:
+        label = st.selectbox("Format", list(FORMATS), key="sb_imp_fmt")
+        fmt = FORMATS[label]
+        if source == "Upload a file":
+            upload = st.file_uploader("Conversation file", type=["json", "jsonl"], key="sb_imp_file")
+        else:
+            default = str(SHARED_LOCOMO) if SHARED_LOCOMO.exists() else ""
+            raw = st.text_input("Path", value=default, key="sb_imp_path")
+            path = Path(raw).expanduser() if raw.strip() else None
+        if fmt == "locomo":
+            ids = st.text_input("Sample ids (comma-separated, empty = all)", value="conv-30", key="sb_imp_ids")
+            sample_ids = [s.strip() for s in ids.split(",") if s.strip()] or None
+        if fmt == "longmemeval":
+            limit = int(st.number_input("First N instances (0 = all)", 0, 10_000, 1, key="sb_imp_limit")) or None
+    if ctx.engine.llm is None:
+        st.caption("No LLM: only L1 segments will be written.")
+    if st.button("Import", key="sb_imp_go", type="primary", disabled=(upload is None and path is None)):
+        with user_errors("Import failed"):
+            if upload is not None:
+                suffix = Path(upload.name).suffix or ".json"
+                with tempfile.NamedTemporaryFile("wb", suffix=suffix, delete=False) as fh:
+                    fh.write(upload.getvalue())
+                path = Path(fh.name)
+            run_import(ctx, path, fmt, sample_ids=sample_ids, limit=limit)
+
+
+def run_import(ctx: state.StudioContext, path: Path | None, fmt: str, *, sample_ids: list[str] | None = None,
+               limit: int | None = None) -> None:
+    """Load ``path`` (``fmt``: locomo / longmemeval / jsonl), ingest it with a progress bar, switch user.
+
+    Raises:
+        InputError: no file, or malformed input (nothing is written then).
+    """
+    from timem.datasets import load_dataset
+
+    if path is None or not Path(path).exists():
+        raise InputError(f"no such file: {path}; pick or upload a conversation file")
+    users = load_dataset(path, fmt, sample_ids=sample_ids, limit=limit, tz=ctx.tz)  # type: ignore[arg-type]
+    total = sum(len(s.turns) for u in users for s in u.sessions)
+    progress = StreamlitProgress(title=f"Importing {len(users)} user(s), {total} turns")
+    report = ctx.engine.ingest(users, progress=progress)
+    progress.done("import finished")
+    nodes = ", ".join(f"{k} {v}" for k, v in sorted(report.nodes_added.items())) or "no new memories"
+    flash(f"Imported {', '.join(report.users)}: {report.turns_added} new turns; new memories: {nodes}.")
+    if report.users:
+        state.set_user(report.users[0])
+    st.rerun()
+
+
+def _consolidate(ctx: state.StudioContext) -> None:
+    st.markdown("**Consolidation**")
+    flush = st.checkbox("Also close open windows (flush)", key="sb_flush",
+                        help="Consolidate the current session, day, week and month even though they are still open.")
+    if st.button("Consolidate now", key="sb_consolidate", disabled=ctx.engine.llm is None,
+                 help=None if ctx.engine.llm else "needs an LLM"):
+        with user_errors("Consolidation failed"):
+            progress = StreamlitProgress(title=f"Consolidating {ctx.user}")
+            nodes = ctx.engine.consolidate(ctx.user, flush=flush, progress=progress)
+            progress.done(f"{len(nodes)} memories written")
+            flash(f"Consolidation wrote {len(nodes)} memories"
+                  + (f" ({', '.join(sorted({n.level.label for n in nodes}))})." if nodes else "."))
+            st.rerun()

@@ -1,0 +1,147 @@
+"""Studio state: the resolved config, the engine per DuckDB file, the current user, test injection.
+
+* :func:`base_config` — :func:`timem.config.load_config` once per server process (``st.cache_resource``).
+* :func:`open_context` — called once per script run by ``app.py``; returns a :class:`StudioContext`
+  (config, engine, LLM label/status, a lock) and stores it for the page (:func:`current`).
+* Tests inject a ready engine with ``at.session_state[ENGINE_KEY] = engine`` (AppTest) so the
+  studio never loads the real model; the database selector is then fixed to that engine's file.
+* One DuckDB connection is not safe for concurrent use, so every script run holds
+  :attr:`StudioContext.lock` (one per engine) while it touches the engine.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import streamlit as st
+
+from timem.config import Config, load_config
+from timem.engine import MemoryEngine
+from timem.errors import ConfigError, LLMError, TimemError
+
+ENGINE_KEY = "timem_engine"  #: session-state key of an injected MemoryEngine (tests)
+DB_KEY = "timem_db_path"  #: session-state key of the chosen DuckDB file
+USER_KEY = "timem_user"  #: session-state key of the current user id
+_CTX_KEY = "_timem_ctx"
+_LOCK_KEY = "_timem_injected_lock"
+DEFAULT_USER = "me"
+
+
+@dataclass
+class StudioContext:
+    """What every page gets: settings, the engine and how the LLM is doing.
+
+    ``engine`` is ``None`` when the store could not be opened (``open_error`` says why).
+    ``llm_error`` is set when the configured LLM could not be prepared (the engine then runs
+    without one: verbatim L1 only, score gate, no answers).
+    """
+
+    config: Config
+    engine: MemoryEngine | None
+    llm_label: str
+    llm_error: str | None = None
+    open_error: str | None = None
+    injected: bool = False
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+    @property
+    def tz(self):
+        return self.config.tz
+
+    @property
+    def user(self) -> str:
+        """The current user id (partition key)."""
+        return st.session_state.get(USER_KEY) or DEFAULT_USER
+
+    def llm_status(self) -> str:
+        """``"ready"``, ``"loaded"`` (local model in memory), ``"loads on first use"``, ``"off"`` or ``"error"``."""
+        if self.llm_error:
+            return "error"
+        if self.engine is None or self.engine.llm is None:
+            return "off"
+        backend = getattr(self.engine.llm, "backend", None)
+        path = getattr(backend, "model_path", None)
+        if path is not None:
+            from timem.llm import local
+
+            loaded = any(k[0] == path for k in local._LLAMAS)
+            return "loaded" if loaded else "loads on first use"
+        return "ready"
+
+
+@st.cache_resource(show_spinner=False)
+def base_config() -> Config:
+    """Settings resolved once per server process (defaults < timem.toml < TIMEM_* env)."""
+    return load_config()
+
+
+@dataclass
+class _Opened:
+    engine: MemoryEngine
+    llm_error: str | None
+    lock: threading.RLock
+
+
+@st.cache_resource(show_spinner="Opening the memory store and loading the embedder …")
+def _open_engine(db_path: str, _config: Config) -> _Opened:
+    """One engine per DuckDB file per server process. A failing LLM setup falls back to no LLM."""
+    try:
+        engine = MemoryEngine.open(_config)
+        return _Opened(engine, None, threading.RLock())
+    except (ConfigError, LLMError) as exc:
+        engine = MemoryEngine.open(_config, with_llm=False)
+        return _Opened(engine, str(exc), threading.RLock())
+
+
+def _describe(config: Config) -> str:
+    from timem.llm.factory import describe_llm
+
+    try:
+        return describe_llm(config)
+    except TimemError as exc:  # e.g. an unknown local model name
+        return f"unknown ({exc})"
+
+
+def open_context() -> StudioContext:
+    """Build this run's :class:`StudioContext` (cached engine or the injected one) and remember it."""
+    injected = st.session_state.get(ENGINE_KEY)
+    if injected is not None:
+        lock = st.session_state.setdefault(_LOCK_KEY, threading.RLock())
+        model = injected.llm.model_id if injected.llm is not None else "no LLM"
+        ctx = StudioContext(injected.config, injected, model, injected=True, lock=lock)
+    else:
+        base = base_config()
+        db = st.session_state.get(DB_KEY) or str(base.db_path)
+        config = base.with_overrides(db_path=Path(db))
+        label = _describe(config)
+        try:
+            opened = _open_engine(str(Path(db).expanduser().resolve()), config)
+            ctx = StudioContext(config, opened.engine, label, llm_error=opened.llm_error, lock=opened.lock)
+            if opened.llm_error:
+                ctx.llm_label = f"{label} — unavailable, running without an LLM"
+        except TimemError as exc:
+            ctx = StudioContext(config, None, label, open_error=str(exc))
+    st.session_state[_CTX_KEY] = ctx
+    return ctx
+
+
+def current() -> StudioContext:
+    """The context ``app.py`` opened for this run (opens one if a page runs on its own)."""
+    ctx = st.session_state.get(_CTX_KEY)
+    return ctx if ctx is not None else open_context()
+
+
+def known_db_files(config: Config) -> list[str]:
+    """DuckDB files worth offering: the configured one and ``*.duckdb`` in the working directory and ``data/``."""
+    found = {str(config.db_path)}
+    for folder in (Path.cwd(), Path.cwd() / "data"):
+        if folder.is_dir():
+            found |= {str(p.relative_to(Path.cwd())) for p in folder.glob("*.duckdb")}
+    return sorted(found)
+
+
+def set_user(user_id: str) -> None:
+    """Make ``user_id`` the current user (strip spaces; empty -> the default)."""
+    st.session_state[USER_KEY] = user_id.strip() or DEFAULT_USER

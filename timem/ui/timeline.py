@@ -1,0 +1,122 @@
+"""Timeline page: the Temporal Memory Tree on an event-time axis, with node details and a growth replay."""
+
+from __future__ import annotations
+
+from datetime import datetime, time, timedelta
+
+import streamlit as st
+
+from timem.models import MemoryNode
+from timem.ui import state
+from timem.ui.feedback import show_flashes
+from timem.viz import timeline as tl
+
+NODE_KEY = "tl_node"
+
+
+def render() -> None:
+    """The Timeline page."""
+    ctx = state.current()
+    st.title("Timeline")
+    show_flashes()
+    if ctx.engine is None:
+        st.error(ctx.open_error or "the memory store is not open")
+        return
+    nodes = ctx.engine.store.nodes(ctx.user)
+    if not nodes:
+        st.info(f"User `{ctx.user}` has no memories yet. Chat, or import a conversation from the sidebar.")
+        return
+    df = tl.timeline_frame(nodes, ctx.tz)
+    shown = _filters(df)
+    st.caption(f"{len(shown)} of {len(df)} memories · times in {ctx.config.timezone} · "
+               "click a bar (or pick below) to inspect it")
+    fig = tl.timeline_figure(shown, links=st.session_state.get("tl_links", True),
+                             selected=st.session_state.get(NODE_KEY))
+    event = st.plotly_chart(fig, on_select="rerun", selection_mode=("points",), key="tl_chart",
+                            width="stretch")
+    picked = tl.selected_node_id(event)
+    if picked and picked != st.session_state.get("_tl_last_pick"):
+        st.session_state["_tl_last_pick"] = picked
+        st.session_state[NODE_KEY] = picked
+    by_id = {n.id: n for n in nodes}
+    ids = [i for i in shown.sort_values(["level", "start"], ascending=[False, True])["id"]]
+    if st.session_state.get(NODE_KEY) not in ids:
+        st.session_state.pop(NODE_KEY, None)
+    if not ids:
+        return
+    st.selectbox("Inspect a memory", ids, key=NODE_KEY, format_func=lambda i: _label(by_id[i], ctx.tz))
+    _details(ctx, by_id[st.session_state[NODE_KEY]], by_id)
+
+
+def _filters(df):
+    lo, hi = df["start"].min().to_pydatetime(), df["end"].max().to_pydatetime()
+    c1, c2, c3 = st.columns([2, 2, 1])
+    levels = c1.multiselect("Levels", [1, 2, 3, 4, 5], default=[1, 2, 3, 4, 5], key="tl_levels",
+                            format_func=lambda v: tl.LANES[v])
+    dates = c2.date_input("Dates", value=(lo.date(), hi.date()), min_value=lo.date(), max_value=hi.date(),
+                          key=f"tl_dates_{lo:%Y%m%d}_{hi:%Y%m%d}")  # new data range -> fresh widget
+    c3.toggle("Parent links", value=True, key="tl_links")
+    start = datetime.combine(dates[0], time.min) if len(dates) > 0 else None
+    end = datetime.combine(dates[1], time.max) if len(dates) > 1 else None
+    first = df["appears"].min().to_pydatetime().replace(second=0, microsecond=0)
+    last = df["appears"].max().to_pydatetime().replace(second=0, microsecond=0) + timedelta(minutes=1)
+    until = last
+    if last > first:
+        until = st.slider("Replay growth: the tree as it stood at event time …", min_value=first, max_value=last,
+                          value=last, step=timedelta(hours=1), format="YYYY-MM-DD HH:mm",
+                          key=f"tl_until_{first:%Y%m%d%H%M}_{last:%Y%m%d%H%M}")
+    return tl.filter_frame(df, levels=levels, start=start, end=end, until=until)
+
+
+def _label(n: MemoryNode, tz) -> str:
+    text = " ".join(n.content.split())
+    return f"{n.level.label} · {n.span_start.astimezone(tz):%Y-%m-%d %H:%M} · {text[:70]}"
+
+
+def _details(ctx: state.StudioContext, node: MemoryNode, by_id: dict[str, MemoryNode]) -> None:
+    tz = ctx.tz
+    st.subheader(f"{node.level.label} · {node.window_key}")
+    c1, c2 = st.columns([3, 2])
+    with c1:
+        st.markdown(node.content)
+    with c2:
+        st.markdown(
+            f"**Span** {node.span_start.astimezone(tz):%Y-%m-%d %H:%M} → {node.span_end.astimezone(tz):%Y-%m-%d %H:%M}  \n"
+            f"**Written by** `{node.model_id}` · prompt `{node.prompt_version}`  \n"
+            f"**Created** {node.created_at.astimezone(tz):%Y-%m-%d %H:%M} · **status** {node.status.value}"
+            + (" · stale" if node.stale else "") + f"  \n**Id** `{node.id}`"
+            + (f"  \n**Session** `{node.session_id}`" if node.session_id else ""))
+        parent = next((p for p in by_id.values() if node.id in p.child_ids), None)
+        if parent is not None:
+            st.button(f"↑ Parent: {parent.level.label}", key="tl_up", on_click=_select, args=(parent.id,))
+    children = [by_id[c] for c in node.child_ids if c in by_id]
+    if children:
+        st.markdown(f"**Children** ({len(children)})")
+        st.dataframe([{"level": c.level.label, "start": c.span_start.astimezone(tz).strftime("%Y-%m-%d %H:%M"),
+                       "model": c.model_id, "content": " ".join(c.content.split())[:160], "id": c.id}
+                      for c in sorted(children, key=lambda c: c.span_start)], hide_index=True, key="tl_children")
+        pick = st.selectbox("Go to child", [c.id for c in children], index=None, key="tl_child_pick",
+                            format_func=lambda i: _label(by_id[i], tz), placeholder="choose a child …")
+        if pick:
+            st.button("Open child", key="tl_child_go", on_click=_select, args=(pick,))
+    turns = _source_turns(ctx, node, by_id)
+    if turns:
+        with st.expander(f"Source turns ({len(turns)})", expanded=int(node.level) == 1):
+            for t in turns:
+                st.markdown(f"`{t.event_time.astimezone(tz):%Y-%m-%d %H:%M}` **{t.speaker}**: {t.text}")
+
+
+def _select(node_id: str) -> None:
+    st.session_state[NODE_KEY] = node_id
+    st.session_state.pop("tl_child_pick", None)
+
+
+def _source_turns(ctx: state.StudioContext, node: MemoryNode, by_id: dict[str, MemoryNode], limit: int = 200):
+    """The turns under ``node``: its own for L1, else those of its descendant segments (first ``limit``)."""
+    ids: list[str] = []
+    stack = [node]
+    while stack and len(ids) < limit:
+        n = stack.pop(0)
+        ids += n.source_turn_ids
+        stack += [by_id[c] for c in n.child_ids if c in by_id]
+    return ctx.engine.store.turns(node.user_id, ids=ids[:limit]) if ids else []

@@ -1,0 +1,68 @@
+"""Render one recall trace (plan, candidates, ancestors, gating, context, latency) with streamlit."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from timem.models import MemoryNode
+from timem.recall.trace import RecallTrace
+from timem.ui.state import StudioContext
+from timem.viz import trace_tables as tt
+
+
+def trace_nodes(ctx: StudioContext, trace: RecallTrace) -> dict[str, MemoryNode]:
+    """Every node the trace mentions that still exists (any status), by id."""
+    ids = {c.node_id for c in trace.candidates} | {a.node_id for a in trace.ancestors} | set(trace.node_ids)
+    if not ids or ctx.engine is None:
+        return {}
+    return {n.id: n for n in ctx.engine.store.nodes(ids=sorted(ids), status=None)}
+
+
+def render_trace(ctx: StudioContext, trace: RecallTrace, *, key: str, compact: bool = False) -> None:
+    """The full trace: headline metrics, notes, then one tab per stage.
+
+    Args:
+        key: a unique prefix for widget keys (several traces can be on one page).
+        compact: fewer columns in the tables (for side-by-side comparison).
+    """
+    nodes = trace_nodes(ctx, trace)
+    head = tt.summary(trace)
+    cols = st.columns(3 if compact else 6)
+    for i, (label, value) in enumerate(head.items()):
+        cols[i % len(cols)].metric(label, value)
+    for note in trace.notes:
+        st.caption(f"ℹ️ {note}")
+    if trace.answer_error:
+        st.warning(f"answer failed: {trace.answer_error}")
+    tabs = st.tabs(["Plan", "Candidates", "Ancestors", "Gate", "Context", "Latency"])
+    with tabs[0]:
+        for k, v in tt.plan_facts(trace).items():
+            st.markdown(f"**{k}**: {v}")
+        st.dataframe(tt.plan_table(trace), hide_index=True, key=f"{key}_plan")
+    with tabs[1]:
+        df = tt.candidate_table(trace, nodes)
+        if compact:
+            df = df[["rank", "kept", "fused", "semantic", "bm25", "preview"]]
+        st.caption(f"{len(df)} L1 candidates; top k kept (λ = {trace.settings.get('recall_lambda', '?')}: "
+                   "fused = λ·semantic + (1−λ)·BM25, both max-normalised).")
+        st.dataframe(df, hide_index=True, key=f"{key}_cands",
+                     column_config={"fused": st.column_config.ProgressColumn("fused", min_value=0.0, max_value=1.0,
+                                                                             format="%.3f")})
+    with tabs[2]:
+        df = tt.ancestor_table(trace, nodes)
+        st.caption(f"{int(df['added'].sum()) if len(df) else 0} ancestors added of {len(df)} met.")
+        st.dataframe(df, hide_index=True, key=f"{key}_anc")
+    with tabs[3]:
+        st.caption(f"gate mode {trace.gate.mode}, applied {trace.gate.applied}"
+                   + (f" — {trace.gate.fallback}" if trace.gate.fallback else ""))
+        st.dataframe(tt.gate_table(trace, nodes), hide_index=True, key=f"{key}_gate")
+    with tabs[4]:
+        st.caption(f"Mem Len: {trace.context_tokens} tokens (cl100k), {len(trace.node_ids)} memories")
+        st.code(trace.context or "(empty context)", language=None, wrap_lines=True)
+        if trace.answer:
+            st.markdown(f"**Answer**: {trace.answer}")
+    with tabs[5]:
+        st.dataframe(tt.latency_table(trace), hide_index=True, key=f"{key}_lat")
+        calls = tt.llm_call_table(trace)
+        if len(calls):
+            st.dataframe(calls, hide_index=True, key=f"{key}_calls")

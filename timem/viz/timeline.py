@@ -1,0 +1,179 @@
+"""Data prep and the plotly figure for the studio's Timeline page (no streamlit here).
+
+The Temporal Memory Tree on an event-time axis: one lane per level (L1 segment at the bottom, L5
+profile at the top), one bar per node over its span, grey lines from each child to its parent.
+
+Time rule: nodes carry UTC-aware spans; the figure shows **wall-clock time in the user's zone**
+(``Config.tz``), as naive datetimes, because plotly has no notion of zones. Filters given as
+aware datetimes are compared in UTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from timem.models import Level, MemoryNode
+
+#: lane label per level, bottom (L1) to top (L5)
+LANES: dict[int, str] = {int(lv): lv.label for lv in Level}
+#: one colour per level (colour-blind friendly, Okabe–Ito)
+LEVEL_COLOURS: dict[int, str] = {1: "#0072B2", 2: "#009E73", 3: "#E69F00", 4: "#CC79A7", 5: "#D55E00"}
+
+COLUMNS = ["id", "level", "lane", "start", "end", "appears", "model_id", "window_key", "session_id",
+           "n_children", "parent_id", "preview", "content", "status", "stale"]
+
+
+def _local(dt: datetime, tz: ZoneInfo) -> datetime:
+    """UTC-aware -> naive wall-clock time in ``tz``."""
+    return dt.astimezone(tz).replace(tzinfo=None)
+
+
+def _preview(text: str, width: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def parent_map(nodes: Iterable[MemoryNode]) -> dict[str, str]:
+    """child id -> parent id, from the parents' ``child_ids`` (only among the given nodes)."""
+    nodes = list(nodes)
+    present = {n.id for n in nodes}
+    return {c: n.id for n in nodes for c in n.child_ids if c in present}
+
+
+def timeline_frame(nodes: Sequence[MemoryNode], tz: ZoneInfo) -> pd.DataFrame:
+    """One row per node with the columns in :data:`COLUMNS`.
+
+    ``start`` / ``end`` are the span as naive wall-clock time in ``tz``; ``appears`` is the event
+    time at which the node could first exist (its span end: an L1 segment is written when its
+    exchange is complete, a parent when its window closes), also naive local time; ``parent_id``
+    is the parent among ``nodes`` (``None`` if absent, e.g. an open window).
+    """
+    parents = parent_map(nodes)
+    rows = [{
+        "id": n.id, "level": int(n.level), "lane": LANES[int(n.level)],
+        "start": _local(n.span_start, tz), "end": _local(n.span_end, tz), "appears": _local(n.span_end, tz),
+        "model_id": n.model_id, "window_key": n.window_key, "session_id": n.session_id,
+        "n_children": len(n.child_ids), "parent_id": parents.get(n.id), "preview": _preview(n.content),
+        "content": n.content, "status": n.status.value, "stale": n.stale,
+    } for n in nodes]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def filter_frame(df: pd.DataFrame, *, levels: Iterable[int] | None = None, start: datetime | None = None,
+                 end: datetime | None = None, until: datetime | None = None) -> pd.DataFrame:
+    """Rows of ``df`` at ``levels`` whose span overlaps ``[start, end]`` and that exist at event time ``until``.
+
+    All bounds are naive wall-clock times in the user's zone (the frame's convention); ``None``
+    means unbounded. ``until`` replays the growth of the tree: only nodes with ``appears <= until``.
+    """
+    mask = pd.Series(True, index=df.index)
+    if levels is not None:
+        mask &= df["level"].isin(list(levels))
+    if start is not None:
+        mask &= df["end"] >= start
+    if end is not None:
+        mask &= df["start"] <= end
+    if until is not None:
+        mask &= df["appears"] <= until
+    return df[mask]
+
+
+def growth_times(df: pd.DataFrame) -> list[datetime]:
+    """Sorted distinct ``appears`` times: the steps of the growth replay slider."""
+    return sorted({t.to_pydatetime() if hasattr(t, "to_pydatetime") else t for t in df["appears"]})
+
+
+def _min_width(df: pd.DataFrame) -> timedelta:
+    """A visible bar width for point-like spans: 0.4 % of the shown range, at least one minute."""
+    if df.empty:
+        return timedelta(minutes=1)
+    total = (df["end"].max() - df["start"].min()).to_pytimedelta()
+    return max(total * 0.004, timedelta(minutes=1))
+
+
+def timeline_figure(df: pd.DataFrame, *, links: bool = True, selected: str | None = None,
+                    height: int = 460) -> go.Figure:
+    """Plotly figure: a horizontal bar per row of ``df`` (see :func:`timeline_frame`) in its level's lane.
+
+    Bars shorter than :func:`_min_width` are widened around their centre so that L1 segments (often
+    a single instant) stay visible. Each bar's ``customdata`` is ``[node id]`` (for selection
+    events); hover shows level, span, model and a preview. With ``links``, a grey line joins each
+    node to its parent. ``selected`` outlines one node.
+    """
+    fig = go.Figure()
+    minw = _min_width(df)
+    for level in sorted(df["level"].unique()) if not df.empty else []:
+        part = df[df["level"] == level]
+        starts, widths = [], []
+        for s, e in zip(part["start"], part["end"]):
+            dur = (e - s).to_pytimedelta() if hasattr(e - s, "to_pytimedelta") else e - s
+            if dur < minw:
+                s = s + dur / 2 - minw / 2
+                dur = minw
+            starts.append(s)
+            widths.append(dur.total_seconds() * 1000.0)
+        hover = [f"<b>{r.lane}</b> · {r.window_key}<br>{r.start:%Y-%m-%d %H:%M} → {r.end:%Y-%m-%d %H:%M}"
+                 f"<br>model: {r.model_id}<br>{_wrap(r.preview)}" for r in part.itertuples()]
+        line_w = [3 if i == selected else 0.5 for i in part["id"]]
+        fig.add_trace(go.Bar(
+            x=widths, base=starts, y=part["lane"], orientation="h", name=LANES[int(level)],
+            marker={"color": LEVEL_COLOURS[int(level)], "line": {"width": line_w, "color": "#111"}},
+            customdata=part[["id"]].to_numpy(), hovertext=hover, hoverinfo="text", width=0.6,
+        ))
+    if links and not df.empty:
+        fig.add_trace(_links_trace(df))
+    fig.update_layout(
+        barmode="overlay", height=height, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"type": "date", "title": None}, legend={"orientation": "h", "y": 1.08},
+        yaxis={"categoryorder": "array", "categoryarray": [LANES[i] for i in sorted(LANES)], "title": None},
+        clickmode="event+select", dragmode="zoom",
+    )
+    return fig
+
+
+def _wrap(text: str, width: int = 60) -> str:
+    words, lines, cur = text.split(), [], ""
+    for w in words:
+        if len(cur) + len(w) + 1 > width and cur:
+            lines.append(cur)
+            cur = w
+        else:
+            cur = f"{cur} {w}".strip()
+    lines.append(cur)
+    return "<br>".join(lines)
+
+
+def _links_trace(df: pd.DataFrame) -> go.Scatter:
+    """Parent–child links as one scatter of line segments (``None`` separates segments)."""
+    by_id = df.set_index("id")
+    xs: list[object] = []
+    ys: list[object] = []
+    for r in df.itertuples():
+        if r.parent_id is None or r.parent_id not in by_id.index:
+            continue
+        p = by_id.loc[r.parent_id]
+        xs += [r.start + (r.end - r.start) / 2, p["start"] + (p["end"] - p["start"]) / 2, None]
+        ys += [r.lane, p["lane"], None]
+    return go.Scatter(x=xs, y=ys, mode="lines", line={"color": "rgba(90,90,90,0.35)", "width": 1},
+                      hoverinfo="skip", name="parent link", showlegend=True)
+
+
+def selected_node_id(event: object) -> str | None:
+    """The node id of the first selected bar in a ``st.plotly_chart(on_select=...)`` event, if any.
+
+    Accepts the event object or its dict form; the bar's ``customdata`` holds ``[node id]``.
+    """
+    try:
+        points = event["selection"]["points"]  # type: ignore[index]
+    except (KeyError, TypeError):
+        points = getattr(getattr(event, "selection", None), "points", None) or []
+    for p in points or []:
+        cd = p.get("customdata") if isinstance(p, dict) else None
+        if cd:
+            return str(cd[0] if isinstance(cd, (list, tuple)) else cd)
+    return None
