@@ -1,0 +1,168 @@
+"""``timem bench``: LoCoMo / LongMemEval runs, recipe suites, recipe listing and result tables.
+
+Mounted by :mod:`timem.cli` as ``app.add_typer(bench_app, name="bench")``. Errors derived from
+``TimemError`` propagate to ``timem.cli.main``, which prints them as one line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from timem.bench.recipes import RECIPES, SUITES, get_recipe
+from timem.config import Config, load_config
+from timem.errors import ConfigError
+
+bench_app = typer.Typer(add_completion=False, no_args_is_help=True,
+                        help="Benchmarks: LoCoMo and LongMemEval with the paper's metrics, ablations and baselines.")
+
+RecipeOpt = Annotated[str, typer.Option("--config", help="recipe name (see `timem bench recipes`)")]
+LlmOpt = Annotated[str | None, typer.Option("--llm", help="answering / consolidating LLM: local | openai | none")]
+JudgeOpt = Annotated[str | None, typer.Option(
+    "--judge", help="judge LLM: 'same' (default: the answering model), 'local', 'openai' or 'openai:MODEL'")]
+JudgeUrlOpt = Annotated[str | None, typer.Option("--judge-base-url", help="OpenAI-compatible endpoint of the judge")]
+RetrOpt = Annotated[bool, typer.Option("--retrieval-only", help="no answering or judging, no LLM at recall time")]
+OutOpt = Annotated[Path | None, typer.Option("--out", help="run folder (default bench/runs/<dataset>-<recipe>-<mode>)")]
+DbOpt = Annotated[Path | None, typer.Option("--db", help="reuse this ingested DuckDB (default: one per data file, "
+                                                          "granularity and model under cache_dir/bench)")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="config override KEY=VALUE (repeatable), "
+                                                                "e.g. --set token_budget=2000")]
+SettingsOpt = Annotated[Path | None, typer.Option("--settings", help="TOML config file (the usual timem config)")]
+MaxQOpt = Annotated[int | None, typer.Option("--max-questions", help="stop after the first N selected questions")]
+WindowOpt = Annotated[int | None, typer.Option("--window", help="full-context: model window in tokens "
+                                                                "(default local_n_ctx, or 128000 for openai)")]
+
+
+def _overrides(pairs: list[str] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for p in pairs or []:
+        key, sep, val = p.partition("=")
+        if not sep or key.strip() not in Config.model_fields:
+            raise ConfigError(f"--set expects KEY=VALUE with KEY a config field, got {p!r}")
+        try:
+            out[key.strip()] = json.loads(val)
+        except ValueError:
+            out[key.strip()] = val
+    return out
+
+
+def _judge_config(cfg: Config, judge: str | None, base_url: str | None) -> Config | None:
+    if judge in (None, "", "same"):
+        if base_url:
+            raise ConfigError("--judge-base-url needs --judge openai or openai:MODEL")
+        return None
+    backend, _, model = judge.partition(":")
+    if backend not in ("local", "openai"):
+        raise ConfigError(f"--judge must be same, local, openai or openai:MODEL, got {judge!r}")
+    return cfg.with_overrides(llm_backend=backend, openai_model=model or None, openai_base_url=base_url)
+
+
+def _run(dataset: str, file: Path, recipe_name: str, *, samples: str | None = None, limit: int | None = None,
+         max_questions: int | None, include_adversarial: bool = False, retrieval_only: bool, llm: str | None,
+         judge: str | None, judge_base_url: str | None, out: Path | None, db: Path | None, window: int | None,
+         sets: list[str] | None, settings: Path | None) -> Path:
+    from timem.bench.runner import RunSpec, run_benchmark
+
+    recipe = get_recipe(recipe_name)
+    base = load_config(settings, llm_backend=llm, **_overrides(sets))
+    mode = "retrieval" if retrieval_only else "e2e"
+    spec = RunSpec(dataset=dataset, data_file=file, recipe=recipe,  # type: ignore[arg-type]
+                   out_dir=out or Path("bench/runs") / f"{dataset}-{recipe.name}-{mode}",
+                   samples=samples.split(",") if samples else None, limit=limit, max_questions=max_questions,
+                   include_adversarial=include_adversarial, retrieval_only=retrieval_only, db=db, window=window,
+                   judge_config=None if retrieval_only else _judge_config(base, judge, judge_base_url))
+    res = run_benchmark(spec, base)
+    overall = res.table[-1]
+    key = "evidence_recall" if retrieval_only else "judge_acc"
+    val = overall.get(key)
+    typer.echo(f"{recipe.name}: {overall['n']} questions, {key} "
+               f"{'–' if val is None else f'{100 * val:.1f}%'}, Mem Len {overall['mem_len']} -> {res.out_dir}")
+    return res.out_dir
+
+
+@bench_app.command()
+def locomo(file: Path, samples: Annotated[str | None, typer.Option("--samples", help="sample ids, e.g. conv-26,conv-30")] = None,
+           recipe: RecipeOpt = "timem", llm: LlmOpt = None, judge: JudgeOpt = None, judge_base_url: JudgeUrlOpt = None,
+           retrieval_only: RetrOpt = False, out: OutOpt = None,
+           include_adversarial: Annotated[bool, typer.Option("--include-adversarial",
+                                                             help="also category 5 (adversarial)")] = False,
+           db: DbOpt = None, max_questions: MaxQOpt = None, window: WindowOpt = None, sets: SetOpt = None,
+           settings: SettingsOpt = None) -> None:
+    """Run one recipe on a LoCoMo file (categories 1-4 by default)."""
+    _run("locomo", file, recipe, samples=samples, max_questions=max_questions, include_adversarial=include_adversarial,
+         retrieval_only=retrieval_only, llm=llm, judge=judge, judge_base_url=judge_base_url, out=out, db=db,
+         window=window, sets=sets, settings=settings)
+
+
+@bench_app.command()
+def longmemeval(file: Path, limit: Annotated[int | None, typer.Option("--limit", help="first N instances")] = None,
+                recipe: RecipeOpt = "timem", llm: LlmOpt = None, judge: JudgeOpt = None,
+                judge_base_url: JudgeUrlOpt = None, retrieval_only: RetrOpt = False, out: OutOpt = None,
+                db: DbOpt = None, max_questions: MaxQOpt = None, window: WindowOpt = None, sets: SetOpt = None,
+                settings: SettingsOpt = None) -> None:
+    """Run one recipe on a LongMemEval file (all types; abstention reported separately)."""
+    _run("longmemeval", file, recipe, limit=limit, max_questions=max_questions, retrieval_only=retrieval_only,
+         llm=llm, judge=judge, judge_base_url=judge_base_url, out=out, db=db, window=window, sets=sets,
+         settings=settings)
+
+
+@bench_app.command()
+def suite(dataset: Annotated[str, typer.Argument(help="locomo | longmemeval")], file: Path,
+          name: Annotated[str, typer.Option("--suite", help=f"one of {', '.join(SUITES)}")] = "no-llm",
+          recipes: Annotated[str | None, typer.Option("--recipes", help="comma-separated recipes instead")] = None,
+          out_root: Annotated[Path, typer.Option("--out-root", help="parent of the run folders")] = Path("bench/runs"),
+          samples: Annotated[str | None, typer.Option("--samples")] = None,
+          limit: Annotated[int | None, typer.Option("--limit")] = None,
+          retrieval_only: RetrOpt = False, llm: LlmOpt = None, judge: JudgeOpt = None,
+          judge_base_url: JudgeUrlOpt = None, db: DbOpt = None, max_questions: MaxQOpt = None,
+          window: WindowOpt = None, sets: SetOpt = None, settings: SettingsOpt = None) -> None:
+    """Run several recipes one after the other (one run folder each), then print the comparison table."""
+    from timem.bench.report import compare_markdown
+
+    if dataset not in ("locomo", "longmemeval"):
+        raise ConfigError(f"dataset must be locomo or longmemeval, got {dataset!r}")
+    names = recipes.split(",") if recipes else SUITES.get(name)
+    if names is None:
+        raise ConfigError(f"unknown suite {name!r}; known: {', '.join(SUITES)}")
+    mode = "retrieval" if retrieval_only else "e2e"
+    dirs = []
+    for r in names:
+        dirs.append(_run(dataset, file, r, samples=samples, limit=limit, max_questions=max_questions,
+                         retrieval_only=retrieval_only, llm=llm, judge=judge, judge_base_url=judge_base_url,
+                         out=out_root / f"{dataset}-{r}-{mode}", db=_suite_db(r, db),
+                         window=window, sets=sets, settings=settings))
+    typer.echo(compare_markdown(dirs, "evidence_recall" if retrieval_only else "judge_acc"))
+
+
+def _suite_db(name: str, db: Path | None) -> Path | None:
+    """``--db`` is reused by recipes that read the store at its own granularity, not by baselines or gran-N."""
+    r = get_recipe(name)
+    return db if r.uses_store and "l1_segment_exchanges" not in r.overrides else None
+
+
+@bench_app.command("recipes")
+def list_recipes() -> None:
+    """List the recipes (name, ablation group, method, what it changes)."""
+    for r in RECIPES.values():
+        extra = json.dumps(r.overrides) if r.overrides else ""
+        if r.complexity:
+            extra += f" complexity={r.complexity}"
+        if r.context_levels != (1, 2, 3, 4, 5):
+            extra += f" context_levels={list(r.context_levels)}"
+        typer.echo(f"{r.name:<18} {r.group:<22} {r.method:<13} {r.description} {extra}".rstrip())
+    typer.echo("\nsuites: " + "; ".join(f"{k} = {','.join(v)}" for k, v in SUITES.items()))
+
+
+@bench_app.command()
+def report(run_dirs: list[Path], metric: Annotated[str, typer.Option(help="summary column to tabulate")] = "evidence_recall",
+           out: Annotated[Path | None, typer.Option("--out", help="write the markdown table here")] = None) -> None:
+    """Tabulate finished runs side by side (one row per run, one column per category)."""
+    from timem.bench.report import compare_markdown
+
+    text = compare_markdown(run_dirs, metric)
+    if out:
+        out.write_text(text, encoding="utf-8")
+    typer.echo(text)

@@ -1,0 +1,134 @@
+"""Named, declarative benchmark recipes: the paper's ablations and our baselines.
+
+A :class:`Recipe` is data: a retrieval *method*, :class:`~timem.config.Config` overrides and a few
+recall options. The runner (:mod:`timem.bench.runner`) interprets it; nothing here runs code.
+
+Methods:
+
+* ``timem`` — the TiMem recall pipeline (:func:`timem.recall.recall`: planner, hybrid leaf
+  selection ``s = λ·semantic + (1 − λ)·BM25`` (TiMem §3.3), ancestor propagation, gating, token
+  budget). ``complexity`` fixes the complexity instead of the planner. ``context_levels`` below
+  all five keeps only those levels in the context (re-budgeted, see the runner).
+* ``flat`` — no tree walk, no planner, no gate: every level in ``context_levels`` is searched
+  on its own with the same fused score and contributes its ``quotas["complex"]`` top nodes; the
+  pool is ranked by fused score and cut by the token budget (:mod:`timem.bench.flat`).
+* ``bm25-turns`` / ``dense-turns`` / ``hybrid-turns`` — baselines over the raw turns, each
+  prefixed with its session date: rank-bm25 BM25Okapi, MiniLM cosine, or their fusion with the
+  same λ; the top ``top_k`` turns, cut by the same token budget (:mod:`timem.bench.baselines`).
+* ``full-context`` — every turn in time order, the oldest dropped until the prompt fits the
+  model's window; reported as truncated when anything was dropped.
+
+"Flat" versus "hierarchical" in the level ablation therefore means: levels searched
+independently as one pool (flat) versus reached through the tree by TiMem's recall
+(hierarchical). ``l1-hier`` runs the pipeline with L1-only quotas, so it differs from ``l1-flat``
+by the planner's keyword query and the gate only; ``l2l5-hier`` uses L1 leaves as anchors for
+ancestor propagation and drops them from the context.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from timem.config import Complexity
+from timem.errors import ConfigError
+
+Method = Literal["timem", "flat", "bm25-turns", "dense-turns", "hybrid-turns", "full-context"]
+ALL_LEVELS = (1, 2, 3, 4, 5)
+L1_ONLY_QUOTAS = {c: {1: 20} for c in ("simple", "hybrid", "complex")}
+
+
+class Recipe(BaseModel):
+    """One named benchmark configuration (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    method: Method
+    group: str  #: the ablation it belongs to ("default", "planner", "gating", "levels", "lambda", ...)
+    description: str
+    overrides: dict[str, Any] = Field(default_factory=dict)  #: Config fields
+    complexity: Complexity | None = None  #: timem only: fixed complexity instead of the planner
+    context_levels: tuple[int, ...] = ALL_LEVELS  #: levels allowed in the context
+    top_k: int = 40  #: raw-turn baselines: turns ranked before the token budget
+
+    @property
+    def needs_upper_levels(self) -> bool:
+        """Whether the recipe needs L2–L5 memories in the store (i.e. an LLM at ingest time)."""
+        if self.method == "flat":
+            return any(lv > 1 for lv in self.context_levels)
+        if self.method != "timem":
+            return False
+        quotas = self.overrides.get("quotas")
+        upper_quota = quotas is None or any(lv > 1 and n > 0 for q in quotas.values() for lv, n in q.items())
+        return upper_quota and any(lv > 1 for lv in self.context_levels)
+
+    @property
+    def uses_store(self) -> bool:
+        """Whether the recipe reads memory nodes (baselines only read the dataset's turns)."""
+        return self.method in ("timem", "flat")
+
+
+def _r(name: str, method: Method, group: str, description: str, **kw: Any) -> Recipe:
+    return Recipe(name=name, method=method, group=group, description=description, **kw)
+
+
+_L1 = {"quotas": L1_ONLY_QUOTAS}
+_RECIPES: list[Recipe] = [
+    _r("timem", "timem", "default", "TiMem recall with the configured planner and gate (L1-L5 hierarchical)"),
+    # planner vs fixed complexity
+    _r("planner-centroid", "timem", "planner", "centroid planner (no LLM)", overrides={"planner": "centroid"}),
+    _r("planner-llm", "timem", "planner", "LLM planner", overrides={"planner": "llm"}),
+    *[_r(f"fixed-{c}", "timem", "planner", f"no planner: every question treated as {c}", complexity=c)
+      for c in ("simple", "hybrid", "complex")],
+    # gating
+    _r("gate-llm", "timem", "gating", "LLM gate (score gate in retrieval-only runs)", overrides={"gate": "llm"}),
+    _r("gate-score", "timem", "gating", "score gate: fused >= gate_threshold", overrides={"gate": "score"}),
+    _r("gate-off", "timem", "gating", "no gate: every leaf and ancestor up to the token budget",
+       overrides={"gate": "off"}),
+    # memory levels, flat vs hierarchical
+    _r("l1-flat", "flat", "levels", "L1 only, flat: top L1 segments by fused score", context_levels=(1,)),
+    _r("l1-hier", "timem", "levels", "L1 only through TiMem recall (planner keywords, gate), no ancestors",
+       overrides=_L1, context_levels=(1,)),
+    _r("l2l5-hier", "timem", "levels", "L2-L5 only: TiMem recall, L1 leaves used as anchors and dropped",
+       context_levels=(2, 3, 4, 5)),
+    _r("l1l5-flat", "flat", "levels", "L1-L5 flat: each level searched alone, pooled by fused score"),
+    _r("l1l5-hier", "timem", "levels", "L1-L5 hierarchical: full TiMem recall"),
+    # lambda sweep
+    *[_r(f"lambda-{x:.1f}", "timem", "lambda", f"λ = {x:.1f} (semantic weight of the fused leaf score)",
+         overrides={"recall_lambda": x}) for x in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)],
+    *[_r(f"lambda-{x:.1f}-l1", "timem", "lambda (L1 only)", f"λ = {x:.1f}, L1-only quotas (no L2-L5 needed)",
+         overrides={"recall_lambda": x, **_L1}, context_levels=(1,)) for x in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)],
+    # L1 granularity (a separate database per value)
+    *[_r(f"gran-{n}", "timem", "granularity", f"{n} exchange(s) per L1 segment, full TiMem recall",
+         overrides={"l1_segment_exchanges": n}) for n in (1, 2, 4, 8)],
+    *[_r(f"gran-{n}-l1", "timem", "granularity (L1 only)", f"{n} exchange(s) per L1 segment, L1-only quotas",
+         overrides={"l1_segment_exchanges": n, **_L1}, context_levels=(1,)) for n in (1, 2, 4, 8)],
+    # baselines
+    _r("bm25-turns", "bm25-turns", "baseline", "BM25 (rank-bm25 BM25Okapi) over raw dated turns"),
+    _r("dense-turns", "dense-turns", "baseline", "MiniLM cosine over raw dated turns"),
+    _r("hybrid-turns", "hybrid-turns", "baseline", "λ·cosine + (1−λ)·BM25 over raw dated turns"),
+    _r("full-context", "full-context", "baseline", "the whole history, oldest turns dropped to fit the window"),
+]
+RECIPES: dict[str, Recipe] = {r.name: r for r in _RECIPES}
+
+#: Named lists of recipes for ``timem bench suite``.
+SUITES: dict[str, list[str]] = {
+    # everything that runs on verbatim L1 without an LLM
+    "no-llm": ["l1-flat", "l1-hier", *[f"lambda-{x:.1f}-l1" for x in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)],
+               *[f"gran-{n}-l1" for n in (1, 2, 4, 8)], "bm25-turns", "dense-turns", "hybrid-turns", "full-context"],
+    # needs L2-L5 in the store (pass --db with an LLM-ingested database)
+    "hierarchical": ["timem", "planner-centroid", "fixed-simple", "fixed-hybrid", "fixed-complex", "gate-score",
+                     "gate-off", "l2l5-hier", "l1l5-flat", "l1l5-hier",
+                     *[f"lambda-{x:.1f}" for x in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)]],
+}
+SUITES["retrieval"] = SUITES["no-llm"] + SUITES["hierarchical"]
+
+
+def get_recipe(name: str) -> Recipe:
+    """The recipe called ``name``. Raises :class:`ConfigError` listing the known names."""
+    try:
+        return RECIPES[name]
+    except KeyError:
+        raise ConfigError(f"unknown recipe {name!r}; known: {', '.join(RECIPES)} "
+                          "(list them with `timem bench recipes`)") from None
