@@ -7,7 +7,6 @@ from one :class:`~timem.config.Config`. It contains no SQL and no prompt text; t
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -15,7 +14,7 @@ from datetime import UTC, datetime
 from timem import editing
 from timem.config import Config
 from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
-from timem.datasets.base import ImportedUser
+from timem.datasets.base import ImportedUser, turn_id
 from timem.embed.protocol import Embedder
 from timem.errors import InputError
 from timem.llm.protocol import LLMClient
@@ -150,6 +149,5 @@ class MemoryEngine:
 
 
 def _turn(user_id: str, session_id: str, seq: int, speaker: str, role: Role, text: str, at: datetime) -> Turn:
-    tid = hashlib.sha1(f"{user_id}|{session_id}|{seq}".encode()).hexdigest()[:16]
-    return Turn(id=f"t-{tid}", user_id=user_id, session_id=session_id, seq=seq, speaker=speaker, role=role,
+    return Turn(id=turn_id(user_id, session_id, seq), user_id=user_id, session_id=session_id, seq=seq, speaker=speaker, role=role,
                 text=text, event_time=at.astimezone(UTC))
