@@ -85,7 +85,8 @@ class Consolidator:
         segs = group_segments(exs, size)
         if not closed and segs and len(segs[-1]) and len(exchanges(segs[-1])) < size:
             segs = segs[:-1]
-        todo = [s for s in segs if self.store.node_for_window(user_id, Level.SEGMENT, f"segment:{s[0].id}") is None]
+        have = self.store.window_keys(user_id, Level.SEGMENT, session_id)
+        todo = [s for s in segs if f"segment:{s[0].id}" not in have]
         if not todo:
             return []
         if self.config.l1_mode == "llm":
@@ -93,16 +94,13 @@ class Consolidator:
         else:
             contents = [(render_segment(s, self.tz), VERBATIM_MODEL, VERBATIM_PROMPT) for s in todo]
         vecs = self.embedder.embed([c for c, _, _ in contents])
-        written = []
-        for seg, (text, model, version), vec in zip(todo, contents, vecs):
-            key = f"segment:{seg[0].id}"
-            node = MemoryNode(
-                id=node_id(user_id, Level.SEGMENT, key, [t.id for t in seg]), user_id=user_id, level=Level.SEGMENT,
-                window_key=key, session_id=session_id, span_start=seg[0].event_time,
-                span_end=max(t.event_time for t in seg), content=text, source_turn_ids=[t.id for t in seg],
-                model_id=model, prompt_version=version)
-            self.store.add_node(node, vec)
-            written.append(node)
+        written = [MemoryNode(
+            id=node_id(user_id, Level.SEGMENT, f"segment:{seg[0].id}", [t.id for t in seg]), user_id=user_id,
+            level=Level.SEGMENT, window_key=f"segment:{seg[0].id}", session_id=session_id,
+            span_start=seg[0].event_time, span_end=max(t.event_time for t in seg), content=text,
+            source_turn_ids=[t.id for t in seg], model_id=model, prompt_version=version)
+            for seg, (text, model, version) in zip(todo, contents)]
+        self.store.add_nodes(written, vecs)
         return written
 
     def _llm_segments(self, user_id: str, segs: list[list[Turn]]) -> list[tuple[str, str, str]]:

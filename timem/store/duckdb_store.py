@@ -181,25 +181,43 @@ class Store:
 
     # ---------------------------------------------------------------- nodes
     def add_node(self, node: MemoryNode, embedding: np.ndarray) -> None:
-        """Insert a node with its L2-normalised embedding and link its children to it.
+        """Insert one node with its embedding and link its children to it (see :meth:`add_nodes`)."""
+        self.add_nodes([node], np.asarray(embedding, dtype=np.float32)[None, :])
+
+    def add_nodes(self, nodes: Sequence[MemoryNode], embeddings: np.ndarray) -> None:
+        """Insert nodes with their L2-normalised embeddings (``(len(nodes), dim)``) in one transaction,
+        and make each node the parent of its ``child_ids``.
 
         Raises:
-            StoreError: the embedding has the wrong shape or is not finite / not unit length.
+            StoreError: an embedding has the wrong shape or is not a finite unit vector.
         """
-        vec = np.asarray(embedding, dtype=np.float32)
-        if vec.shape != (self.dim,) or not np.all(np.isfinite(vec)) or abs(float(np.linalg.norm(vec)) - 1.0) > 1e-3:
-            raise StoreError(f"refusing to store embedding of shape {vec.shape} for node {node.id}: "
-                             f"expected a finite unit vector of dim {self.dim}")
+        vecs = np.asarray(embeddings, dtype=np.float32)
+        if vecs.shape != (len(nodes), self.dim) or not np.all(np.isfinite(vecs)) or (
+                len(nodes) and np.any(np.abs(np.linalg.norm(vecs, axis=1) - 1.0) > 1e-3)):
+            raise StoreError(f"refusing to store embeddings of shape {vecs.shape} for {len(nodes)} node(s): "
+                             f"expected finite unit vectors of dim {self.dim}")
+        if not nodes:
+            return
         with self.transaction():
-            self.con.execute(f"INSERT INTO nodes ({_NODE_COLS}, embedding) VALUES "
-                             "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [
-                                 node.id, node.user_id, int(node.level), node.window_key, node.session_id,
-                                 _db(node.span_start), _db(node.span_end), node.content, node.child_ids,
-                                 node.history_ids, node.source_turn_ids, None, node.model_id, node.prompt_version,
-                                 _db(node.created_at), node.status.value, node.stale, vec.tolist()])
-            if node.child_ids:
-                self.con.execute("UPDATE nodes SET parent_id = ? WHERE list_contains(?, id)", [node.id, node.child_ids])
+            self.con.executemany(f"INSERT INTO nodes ({_NODE_COLS}, embedding) VALUES "
+                                 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [[
+                                     n.id, n.user_id, int(n.level), n.window_key, n.session_id,
+                                     _db(n.span_start), _db(n.span_end), n.content, n.child_ids,
+                                     n.history_ids, n.source_turn_ids, None, n.model_id, n.prompt_version,
+                                     _db(n.created_at), n.status.value, n.stale, v.tolist()]
+                                     for n, v in zip(nodes, vecs)])
+            for n in nodes:
+                if n.child_ids:
+                    self.con.execute("UPDATE nodes SET parent_id = ? WHERE list_contains(?, id)", [n.id, n.child_ids])
             self._set_meta("fts_dirty", "1")
+
+    def window_keys(self, user_id: str, level: Level, session_id: str | None = None) -> set[str]:
+        """Window keys of the active nodes of one user and level (optionally one session)."""
+        sql, args = "SELECT window_key FROM nodes WHERE user_id = ? AND level = ? AND status = 'active'", \
+            [user_id, int(level)]
+        if session_id is not None:
+            sql, args = sql + " AND session_id = ?", args + [session_id]
+        return {r[0] for r in self.con.execute(sql, args).fetchall()}
 
     def update_node(self, node_id: str, *, content: str | None = None, embedding: np.ndarray | None = None,
                     status: NodeStatus | None = None, stale: bool | None = None) -> None:
