@@ -94,12 +94,11 @@ def build_locomo_adversarial_messages(question: str, trap: str, hypothesis: str)
 def build_longmemeval_messages(question: str, gold: str, hypothesis: str, question_type: str,
                                abstention: bool = False) -> list[Message]:
     """Messages for judging one LongMemEval response under its type's rule (see :func:`lme_rule_key`)."""
-    rule = _LME_RULES[lme_rule_key(question_type, abstention)]
-    gold_name = "Rubric" if rule is _LME_RULES["single-session-preference"] and not abstention else "Gold answer"
-    if abstention:
-        gold_name = "Why it cannot be answered"
+    key = lme_rule_key(question_type, abstention)
+    gold_name = {"abstention": "Why it cannot be answered", "single-session-preference": "Rubric"}.get(key, "Gold answer")
     user = f"Question: {question}\n{gold_name}: {gold}\nResponse: {hypothesis}\nVerdict (JSON):"
-    return [Message(role="system", content=_LME_SYSTEM.format(rule=rule)), Message(role="user", content=user)]
+    system = _LME_SYSTEM.replace("{rule}", _LME_RULES[key])
+    return [Message(role="system", content=system), Message(role="user", content=user)]
 
 
 _FENCE = re.compile(r"^```(?:json|JSON)?\s*\n?(.*?)\n?```$", re.DOTALL)
