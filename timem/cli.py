@@ -155,9 +155,16 @@ def studio(db: DbOpt = None, port: int = 8501) -> None:
     raise typer.Exit(subprocess.call(args, env=env))
 
 
+def _mount_bench() -> None:
+    from timem.bench.cli import bench_app
+
+    app.add_typer(bench_app, name="bench", help="LoCoMo / LongMemEval benchmark runs (see bench/results/README.md)")
+
+
 def main() -> None:
     """Entry point: run the app and turn TiMem errors into one-line messages."""
     try:
+        _mount_bench()
         app()
     except TimemError as exc:
         typer.echo(f"error: {exc}", err=True)
