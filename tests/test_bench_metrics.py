@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from timem.bench import report
@@ -133,3 +135,23 @@ def test_summary_counts_unparseable_as_wrong():
     md = report.to_markdown(table)
     assert "| 1 multi-hop | 2 | 50.0 | 1 |" in md and "session_recall" not in md
     assert report.to_csv(table).splitlines()[0].startswith("group,n,judge_acc,unparseable")
+
+
+def test_publish_copies_summaries_and_tabulates(tmp_path):
+    runs = []
+    for name, val in (("locomo-a-retrieval", 0.5), ("locomo-b-retrieval", 0.25)):
+        d = tmp_path / "runs" / name
+        d.mkdir(parents=True)
+        table = report.summarize([{"category": 1, "evidence_recall": val, "mem_len": 100},
+                                  {"category": 4, "evidence_recall": 1.0, "mem_len": 300}], "locomo")
+        (d / "summary.csv").write_text(report.to_csv(table))
+        (d / "summary.md").write_text("x")
+        (d / "questions.jsonl").write_text("{}\n")
+        (d / "manifest.json").write_text(json.dumps({"recipe": {"name": name[7:8], "group": "g"},
+                                                     "mode": "retrieval-only"}))
+        runs.append(d)
+    readme = report.publish(runs, tmp_path / "results", "T", ["evidence_recall"])
+    text = readme.read_text()
+    assert "| [a](locomo-a-retrieval/summary.md) | g | retrieval-only | 50.0 | 100.0 | 75.0 | 200.0 |" in text
+    assert "1 multi-hop | 4 single-hop | overall | Mem Len" in text
+    assert not (tmp_path / "results" / "locomo-a-retrieval" / "questions.jsonl").exists()

@@ -166,3 +166,26 @@ def report(run_dirs: list[Path], metric: Annotated[str, typer.Option(help="summa
     if out:
         out.write_text(text, encoding="utf-8")
     typer.echo(text)
+
+
+@bench_app.command()
+def publish(run_dirs: list[Path], to: Annotated[Path, typer.Option("--to", help="results folder, e.g. bench/results/X")],
+            title: Annotated[str, typer.Option(help="heading of the generated README")] = "Benchmark results",
+            metrics: Annotated[str, typer.Option(help="comma-separated summary columns to tabulate")] =
+            "evidence_recall,full_coverage,answer_in_context") -> None:
+    """Copy finished runs' summaries and manifests into a results folder with comparison tables."""
+    from timem.bench.report import publish as _publish
+
+    typer.echo(f"wrote {_publish(run_dirs, to, title, metrics.split(','))}")
+
+
+if __name__ == "__main__":  # `python -m timem.bench.cli ...` works before the command is mounted in timem.cli
+    import sys
+
+    from timem.errors import TimemError
+
+    try:
+        bench_app()
+    except TimemError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(1)
