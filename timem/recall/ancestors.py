@@ -1,0 +1,106 @@
+"""Ancestor propagation: lift the kept leaves to the tree levels the plan chose (TiMem §3.3).
+
+Leaves are visited in **descending fused score** (rank 1 first), not in time order: the
+reference implementation walks leaves chronologically, so with small quotas its parents come
+from the earliest sessions rather than from the most relevant ones.
+
+From each leaf the walk follows parent links (``nodes.parent_id``) upward. A node at a level the
+plan includes is added if that level's quota is not yet full and it is new; a level the plan
+leaves out, or that is absent from the tree (e.g. an L1 linked straight to an L3), is passed
+through, not the end of the climb. Inactive (deleted / superseded) nodes are passed through
+without being added. The walk for a leaf ends at a node without parent or above the plan's top
+level. Parents are fetched in batches, one store round trip per tree level, with the user
+filter in SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from timem.models import MemoryNode, NodeStatus
+from timem.recall.leaves import Candidate
+from timem.recall.planner import RecallPlan
+from timem.store.duckdb_store import Store
+
+
+class AncestorRecord(BaseModel):
+    """One ancestor met on the walk, added or not, and why.
+
+    ``via_leaf`` / ``leaf_rank`` name the first (best-ranked) leaf that reached it; ``reached_by``
+    lists every kept leaf that reached it, in walk order; ``path`` is the node ids from that first
+    leaf's parent up to this node.
+    """
+
+    node_id: str
+    level: int
+    via_leaf: str
+    leaf_rank: int
+    added: bool
+    reason: str
+    reached_by: list[str] = Field(default_factory=list)
+    path: list[str] = Field(default_factory=list)
+
+
+def _parents(store: Store, user_id: str, leaf_ids: Sequence[str], top_level: int
+             ) -> tuple[dict[str, str | None], dict[str, MemoryNode]]:
+    """Parent links and parent nodes reachable from ``leaf_ids`` up to ``top_level``, by level batches."""
+    parent_of: dict[str, str | None] = {}
+    nodes: dict[str, MemoryNode] = {}
+    frontier = list(dict.fromkeys(leaf_ids))
+    while frontier:
+        links = store.parent_ids(frontier)
+        pids = sorted({p for p in links.values() if p})
+        found = {n.id: n for n in store.nodes(user_id=user_id, ids=pids, status=None)} if pids else {}
+        for child in frontier:
+            pid = links.get(child)
+            parent_of[child] = pid if pid in found else None  # another user's node is never followed
+        nodes.update(found)
+        frontier = [p for p, n in found.items() if int(n.level) < top_level and p not in parent_of]
+    return parent_of, nodes
+
+
+def propagate(store: Store, user_id: str, leaves: Sequence[Candidate], plan: RecallPlan
+              ) -> tuple[list[MemoryNode], list[AncestorRecord]]:
+    """Ancestors of ``leaves`` at the plan's levels above L1, honouring ``plan.levels`` quotas.
+
+    Args:
+        leaves: the kept leaves (any order; they are walked by ``rank``).
+
+    Returns:
+        ``(added nodes in the order they were added, records of every ancestor met)``.
+    """
+    targets = {lv: q for lv, q in plan.levels.items() if lv > 1 and q > 0}
+    if not targets or not leaves:
+        return [], []
+    top = max(targets)
+    ordered = sorted(leaves, key=lambda c: c.rank)
+    parent_of, nodes = _parents(store, user_id, [c.node_id for c in ordered], top)
+    counts = dict.fromkeys(targets, 0)
+    records: dict[str, AncestorRecord] = {}
+    added: list[MemoryNode] = []
+    for leaf in ordered:
+        path: list[str] = []
+        cur = parent_of.get(leaf.node_id)
+        while cur is not None:
+            node = nodes[cur]
+            level = int(node.level)
+            if level > top or cur in path:  # above the plan, or a (corrupt) cycle
+                break
+            path.append(cur)
+            if level in targets and node.status == NodeStatus.ACTIVE:
+                if cur in records:
+                    records[cur].reached_by.append(leaf.node_id)
+                else:
+                    ok = counts[level] < targets[level]
+                    reason = (f"L{level} ancestor of leaf rank {leaf.rank}" if ok
+                              else f"L{level} quota ({targets[level]}) already full")
+                    records[cur] = AncestorRecord(node_id=cur, level=level, via_leaf=leaf.node_id,
+                                                  leaf_rank=leaf.rank, added=ok, reason=reason,
+                                                  reached_by=[leaf.node_id], path=list(path))
+                    if ok:
+                        counts[level] += 1
+                        added.append(node)
+            cur = parent_of.get(cur)
+    return added, list(records.values())

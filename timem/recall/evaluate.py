@@ -1,0 +1,125 @@
+"""Offline recall quality on LoCoMo-style questions: evidence coverage and answer-in-context.
+
+For each question, recall runs for the given user; then
+
+* **evidence coverage**: the gold evidence ``dia_id``s (e.g. ``"D1:3"``) covered by the recalled
+  L1 leaves, through their source turns (``node.source_turn_ids`` -> ``turn.source_ref``);
+  ``full`` when every gold id is covered;
+* **answer in context**: the normalised gold answer (lower case, punctuation and the articles
+  a/an/the removed, spaces collapsed — the SQuAD normalisation) occurs, on word boundaries, in
+  the normalised context;
+* **Mem Len**: cl100k tokens of the context.
+
+Results are aggregated per LoCoMo category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop;
+5 adversarial is excluded by default).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterable, Sequence
+from statistics import mean
+from typing import Any
+
+from timem.config import Complexity, Config
+from timem.embed.protocol import Embedder
+from timem.llm.protocol import LLMClient
+from timem.models import Level
+from timem.recall.gating import GateMode
+from timem.recall.pipeline import RecallResult, recall
+from timem.store.duckdb_store import Store
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+_PUNCT = re.compile(f"[{re.escape(string.punctuation)}‘’“”–—]")
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalize_answer(text: Any) -> str:
+    """Lower case, punctuation removed (replaced by a space), articles removed, whitespace collapsed."""
+    s = _PUNCT.sub(" ", str(text).lower())
+    return " ".join(_ARTICLES.sub(" ", s).split())
+
+
+def answer_in_context(gold: Any, context: str) -> bool:
+    """True when the normalised ``gold`` answer is non-empty and occurs, word-aligned, in the normalised context."""
+    g = normalize_answer(gold)
+    return bool(g) and f" {g} " in f" {normalize_answer(context)} "
+
+
+def evidence_ids(evidence: Iterable[str] | str | None) -> list[str]:
+    """Gold evidence ids, split where the data packs several into one string (``"D8:6; D9:17"``)."""
+    if evidence is None:
+        return []
+    items = [evidence] if isinstance(evidence, str) else list(evidence)
+    out: list[str] = []
+    for item in items:
+        for part in re.split(r"[;,\s]+", str(item)):
+            if part and part not in out:
+                out.append(part)
+    return out
+
+
+def covered_evidence(store: Store, user_id: str, result: RecallResult, evidence: Sequence[str]) -> list[str]:
+    """The gold ids among ``evidence`` reached by the recalled L1 leaves' source turns."""
+    turn_ids = [t for n in result.nodes if n.level == Level.SEGMENT for t in n.source_turn_ids]
+    refs = {t.source_ref for t in store.turns(user_id, ids=turn_ids)} if turn_ids else set()
+    return [e for e in evidence if e in refs]
+
+
+def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    with_ev = [r for r in rows if r["evidence"]]
+    with_ans = [r for r in rows if r["answer_in_context"] is not None]
+    return {
+        "n": len(rows),
+        "evidence_recall": round(mean(r["evidence_recall"] for r in with_ev), 4) if with_ev else None,
+        "full_coverage": round(mean(r["full_coverage"] for r in with_ev), 4) if with_ev else None,
+        "answer_in_context": round(mean(r["answer_in_context"] for r in with_ans), 4) if with_ans else None,
+        "mean_mem_len": round(mean(r["mem_len"] for r in rows), 1) if rows else None,
+    }
+
+
+def evaluate_recall(store: Store, embedder: Embedder, llm: LLMClient | None, config: Config, user_id: str,
+                    questions: Iterable[Any], *, categories: Sequence[int] = (1, 2, 3, 4),
+                    complexity_override: Complexity | None = None, gate_override: GateMode | None = None,
+                    planner_override: str | None = None, participants: Sequence[str] = (),
+                    persist: bool = False) -> dict[str, Any]:
+    """Recall every question of one user (conversation) and score coverage per category.
+
+    Args:
+        questions: objects (or dicts) with ``question``, ``answer``, ``category``, ``evidence`` and
+            ``question_time`` (UTC-aware or ``None``); ``question_id`` is reported when present
+            (e.g. :class:`timem.datasets.base.Question`).
+        categories: categories to include (default 1-4; 5 adversarial excluded).
+        persist: also save each recall trace (off by default: evaluation runs are bulk).
+
+    Returns:
+        ``{"user_id", "n", "overall": summary, "per_category": {"1 multi-hop": summary, ...},
+        "questions": [per-question rows]}``, where a summary is ``{"n", "evidence_recall",
+        "full_coverage", "answer_in_context", "mean_mem_len"}`` (means over questions that have
+        evidence / an answer; ``None`` when there are none).
+    """
+    rows: list[dict[str, Any]] = []
+    for q in questions:
+        get = q.get if isinstance(q, dict) else lambda k, d=None, _q=q: getattr(_q, k, d)
+        category = int(get("category", 0) or 0)
+        if category not in categories:
+            continue
+        res = recall(store, embedder, llm, config, user_id, get("question"), get("question_time"),
+                     complexity_override=complexity_override, gate_override=gate_override,
+                     planner_override=planner_override, participants=participants, persist=persist)
+        gold_ev = evidence_ids(get("evidence"))
+        covered = covered_evidence(store, user_id, res, gold_ev)
+        gold = get("answer")
+        rows.append({
+            "question_id": get("question_id"), "question": get("question"), "category": category,
+            "complexity": res.trace.plan.complexity, "evidence": gold_ev, "covered": covered,
+            "missing": [e for e in gold_ev if e not in covered],
+            "evidence_recall": len(covered) / len(gold_ev) if gold_ev else None,
+            "full_coverage": bool(gold_ev) and len(covered) == len(gold_ev),
+            "answer_in_context": answer_in_context(gold, res.context) if gold not in (None, "") else None,
+            "mem_len": res.mem_len, "trace_id": res.trace.trace_id,
+        })
+    per_cat = {f"{c} {CATEGORIES.get(c, '?')}": _summary([r for r in rows if r["category"] == c])
+               for c in sorted({r["category"] for r in rows})}
+    return {"user_id": user_id, "n": len(rows), "overall": _summary(rows), "per_category": per_cat, "questions": rows}

@@ -1,0 +1,184 @@
+"""Gating: decide which recalled memories reach the context, then cap it by the token budget.
+
+Modes (``Config.gate``; TiMem §3.3 complexity-aware gating):
+
+* ``"llm"``: one schema-constrained call (:mod:`timem.prompts.gate`, purpose ``"recall.gate"``)
+  sees the question, its complexity and the numbered candidates (leaves by rank, then added
+  ancestors) and returns the numbers to keep. Fallbacks, recorded in :attr:`GateOutcome.fallback`
+  and never silent:
+
+  - the model keeps nothing (or only invalid numbers): the leaves are kept in fused order and the
+    token budget cuts them (``applied="top-leaves"``); ancestors are dropped;
+  - the call fails (:class:`~timem.errors.LLMError`): the score gate is applied instead
+    (``applied="score"``); recall still succeeds.
+
+* ``"score"`` (no LLM): leaves with fused score ``>= Config.gate_threshold`` are kept; an
+  ancestor is kept if any kept leaf reached it during propagation.
+* ``"off"``: everything is kept.
+
+In every mode :func:`apply_budget` then adds kept memories in priority order (each leaf by rank,
+followed by the ancestors it brought) while the rendered context stays within
+``Config.token_budget`` cl100k tokens; a memory that does not fit is dropped (reason
+``"token budget"``) and smaller later ones may still fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Literal
+from zoneinfo import ZoneInfo
+
+from pydantic import BaseModel, Field
+
+from timem.errors import LLMError
+from timem.llm.protocol import LLMClient
+from timem.models import MemoryNode
+from timem.prompts import gate as gate_prompt
+from timem.recall.ancestors import AncestorRecord
+from timem.recall.context import HEADERS, count_tokens, date_label, memory_line, render_context
+from timem.recall.leaves import Candidate
+
+GateMode = Literal["llm", "score", "off"]
+
+
+class GateDecision(BaseModel):
+    """The fate of one memory: kept or dropped, and why."""
+
+    node_id: str
+    level: int
+    kept: bool
+    reason: str
+
+
+class GateOutcome(BaseModel):
+    """What the gate did. ``mode`` was asked for; ``applied`` is what actually decided
+    (``"llm"``, ``"score"``, ``"off"``, ``"top-leaves"``, or ``"none"`` when there was no candidate
+    and nothing was called); ``fallback`` says why they differ."""
+
+    mode: GateMode
+    applied: str
+    fallback: str | None = None
+    decisions: list[GateDecision] = Field(default_factory=list)
+    invalid_numbers: list[int] = Field(default_factory=list)  #: numbers the model returned that match no memory
+
+
+def score_gate(leaves: Sequence[Candidate], ancestors: Sequence[AncestorRecord], threshold: float
+               ) -> tuple[set[str], dict[str, str]]:
+    """``(kept ids, reason per id)`` of the no-LLM gate (see the module docstring)."""
+    kept, why = set(), {}
+    for c in leaves:
+        ok = c.fused >= threshold
+        why[c.node_id] = f"fused {c.fused:.3f} {'>=' if ok else '<'} threshold {threshold}"
+        if ok:
+            kept.add(c.node_id)
+    for a in ancestors:
+        if not a.added:
+            continue
+        via = [leaf for leaf in a.reached_by if leaf in kept]
+        why[a.node_id] = f"reached from kept leaf {via[0]}" if via else "no kept leaf leads to it"
+        if via:
+            kept.add(a.node_id)
+    return kept, why
+
+
+def llm_gate(llm: LLMClient, question: str, complexity: str, leaves: Sequence[Candidate],
+             nodes: dict[str, MemoryNode], ancestor_ids: Sequence[str], question_time: datetime, tz: ZoneInfo,
+             user_id: str) -> tuple[set[str], dict[str, str], list[int]]:
+    """``(kept ids, reason per id, invalid numbers)`` from one gate call.
+
+    Raises:
+        LLMError: the call failed or gave no valid :class:`~timem.prompts.gate.GateResponse`.
+    """
+    order = [c.node_id for c in sorted(leaves, key=lambda c: c.rank)] + list(ancestor_ids)
+    items = [gate_prompt.GateItem(i, int(nodes[nid].level), date_label(nodes[nid], tz), nodes[nid].content)
+             for i, nid in enumerate(order, start=1)]
+    msgs = gate_prompt.build_messages(question, complexity, items, question_time.astimezone(tz))  # type: ignore[arg-type]
+    resp = llm.complete_json(msgs, gate_prompt.GateResponse, purpose="recall.gate", user_id=user_id)
+    valid = {n for n in resp.keep if 1 <= n <= len(order)}
+    invalid = sorted({n for n in resp.keep if n not in valid})
+    kept = {order[n - 1] for n in valid}
+    why = {nid: f"LLM gate {'kept' if nid in kept else 'dropped'} [{i}]" for i, nid in enumerate(order, start=1)}
+    return kept, why, invalid
+
+
+def run_gate(mode: GateMode, llm: LLMClient | None, question: str, complexity: str, leaves: Sequence[Candidate],
+             ancestors: Sequence[AncestorRecord], nodes: dict[str, MemoryNode], question_time: datetime,
+             tz: ZoneInfo, user_id: str, threshold: float, fallback: str | None = None
+             ) -> tuple[set[str], dict[str, str], GateOutcome]:
+    """Apply ``mode`` with its documented fallbacks; ``fallback`` pre-records why a mode was replaced
+    upstream (e.g. no LLM configured). Returns ``(kept ids, reason per id, outcome without decisions)``."""
+    added = [a.node_id for a in ancestors if a.added]
+    if not leaves:
+        return set(), {}, GateOutcome(mode=mode, applied="none", fallback=fallback)
+    if mode == "off":
+        ids = [c.node_id for c in leaves] + added
+        return set(ids), dict.fromkeys(ids, "gate off"), GateOutcome(mode=mode, applied="off", fallback=fallback)
+    if mode == "llm" and llm is not None:
+        try:
+            kept, why, invalid = llm_gate(llm, question, complexity, leaves, nodes, added, question_time, tz, user_id)
+        except LLMError as exc:
+            kept, why = score_gate(leaves, ancestors, threshold)
+            return kept, why, GateOutcome(mode=mode, applied="score",
+                                          fallback=f"LLM gate failed ({exc}); score gate applied instead")
+        if not kept:
+            why = {c.node_id: "LLM gate kept nothing; fallback keeps top-scored leaves" for c in leaves}
+            why.update(dict.fromkeys(added, "LLM gate kept nothing; fallback drops ancestors"))
+            return ({c.node_id for c in leaves}, why,
+                    GateOutcome(mode=mode, applied="top-leaves", invalid_numbers=invalid,
+                                fallback="LLM gate returned no valid id; kept the top-scored leaves up to the budget"))
+        return kept, why, GateOutcome(mode=mode, applied="llm", invalid_numbers=invalid)
+    kept, why = score_gate(leaves, ancestors, threshold)
+    return kept, why, GateOutcome(mode=mode, applied="score", fallback=fallback)
+
+
+def apply_budget(kept: set[str], why: dict[str, str], leaves: Sequence[Candidate], ancestors: Sequence[AncestorRecord],
+                 nodes: dict[str, MemoryNode], budget: int, tz: ZoneInfo
+                 ) -> tuple[list[MemoryNode], str, int, list[GateDecision]]:
+    """Fit the kept memories into ``budget`` tokens (see the module docstring).
+
+    Each line is tokenised once and the greedy pass adds line + newline (+ level header) counts;
+    the rendered context is then counted exactly and, in the rare case that tokens merged
+    differently across lines, the lowest-priority memories are removed until it fits.
+
+    Returns:
+        ``(final nodes in priority order, context text, its cl100k token count, a decision per
+        leaf and added ancestor)``.
+    """
+    brought: dict[str, list[str]] = {}
+    for a in ancestors:
+        if a.added:
+            brought.setdefault(a.via_leaf, []).append(a.node_id)
+    priority = []
+    for c in sorted(leaves, key=lambda c: c.rank):
+        priority += [c.node_id, *brought.get(c.node_id, [])]
+    newline = count_tokens("\n")
+    chosen: list[MemoryNode] = []
+    used, levels = 0, set()
+    verdict: dict[str, tuple[bool, str]] = {}
+    for nid in priority:
+        node = nodes[nid]
+        if nid not in kept:
+            verdict[nid] = (False, why.get(nid, "dropped"))
+            continue
+        level = int(node.level)
+        cost = count_tokens(memory_line(node, tz)) + newline
+        if level not in levels:
+            cost += count_tokens(HEADERS.get(level, f"L{level}:")) + newline
+        if used + cost - newline > budget:
+            verdict[nid] = (False, f"{why.get(nid, 'kept')}; dropped by token budget ({budget})")
+            continue
+        chosen.append(node)
+        used += cost
+        levels.add(level)
+        verdict[nid] = (True, why.get(nid, "kept"))
+    text = render_context(chosen, tz)
+    tokens = count_tokens(text)
+    while tokens > budget and chosen:
+        last = chosen.pop()
+        verdict[last.id] = (False, f"{why.get(last.id, 'kept')}; dropped by token budget ({budget})")
+        text = render_context(chosen, tz)
+        tokens = count_tokens(text)
+    decisions = [GateDecision(node_id=nid, level=int(nodes[nid].level), kept=verdict[nid][0], reason=verdict[nid][1])
+                 for nid in priority]
+    return chosen, text, tokens, decisions

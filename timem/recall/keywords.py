@@ -1,0 +1,93 @@
+"""Deterministic keyword extraction for recall planning (no model).
+
+Keywords feed the BM25 half of leaf selection, so they must be content words: stopwords,
+question words, time words (they go to the time window instead) and person names are dropped.
+Person names are the participants' names when the caller knows them; otherwise a capitalised
+token that is not at the start of a sentence and is not an acronym (``LGBTQ`` stays) is taken for
+a name. That heuristic also drops capitalised places ("Sweden"); the question text itself still
+reaches BM25, so only the keyword list loses them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from timem.recall.time_window import MONTHS, WEEKDAYS
+
+MAX_KEYWORDS = 5
+
+STOPWORDS = frozenset("""
+a about above after again against ago all also am an and any are as at back be been before being below
+between both but by can could did do does doing done down during each either else even ever every few for
+from further get gets getting go goes going gone got had has have having he her here hers herself him
+himself his how i if in into is it its itself just last least let like likely lot made make many may me
+might more most much must my myself never next no nor not now of off on once one only or other our ours
+ourselves out over own past per perhaps quite rather really recent recently same see seem seems she should
+since so some something still such than that the their theirs them themselves then there these they thing
+things this those though through to too under until up upon us very via was we were what whatever when
+where whether which while who whom whose why will with within without would yes yet you your yours
+yourself yourselves ever someone somebody anyone anything everything kind sort type way ways time times
+today tonight yesterday tomorrow week weeks month months year years day days weekend morning evening
+afternoon night ago first second earlier later lately usually often always sometimes tell mention
+mentioned say said talk talked think thought know knew new old happen happened happens
+two three four five six seven eight nine ten eleven twelve hundred thousand couple
+""".split())
+_TIME_WORDS = frozenset(MONTHS) | frozenset(WEEKDAYS) | frozenset(m[:3] for m in MONTHS)
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
+_SENTENCE_START = re.compile(r"(^|[.?!]\s+|\n)\s*$")
+
+
+def _strip_possessive(token: str) -> str:
+    return re.sub(r"['’]s?$", "", token)
+
+
+def person_names(text: str, participants: Iterable[str] = ()) -> set[str]:
+    """Lower-cased person names in ``text``: the given participants' names (first names and full
+    names) if any, otherwise capitalised non-initial tokens that are not acronyms, months or weekdays."""
+    known = {p.lower() for name in participants for p in [name, *name.split()] if p}
+    if known:
+        return {t for t in (_strip_possessive(m.group()).lower() for m in _TOKEN.finditer(text)) if t in known}
+    names = set()
+    for m in _TOKEN.finditer(text):
+        tok = _strip_possessive(m.group())
+        at_start = bool(_SENTENCE_START.search(text[:m.start()]))
+        if (not at_start and tok[:1].isupper() and not tok.isupper() and tok.lower() not in _TIME_WORDS
+                and tok.lower() not in STOPWORDS):
+            names.add(tok.lower())
+    return names
+
+
+def extract_keywords(question: str, participants: Sequence[str] = (), limit: int = MAX_KEYWORDS) -> list[str]:
+    """Up to ``limit`` lower-cased content words of ``question``, in order of appearance, without
+    duplicates, stopwords, time words, numbers or person names (see :func:`person_names`).
+
+    Returns an empty list only when the question has no such word (e.g. "Who is Anna?").
+    """
+    names = person_names(question, participants)
+    out: list[str] = []
+    for m in _TOKEN.finditer(question):
+        tok = _strip_possessive(m.group()).lower().strip("-")
+        if (len(tok) < 2 or tok in STOPWORDS or tok in names or tok in _TIME_WORDS or not re.search(r"[a-z]", tok)
+                or tok in out):
+            continue
+        out.append(tok)
+        if len(out) == limit:
+            break
+    return out
+
+
+def clean_keywords(keywords: Iterable[str], question: str, participants: Sequence[str] = (),
+                   limit: int = MAX_KEYWORDS) -> list[str]:
+    """Keywords proposed by a model, with person names, stopwords and duplicates removed, at most ``limit``."""
+    names = person_names(question, participants) | {p.lower() for n in participants for p in n.split()}
+    out: list[str] = []
+    for kw in keywords:
+        words = [_strip_possessive(w).lower() for w in _TOKEN.findall(kw)]
+        words = [w for w in words if w not in names and w not in STOPWORDS]
+        phrase = " ".join(words)
+        if phrase and phrase not in out:
+            out.append(phrase)
+        if len(out) == limit:
+            break
+    return out

@@ -1,0 +1,108 @@
+"""Leaf selection: hybrid semantic + BM25 retrieval of L1 segments (TiMem §3.3).
+
+Candidates are the union of the top ``Config.recall_candidates`` L1 nodes by cosine similarity
+and the top ``recall_candidates`` by BM25 (query: the question plus the plan's keywords), both
+computed in DuckDB with the user filter inside the SQL (:meth:`Store.search_vector`,
+:meth:`Store.search_bm25`), so no other user's node can become a candidate.
+
+Each component is max-normalised over the candidates and fused as in the paper:
+``s = λ·semantic + (1 − λ)·bm25`` with ``λ = Config.recall_lambda`` (0.9); a component a
+candidate lacks (not in that top list) counts 0. The top ``k = min(recall_top_k, L1 quota)``
+are kept. No time-window boost is applied (the plan's window is recorded in the trace only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import numpy as np
+from pydantic import BaseModel
+
+from timem.config import Config
+from timem.embed.protocol import Embedder
+from timem.models import Level
+from timem.recall.planner import RecallPlan
+from timem.store.duckdb_store import Store
+
+
+class Candidate(BaseModel):
+    """One L1 candidate with its component scores (all "higher is better").
+
+    ``semantic`` and ``bm25`` are the max-normalised components in ``[0, 1]``; ``cosine`` and
+    ``bm25_raw`` are the raw scores (``None`` when the node was not in that top list);
+    ``rank`` is 1-based by fused score; ``kept`` is true for the top k.
+    """
+
+    node_id: str
+    semantic: float
+    bm25: float
+    fused: float
+    rank: int
+    cosine: float | None = None
+    bm25_raw: float | None = None
+    kept: bool = False
+
+
+def _max_normalise(scores: Mapping[str, float]) -> dict[str, float]:
+    """``max(0, x) / max`` over the values; all zeros when the maximum is not positive."""
+    top = max((v for v in scores.values()), default=0.0)
+    if top <= 0:
+        return {k: 0.0 for k in scores}
+    return {k: max(0.0, v) / top for k, v in scores.items()}
+
+
+def fuse(semantic: Mapping[str, float], bm25: Mapping[str, float], lam: float, top_k: int | None = None
+         ) -> list[Candidate]:
+    """Fuse raw scores into ranked candidates (pure; the paper's hybrid leaf score).
+
+    Args:
+        semantic: node id -> raw cosine similarity (negative values count as 0).
+        bm25: node id -> raw BM25 score.
+        lam: weight λ of the semantic component, in ``[0, 1]``.
+        top_k: mark the first ``top_k`` as kept (``None``: all).
+
+    Returns:
+        Every id of either mapping as a :class:`Candidate`, sorted by fused score descending
+        (ties: higher semantic, then id), ranks from 1.
+    """
+    sem, lex = _max_normalise(semantic), _max_normalise(bm25)
+    ids = list(dict.fromkeys([*semantic, *bm25]))
+    scored = [(lam * sem.get(i, 0.0) + (1 - lam) * lex.get(i, 0.0), sem.get(i, 0.0), i) for i in ids]
+    scored.sort(key=lambda t: (-t[0], -t[1], t[2]))
+    return [Candidate(node_id=i, semantic=round(s, 6), bm25=round(lex.get(i, 0.0), 6), fused=round(f, 6),
+                      rank=r, cosine=semantic.get(i), bm25_raw=bm25.get(i),
+                      kept=top_k is None or r <= top_k)
+            for r, (f, s, i) in enumerate(scored, start=1)]
+
+
+class LeafSelection(NamedTuple):
+    candidates: list[Candidate]  #: every candidate, ranked
+    kept: list[Candidate]  #: the top k, ranked
+    bm25_query: str
+
+
+def bm25_query(question: str, plan: RecallPlan) -> str:
+    """The BM25 query: the question followed by the plan's keywords."""
+    return " ".join([question, *plan.keywords]).strip()
+
+
+def select_leaves(store: Store, embedder: Embedder, config: Config, user_id: str, question: str,
+                  plan: RecallPlan, query_vec: np.ndarray | None = None) -> LeafSelection:
+    """Top-k L1 leaves of ``user_id`` for ``question`` (see the module docstring).
+
+    Args:
+        query_vec: the question's embedding if already computed, shape ``(dim,)``, unit length.
+
+    Raises:
+        EmbeddingError: the embedder fails (nothing is searched then).
+    """
+    if query_vec is None:
+        query_vec = embedder.embed([question])[0]
+    n = config.recall_candidates
+    vec_hits = dict(store.search_vector(user_id, query_vec, int(Level.SEGMENT), n))
+    query = bm25_query(question, plan)
+    lex_hits = dict(store.search_bm25(user_id, query, int(Level.SEGMENT), n))
+    k = min(config.recall_top_k, plan.levels.get(1, config.recall_top_k))
+    candidates = fuse(vec_hits, lex_hits, config.recall_lambda, top_k=k)
+    return LeafSelection(candidates, [c for c in candidates if c.kept], query)

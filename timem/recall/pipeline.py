@@ -1,0 +1,260 @@
+"""Recall facade: plan -> leaf selection -> ancestor propagation -> gating -> context (-> answer).
+
+TiMem §3.3 (complexity-aware hierarchical recall). Every stage is recorded in a
+:class:`~timem.recall.trace.RecallTrace`, persisted per query. The user filter is applied inside
+every store query (vector, BM25, parent lookups), so no other user's node can be recalled.
+
+Substitutions are recorded in ``trace.notes`` and never silent:
+
+* ``planner="llm"`` without an LLM, or an LLM planner call that fails -> the centroid planner;
+* ``gate="llm"`` without an LLM -> the score gate (gate failures: see :mod:`timem.recall.gating`).
+
+An explicit ``planner_override="llm"`` / ``gate_override="llm"`` without an LLM raises
+:class:`ConfigError` instead, because the caller asked for it by name.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import numpy as np
+from pydantic import BaseModel
+
+from timem.config import Complexity, Config
+from timem.embed.protocol import Embedder
+from timem.errors import ConfigError, LLMError
+from timem.llm.protocol import LLMClient, Message
+from timem.models import MemoryNode
+from timem.prompts import answer as answer_prompt
+from timem.recall.ancestors import propagate
+from timem.recall.context import count_tokens
+from timem.recall.gating import GateMode, apply_budget, run_gate
+from timem.recall.leaves import select_leaves
+from timem.recall.planner import CentroidPlanner, LLMPlanner, RecallPlan, make_plan
+from timem.recall.trace import LLMCall, RecallTrace
+from timem.store.duckdb_store import Store
+from timem.tree.windows import to_utc
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class RecordingLLM:
+    """Wraps an :class:`LLMClient` and records each call as an :class:`LLMCall` in :attr:`calls`.
+
+    Token counts: if the wrapped client has ``last_usage`` = ``(prompt_tokens, completion_tokens)``
+    after a call, those are used; otherwise cl100k counts of the messages and the reply.
+    """
+
+    def __init__(self, inner: LLMClient) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.calls: list[LLMCall] = []
+
+    def _record(self, purpose: str, messages: list[Message], t0: float, reply: str | None, error: str | None) -> None:
+        usage = getattr(self.inner, "last_usage", None)
+        if isinstance(usage, tuple) and len(usage) == 2 and reply is not None:
+            pt, ct, src = usage[0], usage[1], "backend"
+        else:
+            pt = sum(count_tokens(m.content) for m in messages)
+            ct, src = (count_tokens(reply) if reply is not None else None), "cl100k estimate"
+        self.calls.append(LLMCall(purpose=purpose, latency_ms=round((time.perf_counter() - t0) * 1000, 2),
+                                  prompt_tokens=pt, completion_tokens=ct, tokens_source=src, error=error))
+
+    def complete(self, messages: list[Message], *, purpose: str, user_id: str | None = None,
+                 max_tokens: int | None = None) -> str:
+        t0 = time.perf_counter()
+        try:
+            text = self.inner.complete(messages, purpose=purpose, user_id=user_id, max_tokens=max_tokens)
+        except LLMError as exc:
+            self._record(purpose, messages, t0, None, str(exc))
+            raise
+        self._record(purpose, messages, t0, text, None)
+        return text
+
+    def complete_json(self, messages: list[Message], schema: type[T], *, purpose: str,
+                      user_id: str | None = None, max_tokens: int | None = None) -> T:
+        t0 = time.perf_counter()
+        try:
+            value = self.inner.complete_json(messages, schema, purpose=purpose, user_id=user_id, max_tokens=max_tokens)
+        except LLMError as exc:
+            self._record(purpose, messages, t0, None, str(exc))
+            raise
+        self._record(purpose, messages, t0, value.model_dump_json(), None)
+        return value
+
+
+class RecallResult(BaseModel):
+    """The recalled context (dated lines, grouped by level), its nodes in priority order, and the trace."""
+
+    context: str
+    nodes: list[MemoryNode]
+    trace: RecallTrace
+
+    @property
+    def mem_len(self) -> int:
+        """cl100k tokens of :attr:`context`."""
+        return self.trace.context_tokens
+
+
+class AnswerResult(BaseModel):
+    """An answer from the recalled context, with the recall it came from (trace includes the answer)."""
+
+    answer: str
+    recall: RecallResult
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 2)
+
+
+def _plan(config: Config, embedder: Embedder, llm: RecordingLLM | None, query: str, qt: datetime, user_id: str,
+          participants: Sequence[str], complexity_override: Complexity | None, planner_name: str,
+          notes: list[str]) -> tuple[RecallPlan, np.ndarray | None]:
+    """The plan, and the query's embedding when it was computed on the way (centroid planner)."""
+    if complexity_override is not None:
+        return make_plan(complexity_override, query, qt, config, "override", participants=participants), None
+    if planner_name == "llm":
+        if llm is None:
+            notes.append("planner 'llm' configured but no LLM available; centroid planner used")
+        else:
+            try:
+                return LLMPlanner(llm).plan(query, qt, config, participants=participants, user_id=user_id), None
+            except LLMError as exc:
+                notes.append(f"LLM planner failed ({exc}); centroid planner used")
+    planner = CentroidPlanner(embedder)
+    masked_vec, query_vec = embedder.embed([planner.masked(query, participants), query])  # one batch
+    plan = planner.plan(query, qt, config, participants=participants, user_id=user_id, vector=masked_vec)
+    return (plan.model_copy(update={"note": notes[-1]}) if notes else plan), query_vec
+
+
+def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: Config, user_id: str, query: str,
+            question_time: datetime | None, complexity_override: Complexity | None, gate_override: GateMode | None,
+            planner_override: str | None, participants: Sequence[str]) -> RecallResult:
+    t_all = time.perf_counter()
+    qt = datetime.now(UTC) if question_time is None else to_utc(question_time, config.tz)
+    planner_name = planner_override or config.planner
+    gate_mode: GateMode = gate_override or config.gate  # type: ignore[assignment]
+    if planner_name not in ("centroid", "llm") or gate_mode not in ("llm", "score", "off"):
+        raise ConfigError(f"unknown planner {planner_name!r} or gate {gate_mode!r}; planners: centroid, llm; "
+                          "gates: llm, score, off.")
+    if llm is None and "llm" in (planner_override, gate_override):
+        raise ConfigError("an LLM planner or gate was requested but no LLM is configured; set llm_backend "
+                          "(local or openai) or choose planner=centroid / gate=score.")
+    notes: list[str] = []
+    latency: dict[str, float] = {}
+
+    t0 = time.perf_counter()
+    plan, query_vec = _plan(config, embedder, llm, query, qt, user_id, participants, complexity_override,
+                            planner_name, notes)
+    latency["plan"] = _ms(t0)
+
+    t0 = time.perf_counter()
+    leaves = select_leaves(store, embedder, config, user_id, query, plan, query_vec)
+    latency["leaves"] = _ms(t0)
+
+    t0 = time.perf_counter()
+    added, ancestors = propagate(store, user_id, leaves.kept, plan)
+    latency["ancestors"] = _ms(t0)
+
+    t0 = time.perf_counter()
+    nodes = {n.id: n for n in store.nodes(user_id=user_id, ids=[c.node_id for c in leaves.kept], status=None)}
+    nodes.update({n.id: n for n in added})
+    gate_fallback = None
+    if gate_mode == "llm" and llm is None:
+        gate_fallback = "gate 'llm' configured but no LLM available; score gate applied"
+        notes.append(gate_fallback)
+    kept, why, outcome = run_gate(gate_mode, llm, query, plan.complexity, leaves.kept, ancestors, nodes, qt,
+                                  config.tz, user_id, config.gate_threshold, fallback=gate_fallback)
+    if outcome.fallback and outcome.fallback != gate_fallback:
+        notes.append(outcome.fallback)
+    latency["gate"] = _ms(t0)
+
+    t0 = time.perf_counter()
+    chosen, context, tokens, decisions = apply_budget(kept, why, leaves.kept, ancestors, nodes,
+                                                      config.token_budget, config.tz)
+    outcome = outcome.model_copy(update={"decisions": decisions})
+    latency["context"] = _ms(t0)
+    latency["total"] = _ms(t_all)
+
+    trace = RecallTrace(
+        trace_id=uuid.uuid4().hex, user_id=user_id, query=query, question_time=qt, created_at=datetime.now(UTC),
+        settings=_settings(config), plan=plan, bm25_query=leaves.bm25_query, candidates=leaves.candidates,
+        ancestors=ancestors, gate=outcome, node_ids=[n.id for n in chosen], context=context,
+        context_tokens=tokens, latency_ms=latency, llm_calls=list(llm.calls) if llm else [], notes=notes)
+    return RecallResult(context=context, nodes=chosen, trace=trace)
+
+
+def _settings(config: Config) -> dict[str, Any]:
+    return {"recall_lambda": config.recall_lambda, "recall_top_k": config.recall_top_k,
+            "recall_candidates": config.recall_candidates, "gate_threshold": config.gate_threshold,
+            "token_budget": config.token_budget, "timezone": config.timezone, "planner": config.planner,
+            "gate": config.gate}
+
+
+def recall(store: Store, embedder: Embedder, llm: LLMClient | None, config: Config, user_id: str, query: str,
+           question_time: datetime | None = None, *, complexity_override: Complexity | None = None,
+           gate_override: GateMode | None = None, planner_override: str | None = None,
+           participants: Sequence[str] = (), persist: bool = True) -> RecallResult:
+    """Recall memories of ``user_id`` for ``query`` and persist the trace (unless ``persist=False``).
+
+    Args:
+        llm: used by the LLM planner / gate when configured; ``None`` for offline runs.
+        question_time: when the question is asked; naive means wall time in ``config.tz``;
+            default now. Relative time phrases resolve against it.
+        complexity_override: skip the planner and use this complexity (``plan.planner="override"``).
+        gate_override / planner_override: replace ``config.gate`` / ``config.planner`` for this call.
+        participants: the conversation's person names, to keep them out of keywords; if empty a
+            capitalisation heuristic is used.
+
+    Raises:
+        ConfigError: an LLM planner or gate was requested by override without an LLM, or bad quotas.
+        EmbeddingError: the query cannot be embedded.
+    """
+    rec = RecordingLLM(llm) if llm is not None else None
+    result = _recall(store, embedder, rec, config, user_id, query, question_time, complexity_override,
+                     gate_override, planner_override, participants)
+    if persist:
+        result.trace.save(store)
+    return result
+
+
+def answer(store: Store, embedder: Embedder, llm: LLMClient, config: Config, user_id: str, query: str,
+           question_time: datetime | None = None, *, complexity_override: Complexity | None = None,
+           gate_override: GateMode | None = None, planner_override: str | None = None,
+           participants: Sequence[str] = (), persist: bool = True) -> AnswerResult:
+    """Recall, then answer from the context with one ``llm.complete`` call (purpose ``"answer"``).
+
+    The prompt (:mod:`timem.prompts.answer`) gets the context and the question's date in
+    ``config.tz``. The trace, including the answer and its LLM call, is persisted once at the end,
+    also when the answer call fails (``answer_error`` set) before the error is re-raised.
+
+    Raises:
+        ConfigError: ``llm`` is ``None``.
+        LLMError: the answer call failed.
+    """
+    if llm is None:
+        raise ConfigError("answering needs an LLM; set llm_backend to 'local' or 'openai' (recall works without).")
+    rec = RecordingLLM(llm)
+    result = _recall(store, embedder, rec, config, user_id, query, question_time, complexity_override,
+                     gate_override, planner_override, participants)
+    trace = result.trace
+    t0 = time.perf_counter()
+    msgs = answer_prompt.build_messages(query, result.context, trace.question_time.astimezone(config.tz))
+    try:
+        text = rec.complete(msgs, purpose="answer", user_id=user_id).strip()
+    except LLMError as exc:
+        trace.answer_error = str(exc)
+        raise
+    else:
+        trace.answer = text
+    finally:
+        trace.latency_ms["answer"] = _ms(t0)
+        trace.latency_ms["total"] = round(trace.latency_ms["total"] + trace.latency_ms["answer"], 2)
+        trace.llm_calls = list(rec.calls)
+        if persist:
+            trace.save(store)
+    return AnswerResult(answer=text, recall=result)

@@ -1,0 +1,82 @@
+"""The recall trace: every decision of one recall, persisted per query for later inspection.
+
+Saved with ``store.save_trace(trace_id, user_id, query, trace.model_dump(mode="json"))`` and read
+back with :func:`load_traces` (JSON round trip; datetimes as ISO strings, UTC).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from timem.recall.ancestors import AncestorRecord
+from timem.recall.gating import GateOutcome
+from timem.recall.leaves import Candidate
+from timem.recall.planner import RecallPlan
+from timem.store.duckdb_store import Store
+
+
+class LLMCall(BaseModel):
+    """One LLM protocol call made during recall or answering.
+
+    ``prompt_tokens`` / ``completion_tokens`` come from the client when it exposes its last usage
+    (``tokens_source="backend"``), else they are cl100k counts of the messages and the reply
+    (``"cl100k estimate"``). A call through :class:`timem.llm.client.LLM` may hide JSON retries.
+    """
+
+    purpose: str
+    latency_ms: float
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    tokens_source: str = "cl100k estimate"
+    error: str | None = None
+
+
+class RecallTrace(BaseModel):
+    """Everything one recall decided, in pipeline order.
+
+    Times are UTC-aware. ``candidates`` holds every L1 candidate with its semantic, BM25 and fused
+    score and rank (``kept`` = in the top k); ``ancestors`` every ancestor met and whether it was
+    added; ``gate.decisions`` the fate of each leaf and added ancestor (including the token
+    budget); ``node_ids`` the memories in the final context; ``context_tokens`` its cl100k length
+    (Mem Len); ``latency_ms`` the wall time per stage (``plan``, ``leaves``, ``ancestors``,
+    ``gate``, ``context``, ``answer``, ``total``), LLM time included where a stage calls the LLM;
+    ``plan`` includes embedding the query when the centroid planner runs (one batch with the
+    classifier's text), otherwise ``leaves`` does.
+    """
+
+    trace_id: str
+    user_id: str
+    query: str
+    question_time: datetime
+    created_at: datetime
+    settings: dict[str, Any] = Field(default_factory=dict)  #: lambda, k, candidates, threshold, budget, tz
+    plan: RecallPlan
+    bm25_query: str = ""
+    candidates: list[Candidate] = Field(default_factory=list)
+    ancestors: list[AncestorRecord] = Field(default_factory=list)
+    gate: GateOutcome
+    node_ids: list[str] = Field(default_factory=list)
+    context: str = ""
+    context_tokens: int = 0
+    latency_ms: dict[str, float] = Field(default_factory=dict)
+    llm_calls: list[LLMCall] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)  #: fallbacks and substitutions, in order
+    answer: str | None = None
+    answer_error: str | None = None
+
+    @property
+    def llm_tokens(self) -> int:
+        """Prompt plus completion tokens over all LLM calls (unknown counts as 0)."""
+        return sum((c.prompt_tokens or 0) + (c.completion_tokens or 0) for c in self.llm_calls)
+
+    def save(self, store: Store) -> None:
+        """Persist (insert or replace by ``trace_id``)."""
+        store.save_trace(self.trace_id, self.user_id, self.query, self.model_dump(mode="json"))
+
+
+def load_traces(store: Store, user_id: str | None = None, limit: int = 100) -> list[RecallTrace]:
+    """Saved traces, newest first, validated back into :class:`RecallTrace`."""
+    return [RecallTrace.model_validate(d) for d in store.traces(user_id, limit=limit)]
