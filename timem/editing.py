@@ -96,9 +96,12 @@ def restore(store: Store, cons: Consolidator, node_id: str, *, actor: str = "use
 
 
 def erase(store: Store, cons: Consolidator, node_ids: Sequence[str], *, actor: str = "user") -> None:
-    """Hard-erase nodes (and their superseded versions' text from the LLM cache); ancestors re-consolidated."""
+    """Hard-erase nodes (L1: with their source turns) and every LLM-cache entry quoting them; ancestors are
+    re-consolidated without them and the superseded ancestor versions that summarised them are erased too.
+    Erasing an L2–L5 node whose children remain regenerates it from those children."""
     nodes = [store.node(n) for n in node_ids]
     users: set[str] = set()
+    old_ancestors = {a.id: a for n in nodes for a in ancestors(store, n.id)}
     with store.transaction():
         for n in nodes:
             users |= _mark_stale(store, [n.id]) | {n.user_id}
@@ -106,8 +109,14 @@ def erase(store: Store, cons: Consolidator, node_ids: Sequence[str], *, actor: s
         store.delete_nodes([n.id for n in nodes])
         for n in nodes:
             store.audit("erase", n.user_id, n.id, {"actor": actor, "level": int(n.level)})
-    store.refresh_fts()
     _reconsolidate(store, cons, users)
+    # the versions of the ancestors that summarised the erased memories go too
+    gone = [a for a in old_ancestors.values() if store.node(a.id).status == NodeStatus.SUPERSEDED]
+    if gone:
+        with store.transaction():
+            store.purge_cache_mentioning([a.content for a in gone])
+            store.delete_nodes([a.id for a in gone])
+    store.refresh_fts()
 
 
 def erase_user(store: Store, user_id: str, *, actor: str = "user") -> dict[str, int]:

@@ -85,7 +85,7 @@ class Consolidator:
         segs = group_segments(exs, size)
         if not closed and segs and len(segs[-1]) and len(exchanges(segs[-1])) < size:
             segs = segs[:-1]
-        have = self.store.window_keys(user_id, Level.SEGMENT, session_id)
+        have = self.store.window_keys(user_id, Level.SEGMENT, session_id, include_deleted=True)
         todo = [s for s in segs if f"segment:{s[0].id}" not in have]
         if not todo:
             return []
@@ -152,21 +152,20 @@ class Consolidator:
     def _due(self, user_id: str, level: Level, closed: dict[str, bool], watermark, flush: bool
              ) -> list[tuple[str, TimeSpan | None, list[MemoryNode], MemoryNode | None]]:
         """Windows at ``level`` to (re)consolidate: (key, calendar window or None, children, existing node)."""
-        groups: dict[str, tuple[TimeSpan | None, list[MemoryNode]]] = {}
+        groups: dict[str, tuple[TimeSpan | None, bool, list[MemoryNode]]] = {}
         for child in self.store.nodes(user_id, int(level) - 1):
             if level == Level.SESSION:
-                if not closed.get(child.session_id or "", False):
-                    continue
                 key, window = f"session:{child.session_id}", None
+                is_closed = closed.get(child.session_id or "", False)
             else:
                 w = parent_window(level, child.span_start, self.tz)
-                if not (flush or watermark >= w.end):
-                    continue
-                key, window = w.key, w.span
-            groups.setdefault(key, (window, []))[1].append(child)
+                key, window, is_closed = w.key, w.span, flush or watermark >= w.end
+            groups.setdefault(key, (window, is_closed, []))[2].append(child)
         due = []
-        for key, (window, children) in groups.items():
+        for key, (window, is_closed, children) in groups.items():
             existing = self.store.node_for_window(user_id, level, key)
+            if existing is None and not is_closed:
+                continue  # the window is still open; a window consolidated once is kept up to date
             if existing and not existing.stale and set(existing.child_ids) == {c.id for c in children}:
                 continue
             due.append((key, window, children, existing))
@@ -199,7 +198,8 @@ class Consolidator:
         content = mod.render(result)
         vec = self.embedder.embed([content])[0]
         node = MemoryNode(
-            id=node_id(user_id, level, key, [c.id for c in children] + [content]), user_id=user_id, level=level,
+            id=node_id(user_id, level, key, [c.id for c in children] + [content, existing.id if existing else ""]),
+            user_id=user_id, level=level,
             window_key=key, session_id=children[0].session_id if level == Level.SESSION else None,
             span_start=span.start, span_end=span.end, content=content, child_ids=[c.id for c in children],
             history_ids=[h.id for h in history], model_id=llm.model_id, prompt_version=mod.PROMPT_VERSION)

@@ -211,9 +211,11 @@ class Store:
                     self.con.execute("UPDATE nodes SET parent_id = ? WHERE list_contains(?, id)", [n.id, n.child_ids])
             self._set_meta("fts_dirty", "1")
 
-    def window_keys(self, user_id: str, level: Level, session_id: str | None = None) -> set[str]:
-        """Window keys of the active nodes of one user and level (optionally one session)."""
-        sql, args = "SELECT window_key FROM nodes WHERE user_id = ? AND level = ? AND status = 'active'", \
+    def window_keys(self, user_id: str, level: Level, session_id: str | None = None, *,
+                    include_deleted: bool = False) -> set[str]:
+        """Window keys of the active (and optionally soft-deleted) nodes of one user and level."""
+        states = "('active', 'deleted')" if include_deleted else "('active')"
+        sql, args = f"SELECT window_key FROM nodes WHERE user_id = ? AND level = ? AND status IN {states}", \
             [user_id, int(level)]
         if session_id is not None:
             sql, args = sql + " AND session_id = ?", args + [session_id]
@@ -239,8 +241,11 @@ class Store:
             self._set_meta("fts_dirty", "1")
 
     def delete_nodes(self, node_ids: Sequence[str]) -> None:
-        """Hard-erase nodes (rows, vectors; FTS on next refresh); children lose their parent link."""
+        """Hard-erase nodes (rows, vectors; FTS on next refresh) and the source turns of erased L1
+        segments (else they would be consolidated again); children lose their parent link."""
         with self.transaction():
+            self.con.execute("DELETE FROM turns WHERE id IN (SELECT unnest(source_turn_ids) FROM nodes "
+                             "WHERE list_contains(?, id) AND level = 1)", [list(node_ids)])
             self.con.execute("UPDATE nodes SET parent_id = NULL WHERE list_contains(?, parent_id)", [list(node_ids)])
             self.con.execute("DELETE FROM nodes WHERE list_contains(?, id)", [list(node_ids)])
             self._set_meta("fts_dirty", "1")
@@ -298,8 +303,12 @@ class Store:
     def purge_cache_mentioning(self, texts: Sequence[str]) -> int:
         """Delete LLM-cache entries whose request or response contains any of ``texts`` (hard erase)."""
         n = 0
-        for t in {t for t in texts if t.strip()}:
-            key = t.strip()[:200]
+        probes: set[str] = set()
+        for t in texts:
+            for line in t.splitlines():  # requests are stored as JSON: probe line by line, raw and escaped
+                if len(line.strip()) >= 12:
+                    probes |= {line.strip()[:200], json.dumps(line.strip()[:200])[1:-1]}
+        for key in probes:
             n += self.con.execute("SELECT count(*) FROM llm_cache WHERE contains(request, ?) OR contains(response, ?)",
                                   [key, key]).fetchone()[0]
             self.con.execute("DELETE FROM llm_cache WHERE contains(request, ?) OR contains(response, ?)", [key, key])
