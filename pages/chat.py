@@ -1,5 +1,6 @@
-"""chat page (logic in timem.ui.chat)."""
+"""Chat page: thin script; the logic is timem.ui.chat.render (routed by app.py)."""
 
 from timem.ui.chat import render
+from timem.ui.router import run_page
 
-render()
+run_page(render)

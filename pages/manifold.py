@@ -1,5 +1,6 @@
-"""manifold page (logic in timem.ui.manifold)."""
+"""Manifold page: thin script; the logic is timem.ui.manifold.render (routed by app.py)."""
 
 from timem.ui.manifold import render
+from timem.ui.router import run_page
 
-render()
+run_page(render)

@@ -1,5 +1,6 @@
-"""memories page (logic in timem.ui.memories)."""
+"""Memories page: thin script; the logic is timem.ui.memories.render (routed by app.py)."""
 
 from timem.ui.memories import render
+from timem.ui.router import run_page
 
-render()
+run_page(render)

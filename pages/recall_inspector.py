@@ -1,5 +1,6 @@
-"""recall_inspector page (logic in timem.ui.inspector)."""
+"""Recall inspector page: thin script; the logic is timem.ui.inspector.render (routed by app.py)."""
 
 from timem.ui.inspector import render
+from timem.ui.router import run_page
 
-render()
+run_page(render)

@@ -1,5 +1,6 @@
-"""timeline page (logic in timem.ui.timeline)."""
+"""Timeline page: thin script; the logic is timem.ui.timeline.render (routed by app.py)."""
 
 from timem.ui.timeline import render
+from timem.ui.router import run_page
 
-render()
+run_page(render)

@@ -86,18 +86,17 @@ def render() -> None:
             f"{by_id[i].created_at.astimezone(ctx.tz):%Y-%m-%d %H:%M} · {by_id[i].query[:90]}"))
         stored = by_id[tid]
         query, qtime = stored.query, stored.question_time
+        shown = st.session_state.get(RESULTS_KEY)
+        if not (shown and shown["query"] == query):
+            st.caption(f"Stored trace, asked at {qtime.astimezone(ctx.tz):%Y-%m-%d %H:%M}. Open **Re-run** below "
+                       "to recompute it under two configurations.")
+            render_trace(ctx, stored, key=f"insp_stored_{stored.trace_id}")
     else:
         query = st.text_input("Question", key="insp_query", placeholder="e.g. What does Mia drink in the morning?")
         qtime = _question_time(ctx)
-    compare = st.toggle("Compare two configurations side by side", value=True, key="insp_compare")
-    has_llm = ctx.engine.llm is not None
-    cols = st.columns(2 if compare else 1)
-    defaults = [RecallSetup(gate="llm" if has_llm else "score", recall_lambda=ctx.config.recall_lambda,
-                            top_k=ctx.config.recall_top_k, token_budget=ctx.config.token_budget),
-                RecallSetup(planner="fixed: complex", gate="off", recall_lambda=ctx.config.recall_lambda,
-                            top_k=ctx.config.recall_top_k, token_budget=ctx.config.token_budget)]
-    setups = [_setup_form(col, name, d, has_llm) for col, name, d in zip(cols, "AB", defaults)]
-    run = st.button("Run recall", type="primary", key="insp_run", disabled=not query.strip())
+    with st.expander("Re-run under two configurations" if stored else "Configurations", expanded=stored is None):
+        setups = _setups(ctx)
+        run = st.button("Run recall", type="primary", key="insp_run", disabled=not query.strip())
     if run:
         results: list[RecallTrace | str] = []
         with st.spinner("Recalling … (an LLM planner or gate takes a few seconds per call)"):
@@ -109,10 +108,18 @@ def render() -> None:
         st.session_state[RESULTS_KEY] = {"query": query, "setups": [s.label() for s in setups], "results": results}
     shown = st.session_state.get(RESULTS_KEY)
     if shown and shown["query"] == query:
-        _show(ctx, cols, shown)
-    elif stored is not None:
-        st.caption("The stored trace of this query (press **Run recall** to recompute it under the settings above).")
-        render_trace(ctx, stored, key=f"insp_stored_{stored.trace_id}")
+        _show(ctx, shown)
+
+
+def _setups(ctx: state.StudioContext) -> list[RecallSetup]:
+    compare = st.toggle("Compare two configurations side by side", value=True, key="insp_compare")
+    has_llm = ctx.engine.llm is not None
+    base = dict(recall_lambda=ctx.config.recall_lambda, top_k=ctx.config.recall_top_k,
+                token_budget=ctx.config.token_budget)
+    defaults = [RecallSetup(gate="llm" if has_llm else "score", **base),
+                RecallSetup(planner="fixed: complex", gate="off", **base)]
+    cols = st.columns(2 if compare else 1)
+    return [_setup_form(col, name, d, has_llm) for col, name, d in zip(cols, "AB", defaults)]
 
 
 def _question_time(ctx: state.StudioContext) -> datetime:
@@ -129,8 +136,9 @@ def _setup_form(col, name: str, d: RecallSetup, has_llm: bool) -> RecallSetup:
         st.markdown(f"**Configuration {name}**")
         planners = [p for p in PLANNERS if has_llm or p != "LLM planner"]
         gates = ["llm", "score", "off"] if has_llm else ["score", "off"]
-        planner = st.selectbox("Planner", planners, index=planners.index(d.planner), key=f"insp_{name}_planner")
-        gate = st.selectbox("Gate", gates, index=gates.index(d.gate) if d.gate in gates else 0, key=f"insp_{name}_gate")
+        a, b = st.columns(2)
+        planner = a.selectbox("Planner", planners, index=planners.index(d.planner), key=f"insp_{name}_planner")
+        gate = b.selectbox("Gate", gates, index=gates.index(d.gate) if d.gate in gates else 0, key=f"insp_{name}_gate")
         a, b, c = st.columns(3)
         lam = a.number_input("λ (semantic weight)", 0.0, 1.0, d.recall_lambda, 0.05, key=f"insp_{name}_lam")
         k = b.number_input("leaf top k", 1, 100, d.top_k, key=f"insp_{name}_k")
@@ -138,7 +146,8 @@ def _setup_form(col, name: str, d: RecallSetup, has_llm: bool) -> RecallSetup:
     return RecallSetup(planner, gate, float(lam), int(k), int(budget))
 
 
-def _show(ctx: state.StudioContext, cols, shown: dict) -> None:
+def _show(ctx: state.StudioContext, shown: dict) -> None:
+    cols = st.columns(len(shown["results"]))
     for i, (col, label, res) in enumerate(zip(cols, shown["setups"], shown["results"])):
         with col:
             st.markdown(f"**{'AB'[i]}** · {label}")

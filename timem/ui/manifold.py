@@ -38,7 +38,7 @@ def render() -> None:
     levels = c2.multiselect("Levels", [1, 2, 3, 4, 5], default=[1, 2, 3, 4, 5], key="mf_levels",
                             format_func=lambda v: f"L{v}")
     colour = c3.selectbox("Colour by", list(mf.COLOUR_BY), key="mf_colour")
-    label = c4.selectbox("Groups for the metrics", list(mf.LABELS), key="mf_label",
+    label = c4.selectbox("Groups for the metrics", list(mf.LABELS), key="mf_label", index=0 if len(chosen) > 1 else 1,
                          format_func=lambda v: LABEL_NAMES[v])
     with st.expander("UMAP and metric settings"):
         a, b, c = st.columns(3)

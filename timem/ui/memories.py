@@ -77,7 +77,7 @@ def render() -> None:
     by_id = {n.id: n for n in nodes}
     # before the widget exists in this run: drop selected ids that are no longer shown (deleted, erased, filtered)
     st.session_state[SEL_KEY] = [i for i in st.session_state.get(SEL_KEY, []) if i in by_id]
-    s1, s2, s3 = st.columns([6, 1, 1])
+    s1, s2, s3 = st.columns([5, 2, 1], vertical_alignment="bottom")
     s1.multiselect("Selected memories", list(by_id), key=SEL_KEY,
                    format_func=lambda i: f"{by_id[i].level.label} · {' '.join(by_id[i].content.split())[:80]}")
     s2.button("Select all shown", key="mem_all", on_click=_select, args=(list(by_id),))

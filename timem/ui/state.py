@@ -123,8 +123,17 @@ def open_context() -> StudioContext:
                 ctx.llm_label = f"{label} — unavailable, running without an LLM"
         except TimemError as exc:
             ctx = StudioContext(config, None, label, open_error=str(exc))
+    if not st.session_state.get(USER_KEY):
+        _initial_user(ctx)
     st.session_state[_CTX_KEY] = ctx
     return ctx
+
+
+def _initial_user(ctx: StudioContext) -> None:
+    """First run of a session: ``?user=`` in the URL, else the store's first user, else ``"me"``."""
+    wanted = st.query_params.get("user")
+    users = ctx.engine.store.users() if ctx.engine is not None else []
+    set_user(wanted or (users[0] if users else DEFAULT_USER))
 
 
 def current() -> StudioContext:

@@ -1,0 +1,231 @@
+"""AppTest over every studio page with an injected engine (real MiniLM + DuckDB, scripted LLM; no model load)."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from studio_support import DEMO_USER, REPO, SCRIPTED_MODEL, build_demo_db, open_engine
+
+from timem.models import Level, NodeStatus, Role
+from timem.recall import recall
+from timem.ui.state import ENGINE_KEY, USER_KEY
+
+PAGES = {"chat": "Chat", "timeline": "Timeline", "recall_inspector": "Recall inspector", "manifold": "Manifold",
+         "memories": "Memories"}
+
+
+@pytest.fixture(scope="session")
+def demo_template(tmp_path_factory, embedder):
+    return build_demo_db(tmp_path_factory.mktemp("demo") / "demo.duckdb", embedder)
+
+
+@pytest.fixture()
+def engine(demo_template, tmp_path, embedder):
+    eng = open_engine(demo_template, tmp_path, embedder)
+    yield eng
+    eng.close()
+
+
+def make_app(engine, user: str = DEMO_USER, page: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+    at.session_state[ENGINE_KEY] = engine
+    at.session_state[USER_KEY] = user
+    if page:
+        at.switch_page(f"pages/{page}.py")
+    return at.run()
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_page_renders(engine, page):
+    at = make_app(engine, page=page)
+    assert_clean(at)
+    assert at.title[0].value == PAGES[page]
+    assert any("scripted-studio" in c.value for c in at.sidebar.caption)  # the LLM in use is named
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_page_renders_without_llm_and_for_a_new_user(demo_template, tmp_path, embedder, page):
+    eng = open_engine(demo_template, tmp_path, embedder, with_llm=False)
+    try:
+        assert_clean(make_app(eng, page=page))
+        at = make_app(eng, user="nobody-yet", page=page)
+        assert not at.exception, [e.value for e in at.exception]
+    finally:
+        eng.close()
+
+
+def test_chat_round_trip_records_exchange_and_trace(engine):
+    at = make_app(engine)
+    at.chat_input[0].set_value("What do I drink in the morning now?").run()
+    assert_clean(at)
+    texts = [m.markdown[0].value for m in at.chat_message if m.markdown]
+    assert "What do I drink in the morning now?" in texts
+    assert any(t.startswith("Scripted answer to: What do I drink") for t in texts)
+    session_id = at.session_state["chat_sessions"][DEMO_USER]
+    turns = engine.store.turns(DEMO_USER, session_id)
+    assert [t.role for t in turns] == [Role.USER, Role.ASSISTANT]
+    assert turns[0].speaker == "Mia"  # the user's speaker name carries over from the imported conversation
+    assert engine.store.nodes(DEMO_USER, int(Level.SEGMENT), session_id=session_id)  # L1 written online
+    assert engine.store.traces(DEMO_USER)[0]["query"] == "What do I drink in the morning now?"
+    assert any(e.label.startswith("Recall trace") for e in at.expander)
+    assert any("L1 segment (verbatim)" in c.value for c in at.caption)
+
+    at.button(key="chat_end").click().run()
+    assert_clean(at)
+    assert at.session_state["chat_sessions"][DEMO_USER] is None
+    l2 = engine.store.nodes(DEMO_USER, int(Level.SESSION), session_id=session_id)
+    assert l2 and l2[0].model_id == SCRIPTED_MODEL
+    assert any(SCRIPTED_MODEL in s.value for s in at.success)  # model named beside the new memory
+
+
+def test_chat_simulated_event_time(engine):
+    at = make_app(engine)
+    at.radio(key="chat_time_mode").set_value("Simulated").run()
+    from datetime import date, time
+
+    at.date_input(key="chat_sim_date").set_value(date(2024, 7, 3))
+    at.time_input(key="chat_sim_clock").set_value(time(9, 30)).run()
+    at.chat_input[0].set_value("I started a new job today").run()
+    assert_clean(at)
+    session_id = at.session_state["chat_sessions"][DEMO_USER]
+    turns = engine.store.turns(DEMO_USER, session_id)
+    assert turns[0].event_time.isoformat() == "2024-07-03T09:30:00+00:00"
+    # the clock moved on by a minute for the next exchange
+    assert at.time_input(key="chat_sim_clock").value == time(9, 31)
+
+
+def table_ids(at: AppTest) -> list[str]:
+    """Node ids in the Memories page's table."""
+    return list(at.dataframe[0].value["id"])
+
+
+def timeline_label(node, engine) -> str:
+    from timem.ui.timeline import _label
+
+    return _label(node, engine.config.tz)
+
+
+def _espresso_leaf(engine):
+    return next(n for n in engine.store.nodes(DEMO_USER, int(Level.SEGMENT)) if "double espresso" in n.content)
+
+
+def test_soft_delete_disappears_from_memories_timeline_and_recall(engine):
+    leaf = _espresso_leaf(engine)
+    at = make_app(engine, page="memories")
+    at.text_input(key="mem_q").set_value("double espresso").run()
+    assert leaf.id in table_ids(at)
+    tl = make_app(engine, page="timeline")
+    assert timeline_label(leaf, engine) in tl.selectbox(key="tl_node").options
+
+    at.multiselect(key="mem_selected").set_value([leaf.id]).run()
+    at.button(key="mem_soft").click().run()
+    assert_clean(at)
+    assert engine.store.node(leaf.id).status == NodeStatus.DELETED
+    assert leaf.id not in table_ids(at)  # gone from the Memories page
+    assert any("deleted" in i.value for i in at.info)  # the undo bar
+
+    tl = make_app(engine, page="timeline")
+    assert_clean(tl)
+    assert timeline_label(leaf, engine) not in tl.selectbox(key="tl_node").options  # gone from the Timeline
+
+    res = recall(engine.store, engine.embedder, None, engine.config, DEMO_USER, "double espresso every morning",
+                 persist=False)
+    assert leaf.id not in [c.node_id for c in res.trace.candidates]  # gone from recall
+    assert leaf.id not in [n.id for n in res.nodes]
+
+    at.button(key="mem_undo_btn").click().run()  # undo
+    assert_clean(at)
+    assert engine.store.node(leaf.id).status == NodeStatus.ACTIVE
+
+
+def test_hard_erase_and_bulk_select(engine):
+    at = make_app(engine, page="memories")
+    at.text_input(key="mem_q").set_value("Pixel").run()
+    shown = table_ids(at)
+    assert len(shown) >= 2
+    at.button(key="mem_all").click().run()  # bulk select everything shown
+    assert set(at.multiselect(key="mem_selected").value) == set(shown)
+    at.checkbox(key="mem_erase_ok").check().run()
+    at.button(key="mem_erase").click().run()
+    assert_clean(at)
+    assert not engine.store.nodes(ids=shown, status=None)  # erased from the table
+    res = recall(engine.store, engine.embedder, None, engine.config, DEMO_USER, "Pixel the cat", persist=False)
+    assert not set(shown) & {c.node_id for c in res.trace.candidates}
+
+
+def test_edit_memory(engine):
+    leaf = _espresso_leaf(engine)
+    at = make_app(engine, page="memories")
+    at.multiselect(key="mem_selected").set_value([leaf.id]).run()
+    at.text_area(key=f"mem_edit_text_{leaf.id}").set_value("Mia drinks matcha every morning.")
+    at.button[[b.label for b in at.button].index("Save edit")].click().run()
+    assert_clean(at)
+    assert engine.store.node(leaf.id).content == "Mia drinks matcha every morning."
+
+
+def test_erase_user(engine):
+    at = make_app(engine, page="memories")
+    at.text_input(key="mem_erase_user_typed").set_value(DEMO_USER).run()
+    at.button(key="mem_erase_user").click().run()
+    assert_clean(at)
+    assert DEMO_USER not in engine.store.users()
+
+
+def test_timeline_node_details(engine):
+    l2 = engine.store.nodes(DEMO_USER, int(Level.SESSION))[0]
+    at = make_app(engine, page="timeline")
+    at.selectbox(key="tl_node").set_value(l2.id).run()
+    assert_clean(at)
+    assert at.subheader[0].value.startswith("L2 session")
+    assert any(SCRIPTED_MODEL in m.value for m in at.markdown)  # the model that wrote it
+    assert any(e.label.startswith("Source turns") for e in at.expander)
+    at.multiselect(key="tl_levels").set_value([5]).run()
+    options = at.selectbox(key="tl_node").options
+    assert len(options) == 3 and all(o.startswith("L5 profile") for o in options)
+
+
+def test_recall_inspector_compares_two_configurations(engine):
+    at = make_app(engine, page="recall_inspector")
+    at.text_input(key="insp_query").set_value("What did Mia drink before she switched to tea?").run()
+    at.button(key="insp_run").click().run()
+    assert_clean(at)
+    results = at.session_state["insp_results"]["results"]
+    assert len(results) == 2 and results[1].plan.complexity == "complex" and results[1].gate.applied == "off"
+    assert results[0].candidates and results[0].context_tokens > 0
+    assert len(engine.store.traces(DEMO_USER)) == 1  # A is saved, B is a comparison only
+    at.radio(key="insp_source").set_value("Past query").run()
+    assert_clean(at)
+
+
+def test_manifold_metrics_per_level(engine):
+    at = make_app(engine, page="manifold")
+    assert_clean(at)
+    metrics = at.dataframe[0].value
+    assert list(metrics["level"]) == ["L1", "L2", "L3", "L4", "L5"]
+    assert metrics.loc[0, "silhouette"] == metrics.loc[0, "silhouette"]  # L1 by sessions: a number, not NaN
+
+
+def test_import_demo_from_sidebar(tmp_path, embedder):
+    from timem.config import load_config
+    from timem.engine import MemoryEngine
+    from timem.store import Store
+    from studio_support import studio_llm
+
+    cfg = load_config(env={}, db_path=tmp_path / "empty.duckdb", llm_backend="none")
+    store = Store(cfg.db_path, embedder.model_id, embedder.dim)
+    eng = MemoryEngine(cfg, store, embedder, studio_llm(store)[0])
+    try:
+        at = make_app(eng, user="me")
+        at.button(key="sb_imp_go").click().run()
+        assert_clean(at)
+        assert eng.store.users() == [DEMO_USER]
+        assert at.session_state[USER_KEY] == DEMO_USER
+        assert len(eng.store.nodes(DEMO_USER, int(Level.PROFILE))) == 3  # April, May, June
+        assert any("Imported demo-mia" in s.value for s in at.success)
+    finally:
+        eng.close()
