@@ -93,7 +93,7 @@ def scripted(store, *, gate_keep=None, gate_error=False, planner_complexity="hyb
         if system.startswith("You select"):
             if gate_error:
                 raise LLMError("gate endpoint down")
-            numbers = [int(n) for n in re.findall(r"^\[(\d+)\]", req.messages[-1].content, re.M)]
+            numbers = [int(n) for n in re.findall(r"^\[(\d+)\]", req.messages[-1].content, re.MULTILINE)]
             return json.dumps({"keep": numbers if gate_keep is None else gate_keep})
         return "On 7 May 2023."
 

@@ -17,7 +17,7 @@ from timem.recall.time_window import MONTHS, WEEKDAYS
 
 MAX_KEYWORDS = 5
 
-STOPWORDS = frozenset("""
+_STOPWORD_TEXT = """
 a about above after again against ago all also am an and any are as at back be been before being below
 between both but by can could did do does doing done down during each either else even ever every few for
 from further get gets getting go goes going gone got had has have having he her here hers herself him
@@ -32,7 +32,8 @@ today tonight yesterday tomorrow week weeks month months year years day days wee
 afternoon night ago first second earlier later lately usually often always sometimes tell mention
 mentioned say said talk talked think thought know knew new old happen happened happens
 two three four five six seven eight nine ten eleven twelve hundred thousand couple
-""".split())
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _TIME_WORDS = frozenset(MONTHS) | frozenset(WEEKDAYS) | frozenset(m[:3] for m in MONTHS)
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 _SENTENCE_START = re.compile(r"(^|[.?!]\s+|\n)\s*$")
