@@ -111,7 +111,7 @@ def erase(store: Store, cons: Consolidator, node_ids: Sequence[str], *, actor: s
             store.audit("erase", n.user_id, n.id, {"actor": actor, "level": int(n.level)})
     _reconsolidate(store, cons, users)
     # the versions of the ancestors that summarised the erased memories go too
-    gone = [a for a in old_ancestors.values() if store.node(a.id).status == NodeStatus.SUPERSEDED]
+    gone = store.nodes(ids=list(old_ancestors), status=NodeStatus.SUPERSEDED)  # erased ones are absent
     if gone:
         with store.transaction():
             store.purge_cache_mentioning([a.content for a in gone])
