@@ -76,9 +76,11 @@ class Browser:
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         targets = json.loads(wait_http(f"http://127.0.0.1:{self.port}/json/list", 30))
         page = next(t for t in targets if t.get("type") == "page")
-        self.ws = connect(page["webSocketDebuggerUrl"], max_size=64 * 1024 * 1024)
+        self.ws = connect(page["webSocketDebuggerUrl"], max_size=64 * 1024 * 1024).__enter__()
         self._id = 0
         self.send("Page.enable")
+        # --window-size includes the (invisible) window frame; pin the viewport itself
+        self.send("Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1, mobile=False)
 
     def send(self, method: str, **params) -> dict:
         """Send one CDP command and return its result (events in between are skipped)."""
@@ -114,13 +116,17 @@ class Browser:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{url} did not render within {timeout:.0f} s")
             time.sleep(0.5)
+        return self.capture(path)
+
+    def capture(self, path: Path) -> Path:
+        """Save the current viewport as a PNG at ``path`` (no waiting)."""
         data = self.send("Page.captureScreenshot", format="png")["data"]
         path.write_bytes(base64.b64decode(data))
         return path
 
     def close(self) -> None:
         try:
-            self.ws.close()
+            self.ws.__exit__(None, None, None)
         finally:
             self.proc.terminate()
             try:

@@ -48,6 +48,14 @@ def _default_sim(ctx: state.StudioContext) -> datetime:
     return base.astimezone(ctx.tz).replace(tzinfo=None, second=0, microsecond=0)
 
 
+def default_time_mode(ctx: state.StudioContext) -> str:
+    """``"Simulated"`` when the user's last turn is more than a week old (an imported conversation, so
+    new exchanges continue its timeline), else ``"Now"``."""
+    turns = ctx.engine.store.turns(ctx.user)
+    old = bool(turns) and datetime.now(UTC) - turns[-1].event_time > timedelta(days=7)
+    return "Simulated" if old else "Now"
+
+
 def event_time(ctx: state.StudioContext) -> datetime:
     """The event time (UTC-aware) of the next exchange: now, or the simulated clock."""
     if st.session_state.get(MODE_KEY, "Now") == "Now":
@@ -82,9 +90,13 @@ def render() -> None:
 
 def _controls(ctx: state.StudioContext) -> None:
     _apply_pending_advance()
+    if MODE_KEY not in st.session_state:
+        st.session_state[MODE_KEY] = default_time_mode(ctx)
     session_id = _sessions().get(ctx.user)
     c1, c2, c3 = st.columns([3, 1, 1])
-    c1.markdown(f"**User** `{ctx.user}` · **session** `{session_id or '—'}`")
+    when = ("now" if st.session_state[MODE_KEY] == "Now" else
+            f"{st.session_state.get(SIM_KEY) or _default_sim(ctx):%a %d %b %Y %H:%M} (simulated)")
+    c1.markdown(f"**User** `{ctx.user}` · **session** `{session_id or '—'}`  \n**Next exchange at** {when}")
     if c2.button("Start session", key="chat_start", disabled=bool(session_id), width="stretch"):
         _sessions()[ctx.user] = new_session_id(event_time(ctx).astimezone(ctx.tz))
         st.rerun()
@@ -94,7 +106,7 @@ def _controls(ctx: state.StudioContext) -> None:
             _sessions()[ctx.user] = None
             flash(f"Session {session_id} ended. " + written_summary(written))
             st.rerun()
-    with st.expander("Event time", expanded=st.session_state.get(MODE_KEY) == "Simulated"):
+    with st.expander("Event time"):
         mode = st.radio("Event time of the next exchange", ["Now", "Simulated"], key=MODE_KEY, horizontal=True,
                         help="Simulated time lets you jump ahead so that days, weeks and months close.")
         if mode == "Simulated":
@@ -141,7 +153,7 @@ def _history(ctx: state.StudioContext, session_id: str) -> None:
 
 def _answer_details(ctx: state.StudioContext, info: dict) -> None:
     if info.get("written"):
-        st.caption("📝 " + "; ".join(info["written"]))
+        st.caption(":material/edit_note: " + "; ".join(info["written"]))
     trace: RecallTrace | None = info.get("trace")
     if trace is not None:
         with st.expander(f"Recall trace · {trace.plan.complexity} · {len(trace.node_ids)} memories · "
@@ -156,11 +168,13 @@ def written_summary(nodes: list[MemoryNode]) -> str:
     return "Wrote " + ", ".join(f"{n.level.label} ({n.model_id})" for n in nodes) + "."
 
 
-def reply_without_llm(context: str) -> str:
-    """The assistant's text when no LLM is configured: what recall found, verbatim."""
-    if not context.strip():
-        return "(No LLM is configured and I have no memories that match yet.)"
-    return "(No LLM is configured, so here is what I recall.)\n\n" + context
+def reply_without_llm(n_memories: int, tokens: int) -> str:
+    """The assistant's text when no LLM is configured: a short note, never the recalled text itself
+    (the reply becomes a turn and an L1 segment; quoting the context would copy memories into memory)."""
+    if n_memories == 0:
+        return "(No LLM is configured, and no memory matches yet.)"
+    return (f"(No LLM is configured, so I cannot answer. Recall found {n_memories} memories, "
+            f"{tokens} tokens: open the recall trace below.)")
 
 
 def _exchange(ctx: state.StudioContext, text: str) -> None:
@@ -189,6 +203,6 @@ def _answer(ctx: state.StudioContext, text: str, at: datetime) -> tuple[RecallTr
     eng = ctx.engine
     if eng.llm is None:
         res = recall(eng.store, eng.embedder, None, ctx.config, ctx.user, text, question_time=at)
-        return res.trace, reply_without_llm(res.context)
+        return res.trace, reply_without_llm(len(res.nodes), res.trace.context_tokens)
     out = answer(eng.store, eng.embedder, eng.llm, ctx.config, ctx.user, text, question_time=at)
     return out.recall.trace, out.answer

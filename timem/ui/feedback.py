@@ -57,7 +57,7 @@ def user_errors(what: str = "") -> Iterator[None]:
         yield
     except TimemError as exc:
         log.info("studio error during %s: %s", what or "an action", exc)
-        st.error(f"{what + ': ' if what else ''}{exc}", icon="⚠️")
+        st.error(f"{what + ': ' if what else ''}{exc}", icon=":material/error:")
 
 
 def flash(message: str, kind: str = "success") -> None:

@@ -15,7 +15,8 @@ REPO = Path(__file__).resolve().parents[2]
 DEMO_FILE = REPO / "data" / "demo_conversation.jsonl"
 SHARED_LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 FORMATS = {"LoCoMo (JSON)": "locomo", "LongMemEval (JSON)": "longmemeval", "TiMem JSONL": "jsonl"}
-_STATUS_ICON = {"ready": "🟢", "loaded": "🟢", "loads on first use": "🟡", "off": "⚪", "error": "🔴"}
+_STATUS_ICON = {"ready": ":green[●]", "loaded": ":green[●]", "loads on first use": ":orange[●]", "off": ":gray[●]",
+                "error": ":red[●]"}
 
 
 def render(ctx: state.StudioContext) -> None:

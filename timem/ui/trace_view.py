@@ -31,7 +31,7 @@ def render_trace(ctx: StudioContext, trace: RecallTrace, *, key: str, compact: b
     for i, (label, value) in enumerate(head.items()):
         cols[i % len(cols)].metric(label, value)
     for note in trace.notes:
-        st.caption(f"ℹ️ {note}")
+        st.caption(f":material/info: {note}")
     if trace.answer_error:
         st.warning(f"answer failed: {trace.answer_error}")
     tabs = st.tabs(["Plan", "Candidates", "Ancestors", "Gate", "Context", "Latency"])
