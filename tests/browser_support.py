@@ -17,6 +17,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Self
 
 from websockets.sync.client import connect
 
@@ -135,7 +136,7 @@ class Browser:
                 self.proc.kill()
             shutil.rmtree(self.profile, ignore_errors=True)
 
-    def __enter__(self) -> "Browser":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -211,10 +211,11 @@ def test_manifold_metrics_per_level(engine):
 
 
 def test_import_demo_from_sidebar(tmp_path, embedder):
+    from studio_support import studio_llm
+
     from timem.config import load_config
     from timem.engine import MemoryEngine
     from timem.store import Store
-    from studio_support import studio_llm
 
     cfg = load_config(env={}, db_path=tmp_path / "empty.duckdb", llm_backend="none")
     store = Store(cfg.db_path, embedder.model_id, embedder.dim)

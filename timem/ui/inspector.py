@@ -114,8 +114,8 @@ def render() -> None:
 def _setups(ctx: state.StudioContext) -> list[RecallSetup]:
     compare = st.toggle("Compare two configurations side by side", value=True, key="insp_compare")
     has_llm = ctx.engine.llm is not None
-    base = dict(recall_lambda=ctx.config.recall_lambda, top_k=ctx.config.recall_top_k,
-                token_budget=ctx.config.token_budget)
+    base = {"recall_lambda": ctx.config.recall_lambda, "top_k": ctx.config.recall_top_k,
+            "token_budget": ctx.config.token_budget}
     defaults = [RecallSetup(gate="llm" if has_llm else "score", **base),
                 RecallSetup(planner="fixed: complex", gate="off", **base)]
     cols = st.columns(2 if compare else 1)

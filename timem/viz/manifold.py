@@ -120,7 +120,7 @@ def cluster_quality(X: np.ndarray, labels: Sequence[object]) -> tuple[float, flo
     """
     from sklearn.metrics import davies_bouldin_score, silhouette_score
 
-    keep = [i for i, lab in enumerate(labels) if lab is not None and lab == lab]
+    keep = [i for i, lab in enumerate(labels) if lab is not None and not pd.isna(lab)]
     if not keep:
         return float("nan"), float("nan"), "no labels at this level"
     Xk, lk = X[keep], [str(labels[i]) for i in keep]
@@ -187,7 +187,7 @@ def figure_png(fig: go.Figure, width: int = 1200, height: int = 800) -> bytes:
     """
     try:
         return fig.to_image(format="png", width=width, height=height)
-    except Exception as exc:  # noqa: BLE001 - kaleido raises many types (ImportError, ChromeNotFound, ...)
+    except Exception as exc:
         raise TimemError(f"PNG export is unavailable ({type(exc).__name__}: {exc}). Use the HTML or CSV export, "
                          "or `pip install kaleido` with Chrome/Chromium installed.") from exc
 

@@ -51,7 +51,7 @@ def timeline_frame(nodes: Sequence[MemoryNode], tz: ZoneInfo) -> pd.DataFrame:
     ``start`` / ``end`` are the span as naive wall-clock time in ``tz``; ``appears`` is the event
     time at which the node could first exist (its span end: an L1 segment is written when its
     exchange is complete, a parent when its window closes), also naive local time; ``parent_id``
-    is the parent among ``nodes`` (``None`` if absent, e.g. an open window).
+    is the parent among ``nodes`` (missing — ``None``/``NaN`` — if absent, e.g. an open window).
     """
     parents = parent_map(nodes)
     rows = [{
@@ -154,7 +154,7 @@ def _links_trace(df: pd.DataFrame) -> go.Scatter:
     xs: list[object] = []
     ys: list[object] = []
     for r in df.itertuples():
-        if r.parent_id is None or r.parent_id not in by_id.index:
+        if pd.isna(r.parent_id) or r.parent_id not in by_id.index:
             continue
         p = by_id.loc[r.parent_id]
         xs += [r.start + (r.end - r.start) / 2, p["start"] + (p["end"] - p["start"]) / 2, None]
