@@ -183,19 +183,17 @@ class Consolidator:
         check_containment(span, [c.span for c in children], what=f"L{int(level)} {key}")
         history = [h for h in self.store.history(user_id, level, span.start, self.config.history_k + 1)
                    if existing is None or h.id != existing.id][-self.config.history_k:]
-        mod: Any
+        mod: Any = {Level.SESSION: session, Level.DAY: day, Level.WEEK: week, Level.PROFILE: profile}[level]
         if level == Level.PROFILE:
-            mod = profile
             messages = profile.build_messages(children, history, self._participants(user_id, span), self.tz)
-            result = llm.complete_json(messages, profile.ProfileMemory, purpose="consolidate-L5", user_id=user_id,
-                                       max_tokens=profile.MAX_TOKENS)
         else:
-            mod, schema = {Level.SESSION: (session, session.SessionMemory), Level.DAY: (day, day.DayMemory),
-                           Level.WEEK: (week, week.WeekMemory)}[level]
-            result = llm.complete_json(mod.build_messages(children, history, self.tz), schema,
-                                       purpose=f"consolidate-L{int(level)}", user_id=user_id,
-                                       max_tokens=mod.MAX_TOKENS)
-        content = mod.render(result)
+            messages = mod.build_messages(children, history, self.tz)
+        reply = llm.complete(messages, purpose=f"consolidate-L{int(level)}", user_id=user_id, max_tokens=mod.MAX_TOKENS)
+        try:
+            content = mod.render(reply)
+        except ValueError as exc:
+            raise LLMError(f"L{int(level)} consolidation of {key}: {exc} (model {llm.model_id}); nothing was "
+                           "written. Use a larger model or an OpenAI-compatible endpoint (TIMEM_LLM_BACKEND=openai).") from exc
         vec = self.embedder.embed([content])[0]
         node = MemoryNode(
             id=node_id(user_id, level, key, [c.id for c in children] + [content, existing.id if existing else ""]),

@@ -182,6 +182,8 @@ def ensure_model_file(config: Config) -> Path:
 #: (path, n_ctx, n_threads) -> (Llama, lock serialising its calls; a Llama is not thread-safe)
 _LLAMAS: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}
 _LLAMA_LOCK = threading.Lock()
+#: Greedy decoding of a 1.5B model loops on long summaries ("They also discussed ..." x N) without it.
+REPEAT_PENALTY = 1.1
 SEED = 42
 
 
@@ -233,7 +235,7 @@ class LocalLlamaBackend:
             with lock:
                 out = llm.create_chat_completion(
                     messages=[m.model_dump() for m in request.messages], temperature=request.temperature,
-                    max_tokens=request.max_tokens, seed=SEED, **kwargs)
+                    max_tokens=request.max_tokens, seed=SEED, repeat_penalty=REPEAT_PENALTY, **kwargs)
         except ValueError as exc:  # llama.cpp raises ValueError for context overflow
             raise LLMError(f"{self.model_id}: {exc}. Shorten the input or raise TIMEM_LOCAL_N_CTX "
                            f"(now {self.n_ctx}).") from exc

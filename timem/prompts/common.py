@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from zoneinfo import ZoneInfo
 
@@ -33,3 +35,39 @@ def history_block(history: Sequence[MemoryNode], tz: ZoneInfo, what: str) -> str
     """The same-level history section every consolidation prompt carries (TiMem §3.2)."""
     return (f"Earlier {what} memories, for continuity only (do not repeat them; mention a change if the "
             f"new material updates them):\n{render_nodes(history, tz)}")
+
+
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
+
+
+def clean_summary(text: str) -> str:
+    """Tidy a plain-text memory from a small model, deterministically.
+
+    Unwraps a stray JSON object (``{"summary": ...}``) or a ``Summary:`` label, drops sentences that
+    repeat an earlier one (greedy decoding loops), and drops a last sentence cut off by the token
+    limit (no closing punctuation) when earlier sentences remain.
+
+    Raises:
+        ValueError: nothing usable is left (the caller raises an LLMError; no placeholder is written).
+    """
+    t = text.strip()
+    if t.startswith("{"):
+        try:
+            obj = json.loads(t)
+            t = next((v for v in obj.values() if isinstance(v, str)), t) if isinstance(obj, dict) else t
+        except json.JSONDecodeError:
+            t = re.sub(r'^\{\s*"\w+"\s*:\s*"', "", t)
+    t = re.sub(r"^(summary|memory|answer)\s*[:：]\s*", "", t.strip(), flags=re.I).strip().strip('"').strip()
+    out: list[str] = []
+    seen: set[str] = set()
+    for sent in (x.strip() for x in _SENTENCE.split(t)):
+        key = re.sub(r"\W+", " ", sent.lower()).strip()
+        if key and key not in seen:
+            seen.add(key)
+            out.append(sent)
+    if len(out) > 1 and not re.search(r"[.!?。！？\"')\]]$", out[-1]):
+        out.pop()
+    result = " ".join(out).strip()
+    if not result:
+        raise ValueError("the model returned no usable text")
+    return result

@@ -1,0 +1,46 @@
+"""Consolidation prompt builders and the deterministic clean-up of small-model replies."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from timem.models import Level, MemoryNode
+from timem.prompts import profile, session
+from timem.prompts.common import clean_summary
+
+# A real reply of the embedded 1.5B model (greedy decoding looped until the token limit).
+LOOPED = ('{"summary": "Caroline and Melanie discussed their interests. On 25 May 2023, Melanie ran a charity race '
+          'for mental health. They also discussed their future plans for summer break. Melanie expressed her '
+          'excitement about the event. They also discussed their future plans for summer break. Melanie expressed '
+          'her excitement about the event. They also discussed their future plans for summer break. Melanie expr')
+
+
+def test_clean_summary_unwraps_json_drops_repeats_and_the_cut_sentence():
+    out = clean_summary(LOOPED)
+    assert out == ("Caroline and Melanie discussed their interests. On 25 May 2023, Melanie ran a charity race for "
+                   "mental health. They also discussed their future plans for summer break. Melanie expressed her "
+                   "excitement about the event.")
+
+
+def test_clean_summary_keeps_chinese_and_refuses_empty():
+    assert clean_summary("卡罗琳昨天去了支持小组。她很开心。她很开心。") == "卡罗琳昨天去了支持小组。 她很开心。"
+    with pytest.raises(ValueError):
+        clean_summary("   ")
+
+
+def test_session_prompt_dates_children_and_shows_history():
+    tz = ZoneInfo("Europe/Berlin")
+    mk = lambda i, day, text, lv=Level.SEGMENT: MemoryNode(  # noqa: E731
+        id=f"n{i}", user_id="u", level=lv, window_key=f"w{i}", span_start=datetime(2023, 5, day, 22, 30, tzinfo=UTC),
+        span_end=datetime(2023, 5, day, 22, 31, tzinfo=UTC), content=text, model_id="m", prompt_version="p")
+    msgs = session.build_messages([mk(1, 8, "Ann: hi")], [mk(2, 1, "Earlier summary", Level.SESSION)], tz)
+    assert "[2023-05-09 (Tue)]" in msgs[-1].content  # 22:30 UTC is the next day in Berlin
+    assert "Earlier summary" in msgs[-1].content and msgs[-1].content.index("Earlier") < msgs[-1].content.index("Ann")
+
+
+def test_profile_render_one_line_per_person():
+    assert profile.render("Ann: likes tea.\n\n- Bob: runs marathons.\nAnn: likes tea.") == \
+        "Ann: likes tea.\nBob: runs marathons."
