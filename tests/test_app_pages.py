@@ -230,3 +230,49 @@ def test_import_demo_from_sidebar(tmp_path, embedder):
         assert any("Imported demo-mia" in s.value for s in at.success)
     finally:
         eng.close()
+
+
+@pytest.fixture()
+def empty_engine(tmp_path, embedder):
+    from studio_support import studio_llm
+
+    from timem.config import load_config
+    from timem.engine import MemoryEngine
+    from timem.store import Store
+
+    cfg = load_config(env={}, db_path=tmp_path / "empty.duckdb", llm_backend="none")
+    store = Store(cfg.db_path, embedder.model_id, embedder.dim)
+    eng = MemoryEngine(cfg, store, embedder, studio_llm(store)[0])
+    yield eng
+    eng.close()
+
+
+def test_import_upload_jsonl_and_a_bad_file(empty_engine):
+    at = make_app(empty_engine, user="me")
+    at.radio(key="sb_imp_source").set_value("Upload a file").run()
+    at.selectbox(key="sb_imp_fmt").set_value("TiMem JSONL").run()
+    line = ('{"user_id": "zoe", "session_id": "s1", "role": "user", "text": "I adopted a dog called Rex.", '
+            '"timestamp": "2024-05-01T10:00:00"}\n')
+    at.file_uploader(key="sb_imp_file").set_value(("chat.jsonl", line.encode(), "application/jsonl")).run()
+    at.button(key="sb_imp_go").click().run()
+    assert_clean(at)
+    assert empty_engine.store.users() == ["zoe"] and at.session_state[USER_KEY] == "zoe"
+
+    at.file_uploader(key="sb_imp_file").set_value(("bad.jsonl", b'{"user_id": "x"}\n', "application/jsonl")).run()
+    at.button(key="sb_imp_go").click().run()
+    assert not at.exception
+    assert any("Import failed" in e.value and "missing field" in e.value for e in at.error)  # actionable words
+    assert empty_engine.store.users() == ["zoe"]  # nothing written from the bad file
+
+
+def test_import_locomo_conv30_from_the_shared_file(empty_engine, locomo_dev):
+    at = make_app(empty_engine, user="me")
+    at.radio(key="sb_imp_source").set_value("File on this machine").run()
+    at.selectbox(key="sb_imp_fmt").set_value("LoCoMo (JSON)").run()
+    at.text_input(key="sb_imp_path").set_value(str(locomo_dev))
+    at.text_input(key="sb_imp_ids").set_value("conv-30").run()
+    at.button(key="sb_imp_go").click().run()
+    assert_clean(at)
+    assert empty_engine.store.users() == ["conv-30"] and at.session_state[USER_KEY] == "conv-30"
+    for page in ("timeline", "manifold", "memories"):
+        assert_clean(make_app(empty_engine, user="conv-30", page=page))

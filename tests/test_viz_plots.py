@@ -145,3 +145,18 @@ def test_node_table_and_figure_from_a_store(store, embedder):
     assert mf.frame_csv(meta).decode().splitlines()[0].startswith("id,user_id,level")
     with pytest.raises(TimemError):
         mf.manifold_figure(np.zeros((2, 2)), meta, "colour-that-does-not-exist")
+
+
+def test_png_export_or_an_actionable_error():
+    """PNG needs kaleido and a Chrome/Chromium; without them the error says to use HTML/CSV instead."""
+    import importlib.util
+
+    fig = mf.manifold_figure(np.zeros((2, 2)), pd.DataFrame({
+        "id": ["a", "b"], "user_id": ["u", "u"], "level": [1, 2], "level_label": ["L1", "L2"],
+        "session_id": ["s", None], "speaker": ["Mia", mf.SUMMARY_SPEAKER], "month": ["2024-04"] * 2,
+        "model_id": ["verbatim", "m"], "preview": ["x", "y"]}))
+    if importlib.util.find_spec("kaleido") is None:
+        with pytest.raises(TimemError, match="HTML or CSV"):
+            mf.figure_png(fig)
+    else:
+        assert mf.figure_png(fig, width=400, height=300)[:8] == b"\x89PNG\r\n\x1a\n"
