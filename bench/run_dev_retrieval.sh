@@ -15,7 +15,10 @@ $BENCH suite locomo "$DATA" --suite no-llm --retrieval-only --out-root bench/run
 runs=(bench/runs/locomo-{l1-flat,l1-hier,lambda-{0.5,0.6,0.7,0.8,0.9,1.0}-l1,gran-{1,2,4,8}-l1,bm25-turns,dense-turns,hybrid-turns,full-context}-retrieval)
 
 if [[ -n "${TREE_DB:-}" ]]; then
-  $BENCH suite locomo "$DATA" --suite hierarchical --retrieval-only --db "$TREE_DB" --out-root bench/runs
+  # work on a copy (runs write recall traces); --llm none: fail rather than consolidate missing levels
+  mkdir -p bench/runs && cp "$TREE_DB" bench/runs/tree-copy.duckdb
+  $BENCH suite locomo "$DATA" --suite hierarchical --retrieval-only --llm none --db bench/runs/tree-copy.duckdb \
+    --out-root bench/runs
   runs+=(bench/runs/locomo-{timem,planner-centroid,fixed-simple,fixed-hybrid,fixed-complex,gate-score,gate-off,l2l5-hier,l1l5-flat,l1l5-hier,lambda-{0.5,0.6,0.7,0.8,0.9,1.0}}-retrieval)
 fi
 

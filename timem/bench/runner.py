@@ -266,7 +266,7 @@ def _retriever(spec: RunSpec, cfg: Config, store: Store, embedder: Embedder, llm
     if m == "flat":
         return FlatRetriever(store, embedder, cfg, spec.recipe)
     if m == "full-context":
-        window = spec.window or (cfg.local_n_ctx if cfg.llm_backend == "local" else 128000)
+        window = spec.window or (128000 if cfg.llm_backend == "openai" else cfg.local_n_ctx)
         spec.window = window
         return FullContext(cfg, window)
     return TurnRetriever(embedder, cfg, spec.recipe)
