@@ -14,13 +14,13 @@ from timem.models import Role, Turn
 def consolidation_answer(request: ChatRequest) -> str:
     """A schema-valid answer for any consolidation prompt, quoting the first words of the input."""
     props = (request.json_schema or {}).get("properties", {})
-    gist = " ".join(request.messages[-1].content.split()[-12:])
+    gist = " ".join(request.messages[-1].content.split("\n\nNow write")[0].split()[-12:])
+    if "profiles" in props:
+        return json.dumps({"profiles": [{"person": "Someone", "profile": f"Profile from: {gist}."}]})
     if "segments" in props:
         n = request.messages[-1].content.count("Exchange ")
         return json.dumps({"segments": [{"exchange": i, "facts": [f"Fact {i}: {gist}"]} for i in range(1, n + 1)]})
-    if "People to profile" in request.messages[-1].content:
-        return f"Someone: Profile from: {gist}."
-    return f"Summary of: {gist}."
+    return json.dumps({"summary": f"Summary of: {gist}."})
 
 
 def scripted_llm(store=None, model_id: str = "scripted") -> tuple[LLM, ScriptedBackend]:

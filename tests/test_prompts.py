@@ -42,5 +42,6 @@ def test_session_prompt_dates_children_and_shows_history():
 
 
 def test_profile_render_one_line_per_person():
-    assert profile.render("Ann: likes tea.\n\n- Bob: runs marathons.\nAnn: likes tea.") == \
-        "Ann: likes tea.\nBob: runs marathons."
+    result = profile.ProfileMemory(profiles=[profile.PersonProfile(person="Ann", profile="Likes tea. Likes tea."),
+                                             profile.PersonProfile(person="Bob", profile="Runs marathons.")])
+    assert profile.render(result) == "Ann: Likes tea.\nBob: Runs marathons."

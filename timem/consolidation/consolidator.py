@@ -188,9 +188,12 @@ class Consolidator:
             messages = profile.build_messages(children, history, self._participants(user_id, span), self.tz)
         else:
             messages = mod.build_messages(children, history, self.tz)
-        reply = llm.complete(messages, purpose=f"consolidate-L{int(level)}", user_id=user_id, max_tokens=mod.MAX_TOKENS)
+        schema = {Level.SESSION: session.SessionMemory, Level.DAY: day.DayMemory, Level.WEEK: week.WeekMemory,
+                  Level.PROFILE: profile.ProfileMemory}[level]
+        result = llm.complete_json(messages, schema, purpose=f"consolidate-L{int(level)}", user_id=user_id,
+                                   max_tokens=mod.MAX_TOKENS)
         try:
-            content = mod.render(reply)
+            content = mod.render(result)
         except ValueError as exc:
             raise LLMError(f"L{int(level)} consolidation of {key}: {exc} (model {llm.model_id}); nothing was "
                            "written. Use a larger model or an OpenAI-compatible endpoint (TIMEM_LLM_BACKEND=openai).") from exc

@@ -57,7 +57,7 @@ def clean_summary(text: str) -> str:
             t = next((v for v in obj.values() if isinstance(v, str)), t) if isinstance(obj, dict) else t
         except json.JSONDecodeError:
             t = re.sub(r'^\{\s*"\w+"\s*:\s*"', "", t)
-    t = re.sub(r"^(summary|memory|answer)\s*[:：]\s*", "", t.strip(), flags=re.I).strip().strip('"').strip()
+    t = re.sub(r"^(summary|memory|answer)\s*[:：]\s*", "", t.strip(), flags=re.IGNORECASE).strip().strip('"').strip()
     out: list[str] = []
     seen: set[str] = set()
     for sent in (x.strip() for x in _SENTENCE.split(t)):

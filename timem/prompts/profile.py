@@ -5,12 +5,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from zoneinfo import ZoneInfo
 
+from pydantic import BaseModel, Field
+
 from timem.llm.protocol import Message
 from timem.models import MemoryNode
 from timem.prompts.common import LANGUAGE_RULE, clean_summary, history_block, render_nodes
 
-PROMPT_VERSION = "l5-profile-v2"
-MAX_TOKENS = 400
+PROMPT_VERSION = "l5-profile-v4"
+MAX_TOKENS = 500
+
+
+class PersonProfile(BaseModel):
+    person: str = Field(min_length=1)
+    profile: str = Field(min_length=1, description="Identity, relationships, preferences, habits, goals; changes")
+
+
+class ProfileMemory(BaseModel):
+    profiles: list[PersonProfile] = Field(min_length=1)
 
 
 def build_messages(children: Sequence[MemoryNode], history: Sequence[MemoryNode], participants: Sequence[str],
@@ -21,27 +32,27 @@ def build_messages(children: Sequence[MemoryNode], history: Sequence[MemoryNode]
               "write what is stable about them (identity, relationships, work, hobbies, preferences, habits, "
               "goals) and what changed this month, with dates where known; a newer preference replaces an "
               "older one and you say so. 2 to 5 sentences per person. " + LANGUAGE_RULE +
-              " Reply with one line per person, starting with the name and a colon, e.g. \"Name: ...\".")
+              ' Answer with JSON: {"profiles": [{"person": "...", "profile": "..."}]}.')
     user = (f"People to profile: {who}.\n\n{history_block(history, tz, 'monthly profile')}\n\n"
-            f"Weeks of this month:\n{render_nodes(children, tz)}")
+            f"Weeks of this month:\n{render_nodes(children, tz)}\n\nNow write the profile of each person ({who}). "
+            "Do not copy the lines above; summarise them.")
     return [Message(role="system", content=system), Message(role="user", content=user)]
 
 
-def render(text: str) -> str:
-    """One cleaned line per person (see :func:`clean_summary`); blank lines and repeated lines dropped.
+def render(result: ProfileMemory) -> str:
+    """One ``Name: profile`` line per person, sentences cleaned by :func:`clean_summary`; duplicates dropped.
 
     Raises:
-        ValueError: no usable line.
+        ValueError: no usable profile.
     """
     lines: list[str] = []
-    for raw in text.strip().splitlines():
-        if raw.strip():
-            try:
-                line = clean_summary(raw.strip().lstrip("-*• ").strip())
-            except ValueError:
-                continue
-            if line not in lines:
-                lines.append(line)
+    for p in result.profiles:
+        try:
+            line = f"{p.person.strip()}: {clean_summary(p.profile)}"
+        except ValueError:
+            continue
+        if line not in lines:
+            lines.append(line)
     if not lines:
         raise ValueError("the model returned no profile text")
     return "\n".join(lines)

@@ -5,12 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from zoneinfo import ZoneInfo
 
+from pydantic import BaseModel, Field
+
 from timem.llm.protocol import Message
 from timem.models import MemoryNode
 from timem.prompts.common import LANGUAGE_RULE, clean_summary, history_block, render_nodes
 
-PROMPT_VERSION = "l2-session-v2"
-MAX_TOKENS = 300
+PROMPT_VERSION = "l2-session-v4"
+MAX_TOKENS = 400
+
+
+class SessionMemory(BaseModel):
+    summary: str = Field(min_length=1, description="What happened in this session: facts, events, plans, with dates")
 
 
 def build_messages(children: Sequence[MemoryNode], history: Sequence[MemoryNode], tz: ZoneInfo) -> list[Message]:
@@ -18,12 +24,14 @@ def build_messages(children: Sequence[MemoryNode], history: Sequence[MemoryNode]
     system = ("You consolidate a conversation session into a memory. Write a concise third-person summary of "
               "what the participants said about themselves and each other: events, facts, plans, feelings, "
               "preferences. State dates as absolute dates. 3 to 8 sentences, at most 150 words. " + LANGUAGE_RULE +
-              " Reply with the memory text only.")
+              ' Answer with JSON: {"summary": "..."}.')
     user = (f"{history_block(history, tz, 'session')}\n\n"
-            f"Segments of this session:\n{render_nodes(children, tz)}")
+            f"Segments of this session:\n{render_nodes(children, tz)}"
+            "\n\nNow write the memory of this session in the third person (3 to 8 sentences, at most 150 "
+            "words). Do not copy the lines above; summarise them.")
     return [Message(role="system", content=system), Message(role="user", content=user)]
 
 
-def render(text: str) -> str:
-    """The memory content from the model's plain-text reply (see :func:`clean_summary`)."""
-    return clean_summary(text)
+def render(result: SessionMemory) -> str:
+    """The memory content: the summary with repeated and cut-off sentences removed (:func:`clean_summary`)."""
+    return clean_summary(result.summary)

@@ -5,23 +5,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 from zoneinfo import ZoneInfo
 
+from pydantic import BaseModel, Field
+
 from timem.llm.protocol import Message
 from timem.models import MemoryNode
 from timem.prompts.common import LANGUAGE_RULE, clean_summary, history_block, render_nodes
 
-PROMPT_VERSION = "l4-week-v2"
-MAX_TOKENS = 300
+PROMPT_VERSION = "l4-week-v4"
+MAX_TOKENS = 400
+
+
+class WeekMemory(BaseModel):
+    summary: str = Field(min_length=1, description="The week's main events, recurring activities and changes")
 
 
 def build_messages(children: Sequence[MemoryNode], history: Sequence[MemoryNode], tz: ZoneInfo) -> list[Message]:
     """Messages asking for one week memory from that week's day memories."""
     system = ("You consolidate one week of day memories into a week memory: the main events with their "
               "dates, recurring activities, and anything that changed compared with earlier weeks. "
-              "2 to 6 sentences (at most 120 words), third person. " + LANGUAGE_RULE + " Reply with the memory text only.")
+              "2 to 6 sentences (at most 120 words), third person. " + LANGUAGE_RULE +
+              ' Answer with JSON: {"summary": "..."}.')
     user = f"{history_block(history, tz, 'week')}\n\nDays of this week:\n{render_nodes(children, tz)}"
     return [Message(role="system", content=system), Message(role="user", content=user)]
 
 
-def render(text: str) -> str:
-    """The memory content from the model's plain-text reply (see :func:`clean_summary`)."""
-    return clean_summary(text)
+def render(result: WeekMemory) -> str:
+    """The memory content: the summary with repeated and cut-off sentences removed (:func:`clean_summary`)."""
+    return clean_summary(result.summary)
