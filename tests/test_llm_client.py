@@ -231,3 +231,17 @@ def test_describe_llm_loads_nothing(tmp_path):
     assert describe_llm(Config(local_model="qwen2.5-coder-0.5b")) == \
         "qwen2.5-coder-0.5b-instruct-q4_k_m (local llama.cpp)"
     assert not (tmp_path / "nothing-here").exists()
+
+
+def test_an_answer_cut_off_by_the_token_limit_is_repaired_then_validated():
+    from pydantic import BaseModel
+
+    from timem.llm.client import parse_json_answer
+
+    class Summary(BaseModel):
+        summary: str
+
+    cut = '{ "summary": "Caroline went to a support group on 7 May 2023. They also discussed the plan and'
+    assert parse_json_answer(cut, Summary).summary.startswith("Caroline went to a support group on 7 May 2023.")
+    with pytest.raises(ValueError):
+        parse_json_answer("no json here at all", Summary)

@@ -8,6 +8,7 @@ import re
 import time
 from typing import NamedTuple, TypeVar
 
+import json_repair
 from pydantic import BaseModel, ValidationError
 
 from timem.errors import LLMError
@@ -77,11 +78,24 @@ def _matching_brace(s: str, start: int) -> int | None:
 def parse_json_answer(text: str, schema: type[T]) -> T:
     """Validate the JSON object found in ``text`` against ``schema``.
 
+    An answer cut off by the token limit (``{"summary": "Ann went ... and``) is closed by the
+    ``json-repair`` library and then validated like any other; callers that keep text clean the cut
+    sentence away (:func:`timem.prompts.common.clean_summary`).
+
     Raises:
         ValueError: no JSON object in the text, or a :class:`pydantic.ValidationError` (a
-            ``ValueError`` subclass) when it does not match.
+            ``ValueError`` subclass) when it does not match, repaired or not.
     """
-    return schema.model_validate_json(extract_json_object(text))
+    try:
+        return schema.model_validate_json(extract_json_object(text))
+    except ValueError:
+        start = text.find("{")
+        if start < 0:
+            raise
+        repaired = json_repair.loads(text[start:])
+        if not isinstance(repaired, dict) or not repaired:
+            raise
+        return schema.model_validate(repaired)
 
 
 class _Answer(NamedTuple):
