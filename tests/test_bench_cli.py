@@ -1,0 +1,43 @@
+"""The ``bench`` typer app: listing recipes, a retrieval-only run, publishing, and flag errors."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from test_bench_runner import CONVERSATION
+from timem.bench.cli import bench_app
+
+
+def test_recipes_lists_every_recipe_and_suite():
+    res = CliRunner().invoke(bench_app, ["recipes"])
+    assert res.exit_code == 0, res.output
+    assert "l2l5-hier" in res.output and "full-context" in res.output and "suites: no-llm" in res.output
+
+
+def test_retrieval_only_run_and_publish(tmp_path, embedder):
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps([CONVERSATION]), encoding="utf-8")
+    env = {"TIMEM_CACHE_DIR": str(tmp_path / "cache"), "TIMEM_LLM_BACKEND": "none"}
+    runner = CliRunner()
+    out = tmp_path / "run"
+    res = runner.invoke(bench_app, ["locomo", str(data), "--config", "hybrid-turns", "--retrieval-only",
+                                    "--out", str(out), "--set", "token_budget=300"], env=env)
+    assert res.exit_code == 0, res.output
+    assert "hybrid-turns: 4 questions, evidence_recall" in res.output
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["config"]["token_budget"] == 300 and man["config"]["llm_backend"] == "none"
+    res = runner.invoke(bench_app, ["publish", str(out), "--to", str(tmp_path / "results"), "--title", "T"])
+    assert res.exit_code == 0, res.output
+    assert "[hybrid-turns](run/summary.md)" in (tmp_path / "results" / "README.md").read_text()
+
+
+def test_bad_flags_are_reported(tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(bench_app, ["locomo", str(tmp_path / "x.json"), "--set", "nope=1"])
+    assert res.exit_code != 0 and "--set expects KEY=VALUE" in str(res.exception)
+    res = runner.invoke(bench_app, ["locomo", str(tmp_path / "x.json"), "--config", "nope"])
+    assert "unknown recipe" in str(res.exception)
+    res = runner.invoke(bench_app, ["locomo", str(tmp_path / "x.json"), "--judge", "gpt"])
+    assert "--judge must be" in str(res.exception)
