@@ -7,6 +7,7 @@ Not a test module (no ``test_`` prefix): imported by ``tests/test_app_*.py`` and
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -22,16 +23,54 @@ DEMO_USER = "demo-mia"
 SCRIPTED_MODEL = "scripted-studio"
 
 
+_SECTION = re.compile(r"\n(Segments of this session|Sessions of this day|Days of this week|Weeks of this month):\n")
+_SPEAKER = re.compile(r"^[^\W\d][\w .'-]{0,30}: ")
+_SENTENCES = re.compile(r"(?<=[.!?。！？])\s*")
+
+
+def extractive_summary(prompt: str, max_sentences: int = 3) -> str | None:
+    """A deterministic stand-in for an L2–L5 memory: the first substantial sentence of the first
+    children in the prompt (speaker prefixes and date lines dropped); ``None`` if no children section."""
+    found = list(_SECTION.finditer(prompt))
+    if not found:
+        return None
+    picked: list[str] = []
+    for line in prompt[found[-1].end():].splitlines():
+        line = line.strip()
+        if line.startswith("Now write"):  # the closing instruction after the children
+            break
+        if not line or line.startswith("[") or re.match(r"On \d", line) or line.startswith("Assistant:"):
+            continue
+        parts = [p for p in _SENTENCES.split(_SPEAKER.sub("", line)) if p]
+        best = next((p for p in parts if len(p.split()) >= 5 or len(p) >= 12), parts[0] if parts else "")
+        if best and best not in picked:
+            picked.append(best)
+        if len(picked) == max_sentences:
+            break
+    return " ".join(picked) or "Nothing to remember."
+
+
 def studio_answer(request: ChatRequest) -> str:
-    """A valid answer for every prompt the studio triggers: planner, gate, answer and consolidation."""
+    """A valid answer for every prompt the studio triggers: planner, gate, answer and consolidation
+    (consolidation: :func:`extractive_summary`, so that screenshots read sensibly; model id says scripted)."""
     props = (request.json_schema or {}).get("properties", {})
     if "keep" in props:
         return json.dumps({"keep": [1, 2, 3]})
     if "complexity" in props:
         return json.dumps({"complexity": "simple", "keywords": ["tea"], "time_expression": None})
-    if request.json_schema is None:
-        question = request.messages[-1].content.rsplit("Question:", 1)[-1].split("\n")[0].strip()
+    last = request.messages[-1].content
+    if request.json_schema is None and "Question:" in last:
+        question = last.rsplit("Question:", 1)[-1].split("\n")[0].strip()
         return f"Scripted answer to: {question}"
+    summary = extractive_summary(last)
+    if summary is None:
+        return consolidation_answer(request)
+    if "profiles" in props:  # L5, JSON (one profile per person)
+        return json.dumps({"profiles": [{"person": "Mia", "profile": summary}]})
+    if "summary" in props:  # L2-L4, JSON
+        return json.dumps({"summary": summary})
+    if request.json_schema is None:  # plain-text consolidation prompts
+        return f"Mia: {summary}" if "People to profile" in last else summary
     return consolidation_answer(request)
 
 

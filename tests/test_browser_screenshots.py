@@ -51,6 +51,14 @@ OPEN_TRACE_JS = """(() => {
   return true;
 })()"""
 
+CANDIDATES_TAB_JS = """(() => {
+  const tab = [...document.querySelectorAll('[data-testid="stTab"], [role="tab"]')]
+    .find(b => b.innerText.trim() === 'Candidates');
+  if (!tab) return false;
+  tab.click();
+  return true;
+})()"""
+
 EXCEPTION_JS = """(() => {
   const e = document.querySelector('[data-testid="stException"]');
   return e ? e.innerText.slice(0, 2000) : null;
@@ -126,9 +134,14 @@ def test_screenshot_every_page(server, browser, tmp_path):
             _wait_for(browser, "What do I drink", 60)
             _wait_ready(browser, 60)
             assert browser.evaluate(OPEN_TRACE_JS), "the answer has no recall trace expander"
+            time.sleep(2.0)  # let the expander's tabs and tables draw
             browser.capture(path)
         else:
             browser.screenshot(url, path, timeout=timeout)
+        if name == "recall_inspector":  # show the candidate table with its semantic / BM25 / fused scores
+            assert browser.evaluate(CANDIDATES_TAB_JS), "the stored trace has no Candidates tab"
+            time.sleep(2.0)
+            browser.capture(path)
         error = browser.evaluate(EXCEPTION_JS)
         assert error is None, f"{name} page shows an exception:\n{error}\n--- server log ---\n{log.read_text()[-3000:]}"
         assert title in browser.evaluate("document.body.innerText")

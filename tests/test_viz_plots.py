@@ -105,7 +105,7 @@ def test_level_metrics_per_level():
     assert list(out["level"]) == ["L1", "L5"] and list(out["n"]) == [6, 4]
     assert out.loc[1, "dispersion"] < out.loc[0, "dispersion"]  # the tight cluster is more compact
     by_session = mf.level_metrics(X, meta, "session_id")
-    assert by_session.loc[1, "note"] == "no labels at this level"
+    assert by_session.loc[1, "note"] == "no labels at this level" and by_session.loc[1, "groups"] == 0
     with pytest.raises(TimemError):
         mf.level_metrics(X, meta, "speaker")
 

@@ -56,11 +56,11 @@ def render() -> None:
         coords = _projection(tuple(meta["id"]), X, n_neighbors, min_dist)
     if len(X) < 4:
         st.caption("Fewer than 4 memories: showing the first two principal components instead of UMAP.")
-    fig = mf.manifold_figure(coords, meta, colour)
+    fig = mf.manifold_figure(coords, meta, colour, height=460)
     st.plotly_chart(fig, key="mf_chart", width="stretch")
     points = coords if space == "UMAP 2-D" else X
     metrics = mf.level_metrics(points, meta, label)
-    st.subheader(f"Per level, {LABEL_NAMES[label]} as groups")
+    st.markdown(f"**Per level, {LABEL_NAMES[label]} as groups**")
     st.caption("Dispersion: mean Euclidean distance to the level's centroid (lower = more compact). "
                "Silhouette: in [-1, 1], higher = groups better separated. Davies–Bouldin: ≥ 0, lower = better "
                f"separated. Computed in the {space}.")

@@ -36,9 +36,9 @@ def render_trace(ctx: StudioContext, trace: RecallTrace, *, key: str, compact: b
         st.warning(f"answer failed: {trace.answer_error}")
     tabs = st.tabs(["Plan", "Candidates", "Ancestors", "Gate", "Context", "Latency"])
     with tabs[0]:
-        for k, v in tt.plan_facts(trace).items():
-            st.markdown(f"**{k}**: {v}")
-        st.dataframe(tt.plan_table(trace), hide_index=True, key=f"{key}_plan")
+        quotas = " · ".join(f"{r.level} {r.quota}" for r in tt.plan_table(trace).itertuples())
+        facts = {**tt.plan_facts(trace), "levels and quotas": quotas}
+        st.markdown("  \n".join(f"**{k}**: {v}" for k, v in facts.items()))
     with tabs[1]:
         df = tt.candidate_table(trace, nodes)
         if compact:

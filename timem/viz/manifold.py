@@ -148,7 +148,7 @@ def level_metrics(X: np.ndarray, meta: pd.DataFrame, label: str = "user_id") -> 
         sil, dbi, note = cluster_quality(X[idx], labs)
         rows.append({"level": f"L{int(level)}", "n": len(idx), "dispersion": round(dispersion(X[idx]), 4),
                      "silhouette": round(sil, 4), "davies_bouldin": round(dbi, 4),
-                     "groups": len({x for x in labs if x is not None}), "note": note})
+                     "groups": len({x for x in labs if x is not None and not pd.isna(x)}), "note": note})
     return pd.DataFrame(rows, columns=["level", "n", "dispersion", "silhouette", "davies_bouldin", "groups", "note"])
 
 
