@@ -196,7 +196,7 @@ def test_recall_inspector_compares_two_configurations(engine):
     assert_clean(at)
     results = at.session_state["insp_results"]["results"]
     assert len(results) == 2 and results[1].plan.complexity == "complex" and results[1].gate.applied == "off"
-    assert results[0].candidates and results[0].context_tokens > 0
+    assert results[0].candidates and results[0].context_tokens > 0 and results[0].gate.applied == "llm"
     assert len(engine.store.traces(DEMO_USER)) == 1  # A is saved, B is a comparison only
     at.radio(key="insp_source").set_value("Past query").run()
     assert_clean(at)
@@ -276,3 +276,28 @@ def test_import_locomo_conv30_from_the_shared_file(empty_engine, locomo_dev):
     assert empty_engine.store.users() == ["conv-30"] and at.session_state[USER_KEY] == "conv-30"
     for page in ("timeline", "manifold", "memories"):
         assert_clean(make_app(empty_engine, user="conv-30", page=page))
+
+
+def test_studio_opens_its_own_engine_from_config_and_switches_database(tmp_path, monkeypatch):
+    """No injection: settings from TIMEM_* once, the engine per DuckDB file, a broken LLM setup shown, not fatal."""
+    import streamlit as st
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TIMEM_DB_PATH", str(tmp_path / "a.duckdb"))
+    monkeypatch.setenv("TIMEM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TIMEM_LLM_BACKEND", "openai")  # no key, no base URL: the LLM cannot be set up
+    for var in ("TIMEM_OPENAI_API_KEY", "TIMEM_OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "TIMEM_CONFIG"):
+        monkeypatch.delenv(var, raising=False)
+    st.cache_resource.clear()
+    try:
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180).run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert any("TIMEM_OPENAI_API_KEY" in w.value for w in at.sidebar.warning)  # what to do about it
+        assert any("running without an LLM" in c.value for c in at.sidebar.caption)
+        assert (tmp_path / "a.duckdb").exists()
+        at.text_input(key="sb_db_other").set_value(str(tmp_path / "b.duckdb")).run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert (tmp_path / "b.duckdb").exists()
+        assert str(tmp_path / "b.duckdb") in at.session_state["timem_db_path"]
+    finally:
+        st.cache_resource.clear()
