@@ -101,7 +101,8 @@ def _controls(ctx: state.StudioContext) -> None:
         _sessions()[ctx.user] = new_session_id(event_time(ctx).astimezone(ctx.tz))
         st.rerun()
     if c3.button("End session", key="chat_end", disabled=not session_id, width="stretch"):
-        with user_errors("Ending the session failed"), ctx.lock:
+        with user_errors("Ending the session failed"), ctx.lock, st.spinner(
+                "Consolidating the session (and any day, week or month it closes) …"):
             written = ctx.engine.end_session(ctx.user, session_id)
             _sessions()[ctx.user] = None
             flash(f"Session {session_id} ended. " + written_summary(written))
@@ -189,7 +190,9 @@ def _exchange(ctx: state.StudioContext, text: str) -> None:
             with st.spinner("Recalling memories and answering … (the embedded model needs about 5–15 s)"):
                 trace, reply = _answer(ctx, text, at)
             seq = len(ctx.engine.store.turns(ctx.user, session_id))
-            written = ctx.engine.add_exchange(ctx.user, session_id, text, reply, at, user_name=_speaker_name(ctx))
+            with st.spinner("Writing the L1 segment and consolidating any window this exchange closes …"):
+                written = ctx.engine.add_exchange(ctx.user, session_id, text, reply, at,
+                                                  user_name=_speaker_name(ctx))
         except TimemError as exc:
             st.error(f"The exchange was not recorded: {exc}")
             return

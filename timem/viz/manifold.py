@@ -90,7 +90,7 @@ def project_umap(X: np.ndarray, *, n_neighbors: int = 15, min_dist: float = 0.1,
     import umap  # slow import (numba); only when a projection is asked for
 
     reducer = umap.UMAP(n_components=2, n_neighbors=max(2, min(n_neighbors, n - 1)), min_dist=min_dist,
-                        metric="cosine", random_state=seed, init="random" if n < 10 else "spectral")
+                        metric="cosine", random_state=seed, n_jobs=1, init="random" if n < 10 else "spectral")
     return np.asarray(reducer.fit_transform(X), dtype=np.float32)
 
 
