@@ -39,7 +39,7 @@ def extractive_summary(prompt: str, max_sentences: int = 3) -> str | None:
         line = line.strip()
         if line.startswith("Now write"):  # the closing instruction after the children
             break
-        if not line or line.startswith("[") or re.match(r"On \d", line) or line.startswith("Assistant:"):
+        if not line or line.startswith(("[", "Assistant:")) or re.match(r"On \d", line):
             continue
         parts = [p for p in _SENTENCES.split(_SPEAKER.sub("", line)) if p]
         best = next((p for p in parts if len(p.split()) >= 5 or len(p) >= 12), parts[0] if parts else "")
