@@ -79,9 +79,14 @@ def date_label(node: MemoryNode, tz: ZoneInfo) -> str:
     return f"{start:%d %B %Y} - {end:%d %B %Y}"
 
 
+#: The date line that opens verbatim L1 content ("On 8 May 2023 (Monday) 13:56:"); the label repeats it.
+_VERBATIM_HEAD = re.compile(r"^On \d{1,2} \w+ \d{4} \(\w+\) \d{2}:\d{2}:\s*")
+
+
 def memory_line(node: MemoryNode, tz: ZoneInfo) -> str:
-    """One context line: ``- [date] content`` with whitespace collapsed."""
-    text = _SPACE.sub(" ", node.content).strip()
+    """One context line: ``- [date] content`` with whitespace collapsed (a verbatim L1's own date line is
+    dropped, since the label carries the date)."""
+    text = _VERBATIM_HEAD.sub("", _SPACE.sub(" ", node.content).strip())
     return f"- [{date_label(node, tz)}] {text}"
 
 
