@@ -7,6 +7,8 @@ size and SHA-256; :class:`LocalLlamaBackend` loads the file lazily, once per pro
 
 from __future__ import annotations
 
+import atexit
+
 import hashlib
 import importlib
 import json
@@ -202,8 +204,17 @@ def _load_llama(model_path: str, n_ctx: int, n_threads: int) -> tuple[Any, threa
             except (ValueError, RuntimeError, OSError) as exc:
                 raise LLMError(f"llama.cpp cannot load {model_path}: {exc}. Check the file is a valid GGUF "
                                "and that there is enough RAM, or lower TIMEM_LOCAL_N_CTX.") from exc
+            if not _LLAMAS:
+                atexit.register(_close_all)  # free the models before the interpreter tears llama_cpp down
             _LLAMAS[key] = (llm, threading.Lock())
         return _LLAMAS[key]
+
+
+def _close_all() -> None:
+    with _LLAMA_LOCK:
+        for llm, _ in _LLAMAS.values():
+            llm.close()
+        _LLAMAS.clear()
 
 
 class LocalLlamaBackend:
