@@ -774,17 +774,20 @@ def markdown(doc: dict[str, Any]) -> str:
 # ----------------------------------------------------------------------------- main
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="10000,100000", help="L1 nodes of the measured user, comma separated")
+    ap.add_argument("--sizes", default=None, help="L1 nodes of the measured user, comma separated "
+                    "(default 10000,100000; --quick: 2000)")
     ap.add_argument("--quick", action="store_true", help="smoke run: 2,000 nodes, 10 queries, small pool")
-    ap.add_argument("--queries", type=int, default=50)
-    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--queries", type=int, default=None, help="timed questions (default 50; --quick: 10)")
+    ap.add_argument("--warmup", type=int, default=None, help="warm-up questions (default 5; --quick: 2)")
     ap.add_argument("--repeat", type=int, default=1, help="timed passes over the queries")
     ap.add_argument("--other-ratio", type=float, default=1.0, help="second user's L1 nodes / measured user's")
-    ap.add_argument("--pool", type=int, default=3000, help="distinct turn texts embedded for real")
+    ap.add_argument("--pool", type=int, default=None, help="distinct turn texts embedded for real (default 3000; "
+                    "--quick: 300)")
     ap.add_argument("--embed", choices=["auto", "full", "pool"], default="auto")
     ap.add_argument("--embed-budget-s", type=float, default=300.0,
                     help="auto: embed every node text for real only if projected below this")
-    ap.add_argument("--fidelity-sample", type=int, default=200, help="nodes whose true vector is compared (pool mode)")
+    ap.add_argument("--fidelity-sample", type=int, default=None,
+                    help="nodes whose true vector is compared in pool mode (default 200; --quick: 30)")
     ap.add_argument("--seg-per-session", type=int, default=10)
     ap.add_argument("--sessions-per-day", type=int, default=3)
     ap.add_argument("--batch", type=int, default=5000, help="add_nodes batch size")
@@ -801,10 +804,13 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--out", type=Path, default=RESULTS / "recall-latency", help="writes OUT.md and OUT.json")
     args = ap.parse_args()
-    if args.quick:
-        args.sizes, args.queries, args.warmup, args.pool, args.fidelity_sample = "2000", 10, 2, 300, 30
-        if args.out == RESULTS / "recall-latency":
-            args.out = Path(tempfile.gettempdir()) / "recall-latency-quick"
+    defaults = {"sizes": ("10000,100000", "2000"), "queries": (50, 10), "warmup": (5, 2), "pool": (3000, 300),
+                "fidelity_sample": (200, 30)}
+    for name, (full, quick) in defaults.items():  # --quick changes only what was not given explicitly
+        if getattr(args, name) is None:
+            setattr(args, name, quick if args.quick else full)
+    if args.quick and args.out == RESULTS / "recall-latency":
+        args.out = Path(tempfile.gettempdir()) / "recall-latency-quick"
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     args.ef_search = [int(x) for x in str(args.ef_search).split(",")]
     t_all = time.perf_counter()

@@ -130,7 +130,7 @@ def test_end_to_end_then_byte_identical_rerun_from_cache(tmp_path, cfg, embedder
     assert overall["judge_acc"] == 0.25
     man = json.loads((first.out_dir / "manifest.json").read_text())
     assert man["data_sha256"] == manifest_mod.sha256_file(locomo_file)
-    assert man["models"]["answer_llm"] == "scripted-bench" and man["prompt_versions"]["judge"] == "judge-v1"
+    assert man["models"]["answer_llm"] == "scripted-bench" and man["prompt_versions"]["judge"] == "judge-v2"
     assert man["git"]["commit"] == "0" * 40 and man["recipe"]["name"] == "timem"
     assert any(m.startswith("L2 scripted-bench") for m in man["models"]["memory_nodes"])
     assert (first.out_dir / "latency.csv").exists() and (first.out_dir / "plotly.min.js").exists()

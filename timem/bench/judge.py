@@ -15,7 +15,7 @@ from timem.llm.protocol import LLMClient
 from timem.prompts import judge as judge_prompt
 
 JudgeLabel = Literal["CORRECT", "WRONG", "UNPARSEABLE"]
-JUDGE_MAX_TOKENS = 128
+JUDGE_MAX_TOKENS = 256  #: room for the label and a one-sentence reason (128 cut some verdicts mid-JSON)
 
 
 class Judgement(NamedTuple):

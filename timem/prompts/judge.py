@@ -23,11 +23,11 @@ from pydantic import BaseModel, ConfigDict
 
 from timem.llm.protocol import Message
 
-PROMPT_VERSION = "judge-v1"
+PROMPT_VERSION = "judge-v2"
 Label = Literal["CORRECT", "WRONG"]
 
 _FORMAT = ('Reply with exactly one JSON object and nothing else: {"label": "CORRECT"} or {"label": "WRONG"}. '
-           'You may add a short "reason" field before the label.')
+           'You may add a "reason" field after the label: one short sentence.')
 
 
 class JudgeVerdict(BaseModel):
