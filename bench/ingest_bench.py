@@ -41,6 +41,7 @@ def main() -> None:
     args = ap.parse_args()
 
     db = args.db or Path(tempfile.mkdtemp()) / "bench.duckdb"
+    fresh_db = not db.exists()
     cfg = load_config(db_path=str(db), llm_backend=args.llm, l1_mode=args.l1_mode)
     users = load_dataset(args.file, args.format, sample_ids=args.sample.split(",") if args.sample else None,
                          tz=cfg.tz)
@@ -48,22 +49,29 @@ def main() -> None:
     t_open = time.perf_counter()
     engine = MemoryEngine.open(cfg)
     open_s = time.perf_counter() - t_open
+    before = engine.store.stats()  # a reused --db: count only this run's calls and tokens
+    started = datetime.now(UTC).replace(tzinfo=None)
     t0 = time.perf_counter()
     report = engine.ingest(users)
     wall = time.perf_counter() - t0
-    stats = engine.store.stats()
+    stats = {k: (v - before.get(k, 0) if isinstance(v, int) else v) for k, v in engine.store.stats().items()}
+    per_purpose = {p: {"calls": n, "seconds": round(ms / 1000, 1)} for p, n, ms in engine.store.con.execute(
+        "SELECT purpose, count(*), sum(latency_ms) FROM llm_calls WHERE called_at >= ? AND NOT cached "
+        "GROUP BY purpose ORDER BY purpose", [started]).fetchall()}
     engine.store.con.execute("CHECKPOINT")
     engine.close()
     row = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
+        "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False, capture_output=True,
+                                 text=True).stdout.strip(),
         "machine": f"{platform.machine()} {platform.node()}", "file": args.file.name, "sample": args.sample,
         "llm": args.llm, "l1_mode": args.l1_mode, "turns": n_turns, "nodes": report.nodes_added,
         "wall_s": round(wall, 1), "open_s": round(open_s, 1), "turns_per_s": round(n_turns / wall, 1),
         "llm_calls": stats["llm_calls"], "llm_calls_per_turn": round(stats["llm_calls"] / n_turns, 3),
         "prompt_tokens": stats["prompt_tokens"], "completion_tokens": stats["completion_tokens"],
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-        "db_bytes_per_turn": round(db.stat().st_size / n_turns), "note": args.note,
+        "llm_by_purpose": per_purpose,
+        "db_bytes_per_turn": round(db.stat().st_size / n_turns) if fresh_db else None, "note": args.note,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     with RESULTS.open("a") as fh:

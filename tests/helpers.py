@@ -14,7 +14,8 @@ from timem.models import Role, Turn
 def consolidation_answer(request: ChatRequest) -> str:
     """A schema-valid answer for any consolidation prompt, quoting the first words of the input."""
     props = (request.json_schema or {}).get("properties", {})
-    gist = " ".join(request.messages[-1].content.split("\n\nNow write")[0].split()[-12:])
+    children = request.messages[-1].content.split("\n\nEarlier ")[0].split("\n\nNow write")[0]
+    gist = " ".join(children.split()[-12:])  # the children come first; the history block after them
     if "profiles" in props:
         return json.dumps({"profiles": [{"person": "Someone", "profile": f"Profile from: {gist}."}]})
     if "segments" in props:

@@ -37,7 +37,7 @@ def extractive_summary(prompt: str, max_sentences: int = 3) -> str | None:
     picked: list[str] = []
     for line in prompt[found[-1].end():].splitlines():
         line = line.strip()
-        if line.startswith("Now write"):  # the closing instruction after the children
+        if line.startswith(("Now write", "Earlier ")):  # the history block / closing instruction after the children
             break
         if not line or line.startswith(("[", "Assistant:")) or re.match(r"On \d", line):
             continue

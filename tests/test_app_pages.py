@@ -232,6 +232,21 @@ def test_import_demo_from_sidebar(tmp_path, embedder):
         eng.close()
 
 
+def test_import_l1_only_then_consolidate_now(empty_engine):
+    """Unticking 'Consolidate L2-L5' writes L1 only; 'Consolidate now' (with flush) builds the rest later."""
+    at = make_app(empty_engine, user="me")
+    at.checkbox(key="sb_imp_upper").uncheck().run()
+    at.button(key="sb_imp_go").click().run()
+    assert_clean(at)
+    levels = {int(n.level) for n in empty_engine.store.nodes(DEMO_USER)}
+    assert levels == {1}
+    at.checkbox(key="sb_flush").check().run()
+    at.button(key="sb_consolidate").click().run()
+    assert_clean(at)
+    assert {int(n.level) for n in empty_engine.store.nodes(DEMO_USER)} == {1, 2, 3, 4, 5}
+    assert len(empty_engine.store.nodes(DEMO_USER, int(Level.PROFILE))) == 3
+
+
 @pytest.fixture()
 def empty_engine(tmp_path, embedder):
     from studio_support import studio_llm

@@ -48,6 +48,9 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
            db: DbOpt = None, llm: LlmOpt = None,
            l1_mode: Annotated[str | None, typer.Option("--l1-mode", help="verbatim | llm")] = None,
            flush: Annotated[bool, typer.Option(help="close the last day/week/month after import")] = True,
+           upper_levels: Annotated[bool, typer.Option(
+               "--upper-levels/--l1-only", help="also consolidate L2-L5 (--l1-only: segments now, "
+               "`timem consolidate` later)")] = True,
            config: ConfigOpt = None) -> None:
     """Import a conversation file and consolidate it into the Temporal Memory Tree (idempotent)."""
     from timem.datasets import load_dataset
@@ -56,7 +59,7 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
     users = load_dataset(file, fmt, sample_ids=sample.split(",") if sample else None, limit=limit, tz=cfg.tz)
     eng = _engine(cfg)
     try:
-        report = eng.ingest(users, flush=flush, progress=_bar)
+        report = eng.ingest(users, flush=flush, upper_levels=upper_levels, progress=_bar)
     finally:
         eng.close()
     typer.echo(f"ingested {len(report.users)} user(s): {report.turns_added} new turns, "
@@ -168,7 +171,7 @@ def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
         if user not in eng.store.users():
             raise typer.BadParameter(f"no user {user!r} in {cfg.db_path}; users: {', '.join(eng.store.users())}")
         qt = _parse_time(at, cfg) or _default_question_time(eng.store, user)
-        kw = dict(complexity_override=complexity, gate_override=gate)
+        kw = {"complexity_override": complexity, "gate_override": gate}
         if recall_only:
             res, text = recall(eng.store, eng.embedder, None, cfg, user, question, qt, **kw), None
         else:
@@ -224,7 +227,7 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
         typer.echo(f"{r['user_id']}: {r['n']} questions")
         typer.echo(f"  {'category':<16} {'n':>4} {'ev.recall':>9} {'full cov':>8} {'ans∈ctx':>8} {'Mem Len':>8}")
         for name, s in [*r["per_category"].items(), ("all", r["overall"])]:
-            f = lambda v: "   -" if v is None else f"{v:.3f}"  # noqa: E731
+            f = lambda v: "   -" if v is None else f"{v:.3f}"
             typer.echo(f"  {name:<16} {s['n']:>4} {f(s['evidence_recall']):>9} {f(s['full_coverage']):>8} "
                        f"{f(s['answer_in_context']):>8} {s['mean_mem_len'] or 0:>8.0f}")
 

@@ -51,7 +51,7 @@ class MemoryEngine:
         self.consolidator = Consolidator(store, embedder, llm, config)
 
     @classmethod
-    def open(cls, config: Config, *, with_llm: bool = True) -> "MemoryEngine":
+    def open(cls, config: Config, *, with_llm: bool = True) -> MemoryEngine:
         """Build the embedder, open ``config.db_path`` and (if ``with_llm``) the configured LLM."""
         from timem.embed.minilm import MiniLMEmbedder
         from timem.llm.factory import make_llm
@@ -65,12 +65,13 @@ class MemoryEngine:
         self.store.close()
 
     # ------------------------------------------------------------------ ingest (backfill)
-    def ingest(self, users: Sequence[ImportedUser], *, flush: bool = True,
+    def ingest(self, users: Sequence[ImportedUser], *, flush: bool = True, upper_levels: bool = True,
                progress: Progress = _no_progress) -> IngestReport:
         """Store every user's turns, then consolidate in event-time order.
 
         Dataset sessions are complete, so they are marked ended; ``flush`` also closes the last day,
-        week and month. Running it again adds nothing (turn ids and windows are deterministic).
+        week and month. ``upper_levels=False`` writes L1 only and leaves L2..L5 to a later
+        :meth:`consolidate`. Running it again adds nothing (turn ids and windows are deterministic).
         """
         report = IngestReport()
         for user in users:
@@ -80,7 +81,8 @@ class MemoryEngine:
                 for s in user.sessions:
                     self.store.end_session(user.user_id, s.session_id)
             report.users.append(user.user_id)
-            report.add_nodes(self.consolidator.consolidate(user.user_id, flush=flush, progress=progress))
+            report.add_nodes(self.consolidator.consolidate(user.user_id, flush=flush, upper_levels=upper_levels,
+                                                           progress=progress))
         self.store.refresh_fts()
         return report
 

@@ -17,7 +17,11 @@ Scheduling (TiMem §3.2, "consolidation when the window closes"), all in *event 
   derived from the store, so a rerun after an interruption continues where it stopped.
 
 Each level's prompt sees its children (dated) and the ``history_k`` (3) latest nodes of the same
-level before the window.
+level before the window. Every answer is grounded sentence by sentence against those inputs
+(:mod:`timem.consolidation.grounding`: copied history and unsupported sentences are dropped and
+logged in the ``audit`` table as ``grounding-drop``); if nothing survives, the level is asked once
+more without history (the node's ``history_ids`` are then empty), and if nothing survives again the
+call fails with an :class:`LLMError`: no placeholder is written.
 """
 
 from __future__ import annotations
@@ -28,12 +32,14 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from timem.config import Config
+from timem.consolidation.grounding import ground_content
 from timem.consolidation.segments import exchanges, group_segments, render_segment
 from timem.embed.protocol import Embedder
 from timem.errors import LLMError
 from timem.llm.protocol import LLMClient
 from timem.models import Level, MemoryNode, NodeStatus, Role, TimeSpan, Turn
 from timem.prompts import day, profile, segment, session, week
+from timem.prompts.common import render_nodes
 from timem.store import Store
 from timem.tree.windows import check_containment, hull, parent_span, parent_window
 
@@ -41,6 +47,8 @@ T = TypeVar("T")
 Progress = Callable[[Iterable[T], str, int], Iterable[T]]
 VERBATIM_MODEL = "verbatim"
 VERBATIM_PROMPT = "l1-verbatim-v1"
+PROMPT_VERSIONS = {Level.SESSION: session.PROMPT_VERSION, Level.DAY: day.PROMPT_VERSION,
+                   Level.WEEK: week.PROMPT_VERSION, Level.PROFILE: profile.PROMPT_VERSION}
 
 
 def _no_progress(items: Iterable[T], desc: str, total: int) -> Iterable[T]:
@@ -130,8 +138,13 @@ class Consolidator:
         return out
 
     # ------------------------------------------------------------------ L2..L5
-    def consolidate(self, user_id: str, *, flush: bool = False, progress: Progress = _no_progress) -> list[MemoryNode]:
-        """Write every due L1..L5 node of ``user_id``; returns the new nodes in write order."""
+    def consolidate(self, user_id: str, *, flush: bool = False, upper_levels: bool = True,
+                    progress: Progress = _no_progress) -> list[MemoryNode]:
+        """Write every due L1..L5 node of ``user_id``; returns the new nodes in write order.
+
+        ``upper_levels=False`` writes only the L1 segments (no LLM call in verbatim mode); a later
+        call with ``upper_levels=True`` consolidates L2..L5 of the windows that are due by then.
+        """
         written: list[MemoryNode] = []
         sessions = self.store.sessions(user_id)
         if not sessions:
@@ -141,7 +154,7 @@ class Consolidator:
         closed = {s["session_id"]: session_closed(s, sessions, watermark, idle, flush) for s in sessions}
         for s in progress(sessions, "L1 segments", len(sessions)):
             written += self.write_segments(user_id, s["session_id"], closed=closed[s["session_id"]])
-        if self.llm is None:
+        if self.llm is None or not upper_levels:
             return written
         for level in (Level.SESSION, Level.DAY, Level.WEEK, Level.PROFILE):
             due = self._due(user_id, level, closed, watermark, flush)
@@ -183,32 +196,58 @@ class Consolidator:
         check_containment(span, [c.span for c in children], what=f"L{int(level)} {key}")
         history = [h for h in self.store.history(user_id, level, span.start, self.config.history_k + 1)
                    if existing is None or h.id != existing.id][-self.config.history_k:]
-        mod: Any = {Level.SESSION: session, Level.DAY: day, Level.WEEK: week, Level.PROFILE: profile}[level]
-        if level == Level.PROFILE:
-            messages = profile.build_messages(children, history, self._participants(user_id, span), self.tz)
-        else:
-            messages = mod.build_messages(children, history, self.tz)
-        schema = {Level.SESSION: session.SessionMemory, Level.DAY: day.DayMemory, Level.WEEK: week.WeekMemory,
-                  Level.PROFILE: profile.ProfileMemory}[level]
-        result = llm.complete_json(messages, schema, purpose=f"consolidate-L{int(level)}", user_id=user_id,
-                                   max_tokens=mod.MAX_TOKENS)
-        try:
-            content = mod.render(result)
-        except ValueError as exc:
-            raise LLMError(f"L{int(level)} consolidation of {key}: {exc} (model {llm.model_id}); nothing was "
-                           "written. Use a larger model or an OpenAI-compatible endpoint (TIMEM_LLM_BACKEND=openai).") from exc
+        content, history, dropped = self._summarise(llm, user_id, level, key, span, children, history)
         vec = self.embedder.embed([content])[0]
         node = MemoryNode(
             id=node_id(user_id, level, key, [c.id for c in children] + [content, existing.id if existing else ""]),
             user_id=user_id, level=level,
             window_key=key, session_id=children[0].session_id if level == Level.SESSION else None,
             span_start=span.start, span_end=span.end, content=content, child_ids=[c.id for c in children],
-            history_ids=[h.id for h in history], model_id=llm.model_id, prompt_version=mod.PROMPT_VERSION)
+            history_ids=[h.id for h in history], model_id=llm.model_id, prompt_version=PROMPT_VERSIONS[level])
         with self.store.transaction():
             if existing is not None:
                 self.store.update_node(existing.id, status=NodeStatus.SUPERSEDED)
             self.store.add_node(node, vec)
+            if dropped:
+                self.store.audit("grounding-drop", user_id, node.id, {
+                    "level": int(level), "window": key, "dropped": [{"sentence": t, "reason": r} for t, r in dropped]})
         return node
+
+    def _summarise(self, llm: LLMClient, user_id: str, level: Level, key: str, span: TimeSpan,
+                   children: list[MemoryNode], history: list[MemoryNode]
+                   ) -> tuple[str, list[MemoryNode], list[tuple[str, str]]]:
+        """One LLM call, cleaned and grounded (:mod:`grounding`); a second call without history if nothing survives.
+
+        Returns the content, the history the surviving answer saw, and the dropped sentences.
+
+        Raises:
+            LLMError: no sentence survives either call (nothing is written).
+        """
+        mod: Any = {Level.SESSION: session, Level.DAY: day, Level.WEEK: week, Level.PROFILE: profile}[level]
+        schema = {Level.SESSION: session.SessionMemory, Level.DAY: day.DayMemory, Level.WEEK: week.WeekMemory,
+                  Level.PROFILE: profile.ProfileMemory}[level]
+        dropped: list[tuple[str, str]] = []
+        for shown in ([history, []] if history else [history]):
+            if level == Level.PROFILE:
+                messages = profile.build_messages(children, shown, self._participants(user_id, span), self.tz)
+            else:
+                messages = mod.build_messages(children, shown, self.tz)
+            result = llm.complete_json(messages, schema, purpose=f"consolidate-L{int(level)}", user_id=user_id,
+                                       max_tokens=mod.MAX_TOKENS)
+            try:
+                content = mod.render(result)
+            except ValueError as exc:
+                raise LLMError(f"L{int(level)} consolidation of {key}: {exc} (model {llm.model_id}); nothing was "
+                               "written. Use a larger model or an OpenAI-compatible endpoint "
+                               "(TIMEM_LLM_BACKEND=openai).") from exc
+            content, lost = ground_content(content, [render_nodes(children, self.tz)], [h.content for h in shown],
+                                           profile_lines=level == Level.PROFILE)
+            dropped += lost
+            if content:
+                return content, shown, dropped
+        raise LLMError(f"L{int(level)} consolidation of {key}: no sentence of the model's answer is supported by "
+                       f"its inputs (model {llm.model_id}); nothing was written. Use a larger model or an "
+                       "OpenAI-compatible endpoint (TIMEM_LLM_BACKEND=openai).")
 
     def _participants(self, user_id: str, span: TimeSpan) -> list[str]:
         """Speakers (not assistants) who spoke within ``span``, in order of first appearance."""

@@ -32,12 +32,21 @@ def render_nodes(nodes: Sequence[MemoryNode], tz: ZoneInfo, numbered: bool = Fal
 
 
 def history_block(history: Sequence[MemoryNode], tz: ZoneInfo, what: str) -> str:
-    """The same-level history section every consolidation prompt carries (TiMem §3.2)."""
-    return (f"Earlier {what} memories, for continuity only (do not repeat them; mention a change if the "
-            f"new material updates them):\n{render_nodes(history, tz)}")
+    """The same-level history section every consolidation prompt carries (TiMem §3.2).
+
+    It comes *after* the new material: small models copied it into the new memory when it came
+    first (see :mod:`timem.consolidation.grounding`).
+    """
+    return (f"Earlier {what} memories, already stored. Background only: they are NOT part of this {what}; "
+            f"do not repeat them (say so if the new material changes them):\n{render_nodes(history, tz)}")
 
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text`` (split after . ! ? and their CJK forms), stripped, empty ones removed."""
+    return [x.strip() for x in _SENTENCE.split(text) if x.strip()]
 
 
 def clean_summary(text: str) -> str:

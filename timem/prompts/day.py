@@ -11,7 +11,7 @@ from timem.llm.protocol import Message
 from timem.models import MemoryNode
 from timem.prompts.common import LANGUAGE_RULE, clean_summary, history_block, render_nodes
 
-PROMPT_VERSION = "l3-day-v4"
+PROMPT_VERSION = "l3-day-v5"
 MAX_TOKENS = 400
 
 
@@ -25,7 +25,8 @@ def build_messages(children: Sequence[MemoryNode], history: Sequence[MemoryNode]
               "decisions and facts that matter later, each with its absolute date; drop small talk. "
               "2 to 6 sentences (at most 120 words), third person. " + LANGUAGE_RULE +
               ' Answer with JSON: {"summary": "..."}.')
-    user = f"{history_block(history, tz, 'day')}\n\nSessions of this day:\n{render_nodes(children, tz)}"
+    user = (f"Sessions of this day:\n{render_nodes(children, tz)}\n\n{history_block(history, tz, 'day')}\n\n"
+            "Now write the memory of this day only.")
     return [Message(role="system", content=system), Message(role="user", content=user)]
 
 

@@ -11,7 +11,7 @@ from timem.llm.protocol import Message
 from timem.models import MemoryNode
 from timem.prompts.common import LANGUAGE_RULE, clean_summary, history_block, render_nodes
 
-PROMPT_VERSION = "l5-profile-v4"
+PROMPT_VERSION = "l5-profile-v5"
 MAX_TOKENS = 500
 
 
@@ -33,9 +33,9 @@ def build_messages(children: Sequence[MemoryNode], history: Sequence[MemoryNode]
               "goals) and what changed this month, with dates where known; a newer preference replaces an "
               "older one and you say so. 2 to 5 sentences per person. " + LANGUAGE_RULE +
               ' Answer with JSON: {"profiles": [{"person": "...", "profile": "..."}]}.')
-    user = (f"People to profile: {who}.\n\n{history_block(history, tz, 'monthly profile')}\n\n"
-            f"Weeks of this month:\n{render_nodes(children, tz)}\n\nNow write the profile of each person ({who}). "
-            "Do not copy the lines above; summarise them.")
+    user = (f"People to profile: {who}.\n\nWeeks of this month:\n{render_nodes(children, tz)}\n\n"
+            f"{history_block(history, tz, 'monthly profile')}\n\nNow write the profile of each person ({who}) "
+            "from this month's weeks, keeping what the earlier profiles say that still holds. Do not copy lines.")
     return [Message(role="system", content=system), Message(role="user", content=user)]
 
 

@@ -11,7 +11,7 @@ from timem.llm.protocol import Message
 from timem.models import MemoryNode
 from timem.prompts.common import LANGUAGE_RULE, clean_summary, history_block, render_nodes
 
-PROMPT_VERSION = "l2-session-v4"
+PROMPT_VERSION = "l2-session-v5"
 MAX_TOKENS = 400
 
 
@@ -25,10 +25,9 @@ def build_messages(children: Sequence[MemoryNode], history: Sequence[MemoryNode]
               "what the participants said about themselves and each other: events, facts, plans, feelings, "
               "preferences. State dates as absolute dates. 3 to 8 sentences, at most 150 words. " + LANGUAGE_RULE +
               ' Answer with JSON: {"summary": "..."}.')
-    user = (f"{history_block(history, tz, 'session')}\n\n"
-            f"Segments of this session:\n{render_nodes(children, tz)}"
-            "\n\nNow write the memory of this session in the third person (3 to 8 sentences, at most 150 "
-            "words). Do not copy the lines above; summarise them.")
+    user = (f"Segments of this session:\n{render_nodes(children, tz)}\n\n{history_block(history, tz, 'session')}"
+            "\n\nNow write the memory of this session only, in the third person (3 to 8 sentences, at most 150 "
+            "words). Summarise the segments; do not copy lines.")
     return [Message(role="system", content=system), Message(role="user", content=user)]
 
 

@@ -109,8 +109,13 @@ def _import(ctx: state.StudioContext) -> None:
             sample_ids = [s.strip() for s in ids.split(",") if s.strip()] or None
         if fmt == "longmemeval":
             limit = int(st.number_input("First N instances (0 = all)", 0, 10_000, 1, key="sb_imp_limit")) or None
+    upper = True
     if ctx.engine.llm is None:
         st.caption("No LLM: only L1 segments will be written.")
+    else:
+        upper = st.checkbox("Consolidate L2–L5 during the import", value=True, key="sb_imp_upper",
+                            help="With the embedded 1.5B model this takes about a minute per session. Untick to "
+                                 "import the L1 segments now and press 'Consolidate now' later.")
     if st.button("Import", key="sb_imp_go", type="primary", disabled=(upload is None and path is None)):
         with user_errors("Import failed"):
             if upload is not None:
@@ -118,12 +123,14 @@ def _import(ctx: state.StudioContext) -> None:
                 with tempfile.NamedTemporaryFile("wb", suffix=suffix, delete=False) as fh:
                     fh.write(upload.getvalue())
                 path = Path(fh.name)
-            run_import(ctx, path, fmt, sample_ids=sample_ids, limit=limit)
+            run_import(ctx, path, fmt, sample_ids=sample_ids, limit=limit, upper_levels=upper)
 
 
 def run_import(ctx: state.StudioContext, path: Path | None, fmt: str, *, sample_ids: list[str] | None = None,
-               limit: int | None = None) -> None:
+               limit: int | None = None, upper_levels: bool = True) -> None:
     """Load ``path`` (``fmt``: locomo / longmemeval / jsonl), ingest it with a progress bar, switch user.
+
+    ``upper_levels=False`` writes L1 segments only (see :meth:`MemoryEngine.ingest`).
 
     Raises:
         InputError: no file, or malformed input (nothing is written then).
@@ -135,7 +142,7 @@ def run_import(ctx: state.StudioContext, path: Path | None, fmt: str, *, sample_
     users = load_dataset(path, fmt, sample_ids=sample_ids, limit=limit, tz=ctx.tz)  # type: ignore[arg-type]
     total = sum(len(s.turns) for u in users for s in u.sessions)
     progress = StreamlitProgress(title=f"Importing {len(users)} user(s), {total} turns")
-    report = ctx.engine.ingest(users, progress=progress)
+    report = ctx.engine.ingest(users, upper_levels=upper_levels, progress=progress)
     progress.done("import finished")
     nodes = ", ".join(f"{k} {v}" for k, v in sorted(report.nodes_added.items())) or "no new memories"
     flash(f"Imported {', '.join(report.users)}: {report.turns_added} new turns; new memories: {nodes}.")

@@ -1,0 +1,103 @@
+"""The ``timem`` CLI as a user runs it: ingest, tree, stats, check, ask — real DuckDB, real embedder, real HTTP."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pytest
+from test_llm_openai import FakeServer, completion
+from typer.testing import CliRunner
+
+from timem.cli import app
+
+TURNS = [
+    ("s1", "user", "I adopted a rescue dog called Rex yesterday.", "2024-05-02T09:00:00"),
+    ("s1", "assistant", "Congratulations on adopting Rex!", "2024-05-02T09:00:30"),
+    ("s2", "user", "Rex and I ran 5 km along the river this morning.", "2024-05-09T07:30:00"),
+    ("s2", "assistant", "Great pace for a first run together.", "2024-05-09T07:31:00"),
+]
+
+
+@pytest.fixture()
+def chat_file(tmp_path):
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(json.dumps({"user_id": "zoe", "session_id": s, "role": r, "text": t, "timestamp": ts}) + "\n"
+                            for s, r, t, ts in TURNS))
+    return path
+
+
+@pytest.fixture()
+def cli_env(tmp_path, monkeypatch):
+    """No config file, no stray TIMEM_* settings; a private cache dir."""
+    import os
+
+    for var in [v for v in os.environ if v.startswith(("TIMEM_", "OPENAI_"))]:
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("TIMEM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    return res.exit_code, res.output
+
+
+def test_ingest_tree_stats_check_and_idempotent_rerun(cli_env, chat_file):
+    db = str(cli_env / "t.duckdb")
+    code, out = run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--db", db)
+    assert code == 0 and "4 new turns" in out, out
+    code, out = run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--db", db)
+    assert code == 0 and "0 new turns" in out and "new nodes none" in out, out
+
+    code, out = run("tree", "--user", "zoe", "--db", db)
+    assert code == 0 and out.count("L1") >= 2 and "2024-05-02" in out and "2024-05-01" in out, out  # resolved date
+
+    code, out = run("stats", "--json", "--db", db)
+    stats = json.loads(out[out.index("{"):])
+    assert stats["turns"] == 4 and stats["nodes_per_level"] == {"L1": 2}
+
+    code, out = run("check", "--db", db)
+    assert code == 0 and out.startswith("ok"), out
+    con = duckdb.connect(db)  # break an invariant behind the engine's back: an L1 loses its source turns
+    con.execute("DELETE FROM turns WHERE session_id = 's2'")
+    con.close()
+    code, out = run("check", "--db", db)
+    assert code == 2 and "VIOLATION" in out, out
+
+
+def test_ask_recall_only_and_answer_over_http(cli_env, chat_file):
+    db = str(cli_env / "t.duckdb")
+    assert run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--db", db)[0] == 0
+    code, out = run("ask", "What is the name of my dog?", "--user", "zoe", "--db", db, "--recall-only")
+    assert code == 0 and "Rex" in out and "Mem Len" in out, out
+
+    server = FakeServer()
+    try:
+        server.replies.append((200, completion('{"answer": "Rex, adopted on 1 May 2024."}'), 0.0))
+        cli_env.joinpath("timem.toml").write_text(
+            f'llm_backend = "openai"\nopenai_base_url = "{server.url}"\nopenai_model = "served-model"\nopenai_api_key = "k"\n'
+            'gate = "score"\n')
+        code, out = run("ask", "When did I adopt my dog?", "--user", "zoe", "--db", db, "--trace")
+    finally:
+        server.close()
+    assert code == 0, out
+    assert "answer: Rex, adopted on 1 May 2024." in out and "planner" in out.lower(), out
+    prompt = json.dumps(server.requests[0]["body"]["messages"])
+    assert "Rex" in prompt and "2024" in prompt  # the answer model saw the dated context
+
+    code, out = run("ask", "Who?", "--user", "nobody", "--db", db, "--recall-only")
+    assert code != 0 and "zoe" in out  # names the users that exist
+
+
+def test_l1_only_ingest_makes_no_llm_call(cli_env, chat_file):
+    server = FakeServer()  # answers 500 to anything: a call would fail the ingest
+    try:
+        cli_env.joinpath("timem.toml").write_text(
+            f'llm_backend = "openai"\nopenai_base_url = "{server.url}"\nopenai_api_key = "k"\n')
+        code, out = run("ingest", str(chat_file), "--format", "jsonl", "--db", str(cli_env / "t.duckdb"),
+                        "--l1-only")
+    finally:
+        server.close()
+    assert code == 0 and "'L1': 2" in out and server.requests == [], out
