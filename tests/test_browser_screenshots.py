@@ -7,7 +7,9 @@ open; the Recall inspector then shows that stored trace.
 
 ``TIMEM_UPDATE_SCREENSHOTS=1`` copies the PNGs to ``docs/screenshots/``.
 ``TIMEM_SCREENSHOT_DB=path`` uses that DuckDB file (a copy of it) instead of the scripted demo, e.g.
-one ingested with the real embedded model for nicer screenshots.
+one ingested with the real embedded model for nicer screenshots; then ``TIMEM_SCREENSHOT_USER``,
+``TIMEM_SCREENSHOT_QUESTION`` and ``TIMEM_SCREENSHOT_LLM`` (e.g. ``local``: the chat answer comes from
+the embedded model) pick who is shown, what is asked and which LLM the server uses.
 """
 
 from __future__ import annotations
@@ -76,7 +78,8 @@ def server(tmp_path_factory, embedder):
     else:
         build_demo_db(db, embedder)
     port = free_port()
-    env = {**os.environ, "TIMEM_DB_PATH": str(db), "TIMEM_LLM_BACKEND": "none",
+    env = {**os.environ, "TIMEM_DB_PATH": str(db),
+           "TIMEM_LLM_BACKEND": os.environ.get("TIMEM_SCREENSHOT_LLM", "none"),
            "TIMEM_CACHE_DIR": str(work / "cache"), "PYTHONUNBUFFERED": "1"}
     env.pop("TIMEM_CONFIG", None)
     log = (work / "server.log").open("w")
@@ -115,24 +118,27 @@ def assert_picture(path: Path) -> None:
     assert sum(1 for h in hist if h) > 40, f"{path.name} has too few shades to be a rendered page"
 
 
+QUESTION = os.environ.get("TIMEM_SCREENSHOT_QUESTION", "What do I drink in the morning now?")
+
+
 def test_screenshot_every_page(server, browser, tmp_path):
     base, log = server
     out = tmp_path / "shots"
     out.mkdir()
     shots = []
     for name, url_path, title in PAGES:
-        url = f"{base}/{url_path}?user={DEMO_USER}"
+        url = f"{base}/{url_path}?user={os.environ.get('TIMEM_SCREENSHOT_USER', DEMO_USER)}"
         path = out / f"{name}.png"
         timeout = 240 if name == "manifold" else 120  # the first UMAP compiles numba
         if name == "chat":
             browser.screenshot(url, path, timeout=timeout)
             assert browser.evaluate(TYPE_AND_SEND_JS), "no chat input on the chat page"
-            browser.send("Input.insertText", text="What do I drink in the morning now?")
+            browser.send("Input.insertText", text=QUESTION)
             for kind in ("keyDown", "keyUp"):
                 browser.send("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter",
                              windowsVirtualKeyCode=13)
-            _wait_for(browser, "What do I drink", 60)
-            _wait_ready(browser, 60)
+            _wait_for(browser, QUESTION[:15], 60)
+            _wait_ready(browser, 600)  # an answer from the embedded model takes a while on 2 cores
             assert browser.evaluate(OPEN_TRACE_JS), "the answer has no recall trace expander"
             time.sleep(2.0)  # let the expander's tabs and tables draw
             browser.capture(path)
