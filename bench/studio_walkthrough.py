@@ -38,7 +38,6 @@ def fail_on_errors(at: AppTest, where: str) -> None:
 def main() -> None:
     from timem.models import Level, NodeStatus
     from timem.recall import recall
-    from timem.ui.state import ENGINE_KEY
 
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=3600).run()
     fail_on_errors(at, "start")
@@ -51,7 +50,10 @@ def main() -> None:
     at.button(key="sb_imp_go").click().run()
     fail_on_errors(at, "import")
     step(f"import took {time.perf_counter() - t:.0f} s: " + " ".join(s.value for s in at.success))
-    engine = at.session_state[ENGINE_KEY]
+    from timem.ui import state  # the studio's own cached engine for this DuckDB file (one per process)
+
+    db = str(Path(state.base_config().db_path).expanduser().resolve())
+    engine = state._open_engine(db, state.base_config().with_overrides(db_path=Path(db))).engine
     per = {lv.label: len(engine.store.nodes("conv-30", int(lv))) for lv in Level}
     step(f"conv-30 nodes per level: {per}")
 

@@ -289,6 +289,13 @@ def test_import_locomo_conv30_from_the_shared_file(empty_engine, locomo_dev):
     at.button(key="sb_imp_go").click().run()
     assert_clean(at)
     assert empty_engine.store.users() == ["conv-30"] and at.session_state[USER_KEY] == "conv-30"
+    at.run()  # the next interaction keeps the imported user (the user box once switched back to the old one)
+    assert at.session_state[USER_KEY] == "conv-30" and at.selectbox(key="sb_user").value == "conv-30"
+    at.text_input(key="sb_new_user").set_value("bob").run()
+    at.button(key="sb_new_user_go").click().run()
+    assert at.session_state[USER_KEY] == "bob" and at.selectbox(key="sb_user").value == "bob"
+    at.selectbox(key="sb_user").set_value("conv-30").run()  # picking a user in the box still switches
+    assert at.session_state[USER_KEY] == "conv-30"
     for page in ("timeline", "manifold", "memories"):
         assert_clean(make_app(empty_engine, user="conv-30", page=page))
 

@@ -55,16 +55,20 @@ def _user(ctx: state.StudioContext) -> None:
     users = ctx.engine.store.users()
     cur = ctx.user
     options = users if cur in users else [cur, *users]
-    picked = st.selectbox("User", options, index=options.index(cur), key="sb_user",
-                          help="Each user has their own Temporal Memory Tree (the partition key).")
-    if picked != cur:
-        state.set_user(picked)
-        st.rerun()
+    if st.session_state.get("sb_user") != cur:  # a switch made in code (import, new user) wins over the
+        st.session_state["sb_user"] = cur        # widget's remembered value, set before the widget exists
+    st.selectbox("User", options, key="sb_user", on_change=_picked_user,
+                 help="Each user has their own Temporal Memory Tree (the partition key).")
     with st.popover("New user"):
         new = st.text_input("User id", key="sb_new_user", placeholder="e.g. alice")
         if st.button("Use this user", key="sb_new_user_go", disabled=not new.strip()):
             state.set_user(new)
             st.rerun()
+
+
+def _picked_user() -> None:
+    """on_change of the user box: runs before the next script run, so the whole run sees the new user."""
+    state.set_user(st.session_state["sb_user"])
 
 
 def _llm(ctx: state.StudioContext) -> None:
