@@ -4,7 +4,9 @@ Checked, per user:
 * temporal containment: every active parent's span contains each active child's span;
 * links: a parent's ``child_ids`` and the children's ``parent_id`` agree;
 * every active L1 segment has source turns, and they exist;
-* no orphan below the top level, except nodes whose parent window is still open in event time;
+* no orphan below the top level, except nodes whose parent window is still open in event time, and
+  except users with L1 segments only (imported with ``--llm none`` or ``--l1-only``: consolidation
+  has not run yet, which is a state, not damage);
 * search indexes in sync: the FTS snapshot is fresh and covers every node; every vector is a finite
   unit vector.
 """
@@ -47,6 +49,7 @@ def _check_user(store: Store, config: Config, uid: str) -> list[Violation]:
     watermark = max((s["last_event_at"] for s in sessions), default=None)
     idle = timedelta(minutes=config.session_idle_timeout_minutes)
     closed = {s["session_id"]: session_closed(s, sessions, watermark, idle) for s in sessions}
+    l1_only = all(n.level == Level.SEGMENT for n in nodes.values())
     for n in nodes.values():
         for cid in n.child_ids:
             child = nodes.get(cid)
@@ -61,7 +64,7 @@ def _check_user(store: Store, config: Config, uid: str) -> list[Violation]:
                 out.append(Violation(uid, n.id, "source-turns", "L1 segment without source turns"))
             elif len(store.turns(uid, ids=n.source_turn_ids)) != len(n.source_turn_ids):
                 out.append(Violation(uid, n.id, "source-turns", "some source turns are missing"))
-        if n.level < Level.PROFILE and parents.get(n.id) not in nodes:
+        if n.level < Level.PROFILE and not l1_only and parents.get(n.id) not in nodes:
             if n.level == Level.SEGMENT:
                 still_open = not closed.get(n.session_id or "", True)
             elif n.level == Level.SESSION:
