@@ -47,8 +47,7 @@ T = TypeVar("T")
 Progress = Callable[[Iterable[T], str, int], Iterable[T]]
 VERBATIM_MODEL = "verbatim"
 VERBATIM_PROMPT = "l1-verbatim-v1"
-PROMPT_VERSIONS = {Level.SESSION: session.PROMPT_VERSION, Level.DAY: day.PROMPT_VERSION,
-                   Level.WEEK: week.PROMPT_VERSION, Level.PROFILE: profile.PROMPT_VERSION}
+LEVEL_PROMPTS: dict[Level, Any] = {Level.SESSION: session, Level.DAY: day, Level.WEEK: week, Level.PROFILE: profile}
 
 
 def _no_progress(items: Iterable[T], desc: str, total: int) -> Iterable[T]:
@@ -203,7 +202,7 @@ class Consolidator:
             user_id=user_id, level=level,
             window_key=key, session_id=children[0].session_id if level == Level.SESSION else None,
             span_start=span.start, span_end=span.end, content=content, child_ids=[c.id for c in children],
-            history_ids=[h.id for h in history], model_id=llm.model_id, prompt_version=PROMPT_VERSIONS[level])
+            history_ids=[h.id for h in history], model_id=llm.model_id, prompt_version=LEVEL_PROMPTS[level].PROMPT_VERSION)
         with self.store.transaction():
             if existing is not None:
                 self.store.update_node(existing.id, status=NodeStatus.SUPERSEDED)
@@ -223,13 +222,14 @@ class Consolidator:
         Raises:
             LLMError: no sentence survives either call (nothing is written).
         """
-        mod: Any = {Level.SESSION: session, Level.DAY: day, Level.WEEK: week, Level.PROFILE: profile}[level]
+        mod = LEVEL_PROMPTS[level]
         schema = {Level.SESSION: session.SessionMemory, Level.DAY: day.DayMemory, Level.WEEK: week.WeekMemory,
                   Level.PROFILE: profile.ProfileMemory}[level]
         dropped: list[tuple[str, str]] = []
+        people = self._participants(user_id, span) if level == Level.PROFILE else []
         for shown in ([history, []] if history else [history]):
             if level == Level.PROFILE:
-                messages = profile.build_messages(children, shown, self._participants(user_id, span), self.tz)
+                messages = profile.build_messages(children, shown, people, self.tz)
             else:
                 messages = mod.build_messages(children, shown, self.tz)
             result = llm.complete_json(messages, schema, purpose=f"consolidate-L{int(level)}", user_id=user_id,
