@@ -69,6 +69,9 @@ class Config(BaseModel):
     recall_lambda: float = 0.9
     recall_top_k: int = 20
     recall_candidates: int = 40
+    #: "exact" cosine scan, or "hnsw": the vss HNSW index with over-fetch (approximate; pays off at
+    #: ~100k nodes per file, costs minutes to build and ~1 GB RAM there; bench/results/recall-latency.md)
+    vector_index: Literal["exact", "hnsw"] = "exact"
     gate_threshold: float = 0.35
     token_budget: int = 1000
     quotas: dict[str, dict[int, int]] = Field(default_factory=lambda: {k: dict(v) for k, v in DEFAULT_QUOTAS.items()})

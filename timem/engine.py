@@ -57,7 +57,7 @@ class MemoryEngine:
         from timem.llm.factory import make_llm
 
         embedder = MiniLMEmbedder(batch_size=config.embed_batch_size)
-        store = Store(config.db_path, embedder.model_id, embedder.dim)
+        store = Store(config.db_path, embedder.model_id, embedder.dim, config.vector_index)
         llm = make_llm(config, store) if with_llm else None
         return cls(config, store, embedder, llm)
 

@@ -25,6 +25,7 @@ import numpy as np
 from timem.errors import NotFoundError, StoreError
 from timem.models import Level, MemoryNode, NodeStatus, Role, Turn
 from timem.store.migrations import migrate
+from timem.store.search import FTS_PRAGMA, bm25_top, build_bm25_postings, drop_hnsw, ensure_hnsw, vector_top
 
 _NODE_COLS = ("id, user_id, level, window_key, session_id, span_start, span_end, content, child_ids, "
               "history_ids, source_turn_ids, parent_id, model_id, prompt_version, created_at, status, stale")
@@ -68,13 +69,16 @@ class Store:
         path: database file (created if missing) or ``":memory:"``.
         embed_model_id: id of the embedder whose vectors the file holds.
         dim: embedding dimension (the ``FLOAT[dim]`` column width).
+        vector_index: ``"exact"`` (default: scans; drops an HNSW index left by an earlier run) or
+            ``"hnsw"`` (creates the vss HNSW index if missing -- minutes at 200k nodes -- and
+            searches it with over-fetch; see :mod:`timem.store.search`).
 
     Raises:
         StoreError: the file cannot be opened (e.g. locked by another process) or was built
             with a different embedder.
     """
 
-    def __init__(self, path: str | Path, embed_model_id: str, dim: int) -> None:
+    def __init__(self, path: str | Path, embed_model_id: str, dim: int, vector_index: str = "exact") -> None:
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -97,6 +101,13 @@ class Store:
         self.embed_model_id = embed_model_id
         self.schema_version = migrate(self.con, dim)
         self._in_tx = False
+        if vector_index not in ("exact", "hnsw"):
+            raise StoreError(f"unknown vector_index {vector_index!r}; use 'exact' or 'hnsw'")
+        self.vector_index = vector_index
+        if vector_index == "hnsw":
+            ensure_hnsw(self.con)
+        else:
+            drop_hnsw(self.con)
 
     # ---------------------------------------------------------------- basics
     def close(self) -> None:
@@ -138,7 +149,7 @@ class Store:
         if not turns:
             return 0
         ids = [t.id for t in turns]
-        existing = {r[0] for r in self.con.execute("SELECT id FROM turns WHERE list_contains(?, id)", [ids]).fetchall()}
+        existing = {r[0] for r in self.con.execute("SELECT id FROM turns WHERE id IN (SELECT unnest(?::VARCHAR[]))", [ids]).fetchall()}
         new = [t for t in turns if t.id not in existing]
         if new:
             self.con.executemany(f"INSERT INTO turns ({_TURN_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", [
@@ -160,7 +171,7 @@ class Store:
         if session_id is not None:
             sql, args = sql + " AND session_id = ?", args + [session_id]
         if ids is not None:
-            sql, args = sql + " AND list_contains(?, id)", args + [list(ids)]
+            sql, args = sql + " AND id IN (SELECT unnest(?::VARCHAR[]))", args + [list(ids)]
         rows = self.con.execute(sql + " ORDER BY event_time, session_id, seq", args).fetchall()
         return [Turn(id=r[0], user_id=r[1], session_id=r[2], seq=r[3], speaker=r[4], role=Role(r[5]), text=r[6],
                      event_time=_py(r[7]), source_ref=r[8], image_caption=r[9], ingested_at=_py(r[10])) for r in rows]
@@ -208,7 +219,7 @@ class Store:
                                      for n, v in zip(nodes, vecs)])
             for n in nodes:
                 if n.child_ids:
-                    self.con.execute("UPDATE nodes SET parent_id = ? WHERE list_contains(?, id)", [n.id, n.child_ids])
+                    self.con.execute("UPDATE nodes SET parent_id = ? WHERE id IN (SELECT unnest(?::VARCHAR[]))", [n.id, n.child_ids])
             self._set_meta("fts_dirty", "1")
 
     def window_keys(self, user_id: str, level: Level, session_id: str | None = None, *,
@@ -245,9 +256,9 @@ class Store:
         segments (else they would be consolidated again); children lose their parent link."""
         with self.transaction():
             self.con.execute("DELETE FROM turns WHERE id IN (SELECT unnest(source_turn_ids) FROM nodes "
-                             "WHERE list_contains(?, id) AND level = 1)", [list(node_ids)])
-            self.con.execute("UPDATE nodes SET parent_id = NULL WHERE list_contains(?, parent_id)", [list(node_ids)])
-            self.con.execute("DELETE FROM nodes WHERE list_contains(?, id)", [list(node_ids)])
+                             "WHERE id IN (SELECT unnest(?::VARCHAR[])) AND level = 1)", [list(node_ids)])
+            self.con.execute("UPDATE nodes SET parent_id = NULL WHERE parent_id IN (SELECT unnest(?::VARCHAR[]))", [list(node_ids)])
+            self.con.execute("DELETE FROM nodes WHERE id IN (SELECT unnest(?::VARCHAR[]))", [list(node_ids)])
             self._set_meta("fts_dirty", "1")
 
     def _nodes(self, where: str, args: list[Any], order: str = "span_start, level, id", limit: int | None = None
@@ -276,7 +287,7 @@ class Store:
             where.append("status = ?")
             args.append(status.value)
         if ids is not None:
-            where.append("list_contains(?, id)")
+            where.append("id IN (SELECT unnest(?::VARCHAR[]))")
             args.append(list(ids))
         return self._nodes(" AND ".join(where), args)
 
@@ -293,11 +304,11 @@ class Store:
         return rows[::-1]
 
     def parent_ids(self, node_ids: Sequence[str]) -> dict[str, str | None]:
-        rows = self.con.execute("SELECT id, parent_id FROM nodes WHERE list_contains(?, id)", [list(node_ids)]).fetchall()
+        rows = self.con.execute("SELECT id, parent_id FROM nodes WHERE id IN (SELECT unnest(?::VARCHAR[]))", [list(node_ids)]).fetchall()
         return dict(rows)
 
     def embeddings(self, node_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        rows = self.con.execute("SELECT id, embedding FROM nodes WHERE list_contains(?, id)", [list(node_ids)]).fetchall()
+        rows = self.con.execute("SELECT id, embedding FROM nodes WHERE id IN (SELECT unnest(?::VARCHAR[]))", [list(node_ids)]).fetchall()
         return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
 
     def purge_cache_mentioning(self, texts: Sequence[str]) -> int:
@@ -323,9 +334,9 @@ class Store:
                                                     [user_id, user_id]).fetchall()]
             keys = [r[0] for r in self.con.execute("SELECT DISTINCT cache_key FROM llm_calls WHERE user_id = ? "
                                                    "AND cache_key IS NOT NULL", [user_id]).fetchall()]
-            counts["llm_cache"] = self.con.execute("SELECT count(*) FROM llm_cache WHERE list_contains(?, key)",
+            counts["llm_cache"] = self.con.execute("SELECT count(*) FROM llm_cache WHERE key IN (SELECT unnest(?::VARCHAR[]))",
                                                    [keys]).fetchone()[0]
-            self.con.execute("DELETE FROM llm_cache WHERE list_contains(?, key)", [keys])
+            self.con.execute("DELETE FROM llm_cache WHERE key IN (SELECT unnest(?::VARCHAR[]))", [keys])
             counts["llm_cache"] += self.purge_cache_mentioning(texts)
             for table in ("turns", "sessions", "nodes", "recall_traces", "llm_calls"):
                 counts[table] = self.con.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?",
@@ -336,30 +347,26 @@ class Store:
 
     # ---------------------------------------------------------------- search
     def refresh_fts(self, force: bool = False) -> bool:
-        """Rebuild the BM25 index over ``nodes.content`` if writes happened since the last build."""
+        """Rebuild the BM25 index over ``nodes.content`` (and its postings table,
+        :func:`timem.store.search.build_bm25_postings`) if writes happened since the last build."""
         if not force and self.get_meta("fts_dirty") == "0":
             return False
-        self.con.execute("PRAGMA create_fts_index('nodes', 'id', 'content', stemmer = 'porter', "
-                         "stopwords = 'english', strip_accents = 1, lower = 1, overwrite = 1)")
-        self._set_meta("fts_dirty", "0")
+        with self.transaction():
+            self.con.execute(FTS_PRAGMA)
+            build_bm25_postings(self.con)
+            self._set_meta("fts_dirty", "0")
         return True
 
     def search_bm25(self, user_id: str, query: str, level: int, limit: int) -> list[tuple[str, float]]:
-        """Top ``limit`` active nodes of one user and level by BM25 (higher is better); user filter in SQL."""
+        """Top ``limit`` active nodes of one user and level by BM25 (higher is better); user filter in SQL.
+        Scores equal the fts extension's ``match_bm25`` (see :mod:`timem.store.search`)."""
         self.refresh_fts()
-        rows = self.con.execute(
-            "SELECT id, fts_main_nodes.match_bm25(id, ?) AS score FROM nodes "
-            "WHERE user_id = ? AND level = ? AND status = 'active' AND score IS NOT NULL "
-            "ORDER BY score DESC, id LIMIT ?", [query, user_id, level, limit]).fetchall()
-        return [(r[0], float(r[1])) for r in rows]
+        return bm25_top(self.con, user_id, query, level, limit)
 
     def search_vector(self, user_id: str, query_vec: np.ndarray, level: int, limit: int) -> list[tuple[str, float]]:
-        """Top ``limit`` active nodes of one user and level by cosine similarity; user filter in SQL."""
-        rows = self.con.execute(
-            f"SELECT id, array_cosine_similarity(embedding, ?::FLOAT[{self.dim}]) AS score FROM nodes "
-            "WHERE user_id = ? AND level = ? AND status = 'active' ORDER BY score DESC, id LIMIT ?",
-            [np.asarray(query_vec, dtype=np.float32).tolist(), user_id, level, limit]).fetchall()
-        return [(r[0], float(r[1])) for r in rows]
+        """Top ``limit`` active nodes of one user and level by cosine similarity; user filter in SQL.
+        Exact unless the store was opened with ``vector_index="hnsw"`` (see :mod:`timem.store.search`)."""
+        return vector_top(self.con, self.dim, user_id, query_vec, level, limit, hnsw=self.vector_index == "hnsw")
 
     # ---------------------------------------------------------------- LLM cache and call log
     def cache_get(self, key: str) -> tuple[str, int | None, int | None] | None:

@@ -1,0 +1,119 @@
+"""Candidate search in DuckDB on real LoCoMo text: BM25 postings vs the fts extension's own
+``match_bm25``, postings refresh after writes, and the opt-in HNSW vector index."""
+
+from __future__ import annotations
+
+from zoneinfo import ZoneInfo
+
+import numpy as np
+import pytest
+
+from timem.datasets.locomo import load_locomo
+from timem.models import Level, MemoryNode, NodeStatus
+from timem.store import Store
+from timem.store.search import HNSW_INDEX, vector_top
+
+PER_USER = 120  # real turns per user stored as L1 nodes
+
+
+def _reference_bm25(store: Store, user_id: str, query: str, level: int, limit: int) -> list[tuple[str, float]]:
+    """The fts extension's macro over every row, user filter after scoring (the pre-postings query)."""
+    return store.con.execute(
+        "SELECT * FROM (SELECT id, fts_main_nodes.match_bm25(id, ?) AS score FROM nodes "
+        "WHERE user_id = ? AND level = ? AND status = 'active') WHERE score IS NOT NULL "
+        "ORDER BY round(score, 9) DESC, id LIMIT ?", [query, user_id, level, limit]).fetchall()
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory, embedder, locomo_dev):
+    """Two users' first PER_USER real turns as L1 nodes (plus one L2 each), and their real questions."""
+    users = load_locomo(locomo_dev, None, ZoneInfo("UTC"))[:2]
+    path = tmp_path_factory.mktemp("search") / "timem.duckdb"
+    store = Store(path, embedder.model_id, embedder.dim)
+    questions: list[str] = []
+    for u in users:
+        turns = u.turns[:PER_USER]
+        leaves = [MemoryNode(id=f"{u.user_id}:L1:{i}", user_id=u.user_id, level=Level.SEGMENT, window_key=t.id,
+                             session_id=t.session_id, span_start=t.event_time, span_end=t.event_time,
+                             content=f"{t.speaker}: {t.text}", source_turn_ids=[t.id], model_id="verbatim",
+                             prompt_version="test") for i, t in enumerate(turns)]
+        session = MemoryNode(id=f"{u.user_id}:L2", user_id=u.user_id, level=Level.SESSION, window_key="s",
+                             span_start=turns[0].event_time, span_end=turns[-1].event_time,
+                             content=" ".join(t.text for t in turns[:10]), child_ids=[n.id for n in leaves],
+                             model_id="verbatim", prompt_version="test")
+        nodes = [*leaves, session]
+        store.add_nodes(nodes, embedder.embed([n.content for n in nodes]))
+        questions += [q.question for q in u.questions[:15]]
+    yield store, [u.user_id for u in users], questions
+    store.close()
+
+
+def test_bm25_postings_equal_match_bm25_on_real_text(real):
+    store, users, questions = real
+    compared = hits = 0
+    for q in questions:
+        for uid in users:
+            for level in (1, 2):
+                got = store.search_bm25(uid, q, level, 40)
+                ref = _reference_bm25(store, uid, q, level, 40)
+                assert [i for i, _ in got] == [i for i, _ in ref], q
+                assert np.allclose([s for _, s in got], [s for _, s in ref], rtol=0, atol=1e-9)
+                assert all(i.startswith(f"{uid}:") for i, _ in got)
+                compared += 1
+                hits += len(got)
+    assert compared == len(questions) * 4 and hits > 200  # real questions do hit real turns
+
+
+def test_bm25_postings_follow_writes(real, embedder):
+    store, users, _ = real
+    uid = users[0]
+    top = store.search_bm25(uid, "zanzibar marmalade", 1, 5)
+    assert top == []
+    node = store.nodes(uid, 1)[0]
+    text = node.content + " We flew to Zanzibar and ate marmalade."
+    store.update_node(node.id, content=text, embedding=embedder.embed([text])[0])
+    assert [i for i, _ in store.search_bm25(uid, "zanzibar marmalade", 1, 5)] == [node.id]
+    assert store.search_bm25(users[1], "zanzibar marmalade", 1, 5) == []
+    store.update_node(node.id, status=NodeStatus.DELETED)
+    assert store.search_bm25(uid, "zanzibar marmalade", 1, 5) == []
+    store.update_node(node.id, status=NodeStatus.ACTIVE)
+    assert _reference_bm25(store, uid, "zanzibar", 1, 5)[0][0] == node.id
+
+
+def test_hnsw_vector_index_matches_exact_search(tmp_path, embedder, real):
+    src, users, questions = real
+    path = tmp_path / "hnsw.duckdb"
+    rows = src.con.execute("SELECT id FROM nodes ORDER BY id").fetchall()
+    nodes = src.nodes(status=None)
+    assert len(nodes) == len(rows)
+    with Store(path, embedder.model_id, embedder.dim, vector_index="hnsw") as store:
+        store.add_nodes(nodes, np.stack([src.embeddings([n.id for n in nodes])[n.id] for n in nodes]))
+        assert store.con.execute("SELECT count(*) FROM duckdb_indexes() WHERE index_name = ?",
+                                 [HNSW_INDEX]).fetchone()[0] == 1
+        qvecs = embedder.embed(questions[:10])
+        overlap = []
+        for qv in qvecs:
+            for uid in users:
+                exact = vector_top(store.con, store.dim, uid, qv, 1, 10)
+                approx = store.search_vector(uid, qv, 1, 10)
+                # the doubling loop: a tiny first fetch still ends with `limit` of this user's rows
+                doubled = vector_top(store.con, store.dim, uid, qv, 1, 10, hnsw=True, overfetch=0.05)
+                for got in (approx, doubled):
+                    assert len(got) == 10 and all(i.startswith(f"{uid}:L1:") for i, _ in got)
+                    overlap.append(len({i for i, _ in got} & {i for i, _ in exact}) / 10)
+        assert np.mean(overlap) >= 0.9  # approximate, but on 242 nodes HNSW is near exact
+        plan = "\n".join(r[1] for r in store.con.execute(
+            f"EXPLAIN SELECT id FROM nodes ORDER BY array_cosine_distance(embedding, ?::FLOAT[{store.dim}]) LIMIT 30",
+            [qvecs[0].tolist()]).fetchall())
+        assert "HNSW_INDEX_SCAN" in plan
+    with Store(path, embedder.model_id, embedder.dim) as store:  # reopened exact: the index is dropped
+        assert store.con.execute("SELECT count(*) FROM duckdb_indexes() WHERE index_name = ?",
+                                 [HNSW_INDEX]).fetchone()[0] == 0
+        assert len(store.search_vector(users[0], qvecs[0], 1, 10)) == 10
+
+
+def test_unknown_vector_index_is_refused(tmp_path, embedder):
+    from timem.errors import StoreError
+
+    with pytest.raises(StoreError, match="exact.*hnsw"):
+        Store(tmp_path / "x.duckdb", embedder.model_id, embedder.dim, vector_index="faiss")

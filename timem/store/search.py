@@ -1,0 +1,126 @@
+"""Candidate search inside DuckDB: BM25 over the fts index, cosine over ``nodes.embedding``.
+
+Both searches filter by ``user_id``, ``level`` and ``status = 'active'`` inside SQL, so no other
+user's node can ever be returned.
+
+**BM25.** ``PRAGMA create_fts_index`` (DuckDB fts extension: Porter stemmer, English stop list,
+accents stripped, lower-cased) builds an inverted index in schema ``fts_main_nodes`` over every
+row of ``nodes``. Its ``match_bm25`` macro scores *every row* of the table and only then lets the
+user filter apply (165 ms p50 at 228k rows, ``bench/results/recall-latency.md``). So after each
+fts build :func:`build_bm25_postings` derives one more table from the fts index,
+``fts_main_nodes.postings(user_id, level, status, termid, node_id, tf, len)``, sorted by
+``(user_id, level, termid)``: DuckDB's per-row-group min/max (zone maps) then let a query read
+only the row groups of one user, level and query term. :func:`bm25_top` scores with exactly the
+formula of ``match_bm25`` (Robertson/Sparck Jones BM25 with ``k1 = 1.2``, ``b = 0.75``,
+``idf = log10((N - df + 0.5) / (df + 0.5) + 1)``, ``N``, ``df`` and ``avgdl`` over the whole
+column as the fts extension computes them), so its scores equal ``match_bm25``'s; a test checks
+that on real data.
+
+**Vectors.** :func:`vector_top` is an exact scan by default (``array_cosine_similarity``; the
+stored vectors are unit length). With ``vector_index = "hnsw"`` (:class:`timem.config.Config`)
+the store keeps a vss HNSW index (cosine metric) and :func:`vector_top` asks it for the
+``overfetch`` nearest rows of the whole table, keeps the user's active rows of the level, and
+doubles the fetch until ``limit`` rows are found or the fetch covers the table (then it is
+exact). The index cannot be per user or partial, hence the over-fetch. Approximate: recall@40
+against the exact top 40 was 0.96 at 100k nodes per user; cost and numbers in
+``bench/results/recall-latency.md``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import duckdb
+import numpy as np
+
+FTS_PRAGMA = ("PRAGMA create_fts_index('nodes', 'id', 'content', stemmer = 'porter', "
+              "stopwords = 'english', strip_accents = 1, lower = 1, overwrite = 1)")
+HNSW_INDEX = "nodes_embedding_hnsw"
+BM25_K1, BM25_B = 1.2, 0.75
+
+
+def build_bm25_postings(con: duckdb.DuckDBPyConnection) -> None:
+    """(Re)build ``fts_main_nodes.postings`` from the current fts index (call right after the pragma)."""
+    con.execute("""
+        CREATE OR REPLACE TABLE fts_main_nodes.postings AS
+        SELECT n.user_id, n.level, n.status, t.termid, d.name AS node_id, count(*)::INTEGER AS tf, d.len
+        FROM fts_main_nodes.terms t
+        JOIN fts_main_nodes.docs d ON d.docid = t.docid
+        JOIN nodes n ON n.id = d.name
+        GROUP BY ALL
+        ORDER BY n.user_id, n.level, t.termid""")
+
+
+def bm25_top(con: duckdb.DuckDBPyConnection, user_id: str, query: str, level: int, limit: int
+             ) -> list[tuple[str, float]]:
+    """Top ``limit`` active nodes of one user and level by BM25 (higher is better), as ``(id, score)``.
+
+    The query is tokenised and stemmed by the fts index's own macros; terms absent from the index
+    (and stop words, which it never indexes) contribute nothing. Scores are ranked rounded to 9
+    decimals (summation order differs from ``match_bm25`` by ~1e-15), ties broken by node id.
+    """
+    termids = [r[0] for r in con.execute(
+        "SELECT d.termid FROM fts_main_nodes.dict d WHERE d.term IN "
+        "(SELECT DISTINCT stem(unnest(fts_main_nodes.tokenize(?)), 'porter'))", [query]).fetchall()]
+    if not termids:
+        return []
+    rows = con.execute(f"""
+        WITH st AS (SELECT num_docs, avgdl FROM fts_main_nodes.stats),
+        q AS (SELECT termid, df FROM fts_main_nodes.dict WHERE termid IN (SELECT unnest(?::BIGINT[])))
+        SELECT p.node_id,
+               sum(log(((st.num_docs - q.df) + 0.5) / (q.df + 0.5) + 1)
+                   * ((p.tf * ({BM25_K1} + 1)) / (p.tf + {BM25_K1} * ((1 - {BM25_B}) + {BM25_B} * (p.len / st.avgdl)))))
+                   AS score
+        FROM fts_main_nodes.postings p JOIN q ON p.termid = q.termid, st
+        WHERE p.user_id = ? AND p.level = ? AND p.status = 'active'
+          AND p.termid IN ({", ".join(str(int(t)) for t in termids)})
+        GROUP BY p.node_id ORDER BY round(score, 9) DESC, p.node_id LIMIT ?""", [termids, user_id, level, limit]).fetchall()
+    return [(r[0], float(r[1])) for r in rows]
+
+
+def ensure_hnsw(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the HNSW index over ``nodes.embedding`` if missing (minutes at 200k rows; see module doc)."""
+    con.execute("SET hnsw_enable_experimental_persistence = true")
+    con.execute(f"CREATE INDEX IF NOT EXISTS {HNSW_INDEX} ON nodes USING HNSW (embedding) WITH (metric = 'cosine')")
+
+
+def drop_hnsw(con: duckdb.DuckDBPyConnection) -> bool:
+    """Drop the HNSW index if present; returns whether there was one."""
+    there = con.execute("SELECT count(*) FROM duckdb_indexes() WHERE index_name = ?", [HNSW_INDEX]).fetchone()[0]
+    if there:
+        con.execute(f"DROP INDEX {HNSW_INDEX}")
+    return bool(there)
+
+
+def vector_top(con: duckdb.DuckDBPyConnection, dim: int, user_id: str, query_vec: np.ndarray, level: int,
+               limit: int, *, hnsw: bool = False, overfetch: float = 3.0) -> list[tuple[str, float]]:
+    """Top ``limit`` active nodes of one user and level by cosine similarity, as ``(id, cosine)``.
+
+    Args:
+        query_vec: ``(dim,)`` unit vector.
+        hnsw: use the HNSW index with over-fetch (approximate); else an exact scan.
+        overfetch: first fetch = ``limit / (share of the table that is this user's level) * overfetch``.
+    """
+    vec = np.asarray(query_vec, dtype=np.float32).tolist()
+    if not hnsw:
+        rows = con.execute(
+            f"SELECT id, array_cosine_similarity(embedding, ?::FLOAT[{dim}]) AS score FROM nodes "
+            "WHERE user_id = ? AND level = ? AND status = 'active' ORDER BY score DESC, id LIMIT ?",
+            [vec, user_id, level, limit]).fetchall()
+        return [(r[0], float(r[1])) for r in rows]
+    total, mine = con.execute("SELECT count(*), count(*) FILTER (WHERE user_id = ? AND level = ? AND status = 'active') "
+                              "FROM nodes", [user_id, level]).fetchone()
+    if not mine:
+        return []
+    fetch = max(limit, math.ceil(limit * total / mine * overfetch))
+    while fetch < total:
+        # the inner ORDER BY distance LIMIT <constant> over the whole table is what the HNSW scan serves
+        rows = con.execute(
+            f"SELECT id, 1 - d AS score FROM (SELECT id, user_id, level, status, "
+            f"array_cosine_distance(embedding, ?::FLOAT[{dim}]) AS d FROM nodes ORDER BY d LIMIT {int(fetch)}) "
+            "WHERE user_id = ? AND level = ? AND status = 'active' ORDER BY d, id LIMIT ?",
+            [vec, user_id, level, limit]).fetchall()
+        if len(rows) >= min(limit, mine):
+            return [(r[0], float(r[1])) for r in rows]
+        fetch *= 2
+    return vector_top(con, dim, user_id, query_vec, level, limit, hnsw=False)
