@@ -92,6 +92,7 @@ from timem.recall.leaves import bm25_query, fuse, select_leaves
 from timem.recall.pipeline import recall
 from timem.recall.planner import CentroidPlanner
 from timem.store.duckdb_store import Store
+from timem.store.search import drop_hnsw, ensure_hnsw
 
 RESULTS = Path(__file__).parent / "results"
 USER, OTHER = "bench-a", "bench-b"
@@ -546,8 +547,50 @@ def run_size(n: int, args: argparse.Namespace, emb: MiniLMEmbedder, planner: Cen
         log(f"[{n}] {k:12s} wall p50 {s['wall_p50']:8.1f} p95 {s['wall_p95']:8.1f} | cpu p50 {s['cpu_p50']:8.1f} "
             f"p95 {s['cpu_p95']:8.1f} ms")
 
+    exact_kept: dict[int, set[str]] = {}
+
+    def time_recall(tag: str) -> dict[str, Any]:
+        """recall_full and Store.search_vector again over the same questions (e.g. with the HNSW index)."""
+        walls: dict[str, tuple[list[float], list[float]]] = {"recall_full": ([], []), "sql_vector": ([], [])}
+        st: dict[str, list[float]] = {}
+        overlap: list[float] = []
+        for rep in range(args.repeat + 1):
+            for i in (order[:n_warm] if rep == 0 else order[n_warm:]):
+                r, w, c = _timed(recall, store, emb, None, cfg, USER, qs[i], qt, gate_override="score", persist=False)
+                kept = {x.node_id for x in r.trace.candidates if x.kept}
+                if tag == "exact":
+                    exact_kept[i] = kept
+                elif rep:
+                    overlap.append(len(kept & exact_kept[i]) / max(1, len(exact_kept[i])))
+                _, w2, c2 = _timed(store.search_vector, USER, qvecs[i], 1, K_CAND)
+                if rep:
+                    walls["recall_full"][0].append(w)
+                    walls["recall_full"][1].append(c)
+                    walls["sql_vector"][0].append(w2)
+                    walls["sql_vector"][1].append(c2)
+                    for k, v in r.trace.latency_ms.items():
+                        st.setdefault(k, []).append(v)
+        out = {"latency_ms": {k: _summ(*v) for k, v in walls.items()},
+               "recall_stages_wall_ms": {k: {"p50": round(_pct(v, 50), 2), "p95": round(_pct(v, 95), 2)}
+                                         for k, v in st.items()}}
+        if overlap:
+            out["kept20_overlap_vs_exact"] = round(statistics.fmean(overlap), 3)
+        s = out["latency_ms"]["recall_full"]
+        log(f"[{n}] recall_full ({tag}) wall p50 {s['wall_p50']:.1f} p95 {s['wall_p95']:.1f} ms "
+            f"{out.get('kept20_overlap_vs_exact', '')}")
+        return out
+
     if args.hnsw:
-        res["hnsw"] = hnsw_experiment(store, db, qvecs[n_warm:], args, n, log)
+        time_recall("exact")  # the kept leaves of exact search, for the overlap below
+
+        def with_index() -> dict[str, Any]:
+            store.vector_index = "hnsw"
+            try:
+                return time_recall("hnsw")
+            finally:
+                store.vector_index = "exact"
+
+        res["hnsw"] = hnsw_experiment(store, db, qvecs[n_warm:], args, n, log, with_index)
     store.close()
     if not args.keep_db:
         shutil.rmtree(db_dir, ignore_errors=True)
@@ -561,7 +604,7 @@ def _plan_text(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> s
 
 
 def hnsw_experiment(store: Store, db: Path, qvecs: np.ndarray, args: argparse.Namespace, n: int,
-                    log: Callable[[str], None]) -> dict[str, Any]:
+                    log: Callable[[str], None], with_index: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """Every query shape timed without the index (exact) and with it; recall vs the exact user top 40."""
     con, dim = store.con, store.dim
     out: dict[str, Any] = {"latency_ms": {}, "recall_at_40_vs_exact_user_top40": {}, "rows_returned_mean": {}}
@@ -620,8 +663,7 @@ def hnsw_experiment(store: Store, db: Path, qvecs: np.ndarray, args: argparse.Na
 
     gc.collect()
     rss0, mem0 = _rss_mb(), mem_mb()
-    _, w, c = _timed(con.execute, "CREATE INDEX nodes_embedding_hnsw ON nodes USING HNSW (embedding) "
-                                  "WITH (metric = 'cosine')")
+    _, w, c = _timed(ensure_hnsw, con)
     out["build_s"], out["build_cpu_s"] = round(w / 1000, 2), round(c / 1000, 2)
     out["indexed_rows"] = total
     rss1, mem1 = _rss_mb(), mem_mb()
@@ -647,6 +689,7 @@ def hnsw_experiment(store: Store, db: Path, qvecs: np.ndarray, args: argparse.Na
             if name != "store_search_vector" or ef == args.ef_search[0]:
                 measure(name, f"{name} (HNSW, ef_search {ef})")
     con.execute("RESET hnsw_ef_search")
+    out["store_hnsw_mode"] = with_index()  # the store itself with vector_index = "hnsw" (default ef_search)
 
     # write cost: the same add_nodes batch (and its delete) with the index present vs after dropping it
     rng = np.random.default_rng(7)
@@ -660,7 +703,7 @@ def hnsw_experiment(store: Store, db: Path, qvecs: np.ndarray, args: argparse.Na
 
     for with_index in (True, False):
         if not with_index:
-            con.execute("DROP INDEX nodes_embedding_hnsw")
+            drop_hnsw(con)
         ns, v = batch("with" if with_index else "without")
         tag = "with_index" if with_index else "without_index"
         _, w, c = _timed(store.add_nodes, ns, v)
@@ -735,7 +778,7 @@ def markdown(doc: dict[str, Any]) -> str:
                 (f"* `add_nodes`, L1 of both users in batches of {m['args']['batch']}: {r['insert_l1']['wall_s']} / "
                 f"{r['insert_l1']['cpu_s']} s ({_f(r['insert_l1']['rows_per_cpu_s'])} rows per CPU s)."),
                 f"* {r['parents']:,} L2-L5 parents: {r['insert_parents']['wall_s']} / {r['insert_parents']['cpu_s']} s. "
-                f"`add_nodes` with `child_ids` (one `UPDATE ... list_contains` per parent) measured on "
+                f"`add_nodes` with `child_ids` (one `UPDATE ... WHERE id IN (unnest)` per parent) measured on "
                 f"{ln.get('sampled_parents', 0)} parents: {ln.get('add_nodes_with_links_per_parent_ms')} ms per "
                 "parent; the rest were inserted by `add_nodes` without children and linked by one set-based "
                 "UPDATE per user (" + ", ".join(f"{k}: {v}" for k, v in ln.items() if k.startswith("set_based"))
@@ -766,6 +809,16 @@ def markdown(doc: dict[str, Any]) -> str:
             for k, s in h["latency_ms"].items():
                 out.append(_lat_row(f"`{k}`", s, f"{h['rows_returned_mean'][k]} | "
                                                  f"{h['recall_at_40_vs_exact_user_top40'][k]}"))
+            sm = h.get("store_hnsw_mode")
+            if sm:
+                out += ["", (f"**The store in HNSW mode** (`Store(vector_index=\"hnsw\")`: over-fetch "
+                             f"{m['args']['overfetch']}x the user's share, doubling until 40 rows), same questions:"), "",
+                        "| method | wall p50 | wall p95 | CPU p50 | CPU p95 |", "|---|---:|---:|---:|---:|"]
+                for k, s in sm["latency_ms"].items():
+                    out.append(_lat_row(f"`{k}` (hnsw)", s))
+                out += ["", "`recall_full` (hnsw) stages, wall ms p50 / p95: "
+                        + ", ".join(f"{k} {_f(v['p50'])} / {_f(v['p95'])}" for k, v in sm["recall_stages_wall_ms"].items())
+                        + f". Kept-20 leaves shared with exact search: {sm.get('kept20_overlap_vs_exact')}."]
             out.append("")
     out += ["EXPLAIN plans, questions and every raw number: `recall-latency.json`.", ""]
     return "\n".join(out)
