@@ -117,3 +117,19 @@ def test_unknown_vector_index_is_refused(tmp_path, embedder):
 
     with pytest.raises(StoreError, match="exact.*hnsw"):
         Store(tmp_path / "x.duckdb", embedder.model_id, embedder.dim, vector_index="faiss")
+
+
+def test_a_file_from_before_the_postings_table_gets_it_on_the_first_query(tmp_path, embedder, real):
+    src, users, _ = real
+    path = tmp_path / "old.duckdb"
+    nodes = src.nodes(users[0], 1)[:20]
+    with Store(path, embedder.model_id, embedder.dim) as store:
+        store.add_nodes(nodes, np.stack([src.embeddings([n.id for n in nodes])[n.id] for n in nodes]))
+        store.refresh_fts()
+        store.con.execute("DROP TABLE fts_main_nodes.postings")  # what an older TiMem left behind
+    with Store(path, embedder.model_id, embedder.dim) as store:
+        assert store.get_meta("fts_dirty") == "0"
+        word = nodes[0].content.split()[-1]
+        got, ref = store.search_bm25(users[0], word, 1, 5), _reference_bm25(store, users[0], word, 1, 5)
+        assert ref and [i for i, _ in got] == [i for i, _ in ref]
+        assert np.allclose([x for _, x in got], [x for _, x in ref], rtol=0, atol=1e-9)

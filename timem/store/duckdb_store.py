@@ -101,6 +101,7 @@ class Store:
         self.embed_model_id = embed_model_id
         self.schema_version = migrate(self.con, dim)
         self._in_tx = False
+        self._postings_seen = False
         if vector_index not in ("exact", "hnsw"):
             raise StoreError(f"unknown vector_index {vector_index!r}; use 'exact' or 'hnsw'")
         self.vector_index = vector_index
@@ -349,13 +350,19 @@ class Store:
     def refresh_fts(self, force: bool = False) -> bool:
         """Rebuild the BM25 index over ``nodes.content`` (and its postings table,
         :func:`timem.store.search.build_bm25_postings`) if writes happened since the last build."""
-        if not force and self.get_meta("fts_dirty") == "0":
+        if not force and self.get_meta("fts_dirty") == "0" and (self._postings_seen or self._has_postings()):
+            self._postings_seen = True
             return False
         with self.transaction():
             self.con.execute(FTS_PRAGMA)
             build_bm25_postings(self.con)
             self._set_meta("fts_dirty", "0")
         return True
+
+    def _has_postings(self) -> bool:
+        """Whether the postings table exists (files written before it was introduced lack it)."""
+        return bool(self.con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'fts_main_nodes' "
+                                     "AND table_name = 'postings'").fetchone()[0])
 
     def search_bm25(self, user_id: str, query: str, level: int, limit: int) -> list[tuple[str, float]]:
         """Top ``limit`` active nodes of one user and level by BM25 (higher is better); user filter in SQL.
