@@ -10,7 +10,7 @@ from helpers import consolidation_answer, make_turn, scripted_llm
 from timem.config import load_config
 from timem.consolidation.segments import exchanges
 from timem.engine import MemoryEngine
-from timem.errors import InputError, LLMError
+from timem.errors import ConsolidationIncomplete, InputError, LLMError, UnusableAnswerError
 from timem.llm.client import LLM
 from timem.llm.fake import ScriptedBackend
 from timem.models import Level, NodeStatus, Role
@@ -81,6 +81,66 @@ def test_rerun_adds_nothing_and_a_failed_run_resumes_without_duplicates(store, e
     eng.consolidate("u", flush=True)
     assert {n.id for n in store.nodes("u", status=None)} == ids
     assert check_store(store, cfg, "u") == []
+
+
+def _invents_for(session_text: str):
+    """A model that answers every prompt well except the L2 of the session containing ``session_text``,
+    for which it writes facts found in no input (what the 1.5B model did on a Chinese session)."""
+    def reply(request):
+        prompt = request.messages[-1].content
+        if "Segments of this session" in prompt and session_text in prompt.split("\n\nEarlier ")[0]:
+            return '{"summary": "They visited the Eiffel Tower and the Louvre, then bought croissants in Paris."}'
+        return consolidation_answer(request)
+    return reply
+
+
+def test_an_unusable_window_is_reported_and_stays_due_while_the_others_are_written(store, embedder, tmp_path):
+    cfg = load_config(env={}, db_path=str(tmp_path / "x.duckdb"))
+    for d, text in enumerate(["I bake sourdough bread.", "我学了半年中文。", "I repaired my bicycle."]):
+        store.add_turns([make_turn("u", f"s{d}", i, "AB"[i % 2], f"{text} ({i})", T0 + timedelta(hours=d, minutes=i))
+                         for i in range(2)])
+        store.end_session("u", f"s{d}")
+    eng = MemoryEngine(cfg, store, embedder, LLM(ScriptedBackend(_invents_for("我学了半年中文")), store))
+    with pytest.raises(ConsolidationIncomplete) as err:
+        eng.consolidate("u", flush=True)
+    exc = err.value
+    assert [(lv, key) for lv, key, _ in exc.failures] == [(2, "session:s1")]
+    assert "no sentence of the model's answer is supported" in exc.failures[0][2] and "session:s1" in str(exc)
+    assert {n.session_id for n in store.nodes("u", 2)} == {"s0", "s2"}  # the other sessions were written
+    assert {n.id for n in exc.written if n.level > 1} == {n.id for n in store.nodes("u") if n.level > 1}
+    day = store.nodes("u", 3)[0]
+    assert sorted(day.child_ids) == sorted(n.id for n in store.nodes("u", 2))  # built from what exists
+    audit = store.con.execute("SELECT detail FROM audit WHERE action = 'consolidation-failed'").fetchall()
+    assert len(audit) == 1 and "session:s1" in audit[0][0]
+    violations = check_store(store, cfg, "u")  # `timem check` names the segments still waiting for their L2
+    assert {(v.rule, v.node_id) for v in violations} == {("orphan", n.id) for n in store.nodes("u", 1)
+                                                         if n.session_id == "s1"}
+    # a model that can write it: the window is still due, and the day is redone with the new child
+    eng2 = MemoryEngine(cfg, store, embedder, LLM(ScriptedBackend(consolidation_answer, model_id="better"), store))
+    eng2.consolidate("u", flush=True)
+    assert {n.session_id for n in store.nodes("u", 2)} == {"s0", "s1", "s2"}
+    assert store.node(day.id).status == NodeStatus.SUPERSEDED and len(store.nodes("u", 3)[0].child_ids) == 3
+    assert check_store(store, cfg, "u") == []
+
+
+def test_chat_keeps_the_exchange_when_an_older_window_cannot_be_consolidated(store, embedder, tmp_path):
+    cfg = load_config(env={}, db_path=str(tmp_path / "x.duckdb"))
+    eng = MemoryEngine(cfg, store, embedder, LLM(ScriptedBackend(_invents_for("tea ceremony")), store))
+    eng.add_exchange("u", "s1", "I joined a tea ceremony class.", "Lovely.", T0)
+    with pytest.raises(ConsolidationIncomplete) as err:
+        eng.add_exchange("u", "s2", "Back from work.", "Welcome back.", T0 + timedelta(days=1))
+    assert len(store.turns("u", "s2")) == 2 and len(store.nodes("u", 1)) == 2  # stored, L1 included
+    assert [n.level for n in err.value.written] == [Level.SEGMENT]
+    assert store.search_bm25("u", "work", 1, 5)  # the FTS snapshot was refreshed despite the failure
+
+
+def test_no_valid_json_is_an_unusable_answer(store):
+    llm = LLM(ScriptedBackend(["not json"] * 3), store, max_retries=2)
+    from timem.llm.protocol import Message
+    from timem.prompts import session
+
+    with pytest.raises(UnusableAnswerError, match="no valid"):
+        llm.complete_json([Message(role="user", content="Summarise.")], session.SessionMemory, purpose="t")
 
 
 def test_history_of_three_latest_same_level_nodes_is_shown_to_the_prompt(engine):

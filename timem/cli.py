@@ -16,7 +16,7 @@ import typer
 from tqdm import tqdm
 
 from timem.config import Config, load_config
-from timem.errors import TimemError
+from timem.errors import ConsolidationIncomplete, TimemError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="TiMem: a Temporal Memory Tree for chat agents.")
 T = TypeVar("T")
@@ -60,8 +60,16 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
     eng = _engine(cfg)
     try:
         report = eng.ingest(users, flush=flush, upper_levels=upper_levels, progress=_bar)
+    except ConsolidationIncomplete as exc:
+        report = exc.report
+        _echo_ingested(report, cfg)
+        raise
     finally:
         eng.close()
+    _echo_ingested(report, cfg)
+
+
+def _echo_ingested(report, cfg: Config) -> None:
     typer.echo(f"ingested {len(report.users)} user(s): {report.turns_added} new turns, "
                f"new nodes {report.nodes_added or 'none'} -> {cfg.db_path}")
 

@@ -16,7 +16,7 @@ from timem.config import Config
 from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
 from timem.datasets.base import ImportedUser, turn_id
 from timem.embed.protocol import Embedder
-from timem.errors import InputError
+from timem.errors import ConsolidationIncomplete, InputError
 from timem.llm.protocol import LLMClient
 from timem.models import MemoryNode, Role, Turn
 from timem.store import Store
@@ -72,18 +72,35 @@ class MemoryEngine:
         Dataset sessions are complete, so they are marked ended; ``flush`` also closes the last day,
         week and month. ``upper_levels=False`` writes L1 only and leaves L2..L5 to a later
         :meth:`consolidate`. Running it again adds nothing (turn ids and windows are deterministic).
+
+        Raises:
+            ConsolidationIncomplete: after every user was imported, if some window could not be
+                consolidated (its ``.report`` is the :class:`IngestReport`); the turns, the L1
+                segments and every other window are stored.
         """
         report = IngestReport()
-        for user in users:
-            turns = [t for s in user.sessions for t in s.turns]
-            with self.store.transaction():
-                report.turns_added += self.store.add_turns(turns)
-                for s in user.sessions:
-                    self.store.end_session(user.user_id, s.session_id)
-            report.users.append(user.user_id)
-            report.add_nodes(self.consolidator.consolidate(user.user_id, flush=flush, upper_levels=upper_levels,
-                                                           progress=progress))
-        self.store.refresh_fts()
+        failures: list[tuple[int, str, str]] = []
+        written: list[MemoryNode] = []
+        try:
+            for user in users:
+                turns = [t for s in user.sessions for t in s.turns]
+                with self.store.transaction():
+                    report.turns_added += self.store.add_turns(turns)
+                    for s in user.sessions:
+                        self.store.end_session(user.user_id, s.session_id)
+                report.users.append(user.user_id)
+                try:
+                    nodes = self.consolidator.consolidate(user.user_id, flush=flush, upper_levels=upper_levels,
+                                                          progress=progress)
+                except ConsolidationIncomplete as exc:  # go on with the other users; raised below
+                    nodes = exc.written
+                    failures += [(lv, f"{user.user_id} {key}", msg) for lv, key, msg in exc.failures]
+                report.add_nodes(nodes)
+                written += nodes
+        finally:
+            self.store.refresh_fts()
+        if failures:
+            raise ConsolidationIncomplete(failures, written, report=report)
         return report
 
     # ------------------------------------------------------------------ online chat
@@ -95,7 +112,9 @@ class MemoryEngine:
         Writes its L1 segment online and consolidates whatever windows closed in event time.
 
         Raises:
-            InputError: empty text or a naive ``event_time``.
+            InputError: empty text or a naive ``event_time`` (nothing is written).
+            ConsolidationIncomplete: the turns and the L1 segment were stored, but some closed window
+                could not be consolidated (see :meth:`Consolidator.consolidate`).
         """
         if not user_text.strip():
             raise InputError("the message is empty; type something to say", field="text")
@@ -109,24 +128,44 @@ class MemoryEngine:
         ]
         with self.store.transaction():
             self.store.add_turns(turns)
-        nodes = self.consolidator.consolidate(user_id) if consolidate else []
-        self.store.refresh_fts()
-        return nodes
+        try:
+            return self.consolidator.consolidate(user_id) if consolidate else []
+        finally:
+            self.store.refresh_fts()
 
     def end_session(self, user_id: str, session_id: str) -> list[MemoryNode]:
-        """Mark a session ended and consolidate what that closes (its L2 at least)."""
+        """Mark a session ended and consolidate what that closes (its L2 at least).
+
+        Raises:
+            ConsolidationIncomplete: see :meth:`Consolidator.consolidate`; the session is ended anyway.
+        """
         self.store.end_session(user_id, session_id)
-        nodes = self.consolidator.consolidate(user_id)
-        self.store.refresh_fts()
-        return nodes
+        try:
+            return self.consolidator.consolidate(user_id)
+        finally:
+            self.store.refresh_fts()
 
     def consolidate(self, user_id: str | None = None, *, flush: bool = False,
                     progress: Progress = _no_progress) -> list[MemoryNode]:
-        """Consolidate due windows of one user (or all users); ``flush`` closes every open window."""
+        """Consolidate due windows of one user (or all users); ``flush`` closes every open window.
+
+        Raises:
+            ConsolidationIncomplete: after every user was tried, if some window failed (see
+                :meth:`Consolidator.consolidate`).
+        """
         nodes: list[MemoryNode] = []
-        for uid in [user_id] if user_id else self.store.users():
-            nodes += self.consolidator.consolidate(uid, flush=flush, progress=progress)
-        self.store.refresh_fts()
+        failures: list[tuple[int, str, str]] = []
+        try:
+            for uid in [user_id] if user_id else self.store.users():
+                try:
+                    nodes += self.consolidator.consolidate(uid, flush=flush, progress=progress)
+                except ConsolidationIncomplete as exc:
+                    nodes += exc.written
+                    failures += [(lv, key if user_id else f"{uid} {key}", msg) for lv, key, msg in exc.failures]
+        finally:
+            self.store.refresh_fts()
+        if failures:
+            raise ConsolidationIncomplete(failures, nodes)
         return nodes
 
     # ------------------------------------------------------------------ correcting and erasing

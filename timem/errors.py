@@ -54,3 +54,28 @@ class ModelFileError(LLMError):
 
 class NotFoundError(TimemError):
     """A user, memory node, session or recall trace that was asked for does not exist."""
+
+
+class UnusableAnswerError(LLMError):
+    """The model answered, but the answer cannot be used: no valid JSON for the schema after the
+    bounded retries, or (consolidation) no sentence supported by the inputs. Nothing is written from
+    it; a consolidation window it was for stays due."""
+
+
+class ConsolidationIncomplete(LLMError):
+    """Some windows could not be consolidated; every other due window was written.
+
+    Attributes:
+        failures: ``(level, window_key, message)`` per failed window, in the order met.
+        written: the nodes that were written in the same run.
+        report: for an ingest, its :class:`timem.engine.IngestReport` (else ``None``).
+    """
+
+    def __init__(self, failures: list[tuple[int, str, str]], written: list, report: object = None) -> None:
+        self.failures, self.written, self.report = failures, written, report
+        keys = ", ".join(f"L{lv} {key}" for lv, key, _ in failures)
+        super().__init__(
+            f"{len(failures)} window(s) could not be consolidated ({keys}); {len(written)} other memories were "
+            f"written. First reason: {failures[0][2]} The failed windows stay due: consolidate again with a "
+            "larger model or an OpenAI-compatible endpoint (TIMEM_LLM_BACKEND=openai). Details: the audit log "
+            "(action consolidation-failed).")

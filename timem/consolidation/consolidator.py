@@ -35,7 +35,7 @@ from timem.config import Config
 from timem.consolidation.grounding import ground_content
 from timem.consolidation.segments import exchanges, group_segments, render_segment
 from timem.embed.protocol import Embedder
-from timem.errors import LLMError
+from timem.errors import ConsolidationIncomplete, LLMError, UnusableAnswerError
 from timem.llm.protocol import LLMClient
 from timem.models import Level, MemoryNode, NodeStatus, Role, TimeSpan, Turn
 from timem.prompts import day, profile, segment, session, week
@@ -143,6 +143,12 @@ class Consolidator:
 
         ``upper_levels=False`` writes only the L1 segments (no LLM call in verbatim mode); a later
         call with ``upper_levels=True`` consolidates L2..L5 of the windows that are due by then.
+
+        Raises:
+            ConsolidationIncomplete: the model's answer for some window was unusable
+                (:class:`UnusableAnswerError`); every other due window was still written (it is in
+                ``.written``), each failure is in the audit log as ``consolidation-failed``, and the
+                failed windows stay due. Other errors (e.g. an unreachable endpoint) propagate at once.
         """
         written: list[MemoryNode] = []
         sessions = self.store.sessions(user_id)
@@ -155,10 +161,19 @@ class Consolidator:
             written += self.write_segments(user_id, s["session_id"], closed=closed[s["session_id"]])
         if self.llm is None or not upper_levels:
             return written
+        failures: list[tuple[int, str, str]] = []
         for level in (Level.SESSION, Level.DAY, Level.WEEK, Level.PROFILE):
             due = self._due(user_id, level, closed, watermark, flush)
             for key, window, children, existing in progress(due, f"L{int(level)} {level.name.lower()}", len(due)):
-                written.append(self._write_parent(user_id, level, key, window, children, existing))
+                try:
+                    written.append(self._write_parent(user_id, level, key, window, children, existing))
+                except UnusableAnswerError as exc:  # this window only; recorded, reported below, stays due
+                    failures.append((int(level), key, str(exc)))
+                    self.store.audit("consolidation-failed", user_id, existing.id if existing else None, {
+                        "level": int(level), "window": key, "children": [c.id for c in children],
+                        "error": str(exc)})
+        if failures:
+            raise ConsolidationIncomplete(failures, written)
         return written
 
     def _due(self, user_id: str, level: Level, closed: dict[str, bool], watermark, flush: bool
@@ -220,7 +235,7 @@ class Consolidator:
         Returns the content, the history the surviving answer saw, and the dropped sentences.
 
         Raises:
-            LLMError: no sentence survives either call (nothing is written).
+            UnusableAnswerError: no valid answer, or no sentence survives either call (nothing is written).
         """
         mod = LEVEL_PROMPTS[level]
         schema = {Level.SESSION: session.SessionMemory, Level.DAY: day.DayMemory, Level.WEEK: week.WeekMemory,
@@ -237,15 +252,15 @@ class Consolidator:
             try:
                 content = mod.render(result)
             except ValueError as exc:
-                raise LLMError(f"L{int(level)} consolidation of {key}: {exc} (model {llm.model_id}); nothing was "
-                               "written. Use a larger model or an OpenAI-compatible endpoint "
+                raise UnusableAnswerError(f"L{int(level)} consolidation of {key}: {exc} (model {llm.model_id}); "
+                               "nothing was written. Use a larger model or an OpenAI-compatible endpoint "
                                "(TIMEM_LLM_BACKEND=openai).") from exc
             content, lost = ground_content(content, [render_nodes(children, self.tz)], [h.content for h in shown],
                                            profile_lines=level == Level.PROFILE)
             dropped += lost
             if content:
                 return content, shown, dropped
-        raise LLMError(f"L{int(level)} consolidation of {key}: no sentence of the model's answer is supported by "
+        raise UnusableAnswerError(f"L{int(level)} consolidation of {key}: no sentence of the model's answer is supported by "
                        f"its inputs (model {llm.model_id}); nothing was written. Use a larger model or an "
                        "OpenAI-compatible endpoint (TIMEM_LLM_BACKEND=openai).")
 

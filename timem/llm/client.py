@@ -11,7 +11,7 @@ from typing import NamedTuple, TypeVar
 import json_repair
 from pydantic import BaseModel, ValidationError
 
-from timem.errors import LLMError
+from timem.errors import LLMError, UnusableAnswerError
 from timem.llm.protocol import ChatBackend, ChatRequest, ChatResponse, Message
 from timem.store.duckdb_store import Store
 
@@ -220,7 +220,7 @@ class LLM:
                 continue
             self._put(req, answer)  # only validated answers are cached (overwrites a bad entry)
             return value
-        raise LLMError(
+        raise UnusableAnswerError(
             f"{purpose}: model {self.model_id} gave no valid {schema.__name__} JSON after "
             f"{self.max_retries + 1} attempts (last error: {last_error}). Use a larger model "
             "(TIMEM_LOCAL_MODEL=qwen2.5-coder-1.5b) or an OpenAI-compatible endpoint "

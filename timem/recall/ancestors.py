@@ -9,8 +9,8 @@ plan includes is added if that level's quota is not yet full and it is new; a le
 leaves out, or that is absent from the tree (e.g. an L1 linked straight to an L3), is passed
 through, not the end of the climb. Inactive (deleted / superseded) nodes are passed through
 without being added. The walk for a leaf ends at a node without parent or above the plan's top
-level. Parents are fetched in batches, one store round trip per tree level, with the user
-filter in SQL.
+level. Parents are fetched by one recursive query (:meth:`Store.lineage`), with the user filter
+in SQL.
 """
 
 from __future__ import annotations
@@ -43,30 +43,22 @@ class AncestorRecord(BaseModel):
     path: list[str] = Field(default_factory=list)
 
 
-def _parents(store: Store, user_id: str, leaf_ids: Sequence[str], top_level: int
-             ) -> tuple[dict[str, str | None], dict[str, MemoryNode]]:
-    """Parent links and parent nodes reachable from ``leaf_ids`` up to ``top_level``, by level batches."""
-    parent_of: dict[str, str | None] = {}
-    nodes: dict[str, MemoryNode] = {}
-    frontier = list(dict.fromkeys(leaf_ids))
-    while frontier:
-        links = store.parent_ids(frontier)
-        pids = sorted({p for p in links.values() if p})
-        found = {n.id: n for n in store.nodes(user_id=user_id, ids=pids, status=None)} if pids else {}
-        for child in frontier:
-            pid = links.get(child)
-            parent_of[child] = pid if pid in found else None  # another user's node is never followed
-        nodes.update(found)
-        frontier = [p for p, n in found.items() if int(n.level) < top_level and p not in parent_of]
-    return parent_of, nodes
+def fetch_lineage(store: Store, user_id: str, leaves: Sequence[Candidate], plan: RecallPlan
+                  ) -> tuple[dict[str, MemoryNode], dict[str, str | None]]:
+    """The kept leaves and every ancestor up to the plan's top level, in one query (see
+    :meth:`Store.lineage`): ``(nodes by id, parent id by node id)``."""
+    top = max([lv for lv, q in plan.levels.items() if q > 0] + [1])
+    return store.lineage(user_id, [c.node_id for c in leaves], top)
 
 
-def propagate(store: Store, user_id: str, leaves: Sequence[Candidate], plan: RecallPlan
+def propagate(store: Store, user_id: str, leaves: Sequence[Candidate], plan: RecallPlan,
+              lineage: tuple[dict[str, MemoryNode], dict[str, str | None]] | None = None
               ) -> tuple[list[MemoryNode], list[AncestorRecord]]:
     """Ancestors of ``leaves`` at the plan's levels above L1, honouring ``plan.levels`` quotas.
 
     Args:
         leaves: the kept leaves (any order; they are walked by ``rank``).
+        lineage: :func:`fetch_lineage`'s result if the caller already has it (else fetched here).
 
     Returns:
         ``(added nodes in the order they were added, records of every ancestor met)``.
@@ -76,7 +68,8 @@ def propagate(store: Store, user_id: str, leaves: Sequence[Candidate], plan: Rec
         return [], []
     top = max(targets)
     ordered = sorted(leaves, key=lambda c: c.rank)
-    parent_of, nodes = _parents(store, user_id, [c.node_id for c in ordered], top)
+    found, parent_of = lineage or fetch_lineage(store, user_id, leaves, plan)
+    nodes = {nid: n for nid, n in found.items() if int(n.level) > 1}
     counts = dict.fromkeys(targets, 0)
     records: dict[str, AncestorRecord] = {}
     added: list[MemoryNode] = []

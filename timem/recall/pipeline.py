@@ -30,7 +30,7 @@ from timem.errors import ConfigError, LLMError
 from timem.llm.protocol import LLMClient, Message
 from timem.models import MemoryNode
 from timem.prompts import answer as answer_prompt
-from timem.recall.ancestors import propagate
+from timem.recall.ancestors import fetch_lineage, propagate
 from timem.recall.context import count_tokens
 from timem.recall.gating import GateMode, apply_budget, run_gate
 from timem.recall.leaves import select_leaves
@@ -157,11 +157,12 @@ def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: 
     latency["leaves"] = _ms(t0)
 
     t0 = time.perf_counter()
-    added, ancestors = propagate(store, user_id, leaves.kept, plan)
+    lineage = fetch_lineage(store, user_id, leaves.kept, plan)  # the kept leaves' nodes come with it
+    added, ancestors = propagate(store, user_id, leaves.kept, plan, lineage)
     latency["ancestors"] = _ms(t0)
 
     t0 = time.perf_counter()
-    nodes = {n.id: n for n in store.nodes(user_id=user_id, ids=[c.node_id for c in leaves.kept], status=None)}
+    nodes = {c.node_id: lineage[0][c.node_id] for c in leaves.kept if c.node_id in lineage[0]}
     nodes.update({n.id: n for n in added})
     gate_fallback = None
     if gate_mode == "llm" and llm is None:

@@ -308,6 +308,27 @@ class Store:
         rows = self.con.execute("SELECT id, parent_id FROM nodes WHERE id IN (SELECT unnest(?::VARCHAR[]))", [list(node_ids)]).fetchall()
         return dict(rows)
 
+    def lineage(self, user_id: str, node_ids: Sequence[str], top_level: int
+                ) -> tuple[dict[str, MemoryNode], dict[str, str | None]]:
+        """``node_ids`` and their ancestors (any status), following ``parent_id`` up to the first node at
+        or above ``top_level``; one recursive query, every step filtered by ``user_id`` (another
+        user's node is never followed).
+
+        Returns:
+            ``(nodes by id, parent id by node id)``; a parent outside the result (another user's, or
+            above ``top_level``'s climb) maps to ``None``.
+        """
+        rows = self.con.execute(f"""
+            WITH RECURSIVE up(id, parent_id, level) AS (
+                SELECT id, parent_id, level FROM nodes WHERE id IN (SELECT unnest(?::VARCHAR[])) AND user_id = ?
+                UNION
+                SELECT n.id, n.parent_id, n.level FROM nodes n JOIN up ON n.id = up.parent_id
+                WHERE n.user_id = ? AND up.level < ?)
+            SELECT {_NODE_COLS} FROM nodes WHERE id IN (SELECT id FROM up)""",
+                                [list(node_ids), user_id, user_id, int(top_level)]).fetchall()
+        nodes = {r[0]: _node(r) for r in rows}
+        return nodes, {r[0]: (r[11] if r[11] in nodes else None) for r in rows}
+
     def embeddings(self, node_ids: Sequence[str]) -> dict[str, np.ndarray]:
         rows = self.con.execute("SELECT id, embedding FROM nodes WHERE id IN (SELECT unnest(?::VARCHAR[]))", [list(node_ids)]).fetchall()
         return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import streamlit as st
 
-from timem.errors import TimemError
+from timem.errors import ConsolidationIncomplete, TimemError
 from timem.models import MemoryNode, Role
 from timem.recall import answer, recall
 from timem.recall.trace import RecallTrace
@@ -79,12 +79,14 @@ def render() -> None:
         return
     _controls(ctx)
     session_id = _sessions().get(ctx.user)
+    notice = st.empty()
     if session_id:
         _history(ctx, session_id)
     else:
-        st.info("No open session. Type a message to start one, or press **Start session**.")
+        notice.info("No open session. Type a message to start one, or press **Start session**.")
     prompt = st.chat_input(f"Message the assistant as {ctx.user}")
     if prompt:
+        notice.empty()  # the message starts a session
         _exchange(ctx, prompt)
 
 
@@ -103,7 +105,11 @@ def _controls(ctx: state.StudioContext) -> None:
     if c3.button("End session", key="chat_end", disabled=not session_id, width="stretch"):
         with user_errors("Ending the session failed"), ctx.lock, st.spinner(
                 "Consolidating the session (and any day, week or month it closes) …"):
-            written = ctx.engine.end_session(ctx.user, session_id)
+            try:
+                written = ctx.engine.end_session(ctx.user, session_id)
+            except ConsolidationIncomplete as exc:  # the session is ended; what could be written, was
+                written = exc.written
+                flash(f"Consolidation is incomplete: {exc}", "warning")
             _sessions()[ctx.user] = None
             flash(f"Session {session_id} ended. " + written_summary(written))
             st.rerun()
@@ -155,6 +161,9 @@ def _history(ctx: state.StudioContext, session_id: str) -> None:
 def _answer_details(ctx: state.StudioContext, info: dict) -> None:
     if info.get("written"):
         st.caption(":material/edit_note: " + "; ".join(info["written"]))
+    if info.get("warning"):
+        st.warning("The exchange was recorded, but consolidation is incomplete: " + info["warning"],
+                   icon=":material/warning:")
     trace: RecallTrace | None = info.get("trace")
     if trace is not None:
         with st.expander(f"Recall trace · {trace.plan.complexity} · {len(trace.node_ids)} memories · "
@@ -185,18 +194,23 @@ def _exchange(ctx: state.StudioContext, text: str) -> None:
     sessions[ctx.user] = session_id
     with st.chat_message("user"):
         st.markdown(text)
+    warning = None
     with st.chat_message("assistant"), ctx.lock:
         try:
             with st.spinner("Recalling memories and answering … (the embedded model needs about 5–15 s)"):
                 trace, reply = _answer(ctx, text, at)
             seq = len(ctx.engine.store.turns(ctx.user, session_id))
             with st.spinner("Writing the L1 segment and consolidating any window this exchange closes …"):
-                written = ctx.engine.add_exchange(ctx.user, session_id, text, reply, at,
-                                                  user_name=_speaker_name(ctx))
+                try:
+                    written = ctx.engine.add_exchange(ctx.user, session_id, text, reply, at,
+                                                      user_name=_speaker_name(ctx))
+                except ConsolidationIncomplete as exc:  # the exchange and its L1 segment are stored
+                    written, warning = exc.written, str(exc)
         except TimemError as exc:
             st.error(f"The exchange was not recorded: {exc}")
             return
-    _meta()[(ctx.user, session_id, seq + 1)] = {"trace": trace, "written": [written_summary(written)]}
+    _meta()[(ctx.user, session_id, seq + 1)] = {"trace": trace, "written": [written_summary(written)],
+                                                "warning": warning}
     if st.session_state.get(MODE_KEY) == "Simulated":
         st.session_state[_PENDING_KEY] = timedelta(minutes=1)  # applied before the clock widgets next run
     st.rerun()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from timem.errors import InputError
+from timem.errors import ConsolidationIncomplete, InputError
 from timem.ui import state
 from timem.ui.feedback import StreamlitProgress, flash, user_errors
 
@@ -120,6 +120,9 @@ def _import(ctx: state.StudioContext) -> None:
         upper = st.checkbox("Consolidate L2–L5 during the import", value=True, key="sb_imp_upper",
                             help="With the embedded 1.5B model this takes about a minute per session. Untick to "
                                  "import the L1 segments now and press 'Consolidate now' later.")
+        if upper and ctx.config.llm_backend == "local":
+            st.caption("Embedded model: about a minute per session on 2 cores (a LoCoMo conversation: ~16 min). "
+                       "Untick for the L1 segments in seconds.")
     if st.button("Import", key="sb_imp_go", type="primary", disabled=(upload is None and path is None)):
         with user_errors("Import failed"):
             if upload is not None:
@@ -146,7 +149,11 @@ def run_import(ctx: state.StudioContext, path: Path | None, fmt: str, *, sample_
     users = load_dataset(path, fmt, sample_ids=sample_ids, limit=limit, tz=ctx.tz)  # type: ignore[arg-type]
     total = sum(len(s.turns) for u in users for s in u.sessions)
     progress = StreamlitProgress(title=f"Importing {len(users)} user(s), {total} turns")
-    report = ctx.engine.ingest(users, upper_levels=upper_levels, progress=progress)
+    try:
+        report = ctx.engine.ingest(users, upper_levels=upper_levels, progress=progress)
+    except ConsolidationIncomplete as exc:  # everything else is stored: say what is missing, go on
+        report = exc.report
+        flash(f"Consolidation is incomplete: {exc}", "warning")
     progress.done("import finished")
     nodes = ", ".join(f"{k} {v}" for k, v in sorted(report.nodes_added.items())) or "no new memories"
     flash(f"Imported {', '.join(report.users)}: {report.turns_added} new turns; new memories: {nodes}.")
@@ -163,7 +170,11 @@ def _consolidate(ctx: state.StudioContext) -> None:
                  help=None if ctx.engine.llm else "needs an LLM"):
         with user_errors("Consolidation failed"):
             progress = StreamlitProgress(title=f"Consolidating {ctx.user}")
-            nodes = ctx.engine.consolidate(ctx.user, flush=flush, progress=progress)
+            try:
+                nodes = ctx.engine.consolidate(ctx.user, flush=flush, progress=progress)
+            except ConsolidationIncomplete as exc:
+                nodes = exc.written
+                flash(f"Consolidation is incomplete: {exc}", "warning")
             progress.done(f"{len(nodes)} memories written")
             flash(f"Consolidation wrote {len(nodes)} memories"
                   + (f" ({', '.join(sorted({n.level.label for n in nodes}))})." if nodes else "."))
