@@ -46,3 +46,14 @@ def test_profile_render_one_line_per_person():
     result = profile.ProfileMemory(profiles=[profile.PersonProfile(person="Ann", profile="Likes tea. Likes tea."),
                                              profile.PersonProfile(person="Bob", profile="Runs marathons.")])
     assert profile.render(result) == "Ann: Likes tea.\nBob: Runs marathons."
+
+
+def test_a_cjk_conversation_gets_a_language_note_and_english_stays_unchanged():
+    from timem.prompts.common import language_note
+
+    zh = "On 17 April 2024 (Wednesday) 20:00:\nMia: 你好！我最近在学中文，想用中文跟你聊天。\nAssistant: 你好，Mia！"
+    assert language_note(zh) == "\n\nThe conversation is in Chinese: write the memory in Chinese, not English."
+    assert "Japanese" in language_note("On 2 May 2024:\nKen: 東京で友達に会いました。とても楽しかったです。")
+    assert "Korean" in language_note("On 2 May 2024:\nMinsu: 오늘 친구를 만났어요. 정말 즐거웠어요.")
+    assert language_note("On 2 May 2024:\nMia: I met a friend in Lisbon. 你好.") == ""
+    assert language_note("2024-05-02 12:00") == ""

@@ -13,6 +13,37 @@ LANGUAGE_RULE = ("Write in the same language as the conversation (a Chinese conv
                  "memories). Keep names, numbers and absolute dates exactly as given. Never invent facts.")
 
 
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_HANGUL = re.compile(r"[\uac00-\ud7af]")
+_HAN = re.compile(r"[\u3400-\u9fff]")
+_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
+
+
+def language_note(text: str) -> str:
+    """A closing instruction naming the conversation's language when it is Chinese, Japanese or Korean.
+
+    Returns ``"\n\nThe conversation is in Chinese: write the memory in Chinese, not English."`` when
+    Han characters are >= 30 % of the letters of ``text`` (Japanese: kana >= 10 %;
+    Korean: Hangul >= 30 %), else ``""`` -- so English requests are unchanged.
+
+    Measured on the bundled demo's Chinese session: with only :data:`LANGUAGE_RULE` in the system
+    message the embedded 1.5B model wrote an English summary (once inventing the Eiffel Tower),
+    which the grounding filter rightly refused; with this note it wrote a faithful Chinese memory.
+    """
+    letters = len(_LETTER.findall(text))
+    if not letters:
+        return ""
+    if len(_KANA.findall(text)) >= 0.1 * letters:
+        name = "Japanese"
+    elif len(_HANGUL.findall(text)) >= 0.3 * letters:
+        name = "Korean"
+    elif len(_HAN.findall(text)) >= 0.3 * letters:
+        name = "Chinese"
+    else:
+        return ""
+    return f"\n\nThe conversation is in {name}: write the memory in {name}, not English."
+
+
 def fmt_date(node: MemoryNode, tz: ZoneInfo) -> str:
     """``2023-05-08 (Mon)`` or ``2023-05-08 (Mon) – 2023-05-14 (Sun)`` for a node's span in ``tz``."""
     a, b = node.span_start.astimezone(tz), node.span_end.astimezone(tz)

@@ -9,9 +9,9 @@ from pydantic import BaseModel, Field
 
 from timem.llm.protocol import Message
 from timem.models import MemoryNode
-from timem.prompts.common import LANGUAGE_RULE, clean_summary, history_block, render_nodes
+from timem.prompts.common import LANGUAGE_RULE, clean_summary, history_block, language_note, render_nodes
 
-PROMPT_VERSION = "l3-day-v5"
+PROMPT_VERSION = "l3-day-v6"
 MAX_TOKENS = 400
 
 
@@ -27,6 +27,7 @@ def build_messages(children: Sequence[MemoryNode], history: Sequence[MemoryNode]
               ' Answer with JSON: {"summary": "..."}.')
     user = (f"Sessions of this day:\n{render_nodes(children, tz)}\n\n{history_block(history, tz, 'day')}\n\n"
             "Now write the memory of this day only.")
+    user += language_note(render_nodes(children, tz))  # CJK conversations: name the language (v6)
     return [Message(role="system", content=system), Message(role="user", content=user)]
 
 

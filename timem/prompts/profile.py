@@ -9,9 +9,9 @@ from pydantic import BaseModel, Field
 
 from timem.llm.protocol import Message
 from timem.models import MemoryNode
-from timem.prompts.common import LANGUAGE_RULE, clean_summary, history_block, render_nodes
+from timem.prompts.common import LANGUAGE_RULE, clean_summary, history_block, language_note, render_nodes
 
-PROMPT_VERSION = "l5-profile-v5"
+PROMPT_VERSION = "l5-profile-v6"
 MAX_TOKENS = 500
 
 
@@ -36,6 +36,7 @@ def build_messages(children: Sequence[MemoryNode], history: Sequence[MemoryNode]
     user = (f"People to profile: {who}.\n\nWeeks of this month:\n{render_nodes(children, tz)}\n\n"
             f"{history_block(history, tz, 'monthly profile')}\n\nNow write the profile of each person ({who}) "
             "from this month's weeks, keeping what the earlier profiles say that still holds. Do not copy lines.")
+    user += language_note(render_nodes(children, tz))  # CJK conversations: name the language (v6)
     return [Message(role="system", content=system), Message(role="user", content=user)]
 
 

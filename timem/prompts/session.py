@@ -9,9 +9,9 @@ from pydantic import BaseModel, Field
 
 from timem.llm.protocol import Message
 from timem.models import MemoryNode
-from timem.prompts.common import LANGUAGE_RULE, clean_summary, history_block, render_nodes
+from timem.prompts.common import LANGUAGE_RULE, clean_summary, history_block, language_note, render_nodes
 
-PROMPT_VERSION = "l2-session-v5"
+PROMPT_VERSION = "l2-session-v6"
 MAX_TOKENS = 400
 
 
@@ -28,6 +28,7 @@ def build_messages(children: Sequence[MemoryNode], history: Sequence[MemoryNode]
     user = (f"Segments of this session:\n{render_nodes(children, tz)}\n\n{history_block(history, tz, 'session')}"
             "\n\nNow write the memory of this session only, in the third person (3 to 8 sentences, at most 150 "
             "words). Summarise the segments; do not copy lines.")
+    user += language_note(render_nodes(children, tz))  # CJK conversations: name the language (v6)
     return [Message(role="system", content=system), Message(role="user", content=user)]
 
 
