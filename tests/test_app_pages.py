@@ -83,6 +83,38 @@ def test_chat_round_trip_records_exchange_and_trace(engine):
     assert any(SCRIPTED_MODEL in s.value for s in at.success)  # model named beside the new memory
 
 
+def test_chat_answers_and_warns_when_a_window_cannot_be_consolidated(engine):
+    """A model answer the grounding filter refuses (facts found in no input) for one session's L2:
+    ending the session and chatting on both keep everything else and say what is missing."""
+    from studio_support import studio_answer
+
+    from timem.llm.client import LLM
+    from timem.llm.fake import ScriptedBackend
+
+    def invents(request):
+        prompt = request.messages[-1].content
+        if "Segments of this session" in prompt and "origami" in prompt.split("\n\nEarlier ")[0]:
+            return '{"summary": "They toured the Eiffel Tower and the Louvre, then bought croissants in Paris."}'
+        return studio_answer(request)
+
+    engine.llm = engine.consolidator.llm = LLM(ScriptedBackend(invents, model_id=SCRIPTED_MODEL), engine.store)
+    at = make_app(engine)
+    at.chat_input[0].set_value("I folded an origami crane today").run()
+    assert_clean(at)
+    first = at.session_state["chat_sessions"][DEMO_USER]
+    at.button(key="chat_end").click().run()
+    assert not at.exception and at.session_state["chat_sessions"][DEMO_USER] is None
+    assert any("could not be consolidated" in w.value and f"session:{first}" in w.value for w in at.warning)
+    assert not engine.store.nodes(DEMO_USER, int(Level.SESSION), session_id=first)  # nothing invented stored
+    at.chat_input[0].set_value("What do I drink in the morning now?").run()  # the failed window is retried
+    assert not at.exception
+    texts = [m.markdown[0].value for m in at.chat_message if m.markdown]
+    assert any(t.startswith("Scripted answer to: What do I drink") for t in texts)  # answered anyway
+    second = at.session_state["chat_sessions"][DEMO_USER]
+    assert len(engine.store.turns(DEMO_USER, second)) == 2  # and recorded
+    assert any("recorded, but consolidation is incomplete" in w.value for w in at.warning)
+
+
 def test_chat_simulated_event_time(engine):
     at = make_app(engine)
     at.radio(key="chat_time_mode").set_value("Simulated").run()
