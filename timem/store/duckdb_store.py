@@ -313,8 +313,8 @@ class Store:
                 ) -> tuple[dict[str, MemoryNode], dict[str, str | None]]:
         """``node_ids`` and their ancestors (any status), following ``parent_id`` up to the first node at
         or above ``top_level``; one query per tree level, each filtered by ``user_id`` (another user's
-        node is never followed). A recursive CTE was measured slower: the ancestors stage took 93 ms p95
-        at 228k rows with it, 47 ms with this loop (bench/results/recall-latency.md).
+        node is never followed). A recursive CTE was measured slower: the ancestors stage took 110 ms p95
+        at 228k rows with it, 52 ms with this loop (bench/results/recall-latency.md).
 
         Returns:
             ``(nodes by id, parent id by node id)``; a parent outside the result (another user's, or
