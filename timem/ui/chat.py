@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import streamlit as st
 
-from timem.errors import ConsolidationIncomplete, TimemError
+from timem.errors import ConsolidationIncomplete, InputError, TimemError
 from timem.models import MemoryNode, Role
 from timem.recall import answer, recall
 from timem.recall.trace import RecallTrace
@@ -194,12 +194,13 @@ def _exchange(ctx: state.StudioContext, text: str) -> None:
     sessions[ctx.user] = session_id
     with st.chat_message("user"):
         st.markdown(text)
-    warning = None
+    warning, recording = None, False
     with st.chat_message("assistant"), ctx.lock:
         try:
             with st.spinner("Recalling memories and answering … (the embedded model needs about 5–15 s)"):
                 trace, reply = _answer(ctx, text, at)
             seq = len(ctx.engine.store.turns(ctx.user, session_id))
+            recording = True
             with st.spinner("Writing the L1 segment and consolidating any window this exchange closes …"):
                 try:
                     written = ctx.engine.add_exchange(ctx.user, session_id, text, reply, at,
@@ -207,7 +208,10 @@ def _exchange(ctx: state.StudioContext, text: str) -> None:
                 except ConsolidationIncomplete as exc:  # the exchange and its L1 segment are stored
                     written, warning = exc.written, str(exc)
         except TimemError as exc:
-            st.error(f"The exchange was not recorded: {exc}")
+            if recording and not isinstance(exc, InputError):  # the turns were stored before consolidation
+                st.error(f"The exchange was recorded, but writing its memories failed: {exc}")
+            else:
+                st.error(f"The exchange was not recorded: {exc}")
             return
     _meta()[(ctx.user, session_id, seq + 1)] = {"trace": trace, "written": [written_summary(written)],
                                                 "warning": warning}
