@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -26,16 +25,12 @@ import numpy as np
 from timem.errors import NotFoundError, StoreError
 from timem.models import Level, MemoryNode, NodeStatus, Role, Turn
 from timem.store.migrations import migrate
+from timem.store.records import RecordTables, db_time
 from timem.store.search import FTS_PRAGMA, bm25_top, build_bm25_postings, drop_hnsw, ensure_hnsw, vector_top
 
 _NODE_COLS = ("id, user_id, level, window_key, session_id, span_start, span_end, content, child_ids, "
               "history_ids, source_turn_ids, parent_id, model_id, prompt_version, created_at, status, stale")
 _TURN_COLS = "id, user_id, session_id, seq, speaker, role, text, event_time, source_ref, image_caption, ingested_at"
-
-
-def _db(dt: datetime) -> datetime:
-    """UTC-aware -> naive UTC for a TIMESTAMP column."""
-    return dt.astimezone(UTC).replace(tzinfo=None)
 
 
 def _py(dt: datetime) -> datetime:
@@ -63,7 +58,7 @@ def extension_path(name: str) -> Path:
     return path
 
 
-class Store:
+class Store(RecordTables):
     """DuckDB adapter for everything TiMem persists.
 
     Args:
@@ -155,8 +150,8 @@ class Store:
         new = [t for t in turns if t.id not in existing]
         if new:
             self.con.executemany(f"INSERT INTO turns ({_TURN_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", [
-                [t.id, t.user_id, t.session_id, t.seq, t.speaker, t.role.value, t.text, _db(t.event_time),
-                 t.source_ref, t.image_caption, _db(t.ingested_at)] for t in new])
+                [t.id, t.user_id, t.session_id, t.seq, t.speaker, t.role.value, t.text, db_time(t.event_time),
+                 t.source_ref, t.image_caption, db_time(t.ingested_at)] for t in new])
             for (user, sess), ts in _group_sessions(new).items():
                 lo, hi = min(t.event_time for t in ts), max(t.event_time for t in ts)
                 self.con.execute("""
@@ -164,7 +159,7 @@ class Store:
                     ON CONFLICT (user_id, session_id) DO UPDATE SET
                       started_at = least(started_at, excluded.started_at),
                       last_event_at = greatest(last_event_at, excluded.last_event_at)""",
-                                 [user, sess, _db(lo), _db(hi)])
+                                 [user, sess, db_time(lo), db_time(hi)])
         return len(new)
 
     def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]:
@@ -215,9 +210,9 @@ class Store:
             self.con.executemany(f"INSERT INTO nodes ({_NODE_COLS}, embedding) VALUES "
                                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [[
                                      n.id, n.user_id, int(n.level), n.window_key, n.session_id,
-                                     _db(n.span_start), _db(n.span_end), n.content, n.child_ids,
+                                     db_time(n.span_start), db_time(n.span_end), n.content, n.child_ids,
                                      n.history_ids, n.source_turn_ids, None, n.model_id, n.prompt_version,
-                                     _db(n.created_at), n.status.value, n.stale, v.tolist()]
+                                     db_time(n.created_at), n.status.value, n.stale, v.tolist()]
                                      for n, v in zip(nodes, vecs)])
             for n in nodes:
                 if n.child_ids:
@@ -302,7 +297,7 @@ class Store:
     def history(self, user_id: str, level: Level, before: datetime, k: int) -> list[MemoryNode]:
         """The ``k`` latest active nodes of ``level`` whose span starts before ``before``, oldest first."""
         rows = self._nodes("user_id = ? AND level = ? AND status = 'active' AND span_start < ?",
-                           [user_id, int(level), _db(before)], order="span_start DESC, id DESC", limit=k)
+                           [user_id, int(level), db_time(before)], order="span_start DESC, id DESC", limit=k)
         return rows[::-1]
 
     def parent_ids(self, node_ids: Sequence[str]) -> dict[str, str | None]:
@@ -335,20 +330,6 @@ class Store:
     def embeddings(self, node_ids: Sequence[str]) -> dict[str, np.ndarray]:
         rows = self.con.execute("SELECT id, embedding FROM nodes WHERE id IN (SELECT unnest(?::VARCHAR[]))", [list(node_ids)]).fetchall()
         return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
-
-    def purge_cache_mentioning(self, texts: Sequence[str]) -> int:
-        """Delete LLM-cache entries whose request or response contains any of ``texts`` (hard erase)."""
-        n = 0
-        probes: set[str] = set()
-        for t in texts:
-            for line in t.splitlines():  # requests are stored as JSON: probe line by line, raw and escaped
-                if len(line.strip()) >= 12:
-                    probes |= {line.strip()[:200], json.dumps(line.strip()[:200])[1:-1]}
-        for key in probes:
-            n += self.con.execute("SELECT count(*) FROM llm_cache WHERE contains(request, ?) OR contains(response, ?)",
-                                  [key, key]).fetchone()[0]
-            self.con.execute("DELETE FROM llm_cache WHERE contains(request, ?) OR contains(response, ?)", [key, key])
-        return n
 
     def erase_user(self, user_id: str) -> dict[str, int]:
         """Remove every row of ``user_id`` (turns, sessions, nodes, traces, cache entries of its calls)."""
@@ -398,41 +379,6 @@ class Store:
         """Top ``limit`` active nodes of one user and level by cosine similarity; user filter in SQL.
         Exact unless the store was opened with ``vector_index="hnsw"`` (see :mod:`timem.store.search`)."""
         return vector_top(self.con, self.dim, user_id, query_vec, level, limit, hnsw=self.vector_index == "hnsw")
-
-    # ---------------------------------------------------------------- LLM cache and call log
-    def cache_get(self, key: str) -> tuple[str, int | None, int | None] | None:
-        row = self.con.execute("SELECT response, prompt_tokens, completion_tokens FROM llm_cache WHERE key = ?",
-                               [key]).fetchone()
-        return (row[0], row[1], row[2]) if row else None
-
-    def cache_put(self, key: str, model_id: str, request: str, response: str,
-                  prompt_tokens: int | None, completion_tokens: int | None) -> None:
-        self.con.execute("INSERT OR REPLACE INTO llm_cache VALUES (?,?,?,?,?,?,?)",
-                         [key, model_id, request, response, prompt_tokens, completion_tokens, _db(datetime.now(UTC))])
-
-    def log_llm_call(self, model_id: str, purpose: str, user_id: str | None, cached: bool,
-                     prompt_tokens: int | None, completion_tokens: int | None, latency_ms: float,
-                     cache_key: str | None) -> None:
-        self.con.execute("INSERT INTO llm_calls VALUES (?,?,?,?,?,?,?,?,?)",
-                         [_db(datetime.now(UTC)), model_id, purpose, user_id, cached, prompt_tokens,
-                          completion_tokens, latency_ms, cache_key])
-
-    # ---------------------------------------------------------------- traces and audit
-    def save_trace(self, trace_id: str, user_id: str, query: str, trace: dict[str, Any]) -> None:
-        self.con.execute("INSERT OR REPLACE INTO recall_traces VALUES (?,?,?,?,?)",
-                         [trace_id, user_id, query, _db(datetime.now(UTC)), json.dumps(trace, default=str)])
-
-    def traces(self, user_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        """Saved recall traces, newest first (each the dict given to :meth:`save_trace`)."""
-        sql, args = "SELECT trace FROM recall_traces", []
-        if user_id is not None:
-            sql, args = sql + " WHERE user_id = ?", [user_id]
-        rows = self.con.execute(sql + f" ORDER BY created_at DESC LIMIT {int(limit)}", args).fetchall()
-        return [json.loads(r[0]) for r in rows]
-
-    def audit(self, action: str, user_id: str | None, node_id: str | None, detail: dict[str, Any]) -> None:
-        self.con.execute("INSERT INTO audit VALUES (?,?,?,?,?)",
-                         [_db(datetime.now(UTC)), action, user_id, node_id, json.dumps(detail, default=str)])
 
     def stats(self) -> dict[str, Any]:
         """Counts: nodes per level, turns, users, LLM calls, tokens, cache hits."""
