@@ -74,7 +74,9 @@ def _check_user(store: Store, config: Config, uid: str) -> list[Violation]:
                                                                                   config.tz).end
             if not still_open:
                 out.append(Violation(uid, n.id, "orphan", f"L{int(n.level)} node of a closed window has no "
-                                     "active parent; run `timem consolidate --flush` or re-ingest"))
+                                     "active parent; run `timem consolidate --flush` (if the audit log has "
+                                     "`consolidation-failed` for its window: with a larger model or an "
+                                     "endpoint) or re-ingest"))
     return out
 
 
