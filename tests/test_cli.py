@@ -40,7 +40,14 @@ def cli_env(tmp_path, monkeypatch):
 
 
 def run(*args: str) -> tuple[int, str]:
-    res = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    """Like the ``timem`` entry point (:func:`timem.cli.main`): a TimemError is one line, exit code 1."""
+    from timem.errors import TimemError
+
+    res = CliRunner().invoke(app, list(args), catch_exceptions=True)
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        if not isinstance(res.exception, TimemError):
+            raise res.exception
+        return 1, res.output + f"error: {res.exception}"
     return res.exit_code, res.output
 
 
@@ -88,7 +95,30 @@ def test_ask_recall_only_and_answer_over_http(cli_env, chat_file):
     assert "Rex" in prompt and "2024" in prompt  # the answer model saw the dated context
 
     code, out = run("ask", "Who?", "--user", "nobody", "--db", db, "--recall-only")
-    assert code != 0 and "zoe" in out  # names the users that exist
+    assert code == 1 and "zoe" in out  # names the users that exist
+    code, out = run("ask", "   ", "--user", "zoe", "--db", db, "--recall-only")
+    assert code == 1 and "question is empty" in out, out
+
+
+def test_read_only_commands_refuse_a_missing_database_and_create_nothing(cli_env, chat_file):
+    missing = cli_env / "typo" / "none.duckdb"
+    for args in (["ask", "Who?", "--user", "zoe", "--recall-only"], ["stats"], ["check"], ["tree", "--user", "zoe"]):
+        code, out = run(*args, "--db", str(missing))
+        assert code == 1 and "no database at" in out, (args, out)
+    assert not missing.parent.exists()
+    db = str(cli_env / "t.duckdb")
+    assert run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--db", db)[0] == 0
+    code, out = run("check", "--db", db, "--user", "nobody")
+    assert code == 1 and "no user 'nobody'" in out, out
+
+
+def test_eval_recall_names_every_missing_user_before_any_work(cli_env, locomo_dev):
+    db = cli_env / "e.duckdb"
+    from timem.store import Store
+
+    Store(db, "sentence-transformers/all-MiniLM-L6-v2", 384).close()  # exists, holds nobody
+    code, out = run("eval-recall", str(locomo_dev), "--format", "locomo", "--db", str(db))
+    assert code == 1 and "not in" in out and "ingest first" in out, out
 
 
 def test_l1_only_ingest_makes_no_llm_call(cli_env, chat_file):

@@ -109,6 +109,7 @@ def test_hnsw_vector_index_matches_exact_search(tmp_path, embedder, real):
     with Store(path, embedder.model_id, embedder.dim) as store:  # reopened exact: the index is dropped
         assert store.con.execute("SELECT count(*) FROM duckdb_indexes() WHERE index_name = ?",
                                  [HNSW_INDEX]).fetchone()[0] == 0
+        assert store.con.execute("SELECT count(*) FROM audit WHERE action = 'hnsw-dropped'").fetchone()[0] == 1
         assert len(store.search_vector(users[0], qvecs[0], 1, 10)) == 10
 
 

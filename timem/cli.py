@@ -16,7 +16,7 @@ import typer
 from tqdm import tqdm
 
 from timem.config import Config, load_config
-from timem.errors import ConsolidationIncomplete, TimemError
+from timem.errors import ConsolidationIncomplete, NotFoundError, TimemError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="TiMem: a Temporal Memory Tree for chat agents.")
 T = TypeVar("T")
@@ -35,9 +35,13 @@ def _bar(items: Iterable[T], desc: str, total: int) -> Iterable[T]:
     return tqdm(items, desc=desc, total=total, unit="node", leave=False, file=sys.stderr)
 
 
-def _engine(cfg: Config, with_llm: bool = True):
+def _engine(cfg: Config, with_llm: bool = True, *, must_exist: bool = False):
+    """The engine over ``cfg.db_path``; ``must_exist`` (commands that only read) refuses to create a file."""
     from timem.engine import MemoryEngine
 
+    if must_exist and str(cfg.db_path) != ":memory:" and not Path(cfg.db_path).exists():
+        raise NotFoundError(f"no database at {cfg.db_path}; check --db (or TIMEM_DB_PATH), or create it with "
+                            "`timem ingest FILE --format ... --db PATH`")
     return MemoryEngine.open(cfg, with_llm=with_llm)
 
 
@@ -96,7 +100,7 @@ def tree(user: UserOpt, db: DbOpt = None, level: Annotated[int | None, typer.Opt
     from timem.viz.tree_text import render_tree
 
     cfg = _config(config, db)
-    eng = _engine(cfg, with_llm=False)
+    eng = _engine(cfg, with_llm=False, must_exist=True)
     try:
         typer.echo(render_tree(eng.store, user, cfg.tz, level=level, width=width))
     finally:
@@ -107,7 +111,7 @@ def tree(user: UserOpt, db: DbOpt = None, level: Annotated[int | None, typer.Opt
 def stats(db: DbOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False, config: ConfigOpt = None) -> None:
     """Nodes per level, turns, LLM calls, tokens and cache hits."""
     cfg = _config(config, db)
-    eng = _engine(cfg, with_llm=False)
+    eng = _engine(cfg, with_llm=False, must_exist=True)
     try:
         s = eng.store.stats()
     finally:
@@ -127,8 +131,10 @@ def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] 
     from timem.tree.check import check_store
 
     cfg = _config(config, db)
-    eng = _engine(cfg, with_llm=False)
+    eng = _engine(cfg, with_llm=False, must_exist=True)
     try:
+        if user is not None and user not in eng.store.users():
+            raise NotFoundError(f"no user {user!r} in {cfg.db_path}; users: {', '.join(eng.store.users()) or 'none'}")
         if repair:
             eng.store.refresh_fts()
         problems = check_store(eng.store, cfg, user)
@@ -174,10 +180,10 @@ def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
     from timem.recall.render import render_trace
 
     cfg = _config(config, db, llm_backend="none" if recall_only else llm)
-    eng = _engine(cfg, with_llm=not recall_only)
+    eng = _engine(cfg, with_llm=not recall_only, must_exist=True)
     try:
         if user not in eng.store.users():
-            raise typer.BadParameter(f"no user {user!r} in {cfg.db_path}; users: {', '.join(eng.store.users())}")
+            raise NotFoundError(f"no user {user!r} in {cfg.db_path}; users: {', '.join(eng.store.users()) or 'none'}")
         qt = _parse_time(at, cfg) or _default_question_time(eng.store, user)
         kw = {"complexity_override": complexity, "gate_override": gate}
         if recall_only:
@@ -215,12 +221,14 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
 
     cfg = _config(config, db, llm_backend="none")
     users = load_dataset(file, fmt, sample_ids=sample.split(",") if sample else None, tz=cfg.tz)
-    eng = _engine(cfg, with_llm=False)
+    eng = _engine(cfg, with_llm=False, must_exist=True)
     results = []
     try:
+        missing = [u.user_id for u in users if u.user_id not in eng.store.users()]
+        if missing:  # before any work, so that nothing is computed and thrown away
+            raise NotFoundError(f"{', '.join(missing)} not in {cfg.db_path}; ingest first (`timem ingest FILE "
+                                f"--format {fmt} --sample {','.join(missing)} --db {cfg.db_path}`) or pass --sample")
         for u in users:
-            if u.user_id not in eng.store.users():
-                raise typer.BadParameter(f"user {u.user_id} is not in {cfg.db_path}; run `timem ingest` first")
             qt = _default_question_time(eng.store, u.user_id)
             qs = [q if q.question_time else q.model_copy(update={"question_time": qt}) for q in u.questions]
             results.append(evaluate_recall(eng.store, eng.embedder, None, cfg, u.user_id, tqdm(

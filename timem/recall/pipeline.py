@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from timem.config import Complexity, Config
 from timem.embed.protocol import Embedder
-from timem.errors import ConfigError, LLMError
+from timem.errors import ConfigError, InputError, LLMError
 from timem.llm.protocol import LLMClient, Message
 from timem.models import MemoryNode
 from timem.prompts import answer as answer_prompt
@@ -134,13 +134,18 @@ def _plan(config: Config, embedder: Embedder, llm: RecordingLLM | None, query: s
 def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: Config, user_id: str, query: str,
             question_time: datetime | None, complexity_override: Complexity | None, gate_override: GateMode | None,
             planner_override: str | None, participants: Sequence[str]) -> RecallResult:
+    if not query.strip():
+        raise InputError("the question is empty; ask something", field="query")
     t_all = time.perf_counter()
     qt = datetime.now(UTC) if question_time is None else to_utc(question_time, config.tz)
     planner_name = planner_override or config.planner
     gate_mode: GateMode = gate_override or config.gate  # type: ignore[assignment]
-    if planner_name not in ("centroid", "llm") or gate_mode not in ("llm", "score", "off"):
-        raise ConfigError(f"unknown planner {planner_name!r} or gate {gate_mode!r}; planners: centroid, llm; "
-                          "gates: llm, score, off.")
+    if planner_name not in ("centroid", "llm"):
+        raise ConfigError(f"unknown planner {planner_name!r}; use centroid or llm.")
+    if gate_mode not in ("llm", "score", "off"):
+        raise ConfigError(f"unknown gate {gate_mode!r}; use llm, score or off.")
+    if complexity_override is not None and complexity_override not in ("simple", "hybrid", "complex"):
+        raise ConfigError(f"unknown complexity {complexity_override!r}; use simple, hybrid or complex.")
     if llm is None and "llm" in (planner_override, gate_override):
         raise ConfigError("an LLM planner or gate was requested but no LLM is configured; set llm_backend "
                           "(local or openai) or choose planner=centroid / gate=score.")
@@ -183,7 +188,7 @@ def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: 
 
     trace = RecallTrace(
         trace_id=uuid.uuid4().hex, user_id=user_id, query=query, question_time=qt, created_at=datetime.now(UTC),
-        settings=_settings(config), plan=plan, bm25_query=leaves.bm25_query, candidates=leaves.candidates,
+        settings={**_settings(config), "vector_index": store.vector_index}, plan=plan, bm25_query=leaves.bm25_query, candidates=leaves.candidates,
         ancestors=ancestors, gate=outcome, node_ids=[n.id for n in chosen], context=context,
         context_tokens=tokens, latency_ms=latency, llm_calls=list(llm.calls) if llm else [], notes=notes)
     return RecallResult(context=context, nodes=chosen, trace=trace)
@@ -212,6 +217,7 @@ def recall(store: Store, embedder: Embedder, llm: LLMClient | None, config: Conf
             capitalisation heuristic is used.
 
     Raises:
+        InputError: the query is empty or whitespace only (nothing is recalled or stored).
         ConfigError: an LLM planner or gate was requested by override without an LLM, or bad quotas.
         EmbeddingError: the query cannot be embedded.
     """

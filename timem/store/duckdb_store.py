@@ -65,7 +65,8 @@ class Store(RecordTables):
         path: database file (created if missing) or ``":memory:"``.
         embed_model_id: id of the embedder whose vectors the file holds.
         dim: embedding dimension (the ``FLOAT[dim]`` column width).
-        vector_index: ``"exact"`` (default: scans; drops an HNSW index left by an earlier run) or
+        vector_index: ``"exact"`` (default: scans; drops an HNSW index left by an earlier run, with an
+            ``hnsw-dropped`` audit row: any command opened without ``vector_index="hnsw"`` does) or
             ``"hnsw"`` (creates the vss HNSW index if missing -- minutes at 200k nodes -- and
             searches it with over-fetch; see :mod:`timem.store.search`).
 
@@ -103,8 +104,8 @@ class Store(RecordTables):
         self.vector_index = vector_index
         if vector_index == "hnsw":
             ensure_hnsw(self.con)
-        else:
-            drop_hnsw(self.con)
+        elif drop_hnsw(self.con):  # it would slow every insert and go stale; say so where edits are logged
+            self.audit("hnsw-dropped", None, None, {"reason": "store opened with vector_index='exact'"})
 
     # ---------------------------------------------------------------- basics
     def close(self) -> None:
