@@ -131,3 +131,9 @@ def test_l1_only_ingest_makes_no_llm_call(cli_env, chat_file):
     finally:
         server.close()
     assert code == 0 and "'L1': 2" in out and server.requests == [], out
+
+
+def test_an_empty_sample_list_is_refused(cli_env, chat_file):
+    code, out = run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--sample", " , ",
+                    "--db", str(cli_env / "s.duckdb"))
+    assert code == 1 and "names no conversation" in out, out

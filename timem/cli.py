@@ -16,7 +16,7 @@ import typer
 from tqdm import tqdm
 
 from timem.config import Config, load_config
-from timem.errors import ConsolidationIncomplete, NotFoundError, TimemError
+from timem.errors import ConsolidationIncomplete, InputError, NotFoundError, TimemError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="TiMem: a Temporal Memory Tree for chat agents.")
 T = TypeVar("T")
@@ -33,6 +33,16 @@ def _config(config: Path | None, db: Path | None, **kw: object) -> Config:
 
 def _bar(items: Iterable[T], desc: str, total: int) -> Iterable[T]:
     return tqdm(items, desc=desc, total=total, unit="node", leave=False, file=sys.stderr)
+
+
+def _samples(sample: str | None) -> list[str] | None:
+    """``--sample`` as a list of ids (``None``: every conversation); an empty value is refused."""
+    if sample is None:
+        return None
+    ids = [s.strip() for s in sample.split(",") if s.strip()]
+    if not ids:
+        raise InputError(f"--sample {sample!r} names no conversation; omit it for all, or give ids like conv-26")
+    return ids
 
 
 def _engine(cfg: Config, with_llm: bool = True, *, must_exist: bool = False):
@@ -60,7 +70,7 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
     from timem.datasets import load_dataset
 
     cfg = _config(config, db, llm_backend=llm, l1_mode=l1_mode)
-    users = load_dataset(file, fmt, sample_ids=sample.split(",") if sample else None, limit=limit, tz=cfg.tz)
+    users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.tz)
     eng = _engine(cfg)
     try:
         report = eng.ingest(users, flush=flush, upper_levels=upper_levels, progress=_bar)
@@ -220,7 +230,7 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
     from timem.recall.evaluate import evaluate_recall
 
     cfg = _config(config, db, llm_backend="none")
-    users = load_dataset(file, fmt, sample_ids=sample.split(",") if sample else None, tz=cfg.tz)
+    users = load_dataset(file, fmt, sample_ids=_samples(sample), tz=cfg.tz)
     eng = _engine(cfg, with_llm=False, must_exist=True)
     results = []
     try:

@@ -18,6 +18,9 @@ def render_trace(trace: RecallTrace, max_candidates: int = 40) -> str:
     for c in sorted(trace.candidates, key=lambda c: c.rank)[:max_candidates]:
         out.append(f"  {c.rank:>4}  {c.fused:5.3f}  {c.semantic:8.3f}  {c.bm25:4.2f}  {'yes' if c.kept else ' - '}  "
                    f"{c.node_id}")
+    if len(trace.candidates) > max_candidates:
+        out.append(f"  ... {len(trace.candidates) - max_candidates} more (all in --json / the Recall inspector); "
+                   "a component is 0 when the node was not in that list's top 40")
     out += ["", f"ancestors ({sum(a.added for a in trace.ancestors)} added of {len(trace.ancestors)} met):"]
     for a in trace.ancestors:
         out.append(f"  L{a.level} {a.node_id} via leaf rank {a.leaf_rank}: {'added' if a.added else 'skipped'}"
