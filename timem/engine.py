@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from timem import editing
 from timem.config import Config
@@ -89,12 +90,8 @@ class MemoryEngine:
                     for s in user.sessions:
                         self.store.end_session(user.user_id, s.session_id)
                 report.users.append(user.user_id)
-                try:
-                    nodes = self.consolidator.consolidate(user.user_id, flush=flush, upper_levels=upper_levels,
-                                                          progress=progress)
-                except ConsolidationIncomplete as exc:  # go on with the other users; raised below
-                    nodes = exc.written
-                    failures += [(lv, f"{user.user_id} {key}", msg) for lv, key, msg in exc.failures]
+                nodes = self._consolidate_user(user.user_id, failures, flush=flush, upper_levels=upper_levels,
+                                               progress=progress)
                 report.add_nodes(nodes)
                 written += nodes
         finally:
@@ -102,6 +99,17 @@ class MemoryEngine:
         if failures:
             raise ConsolidationIncomplete(failures, written, report=report)
         return report
+
+    def _consolidate_user(self, user_id: str, failures: list[tuple[int, str, str]], *, name_user: bool = True,
+                          **kw: Any) -> list[MemoryNode]:
+        """:meth:`Consolidator.consolidate` for one user; a :class:`ConsolidationIncomplete` is folded
+        into ``failures`` (window keys prefixed with the user id if ``name_user``) so that the caller
+        can go on with other users and raise once. Returns the nodes written either way."""
+        try:
+            return self.consolidator.consolidate(user_id, **kw)
+        except ConsolidationIncomplete as exc:
+            failures += [(lv, f"{user_id} {key}" if name_user else key, msg) for lv, key, msg in exc.failures]
+            return exc.written
 
     # ------------------------------------------------------------------ online chat
     def add_exchange(self, user_id: str, session_id: str, user_text: str, assistant_text: str,
@@ -157,11 +165,8 @@ class MemoryEngine:
         failures: list[tuple[int, str, str]] = []
         try:
             for uid in [user_id] if user_id else self.store.users():
-                try:
-                    nodes += self.consolidator.consolidate(uid, flush=flush, progress=progress)
-                except ConsolidationIncomplete as exc:
-                    nodes += exc.written
-                    failures += [(lv, key if user_id else f"{uid} {key}", msg) for lv, key, msg in exc.failures]
+                nodes += self._consolidate_user(uid, failures, name_user=user_id is None, flush=flush,
+                                                progress=progress)
         finally:
             self.store.refresh_fts()
         if failures:

@@ -25,9 +25,10 @@ def build_messages(children: Sequence[MemoryNode], history: Sequence[MemoryNode]
               "decisions and facts that matter later, each with its absolute date; drop small talk. "
               "2 to 6 sentences (at most 120 words), third person. " + LANGUAGE_RULE +
               ' Answer with JSON: {"summary": "..."}.')
-    user = (f"Sessions of this day:\n{render_nodes(children, tz)}\n\n{history_block(history, tz, 'day')}\n\n"
+    body = render_nodes(children, tz)
+    user = (f"Sessions of this day:\n{body}\n\n{history_block(history, tz, 'day')}\n\n"
             "Now write the memory of this day only.")
-    user += language_note(render_nodes(children, tz))  # CJK conversations: name the language (v6)
+    user += language_note(body)  # CJK conversations: name the language (v6)
     return [Message(role="system", content=system), Message(role="user", content=user)]
 
 

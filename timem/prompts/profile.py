@@ -33,10 +33,11 @@ def build_messages(children: Sequence[MemoryNode], history: Sequence[MemoryNode]
               "goals) and what changed this month, with dates where known; a newer preference replaces an "
               "older one and you say so. 2 to 5 sentences per person. " + LANGUAGE_RULE +
               ' Answer with JSON: {"profiles": [{"person": "...", "profile": "..."}]}.')
-    user = (f"People to profile: {who}.\n\nWeeks of this month:\n{render_nodes(children, tz)}\n\n"
+    body = render_nodes(children, tz)
+    user = (f"People to profile: {who}.\n\nWeeks of this month:\n{body}\n\n"
             f"{history_block(history, tz, 'monthly profile')}\n\nNow write the profile of each person ({who}) "
             "from this month's weeks, keeping what the earlier profiles say that still holds. Do not copy lines.")
-    user += language_note(render_nodes(children, tz))  # CJK conversations: name the language (v6)
+    user += language_note(body)  # CJK conversations: name the language (v6)
     return [Message(role="system", content=system), Message(role="user", content=user)]
 
 

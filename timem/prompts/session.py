@@ -25,10 +25,11 @@ def build_messages(children: Sequence[MemoryNode], history: Sequence[MemoryNode]
               "what the participants said about themselves and each other: events, facts, plans, feelings, "
               "preferences. State dates as absolute dates. 3 to 8 sentences, at most 150 words. " + LANGUAGE_RULE +
               ' Answer with JSON: {"summary": "..."}.')
-    user = (f"Segments of this session:\n{render_nodes(children, tz)}\n\n{history_block(history, tz, 'session')}"
+    body = render_nodes(children, tz)
+    user = (f"Segments of this session:\n{body}\n\n{history_block(history, tz, 'session')}"
             "\n\nNow write the memory of this session only, in the third person (3 to 8 sentences, at most 150 "
             "words). Summarise the segments; do not copy lines.")
-    user += language_note(render_nodes(children, tz))  # CJK conversations: name the language (v6)
+    user += language_note(body)  # CJK conversations: name the language (v6)
     return [Message(role="system", content=system), Message(role="user", content=user)]
 
 

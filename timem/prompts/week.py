@@ -25,9 +25,10 @@ def build_messages(children: Sequence[MemoryNode], history: Sequence[MemoryNode]
               "dates, recurring activities, and anything that changed compared with earlier weeks. "
               "2 to 6 sentences (at most 120 words), third person. " + LANGUAGE_RULE +
               ' Answer with JSON: {"summary": "..."}.')
-    user = (f"Days of this week:\n{render_nodes(children, tz)}\n\n{history_block(history, tz, 'week')}\n\n"
+    body = render_nodes(children, tz)
+    user = (f"Days of this week:\n{body}\n\n{history_block(history, tz, 'week')}\n\n"
             "Now write the memory of this week only.")
-    user += language_note(render_nodes(children, tz))  # CJK conversations: name the language (v6)
+    user += language_note(body)  # CJK conversations: name the language (v6)
     return [Message(role="system", content=system), Message(role="user", content=user)]
 
 

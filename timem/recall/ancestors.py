@@ -9,8 +9,8 @@ plan includes is added if that level's quota is not yet full and it is new; a le
 leaves out, or that is absent from the tree (e.g. an L1 linked straight to an L3), is passed
 through, not the end of the climb. Inactive (deleted / superseded) nodes are passed through
 without being added. The walk for a leaf ends at a node without parent or above the plan's top
-level. Parents are fetched by one recursive query (:meth:`Store.lineage`), with the user filter
-in SQL.
+level. Parents are fetched one store query per tree level (:meth:`Store.lineage`), with the user
+filter in SQL.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class AncestorRecord(BaseModel):
 
 def fetch_lineage(store: Store, user_id: str, leaves: Sequence[Candidate], plan: RecallPlan
                   ) -> tuple[dict[str, MemoryNode], dict[str, str | None]]:
-    """The kept leaves and every ancestor up to the plan's top level, in one query (see
+    """The kept leaves and every ancestor up to the plan's top level, one query per tree level (see
     :meth:`Store.lineage`): ``(nodes by id, parent id by node id)``."""
     top = max([lv for lv, q in plan.levels.items() if q > 0] + [1])
     return store.lineage(user_id, [c.node_id for c in leaves], top)

@@ -30,6 +30,8 @@ from timem.store.search import FTS_PRAGMA, bm25_top, build_bm25_postings, drop_h
 
 _NODE_COLS = ("id, user_id, level, window_key, session_id, span_start, span_end, content, child_ids, "
               "history_ids, source_turn_ids, parent_id, model_id, prompt_version, created_at, status, stale")
+#: ``col IN {_IN_LIST}`` with a list parameter: a semi-join; ``list_contains(?, col)`` scanned every row
+_IN_LIST = "(SELECT unnest(?::VARCHAR[]))"
 _TURN_COLS = "id, user_id, session_id, seq, speaker, role, text, event_time, source_ref, image_caption, ingested_at"
 
 
@@ -147,7 +149,7 @@ class Store(RecordTables):
         if not turns:
             return 0
         ids = [t.id for t in turns]
-        existing = {r[0] for r in self.con.execute("SELECT id FROM turns WHERE id IN (SELECT unnest(?::VARCHAR[]))", [ids]).fetchall()}
+        existing = {r[0] for r in self.con.execute(f"SELECT id FROM turns WHERE id IN {_IN_LIST}", [ids]).fetchall()}
         new = [t for t in turns if t.id not in existing]
         if new:
             self.con.executemany(f"INSERT INTO turns ({_TURN_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", [
@@ -169,7 +171,7 @@ class Store(RecordTables):
         if session_id is not None:
             sql, args = sql + " AND session_id = ?", args + [session_id]
         if ids is not None:
-            sql, args = sql + " AND id IN (SELECT unnest(?::VARCHAR[]))", args + [list(ids)]
+            sql, args = sql + f" AND id IN {_IN_LIST}", args + [list(ids)]
         rows = self.con.execute(sql + " ORDER BY event_time, session_id, seq", args).fetchall()
         return [Turn(id=r[0], user_id=r[1], session_id=r[2], seq=r[3], speaker=r[4], role=Role(r[5]), text=r[6],
                      event_time=_py(r[7]), source_ref=r[8], image_caption=r[9], ingested_at=_py(r[10])) for r in rows]
@@ -217,7 +219,7 @@ class Store(RecordTables):
                                      for n, v in zip(nodes, vecs)])
             for n in nodes:
                 if n.child_ids:
-                    self.con.execute("UPDATE nodes SET parent_id = ? WHERE id IN (SELECT unnest(?::VARCHAR[]))", [n.id, n.child_ids])
+                    self.con.execute(f"UPDATE nodes SET parent_id = ? WHERE id IN {_IN_LIST}", [n.id, n.child_ids])
             self._set_meta("fts_dirty", "1")
 
     def window_keys(self, user_id: str, level: Level, session_id: str | None = None, *,
@@ -254,9 +256,9 @@ class Store(RecordTables):
         segments (else they would be consolidated again); children lose their parent link."""
         with self.transaction():
             self.con.execute("DELETE FROM turns WHERE id IN (SELECT unnest(source_turn_ids) FROM nodes "
-                             "WHERE id IN (SELECT unnest(?::VARCHAR[])) AND level = 1)", [list(node_ids)])
-            self.con.execute("UPDATE nodes SET parent_id = NULL WHERE parent_id IN (SELECT unnest(?::VARCHAR[]))", [list(node_ids)])
-            self.con.execute("DELETE FROM nodes WHERE id IN (SELECT unnest(?::VARCHAR[]))", [list(node_ids)])
+                             f"WHERE id IN {_IN_LIST} AND level = 1)", [list(node_ids)])
+            self.con.execute(f"UPDATE nodes SET parent_id = NULL WHERE parent_id IN {_IN_LIST}", [list(node_ids)])
+            self.con.execute(f"DELETE FROM nodes WHERE id IN {_IN_LIST}", [list(node_ids)])
             self._set_meta("fts_dirty", "1")
 
     def _nodes(self, where: str, args: list[Any], order: str = "span_start, level, id", limit: int | None = None
@@ -285,7 +287,7 @@ class Store(RecordTables):
             where.append("status = ?")
             args.append(status.value)
         if ids is not None:
-            where.append("id IN (SELECT unnest(?::VARCHAR[]))")
+            where.append(f"id IN {_IN_LIST}")
             args.append(list(ids))
         return self._nodes(" AND ".join(where), args)
 
@@ -302,7 +304,7 @@ class Store(RecordTables):
         return rows[::-1]
 
     def parent_ids(self, node_ids: Sequence[str]) -> dict[str, str | None]:
-        rows = self.con.execute("SELECT id, parent_id FROM nodes WHERE id IN (SELECT unnest(?::VARCHAR[]))", [list(node_ids)]).fetchall()
+        rows = self.con.execute(f"SELECT id, parent_id FROM nodes WHERE id IN {_IN_LIST}", [list(node_ids)]).fetchall()
         return dict(rows)
 
     def lineage(self, user_id: str, node_ids: Sequence[str], top_level: int
@@ -320,7 +322,7 @@ class Store(RecordTables):
         parent: dict[str, str | None] = {}
         frontier = list(dict.fromkeys(node_ids))
         while frontier:
-            rows = self.con.execute(f"SELECT {_NODE_COLS} FROM nodes WHERE id IN (SELECT unnest(?::VARCHAR[])) "
+            rows = self.con.execute(f"SELECT {_NODE_COLS} FROM nodes WHERE id IN {_IN_LIST} "
                                     "AND user_id = ?", [frontier, user_id]).fetchall()
             for r in rows:
                 nodes[r[0]] = _node(r)
@@ -329,7 +331,7 @@ class Store(RecordTables):
         return nodes, {nid: (pid if pid in nodes else None) for nid, pid in parent.items()}
 
     def embeddings(self, node_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        rows = self.con.execute("SELECT id, embedding FROM nodes WHERE id IN (SELECT unnest(?::VARCHAR[]))", [list(node_ids)]).fetchall()
+        rows = self.con.execute(f"SELECT id, embedding FROM nodes WHERE id IN {_IN_LIST}", [list(node_ids)]).fetchall()
         return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
 
     def erase_user(self, user_id: str) -> dict[str, int]:
@@ -341,9 +343,9 @@ class Store(RecordTables):
                                                     [user_id, user_id]).fetchall()]
             keys = [r[0] for r in self.con.execute("SELECT DISTINCT cache_key FROM llm_calls WHERE user_id = ? "
                                                    "AND cache_key IS NOT NULL", [user_id]).fetchall()]
-            counts["llm_cache"] = self.con.execute("SELECT count(*) FROM llm_cache WHERE key IN (SELECT unnest(?::VARCHAR[]))",
+            counts["llm_cache"] = self.con.execute(f"SELECT count(*) FROM llm_cache WHERE key IN {_IN_LIST}",
                                                    [keys]).fetchone()[0]
-            self.con.execute("DELETE FROM llm_cache WHERE key IN (SELECT unnest(?::VARCHAR[]))", [keys])
+            self.con.execute(f"DELETE FROM llm_cache WHERE key IN {_IN_LIST}", [keys])
             counts["llm_cache"] += self.purge_cache_mentioning(texts)
             for table in ("turns", "sessions", "nodes", "recall_traces", "llm_calls"):
                 counts[table] = self.con.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?",
