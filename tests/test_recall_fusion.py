@@ -94,7 +94,7 @@ def test_context_grouped_by_level_dated_and_time_ordered():
     week = _node("w", 4, "week:2023-05-08..2023-05-14", datetime(2023, 5, 8, 4, tzinfo=UTC),
                  datetime(2023, 5, 15, 4, tzinfo=UTC), "Week.")
     month = _node("m", 5, "month:2023-05", datetime(2023, 5, 1, 4, tzinfo=UTC), datetime(2023, 6, 1, 4, tzinfo=UTC), "Month.")
-    text = render_context([month, late, day, week, early], tz)
+    text = render_context([month, late, day, week, early], tz, layout="lines")
     assert text.splitlines() == [
         "L1 segments:",
         "- [Mon 8 May 2023, 10:00-10:05] Anna: first",
@@ -108,3 +108,31 @@ def test_context_grouped_by_level_dated_and_time_ordered():
     ]
     assert date_label(day, tz) == "Mon 8 May 2023"
     assert count_tokens(text) > 20 and count_tokens("") == 0
+
+
+def _turn_node(nid: str, session: str, seq: int, when: datetime, text: str) -> MemoryNode:
+    return MemoryNode(id=nid, user_id="u", level=Level(1), window_key=f"segment:u:{session}:{seq}",
+                      session_id=session, span_start=when, span_end=when, source_turn_ids=[f"u:{session}:{seq}"],
+                      content=f"On 8 May 2023 (Monday) 13:56:\n{text}", model_id="verbatim", prompt_version="v")
+
+
+def test_grouped_context_one_header_per_session_in_turn_order():
+    tz = ZoneInfo("UTC")
+    t1, t2 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC), datetime(2023, 5, 25, 13, 14, tzinfo=UTC)
+    # equal timestamps within a session: the node ids sort against the turn order ("z" < "a" is false)
+    nodes = [_turn_node("a", "S1", 12, t1, "Mel: twelfth"), _turn_node("z", "S1", 2, t1, "Caro: second"),
+             _turn_node("m", "S1", 10, t1, "Caro: tenth"), _turn_node("b", "S2", 0, t2, "Mel: later")]
+    text = render_context(nodes, tz)
+    assert text.splitlines() == [
+        "Conversation excerpts:",
+        "[Mon 8 May 2023, 13:56]",
+        "Caro: second",
+        "Caro: tenth",
+        "Mel: twelfth",
+        "[Thu 25 May 2023, 13:14]",
+        "Mel: later",
+    ]
+    lines = render_context(nodes, tz, layout="lines")
+    assert count_tokens(text) < count_tokens(lines)  # one date per session instead of one per memory
+    with pytest.raises(ValueError, match="layout"):
+        render_context(nodes, tz, layout="wide")  # type: ignore[arg-type]

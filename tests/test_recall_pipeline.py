@@ -187,7 +187,7 @@ def test_missing_level_is_skipped_not_the_end_of_the_climb(store, embedder):
     added = {a.node_id: a for a in res.trace.ancestors if a.added}
     assert set(added) == {"u1:month"}  # L2 absent, L3 not in the simple plan, L5 still reached
     assert added["u1:month"].path == ["u1:day", "u1:month"]
-    assert res.context.splitlines()[0] == "L1 segments:" and "L5 profile:" in res.context
+    assert res.context.splitlines()[0] == "Conversation excerpts:" and "L5 profile:" in res.context
 
 
 def test_llm_gate_keeps_what_the_model_says(two_users, embedder):

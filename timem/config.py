@@ -32,6 +32,12 @@ DEFAULT_QUOTAS: dict[str, dict[int, int]] = {
 }
 
 
+#: Config fields that shape recall; :meth:`Config.recall_settings` records them in every trace.
+RECALL_FIELDS = ("recall_lambda", "recall_top_k", "recall_candidates", "recall_neighbours", "neighbour_priority",
+                 "speaker_boost", "gate_threshold", "token_budget", "context_layout", "timezone", "planner", "gate",
+                 "l1_unit")
+
+
 class Config(BaseModel):
     """Resolved settings. Immutable; build with :func:`load_config`."""
 
@@ -59,7 +65,9 @@ class Config(BaseModel):
     # consolidation
     l1_mode: Literal["verbatim", "llm"] = "verbatim"
     l1_batch_exchanges: int = 4  #: L1 segments per LLM call (one JSON item per segment)
-    l1_segment_exchanges: int = 1  #: exchanges per L1 segment (granularity; the benchmark varies 1/2/4/8)
+    l1_segment_exchanges: int = 1  #: units per L1 segment (granularity; the benchmark varies 1/2/4/8)
+    #: the L1 leaf unit: "exchange" (a speaker's turn(s) and the reply) or "turn" (one utterance)
+    l1_unit: Literal["exchange", "turn"] = "exchange"
     history_k: int = 3  #: same-level history nodes each consolidation prompt sees
     # embeddings
     embed_batch_size: int = 64
@@ -69,11 +77,20 @@ class Config(BaseModel):
     recall_lambda: float = 0.9
     recall_top_k: int = 20
     recall_candidates: int = 40
+    #: adjacent L1 segments of the same session pulled in for each kept leaf when the budget allows
+    #: ("next": the reply, often where the answer is; "both": also the turn before)
+    recall_neighbours: Literal["none", "next", "both"] = "none"
+    #: where pulled neighbours go in the budget order: right after their leaf, or after every leaf
+    neighbour_priority: Literal["interleave", "after"] = "interleave"
+    #: added to the fused score of a leaf spoken by a participant the question names (0 = off)
+    speaker_boost: float = 0.0
     #: "exact" cosine scan, or "hnsw": the vss HNSW index with over-fetch (approximate; pays off at
     #: ~100k nodes per file, costs minutes to build and ~1 GB RAM there; bench/results/recall-latency.md)
     vector_index: Literal["exact", "hnsw"] = "exact"
     gate_threshold: float = 0.35
     token_budget: int = 1000
+    #: context layout: "grouped" (one dated header per session for L1) or "lines" (a date per memory)
+    context_layout: Literal["grouped", "lines"] = "grouped"
     quotas: dict[str, dict[int, int]] = Field(default_factory=lambda: {k: dict(v) for k, v in DEFAULT_QUOTAS.items()})
 
     @field_validator("timezone")
@@ -96,6 +113,10 @@ class Config(BaseModel):
     def tz(self) -> ZoneInfo:
         """The users' time zone as a :class:`zoneinfo.ZoneInfo`."""
         return ZoneInfo(self.timezone)
+
+    def recall_settings(self) -> dict[str, Any]:
+        """The settings that shape recall (recorded whole in every recall trace)."""
+        return {k: getattr(self, k) for k in RECALL_FIELDS}
 
     def with_overrides(self, **overrides: Any) -> "Config":
         """A copy with some fields replaced (validated)."""

@@ -26,13 +26,13 @@ import numpy as np
 
 from timem.bench.metrics import tokens_for_f1
 from timem.bench.recipes import Recipe
-from timem.bench.retrieval import Retrieved, fit_budget
+from timem.bench.retrieval import Retrieved
 from timem.config import Config
 from timem.datasets.base import ImportedUser
 from timem.embed.protocol import Embedder
 from timem.models import Turn
 from timem.prompts import answer as answer_prompt
-from timem.recall.context import count_tokens
+from timem.recall.context import count_tokens, fit_budget
 from timem.recall.leaves import fuse
 
 _WORD = re.compile(r"[A-Za-z0-9]+")

@@ -25,9 +25,9 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from timem.recall.context import count_tokens
-from timem.recall.evaluate import answer_in_context, evidence_ids, normalize_answer
+from timem.recall.evaluate import answer_in_context, date_in_context, evidence_ids, normalize_answer
 
-__all__ = ["answer_in_context", "count_tokens", "coverage", "evidence_ids", "normalize_answer",
+__all__ = ["answer_in_context", "count_tokens", "coverage", "date_in_context", "evidence_ids", "normalize_answer",
            "normalize_squad", "rouge_l", "token_f1", "tokens_for_f1"]
 
 _PUNCT = set(string.punctuation) | set("‘’“”–—")

@@ -12,16 +12,17 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from statistics import mean, median
 from typing import Any
 
 COLUMNS = ["group", "n", "judge_acc", "unparseable", "f1", "rouge_l", "evidence_recall", "full_coverage",
-           "tree_evidence_recall", "session_recall", "answer_in_context", "mem_len", "llm_calls", "llm_tokens",
+           "tree_evidence_recall", "session_recall", "answer_in_context", "date_in_context", "mem_len", "llm_calls", "llm_tokens",
            "judge_tokens", "truncated"]
 _PCT = {"judge_acc", "f1", "rouge_l", "evidence_recall", "full_coverage", "tree_evidence_recall", "session_recall",
-        "answer_in_context", "truncated"}
+        "answer_in_context", "date_in_context", "truncated"}
 LOCOMO_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 
@@ -56,7 +57,8 @@ def summarize(rows: Sequence[dict[str, Any]], dataset: str) -> list[dict[str, An
             "f1": _avg(sel, "f1"), "rouge_l": _avg(sel, "rouge_l"),
             "evidence_recall": _avg(sel, "evidence_recall"), "full_coverage": _avg(sel, "full_coverage"),
             "tree_evidence_recall": _avg(sel, "tree_evidence_recall"), "session_recall": _avg(sel, "session_recall"),
-            "answer_in_context": _avg(sel, "answer_in_context"), "mem_len": _avg(sel, "mem_len", 1),
+            "answer_in_context": _avg(sel, "answer_in_context"), "date_in_context": _avg(sel, "date_in_context"),
+            "mem_len": _avg(sel, "mem_len", 1),
             "llm_calls": _avg(sel, "llm_calls", 2), "llm_tokens": _avg(sel, "llm_tokens", 1),
             "judge_tokens": _avg(sel, "judge_tokens", 1), "truncated": _avg(sel, "truncated"),
         })
@@ -102,14 +104,17 @@ def summary_markdown(table: Sequence[dict[str, Any]], manifest: dict[str, Any]) 
 
 
 def latency_table(timings: Sequence[dict[str, Any]]) -> str:
-    """CSV: per stage, mean / median / max wall time in ms (volatile: not part of the reproducible outputs)."""
+    """CSV: per stage, mean / median / p95 / max wall time in ms (volatile: not part of the reproducible outputs).
+
+    p95 is the nearest-rank 95th percentile (the value below which 95 % of the calls fall)."""
     stages = sorted({k for t in timings for k in t["latency_ms"]})
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["stage", "n", "mean_ms", "median_ms", "max_ms"])
+    w.writerow(["stage", "n", "mean_ms", "median_ms", "p95_ms", "max_ms"])
     for s in stages:
         vals = [t["latency_ms"][s] for t in timings if s in t["latency_ms"]]
-        w.writerow([s, len(vals), round(mean(vals), 1), round(median(vals), 1), round(max(vals), 1)])
+        p95 = sorted(vals)[max(0, math.ceil(0.95 * len(vals)) - 1)]
+        w.writerow([s, len(vals), round(mean(vals), 1), round(median(vals), 1), round(p95, 1), round(max(vals), 1)])
     return buf.getvalue()
 
 

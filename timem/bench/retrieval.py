@@ -25,7 +25,7 @@ from timem.embed.protocol import Embedder
 from timem.llm.protocol import LLMClient
 from timem.models import Level, MemoryNode
 from timem.recall import recall
-from timem.recall.context import count_tokens, render_context
+from timem.recall.context import fit_budget, render_context
 from timem.recall.keywords import extract_keywords
 from timem.recall.leaves import fuse
 from timem.recall.trace import LLMCall
@@ -54,47 +54,6 @@ class Retrieved(BaseModel):
     truncated: bool | None = None  #: full-context only
     kept_turns: int | None = None  #: full-context only: turns that fit the window
     notes: list[str] = Field(default_factory=list)
-
-
-def fit_budget(items: Sequence[T], render: Callable[[list[T]], str], budget: int) -> tuple[list[T], str, int]:
-    """Greedy fill in priority order: ``(kept items, rendered context, its tokens)`` within ``budget``.
-
-    Exact: every accepted prefix is rendered and counted. As a shortcut, an item is accepted without
-    counting when the running upper estimate (tokens of the last exact count plus the item's own
-    rendering plus 2) stays within the budget; the final context is always counted exactly and the
-    slow exact loop is used if the estimate ever overshot.
-    """
-    chosen: list[T] = []
-    text, tokens, estimate = "", 0, 0
-    for it in items:
-        alone = count_tokens(render([it])) + 2
-        if estimate + alone <= budget:
-            chosen.append(it)
-            estimate += alone
-            continue
-        trial = render([*chosen, it])
-        n = count_tokens(trial)
-        if n > budget:
-            continue
-        chosen.append(it)
-        text, tokens, estimate = trial, n, n
-    text = render(chosen) if chosen else ""
-    tokens = count_tokens(text)
-    if tokens > budget:  # the estimate was not an upper bound here: redo exactly
-        return _fit_exact(items, render, budget)
-    return chosen, text, tokens
-
-
-def _fit_exact(items: Sequence[T], render: Callable[[list[T]], str], budget: int) -> tuple[list[T], str, int]:
-    chosen: list[T] = []
-    text, tokens = "", 0
-    for it in items:
-        trial = render([*chosen, it])
-        n = count_tokens(trial)
-        if n <= budget:
-            chosen.append(it)
-            text, tokens = trial, n
-    return chosen, text, tokens
 
 
 class TreeIndex:
@@ -159,7 +118,7 @@ class TimemRetriever:
         notes = list(trace.notes)
         if self.restrict:
             allowed = [n for n in nodes if int(n.level) in self.recipe.context_levels]
-            nodes, context, tokens = fit_budget(allowed, lambda ns: render_context(ns, self.config.tz),
+            nodes, context, tokens = fit_budget(allowed, lambda ns: render_context(ns, self.config.tz, self.config.context_layout),
                                                 self.config.token_budget)
             notes.append(f"context restricted to levels {list(self.recipe.context_levels)}, then budgeted")
             trace = trace.model_copy(update={"node_ids": [n.id for n in nodes], "context": context,
@@ -202,7 +161,7 @@ class FlatRetriever:
         pool.sort(key=lambda t: (-t[0], t[1], t[2]))
         by_id = {n.id: n for n in self.store.nodes(user_id=user_id, ids=[p[2] for p in pool])} if pool else {}
         ranked = [by_id[p[2]] for p in pool if p[2] in by_id]
-        nodes, context, tokens = fit_budget(ranked, lambda ns: render_context(ns, cfg.tz), cfg.token_budget)
+        nodes, context, tokens = fit_budget(ranked, lambda ns: render_context(ns, cfg.tz, cfg.context_layout), cfg.token_budget)
         return Retrieved(context=context, mem_len=tokens, notes=[f"flat over levels {list(self.recipe.context_levels)}"],
                          **_describe(nodes, self.tree))
 

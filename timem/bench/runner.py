@@ -36,11 +36,11 @@ from timem.bench import report
 from timem.bench.baselines import FullContext, TurnRetriever
 from timem.bench.judge import judge_answer
 from timem.bench.manifest import build_manifest, config_record, sha256_file
-from timem.bench.metrics import answer_in_context, coverage, evidence_ids, rouge_l, token_f1
+from timem.bench.metrics import answer_in_context, coverage, date_in_context, evidence_ids, rouge_l, token_f1
 from timem.bench.recipes import Recipe
 from timem.bench.retrieval import FlatRetriever, Retrieved, TimemRetriever, level_counts
 from timem.config import Config
-from timem.consolidation.segments import exchanges, group_segments
+from timem.consolidation.segments import cut_segments
 from timem.datasets import load_dataset
 from timem.datasets.base import ImportedUser, Question
 from timem.embed.protocol import Embedder
@@ -118,7 +118,8 @@ def llm_label(config: Config) -> str:
 def default_db_path(config: Config, dataset: str, data_sha: str, ingest_llm: bool) -> Path:
     """One database per dataset file, L1 granularity, L1 mode and consolidating model (``none``: L1 only)."""
     label = llm_label(config) if ingest_llm else "none"
-    name = f"{dataset}-{data_sha[:12]}-g{config.l1_segment_exchanges}-{config.l1_mode}-{label}.duckdb"
+    unit = "g" if config.l1_unit == "exchange" else "t"  # "g": the name files had before turn units existed
+    name = f"{dataset}-{data_sha[:12]}-{unit}{config.l1_segment_exchanges}-{config.l1_mode}-{label}.duckdb"
     return Path(config.cache_dir) / "bench" / name
 
 
@@ -128,11 +129,11 @@ def check_l1_layout(store: Store, user: ImportedUser, config: Config) -> None:
     if not existing:
         return
     size = config.l1_segment_exchanges
-    expected = {f"segment:{seg[0].id}" for s in user.sessions for seg in group_segments(exchanges(s.turns), size)}
+    expected = {f"segment:{seg[0].id}" for s in user.sessions for seg in cut_segments(s.turns, config.l1_unit, size)}
     foreign = [n.window_key for n in existing if n.window_key not in expected]
     if foreign:
         raise BenchError(f"{store.path} holds L1 segments of {user.user_id} cut at another granularity than "
-                         f"l1_segment_exchanges={size} (e.g. {foreign[0]}); use another --db (each granularity "
+                         f"l1_unit={config.l1_unit}, l1_segment_exchanges={size} (e.g. {foreign[0]}); use another --db (each granularity "
                          "needs its own database) or leave --db out.")
     verbatim = all(n.model_id == "verbatim" for n in existing)
     if config.l1_mode == "llm" and verbatim:
@@ -174,6 +175,8 @@ def _score(spec: RunSpec, user: ImportedUser, q: Question, r: Retrieved) -> dict
                       or str(q.category) in _NO_SHORT_GOLD)
     out["answer_in_context"] = (float(answer_in_context(q.answer, r.context))
                                 if short_gold and q.answer.strip() else None)
+    has_date = date_in_context(q.answer, r.context) if short_gold else None
+    out["date_in_context"] = None if has_date is None else float(has_date)
     return out
 
 

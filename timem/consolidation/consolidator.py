@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 from timem.config import Config
 from timem.consolidation.grounding import ground_content
-from timem.consolidation.segments import exchanges, group_segments, render_segment
+from timem.consolidation.segments import cut_segments, render_segment
 from timem.embed.protocol import Embedder
 from timem.errors import ConsolidationIncomplete, LLMError, UnusableAnswerError
 from timem.llm.protocol import LLMClient
@@ -85,13 +85,7 @@ class Consolidator:
     def write_segments(self, user_id: str, session_id: str, *, closed: bool) -> list[MemoryNode]:
         """Write the missing L1 segments of one session; returns the new nodes."""
         turns = self.store.turns(user_id, session_id)
-        exs = exchanges(turns)
-        if not closed and exs and len({t.speaker for t in exs[-1]}) < 2:
-            exs = exs[:-1]  # the last exchange still waits for its reply
-        size = self.config.l1_segment_exchanges
-        segs = group_segments(exs, size)
-        if not closed and segs and len(segs[-1]) and len(exchanges(segs[-1])) < size:
-            segs = segs[:-1]
+        segs = cut_segments(turns, self.config.l1_unit, self.config.l1_segment_exchanges, closed=closed)
         have = self.store.window_keys(user_id, Level.SEGMENT, session_id, include_deleted=True)
         todo = [s for s in segs if f"segment:{s[0].id}" not in have]
         if not todo:

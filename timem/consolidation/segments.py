@@ -37,6 +37,37 @@ def group_segments(exs: Sequence[list[Turn]], size: int = 1) -> list[list[Turn]]
     return [[t for ex in exs[i:i + size] for t in ex] for i in range(0, len(exs), size)]
 
 
+def cut_segments(turns: Sequence[Turn], unit: str = "exchange", size: int = 1, *, closed: bool = True
+                 ) -> list[list[Turn]]:
+    """One session's turns (seq order) cut into L1 segments.
+
+    Args:
+        unit: ``"exchange"`` (``size`` exchanges per segment, see :func:`exchanges`) or ``"turn"``
+            (``size`` turns per segment; one turn by default, the finest leaf unit).
+        closed: whether the session is closed. In an open session an exchange segment waits until
+            its last exchange has a reply and the segment is full; a turn segment waits until it is full.
+
+    Raises:
+        ValueError: an unknown unit or ``size < 1``.
+    """
+    if size < 1:
+        raise ValueError("segment size must be >= 1")
+    if unit == "turn":
+        segs = [list(turns[i:i + size]) for i in range(0, len(turns), size)]
+        if not closed and segs and len(segs[-1]) < size:
+            segs = segs[:-1]
+        return segs
+    if unit != "exchange":
+        raise ValueError(f"unknown L1 unit {unit!r}; use 'exchange' or 'turn'")
+    exs = exchanges(turns)
+    if not closed and exs and len({t.speaker for t in exs[-1]}) < 2:
+        exs = exs[:-1]  # the last exchange still waits for its reply
+    segs = group_segments(exs, size)
+    if not closed and segs and len(exchanges(segs[-1])) < size:
+        segs = segs[:-1]
+    return segs
+
+
 def turn_line(turn: Turn, tz: ZoneInfo) -> str:
     """``Speaker: text`` with relative dates resolved against the turn's local event time."""
     text, _ = resolve_relative_dates(turn.text, turn.event_time.astimezone(tz))

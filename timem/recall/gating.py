@@ -17,8 +17,8 @@ Modes (``Config.gate``; TiMem §3.3 complexity-aware gating):
 * ``"off"``: everything is kept.
 
 In every mode :func:`apply_budget` then adds kept memories in priority order (each leaf by rank,
-followed by the ancestors it brought) while the rendered context stays within
-``Config.token_budget`` cl100k tokens; a memory that does not fit is dropped (reason
+followed by the ancestors it brought, then neighbour turns) while the rendered context stays
+within ``Config.token_budget`` cl100k tokens; a memory that does not fit is dropped (reason
 ``"token budget"``) and smaller later ones may still fit.
 """
 
@@ -36,7 +36,7 @@ from timem.llm.protocol import LLMClient
 from timem.models import MemoryNode
 from timem.prompts import gate as gate_prompt
 from timem.recall.ancestors import AncestorRecord
-from timem.recall.context import HEADERS, count_tokens, date_label, memory_line, render_context
+from timem.recall.context import Layout, date_label, fit_budget, render_context
 from timem.recall.leaves import Candidate
 
 GateMode = Literal["llm", "score", "off"]
@@ -133,52 +133,48 @@ def run_gate(mode: GateMode, llm: LLMClient | None, question: str, complexity: s
 
 
 def apply_budget(kept: set[str], why: dict[str, str], leaves: Sequence[Candidate], ancestors: Sequence[AncestorRecord],
-                 nodes: dict[str, MemoryNode], budget: int, tz: ZoneInfo
+                 nodes: dict[str, MemoryNode], budget: int, tz: ZoneInfo, layout: Layout = "grouped",
+                 neighbours: Sequence[tuple[str, str, str]] = (), interleave: bool = True
                  ) -> tuple[list[MemoryNode], str, int, list[GateDecision]]:
     """Fit the kept memories into ``budget`` tokens (see the module docstring).
 
-    Each line is tokenised once and the greedy pass adds line + newline (+ level header) counts;
-    the rendered context is then counted exactly and, in the rare case that tokens merged
-    differently across lines, the lowest-priority memories are removed until it fits.
+    Priority: each leaf by rank followed by the ancestors it brought; ``neighbours`` are
+    ``(leaf id, neighbour id, reason)`` triples (the adjacent turns of kept leaves), placed right
+    after their leaf when ``interleave``, else after every leaf. The greedy fill is
+    :func:`timem.recall.context.fit_budget` over the rendered context in ``layout``.
 
     Returns:
         ``(final nodes in priority order, context text, its cl100k token count, a decision per
-        leaf and added ancestor)``.
+        leaf, added ancestor and extra node)``.
     """
     brought: dict[str, list[str]] = {}
     for a in ancestors:
         if a.added:
             brought.setdefault(a.via_leaf, []).append(a.node_id)
-    priority = []
-    for c in sorted(leaves, key=lambda c: c.rank):
-        priority += [c.node_id, *brought.get(c.node_id, [])]
-    newline = count_tokens("\n")
-    chosen: list[MemoryNode] = []
-    used, levels = 0, set()
-    verdict: dict[str, tuple[bool, str]] = {}
+    ranked = sorted(leaves, key=lambda c: c.rank)
+    leaf_ids = {c.node_id for c in ranked}
+    why, kept = dict(why), set(kept)
+    pulled: dict[str, list[str]] = {}
+    for leaf, nid, reason in neighbours:
+        if nid in nodes and nid not in leaf_ids and nid not in why:
+            pulled.setdefault(leaf, []).append(nid)
+            kept.add(nid)
+            why[nid] = reason
+    priority: list[str] = []
+    for c in ranked:
+        priority += [c.node_id, *brought.get(c.node_id, []), *(pulled.get(c.node_id, []) if interleave else [])]
+    if not interleave:
+        priority += [nid for c in ranked for nid in pulled.get(c.node_id, [])]
+    eligible = [nodes[nid] for nid in priority if nid in kept]
+    chosen, text, tokens = fit_budget(eligible, lambda ns: render_context(ns, tz, layout), budget)
+    final = {n.id for n in chosen}
+    decisions = []
     for nid in priority:
-        node = nodes[nid]
         if nid not in kept:
-            verdict[nid] = (False, why.get(nid, "dropped"))
-            continue
-        level = int(node.level)
-        cost = count_tokens(memory_line(node, tz)) + newline
-        if level not in levels:
-            cost += count_tokens(HEADERS.get(level, f"L{level}:")) + newline
-        if used + cost - newline > budget:
-            verdict[nid] = (False, f"{why.get(nid, 'kept')}; dropped by token budget ({budget})")
-            continue
-        chosen.append(node)
-        used += cost
-        levels.add(level)
-        verdict[nid] = (True, why.get(nid, "kept"))
-    text = render_context(chosen, tz)
-    tokens = count_tokens(text)
-    while tokens > budget and chosen:
-        last = chosen.pop()
-        verdict[last.id] = (False, f"{why.get(last.id, 'kept')}; dropped by token budget ({budget})")
-        text = render_context(chosen, tz)
-        tokens = count_tokens(text)
-    decisions = [GateDecision(node_id=nid, level=int(nodes[nid].level), kept=verdict[nid][0], reason=verdict[nid][1])
-                 for nid in priority]
+            ok, reason = False, why.get(nid, "dropped")
+        elif nid in final:
+            ok, reason = True, why.get(nid, "kept")
+        else:
+            ok, reason = False, f"{why.get(nid, 'kept')}; dropped by token budget ({budget})"
+        decisions.append(GateDecision(node_id=nid, level=int(nodes[nid].level), kept=ok, reason=reason))
     return chosen, text, tokens, decisions

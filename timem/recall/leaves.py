@@ -13,7 +13,8 @@ are kept. No time-window boost is applied (the plan's window is recorded in the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -21,7 +22,7 @@ from pydantic import BaseModel
 
 from timem.config import Config
 from timem.embed.protocol import Embedder
-from timem.models import Level
+from timem.models import Level, MemoryNode
 from timem.recall.planner import RecallPlan
 from timem.store.duckdb_store import Store
 
@@ -41,6 +42,7 @@ class Candidate(BaseModel):
     rank: int
     cosine: float | None = None
     bm25_raw: float | None = None
+    speaker: float = 0.0  #: the speaker bonus included in ``fused`` (``Config.speaker_boost``)
     kept: bool = False
 
 
@@ -88,11 +90,14 @@ def bm25_query(question: str, plan: RecallPlan) -> str:
 
 
 def select_leaves(store: Store, embedder: Embedder, config: Config, user_id: str, question: str,
-                  plan: RecallPlan, query_vec: np.ndarray | None = None) -> LeafSelection:
+                  plan: RecallPlan, query_vec: np.ndarray | None = None, participants: Sequence[str] = ()
+                  ) -> LeafSelection:
     """Top-k L1 leaves of ``user_id`` for ``question`` (see the module docstring).
 
     Args:
         query_vec: the question's embedding if already computed, shape ``(dim,)``, unit length.
+        participants: the conversation's person names; with ``Config.speaker_boost > 0``, a leaf
+            spoken by a participant the question names gets that bonus on its fused score.
 
     Raises:
         EmbeddingError: the embedder fails (nothing is searched then).
@@ -105,4 +110,25 @@ def select_leaves(store: Store, embedder: Embedder, config: Config, user_id: str
     lex_hits = dict(store.search_bm25(user_id, query, int(Level.SEGMENT), n))
     k = min(config.recall_top_k, plan.levels.get(1, config.recall_top_k))
     candidates = fuse(vec_hits, lex_hits, config.recall_lambda, top_k=k)
+    named = [p for p in participants if re.search(rf"\b{re.escape(p)}\b", question, re.IGNORECASE)]
+    if config.speaker_boost > 0 and named and candidates:
+        spoken = {n.id: speaker_of(n) for n in store.nodes(user_id=user_id, ids=[c.node_id for c in candidates])}
+        candidates = rerank([c.model_copy(update={"speaker": config.speaker_boost,
+                                                  "fused": round(c.fused + config.speaker_boost, 6)})
+                             if spoken.get(c.node_id) in named else c for c in candidates], k)
     return LeafSelection(candidates, [c for c in candidates if c.kept], query)
+
+
+def rerank(candidates: Sequence[Candidate], top_k: int | None) -> list[Candidate]:
+    """Candidates re-sorted by ``fused`` (ties: higher semantic, then id), ranks renumbered, top k kept."""
+    ordered = sorted(candidates, key=lambda c: (-c.fused, -c.semantic, c.node_id))
+    return [c.model_copy(update={"rank": r, "kept": top_k is None or r <= top_k}) for r, c in enumerate(ordered, 1)]
+
+
+_SPEAKER = re.compile(r"^(?:On \d{1,2} \w+ \d{4} \(\w+\) \d{2}:\d{2}:\s*)?([^:\n]{1,60}):")
+
+
+def speaker_of(node: MemoryNode) -> str | None:
+    """The speaker of a verbatim L1 node's first line (``"Caroline: ..."``), else ``None``."""
+    m = _SPEAKER.match(node.content.strip())
+    return m.group(1).strip() if m else None

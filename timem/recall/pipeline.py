@@ -33,7 +33,7 @@ from timem.prompts import answer as answer_prompt
 from timem.recall.ancestors import fetch_lineage, propagate
 from timem.recall.context import count_tokens
 from timem.recall.gating import GateMode, apply_budget, run_gate
-from timem.recall.leaves import select_leaves
+from timem.recall.leaves import Candidate, select_leaves
 from timem.recall.planner import CentroidPlanner, LLMPlanner, RecallPlan, make_plan
 from timem.recall.trace import LLMCall, RecallTrace
 from timem.store.duckdb_store import Store
@@ -158,7 +158,7 @@ def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: 
     latency["plan"] = _ms(t0)
 
     t0 = time.perf_counter()
-    leaves = select_leaves(store, embedder, config, user_id, query, plan, query_vec)
+    leaves = select_leaves(store, embedder, config, user_id, query, plan, query_vec, participants)
     latency["leaves"] = _ms(t0)
 
     t0 = time.perf_counter()
@@ -180,8 +180,10 @@ def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: 
     latency["gate"] = _ms(t0)
 
     t0 = time.perf_counter()
+    pulled = neighbour_leaves(store, config, user_id, [c for c in leaves.kept if c.node_id in kept], nodes)
     chosen, context, tokens, decisions = apply_budget(kept, why, leaves.kept, ancestors, nodes,
-                                                      config.token_budget, config.tz)
+                                                      config.token_budget, config.tz, config.context_layout,
+                                                      pulled, config.neighbour_priority == "interleave")
     outcome = outcome.model_copy(update={"decisions": decisions})
     latency["context"] = _ms(t0)
     latency["total"] = _ms(t_all)
@@ -194,11 +196,28 @@ def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: 
     return RecallResult(context=context, nodes=chosen, trace=trace)
 
 
+def neighbour_leaves(store: Store, config: Config, user_id: str, kept_leaves: Sequence[Candidate],
+                     nodes: dict[str, MemoryNode]) -> list[tuple[str, str, str]]:
+    """The adjacent segments of kept leaves (``Config.recall_neighbours``) as ``(leaf, neighbour, reason)``,
+    in leaf rank order; their nodes are added to ``nodes`` (one store query each way, user filter in SQL)."""
+    if config.recall_neighbours == "none" or not kept_leaves:
+        return []
+    adj = store.adjacent_segments(user_id, [c.node_id for c in kept_leaves])
+    out: list[tuple[str, str, str]] = []
+    for c in sorted(kept_leaves, key=lambda c: c.rank):
+        prev, nxt = adj.get(c.node_id, (None, None))
+        if nxt:
+            out.append((c.node_id, nxt, f"next turn after leaf rank {c.rank}"))
+        if prev and config.recall_neighbours == "both":
+            out.append((c.node_id, prev, f"turn before leaf rank {c.rank}"))
+    missing = [nid for _, nid, _ in out if nid not in nodes]
+    if missing:
+        nodes.update({n.id: n for n in store.nodes(user_id=user_id, ids=missing)})
+    return out
+
+
 def _settings(config: Config) -> dict[str, Any]:
-    return {"recall_lambda": config.recall_lambda, "recall_top_k": config.recall_top_k,
-            "recall_candidates": config.recall_candidates, "gate_threshold": config.gate_threshold,
-            "token_budget": config.token_budget, "timezone": config.timezone, "planner": config.planner,
-            "gate": config.gate}
+    return config.recall_settings()
 
 
 def recall(store: Store, embedder: Embedder, llm: LLMClient | None, config: Config, user_id: str, query: str,

@@ -26,6 +26,7 @@ from timem.errors import NotFoundError, StoreError
 from timem.models import Level, MemoryNode, NodeStatus, Role, Turn
 from timem.store.migrations import migrate
 from timem.store.records import RecordTables, db_time
+from timem.store.tree_queries import adjacent_segments
 from timem.store.search import FTS_PRAGMA, bm25_top, build_bm25_postings, drop_hnsw, ensure_hnsw, vector_top
 
 _NODE_COLS = ("id, user_id, level, window_key, session_id, span_start, span_end, content, child_ids, "
@@ -382,6 +383,10 @@ class Store(RecordTables):
         """Top ``limit`` active nodes of one user and level by cosine similarity; user filter in SQL.
         Exact unless the store was opened with ``vector_index="hnsw"`` (see :mod:`timem.store.search`)."""
         return vector_top(self.con, self.dim, user_id, query_vec, level, limit, hnsw=self.vector_index == "hnsw")
+
+    def adjacent_segments(self, user_id: str, node_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
+        """``(previous, next)`` L1 node of the same session per L1 node (see :mod:`timem.store.tree_queries`)."""
+        return adjacent_segments(self.con, user_id, node_ids)
 
     def stats(self) -> dict[str, Any]:
         """Counts: nodes per level, turns, users, LLM calls, tokens, cache hits."""
