@@ -78,8 +78,9 @@ class Config(BaseModel):
     recall_top_k: int = 20
     recall_candidates: int = 40
     #: adjacent L1 segments of the same session pulled in for each kept leaf when the budget allows
-    #: ("next": the reply, often where the answer is; "both": also the turn before)
-    recall_neighbours: Literal["none", "next", "both"] = "none"
+    #: ("next": the next segment, often the answer; "reply": the next one only after a leaf that asks
+    #: a question; "both": the segments before and after)
+    recall_neighbours: Literal["none", "next", "reply", "both"] = "none"
     #: where pulled neighbours go in the budget order: right after their leaf, or after every leaf
     neighbour_priority: Literal["interleave", "after"] = "interleave"
     #: added to the fused score of a leaf spoken by a participant the question names (0 = off)

@@ -206,6 +206,8 @@ def neighbour_leaves(store: Store, config: Config, user_id: str, kept_leaves: Se
     out: list[tuple[str, str, str]] = []
     for c in sorted(kept_leaves, key=lambda c: c.rank):
         prev, nxt = adj.get(c.node_id, (None, None))
+        if config.recall_neighbours == "reply" and "?" not in nodes[c.node_id].content:
+            continue
         if nxt:
             out.append((c.node_id, nxt, f"next turn after leaf rank {c.rank}"))
         if prev and config.recall_neighbours == "both":
