@@ -297,3 +297,7 @@ def main() -> None:
     except TimemError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -15,7 +15,7 @@ from typing import Any
 from timem import editing
 from timem.config import Config
 from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
-from timem.datasets.base import ImportedUser, turn_id
+from timem.datasets.base import ImportedUser, check_text, is_blank, turn_id
 from timem.embed.protocol import Embedder
 from timem.errors import ConsolidationIncomplete, InputError
 from timem.llm.protocol import LLMClient
@@ -68,13 +68,16 @@ class MemoryEngine:
     # ------------------------------------------------------------------ ingest (backfill)
     def ingest(self, users: Sequence[ImportedUser], *, flush: bool = True, upper_levels: bool = True,
                progress: Progress = _no_progress) -> IngestReport:
-        """Store every user's turns, then consolidate in event-time order.
+        """Store every user's turns (all users in one transaction: a bad value anywhere writes nothing),
+        then consolidate each user in event-time order.
 
         Dataset sessions are complete, so they are marked ended; ``flush`` also closes the last day,
         week and month. ``upper_levels=False`` writes L1 only and leaves L2..L5 to a later
         :meth:`consolidate`. Running it again adds nothing (turn ids and windows are deterministic).
 
         Raises:
+            InputError: a turn's text, speaker or caption holds a lone surrogate, a control character or
+                only invisible characters (:func:`timem.datasets.base.check_text`); nothing is written.
             ConsolidationIncomplete: after every user was imported, if some window could not be
                 consolidated (its ``.report`` is the :class:`IngestReport`); the turns, the L1
                 segments and every other window are stored.
@@ -82,13 +85,16 @@ class MemoryEngine:
         report = IngestReport()
         failures: list[tuple[int, str, str]] = []
         written: list[MemoryNode] = []
+        for user in users:
+            for t in user.turns:
+                check_turn(t)
+        with self.store.transaction():  # all users of the input or none
+            for user in users:
+                report.turns_added += self.store.add_turns(user.turns)
+                for s in user.sessions:
+                    self.store.end_session(user.user_id, s.session_id)
         try:
             for user in users:
-                turns = [t for s in user.sessions for t in s.turns]
-                with self.store.transaction():
-                    report.turns_added += self.store.add_turns(turns)
-                    for s in user.sessions:
-                        self.store.end_session(user.user_id, s.session_id)
                 report.users.append(user.user_id)
                 nodes = self._consolidate_user(user.user_id, failures, flush=flush, upper_levels=upper_levels,
                                                progress=progress)
@@ -124,7 +130,7 @@ class MemoryEngine:
             ConsolidationIncomplete: the turns and the L1 segment were stored, but some closed window
                 could not be consolidated (see :meth:`Consolidator.consolidate`).
         """
-        if not user_text.strip():
+        if is_blank(user_text):
             raise InputError("the message is empty; type something to say", field="text")
         if event_time.tzinfo is None:
             raise InputError("event_time must be timezone-aware; convert with timem.tree.windows.to_utc",
@@ -134,6 +140,8 @@ class MemoryEngine:
             _turn(user_id, session_id, seq, user_name, Role.USER, user_text, event_time),
             _turn(user_id, session_id, seq + 1, assistant_name, Role.ASSISTANT, assistant_text, event_time),
         ]
+        for t in turns:
+            check_turn(t)
         with self.store.transaction():
             self.store.add_turns(turns)
         try:
@@ -192,6 +200,20 @@ class MemoryEngine:
     def erase_user(self, user_id: str, *, actor: str = "user") -> dict[str, int]:
         """Erase every trace of a user (turns, nodes, vectors, FTS, traces, LLM cache)."""
         return editing.erase_user(self.store, user_id, actor=actor)
+
+
+def check_turn(turn: Turn) -> None:
+    """Refuse a turn that cannot be stored or would be an invisible memory (:class:`InputError` naming
+    the turn id and the field): see :func:`timem.datasets.base.check_text`; text may be empty only
+    when the turn carries an image caption."""
+    record = "turn " + turn.id.encode("utf-8", "backslashreplace").decode("utf-8")  # printable even if the id is bad
+    for name in ("user_id", "session_id", "speaker", "text", "image_caption", "source_ref"):
+        value = getattr(turn, name)
+        if value is not None:
+            check_text(value, file=None, record=record, field=name)
+    if is_blank(turn.text) and (turn.image_caption is None or is_blank(turn.image_caption)):
+        raise InputError("empty text (only whitespace or invisible characters); drop the turn or give it text",
+                         record=record, field="text")
 
 
 def _turn(user_id: str, session_id: str, seq: int, speaker: str, role: Role, text: str, at: datetime) -> Turn:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from timem.datasets.base import ImportedSession, ImportedUser, need, turn_id
+from timem.datasets.base import ImportedSession, ImportedUser, check_text, is_blank, need, turn_id
 from timem.errors import InputError
 from timem.models import Role, Turn
 from timem.tree.windows import to_utc
@@ -60,11 +60,16 @@ def load_jsonl(path: str | Path, tz: ZoneInfo) -> list[ImportedUser]:
     """
     file = str(path)
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        raw_lines = Path(path).read_bytes().splitlines()
+    except OSError as exc:
         raise InputError(f"cannot read {path}: {exc}. Check the path.", file=file) from exc
     rows: list[dict[str, Any]] = []
-    for no, line in enumerate(lines, start=1):
+    for no, raw in enumerate(raw_lines, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}; save the file "
+                             "as UTF-8", file=file, record=f"line {no}") from exc
         if line.strip():
             rows.append(_row(line, no, file, tz))
     if not rows:
@@ -132,7 +137,9 @@ def _row(line: str, no: int, file: str, tz: ZoneInfo) -> dict[str, Any]:
         val = obj.get(key)
         if val is not None and not isinstance(val, str):
             raise InputError(f"expected a string, got {type(val).__name__}", **where, field=key)
-        opt[key] = val if val and val.strip() else None
+        if val is not None:
+            check_text(val, **where, field=key)
+        opt[key] = val if val and not is_blank(val) else None
     return {"line": no, "user_id": user_id, "session_id": session_id, "speaker": speaker or role.value,
             "role": role, "text": text, "time": time, "raw_time": raw_time, **opt}
 

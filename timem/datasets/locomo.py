@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from timem.datasets.base import ImportedSession, ImportedUser, Question, need, parse_when, read_json, turn_id
+from timem.datasets.base import (ImportedSession, ImportedUser, Question, check_text, is_blank, need, parse_when,
+                                 read_json, turn_id)
 from timem.errors import InputError
 from timem.models import Role, Turn
 
@@ -100,7 +101,9 @@ def _conversation(item: dict[str, Any], file: str, tz: ZoneInfo) -> ImportedUser
             if caption is not None and not isinstance(caption, str):
                 raise InputError(f"expected a string, got {type(caption).__name__}", file=file, record=r,
                                  field="blip_caption")
-            caption = caption.strip() if caption and caption.strip() else None
+            if caption is not None:
+                check_text(caption, file=file, record=r, field="blip_caption")
+            caption = caption.strip() if caption and not is_blank(caption) else None
             if not text.strip() and caption is None:
                 skipped_turns += 1
                 continue
