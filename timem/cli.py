@@ -157,6 +157,48 @@ def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] 
     typer.echo("ok: containment, links, source turns, orphans, FTS and vectors")
 
 
+@app.command()
+def erase(node_ids: Annotated[list[str], typer.Argument(help="memory node ids (see `timem tree`)")],
+          db: DbOpt = None, llm: LlmOpt = None, config: ConfigOpt = None) -> None:
+    """Hard-erase memories: rows, source turns, vectors, FTS, LLM cache, recall traces; then rewrite the file."""
+    from timem import editing
+
+    cfg = _config(config, db, llm_backend=llm)
+    eng = _engine(cfg, must_exist=True)
+    try:
+        cost = editing.erase(eng.store, eng.consolidator, node_ids, actor="cli")
+    finally:
+        eng.close()
+    typer.echo(f"erased {len(node_ids)} memory(ies); file rewritten in {cost['seconds']:.2f} s "
+               f"({cost['bytes_before'] / 1e6:.1f} -> {cost['bytes_after'] / 1e6:.1f} MB)")
+
+
+@app.command("erase-user")
+def erase_user(user: Annotated[str, typer.Argument(help="the user id to erase")], db: DbOpt = None,
+               config: ConfigOpt = None) -> None:
+    """Erase everything of one user, then rewrite the file so that no erased text remains in it."""
+    cfg = _config(config, db)
+    eng = _engine(cfg, with_llm=False, must_exist=True)
+    try:
+        counts = eng.erase_user(user, actor="cli")
+    finally:
+        eng.close()
+    typer.echo(f"erased user {user}: {counts}")
+
+
+@app.command()
+def compact(db: DbOpt = None, config: ConfigOpt = None) -> None:
+    """Rewrite the database file (what every hard erase does last), e.g. after an interrupted erase."""
+    cfg = _config(config, db)
+    eng = _engine(cfg, with_llm=False, must_exist=True)
+    try:
+        cost = eng.store.compact()
+    finally:
+        eng.close()
+    typer.echo(f"rewrote {cfg.db_path} in {cost['seconds']:.2f} s ({cost['bytes_before'] / 1e6:.1f} -> "
+               f"{cost['bytes_after'] / 1e6:.1f} MB)")
+
+
 def _parse_time(at: str | None, cfg: Config):
     if at is None:
         return None

@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -81,13 +83,7 @@ class Store(RecordTables):
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self.con = duckdb.connect(self.path)
-        except duckdb.Error as exc:
-            raise StoreError(f"cannot open DuckDB file {self.path}: {exc}. Close other TiMem processes "
-                             "(CLI or studio) using it, or pass another --db.") from exc
-        for ext in ("fts", "vss"):
-            self.con.load_extension(str(extension_path(ext)))
+        self.con = self._connect()
         self.con.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
         stored = dict(self.con.execute("SELECT key, value FROM meta").fetchall())
         if "embed_model_id" in stored and (stored["embed_model_id"], int(stored["embed_dim"])) != (embed_model_id, dim):
@@ -110,8 +106,65 @@ class Store(RecordTables):
             self.audit("hnsw-dropped", None, None, {"reason": "store opened with vector_index='exact'"})
 
     # ---------------------------------------------------------------- basics
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        try:
+            con = duckdb.connect(self.path)
+        except duckdb.Error as exc:
+            raise StoreError(f"cannot open DuckDB file {self.path}: {exc}. Close other TiMem processes "
+                             "(CLI or studio) using it, or pass another --db.") from exc
+        for ext in ("fts", "vss"):
+            con.load_extension(str(extension_path(ext)))
+        return con
+
     def close(self) -> None:
         self.con.close()
+
+    def compact(self) -> dict[str, float]:
+        """Rewrite the database file so that deleted rows leave no bytes behind (part of a hard erase).
+
+        DuckDB marks the blocks of deleted rows free and reuses them later, but does not overwrite
+        them: an erased sentence stays readable in the file. So the whole database is copied into a
+        fresh file (``COPY FROM DATABASE``: tables, the fts index schema, indexes, macros), the
+        connection is closed, the fresh file replaces the old one (``os.replace``, atomic) and is
+        reopened. A failure before the swap leaves the original file as it was. An HNSW index is
+        dropped first and rebuilt after (minutes at 200k nodes). ``:memory:`` stores: nothing to do.
+
+        Returns:
+            ``seconds``, ``bytes_before``, ``bytes_after``.
+
+        Raises:
+            StoreError: inside a transaction, or the copy failed (the original file is kept).
+        """
+        if self.path == ":memory:":
+            return {"seconds": 0.0, "bytes_before": 0, "bytes_after": 0}
+        if self._in_tx:
+            raise StoreError("compact() inside a transaction; call it after the transaction commits")
+        t0 = time.perf_counter()
+        before = os.path.getsize(self.path)
+        tmp = Path(self.path + ".compact")
+        for leftover in (tmp, Path(str(tmp) + ".wal")):
+            leftover.unlink(missing_ok=True)
+        had_hnsw = drop_hnsw(self.con)
+        name = self.con.execute("SELECT current_database()").fetchone()[0]
+        self.con.execute("CHECKPOINT")
+        quoted = str(tmp).replace("'", "''")
+        self.con.execute(f"ATTACH '{quoted}' AS timem_compact")
+        try:
+            self.con.execute(f"COPY FROM DATABASE \"{name}\" TO timem_compact")
+        except duckdb.Error as exc:
+            self.con.execute("DETACH timem_compact")
+            tmp.unlink(missing_ok=True)
+            raise StoreError(f"could not rewrite {self.path} after an erase ({exc}); the erased rows are gone "
+                             "but their bytes may remain in the file: run `timem compact` again, with free "
+                             "disk space for a second copy of the file") from exc
+        self.con.execute("DETACH timem_compact")
+        self.con.close()
+        os.replace(tmp, self.path)
+        Path(self.path + ".wal").unlink(missing_ok=True)  # none after a clean close; never replay an old one
+        self.con = self._connect()
+        if had_hnsw or self.vector_index == "hnsw":
+            ensure_hnsw(self.con)
+        return {"seconds": time.perf_counter() - t0, "bytes_before": before, "bytes_after": os.path.getsize(self.path)}
 
     def __enter__(self) -> "Store":
         return self
@@ -334,13 +387,17 @@ class Store(RecordTables):
         rows = self.con.execute(f"SELECT id, embedding FROM nodes WHERE id IN {_IN_LIST}", [list(node_ids)]).fetchall()
         return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
 
+    def user_texts(self, user_id: str) -> list[str]:
+        """Every turn text and node content of ``user_id`` (what a hard erase of the user must not leave)."""
+        return [r[0] for r in self.con.execute("SELECT text FROM turns WHERE user_id = ? UNION ALL "
+                                               "SELECT content FROM nodes WHERE user_id = ?",
+                                               [user_id, user_id]).fetchall()]
+
     def erase_user(self, user_id: str) -> dict[str, int]:
         """Remove every row of ``user_id`` (turns, sessions, nodes, traces, cache entries of its calls)."""
         counts: dict[str, int] = {}
         with self.transaction():
-            texts = [r[0] for r in self.con.execute("SELECT text FROM turns WHERE user_id = ? UNION ALL "
-                                                    "SELECT content FROM nodes WHERE user_id = ?",
-                                                    [user_id, user_id]).fetchall()]
+            texts = self.user_texts(user_id)
             keys = [r[0] for r in self.con.execute("SELECT DISTINCT cache_key FROM llm_calls WHERE user_id = ? "
                                                    "AND cache_key IS NOT NULL", [user_id]).fetchall()]
             counts["llm_cache"] = self.con.execute(f"SELECT count(*) FROM llm_cache WHERE key IN {_IN_LIST}",
