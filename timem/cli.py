@@ -70,7 +70,7 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
     from timem.datasets import load_dataset
 
     cfg = _config(config, db, llm_backend=llm, l1_mode=l1_mode)
-    users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.tz)
+    users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.tz, user_tz=cfg.user_tz)
     eng = _engine(cfg)
     try:
         report = eng.ingest(users, flush=flush, upper_levels=upper_levels, progress=_bar)
@@ -272,7 +272,7 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
     from timem.recall.evaluate import evaluate_recall
 
     cfg = _config(config, db, llm_backend="none")
-    users = load_dataset(file, fmt, sample_ids=_samples(sample), tz=cfg.tz)
+    users = load_dataset(file, fmt, sample_ids=_samples(sample), tz=cfg.tz, user_tz=cfg.user_tz)
     eng = _engine(cfg, with_llm=False, must_exist=True)
     results = []
     try:

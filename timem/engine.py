@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from timem import editing
 from timem.config import Config
@@ -136,9 +137,10 @@ class MemoryEngine:
             raise InputError("event_time must be timezone-aware; convert with timem.tree.windows.to_utc",
                              field="event_time")
         seq = len(self.store.turns(user_id, session_id))
+        offset = _speaker_offset(event_time, self.config.tz_for(user_id))
         turns = [
-            _turn(user_id, session_id, seq, user_name, Role.USER, user_text, event_time),
-            _turn(user_id, session_id, seq + 1, assistant_name, Role.ASSISTANT, assistant_text, event_time),
+            _turn(user_id, session_id, seq, user_name, Role.USER, user_text, event_time, offset),
+            _turn(user_id, session_id, seq + 1, assistant_name, Role.ASSISTANT, assistant_text, event_time, offset),
         ]
         for t in turns:
             check_turn(t)
@@ -216,6 +218,15 @@ def check_turn(turn: Turn) -> None:
                          record=record, field="text")
 
 
-def _turn(user_id: str, session_id: str, seq: int, speaker: str, role: Role, text: str, at: datetime) -> Turn:
+def _speaker_offset(at: datetime, zone: ZoneInfo) -> int:
+    """The speaker's UTC offset for a chat turn: ``at``'s own offset when it carries a zone other than UTC
+    (an explicit local time), else the user's zone's offset at that instant."""
+    if at.utcoffset() and at.utcoffset().total_seconds() != 0:
+        return int(at.utcoffset().total_seconds() // 60)
+    return int(at.astimezone(zone).utcoffset().total_seconds() // 60)
+
+
+def _turn(user_id: str, session_id: str, seq: int, speaker: str, role: Role, text: str, at: datetime,
+          offset: int | None = None) -> Turn:
     return Turn(id=turn_id(user_id, session_id, seq), user_id=user_id, session_id=session_id, seq=seq, speaker=speaker, role=role,
-                text=text, event_time=at.astimezone(UTC))
+                text=text, event_time=at.astimezone(UTC), utc_offset_minutes=offset)

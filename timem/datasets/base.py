@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from timem.errors import InputError
 from timem.models import Turn
-from timem.tree.windows import to_utc
+from timem.tree.windows import offset_minutes, to_utc
 
 __all__ = ["ImportedSession", "ImportedUser", "Question", "check_text", "is_blank", "turn_id"]
 
@@ -195,7 +195,14 @@ _D1, _D2 = datetime(2000, 1, 1), datetime(2001, 2, 2)
 
 
 def parse_when(raw: str, tz: ZoneInfo, *, file: str, record: str, field: str) -> datetime:
-    """Parse a dataset timestamp into UTC; naive values are wall-clock time in ``tz``.
+    """Parse a dataset timestamp into UTC; naive values are wall-clock time in ``tz``
+    (:func:`parse_when_offset` without the offset)."""
+    return parse_when_offset(raw, tz, file=file, record=record, field=field)[0]
+
+
+def parse_when_offset(raw: str, tz: ZoneInfo, *, file: str, record: str, field: str) -> tuple[datetime, int]:
+    """Parse a dataset timestamp into ``(UTC instant, UTC offset in minutes of the written local time)``;
+    naive values are wall-clock time in ``tz`` (the offset is then ``tz``'s at that time).
 
     Accepts ``"2023/05/30 (Tue) 23:40"`` (LongMemEval), ISO 8601 (``"2023-05-08T13:56"``, with or
     without offset) and free text with a written month (``"1:56 pm on 8 May, 2023"``, LoCoMo).
@@ -220,4 +227,4 @@ def parse_when(raw: str, tz: ZoneInfo, *, file: str, record: str, field: str) ->
     except (ValueError, OverflowError) as exc:
         raise InputError(f"unparseable date/time {raw!r} ({exc}); use e.g. '2023-05-08T13:56' or "
                          "'1:56 pm on 8 May, 2023'", file=file, record=record, field=field) from exc
-    return to_utc(dt, tz)
+    return to_utc(dt, tz), offset_minutes(dt, tz)

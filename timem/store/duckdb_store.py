@@ -36,7 +36,8 @@ _NODE_COLS = ("id, user_id, level, window_key, session_id, span_start, span_end,
               "history_ids, source_turn_ids, parent_id, model_id, prompt_version, created_at, status, stale")
 #: ``col IN {_IN_LIST}`` with a list parameter: a semi-join; ``list_contains(?, col)`` scanned every row
 _IN_LIST = "(SELECT unnest(?::VARCHAR[]))"
-_TURN_COLS = "id, user_id, session_id, seq, speaker, role, text, event_time, source_ref, image_caption, ingested_at"
+_TURN_COLS = ("id, user_id, session_id, seq, speaker, role, text, event_time, source_ref, image_caption, ingested_at, "
+              "utc_offset_minutes")
 
 
 def _py(dt: datetime) -> datetime:
@@ -207,9 +208,9 @@ class Store(RecordTables):
         existing = {r[0] for r in self.con.execute(f"SELECT id FROM turns WHERE id IN {_IN_LIST}", [ids]).fetchall()}
         new = [t for t in turns if t.id not in existing]
         if new:
-            self.con.executemany(f"INSERT INTO turns ({_TURN_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", [
+            self.con.executemany(f"INSERT INTO turns ({_TURN_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", [
                 [t.id, t.user_id, t.session_id, t.seq, t.speaker, t.role.value, t.text, db_time(t.event_time),
-                 t.source_ref, t.image_caption, db_time(t.ingested_at)] for t in new])
+                 t.source_ref, t.image_caption, db_time(t.ingested_at), t.utc_offset_minutes] for t in new])
             for (user, sess), ts in _group_sessions(new).items():
                 lo, hi = min(t.event_time for t in ts), max(t.event_time for t in ts)
                 self.con.execute("""
@@ -229,7 +230,8 @@ class Store(RecordTables):
             sql, args = sql + f" AND id IN {_IN_LIST}", args + [list(ids)]
         rows = self.con.execute(sql + " ORDER BY event_time, session_id, seq", args).fetchall()
         return [Turn(id=r[0], user_id=r[1], session_id=r[2], seq=r[3], speaker=r[4], role=Role(r[5]), text=r[6],
-                     event_time=_py(r[7]), source_ref=r[8], image_caption=r[9], ingested_at=_py(r[10])) for r in rows]
+                     event_time=_py(r[7]), source_ref=r[8], image_caption=r[9], ingested_at=_py(r[10]),
+                     utc_offset_minutes=r[11]) for r in rows]
 
     def sessions(self, user_id: str) -> list[dict[str, Any]]:
         """Sessions of a user: ``session_id``, ``started_at``, ``last_event_at`` (UTC-aware), ``ended``."""

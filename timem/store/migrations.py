@@ -56,6 +56,12 @@ def _v1(con: duckdb.DuckDBPyConnection, dim: int) -> None:
             detail VARCHAR)""")
 
 
+def _v3(con: duckdb.DuckDBPyConnection, dim: int) -> None:
+    """``turns.utc_offset_minutes``: the speaker's UTC offset when the turn was said (``NULL`` for turns
+    stored before: their relative dates keep resolving in the configured zone)."""
+    con.execute("ALTER TABLE turns ADD COLUMN IF NOT EXISTS utc_offset_minutes SMALLINT")
+
+
 def _v4(con: duckdb.DuckDBPyConnection, dim: int) -> None:
     """``nodes.search_text``: what the BM25 index reads (CJK runs cut into words; see
     :mod:`timem.store.segmenter`), filled for existing rows; the fts index is rebuilt on next use."""
@@ -70,7 +76,7 @@ def _v4(con: duckdb.DuckDBPyConnection, dim: int) -> None:
     con.execute("INSERT OR REPLACE INTO meta VALUES ('fts_dirty', '1')")
 
 
-MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v4]
+MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v3, _v4]
 
 
 def migrate(con: duckdb.DuckDBPyConnection, dim: int) -> int:
