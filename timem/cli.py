@@ -233,6 +233,7 @@ def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
 
     cfg = _config(config, db, llm_backend="none" if recall_only else llm)
     eng = _engine(cfg, with_llm=not recall_only, must_exist=True)
+    nodes = {}
     try:
         if user not in eng.store.users():
             raise NotFoundError(f"no user {user!r} in {cfg.db_path}; users: {', '.join(eng.store.users()) or 'none'}")
@@ -243,6 +244,8 @@ def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
         else:
             out = answer(eng.store, eng.embedder, eng.llm, cfg, user, question, qt, **kw)
             res, text = out.recall, out.answer
+        if show_trace:
+            nodes = {n.id: n for n in eng.store.nodes(ids=[c.node_id for c in res.trace.candidates], status=None)}
     finally:
         eng.close()
     if as_json:
@@ -252,7 +255,7 @@ def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
     if text is not None:
         typer.echo(f"answer: {text}")
     if show_trace or recall_only:
-        typer.echo(render_trace(res.trace) if show_trace else res.context)
+        typer.echo(render_trace(res.trace, nodes=nodes, tz=cfg.tz) if show_trace else res.context)
     typer.echo(f"(trace {res.trace.trace_id}; Mem Len {res.trace.context_tokens} tokens)")
 
 
