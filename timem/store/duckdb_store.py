@@ -30,6 +30,7 @@ from timem.models import Level, MemoryNode, NodeStatus, Role, Turn
 from timem.store.migrations import migrate
 from timem.store.records import RecordTables, db_time
 from timem.store.segmenter import search_text
+from timem.tree.order import SQL_ORDER
 from timem.store.search import FTS_PRAGMA, bm25_top, build_bm25_postings, drop_hnsw, ensure_hnsw, vector_top
 
 _NODE_COLS = ("id, user_id, level, window_key, session_id, span_start, span_end, content, child_ids, "
@@ -319,7 +320,7 @@ class Store(RecordTables):
             self.con.execute(f"DELETE FROM nodes WHERE id IN {_IN_LIST}", [list(node_ids)])
             self._set_meta("fts_dirty", "1")
 
-    def _nodes(self, where: str, args: list[Any], order: str = "span_start, level, id", limit: int | None = None
+    def _nodes(self, where: str, args: list[Any], order: str = SQL_ORDER, limit: int | None = None
                ) -> list[MemoryNode]:
         sql = f"SELECT {_NODE_COLS} FROM nodes WHERE {where} ORDER BY {order}"
         if limit is not None:
@@ -335,7 +336,8 @@ class Store(RecordTables):
 
     def nodes(self, user_id: str | None = None, level: int | None = None, *, status: NodeStatus | None = NodeStatus.ACTIVE,
               ids: Sequence[str] | None = None, session_id: str | None = None) -> list[MemoryNode]:
-        """Nodes filtered by user, level, status (``None`` = any), ids, session; ordered by span start."""
+        """Nodes filtered by user, level, status (``None`` = any), ids, session; in conversation order (span
+        start, level, then session and turn seq at equal times: :mod:`timem.tree.order`)."""
         where, args = ["TRUE"], []
         for col, val in (("user_id", user_id), ("level", level), ("session_id", session_id)):
             if val is not None:
