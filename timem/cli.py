@@ -65,6 +65,9 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
            upper_levels: Annotated[bool, typer.Option(
                "--upper-levels/--l1-only", help="also consolidate L2-L5 (--l1-only: segments now, "
                "`timem consolidate` later)")] = True,
+           update_changed: Annotated[bool, typer.Option(
+               "--update-changed", help="replace the text of stored turns whose text differs in FILE "
+               "(re-embed, re-index, re-consolidate; old text in the audit log)")] = False,
            config: ConfigOpt = None) -> None:
     """Import a conversation file and consolidate it into the Temporal Memory Tree (idempotent)."""
     from timem.datasets import load_dataset
@@ -73,7 +76,8 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
     users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.tz, user_tz=cfg.user_tz)
     eng = _engine(cfg)
     try:
-        report = eng.ingest(users, flush=flush, upper_levels=upper_levels, progress=_bar)
+        report = eng.ingest(users, flush=flush, upper_levels=upper_levels, update_changed=update_changed,
+                            progress=_bar)
     except ConsolidationIncomplete as exc:
         report = exc.report
         _echo_ingested(report, cfg)
@@ -86,6 +90,14 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
 def _echo_ingested(report, cfg: Config) -> None:
     typer.echo(f"ingested {len(report.users)} user(s): {report.turns_added} new turns, "
                f"new nodes {report.nodes_added or 'none'} -> {cfg.db_path}")
+    if report.changed_turns:
+        ids = ", ".join(report.changed_turns[:10]) + (" ..." if len(report.changed_turns) > 10 else "")
+        if report.turns_updated:
+            typer.echo(f"updated {report.turns_updated} turn(s) whose text changed: {ids} (old text in the audit log, "
+                       "action turn-updated)")
+        else:
+            typer.echo(f"warning: {len(report.changed_turns)} stored turn(s) have a different text in the file and "
+                       f"were left unchanged: {ids}. Rerun with --update-changed to replace them.", err=True)
 
 
 @app.command()

@@ -31,6 +31,10 @@ class IngestReport:
     users: list[str] = field(default_factory=list)
     turns_added: int = 0
     nodes_added: dict[str, int] = field(default_factory=dict)
+    #: ids of stored turns whose text (or image caption) differs in the input
+    changed_turns: list[str] = field(default_factory=list)
+    #: how many of them were updated (``update_changed=True``), else 0
+    turns_updated: int = 0
 
     def add_nodes(self, nodes: Sequence[MemoryNode]) -> None:
         for n in nodes:
@@ -68,13 +72,18 @@ class MemoryEngine:
 
     # ------------------------------------------------------------------ ingest (backfill)
     def ingest(self, users: Sequence[ImportedUser], *, flush: bool = True, upper_levels: bool = True,
-               progress: Progress = _no_progress) -> IngestReport:
+               update_changed: bool = False, progress: Progress = _no_progress) -> IngestReport:
         """Store every user's turns (all users in one transaction: a bad value anywhere writes nothing),
         then consolidate each user in event-time order.
 
         Dataset sessions are complete, so they are marked ended; ``flush`` also closes the last day,
         week and month. ``upper_levels=False`` writes L1 only and leaves L2..L5 to a later
         :meth:`consolidate`. Running it again adds nothing (turn ids and windows are deterministic).
+
+        A turn id that is already stored with another text (or image caption) is listed in the report's
+        ``changed_turns`` and left as stored, unless ``update_changed``: then its text is replaced (audit
+        action ``turn-updated`` with the old text), its L1 segment is written again (re-embedded,
+        re-indexed) and every ancestor is marked stale, so consolidation rewrites it (with an LLM).
 
         Raises:
             InputError: a turn's text, speaker or caption holds a lone surrogate, a control character or
@@ -89,7 +98,21 @@ class MemoryEngine:
         for user in users:
             for t in user.turns:
                 check_turn(t)
+        changed = self.store.changed_turns([t for u in users for t in u.turns])
+        report.changed_turns = [new.id for new, _ in changed]
+        relinks: list[tuple[str, str]] = []
         with self.store.transaction():  # all users of the input or none
+            if update_changed:
+                for new, old in changed:
+                    for l1_id, parent in self.store.update_turn_text(new):
+                        for a in editing.ancestors(self.store, parent) if parent else []:
+                            self.store.update_node(a.id, stale=True)
+                        if parent:
+                            self.store.update_node(parent, stale=True)
+                            relinks.append((l1_id, parent))
+                    self.store.audit("turn-updated", new.user_id, None, {"turn_id": new.id, "old_text": old.text,
+                                                                         "old_image_caption": old.image_caption})
+                report.turns_updated = len(changed)
             for user in users:
                 report.turns_added += self.store.add_turns(user.turns)
                 for s in user.sessions:
@@ -101,6 +124,8 @@ class MemoryEngine:
                                                progress=progress)
                 report.add_nodes(nodes)
                 written += nodes
+            for child, parent in relinks:  # the parent was not rewritten (no LLM / --l1-only): same id, same link
+                self.store.relink(child, parent)
         finally:
             self.store.refresh_fts()
         if failures:

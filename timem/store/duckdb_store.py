@@ -222,6 +222,38 @@ class Store(RecordTables):
                                  [user, sess, db_time(lo), db_time(hi)])
         return len(new)
 
+    def changed_turns(self, turns: Sequence[Turn]) -> list[tuple[Turn, Turn]]:
+        """``(new, stored)`` for each of ``turns`` whose id is stored with another text or image caption."""
+        if not turns:
+            return []
+        by_id = {t.id: t for t in turns}
+        rows = self.con.execute(f"SELECT id, user_id FROM turns WHERE id IN {_IN_LIST}", [list(by_id)]).fetchall()
+        out = []
+        for uid in sorted({r[1] for r in rows}):
+            for old in self.turns(uid, ids=[r[0] for r in rows if r[1] == uid]):
+                new = by_id[old.id]
+                if (new.text, new.image_caption) != (old.text, old.image_caption):
+                    out.append((new, old))
+        return out
+
+    def update_turn_text(self, turn: Turn) -> list[tuple[str, str | None]]:
+        """Store ``turn``'s new text and caption; the L1 segments made from it are removed (their turns
+        kept) so that consolidation writes them again. Returns ``[(L1 id, its parent id or None)]``."""
+        rows = self.con.execute("SELECT id, parent_id FROM nodes WHERE level = 1 AND list_contains(source_turn_ids, ?)",
+                                [turn.id]).fetchall()
+        self.con.execute("UPDATE turns SET text = ?, image_caption = ? WHERE id = ?",
+                         [turn.text, turn.image_caption, turn.id])
+        if rows:
+            self.con.execute(f"DELETE FROM nodes WHERE id IN {_IN_LIST}", [[r[0] for r in rows]])
+            self._set_meta("fts_dirty", "1")
+        return [(r[0], r[1]) for r in rows]
+
+    def relink(self, child_id: str, parent_id: str) -> None:
+        """Set ``child_id``'s parent to ``parent_id`` if the child has none and the parent lists it."""
+        self.con.execute("UPDATE nodes SET parent_id = ? WHERE id = ? AND parent_id IS NULL AND EXISTS "
+                         "(SELECT 1 FROM nodes p WHERE p.id = ? AND p.status = 'active' AND list_contains(p.child_ids, ?))",
+                         [parent_id, child_id, parent_id, child_id])
+
     def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]:
         """Turns of a user (optionally one session or given ids), in event-time then seq order."""
         sql, args = f"SELECT {_TURN_COLS} FROM turns WHERE user_id = ?", [user_id]
