@@ -30,8 +30,17 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from timem.datasets.base import (ImportedSession, ImportedUser, Question, check_text, is_blank, need,
-                                 parse_when_offset, read_json, turn_id)
+from timem.datasets.base import (
+    ImportedSession,
+    ImportedUser,
+    Question,
+    check_text,
+    is_blank,
+    need,
+    parse_when_offset,
+    read_json,
+    turn_id,
+)
 from timem.errors import InputError
 from timem.models import Role, Turn
 

@@ -31,8 +31,16 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from timem.datasets.base import (ImportedSession, ImportedUser, Question, need, parse_when, parse_when_offset,
-                                 read_json, turn_id)
+from timem.datasets.base import (
+    ImportedSession,
+    ImportedUser,
+    Question,
+    need,
+    parse_when,
+    parse_when_offset,
+    read_json,
+    turn_id,
+)
 from timem.errors import InputError
 from timem.models import Role, Turn
 

@@ -29,9 +29,9 @@ from timem.errors import NotFoundError, StoreError
 from timem.models import Level, MemoryNode, NodeStatus, Role, Turn
 from timem.store.migrations import migrate
 from timem.store.records import RecordTables, db_time
+from timem.store.search import FTS_PRAGMA, bm25_top, build_bm25_postings, drop_hnsw, ensure_hnsw, vector_top
 from timem.store.segmenter import search_text
 from timem.tree.order import SQL_ORDER
-from timem.store.search import FTS_PRAGMA, bm25_top, build_bm25_postings, drop_hnsw, ensure_hnsw, vector_top
 
 _NODE_COLS = ("id, user_id, level, window_key, session_id, span_start, span_end, content, child_ids, "
               "history_ids, source_turn_ids, parent_id, model_id, prompt_version, created_at, status, stale")
