@@ -26,8 +26,11 @@ model: install
 studio: install model
 	$(BIN)/timem studio
 
+# chromium for the screenshot test; fonts-noto-cjk so that Chinese / Japanese / Korean text renders
+# (without a CJK font headless chromium draws empty boxes)
 browser-deps:
-	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@{ command -v chromium >/dev/null && dpkg -s fonts-noto-cjk >/dev/null 2>&1; } || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk >/dev/null; }
 
 test: install browser-deps model
 	$(BIN)/python -m pytest -q -p no:cacheprovider

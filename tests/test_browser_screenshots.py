@@ -5,6 +5,10 @@ scripted LLM) and with ``TIMEM_LLM_BACKEND=none``, so it never loads the embedde
 page is screenshotted after one exchange (typed into the chat box over CDP) with its recall trace
 open; the Recall inspector then shows that stored trace.
 
+The Memories page is filtered to a Chinese word of the demo (``TIMEM_SCREENSHOT_CJK_SEARCH``, default
+上海; empty to skip), so that its screenshot shows Chinese text: without a CJK font (Debian
+``fonts-noto-cjk``, installed by ``make browser-deps``) it would be empty boxes.
+
 ``TIMEM_UPDATE_SCREENSHOTS=1`` copies the PNGs to ``docs/screenshots/``.
 ``TIMEM_SCREENSHOT_DB=path`` uses that DuckDB file (a copy of it) instead of the scripted demo, e.g.
 one ingested with the real embedded model for nicer screenshots; then ``TIMEM_SCREENSHOT_USER``,
@@ -15,6 +19,7 @@ the embedded model) pick who is shown, what is asked and which LLM the server us
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -60,6 +65,16 @@ CANDIDATES_TAB_JS = """(() => {
   tab.click();
   return true;
 })()"""
+
+SEARCH_JS = """(() => {
+  const box = document.querySelector('input[aria-label="Search"]');
+  if (!box) return false;
+  box.focus();
+  return true;
+})()"""
+
+#: the Memories screenshot is filtered to the demo's Chinese session, so it shows CJK text (a font check)
+CJK_SEARCH = os.environ.get("TIMEM_SCREENSHOT_CJK_SEARCH", "上海")
 
 EXCEPTION_JS = """(() => {
   const e = document.querySelector('[data-testid="stException"]');
@@ -144,6 +159,16 @@ def test_screenshot_every_page(server, browser, tmp_path):
             browser.capture(path)
         else:
             browser.screenshot(url, path, timeout=timeout)
+        if name == "memories" and CJK_SEARCH:  # Chinese memories: rendered glyphs, not empty boxes
+            assert browser.evaluate(SEARCH_JS), "no Search box on the Memories page"
+            browser.send("Input.insertText", text=CJK_SEARCH)
+            for kind in ("keyDown", "keyUp"):
+                browser.send("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter",
+                             windowsVirtualKeyCode=13)
+            _wait_ready(browser, 60)
+            shown = browser.evaluate("document.body.innerText") or ""
+            assert re.search(r"\b[1-9]\d* of \d+ active memories", shown), shown[-500:]
+            browser.capture(path)
         if name == "recall_inspector":  # show the candidate table with its semantic / BM25 / fused scores
             assert browser.evaluate(CANDIDATES_TAB_JS), "the stored trace has no Candidates tab"
             time.sleep(2.0)

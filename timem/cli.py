@@ -65,15 +65,19 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
            upper_levels: Annotated[bool, typer.Option(
                "--upper-levels/--l1-only", help="also consolidate L2-L5 (--l1-only: segments now, "
                "`timem consolidate` later)")] = True,
+           update_changed: Annotated[bool, typer.Option(
+               "--update-changed", help="replace the text of stored turns whose text differs in FILE "
+               "(re-embed, re-index, re-consolidate; old text in the audit log)")] = False,
            config: ConfigOpt = None) -> None:
     """Import a conversation file and consolidate it into the Temporal Memory Tree (idempotent)."""
     from timem.datasets import load_dataset
 
     cfg = _config(config, db, llm_backend=llm, l1_mode=l1_mode)
-    users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.tz)
+    users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.tz, user_tz=cfg.user_tz)
     eng = _engine(cfg)
     try:
-        report = eng.ingest(users, flush=flush, upper_levels=upper_levels, progress=_bar)
+        report = eng.ingest(users, flush=flush, upper_levels=upper_levels, update_changed=update_changed,
+                            progress=_bar)
     except ConsolidationIncomplete as exc:
         report = exc.report
         _echo_ingested(report, cfg)
@@ -86,6 +90,14 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
 def _echo_ingested(report, cfg: Config) -> None:
     typer.echo(f"ingested {len(report.users)} user(s): {report.turns_added} new turns, "
                f"new nodes {report.nodes_added or 'none'} -> {cfg.db_path}")
+    if report.changed_turns:
+        ids = ", ".join(report.changed_turns[:10]) + (" ..." if len(report.changed_turns) > 10 else "")
+        if report.turns_updated:
+            typer.echo(f"updated {report.turns_updated} turn(s) whose text changed: {ids} (old text in the audit log, "
+                       "action turn-updated)")
+        else:
+            typer.echo(f"warning: {len(report.changed_turns)} stored turn(s) have a different text in the file and "
+                       f"were left unchanged: {ids}. Rerun with --update-changed to replace them.", err=True)
 
 
 @app.command()
@@ -157,6 +169,48 @@ def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] 
     typer.echo("ok: containment, links, source turns, orphans, FTS and vectors")
 
 
+@app.command()
+def erase(node_ids: Annotated[list[str], typer.Argument(help="memory node ids (see `timem tree`)")],
+          db: DbOpt = None, llm: LlmOpt = None, config: ConfigOpt = None) -> None:
+    """Hard-erase memories: rows, source turns, vectors, FTS, LLM cache, recall traces; then rewrite the file."""
+    from timem import editing
+
+    cfg = _config(config, db, llm_backend=llm)
+    eng = _engine(cfg, must_exist=True)
+    try:
+        cost = editing.erase(eng.store, eng.consolidator, node_ids, actor="cli")
+    finally:
+        eng.close()
+    typer.echo(f"erased {len(node_ids)} memory(ies); file rewritten in {cost['seconds']:.2f} s "
+               f"({cost['bytes_before'] / 1e6:.1f} -> {cost['bytes_after'] / 1e6:.1f} MB)")
+
+
+@app.command("erase-user")
+def erase_user(user: Annotated[str, typer.Argument(help="the user id to erase")], db: DbOpt = None,
+               config: ConfigOpt = None) -> None:
+    """Erase everything of one user, then rewrite the file so that no erased text remains in it."""
+    cfg = _config(config, db)
+    eng = _engine(cfg, with_llm=False, must_exist=True)
+    try:
+        counts = eng.erase_user(user, actor="cli")
+    finally:
+        eng.close()
+    typer.echo(f"erased user {user}: {counts}")
+
+
+@app.command()
+def compact(db: DbOpt = None, config: ConfigOpt = None) -> None:
+    """Rewrite the database file (what every hard erase does last), e.g. after an interrupted erase."""
+    cfg = _config(config, db)
+    eng = _engine(cfg, with_llm=False, must_exist=True)
+    try:
+        cost = eng.store.compact()
+    finally:
+        eng.close()
+    typer.echo(f"rewrote {cfg.db_path} in {cost['seconds']:.2f} s ({cost['bytes_before'] / 1e6:.1f} -> "
+               f"{cost['bytes_after'] / 1e6:.1f} MB)")
+
+
 def _parse_time(at: str | None, cfg: Config):
     if at is None:
         return None
@@ -191,6 +245,7 @@ def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
 
     cfg = _config(config, db, llm_backend="none" if recall_only else llm)
     eng = _engine(cfg, with_llm=not recall_only, must_exist=True)
+    nodes = {}
     try:
         if user not in eng.store.users():
             raise NotFoundError(f"no user {user!r} in {cfg.db_path}; users: {', '.join(eng.store.users()) or 'none'}")
@@ -201,6 +256,8 @@ def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
         else:
             out = answer(eng.store, eng.embedder, eng.llm, cfg, user, question, qt, **kw)
             res, text = out.recall, out.answer
+        if show_trace:
+            nodes = {n.id: n for n in eng.store.nodes(ids=[c.node_id for c in res.trace.candidates], status=None)}
     finally:
         eng.close()
     if as_json:
@@ -210,7 +267,7 @@ def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
     if text is not None:
         typer.echo(f"answer: {text}")
     if show_trace or recall_only:
-        typer.echo(render_trace(res.trace) if show_trace else res.context)
+        typer.echo(render_trace(res.trace, nodes=nodes, tz=cfg.tz) if show_trace else res.context)
     typer.echo(f"(trace {res.trace.trace_id}; Mem Len {res.trace.context_tokens} tokens)")
 
 
@@ -230,7 +287,7 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
     from timem.recall.evaluate import evaluate_recall
 
     cfg = _config(config, db, llm_backend="none")
-    users = load_dataset(file, fmt, sample_ids=_samples(sample), tz=cfg.tz)
+    users = load_dataset(file, fmt, sample_ids=_samples(sample), tz=cfg.tz, user_tz=cfg.user_tz)
     eng = _engine(cfg, with_llm=False, must_exist=True)
     results = []
     try:
@@ -297,3 +354,7 @@ def main() -> None:
     except TimemError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -48,6 +48,9 @@ class Config(BaseModel):
     cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "timem")
     # time
     timezone: str = "UTC"  #: the users' zone for L3 days / L4 weeks / L5 months and for naive input
+    #: per-user zone for naive input and for resolving relative dates (user id -> IANA name); in TOML a
+    #: ``[user_timezones]`` table, in the environment ``TIMEM_USER_TIMEZONES="kaito=Asia/Tokyo,ana=Europe/Lisbon"``
+    user_timezones: dict[str, str] = Field(default_factory=dict)
     session_idle_timeout_minutes: int = 120  #: event-time gap that closes an open session
     # LLM
     llm_backend: Literal["local", "openai", "none"] = "local"
@@ -103,6 +106,17 @@ class Config(BaseModel):
             raise ValueError(f"unknown time zone {v!r}; use an IANA name such as 'Europe/Berlin'") from exc
         return v
 
+    @field_validator("user_timezones")
+    @classmethod
+    def _known_zones(cls, v: dict[str, str]) -> dict[str, str]:
+        for user, zone in v.items():
+            try:
+                ZoneInfo(zone)
+            except (ZoneInfoNotFoundError, ValueError) as exc:
+                raise ValueError(f"unknown time zone {zone!r} for user {user!r}; use an IANA name such as "
+                                 "'Asia/Tokyo'") from exc
+        return v
+
     @field_validator("recall_lambda")
     @classmethod
     def _unit(cls, v: float) -> float:
@@ -118,6 +132,15 @@ class Config(BaseModel):
     def recall_settings(self) -> dict[str, Any]:
         """The settings that shape recall (recorded whole in every recall trace)."""
         return {k: getattr(self, k) for k in RECALL_FIELDS}
+
+    def tz_for(self, user_id: str) -> ZoneInfo:
+        """The zone of one user: ``user_timezones[user_id]`` if set, else ``timezone``."""
+        return ZoneInfo(self.user_timezones.get(user_id, self.timezone))
+
+    @property
+    def user_tz(self) -> dict[str, ZoneInfo]:
+        """``user_timezones`` as :class:`zoneinfo.ZoneInfo` objects (for the importers)."""
+        return {u: ZoneInfo(z) for u, z in self.user_timezones.items()}
 
     def with_overrides(self, **overrides: Any) -> "Config":
         """A copy with some fields replaced (validated)."""
@@ -139,11 +162,23 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
             continue
         val = env.get(f"TIMEM_{name.upper()}")
         if val is not None and val != "":
-            out[name] = val
+            out[name] = _pairs(val) if name == "user_timezones" else val
     if "openai_api_key" not in out and env.get("OPENAI_API_KEY"):
         out["openai_api_key"] = env["OPENAI_API_KEY"]
     if "openai_base_url" not in out and env.get("OPENAI_BASE_URL"):
         out["openai_base_url"] = env["OPENAI_BASE_URL"]
+    return out
+
+
+def _pairs(text: str) -> dict[str, str]:
+    """``"a=Asia/Tokyo,b=UTC"`` -> ``{"a": "Asia/Tokyo", "b": "UTC"}``."""
+    out = {}
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        user, sep, zone = item.partition("=")
+        if not sep or not user.strip() or not zone.strip():
+            raise ConfigError(f"TIMEM_USER_TIMEZONES item {item!r} is not USER=ZONE; write e.g. "
+                              "'kaito=Asia/Tokyo,ana=Europe/Lisbon'")
+        out[user.strip()] = zone.strip()
     return out
 
 

@@ -4,9 +4,11 @@
   ancestor is marked *stale* and re-consolidated (L2–L5, when an LLM is configured).
 * :func:`soft_delete` / :func:`restore` — status ``deleted`` with an audit record, undoable; the
   parent is re-consolidated without the node (and with it again after a restore).
-* :func:`erase` / :func:`erase_user` — hard erase: rows, vectors, FTS entries (rebuilt at once)
-  and the LLM-cache entries whose request mentions the erased text; ancestors re-consolidated.
-  The audit keeps only ids and the action, never the erased text.
+* :func:`erase` / :func:`erase_user` — hard erase: rows, vectors, FTS entries (rebuilt at once),
+  the LLM-cache entries whose request mentions the erased text, the recall traces that name or
+  quote it; audit details quoting it are redacted; ancestors re-consolidated; finally the file is
+  rewritten so that no freed block still holds the text (:meth:`timem.store.Store.compact`).
+  The audit keeps only ids, counts and the action, never the erased text.
 """
 
 from __future__ import annotations
@@ -95,38 +97,61 @@ def restore(store: Store, cons: Consolidator, node_id: str, *, actor: str = "use
     _reconsolidate(store, cons, users)
 
 
-def erase(store: Store, cons: Consolidator, node_ids: Sequence[str], *, actor: str = "user") -> None:
+def erase(store: Store, cons: Consolidator, node_ids: Sequence[str], *, actor: str = "user") -> dict[str, float]:
     """Hard-erase nodes (L1: with their source turns) and every LLM-cache entry quoting them; ancestors are
     re-consolidated without them and the superseded ancestor versions that summarised them are erased too.
-    Erasing an L2–L5 node whose children remain regenerates it from those children."""
+    Erasing an L2–L5 node whose children remain regenerates it from those children.
+
+    Then the recall traces that name or quote an erased node are deleted and audit details quoting it
+    redacted (:meth:`Store.forget_text`, audited as ``erase-traces`` with counts only), the FTS index is
+    rebuilt, and the database file is rewritten (:meth:`Store.compact`) so that the erased text is
+    not left in freed blocks of the file. Returns the compaction's ``seconds``, ``bytes_before``,
+    ``bytes_after``.
+    """
     nodes = [store.node(n) for n in node_ids]
     users: set[str] = set()
     old_ancestors = {a.id: a for n in nodes for a in ancestors(store, n.id)}
+    turns = [t for n in nodes if n.source_turn_ids for t in store.turns(n.user_id, ids=n.source_turn_ids)]
+    texts = [n.content for n in nodes] + [t.text for t in turns] + [t.image_caption for t in turns if t.image_caption]
     with store.transaction():
         for n in nodes:
             users |= _mark_stale(store, [n.id]) | {n.user_id}
-        store.purge_cache_mentioning([n.content for n in nodes])
+        store.purge_cache_mentioning(texts)
         store.delete_nodes([n.id for n in nodes])
         for n in nodes:
             store.audit("erase", n.user_id, n.id, {"actor": actor, "level": int(n.level)})
     _reconsolidate(store, cons, users)
     # the versions of the ancestors that summarised the erased memories go too
     gone = store.nodes(ids=list(old_ancestors), status=NodeStatus.SUPERSEDED)  # erased ones are absent
-    if gone:
-        with store.transaction():
+    with store.transaction():
+        if gone:
             store.purge_cache_mentioning([a.content for a in gone])
             store.delete_nodes([a.id for a in gone])
-    store.refresh_fts()
+        forgotten = store.forget_text([n.id for n in nodes] + list(old_ancestors), texts + [a.content for a in gone])
+        store.audit("erase-traces", None, None, {"actor": actor, **forgotten})
+    store.refresh_fts(force=True)
+    return _compact(store, actor)
 
 
 def erase_user(store: Store, user_id: str, *, actor: str = "user") -> dict[str, int]:
-    """Erase everything of one user: turns, sessions, nodes, traces, LLM cache and call log entries.
+    """Erase everything of one user: turns, sessions, nodes, traces, LLM cache and call log entries; audit
+    rows of the user are redacted; then the file is rewritten (:meth:`Store.compact`).
 
-    Returns counts of removed rows. Raises NotFoundError for an unknown user.
+    Returns counts of removed rows (and ``audit_redacted``). Raises NotFoundError for an unknown user.
     """
     if user_id not in store.users():
         raise NotFoundError(f"no user {user_id!r}; known users: {', '.join(store.users()) or 'none'}")
-    counts = store.erase_user(user_id)
-    store.audit("erase-user", None, None, {"actor": actor, "counts": counts})
+    with store.transaction():
+        texts = store.user_texts(user_id)
+        counts = store.erase_user(user_id)
+        counts["audit_redacted"] = store.forget_text([], texts, user_id=user_id)["audit_redacted"]
+        store.audit("erase-user", None, None, {"actor": actor, "counts": counts})
     store.refresh_fts(force=True)
+    _compact(store, actor)
     return counts
+
+
+def _compact(store: Store, actor: str) -> dict[str, float]:
+    cost = store.compact()
+    store.audit("compact", None, None, {"actor": actor, **{k: round(v, 3) for k, v in cost.items()}})
+    return cost

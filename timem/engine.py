@@ -11,11 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from timem import editing
 from timem.config import Config
 from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
-from timem.datasets.base import ImportedUser, turn_id
+from timem.datasets.base import ImportedUser, check_text, is_blank, turn_id
 from timem.embed.protocol import Embedder
 from timem.errors import ConsolidationIncomplete, InputError
 from timem.llm.protocol import LLMClient
@@ -30,6 +31,10 @@ class IngestReport:
     users: list[str] = field(default_factory=list)
     turns_added: int = 0
     nodes_added: dict[str, int] = field(default_factory=dict)
+    #: ids of stored turns whose text (or image caption) differs in the input
+    changed_turns: list[str] = field(default_factory=list)
+    #: how many of them were updated (``update_changed=True``), else 0
+    turns_updated: int = 0
 
     def add_nodes(self, nodes: Sequence[MemoryNode]) -> None:
         for n in nodes:
@@ -67,14 +72,22 @@ class MemoryEngine:
 
     # ------------------------------------------------------------------ ingest (backfill)
     def ingest(self, users: Sequence[ImportedUser], *, flush: bool = True, upper_levels: bool = True,
-               progress: Progress = _no_progress) -> IngestReport:
-        """Store every user's turns, then consolidate in event-time order.
+               update_changed: bool = False, progress: Progress = _no_progress) -> IngestReport:
+        """Store every user's turns (all users in one transaction: a bad value anywhere writes nothing),
+        then consolidate each user in event-time order.
 
         Dataset sessions are complete, so they are marked ended; ``flush`` also closes the last day,
         week and month. ``upper_levels=False`` writes L1 only and leaves L2..L5 to a later
         :meth:`consolidate`. Running it again adds nothing (turn ids and windows are deterministic).
 
+        A turn id that is already stored with another text (or image caption) is listed in the report's
+        ``changed_turns`` and left as stored, unless ``update_changed``: then its text is replaced (audit
+        action ``turn-updated`` with the old text), its L1 segment is written again (re-embedded,
+        re-indexed) and every ancestor is marked stale, so consolidation rewrites it (with an LLM).
+
         Raises:
+            InputError: a turn's text, speaker or caption holds a lone surrogate, a control character or
+                only invisible characters (:func:`timem.datasets.base.check_text`); nothing is written.
             ConsolidationIncomplete: after every user was imported, if some window could not be
                 consolidated (its ``.report`` is the :class:`IngestReport`); the turns, the L1
                 segments and every other window are stored.
@@ -82,18 +95,37 @@ class MemoryEngine:
         report = IngestReport()
         failures: list[tuple[int, str, str]] = []
         written: list[MemoryNode] = []
+        for user in users:
+            for t in user.turns:
+                check_turn(t)
+        changed = self.store.changed_turns([t for u in users for t in u.turns])
+        report.changed_turns = [new.id for new, _ in changed]
+        relinks: list[tuple[str, str]] = []
+        with self.store.transaction():  # all users of the input or none
+            if update_changed:
+                for new, old in changed:
+                    for l1_id, parent in self.store.update_turn_text(new):
+                        for a in editing.ancestors(self.store, parent) if parent else []:
+                            self.store.update_node(a.id, stale=True)
+                        if parent:
+                            self.store.update_node(parent, stale=True)
+                            relinks.append((l1_id, parent))
+                    self.store.audit("turn-updated", new.user_id, None, {"turn_id": new.id, "old_text": old.text,
+                                                                         "old_image_caption": old.image_caption})
+                report.turns_updated = len(changed)
+            for user in users:
+                report.turns_added += self.store.add_turns(user.turns)
+                for s in user.sessions:
+                    self.store.end_session(user.user_id, s.session_id)
         try:
             for user in users:
-                turns = [t for s in user.sessions for t in s.turns]
-                with self.store.transaction():
-                    report.turns_added += self.store.add_turns(turns)
-                    for s in user.sessions:
-                        self.store.end_session(user.user_id, s.session_id)
                 report.users.append(user.user_id)
                 nodes = self._consolidate_user(user.user_id, failures, flush=flush, upper_levels=upper_levels,
                                                progress=progress)
                 report.add_nodes(nodes)
                 written += nodes
+            for child, parent in relinks:  # the parent was not rewritten (no LLM / --l1-only): same id, same link
+                self.store.relink(child, parent)
         finally:
             self.store.refresh_fts()
         if failures:
@@ -124,16 +156,19 @@ class MemoryEngine:
             ConsolidationIncomplete: the turns and the L1 segment were stored, but some closed window
                 could not be consolidated (see :meth:`Consolidator.consolidate`).
         """
-        if not user_text.strip():
+        if is_blank(user_text):
             raise InputError("the message is empty; type something to say", field="text")
         if event_time.tzinfo is None:
             raise InputError("event_time must be timezone-aware; convert with timem.tree.windows.to_utc",
                              field="event_time")
         seq = len(self.store.turns(user_id, session_id))
+        offset = _speaker_offset(event_time, self.config.tz_for(user_id))
         turns = [
-            _turn(user_id, session_id, seq, user_name, Role.USER, user_text, event_time),
-            _turn(user_id, session_id, seq + 1, assistant_name, Role.ASSISTANT, assistant_text, event_time),
+            _turn(user_id, session_id, seq, user_name, Role.USER, user_text, event_time, offset),
+            _turn(user_id, session_id, seq + 1, assistant_name, Role.ASSISTANT, assistant_text, event_time, offset),
         ]
+        for t in turns:
+            check_turn(t)
         with self.store.transaction():
             self.store.add_turns(turns)
         try:
@@ -194,6 +229,29 @@ class MemoryEngine:
         return editing.erase_user(self.store, user_id, actor=actor)
 
 
-def _turn(user_id: str, session_id: str, seq: int, speaker: str, role: Role, text: str, at: datetime) -> Turn:
+def check_turn(turn: Turn) -> None:
+    """Refuse a turn that cannot be stored or would be an invisible memory (:class:`InputError` naming
+    the turn id and the field): see :func:`timem.datasets.base.check_text`; text may be empty only
+    when the turn carries an image caption."""
+    record = "turn " + turn.id.encode("utf-8", "backslashreplace").decode("utf-8")  # printable even if the id is bad
+    for name in ("user_id", "session_id", "speaker", "text", "image_caption", "source_ref"):
+        value = getattr(turn, name)
+        if value is not None:
+            check_text(value, file=None, record=record, field=name)
+    if is_blank(turn.text) and (turn.image_caption is None or is_blank(turn.image_caption)):
+        raise InputError("empty text (only whitespace or invisible characters); drop the turn or give it text",
+                         record=record, field="text")
+
+
+def _speaker_offset(at: datetime, zone: ZoneInfo) -> int:
+    """The speaker's UTC offset for a chat turn: ``at``'s own offset when it carries a zone other than UTC
+    (an explicit local time), else the user's zone's offset at that instant."""
+    if at.utcoffset() and at.utcoffset().total_seconds() != 0:
+        return int(at.utcoffset().total_seconds() // 60)
+    return int(at.astimezone(zone).utcoffset().total_seconds() // 60)
+
+
+def _turn(user_id: str, session_id: str, seq: int, speaker: str, role: Role, text: str, at: datetime,
+          offset: int | None = None) -> Turn:
     return Turn(id=turn_id(user_id, session_id, seq), user_id=user_id, session_id=session_id, seq=seq, speaker=speaker, role=role,
-                text=text, event_time=at.astimezone(UTC))
+                text=text, event_time=at.astimezone(UTC), utc_offset_minutes=offset)

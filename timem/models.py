@@ -7,7 +7,7 @@ configured user time zone (``Config.timezone``) by :func:`timem.tree.windows.to_
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from enum import IntEnum, StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -71,7 +71,14 @@ class TimeSpan(BaseModel):
 
 
 class Turn(BaseModel):
-    """One utterance. ``event_time`` is when it was said (UTC); ``ingested_at`` is when we stored it."""
+    """One utterance. ``event_time`` is when it was said (UTC); ``ingested_at`` is when we stored it.
+
+    ``utc_offset_minutes`` is the speaker's UTC offset at that moment: the offset written in the
+    input's timestamp, else the offset of the user's zone (``Config.user_timezones`` /
+    ``Config.timezone``) at that instant, recorded at import; ``None`` for turns stored before it
+    was kept. Relative dates in the text ("yesterday") are resolved in that local time
+    (:meth:`local_time`).
+    """
 
     model_config = ConfigDict(frozen=True)
     id: str
@@ -85,8 +92,15 @@ class Turn(BaseModel):
     source_ref: str | None = None  #: e.g. LoCoMo dia_id "D1:3"
     image_caption: str | None = None
     ingested_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    utc_offset_minutes: int | None = Field(default=None, ge=-24 * 60, le=24 * 60)
 
     _v = field_validator("event_time", "ingested_at")(lambda cls, v: _utc(v))
+
+    def local_time(self, tz: tzinfo) -> datetime:
+        """``event_time`` as the speaker's local time: at ``utc_offset_minutes`` if known, else in ``tz``."""
+        if self.utc_offset_minutes is None:
+            return self.event_time.astimezone(tz)
+        return self.event_time.astimezone(timezone(timedelta(minutes=self.utc_offset_minutes)))
 
 
 class MemoryNode(BaseModel):

@@ -69,8 +69,9 @@ def cut_segments(turns: Sequence[Turn], unit: str = "exchange", size: int = 1, *
 
 
 def turn_line(turn: Turn, tz: ZoneInfo) -> str:
-    """``Speaker: text`` with relative dates resolved against the turn's local event time."""
-    text, _ = resolve_relative_dates(turn.text, turn.event_time.astimezone(tz))
+    """``Speaker: text`` with relative dates resolved against the speaker's local time (the turn's own
+    UTC offset if known, else ``tz``; see :meth:`timem.models.Turn.local_time`)."""
+    text, _ = resolve_relative_dates(turn.text, turn.local_time(tz))
     line = f"{turn.speaker}: {text.strip()}"
     if turn.image_caption:
         line += f" [shares a photo: {turn.image_caption.strip()}]"

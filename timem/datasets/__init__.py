@@ -6,6 +6,7 @@ Each returns ``list[ImportedUser]`` (see :mod:`timem.datasets.base`); malformed 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo
@@ -24,7 +25,8 @@ FORMATS: tuple[str, ...] = ("locomo", "longmemeval", "jsonl")
 
 
 def load_dataset(path: str | Path, fmt: DatasetFormat, *, sample_ids: list[str] | None = None,
-                 limit: int | None = None, tz: ZoneInfo) -> list[ImportedUser]:
+                 limit: int | None = None, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo] | None = None
+                 ) -> list[ImportedUser]:
     """Load ``path`` in format ``fmt`` into users with time-ordered sessions (UTC-aware times).
 
     Args:
@@ -34,6 +36,9 @@ def load_dataset(path: str | Path, fmt: DatasetFormat, *, sample_ids: list[str] 
         sample_ids: LoCoMo only: the conversations to import (``None`` = all).
         limit: LongMemEval only: import the first ``limit`` instances (``None`` = all).
         tz: the users' zone; naive dataset times are read as wall-clock time there.
+        user_tz: zones of particular users (by user id), used instead of ``tz`` for them
+            (``Config.user_tz``). Every turn records its UTC offset (``Turn.utc_offset_minutes``):
+            the timestamp's own offset if it has one, else its user's zone's offset then.
 
     Raises:
         InputError: unknown format, an option that does not apply to the format, or malformed input
@@ -46,7 +51,7 @@ def load_dataset(path: str | Path, fmt: DatasetFormat, *, sample_ids: list[str] 
     if limit is not None and fmt != "longmemeval":
         raise InputError(f"limit applies to LongMemEval only, not {fmt}", field="limit")
     if fmt == "locomo":
-        return load_locomo(path, sample_ids, tz)
+        return load_locomo(path, sample_ids, tz, user_tz)
     if fmt == "longmemeval":
-        return load_longmemeval(path, limit, tz)
-    return load_jsonl(path, tz)
+        return load_longmemeval(path, limit, tz, user_tz)
+    return load_jsonl(path, tz, user_tz)

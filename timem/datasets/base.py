@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from timem.errors import InputError
 from timem.models import Turn
-from timem.tree.windows import to_utc
+from timem.tree.windows import offset_minutes, to_utc
 
-__all__ = ["ImportedSession", "ImportedUser", "Question", "turn_id"]
+__all__ = ["ImportedSession", "ImportedUser", "Question", "check_text", "is_blank", "turn_id"]
+
+#: characters that render as nothing although they are not whitespace (Hangul fillers, braille blank,
+#: combining grapheme joiner); every format character (Unicode category Cf: zero-width space and
+#: joiners, word joiner, BOM, soft hyphen ...) counts as invisible too
+_INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f")
+_ALLOWED_CONTROL = frozenset("\t\n\r")
 
 
 def turn_id(user_id: str, session_id: str, seq: int) -> str:
@@ -104,6 +111,32 @@ class ImportedUser(BaseModel):
 
 
 # ---------------------------------------------------------------- helpers for importers
+def is_blank(text: str) -> bool:
+    """Whether ``text`` shows nothing: only whitespace and invisible characters (zero-width space,
+    joiners, BOM, soft hyphen, any other format character, Hangul fillers, braille blank)."""
+    return all(ch.isspace() or ch in _INVISIBLE or unicodedata.category(ch) == "Cf" for ch in text)
+
+
+def check_text(value: str, *, file: str | None, record: str | None, field: str) -> str:
+    """``value`` unchanged if it can be stored; else an :class:`InputError` naming file, record and field.
+
+    Refused: a lone UTF-16 surrogate (e.g. a JSON ``"\\ud83d"`` escape without its pair: it is not a
+    character and cannot be written as UTF-8) and control characters other than tab, newline and
+    carriage return (category Cc: NUL, ESC, DEL, C1 controls). Invisible-only text is handled by
+    :func:`need` (it counts as empty).
+    """
+    for i, ch in enumerate(value):
+        code = ord(ch)
+        if 0xD800 <= code <= 0xDFFF:
+            raise InputError(f"a lone surrogate \\u{code:04x} at character {i + 1} (half of a UTF-16 pair, not a "
+                             "character); fix the escape in the source or remove it", file=file, record=record,
+                             field=field)
+        if ch not in _ALLOWED_CONTROL and unicodedata.category(ch) == "Cc":
+            raise InputError(f"a control character U+{code:04X} at character {i + 1}; remove it (only tab, "
+                             "newline and carriage return are allowed)", file=file, record=record, field=field)
+    return value
+
+
 def read_json(path: Path) -> Any:
     """Parse a JSON file; unreadable files and bad JSON raise :class:`InputError`."""
     try:
@@ -119,7 +152,11 @@ def read_json(path: Path) -> Any:
 
 def need(obj: Any, key: str, kind: type | tuple[type, ...], *, file: str, record: str,
          allow_empty: bool = False) -> Any:
-    """``obj[key]`` checked to exist, to be of ``kind`` and (for str/list) non-empty."""
+    """``obj[key]`` checked to exist, to be of ``kind`` and (for str/list) non-empty.
+
+    A string is also checked with :func:`check_text` (no lone surrogates or control characters);
+    invisible-only text (:func:`is_blank`) is empty: refused, or returned as ``""`` with ``allow_empty``.
+    """
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", file=file, record=record)
     if key not in obj or obj[key] is None:
@@ -130,8 +167,16 @@ def need(obj: Any, key: str, kind: type | tuple[type, ...], *, file: str, record
     if not isinstance(val, kind):
         raise InputError(f"expected {_kind_name(kind)}, got {type(val).__name__}", file=file, record=record,
                          field=key)
-    empty = not val.strip() if isinstance(val, str) else (isinstance(val, list) and not val)
-    if empty and not allow_empty:
+    if isinstance(val, str):
+        check_text(val, file=file, record=record, field=key)
+        if is_blank(val):
+            if not allow_empty:
+                what = "empty field" if not val.strip() else "empty field (only invisible characters such as " \
+                    "zero-width spaces)"
+                raise InputError(what, file=file, record=record, field=key)
+            return ""  # callers skip empty text; invisible-only text is empty text
+        return val
+    if isinstance(val, list) and not val and not allow_empty:
         raise InputError("empty field", file=file, record=record, field=key)
     return val
 
@@ -150,7 +195,14 @@ _D1, _D2 = datetime(2000, 1, 1), datetime(2001, 2, 2)
 
 
 def parse_when(raw: str, tz: ZoneInfo, *, file: str, record: str, field: str) -> datetime:
-    """Parse a dataset timestamp into UTC; naive values are wall-clock time in ``tz``.
+    """Parse a dataset timestamp into UTC; naive values are wall-clock time in ``tz``
+    (:func:`parse_when_offset` without the offset)."""
+    return parse_when_offset(raw, tz, file=file, record=record, field=field)[0]
+
+
+def parse_when_offset(raw: str, tz: ZoneInfo, *, file: str, record: str, field: str) -> tuple[datetime, int]:
+    """Parse a dataset timestamp into ``(UTC instant, UTC offset in minutes of the written local time)``;
+    naive values are wall-clock time in ``tz`` (the offset is then ``tz``'s at that time).
 
     Accepts ``"2023/05/30 (Tue) 23:40"`` (LongMemEval), ISO 8601 (``"2023-05-08T13:56"``, with or
     without offset) and free text with a written month (``"1:56 pm on 8 May, 2023"``, LoCoMo).
@@ -175,4 +227,4 @@ def parse_when(raw: str, tz: ZoneInfo, *, file: str, record: str, field: str) ->
     except (ValueError, OverflowError) as exc:
         raise InputError(f"unparseable date/time {raw!r} ({exc}); use e.g. '2023-05-08T13:56' or "
                          "'1:56 pm on 8 May, 2023'", file=file, record=record, field=field) from exc
-    return to_utc(dt, tz)
+    return to_utc(dt, tz), offset_minutes(dt, tz)

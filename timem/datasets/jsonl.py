@@ -17,8 +17,9 @@ Fields:
   any other speaker ``other``; without ``speaker``, the speaker is the role.
 * ``text`` (string, required, non-empty): what was said.
 * ``timestamp`` (string, required): ISO 8601 event time, e.g. ``2023-05-08T13:56:00`` or with an
-  offset (``+02:00``, ``Z``). A timestamp without an offset is wall-clock time in the user time
-  zone (``Config.timezone``).
+  offset (``+02:00``, ``Z``). A timestamp without an offset is wall-clock time in the user's time
+  zone (``Config.user_timezones`` for that user, else ``Config.timezone``). The offset (written,
+  or the zone's at that time) is kept on the turn: relative dates in its text are resolved in it.
 * ``image_caption``, ``source_ref`` (strings, optional): a caption of a shared image; your own
   reference for the turn (kept on the turn and shown as evidence).
 * Other keys are ignored.
@@ -31,27 +32,29 @@ Turn ids are ``f"{user_id}:{session_id}:{seq}"``, so re-importing the same file 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from timem.datasets.base import ImportedSession, ImportedUser, need, turn_id
+from timem.datasets.base import ImportedSession, ImportedUser, check_text, is_blank, need, turn_id
 from timem.errors import InputError
 from timem.models import Role, Turn
-from timem.tree.windows import to_utc
+from timem.tree.windows import offset_minutes, to_utc
 
 __all__ = ["load_jsonl", "write_jsonl"]
 
 _ROLES = {r.value: r for r in Role}
 
 
-def load_jsonl(path: str | Path, tz: ZoneInfo) -> list[ImportedUser]:
+def load_jsonl(path: str | Path, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo] | None = None) -> list[ImportedUser]:
     """Read a TiMem JSONL chat file (format in the module docstring) into users and sessions.
 
     Args:
         path: the ``.jsonl`` file.
         tz: zone of timestamps without an offset; all returned datetimes are UTC-aware.
+        user_tz: zones of particular users (by ``user_id``), used instead of ``tz`` for them.
 
     Raises:
         InputError: unreadable file, a line that is not a JSON object, a missing/empty field, a
@@ -60,13 +63,18 @@ def load_jsonl(path: str | Path, tz: ZoneInfo) -> list[ImportedUser]:
     """
     file = str(path)
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        raw_lines = Path(path).read_bytes().splitlines()
+    except OSError as exc:
         raise InputError(f"cannot read {path}: {exc}. Check the path.", file=file) from exc
     rows: list[dict[str, Any]] = []
-    for no, line in enumerate(lines, start=1):
+    for no, raw in enumerate(raw_lines, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}; save the file "
+                             "as UTF-8", file=file, record=f"line {no}") from exc
         if line.strip():
-            rows.append(_row(line, no, file, tz))
+            rows.append(_row(line, no, file, tz, user_tz or {}))
     if not rows:
         raise InputError("the file holds no turns", file=file)
 
@@ -87,7 +95,7 @@ def load_jsonl(path: str | Path, tz: ZoneInfo) -> list[ImportedUser]:
         for session_id, rows_ in sorted(sessions.items(), key=lambda kv: kv[1][0]["time"]):
             turns = [Turn(id=turn_id(user_id, session_id, seq), user_id=user_id, session_id=session_id,
                           seq=seq, speaker=r["speaker"], role=r["role"], text=r["text"], event_time=r["time"],
-                          source_ref=r["source_ref"], image_caption=r["image_caption"])
+                          source_ref=r["source_ref"], image_caption=r["image_caption"], utc_offset_minutes=r["offset"])
                      for seq, r in enumerate(rows_)]
             speakers += [t.speaker for t in turns if t.speaker not in speakers]
             built.append(ImportedSession(session_id=session_id, turns=turns, date_label=rows_[0]["raw_time"]))
@@ -96,7 +104,7 @@ def load_jsonl(path: str | Path, tz: ZoneInfo) -> list[ImportedUser]:
     return out
 
 
-def _row(line: str, no: int, file: str, tz: ZoneInfo) -> dict[str, Any]:
+def _row(line: str, no: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo]) -> dict[str, Any]:
     rec = f"line {no}"
     try:
         obj = json.loads(line)
@@ -122,8 +130,10 @@ def _row(line: str, no: int, file: str, tz: ZoneInfo) -> dict[str, Any]:
         speaker = need(obj, "speaker", str, **where).strip()
     if role is None:
         role = _ROLES.get(speaker.lower(), Role.OTHER)
+    zone = user_tz.get(user_id, tz)
     try:
-        time = to_utc(datetime.fromisoformat(raw_time), tz)
+        written = datetime.fromisoformat(raw_time)
+        time, offset = to_utc(written, zone), offset_minutes(written, zone)
     except ValueError as exc:
         raise InputError(f"unparseable timestamp {raw_time!r}; use ISO 8601 such as '2023-05-08T13:56:00'",
                          **where, field="timestamp") from exc
@@ -132,13 +142,23 @@ def _row(line: str, no: int, file: str, tz: ZoneInfo) -> dict[str, Any]:
         val = obj.get(key)
         if val is not None and not isinstance(val, str):
             raise InputError(f"expected a string, got {type(val).__name__}", **where, field=key)
-        opt[key] = val if val and val.strip() else None
+        if val is not None:
+            check_text(val, **where, field=key)
+        opt[key] = val if val and not is_blank(val) else None
     return {"line": no, "user_id": user_id, "session_id": session_id, "speaker": speaker or role.value,
-            "role": role, "text": text, "time": time, "raw_time": raw_time, **opt}
+            "role": role, "text": text, "time": time, "offset": offset, "raw_time": raw_time, **opt}
+
+
+def _written_time(t: Turn) -> str:
+    """ISO 8601 at the speaker's own offset when known (so it survives a round trip), else UTC."""
+    if t.utc_offset_minutes is None:
+        return t.event_time.astimezone(UTC).isoformat()
+    return t.event_time.astimezone(timezone(timedelta(minutes=t.utc_offset_minutes))).isoformat()
 
 
 def write_jsonl(users: list[ImportedUser], path: str | Path) -> int:
-    """Write ``users``' turns in the JSONL format above (timestamps as UTC ISO 8601); returns the turn count.
+    """Write ``users``' turns in the JSONL format above (timestamps ISO 8601 at the speaker's offset, UTC
+    when unknown); returns the turn count.
 
     Reading the file back with :func:`load_jsonl` yields the same users, sessions, turn ids, texts,
     speakers, roles and event times.
@@ -150,7 +170,7 @@ def write_jsonl(users: list[ImportedUser], path: str | Path) -> int:
                 for t in session.turns:
                     rec = {"user_id": t.user_id, "session_id": t.session_id, "speaker": t.speaker,
                            "role": t.role.value, "text": t.text,
-                           "timestamp": t.event_time.astimezone(UTC).isoformat()}
+                           "timestamp": _written_time(t)}
                     rec.update({k: v for k, v in (("image_caption", t.image_caption),
                                                   ("source_ref", t.source_ref)) if v is not None})
                     fh.write(json.dumps(rec, ensure_ascii=False) + "\n")

@@ -25,11 +25,22 @@ Mapping (one :class:`ImportedUser` per conversation):
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from timem.datasets.base import ImportedSession, ImportedUser, Question, need, parse_when, read_json, turn_id
+from timem.datasets.base import (
+    ImportedSession,
+    ImportedUser,
+    Question,
+    check_text,
+    is_blank,
+    need,
+    parse_when_offset,
+    read_json,
+    turn_id,
+)
 from timem.errors import InputError
 from timem.models import Role, Turn
 
@@ -40,13 +51,15 @@ _SESSION_DATE = re.compile(r"session_(\d+)_date_time")
 _DIA = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 
 
-def load_locomo(path: str | Path, sample_ids: list[str] | None, tz: ZoneInfo) -> list[ImportedUser]:
+def load_locomo(path: str | Path, sample_ids: list[str] | None, tz: ZoneInfo,
+                user_tz: Mapping[str, ZoneInfo] | None = None) -> list[ImportedUser]:
     """Read LoCoMo conversations into :class:`ImportedUser` records (see the module docstring).
 
     Args:
         path: ``locomo10.json``-style file: a JSON list of conversations, or one conversation object.
         sample_ids: conversations to import (``None`` = all), returned in file order.
         tz: zone of the naive session times; all returned datetimes are UTC-aware.
+        user_tz: zones of particular conversations (by ``sample_id``), used instead of ``tz``.
 
     Raises:
         InputError: unreadable file, bad JSON, an unknown sample id (the message lists the available
@@ -71,7 +84,7 @@ def load_locomo(path: str | Path, sample_ids: list[str] | None, tz: ZoneInfo) ->
             raise InputError(f"unknown sample id(s) {unknown}; available: {', '.join(ids)}", file=file,
                              field="sample_id")
         items = [item for sid, item in zip(ids, items, strict=True) if sid in set(sample_ids)]
-    return [_conversation(item, file, tz) for item in items]
+    return [_conversation(item, file, (user_tz or {}).get(item["sample_id"], tz)) for item in items]
 
 
 def _conversation(item: dict[str, Any], file: str, tz: ZoneInfo) -> ImportedUser:
@@ -89,7 +102,7 @@ def _conversation(item: dict[str, Any], file: str, tz: ZoneInfo) -> ImportedUser
         if not raw_turns:
             continue
         label = need(conv, f"session_{n}_date_time", str, file=file, record=rec)
-        when = parse_when(label, tz, file=file, record=rec, field=f"session_{n}_date_time")
+        when, offset = parse_when_offset(label, tz, file=file, record=rec, field=f"session_{n}_date_time")
         session_id, turns = f"S{n}", []
         for j, raw in enumerate(raw_turns):
             r = f"{sid}/session_{n}[{j}]"
@@ -100,14 +113,17 @@ def _conversation(item: dict[str, Any], file: str, tz: ZoneInfo) -> ImportedUser
             if caption is not None and not isinstance(caption, str):
                 raise InputError(f"expected a string, got {type(caption).__name__}", file=file, record=r,
                                  field="blip_caption")
-            caption = caption.strip() if caption and caption.strip() else None
+            if caption is not None:
+                check_text(caption, file=file, record=r, field="blip_caption")
+            caption = caption.strip() if caption and not is_blank(caption) else None
             if not text.strip() and caption is None:
                 skipped_turns += 1
                 continue
             seq = len(turns)
             turns.append(Turn(id=turn_id(sid, session_id, seq), user_id=sid, session_id=session_id, seq=seq,
                               speaker=speaker, role=Role.USER if speaker == speaker_a else Role.OTHER,
-                              text=text, event_time=when, source_ref=dia_id, image_caption=caption))
+                              text=text, event_time=when, source_ref=dia_id, image_caption=caption,
+                              utc_offset_minutes=offset))
         if turns:
             sessions.append(ImportedSession(session_id=session_id, turns=turns, date_label=label))
     if not sessions:

@@ -25,12 +25,22 @@ Mapping (each question is its own user with its own history):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from timem.datasets.base import ImportedSession, ImportedUser, Question, need, parse_when, read_json, turn_id
+from timem.datasets.base import (
+    ImportedSession,
+    ImportedUser,
+    Question,
+    need,
+    parse_when,
+    parse_when_offset,
+    read_json,
+    turn_id,
+)
 from timem.errors import InputError
 from timem.models import Role, Turn
 
@@ -39,13 +49,15 @@ __all__ = ["load_longmemeval"]
 _ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT}
 
 
-def load_longmemeval(path: str | Path, limit: int | None, tz: ZoneInfo) -> list[ImportedUser]:
+def load_longmemeval(path: str | Path, limit: int | None, tz: ZoneInfo,
+                     user_tz: Mapping[str, ZoneInfo] | None = None) -> list[ImportedUser]:
     """Read LongMemEval instances into one :class:`ImportedUser` each (see the module docstring).
 
     Args:
         path: a LongMemEval JSON file (a list of instances; one instance object is also accepted).
         limit: import only the first ``limit`` instances (``None`` = all).
         tz: zone of the naive ``haystack_dates``/``question_date``; returned datetimes are UTC-aware.
+        user_tz: zones of particular instances (by ``question_id``), used instead of ``tz``.
 
     Raises:
         InputError: unreadable file, bad JSON, or a malformed selected instance (missing/empty
@@ -63,15 +75,16 @@ def load_longmemeval(path: str | Path, limit: int | None, tz: ZoneInfo) -> list[
         items = items[:limit]
     if not items:
         raise InputError("the file holds no instances", file=file)
-    users = [_instance(item, i, file, tz) for i, item in enumerate(items)]
+    users = [_instance(item, i, file, tz, user_tz or {}) for i, item in enumerate(items)]
     dup = sorted(k for k, n in Counter(u.user_id for u in users).items() if n > 1)
     if dup:
         raise InputError(f"duplicate question ids {dup}", file=file, field="question_id")
     return users
 
 
-def _instance(item: Any, i: int, file: str, tz: ZoneInfo) -> ImportedUser:
+def _instance(item: Any, i: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo]) -> ImportedUser:
     qid = need(item, "question_id", str, file=file, record=f"[{i}]").strip()
+    tz = user_tz.get(qid, tz)
     req = dict(file=file, record=qid)
     question = need(item, "question", str, **req)
     answer = need(item, "answer", (str, int, float), **req, allow_empty=True)
@@ -99,18 +112,18 @@ def _instance(item: Any, i: int, file: str, tz: ZoneInfo) -> ImportedUser:
         if not isinstance(date_raw, str) or not date_raw.strip():
             raise InputError("expected a non-empty date string", file=file, record=date_rec,
                              field="haystack_dates")
-        when = parse_when(date_raw, tz, file=file, record=date_rec, field="haystack_dates")
+        when, offset = parse_when_offset(date_raw, tz, file=file, record=date_rec, field="haystack_dates")
         if not isinstance(sess, list):
             raise InputError(f"expected a list of turns, got {type(sess).__name__}", file=file,
                              record=f"{qid}/haystack_sessions[{k}]", field="haystack_sessions")
         sid = sid.strip()
         seen[sid] += 1
-        parsed.append((when, k, sid if seen[sid] == 1 else f"{sid}#{seen[sid]}", date_raw.strip(), sess))
+        parsed.append((when, k, sid if seen[sid] == 1 else f"{sid}#{seen[sid]}", date_raw.strip(), sess, offset))
 
     sessions: list[ImportedSession] = []
     evidence_turns: list[str] = []
     skipped, empty = 0, []
-    for when, k, session_id, label, sess in sorted(parsed, key=lambda p: (p[0], p[1])):
+    for when, k, session_id, label, sess, offset in sorted(parsed, key=lambda p: (p[0], p[1])):
         turns: list[Turn] = []
         for j, raw in enumerate(sess):
             r = f"{qid}/haystack_sessions[{k}][{j}]"
@@ -132,7 +145,7 @@ def _instance(item: Any, i: int, file: str, tz: ZoneInfo) -> ImportedUser:
             seq = len(turns)
             turns.append(Turn(id=turn_id(qid, session_id, seq), user_id=qid, session_id=session_id, seq=seq,
                               speaker=role, role=_ROLES[role], text=content,
-                              event_time=when + timedelta(seconds=seq), source_ref=ref))
+                              event_time=when + timedelta(seconds=seq), source_ref=ref, utc_offset_minutes=offset))
         if turns:
             sessions.append(ImportedSession(session_id=session_id, turns=turns, date_label=label))
         else:

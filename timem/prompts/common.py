@@ -19,6 +19,21 @@ _HAN = re.compile(r"[\u3400-\u9fff]")
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
 
 
+def cjk_language(text: str) -> str | None:
+    """``"Chinese"``, ``"Japanese"`` or ``"Korean"`` when ``text`` is mostly in that language (the
+    thresholds of :func:`language_note`), else ``None``."""
+    letters = len(_LETTER.findall(text))
+    if not letters:
+        return None
+    if len(_KANA.findall(text)) >= 0.1 * letters:
+        return "Japanese"
+    if len(_HANGUL.findall(text)) >= 0.3 * letters:
+        return "Korean"
+    if len(_HAN.findall(text)) >= 0.3 * letters:
+        return "Chinese"
+    return None
+
+
 def language_note(text: str) -> str:
     """A closing instruction naming the conversation's language when it is Chinese, Japanese or Korean.
 
@@ -30,18 +45,8 @@ def language_note(text: str) -> str:
     message the embedded 1.5B model wrote an English summary (once inventing the Eiffel Tower),
     which the grounding filter rightly refused; with this note it wrote a faithful Chinese memory.
     """
-    letters = len(_LETTER.findall(text))
-    if not letters:
-        return ""
-    if len(_KANA.findall(text)) >= 0.1 * letters:
-        name = "Japanese"
-    elif len(_HANGUL.findall(text)) >= 0.3 * letters:
-        name = "Korean"
-    elif len(_HAN.findall(text)) >= 0.3 * letters:
-        name = "Chinese"
-    else:
-        return ""
-    return f"\n\nThe conversation is in {name}: write the memory in {name}, not English."
+    name = cjk_language(text)
+    return f"\n\nThe conversation is in {name}: write the memory in {name}, not English." if name else ""
 
 
 def fmt_date(node: MemoryNode, tz: ZoneInfo) -> str:

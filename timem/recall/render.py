@@ -2,11 +2,50 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from zoneinfo import ZoneInfo
+
+from timem.models import MemoryNode
 from timem.recall.trace import RecallTrace
 
+_DATE_HEAD = re.compile(r"^On \d{1,2} \w+ \d{4} \(\w+\) \d{2}:\d{2}:\s*")  # verbatim L1's first line
 
-def render_trace(trace: RecallTrace, max_candidates: int = 40) -> str:
-    """A readable multi-section report: plan, candidates, ancestors, gate, context, latency, LLM use."""
+
+def candidate_reasons(trace: RecallTrace) -> dict[str, str]:
+    """Why each L1 candidate was kept or dropped, by node id: outside the top k by fused score, or the
+    gate's (or token budget's) last decision about it."""
+    top_k = trace.settings.get("recall_top_k", sum(c.kept for c in trace.candidates))
+    last = {d.node_id: d for d in trace.gate.decisions}
+    out = {}
+    for c in trace.candidates:
+        if not c.kept:
+            out[c.node_id] = f"dropped: rank {c.rank} is outside the top {top_k} by fused score"
+        elif (d := last.get(c.node_id)) is None:
+            out[c.node_id] = f"in the top {top_k}; no gate decision recorded"
+        else:
+            out[c.node_id] = f"{'kept' if d.kept else 'dropped'}: {d.reason}"
+    return out
+
+
+def first_words(node: MemoryNode | None, width: int = 60) -> str:
+    """The start of a memory on one line, without a verbatim L1's date line; erased memories say so."""
+    if node is None:
+        return "(memory no longer exists)"
+    flat = " ".join(_DATE_HEAD.sub("", node.content.strip()).split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def render_trace(trace: RecallTrace, max_candidates: int = 40, nodes: Mapping[str, MemoryNode] | None = None,
+                 tz: ZoneInfo | None = None) -> str:
+    """A readable multi-section report: plan, candidates, ancestors, gate, context, latency, LLM use.
+
+    With ``nodes`` (node id -> node; erased ones may be missing), each candidate line also shows the
+    memory's date (in ``tz``, default the trace's ``timezone`` setting) and first words; every line
+    says why the candidate was kept or dropped.
+    """
+    tz = tz or ZoneInfo(trace.settings.get("timezone", "UTC"))
+    reasons = candidate_reasons(trace)
     p = trace.plan
     out = [f"recall trace {trace.trace_id}  user={trace.user_id}  asked at {trace.question_time.isoformat()}",
            f"query: {trace.query}",
@@ -14,10 +53,16 @@ def render_trace(trace: RecallTrace, max_candidates: int = 40) -> str:
            f"levels={{{', '.join(f'L{k}: {v}' for k, v in p.levels.items())}}}"
            + (f" time window={p.time_window.start.date()}..{p.time_window.end.date()}" if p.time_window else ""),
            f"bm25 query: {trace.bm25_query}",
-           "", f"candidates (L1; {len(trace.candidates)}): rank  fused  semantic  bm25  kept  node"]
+           "", f"candidates (L1; {len(trace.candidates)}): rank  fused  semantic  bm25  "
+               + ("date              first words  |  " if nodes is not None else "") + "why  [node]"]
     for c in sorted(trace.candidates, key=lambda c: c.rank)[:max_candidates]:
-        out.append(f"  {c.rank:>4}  {c.fused:5.3f}  {c.semantic:8.3f}  {c.bm25:4.2f}  {'yes' if c.kept else ' - '}  "
-                   f"{c.node_id}")
+        memory = ""
+        if nodes is not None:
+            n = nodes.get(c.node_id)
+            date = f"{n.span_start.astimezone(tz):%Y-%m-%d %H:%M}" if n is not None else "----------------"
+            memory = f"{date}  {first_words(n)}  |  "
+        out.append(f"  {c.rank:>4}  {c.fused:5.3f}  {c.semantic:8.3f}  {c.bm25:4.2f}  {memory}"
+                   f"{reasons[c.node_id]}  [{c.node_id}]")
     if len(trace.candidates) > max_candidates:
         out.append(f"  ... {len(trace.candidates) - max_candidates} more (all in --json / the Recall inspector); "
                    "a component is 0 when the node was not in that list's top 40")

@@ -4,7 +4,8 @@
 * The fts and vss extensions are loaded from the installed ``duckdb-extension-fts`` /
   ``duckdb-extension-vss`` packages (never ``INSTALL`` from the network).
 * The FTS index (and the BM25 postings table derived from it, :mod:`timem.store.search`) is a
-  snapshot of ``nodes.content``: writes mark it dirty and :meth:`Store.refresh_fts` rebuilds it
+  snapshot of ``nodes.search_text`` (the content with Chinese, Japanese and Korean runs cut into
+  words, :mod:`timem.store.segmenter`; equal to ``content`` for other text): writes mark it dirty and :meth:`Store.refresh_fts` rebuilds it
   once per batch (a full rebuild, roughly linear in the number of nodes; about 1 s for 23k short
   nodes, 4-5 s for 228k, on 2 cores). BM25 queries refresh it lazily.
 * The embedder's model id and dimension are recorded on creation; opening the file with another
@@ -13,6 +14,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -28,12 +31,15 @@ from timem.store.migrations import migrate
 from timem.store.records import RecordTables, db_time
 from timem.store.tree_queries import adjacent_segments
 from timem.store.search import FTS_PRAGMA, bm25_top, build_bm25_postings, drop_hnsw, ensure_hnsw, vector_top
+from timem.store.segmenter import search_text
+from timem.tree.order import SQL_ORDER
 
 _NODE_COLS = ("id, user_id, level, window_key, session_id, span_start, span_end, content, child_ids, "
               "history_ids, source_turn_ids, parent_id, model_id, prompt_version, created_at, status, stale")
 #: ``col IN {_IN_LIST}`` with a list parameter: a semi-join; ``list_contains(?, col)`` scanned every row
 _IN_LIST = "(SELECT unnest(?::VARCHAR[]))"
-_TURN_COLS = "id, user_id, session_id, seq, speaker, role, text, event_time, source_ref, image_caption, ingested_at"
+_TURN_COLS = ("id, user_id, session_id, seq, speaker, role, text, event_time, source_ref, image_caption, ingested_at, "
+              "utc_offset_minutes")
 
 
 def _py(dt: datetime) -> datetime:
@@ -82,13 +88,7 @@ class Store(RecordTables):
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self.con = duckdb.connect(self.path)
-        except duckdb.Error as exc:
-            raise StoreError(f"cannot open DuckDB file {self.path}: {exc}. Close other TiMem processes "
-                             "(CLI or studio) using it, or pass another --db.") from exc
-        for ext in ("fts", "vss"):
-            self.con.load_extension(str(extension_path(ext)))
+        self.con = self._connect()
         self.con.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
         stored = dict(self.con.execute("SELECT key, value FROM meta").fetchall())
         if "embed_model_id" in stored and (stored["embed_model_id"], int(stored["embed_dim"])) != (embed_model_id, dim):
@@ -111,8 +111,65 @@ class Store(RecordTables):
             self.audit("hnsw-dropped", None, None, {"reason": "store opened with vector_index='exact'"})
 
     # ---------------------------------------------------------------- basics
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        try:
+            con = duckdb.connect(self.path)
+        except duckdb.Error as exc:
+            raise StoreError(f"cannot open DuckDB file {self.path}: {exc}. Close other TiMem processes "
+                             "(CLI or studio) using it, or pass another --db.") from exc
+        for ext in ("fts", "vss"):
+            con.load_extension(str(extension_path(ext)))
+        return con
+
     def close(self) -> None:
         self.con.close()
+
+    def compact(self) -> dict[str, float]:
+        """Rewrite the database file so that deleted rows leave no bytes behind (part of a hard erase).
+
+        DuckDB marks the blocks of deleted rows free and reuses them later, but does not overwrite
+        them: an erased sentence stays readable in the file. So the whole database is copied into a
+        fresh file (``COPY FROM DATABASE``: tables, the fts index schema, indexes, macros), the
+        connection is closed, the fresh file replaces the old one (``os.replace``, atomic) and is
+        reopened. A failure before the swap leaves the original file as it was. An HNSW index is
+        dropped first and rebuilt after (minutes at 200k nodes). ``:memory:`` stores: nothing to do.
+
+        Returns:
+            ``seconds``, ``bytes_before``, ``bytes_after``.
+
+        Raises:
+            StoreError: inside a transaction, or the copy failed (the original file is kept).
+        """
+        if self.path == ":memory:":
+            return {"seconds": 0.0, "bytes_before": 0, "bytes_after": 0}
+        if self._in_tx:
+            raise StoreError("compact() inside a transaction; call it after the transaction commits")
+        t0 = time.perf_counter()
+        before = os.path.getsize(self.path)
+        tmp = Path(self.path + ".compact")
+        for leftover in (tmp, Path(str(tmp) + ".wal")):
+            leftover.unlink(missing_ok=True)
+        had_hnsw = drop_hnsw(self.con)
+        name = self.con.execute("SELECT current_database()").fetchone()[0]
+        self.con.execute("CHECKPOINT")
+        quoted = str(tmp).replace("'", "''")
+        self.con.execute(f"ATTACH '{quoted}' AS timem_compact")
+        try:
+            self.con.execute(f"COPY FROM DATABASE \"{name}\" TO timem_compact")
+        except duckdb.Error as exc:
+            self.con.execute("DETACH timem_compact")
+            tmp.unlink(missing_ok=True)
+            raise StoreError(f"could not rewrite {self.path} after an erase ({exc}); the erased rows are gone "
+                             "but their bytes may remain in the file: run `timem compact` again, with free "
+                             "disk space for a second copy of the file") from exc
+        self.con.execute("DETACH timem_compact")
+        self.con.close()
+        os.replace(tmp, self.path)
+        Path(self.path + ".wal").unlink(missing_ok=True)  # none after a clean close; never replay an old one
+        self.con = self._connect()
+        if had_hnsw or self.vector_index == "hnsw":
+            ensure_hnsw(self.con)
+        return {"seconds": time.perf_counter() - t0, "bytes_before": before, "bytes_after": os.path.getsize(self.path)}
 
     def __enter__(self) -> "Store":
         return self
@@ -153,9 +210,9 @@ class Store(RecordTables):
         existing = {r[0] for r in self.con.execute(f"SELECT id FROM turns WHERE id IN {_IN_LIST}", [ids]).fetchall()}
         new = [t for t in turns if t.id not in existing]
         if new:
-            self.con.executemany(f"INSERT INTO turns ({_TURN_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", [
+            self.con.executemany(f"INSERT INTO turns ({_TURN_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", [
                 [t.id, t.user_id, t.session_id, t.seq, t.speaker, t.role.value, t.text, db_time(t.event_time),
-                 t.source_ref, t.image_caption, db_time(t.ingested_at)] for t in new])
+                 t.source_ref, t.image_caption, db_time(t.ingested_at), t.utc_offset_minutes] for t in new])
             for (user, sess), ts in _group_sessions(new).items():
                 lo, hi = min(t.event_time for t in ts), max(t.event_time for t in ts)
                 self.con.execute("""
@@ -166,6 +223,38 @@ class Store(RecordTables):
                                  [user, sess, db_time(lo), db_time(hi)])
         return len(new)
 
+    def changed_turns(self, turns: Sequence[Turn]) -> list[tuple[Turn, Turn]]:
+        """``(new, stored)`` for each of ``turns`` whose id is stored with another text or image caption."""
+        if not turns:
+            return []
+        by_id = {t.id: t for t in turns}
+        rows = self.con.execute(f"SELECT id, user_id FROM turns WHERE id IN {_IN_LIST}", [list(by_id)]).fetchall()
+        out = []
+        for uid in sorted({r[1] for r in rows}):
+            for old in self.turns(uid, ids=[r[0] for r in rows if r[1] == uid]):
+                new = by_id[old.id]
+                if (new.text, new.image_caption) != (old.text, old.image_caption):
+                    out.append((new, old))
+        return out
+
+    def update_turn_text(self, turn: Turn) -> list[tuple[str, str | None]]:
+        """Store ``turn``'s new text and caption; the L1 segments made from it are removed (their turns
+        kept) so that consolidation writes them again. Returns ``[(L1 id, its parent id or None)]``."""
+        rows = self.con.execute("SELECT id, parent_id FROM nodes WHERE level = 1 AND list_contains(source_turn_ids, ?)",
+                                [turn.id]).fetchall()
+        self.con.execute("UPDATE turns SET text = ?, image_caption = ? WHERE id = ?",
+                         [turn.text, turn.image_caption, turn.id])
+        if rows:
+            self.con.execute(f"DELETE FROM nodes WHERE id IN {_IN_LIST}", [[r[0] for r in rows]])
+            self._set_meta("fts_dirty", "1")
+        return [(r[0], r[1]) for r in rows]
+
+    def relink(self, child_id: str, parent_id: str) -> None:
+        """Set ``child_id``'s parent to ``parent_id`` if the child has none and the parent lists it."""
+        self.con.execute("UPDATE nodes SET parent_id = ? WHERE id = ? AND parent_id IS NULL AND EXISTS "
+                         "(SELECT 1 FROM nodes p WHERE p.id = ? AND p.status = 'active' AND list_contains(p.child_ids, ?))",
+                         [parent_id, child_id, parent_id, child_id])
+
     def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]:
         """Turns of a user (optionally one session or given ids), in event-time then seq order."""
         sql, args = f"SELECT {_TURN_COLS} FROM turns WHERE user_id = ?", [user_id]
@@ -175,7 +264,8 @@ class Store(RecordTables):
             sql, args = sql + f" AND id IN {_IN_LIST}", args + [list(ids)]
         rows = self.con.execute(sql + " ORDER BY event_time, session_id, seq", args).fetchall()
         return [Turn(id=r[0], user_id=r[1], session_id=r[2], seq=r[3], speaker=r[4], role=Role(r[5]), text=r[6],
-                     event_time=_py(r[7]), source_ref=r[8], image_caption=r[9], ingested_at=_py(r[10])) for r in rows]
+                     event_time=_py(r[7]), source_ref=r[8], image_caption=r[9], ingested_at=_py(r[10]),
+                     utc_offset_minutes=r[11]) for r in rows]
 
     def sessions(self, user_id: str) -> list[dict[str, Any]]:
         """Sessions of a user: ``session_id``, ``started_at``, ``last_event_at`` (UTC-aware), ``ended``."""
@@ -211,12 +301,13 @@ class Store(RecordTables):
         if not nodes:
             return
         with self.transaction():
-            self.con.executemany(f"INSERT INTO nodes ({_NODE_COLS}, embedding) VALUES "
-                                 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [[
+            self.con.executemany(f"INSERT INTO nodes ({_NODE_COLS}, embedding, search_text) VALUES "
+                                 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [[
                                      n.id, n.user_id, int(n.level), n.window_key, n.session_id,
                                      db_time(n.span_start), db_time(n.span_end), n.content, n.child_ids,
                                      n.history_ids, n.source_turn_ids, None, n.model_id, n.prompt_version,
-                                     db_time(n.created_at), n.status.value, n.stale, v.tolist()]
+                                     db_time(n.created_at), n.status.value, n.stale, v.tolist(),
+                                     search_text(n.content)]
                                      for n, v in zip(nodes, vecs)])
             for n in nodes:
                 if n.child_ids:
@@ -240,8 +331,8 @@ class Store(RecordTables):
         if content is not None:
             if embedding is None:
                 raise StoreError("new content needs its new embedding")
-            sets += ["content = ?", "embedding = ?"]
-            args += [content, np.asarray(embedding, dtype=np.float32).tolist()]
+            sets += ["content = ?", "embedding = ?", "search_text = ?"]
+            args += [content, np.asarray(embedding, dtype=np.float32).tolist(), search_text(content)]
         if status is not None:
             sets.append("status = ?")
             args.append(status.value)
@@ -262,7 +353,7 @@ class Store(RecordTables):
             self.con.execute(f"DELETE FROM nodes WHERE id IN {_IN_LIST}", [list(node_ids)])
             self._set_meta("fts_dirty", "1")
 
-    def _nodes(self, where: str, args: list[Any], order: str = "span_start, level, id", limit: int | None = None
+    def _nodes(self, where: str, args: list[Any], order: str = SQL_ORDER, limit: int | None = None
                ) -> list[MemoryNode]:
         sql = f"SELECT {_NODE_COLS} FROM nodes WHERE {where} ORDER BY {order}"
         if limit is not None:
@@ -278,7 +369,8 @@ class Store(RecordTables):
 
     def nodes(self, user_id: str | None = None, level: int | None = None, *, status: NodeStatus | None = NodeStatus.ACTIVE,
               ids: Sequence[str] | None = None, session_id: str | None = None) -> list[MemoryNode]:
-        """Nodes filtered by user, level, status (``None`` = any), ids, session; ordered by span start."""
+        """Nodes filtered by user, level, status (``None`` = any), ids, session; in conversation order (span
+        start, level, then session and turn seq at equal times: :mod:`timem.tree.order`)."""
         where, args = ["TRUE"], []
         for col, val in (("user_id", user_id), ("level", level), ("session_id", session_id)):
             if val is not None:
@@ -335,13 +427,17 @@ class Store(RecordTables):
         rows = self.con.execute(f"SELECT id, embedding FROM nodes WHERE id IN {_IN_LIST}", [list(node_ids)]).fetchall()
         return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
 
+    def user_texts(self, user_id: str) -> list[str]:
+        """Every turn text and node content of ``user_id`` (what a hard erase of the user must not leave)."""
+        return [r[0] for r in self.con.execute("SELECT text FROM turns WHERE user_id = ? UNION ALL "
+                                               "SELECT content FROM nodes WHERE user_id = ?",
+                                               [user_id, user_id]).fetchall()]
+
     def erase_user(self, user_id: str) -> dict[str, int]:
         """Remove every row of ``user_id`` (turns, sessions, nodes, traces, cache entries of its calls)."""
         counts: dict[str, int] = {}
         with self.transaction():
-            texts = [r[0] for r in self.con.execute("SELECT text FROM turns WHERE user_id = ? UNION ALL "
-                                                    "SELECT content FROM nodes WHERE user_id = ?",
-                                                    [user_id, user_id]).fetchall()]
+            texts = self.user_texts(user_id)
             keys = [r[0] for r in self.con.execute("SELECT DISTINCT cache_key FROM llm_calls WHERE user_id = ? "
                                                    "AND cache_key IS NOT NULL", [user_id]).fetchall()]
             counts["llm_cache"] = self.con.execute(f"SELECT count(*) FROM llm_cache WHERE key IN {_IN_LIST}",
@@ -357,7 +453,7 @@ class Store(RecordTables):
 
     # ---------------------------------------------------------------- search
     def refresh_fts(self, force: bool = False) -> bool:
-        """Rebuild the BM25 index over ``nodes.content`` (and its postings table,
+        """Rebuild the BM25 index over ``nodes.search_text`` (and its postings table,
         :func:`timem.store.search.build_bm25_postings`) if writes happened since the last build."""
         if not force and self.get_meta("fts_dirty") == "0" and (self._postings_seen or self._has_postings()):
             self._postings_seen = True

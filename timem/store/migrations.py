@@ -56,7 +56,27 @@ def _v1(con: duckdb.DuckDBPyConnection, dim: int) -> None:
             detail VARCHAR)""")
 
 
-MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1]
+def _v3(con: duckdb.DuckDBPyConnection, dim: int) -> None:
+    """``turns.utc_offset_minutes``: the speaker's UTC offset when the turn was said (``NULL`` for turns
+    stored before: their relative dates keep resolving in the configured zone)."""
+    con.execute("ALTER TABLE turns ADD COLUMN IF NOT EXISTS utc_offset_minutes SMALLINT")
+
+
+def _v4(con: duckdb.DuckDBPyConnection, dim: int) -> None:
+    """``nodes.search_text``: what the BM25 index reads (CJK runs cut into words; see
+    :mod:`timem.store.segmenter`), filled for existing rows; the fts index is rebuilt on next use."""
+    from timem.store.segmenter import has_cjk, search_text
+
+    con.execute("ALTER TABLE nodes ADD COLUMN IF NOT EXISTS search_text VARCHAR")
+    rows = con.execute("SELECT id, content FROM nodes WHERE search_text IS NULL").fetchall()
+    cjk = [[search_text(c), i] for i, c in rows if has_cjk(c)]
+    con.execute("UPDATE nodes SET search_text = content WHERE search_text IS NULL")
+    if cjk:
+        con.executemany("UPDATE nodes SET search_text = ? WHERE id = ?", cjk)
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('fts_dirty', '1')")
+
+
+MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v3, _v4]
 
 
 def migrate(con: duckdb.DuckDBPyConnection, dim: int) -> int:

@@ -19,6 +19,21 @@ def db_time(dt: datetime) -> datetime:
     return dt.astimezone(UTC).replace(tzinfo=None)
 
 
+#: the detail of an audit row that quoted erased text
+REDACTED = json.dumps({"redacted": "hard erase"})
+
+
+def _probes(texts: Sequence[str]) -> set[str]:
+    """Substrings that identify ``texts`` inside stored JSON: each line of at least 12 characters (first
+    200), raw and JSON-escaped (``json.dumps`` escapes non-ASCII characters and quotes)."""
+    probes: set[str] = set()
+    for t in texts:
+        for line in t.splitlines():
+            if len(line.strip()) >= 12:
+                probes |= {line.strip()[:200], json.dumps(line.strip()[:200])[1:-1]}
+    return probes
+
+
 class RecordTables:
     """Cache, call log, traces and audit rows over ``self.con`` (a DuckDB connection)."""
 
@@ -27,16 +42,46 @@ class RecordTables:
     def purge_cache_mentioning(self, texts: Sequence[str]) -> int:
         """Delete LLM-cache entries whose request or response contains any of ``texts`` (hard erase)."""
         n = 0
-        probes: set[str] = set()
-        for t in texts:
-            for line in t.splitlines():  # requests are stored as JSON: probe line by line, raw and escaped
-                if len(line.strip()) >= 12:
-                    probes |= {line.strip()[:200], json.dumps(line.strip()[:200])[1:-1]}
-        for key in probes:
+        for key in _probes(texts):
             n += self.con.execute("SELECT count(*) FROM llm_cache WHERE contains(request, ?) OR contains(response, ?)",
                                   [key, key]).fetchone()[0]
             self.con.execute("DELETE FROM llm_cache WHERE contains(request, ?) OR contains(response, ?)", [key, key])
         return n
+
+    def forget_text(self, node_ids: Sequence[str], texts: Sequence[str], user_id: str | None = None) -> dict[str, int]:
+        """Hard erase, outside the tree: delete the recall traces that name any of ``node_ids`` or quote
+        any of ``texts`` (or belong to ``user_id``), and redact the detail of audit rows that quote
+        ``texts``, are about one of ``node_ids`` (pass the erased nodes' ancestors too: their
+        ``grounding-drop`` rows carry model sentences about them) or belong to ``user_id``; the
+        ``erase*`` rows themselves are kept.
+        Returns ``{"recall_traces": deleted, "audit_redacted": redacted}``."""
+        conds, args = [], []
+        for nid in node_ids:
+            conds.append("contains(trace, ?)")
+            args.append(json.dumps(nid)[1:-1])
+        probes = sorted(_probes(texts))
+        for probe in probes:
+            conds.append("contains(trace, ?)")
+            args.append(probe)
+        if user_id is not None:
+            conds.append("user_id = ?")
+            args.append(user_id)
+        out = {"recall_traces": 0, "audit_redacted": 0}
+        if conds:
+            where = " OR ".join(conds)
+            out["recall_traces"] = self.con.execute(f"SELECT count(*) FROM recall_traces WHERE {where}", args).fetchone()[0]
+            self.con.execute(f"DELETE FROM recall_traces WHERE {where}", args)
+        aconds = ["contains(detail, ?)"] * len(probes) + (["user_id = ?"] if user_id is not None else [])
+        aargs: list[Any] = [*probes, *([user_id] if user_id is not None else [])]
+        if node_ids:
+            aconds.append("(node_id IN (SELECT unnest(?::VARCHAR[])) AND NOT starts_with(action, 'erase'))")
+            aargs.append(list(node_ids))
+        if aconds:
+            where = f"({' OR '.join(aconds)}) AND detail <> ?"
+            aargs.append(REDACTED)
+            out["audit_redacted"] = self.con.execute(f"SELECT count(*) FROM audit WHERE {where}", aargs).fetchone()[0]
+            self.con.execute(f"UPDATE audit SET detail = ? WHERE {where}", [REDACTED, *aargs])
+        return out
 
     # ---------------------------------------------------------------- LLM cache and call log
     def cache_get(self, key: str) -> tuple[str, int | None, int | None] | None:

@@ -4,8 +4,10 @@ Both searches filter by ``user_id``, ``level`` and ``status = 'active'`` inside 
 user's node can ever be returned.
 
 **BM25.** ``PRAGMA create_fts_index`` (DuckDB fts extension: Porter stemmer, English stop list,
-accents stripped, lower-cased) builds an inverted index in schema ``fts_main_nodes`` over every
-row of ``nodes``. Its ``match_bm25`` macro scores *every row* of the table and only then lets the
+accents stripped, lower-cased) builds an inverted index in schema ``fts_main_nodes`` over
+``nodes.search_text`` of every row: the content, with Chinese / Japanese / Korean runs cut into
+space-separated words by :mod:`timem.store.segmenter` (the fts tokenizer splits on whitespace and
+ASCII punctuation only); text without CJK characters is indexed exactly as written. Its ``match_bm25`` macro scores *every row* of the table and only then lets the
 user filter apply (165 ms p50 at 228k rows, ``bench/results/recall-latency.md``). So after each
 fts build :func:`build_bm25_postings` derives one more table from the fts index,
 ``fts_main_nodes.postings(user_id, level, status, termid, node_id, tf, len)``, sorted by
@@ -33,7 +35,9 @@ import math
 import duckdb
 import numpy as np
 
-FTS_PRAGMA = ("PRAGMA create_fts_index('nodes', 'id', 'content', stemmer = 'porter', "
+from timem.store.segmenter import search_text
+
+FTS_PRAGMA = ("PRAGMA create_fts_index('nodes', 'id', 'search_text', stemmer = 'porter', "
               "stopwords = 'english', strip_accents = 1, lower = 1, overwrite = 1)")
 HNSW_INDEX = "nodes_embedding_hnsw"
 BM25_K1, BM25_B = 1.2, 0.75
@@ -55,13 +59,14 @@ def bm25_top(con: duckdb.DuckDBPyConnection, user_id: str, query: str, level: in
              ) -> list[tuple[str, float]]:
     """Top ``limit`` active nodes of one user and level by BM25 (higher is better), as ``(id, score)``.
 
-    The query is tokenised and stemmed by the fts index's own macros; terms absent from the index
+    The query is cut like the indexed text (:func:`timem.store.segmenter.search_text`: CJK words;
+    other text unchanged), then tokenised and stemmed by the fts index's own macros; terms absent from the index
     (and stop words, which it never indexes) contribute nothing. Scores are ranked rounded to 9
     decimals (summation order differs from ``match_bm25`` by ~1e-15), ties broken by node id.
     """
     termids = [r[0] for r in con.execute(
         "SELECT d.termid FROM fts_main_nodes.dict d WHERE d.term IN "
-        "(SELECT DISTINCT stem(unnest(fts_main_nodes.tokenize(?)), 'porter'))", [query]).fetchall()]
+        "(SELECT DISTINCT stem(unnest(fts_main_nodes.tokenize(?)), 'porter'))", [search_text(query)]).fetchall()]
     if not termids:
         return []
     rows = con.execute(f"""

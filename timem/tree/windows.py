@@ -29,6 +29,14 @@ def to_utc(dt: datetime, tz: ZoneInfo) -> datetime:
     return dt.astimezone(UTC)
 
 
+def offset_minutes(dt: datetime, tz: ZoneInfo) -> int:
+    """The UTC offset, in minutes, of the local time that ``dt`` was written in: its own offset if it is
+    aware, else that of ``tz`` at that wall-clock time (DST-aware, fold=0 as in :func:`to_utc`)."""
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        dt = dt.replace(tzinfo=tz)
+    return int(dt.utcoffset().total_seconds() // 60)
+
+
 @dataclass(frozen=True)
 class Window:
     """A calendar window ``[start, end)`` (UTC-aware) with a stable key, e.g. ``day:2023-05-08``."""

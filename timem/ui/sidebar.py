@@ -146,7 +146,7 @@ def run_import(ctx: state.StudioContext, path: Path | None, fmt: str, *, sample_
 
     if path is None or not Path(path).exists():
         raise InputError(f"no such file: {path}; pick or upload a conversation file")
-    users = load_dataset(path, fmt, sample_ids=sample_ids, limit=limit, tz=ctx.tz)  # type: ignore[arg-type]
+    users = load_dataset(path, fmt, sample_ids=sample_ids, limit=limit, tz=ctx.tz, user_tz=ctx.config.user_tz)  # type: ignore[arg-type]
     total = sum(len(s.turns) for u in users for s in u.sessions)
     progress = StreamlitProgress(title=f"Importing {len(users)} user(s), {total} turns")
     try:

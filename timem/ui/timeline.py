@@ -7,6 +7,7 @@ from datetime import datetime, time, timedelta
 import streamlit as st
 
 from timem.models import MemoryNode
+from timem.tree.order import conversation_key
 from timem.ui import state
 from timem.ui.feedback import show_flashes
 from timem.viz import timeline as tl
@@ -39,7 +40,7 @@ def render() -> None:
         st.session_state["_tl_last_pick"] = picked
         st.session_state[NODE_KEY] = picked
     by_id = {n.id: n for n in nodes}
-    ids = [i for i in shown.sort_values(["level", "start"], ascending=[False, True])["id"]]
+    ids = [i for i in shown.sort_values(["level", "start", "order"], ascending=[False, True, True], kind="stable")["id"]]
     if st.session_state.get(NODE_KEY) not in ids:
         st.session_state.pop(NODE_KEY, None)
     if not ids:
@@ -94,7 +95,7 @@ def _details(ctx: state.StudioContext, node: MemoryNode, by_id: dict[str, Memory
         st.markdown(f"**Children** ({len(children)})")
         st.dataframe([{"level": c.level.label, "start": c.span_start.astimezone(tz).strftime("%Y-%m-%d %H:%M"),
                        "model": c.model_id, "content": " ".join(c.content.split())[:160], "id": c.id}
-                      for c in sorted(children, key=lambda c: c.span_start)], hide_index=True, key="tl_children")
+                      for c in sorted(children, key=conversation_key)], hide_index=True, key="tl_children")
         pick = st.selectbox("Go to child", [c.id for c in children], index=None, key="tl_child_pick",
                             format_func=lambda i: _label(by_id[i], tz), placeholder="choose a child …")
         if pick:

@@ -18,6 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from timem.models import Level, MemoryNode
+from timem.tree.order import conversation_key
 
 #: lane label per level, bottom (L1) to top (L5)
 LANES: dict[int, str] = {int(lv): lv.label for lv in Level}
@@ -25,7 +26,7 @@ LANES: dict[int, str] = {int(lv): lv.label for lv in Level}
 LEVEL_COLOURS: dict[int, str] = {1: "#0072B2", 2: "#009E73", 3: "#E69F00", 4: "#CC79A7", 5: "#D55E00"}
 
 COLUMNS = ["id", "level", "lane", "start", "end", "appears", "model_id", "window_key", "session_id",
-           "n_children", "parent_id", "preview", "content", "status", "stale"]
+           "n_children", "parent_id", "preview", "content", "status", "stale", "order"]
 
 
 def _local(dt: datetime, tz: ZoneInfo) -> datetime:
@@ -51,16 +52,19 @@ def timeline_frame(nodes: Sequence[MemoryNode], tz: ZoneInfo) -> pd.DataFrame:
     ``start`` / ``end`` are the span as naive wall-clock time in ``tz``; ``appears`` is the event
     time at which the node could first exist (its span end: an L1 segment is written when its
     exchange is complete, a parent when its window closes), also naive local time; ``parent_id``
-    is the parent among ``nodes`` (missing — ``None``/``NaN`` — if absent, e.g. an open window).
+    is the parent among ``nodes`` (missing — ``None``/``NaN`` — if absent, e.g. an open window);
+    ``order`` is the node's position in conversation order (:func:`timem.tree.order.conversation_key`:
+    at equal times, the turn sequence), and the rows come in that order.
     """
+    nodes = sorted(nodes, key=conversation_key)
     parents = parent_map(nodes)
     rows = [{
         "id": n.id, "level": int(n.level), "lane": LANES[int(n.level)],
         "start": _local(n.span_start, tz), "end": _local(n.span_end, tz), "appears": _local(n.span_end, tz),
         "model_id": n.model_id, "window_key": n.window_key, "session_id": n.session_id,
         "n_children": len(n.child_ids), "parent_id": parents.get(n.id), "preview": _preview(n.content),
-        "content": n.content, "status": n.status.value, "stale": n.stale,
-    } for n in nodes]
+        "content": n.content, "status": n.status.value, "stale": n.stale, "order": i,
+    } for i, n in enumerate(nodes)]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from timem.models import MemoryNode
+from timem.recall.render import candidate_reasons
 from timem.recall.trace import RecallTrace
 
 MISSING = "(memory no longer exists)"
@@ -52,13 +53,15 @@ def plan_facts(trace: RecallTrace) -> dict[str, str]:
 
 
 def candidate_table(trace: RecallTrace, nodes: Mapping[str, MemoryNode]) -> pd.DataFrame:
-    """L1 candidates by rank: ``rank, kept, fused, semantic, bm25, cosine, bm25_raw, model_id, preview, node_id``."""
+    """L1 candidates by rank: ``rank, kept, fused, semantic, bm25, cosine, bm25_raw, model_id, preview, why,
+    node_id`` (``why``: kept or dropped and the reason, :func:`timem.recall.render.candidate_reasons`)."""
+    why = candidate_reasons(trace)
     rows = [{"rank": c.rank, "kept": c.kept, "fused": c.fused, "semantic": c.semantic, "bm25": c.bm25,
              "cosine": c.cosine, "bm25_raw": c.bm25_raw, "model_id": _model(nodes, c.node_id),
-             "preview": _preview(nodes, c.node_id), "node_id": c.node_id}
+             "preview": _preview(nodes, c.node_id), "why": why[c.node_id], "node_id": c.node_id}
             for c in sorted(trace.candidates, key=lambda c: c.rank)]
     return pd.DataFrame(rows, columns=["rank", "kept", "fused", "semantic", "bm25", "cosine", "bm25_raw",
-                                       "model_id", "preview", "node_id"])
+                                       "model_id", "preview", "why", "node_id"])
 
 
 def ancestor_table(trace: RecallTrace, nodes: Mapping[str, MemoryNode]) -> pd.DataFrame:

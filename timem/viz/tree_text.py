@@ -6,6 +6,7 @@ from zoneinfo import ZoneInfo
 
 from timem.models import Level, MemoryNode
 from timem.store import Store
+from timem.tree.order import conversation_key
 
 
 def _span(n: MemoryNode, tz: ZoneInfo) -> str:
@@ -14,7 +15,8 @@ def _span(n: MemoryNode, tz: ZoneInfo) -> str:
 
 
 def render_tree(store: Store, user_id: str, tz: ZoneInfo, *, level: int | None = None, width: int = 100) -> str:
-    """Indented tree, L5 roots first, children in time order; each line: level, span, model, content.
+    """Indented tree, L5 roots first, children in conversation order (time, then turn sequence at equal
+    times: :func:`timem.tree.order.conversation_key`); each line: level, span, model, content.
 
     With ``level`` set, a flat list of that level's nodes. Orphans (open windows) are listed last.
     """
@@ -28,20 +30,20 @@ def render_tree(store: Store, user_id: str, tz: ZoneInfo, *, level: int | None =
         return f"{'  ' * depth}L{int(n.level)} [{_span(n, tz)}] ({n.model_id}) {text}"
 
     if level is not None:
-        return "\n".join(line(n, 0) for n in nodes.values() if n.level == level)
+        return "\n".join(line(n, 0) for n in sorted(nodes.values(), key=conversation_key) if n.level == level)
     out: list[str] = []
     seen: set[str] = set()
 
     def walk(n: MemoryNode, depth: int) -> None:
         seen.add(n.id)
         out.append(line(n, depth))
-        kids = sorted((nodes[c] for c in n.child_ids if c in nodes), key=lambda k: (k.span_start, k.id))
+        kids = sorted((nodes[c] for c in n.child_ids if c in nodes), key=conversation_key)
         for k in kids:
             walk(k, depth + 1)
 
-    for top in sorted((n for n in nodes.values() if n.level == Level.PROFILE), key=lambda k: k.span_start):
+    for top in sorted((n for n in nodes.values() if n.level == Level.PROFILE), key=conversation_key):
         walk(top, 0)
-    rest = sorted((n for n in nodes.values() if n.id not in seen), key=lambda k: (-int(k.level), k.span_start))
+    rest = sorted((n for n in nodes.values() if n.id not in seen), key=lambda k: (-int(k.level), conversation_key(k)))
     if rest:
         out.append("-- not yet under a profile (open windows) --")
     for n in rest:

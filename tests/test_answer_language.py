@@ -1,0 +1,47 @@
+"""The answer prompt follows the question's language; English requests stay byte-identical (LLM cache)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+
+import pytest
+
+from timem.prompts import answer
+
+WHEN = datetime(2023, 5, 8, 13, 56)
+CONTEXT = "[L1 segment]\n2023-05-08 (Mon) 13:56 Caroline: I went to a LGBTQ support group yesterday [= 7 May 2023]."
+
+
+def _v1(question: str, context: str) -> list[dict[str, str]]:
+    """answer-v1's messages, written out (the bytes the LLM cache holds for English questions)."""
+    system = ("You answer questions about a user's past conversations using only the memories given.\n"
+              "Each memory line starts with the date (and time) it refers to. When a memory says \"yesterday\", "
+              "\"last week\" or similar, count from that memory's date, not from today, and give the resulting "
+              "date.\nAnswer briefly (one short sentence or a few words). If the memories do not contain the "
+              "answer, say that you don't know.")
+    user = (f"Memories:\n{context.strip() or '(no memories found)'}\n\nToday is Monday, 08 May 2023, 13:56.\n"
+            f"Question: {question}\nAnswer:")
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+@pytest.mark.parametrize("question", ["When did Caroline go to the LGBTQ support group?", "???", "",
+                                      "Did she mention Zürich or São Paulo?"])
+def test_english_messages_are_byte_identical_to_v1(question):
+    got = [m.model_dump(include={"role", "content"}) for m in answer.build_messages(question, CONTEXT, WHEN)]
+    assert got == _v1(question, CONTEXT)
+    assert hashlib.sha256(json.dumps(got).encode()).hexdigest() == \
+        hashlib.sha256(json.dumps(_v1(question, CONTEXT)).encode()).hexdigest()
+
+
+@pytest.mark.parametrize("question, lang", [
+    ("Caroline 什么时候去的支持小组？", "Chinese"),
+    ("キャロラインはいつサポートグループに行きましたか？", "Japanese"),
+    ("캐롤라인은 언제 지원 모임에 갔어?", "Korean"),
+])
+def test_cjk_question_asks_for_an_answer_in_its_language(question, lang):
+    user = answer.build_messages(question, CONTEXT, WHEN)[-1].content
+    assert f"Question: {question}\n(The question is in {lang}: answer in {lang}, even if the memories are in " \
+           f"English.)\nAnswer:" in user
+    assert answer.PROMPT_VERSION == "answer-v2"

@@ -1,0 +1,53 @@
+"""Equal timestamps keep conversation order (turn sequence) in the tree text, the timeline and the store's
+listing (shared case c11_same_ts: every turn at one time, as LoCoMo sessions are)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from timem.config import load_config
+from timem.datasets import load_jsonl
+from timem.engine import MemoryEngine
+from timem.store import Store
+from timem.viz.timeline import timeline_frame
+from timem.viz.tree_text import render_tree
+
+CASE = Path(__file__).resolve().parents[2] / "shared" / "cases" / "found-by-trying" / "c11_same_ts.jsonl"
+LOCKERS = ["12", "7", "47", "Tuesdays", "83"]  # what each exchange says, in spoken order
+
+
+def _first_marker(text: str) -> str:
+    return next(m for m in LOCKERS if re.search(rf"\b{m}\b", text))
+
+
+@pytest.fixture()
+def pia(tmp_path, embedder):
+    if not CASE.exists():
+        pytest.fail(f"{CASE} is missing: the shared cases must sit at ../shared beside the repo")
+    cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none")
+    eng = MemoryEngine(cfg, Store(cfg.db_path, embedder.model_id, embedder.dim), embedder, None)
+    eng.ingest(load_jsonl(CASE, cfg.tz), upper_levels=False)
+    yield eng
+    eng.close()
+
+
+def test_store_lists_equal_time_segments_in_turn_order(pia):
+    nodes = pia.store.nodes("pia", 1)
+    assert len({n.span_start for n in nodes}) == 1 and len(nodes) == 5
+    assert [_first_marker(n.content) for n in nodes] == LOCKERS
+    assert [n.id for n in nodes] != sorted(n.id for n in nodes)  # the ids alone would shuffle them
+
+
+def test_tree_text_keeps_turn_order(pia):
+    for text in (render_tree(pia.store, "pia", pia.config.tz), render_tree(pia.store, "pia", pia.config.tz, level=1)):
+        lines = [ln for ln in text.splitlines() if ln.lstrip().startswith("L1 ")]
+        assert [_first_marker(ln) for ln in lines] == LOCKERS, text
+
+
+def test_timeline_frame_keeps_turn_order(pia):
+    df = timeline_frame(list(reversed(pia.store.nodes("pia"))), pia.config.tz)
+    assert [_first_marker(c) for c in df.sort_values(["level", "start", "order"], kind="stable")["content"]] == LOCKERS
+    assert list(df["order"]) == list(range(len(df)))

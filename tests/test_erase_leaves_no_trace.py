@@ -1,0 +1,115 @@
+"""A hard erase leaves the text nowhere: not in the tables, not in recall traces or audit details, and
+not in the bytes of the closed DuckDB file (shared case c03_erase)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from timem import editing
+from timem.config import load_config
+from timem.datasets import load_jsonl
+from timem.engine import MemoryEngine
+from timem.recall.pipeline import recall
+from timem.store import Store
+from timem.tree.check import check_store
+
+CASE = Path(__file__).resolve().parents[2] / "shared" / "cases" / "found-by-trying" / "c03_erase.jsonl"
+SECRETS = ("Quillfeather", "bank card PIN is 5519")
+
+
+def file_bytes(path: Path) -> bytes:
+    """The database file and any WAL beside it, as a reader of the disk sees them."""
+    wal = Path(str(path) + ".wal")
+    return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+
+def open_engine(path: Path, embedder) -> MemoryEngine:
+    cfg = load_config(env={}, db_path=path, llm_backend="none", gate="score")
+    return MemoryEngine(cfg, Store(path, embedder.model_id, embedder.dim), embedder, None)
+
+
+def test_erase_removes_traces_audit_quotes_and_file_bytes(tmp_path, embedder):
+    if not CASE.exists():
+        pytest.fail(f"{CASE} is missing: the shared cases must sit at ../shared beside the repo")
+    db = tmp_path / "erase.duckdb"
+    eng = open_engine(db, embedder)
+    eng.ingest(load_jsonl(CASE, eng.config.tz), upper_levels=False)
+    store = eng.store
+    (secret,) = [n for n in store.nodes("ines") if "Quillfeather" in n.content]
+    res = recall(store, embedder, None, eng.config, "ines", "What is my secret nickname?",
+                 datetime(2024, 3, 6, tzinfo=UTC), gate_override="score")
+    assert secret.id in res.trace.node_ids and "Quillfeather" in json.dumps(store.traces("ines"))
+    # model sentences about the secret, as the grounding filter logs them: one quoting the turn, and one
+    # paraphrase logged on the node itself (for an L2-L5 node: on its parent; both are redacted)
+    store.audit("grounding-drop", "ines", "L2-x", {"sentence": "Please remember my bank card PIN is 5519 and my "
+                                                               "secret nickname is Quillfeather.", "reason": "test"})
+    store.audit("grounding-drop", "ines", secret.id, {"sentence": "Her nickname: Quillfeather.", "reason": "test"})
+    store.con.execute("CHECKPOINT")
+    store.close()
+    assert all(s.encode() in file_bytes(db) for s in SECRETS)  # the scan sees stored text
+
+    eng = open_engine(db, embedder)
+    store = eng.store
+    cost = editing.erase(store, eng.consolidator, [secret.id])
+    assert cost["seconds"] > 0 and cost["bytes_after"] > 0
+    assert store.traces("ines") == []  # the trace quoted the node: deleted
+    audit = store.con.execute("SELECT action, detail FROM audit").fetchall()
+    assert not any("Quillfeather" in d for _, d in audit)
+    assert [d for a, d in audit if a == "grounding-drop"] == [json.dumps({"redacted": "hard erase"})] * 2
+    erase_rows = [json.loads(d) for a, d in audit if a == "erase-traces"]
+    assert erase_rows == [{"actor": "user", "recall_traces": 1, "audit_redacted": 2}]
+    assert any(a == "compact" for a, _ in audit)
+    # the store still works after the file was swapped under it
+    assert [n.id for n in store.nodes("ines")] and "pottery" in store.nodes("ines")[0].content
+    assert store.search_bm25("ines", "pottery class", 1, 5)
+    assert check_store(store, eng.config) == []
+    store.close()
+    raw = file_bytes(db)
+    for s in SECRETS:
+        assert s.encode() not in raw, f"{s!r} is still in the bytes of {db}"
+    assert b"pottery class" in raw
+    assert not Path(str(db) + ".compact").exists()
+
+
+def test_erase_user_leaves_no_bytes_and_keeps_other_users(tmp_path, embedder):
+    path = tmp_path / "two.jsonl"
+    rows = [("ada", "My locker code is 8842 at the Westbrook gym.", "2024-03-01T10:00:00"),
+            ("ada", "我的护照号码是 E12345678，放在蓝色抽屉里。", "2024-03-01T10:01:00"),
+            ("bo", "I am learning the cello with a teacher called Marguerite.", "2024-03-01T11:00:00")]
+    path.write_text("".join(json.dumps({"user_id": u, "session_id": "s1", "speaker": u, "role": "user", "text": t,
+                                        "timestamp": ts}, ensure_ascii=False) + "\n" for u, t, ts in rows),
+                    encoding="utf-8")
+    db = tmp_path / "users.duckdb"
+    eng = open_engine(db, embedder)
+    eng.ingest(load_jsonl(path, eng.config.tz), upper_levels=False)
+    recall(eng.store, embedder, None, eng.config, "ada", "What is my locker code?", gate_override="score")
+    eng.store.audit("grounding-drop", "ada", "L2-y", {"sentence": "Ada uses the Westbrook gym."})
+    counts = eng.erase_user("ada")
+    assert counts["turns"] == 2 and counts["recall_traces"] == 1 and counts["audit_redacted"] == 1
+    assert eng.store.users() == ["bo"]
+    eng.close()
+    raw = file_bytes(db)
+    for s in ("Westbrook", "8842 at the", "护照号码", "蓝色抽屉"):
+        assert s.encode() not in raw, f"{s!r} is still in the bytes of {db}"
+    assert "Marguerite".encode() in raw
+
+
+def test_compact_keeps_everything_and_refuses_inside_a_transaction(store):
+    from timem.errors import StoreError
+
+    store.audit("note", None, None, {"x": 1})
+    with store.transaction(), pytest.raises(StoreError, match="inside a transaction"):
+        store.compact()
+    before = store.con.execute("SELECT count(*) FROM audit").fetchone()[0]
+    version = store.schema_version
+    store.compact()
+    assert store.con.execute("SELECT count(*) FROM audit").fetchone()[0] == before
+    assert store.con.execute("SELECT max(version) FROM schema_version").fetchone()[0] == version
+    # constraints survive the copy
+    store.con.execute("INSERT INTO meta VALUES ('k', 'v')")
+    with pytest.raises(Exception, match="(?i)constraint|duplicate"):
+        store.con.execute("INSERT INTO meta VALUES ('k', 'w')")

@@ -1,0 +1,120 @@
+"""Relative dates are resolved in the speaker's local time: the offset written in the input, else the
+user's zone (``user_timezones``), else ``timezone`` (shared case c05_tz; DST changes)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from timem.config import load_config
+from timem.datasets import load_dataset, load_jsonl, write_jsonl
+from timem.engine import MemoryEngine
+from timem.errors import ConfigError
+from timem.models import Level
+from timem.store import Store
+
+CASE = Path(__file__).resolve().parents[2] / "shared" / "cases" / "found-by-trying" / "c05_tz.jsonl"
+
+
+def engine(tmp_path, embedder, **settings) -> MemoryEngine:
+    cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none", **settings)
+    return MemoryEngine(cfg, Store(cfg.db_path, embedder.model_id, embedder.dim), embedder, None)
+
+
+def l1_texts(eng: MemoryEngine, user: str) -> list[str]:
+    return [n.content for n in eng.store.nodes(user, int(Level.SEGMENT))]
+
+
+def test_explicit_offset_is_the_speakers_local_time(tmp_path, embedder):
+    """'yesterday' said at 2024-03-10T00:30+09:00 is 9 March, whatever the configured zone."""
+    if not CASE.exists():
+        pytest.fail(f"{CASE} is missing: the shared cases must sit at ../shared beside the repo")
+    for zone in ("UTC", "America/Los_Angeles"):
+        eng = engine(tmp_path / zone.replace("/", "_"), embedder, timezone=zone)
+        users = load_dataset(CASE, "jsonl", tz=eng.config.tz, user_tz=eng.config.user_tz)
+        assert users[0].turns[0].utc_offset_minutes == 9 * 60
+        eng.ingest(users, upper_levels=False)
+        (text,) = l1_texts(eng, "kaito")
+        assert "yesterday [= 9 March 2024]" in text, text
+        assert eng.store.turns("kaito")[0].utc_offset_minutes == 540  # kept in the store
+        eng.close()
+
+
+def _naive_file(tmp_path: Path, user: str, stamps: list[str]) -> Path:
+    path = tmp_path / f"{user}.jsonl"
+    rows = []
+    for i, ts in enumerate(stamps):
+        rows.append({"user_id": user, "session_id": f"s{i}", "speaker": "Berta", "role": "user",
+                     "text": "I signed the lease yesterday.", "timestamp": ts})
+        rows.append({"user_id": user, "session_id": f"s{i}", "speaker": "Assistant", "role": "assistant",
+                     "text": "Congratulations!", "timestamp": ts})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize("stamp, offset, expect", [
+    ("2024-03-31T00:30:00", 60, "30 March 2024"),     # CET, the night of the spring change
+    ("2024-04-01T00:30:00", 120, "31 March 2024"),    # CEST: 22:30 UTC on 31 March
+    ("2024-10-27T00:30:00", 120, "26 October 2024"),  # CEST, the night of the autumn change
+    ("2024-10-28T00:30:00", 60, "27 October 2024"),   # CET again
+])
+def test_per_user_zone_for_naive_input_across_dst(tmp_path, embedder, stamp, offset, expect):
+    eng = engine(tmp_path, embedder, user_timezones={"berta": "Europe/Berlin"})
+    users = load_dataset(_naive_file(tmp_path, "berta", [stamp]), "jsonl", tz=eng.config.tz,
+                         user_tz=eng.config.user_tz)
+    turn = users[0].turns[0]
+    assert turn.utc_offset_minutes == offset
+    assert turn.event_time == datetime.fromisoformat(stamp).replace(tzinfo=ZoneInfo("Europe/Berlin")).astimezone(UTC)
+    eng.ingest(users, upper_levels=False)
+    (text,) = l1_texts(eng, "berta")
+    assert f"yesterday [= {expect}]" in text, text
+    eng.close()
+
+
+def test_other_users_keep_the_default_zone_and_old_turns_fall_back(tmp_path, embedder):
+    eng = engine(tmp_path, embedder, user_timezones={"berta": "Europe/Berlin"})
+    (other,) = load_jsonl(_naive_file(tmp_path, "otto", ["2024-04-01T00:30:00"]), eng.config.tz, eng.config.user_tz)
+    assert other.turns[0].utc_offset_minutes == 0 and other.turns[0].event_time.hour == 0
+    # a turn stored before offsets were kept (NULL) resolves in the configured zone, as before
+    old = other.turns[0].model_copy(update={"utc_offset_minutes": None})
+    assert old.local_time(ZoneInfo("Asia/Tokyo")).utcoffset() == timedelta(hours=9)
+    eng.close()
+
+
+def test_chat_turns_record_the_users_zone_or_an_explicit_offset(tmp_path, embedder):
+    eng = engine(tmp_path, embedder, user_timezones={"kaito": "Asia/Tokyo"})
+    eng.add_exchange("kaito", "c1", "I passed my driving test yesterday!", "Well done!",
+                     datetime(2024, 3, 9, 15, 30, tzinfo=UTC), consolidate=False)
+    eng.add_exchange("ana", "c1", "I moved flats yesterday.", "Good luck!",
+                     datetime(2024, 3, 10, 0, 30, tzinfo=timezone(timedelta(hours=-3))), consolidate=False)
+    assert [t.utc_offset_minutes for t in eng.store.turns("kaito")] == [540, 540]
+    assert [t.utc_offset_minutes for t in eng.store.turns("ana")] == [-180, -180]
+    eng.consolidator.consolidate("kaito", flush=True, upper_levels=False)
+    assert "yesterday [= 9 March 2024]" in l1_texts(eng, "kaito")[0]
+    eng.close()
+
+
+def test_jsonl_round_trip_keeps_the_speakers_offset(tmp_path):
+    users = load_jsonl(CASE, ZoneInfo("UTC"))
+    out = tmp_path / "out.jsonl"
+    write_jsonl(users, out)
+    assert json.loads(out.read_text().splitlines()[0])["timestamp"] == "2024-03-10T00:30:00+09:00"
+    again = load_jsonl(out, ZoneInfo("UTC"))
+    assert [t.model_dump(exclude={"ingested_at"}) for t in again[0].turns] == \
+        [t.model_dump(exclude={"ingested_at"}) for t in users[0].turns]
+
+
+def test_user_timezones_setting_from_toml_and_env(tmp_path):
+    toml = tmp_path / "timem.toml"
+    toml.write_text('timezone = "UTC"\n[user_timezones]\nkaito = "Asia/Tokyo"\n')
+    assert load_config(toml, env={}).tz_for("kaito") == ZoneInfo("Asia/Tokyo")
+    cfg = load_config(env={"TIMEM_USER_TIMEZONES": "kaito=Asia/Tokyo, berta=Europe/Berlin"})
+    assert cfg.tz_for("berta") == ZoneInfo("Europe/Berlin") and cfg.tz_for("x") == ZoneInfo("UTC")
+    with pytest.raises(ConfigError, match="Mars/Olympus"):
+        load_config(env={"TIMEM_USER_TIMEZONES": "kaito=Mars/Olympus"})
+    with pytest.raises(ConfigError, match="USER=ZONE"):
+        load_config(env={"TIMEM_USER_TIMEZONES": "kaito"})
