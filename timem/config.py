@@ -34,7 +34,8 @@ DEFAULT_QUOTAS: dict[str, dict[int, int]] = {
 
 #: Config fields that shape recall; :meth:`Config.recall_settings` records them in every trace.
 RECALL_FIELDS = ("recall_lambda", "recall_top_k", "recall_candidates", "recall_neighbours", "neighbour_priority",
-                 "speaker_boost", "gate_threshold", "token_budget", "context_layout", "timezone", "planner", "gate",
+                 "speaker_boost", "time_channel", "propagation", "propagation_hops",
+                 "propagation_alpha", "propagation_route", "gate_threshold", "token_budget", "context_layout", "timezone", "planner", "gate",
                  "l1_unit")
 
 
@@ -88,6 +89,14 @@ class Config(BaseModel):
     neighbour_priority: Literal["interleave", "after"] = "interleave"
     #: added to the fused score of a leaf spoken by a participant the question names (0 = off)
     speaker_boost: float = 0.0
+    #: TIDER time channel (arXiv 2610.23598): "off"; "channel" (leaves in the question's time
+    #: windows join the candidates, +0.3 when they overlap a window); "decay" (also distance decay)
+    time_channel: Literal["off", "channel", "decay"] = "off"
+    #: SegTreeMem relevance propagation over the tree (arXiv 2606.04555): "off" or a direction
+    propagation: Literal["off", "top-down", "bottom-up", "both"] = "off"
+    propagation_hops: int = Field(default=2, ge=0, le=5)  #: H
+    propagation_alpha: float = Field(default=0.5, ge=0.0, le=1.0)  #: α
+    propagation_route: int = Field(default=3, ge=0)  #: children of the best N sessions join the leaf candidates
     #: "exact" cosine scan, or "hnsw": the vss HNSW index with over-fetch (approximate; pays off at
     #: ~100k nodes per file, costs minutes to build and ~1 GB RAM there; bench/results/recall-latency.md)
     vector_index: Literal["exact", "hnsw"] = "exact"

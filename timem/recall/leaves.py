@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import NamedTuple
 
 import numpy as np
@@ -24,6 +25,7 @@ from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.models import Level, MemoryNode
 from timem.recall.planner import RecallPlan
+from timem.recall.time_channel import TimeLocalisation, localise, tider_score
 from timem.store.duckdb_store import Store
 
 
@@ -43,6 +45,10 @@ class Candidate(BaseModel):
     cosine: float | None = None
     bm25_raw: float | None = None
     speaker: float = 0.0  #: the speaker bonus included in ``fused`` (``Config.speaker_boost``)
+    time_bonus: float = 0.0  #: TIDER overlap bonus included in ``fused`` (:mod:`timem.recall.time_channel`)
+    time_factor: float = 1.0  #: TIDER distance factor that multiplied ``fused``
+    local: float | None = None  #: with relevance propagation: the normalised local score s⁽⁰⁾
+    propagated: float | None = None  #: with relevance propagation: what the tree added (s̃ − s⁽⁰⁾)
     kept: bool = False
 
 
@@ -82,6 +88,8 @@ class LeafSelection(NamedTuple):
     candidates: list[Candidate]  #: every candidate, ranked
     kept: list[Candidate]  #: the top k, ranked
     bm25_query: str
+    time: TimeLocalisation  #: the TIDER localiser's answer (``detect=False`` when the channel is off)
+    notes: list[str]  #: what the time channel and the question-time filter did
 
 
 def bm25_query(question: str, plan: RecallPlan) -> str:
@@ -90,14 +98,17 @@ def bm25_query(question: str, plan: RecallPlan) -> str:
 
 
 def select_leaves(store: Store, embedder: Embedder, config: Config, user_id: str, question: str,
-                  plan: RecallPlan, query_vec: np.ndarray | None = None, participants: Sequence[str] = ()
-                  ) -> LeafSelection:
+                  plan: RecallPlan, query_vec: np.ndarray | None = None, participants: Sequence[str] = (),
+                  question_time: datetime | None = None) -> LeafSelection:
     """Top-k L1 leaves of ``user_id`` for ``question`` (see the module docstring).
 
     Args:
         query_vec: the question's embedding if already computed, shape ``(dim,)``, unit length.
         participants: the conversation's person names; with ``Config.speaker_boost > 0``, a leaf
             spoken by a participant the question names gets that bonus on its fused score.
+        question_time: when the question is asked (UTC-aware). Leaves that start after it are
+            never candidates (nothing from after the question reaches the context), and the TIDER
+            time channel (``Config.time_channel``) localises the question's windows against it.
 
     Raises:
         EmbeddingError: the embedder fails (nothing is searched then).
@@ -109,14 +120,39 @@ def select_leaves(store: Store, embedder: Embedder, config: Config, user_id: str
     query = bm25_query(question, plan)
     lex_hits = dict(store.search_bm25(user_id, query, int(Level.SEGMENT), n))
     k = min(config.recall_top_k, plan.levels.get(1, config.recall_top_k))
+    notes: list[str] = []
+    loc = TimeLocalisation(detect=False)
+    if config.time_channel != "off" and question_time is not None:
+        loc = localise(question, question_time, config.tz)
+        if loc.detect:
+            spans = [(w.start, w.end) for w in loc.windows]
+            timed = [i for i, _, _ in store.segments_in_windows(user_id, spans, n, until=question_time)]
+            new = [i for i in timed if i not in vec_hits]
+            vecs = store.embeddings(new) if new else {}
+            vec_hits.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
+            notes.append(f"time channel: {len(timed)} leaves in {', '.join(loc.phrases)}, {len(new)} new")
+    nodes = {x.id: x for x in store.nodes(user_id=user_id, ids=list({*vec_hits, *lex_hits}))}
+    if question_time is not None:
+        late = {i for i, x in nodes.items() if x.span_start > question_time}
+        if late:
+            notes.append(f"{len(late)} candidates after the question time dropped")
+            vec_hits = {i: v for i, v in vec_hits.items() if i not in late}
+            lex_hits = {i: v for i, v in lex_hits.items() if i not in late}
     candidates = fuse(vec_hits, lex_hits, config.recall_lambda, top_k=k)
+    if loc.detect:
+        out = []
+        for c in candidates:
+            x = nodes[c.node_id]
+            fused, bonus, factor = tider_score(c.fused, x.span_start, x.span_end, loc,
+                                               decay=config.time_channel == "decay")
+            out.append(c.model_copy(update={"fused": fused, "time_bonus": bonus, "time_factor": factor}))
+        candidates = rerank(out, k)
     named = [p for p in participants if re.search(rf"\b{re.escape(p)}\b", question, re.IGNORECASE)]
     if config.speaker_boost > 0 and named and candidates:
-        spoken = {n.id: speaker_of(n) for n in store.nodes(user_id=user_id, ids=[c.node_id for c in candidates])}
         candidates = rerank([c.model_copy(update={"speaker": config.speaker_boost,
                                                   "fused": round(c.fused + config.speaker_boost, 6)})
-                             if spoken.get(c.node_id) in named else c for c in candidates], k)
-    return LeafSelection(candidates, [c for c in candidates if c.kept], query)
+                             if speaker_of(nodes[c.node_id]) in named else c for c in candidates], k)
+    return LeafSelection(candidates, [c for c in candidates if c.kept], query, loc, notes)
 
 
 def rerank(candidates: Sequence[Candidate], top_k: int | None) -> list[Candidate]:

@@ -35,6 +35,7 @@ from timem.recall.context import count_tokens
 from timem.recall.gating import GateMode, apply_budget, run_gate
 from timem.recall.leaves import Candidate, select_leaves
 from timem.recall.planner import CentroidPlanner, LLMPlanner, RecallPlan, make_plan
+from timem.recall.propagation import propagate_leaves
 from timem.recall.trace import LLMCall, RecallTrace
 from timem.store.duckdb_store import Store
 from timem.tree.windows import to_utc
@@ -158,7 +159,12 @@ def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: 
     latency["plan"] = _ms(t0)
 
     t0 = time.perf_counter()
-    leaves = select_leaves(store, embedder, config, user_id, query, plan, query_vec, participants)
+    leaves = select_leaves(store, embedder, config, user_id, query, plan, query_vec, participants, qt)
+    if config.propagation != "off":
+        qv = query_vec if query_vec is not None else embedder.embed([query])[0]
+        leaves, _upper = propagate_leaves(store, config, user_id, leaves.bm25_query, qv, leaves,
+                                          min(config.recall_top_k, plan.levels.get(1, config.recall_top_k)), qt)
+    notes += leaves.notes
     latency["leaves"] = _ms(t0)
 
     t0 = time.perf_counter()

@@ -29,9 +29,9 @@ from timem.errors import NotFoundError, StoreError
 from timem.models import Level, MemoryNode, NodeStatus, Role, Turn
 from timem.store.migrations import migrate
 from timem.store.records import RecordTables, db_time
-from timem.store.tree_queries import adjacent_segments
 from timem.store.search import FTS_PRAGMA, bm25_top, build_bm25_postings, drop_hnsw, ensure_hnsw, vector_top
 from timem.store.segmenter import search_text
+from timem.store.tree_queries import adjacent_segments, segments_in_windows
 from timem.tree.order import SQL_ORDER
 
 _NODE_COLS = ("id, user_id, level, window_key, session_id, span_start, span_end, content, child_ids, "
@@ -483,6 +483,12 @@ class Store(RecordTables):
     def adjacent_segments(self, user_id: str, node_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
         """``(previous, next)`` L1 node of the same session per L1 node (see :mod:`timem.store.tree_queries`)."""
         return adjacent_segments(self.con, user_id, node_ids)
+
+    def segments_in_windows(self, user_id: str, windows: Sequence[tuple[datetime, datetime]], limit: int,
+                            until: datetime | None = None) -> list[tuple[str, datetime, datetime]]:
+        """Active L1 nodes overlapping any ``[start, end)`` window, not starting after ``until`` (UTC-aware),
+        as ``(id, span_start, span_end)`` (see :mod:`timem.store.tree_queries`)."""
+        return [(i, _py(a), _py(b)) for i, a, b in segments_in_windows(self.con, user_id, windows, limit, until)]
 
     def stats(self) -> dict[str, Any]:
         """Counts: nodes per level, turns, users, LLM calls, tokens, cache hits."""

@@ -1,0 +1,125 @@
+"""Tree-aware recall: SegTreeMem propagation by hand, TIDER's localiser and distance factor, neighbour
+turns, the question-time cut and user isolation in every new channel (real DuckDB, real MiniLM)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from timem.config import Config
+from timem.datasets.base import ImportedSession, ImportedUser, turn_id
+from timem.engine import MemoryEngine
+from timem.models import Role, Turn
+from timem.recall import recall
+from timem.recall.propagation import propagate_relevance
+from timem.recall.time_channel import TimeLocalisation, distance_days, distance_factor, localise, tider_score
+
+UTC_ZONE = ZoneInfo("UTC")
+
+# d (L3) -> s1 (L2) -> a, b ; d -> s2 (L2) -> c
+PARENT = {"a": "s1", "b": "s1", "c": "s2", "s1": "d", "s2": "d", "d": None}
+KIDS = {"d": 2, "s1": 2, "s2": 1, "a": 0, "b": 0, "c": 0}
+LOCAL = {"s1": 1.0, "a": 0.5, "c": 1.0}
+
+
+def test_propagation_top_down_by_hand():
+    # hop 1: a = b = s(s1) = 1, c = s(s2) = 0, s1 = s2 = s(d) = 0; hop 2: everything 0
+    out = propagate_relevance(LOCAL, PARENT, KIDS, "top-down", hops=2, alpha=0.5)
+    assert out == pytest.approx({"a": 1.0, "b": 0.5, "c": 1.0, "s1": 1.0, "s2": 0.0, "d": 0.0})
+
+
+def test_propagation_bottom_up_by_hand_counts_missing_children_as_zero():
+    out = propagate_relevance(LOCAL, PARENT, KIDS, "bottom-up", hops=1, alpha=0.5)
+    # s1 = (0.5 + 0) / 2, s2 = 1 / 1, d = (1 + 0) / 2, leaves have no children
+    assert out == pytest.approx({"a": 0.5, "b": 0.0, "c": 1.0, "s1": 1.125, "s2": 0.5, "d": 0.25})
+    wider = propagate_relevance(LOCAL, PARENT, {**KIDS, "s1": 4}, "bottom-up", hops=1, alpha=1.0)
+    assert wider["s1"] == pytest.approx(1.0 + 0.5 / 4)  # two more children in the tree, outside the candidates
+
+
+def test_propagation_both_directions_and_collapsed():
+    out = propagate_relevance(LOCAL, PARENT, KIDS, "both", hops=1, alpha=1.0)
+    # a: its parent s1 (1.0) over 1 edge; s1: parent d (0) + children a, b (0.5) over 3 edges; d: (1 + 0) / 2
+    assert out["a"] == pytest.approx(1.5) and out["s1"] == pytest.approx(1.0 + 0.5 / 3)
+    assert out["d"] == pytest.approx(0.5) and out["s2"] == pytest.approx(0.5) and out["c"] == pytest.approx(1.0)
+    flat = propagate_relevance(LOCAL, PARENT, KIDS, "top-down", hops=0, alpha=0.5)
+    assert flat == pytest.approx({"a": 0.5, "b": 0.0, "c": 1.0, "s1": 1.0, "s2": 0.0, "d": 0.0})
+    with pytest.raises(ValueError, match="direction"):
+        propagate_relevance(LOCAL, PARENT, KIDS, "sideways", hops=1, alpha=0.5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("days", "factor"), [(0, 1.0), (14, 1.0), (15, 0.95), (28, 0.3), (100, 0.3)])
+def test_distance_factor_edges(days, factor):
+    assert distance_factor(days) == pytest.approx(factor)
+
+
+def test_localiser_two_windows_and_scoring():
+    qt = datetime(2023, 10, 20, 12, tzinfo=UTC)
+    loc = localise("Did she go camping in June or in August 2023?", qt, UTC_ZONE)
+    assert loc.detect and len(loc.windows) == 2
+    june, august = loc.windows
+    assert (june.start, june.end) == (datetime(2023, 6, 1, tzinfo=UTC), datetime(2023, 7, 1, tzinfo=UTC))
+    assert (august.start, august.end) == (datetime(2023, 8, 1, tzinfo=UTC), datetime(2023, 9, 1, tzinfo=UTC))
+    inside = datetime(2023, 6, 10, tzinfo=UTC)
+    assert distance_days(inside, inside, loc.windows) == 0
+    assert tider_score(0.5, inside, inside, loc) == (pytest.approx(0.8), 0.3, 1.0)
+    late = datetime(2023, 9, 16, tzinfo=UTC)  # 15 days after the August window ends
+    assert tider_score(0.5, late, late, loc) == (pytest.approx(0.475), 0.0, pytest.approx(0.95))
+    assert tider_score(0.5, late, late, loc, decay=False) == (0.5, 0.0, 1.0)
+    assert not localise("What does Caroline like to paint?", qt, UTC_ZONE).detect
+    assert tider_score(0.5, late, late, TimeLocalisation(detect=False)) == (0.5, 0.0, 1.0)
+
+
+def _user(uid: str, secret: str) -> ImportedUser:
+    sessions = []
+    start = datetime(2024, 3, 1, 9, tzinfo=UTC)
+    lines = [[("Ann", "Where should we have lunch tomorrow?"), ("Bo", f"Let's try {secret} on Elm Street.")],
+             [("Ann", "How was lunch yesterday?"), ("Bo", f"The soup at {secret} was great.")],
+             [("Ann", "Any plans for April?"), ("Bo", "I will visit my sister in Lisbon.")]]
+    for i, sess in enumerate(lines):
+        when = start + timedelta(days=20 * i)
+        sid = f"S{i + 1}"
+        turns = [Turn(id=turn_id(uid, sid, j), user_id=uid, session_id=sid, seq=j, speaker=sp,
+                      role=Role.USER if sp == "Ann" else Role.ASSISTANT, text=t, event_time=when)
+                 for j, (sp, t) in enumerate(sess)]
+        sessions.append(ImportedSession(session_id=sid, turns=turns, date_label=when.isoformat()))
+    return ImportedUser(user_id=uid, participants=["Ann", "Bo"], sessions=sessions)
+
+
+@pytest.fixture()
+def turn_engine(store, embedder):
+    cfg = Config(db_path=store.path, llm_backend="none", gate="score", l1_unit="turn", recall_neighbours="next",
+                 time_channel="decay", gate_threshold=0.0)
+    eng = MemoryEngine(cfg, store, embedder, None)
+    eng.ingest([_user("u1", "Noodle Bar"), _user("u2", "Taco Hut")])
+    return eng
+
+
+def test_neighbour_reply_time_channel_and_isolation(turn_engine):
+    eng = turn_engine
+    qt = datetime(2024, 3, 25, 9, tzinfo=UTC)
+    one = eng.config.with_overrides(recall_top_k=1)  # one leaf: the question; its reply comes as a neighbour
+    res = recall(eng.store, eng.embedder, None, one, "u1", "Where should we have lunch tomorrow?", qt, persist=False)
+    assert "Noodle Bar" in res.context and "Taco Hut" not in res.context
+    pulled = [d for d in res.trace.gate.decisions if d.reason.startswith("next turn after leaf")]
+    assert pulled and pulled[0].kept, "the reply to the matching question is pulled in as a neighbour"
+    lines = res.context.splitlines()
+    assert lines[2].startswith("Ann: ") and lines[3].startswith("Bo: ") and "Noodle Bar" in lines[3]
+    assert all(n.user_id == "u1" for n in res.nodes)
+    # the time channel: "in March" windows the first two sessions; candidates carry their factors
+    res = recall(eng.store, eng.embedder, None, eng.config, "u2", "What did Bo say about food in March 2024?", qt,
+                 persist=False)
+    assert any("time channel" in n for n in res.trace.notes)
+    assert {c.time_bonus for c in res.trace.candidates} >= {0.3}
+    assert "Noodle Bar" not in res.context and all(n.user_id == "u2" for n in res.nodes)
+
+
+def test_nothing_after_the_question_time(turn_engine):
+    eng = turn_engine
+    early = datetime(2024, 3, 2, 9, tzinfo=UTC)  # only the first session had happened
+    res = recall(eng.store, eng.embedder, None, eng.config, "u1", "What about lunch and April plans?", early,
+                 persist=False)
+    assert res.nodes and all(n.span_start <= early for n in res.nodes)
+    assert "Lisbon" not in res.context and "soup" not in res.context
+    assert any("after the question time" in n for n in res.trace.notes)
