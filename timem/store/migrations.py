@@ -56,7 +56,16 @@ def _v1(con: duckdb.DuckDBPyConnection, dim: int) -> None:
             detail VARCHAR)""")
 
 
-MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1]
+def _v2(con: duckdb.DuckDBPyConnection, dim: int) -> None:
+    """``nodes.mode``: how a node was written (verbatim / llm for L1; extractive / hybrid / abstractive for
+    L2-L5). Existing rows: ``verbatim`` for L1 written by ``verbatim``, ``llm`` for other L1, ``abstractive``
+    for L2-L5 (the only consolidation there was)."""
+    con.execute("ALTER TABLE nodes ADD COLUMN mode VARCHAR")
+    con.execute("UPDATE nodes SET mode = CASE WHEN level = 1 AND model_id = 'verbatim' THEN 'verbatim' "
+                "WHEN level = 1 THEN 'llm' ELSE 'abstractive' END")
+
+
+MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2]
 
 
 def migrate(con: duckdb.DuckDBPyConnection, dim: int) -> int:
