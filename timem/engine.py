@@ -65,6 +65,17 @@ class MemoryEngine:
     def close(self) -> None:
         self.store.close()
 
+    def set_consolidation_mode(self, mode: str) -> None:
+        """Write new L2-L5 windows in ``mode`` from now on (every level; ``level_modes`` cleared).
+
+        Existing nodes keep their own mode when they are re-consolidated.
+
+        Raises:
+            ConfigError: an unknown mode.
+        """
+        self.config = self.config.with_overrides(consolidation_mode=mode, level_modes={})
+        self.consolidator.config = self.config
+
     # ------------------------------------------------------------------ ingest (backfill)
     def ingest(self, users: Sequence[ImportedUser], *, flush: bool = True, upper_levels: bool = True,
                progress: Progress = _no_progress) -> IngestReport:
