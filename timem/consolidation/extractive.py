@@ -194,12 +194,14 @@ def _scores(units: Sequence[Unit], vecs: np.ndarray, speakers: Sequence[str]) ->
 
 
 def mmr_select(units: Sequence[Unit], vecs: np.ndarray, scores: np.ndarray, fits: Callable[[list[Unit]], bool],
-               lam: float = MMR_LAMBDA) -> list[Unit]:
-    """Greedy MMR over ``units`` (rows of ``vecs``, L2-normalised) while ``fits(chosen)`` holds.
+               lam: float | None = None) -> list[Unit]:
+    """Greedy MMR over ``units`` (rows of ``vecs``, L2-normalised) while ``fits(chosen)`` holds
+    (``lam``: relevance weight, default :data:`MMR_LAMBDA`).
 
     A unit that does not fit is skipped for good and the next best is tried, so shorter units can
     still fill the cap. Ties go to the lower index. Returns the chosen units in choice order.
     """
+    lam = MMR_LAMBDA if lam is None else lam
     chosen: list[int] = []
     left = list(range(len(units)))
     sims = vecs @ vecs.T if len(units) else np.zeros((0, 0))
