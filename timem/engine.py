@@ -44,7 +44,8 @@ class MemoryEngine:
         config: resolved settings.
         store: an open store (its embedder id must match ``embedder``).
         embedder: text embedder (MiniLM by default).
-        llm: LLM client for L2–L5 (and LLM L1); ``None`` = verbatim L1 only, no consolidation above.
+        llm: LLM client for hybrid / abstractive L2–L5 (and LLM L1); ``None`` = verbatim L1, and L2–L5
+            only where the consolidation mode is extractive.
     """
 
     def __init__(self, config: Config, store: Store, embedder: Embedder, llm: LLMClient | None) -> None:

@@ -85,7 +85,8 @@ class Consolidator:
     """Writes the Temporal Memory Tree of one store.
 
     Args:
-        llm: needed for L2–L5 and for ``l1_mode="llm"``; ``None`` writes verbatim L1 only.
+        llm: needed for hybrid and abstractive L2–L5 and for ``l1_mode="llm"``; with ``None``, verbatim L1
+            and extractive L2–L5 are written, and windows in the other modes wait.
     """
 
     def __init__(self, store: Store, embedder: Embedder, llm: LLMClient | None, config: Config) -> None:
@@ -155,7 +156,8 @@ class Consolidator:
         """Write every due L1..L5 node of ``user_id``; returns the new nodes in write order.
 
         ``upper_levels=False`` writes only the L1 segments (no LLM call in verbatim mode); a later
-        call with ``upper_levels=True`` consolidates L2..L5 of the windows that are due by then.
+        call with ``upper_levels=True`` consolidates L2..L5 of the windows that are due by then, each in
+        its mode (:meth:`_mode`); without an LLM, windows whose mode needs one are skipped (they stay due).
 
         Raises:
             ConsolidationIncomplete: the model's answer for some window was unusable
@@ -263,7 +265,7 @@ class Consolidator:
                 if problem:
                     audits.append(("hybrid-title-missing" if not head else "grounding-drop",
                                    {"level": int(level), "window": key, "model": llm.model_id, **problem}))
-        vec = self.embedder.embed([content])[0]
+        vec = self._sentence_vecs.embed([content])[0]  # cached: an L3 of one session repeats its L2
         node = MemoryNode(
             id=node_id(user_id, level, key, [c.id for c in children] + [content, existing.id if existing else ""]),
             user_id=user_id, level=level,
