@@ -60,9 +60,9 @@ def _v2(con: duckdb.DuckDBPyConnection, dim: int) -> None:
     """``nodes.mode``: how a node was written (verbatim / llm for L1; extractive / hybrid / abstractive for
     L2-L5). Existing rows: ``verbatim`` for L1 written by ``verbatim``, ``llm`` for other L1, ``abstractive``
     for L2-L5 (the only consolidation there was)."""
-    con.execute("ALTER TABLE nodes ADD COLUMN mode VARCHAR")
+    con.execute("ALTER TABLE nodes ADD COLUMN IF NOT EXISTS mode VARCHAR")  # idempotent: safe in any order
     con.execute("UPDATE nodes SET mode = CASE WHEN level = 1 AND model_id = 'verbatim' THEN 'verbatim' "
-                "WHEN level = 1 THEN 'llm' ELSE 'abstractive' END")
+                "WHEN level = 1 THEN 'llm' ELSE 'abstractive' END WHERE mode IS NULL")
 
 
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2]
