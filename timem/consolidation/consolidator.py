@@ -256,6 +256,9 @@ class Consolidator:
                 speakers=self._user_speakers(user_id),
                 participants=self._participants(user_id, span) if level == Level.PROFILE else ())
             model_id, version = extractive.MODEL_ID, extractive.PROMPT_VERSION
+            if not content.strip():  # children without any text line: nothing to select, no placeholder
+                raise UnusableAnswerError(f"L{int(level)} extractive consolidation of {key}: the children hold no "
+                                          "text to select; nothing was written. Edit or erase the empty children.")
             if mode == "hybrid":
                 llm = self._need_llm(f"L{int(level)} hybrid consolidation")
                 head, problem = self._title(llm, user_id, level, content)

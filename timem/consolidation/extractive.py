@@ -296,7 +296,7 @@ def extract(level: Level, children: Sequence[MemoryNode], embedder: Embedder, ca
         chosen = select(first, embedder, max(share, 1), dated=True, speakers=speakers)
         blocks.append(render_units(chosen, dated=True))
     content = "\n".join(b for b in blocks if b)
-    while count_tokens(content) > cap and blocks:  # joins may add a token; drop the last line until it fits
+    while content and count_tokens(content) > cap:  # joins may add a token; drop the last line until it fits
         lines = content.splitlines()
         content = "\n".join(lines[:-1])
     return content
