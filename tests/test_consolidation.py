@@ -296,8 +296,8 @@ def test_migration_v2_records_the_mode_of_existing_nodes(tmp_path, embedder):
     import duckdb
     import numpy as np
 
-    from timem.store.migrations import MIGRATIONS
     from timem.store import Store
+    from timem.store.migrations import MIGRATIONS
 
     path = tmp_path / "old.duckdb"
     con = duckdb.connect(str(path))

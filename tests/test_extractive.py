@@ -7,8 +7,8 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from helpers import make_turn
+
 from timem.config import load_config
 from timem.consolidation import extractive
 from timem.consolidation.segments import turn_line
@@ -166,8 +166,8 @@ def test_a_chinese_session_gives_chinese_extracts(store, embedder, tmp_path):
     sources = _source_lines(store, "u")
     for lv in (2, 3, 4, 5):
         content = store.nodes("u", lv)[0].content
-        body = re.sub(r"^\d{1,2} [A-Z][a-z]{2}: ", "", content, flags=re.M)
-        body = re.sub(r"^(小明|小红): ", "", body, flags=re.M)
+        body = re.sub(r"^\d{1,2} [A-Z][a-z]{2}: ", "", content, flags=re.MULTILINE)
+        body = re.sub(r"^(小明|小红): ", "", body, flags=re.MULTILINE)
         body = re.sub(r"\[=[^\]]*\]", "", body)
         han = len(re.findall(r"[\u4e00-\u9fff]", body))
         latin = len(re.findall(r"[A-Za-z]", body))
@@ -181,7 +181,7 @@ def test_a_chinese_session_gives_chinese_extracts(store, embedder, tmp_path):
 
 def test_salience_prefers_facts_over_fillers_in_any_script():
     day = T0.date()
-    unit = lambda text, sp="Ann": extractive.Unit(sp, text, day, (0, 0), 0)  # noqa: E731
+    unit = lambda text, sp="Ann": extractive.Unit(sp, text, day, (0, 0), 0)
     fact = extractive.salience(unit("I adopted a cat named Miso on 7 May 2023."), ["Ann"])
     filler = extractive.salience(unit("Thanks, see you soon!"), ["Ann"])
     question = extractive.salience(unit("How have you been lately, Ann?"), ["Ann"])
@@ -191,7 +191,7 @@ def test_salience_prefers_facts_over_fillers_in_any_script():
 
 
 def test_units_skip_l1_headers_and_hybrid_titles_and_keep_speakers():
-    mk = lambda content, lv=1, mode=None, nid="n": MemoryNode(  # noqa: E731
+    mk = lambda content, lv=1, mode=None, nid="n": MemoryNode(
         id=nid, user_id="u", level=Level(lv), window_key="w", span_start=T0, span_end=T0, content=content,
         model_id="verbatim" if lv == 1 else "x", prompt_version="p", mode=mode)
     l1 = mk("On 8 May 2023 (Monday) 13:00:\nAnn: I moved. Bob said hi.\nBob: Ann: no.")
