@@ -355,3 +355,34 @@ def test_studio_opens_its_own_engine_from_config_and_switches_database(tmp_path,
         assert str(tmp_path / "b.duckdb") in at.session_state["timem_db_path"]
     finally:
         st.cache_resource.clear()
+
+
+def test_extractive_mode_from_the_sidebar_without_an_llm(tmp_path, embedder):
+    """The sidebar's mode select drives the import; the Memories table and the Timeline hover show the mode."""
+    from datetime import UTC
+
+    from timem.config import load_config
+    from timem.engine import MemoryEngine
+    from timem.store import Store
+    from timem.viz import timeline as tl
+
+    cfg = load_config(env={}, db_path=tmp_path / "none.duckdb", llm_backend="none")
+    eng = MemoryEngine(cfg, Store(cfg.db_path, embedder.model_id, embedder.dim), embedder, None)
+    try:
+        at = make_app(eng, user="me")
+        assert at.button(key="sb_consolidate").disabled  # abstractive needs an LLM
+        at.selectbox(key="sb_mode").set_value("extractive").run()
+        assert eng.config.consolidation_mode == "extractive" and not at.button(key="sb_consolidate").disabled
+        at.button(key="sb_imp_go").click().run()
+        assert_clean(at)
+        nodes = eng.store.nodes(DEMO_USER)
+        assert {int(n.level) for n in nodes} == {1, 2, 3, 4, 5}
+        assert {n.mode for n in nodes if n.level > 1} == {"extractive"}
+        at.switch_page("pages/memories.py").run()
+        assert_clean(at)
+        table = at.dataframe[0].value
+        assert set(table["mode"]) == {"verbatim", "extractive"}
+        fig = tl.timeline_figure(tl.timeline_frame(nodes, UTC))
+        assert any("mode: extractive" in h for trace in fig.data if trace.hovertext for h in trace.hovertext)
+    finally:
+        eng.close()

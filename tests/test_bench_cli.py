@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
+from test_bench_runner import CONVERSATION
 from typer.testing import CliRunner
 
-from test_bench_runner import CONVERSATION
 from timem.bench.cli import bench_app
 
 

@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 
 import pytest
-
 from helpers import consolidation_answer
+
 from timem.bench import manifest as manifest_mod
 from timem.bench.recipes import get_recipe
 from timem.bench.runner import BenchError, RunSpec, run_benchmark
@@ -191,6 +191,20 @@ def test_hierarchical_recipes_reuse_an_ingested_db(tmp_path, cfg, embedder, loco
     assert gate["config"]["gate"] == "score" and any("score gate" in n for n in gate["notes"])
     with pytest.raises(BenchError, match="another granularity"):
         _run(tmp_path, none, embedder, locomo_file, "gran-2-l1", "g2", forbid, retrieval_only=True, db=db)
+
+
+def test_extractive_mode_builds_the_tree_for_hierarchical_recipes_without_an_llm(tmp_path, cfg, embedder, locomo_file):
+    from timem.bench.runner import default_db_path
+
+    ext = cfg.with_overrides(llm_backend="none", consolidation_mode="extractive")
+    assert default_db_path(ext, "locomo", "ab" * 20, False).name.endswith("-none-extractive.duckdb")
+    assert default_db_path(cfg, "locomo", "ab" * 20, True).name.endswith("-scripted-bench.duckdb")  # unchanged
+    for recipe in ("l2l5-hier", "timem"):
+        res = _run(tmp_path, ext, embedder, locomo_file, recipe, f"x-{recipe}", forbid, retrieval_only=True)
+        assert any(r["level_counts"] for r in res.rows)
+    man = json.loads((tmp_path / "x-timem" / "manifest.json").read_text())
+    assert man["config"]["consolidation_mode"] == "extractive"
+    assert any(m.startswith("L2 extractive extractive-v1 extractive") for m in man["models"]["memory_nodes"])
 
 
 def test_full_context_truncates_to_the_window(tmp_path, cfg, embedder, locomo_file):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from helpers import consolidation_answer, make_turn, scripted_llm
+
 from timem.config import load_config
 from timem.consolidation.segments import exchanges
 from timem.engine import MemoryEngine
@@ -209,3 +209,108 @@ def test_two_people_roles_are_kept(engine):
     engine.consolidate("u", flush=True)
     profile_prompt = [c for c in engine.backend.calls if "People to profile" in c.messages[-1].content][0]
     assert "People to profile: Ann, Bob." in profile_prompt.messages[-1].content
+
+
+# ---------------------------------------------------------------- modes (issue 11)
+def _two_sessions(store):
+    for d, (a, b) in enumerate([("I adopted a cat named Miso yesterday.", "Lovely, congratulations!"),
+                                ("I started a pottery class in Lisbon.", "That sounds fun.")]):
+        store.add_turns([make_turn("u", f"s{d}", 0, "Ann", a, T0 + timedelta(days=d), Role.USER),
+                         make_turn("u", f"s{d}", 1, "Bob", b, T0 + timedelta(days=d, minutes=1))])
+        store.end_session("u", f"s{d}")
+
+
+def test_an_edit_reconsolidates_each_ancestor_in_its_own_mode(store, embedder, tmp_path):
+    _two_sessions(store)
+    extractive_cfg = load_config(env={}, db_path=str(tmp_path / "x.duckdb"), consolidation_mode="extractive")
+    MemoryEngine(extractive_cfg, store, embedder, None).consolidate("u", flush=True)
+    old = {n.id: n for n in store.nodes("u") if n.level > 1}
+    assert {n.mode for n in old.values()} == {"extractive"}
+    # the studio now runs with an LLM and the abstractive default: the extractive ancestors stay extractive
+    llm, backend = scripted_llm(store)
+    eng = MemoryEngine(load_config(env={}, db_path=str(tmp_path / "x.duckdb")), store, embedder, llm)
+    seg = store.nodes("u", 1)[0]
+    eng.edit_memory(seg.id, "Ann: I adopted a cat named Tofu on 7 May 2023.")
+    new = [n for n in store.nodes("u") if n.level > 1]
+    assert {n.mode for n in new} == {"extractive"} and {n.model_id for n in new} == {"extractive"}
+    assert backend.calls == []  # no LLM call: extractive needs none
+    changed = [n for n in new if n.id not in old]
+    assert sorted(int(n.level) for n in changed) == [2, 3, 4, 5]  # session, day, week, month of the edit
+    assert "Tofu" in next(n for n in changed if n.level == 2).content
+    assert all(store.node(i).status == NodeStatus.SUPERSEDED for i in old if i not in {n.id for n in new})
+    # without any LLM: erasing a session memory whose segments remain regenerates it, in its mode
+    eng_none = MemoryEngine(extractive_cfg, store, embedder, None)
+    gone = next(n for n in store.nodes("u", 2) if n.session_id == "s1")
+    eng_none.delete_memories([gone.id], hard=True)
+    l2 = next(n for n in store.nodes("u", 2) if n.session_id == "s1")
+    assert l2.created_at > gone.created_at and l2.content == gone.content and l2.mode == "extractive"
+    assert check_store(store, extractive_cfg, "u") == []
+
+
+def test_abstractive_ancestors_stay_stale_without_an_llm(engine, embedder):
+    engine.add_exchange("u", "s1", "My favourite colour is blue.", "Nice.", T0)
+    engine.consolidate("u", flush=True)
+    seg = engine.store.nodes("u", 1)[0]
+    cfg = engine.config.with_overrides(consolidation_mode="extractive")
+    MemoryEngine(cfg, engine.store, embedder, None).edit_memory(seg.id, "User: My favourite colour is green.")
+    l2 = engine.store.nodes("u", 2)[0]
+    assert l2.mode == "abstractive" and l2.stale  # waits for an LLM; not silently rewritten in another mode
+
+
+def _hybrid_engine(store, embedder, tmp_path, reply):
+    cfg = load_config(env={}, db_path=str(tmp_path / "x.duckdb"), consolidation_mode="hybrid")
+    backend = ScriptedBackend(reply, model_id="titler")
+    return MemoryEngine(cfg, store, embedder, LLM(backend, store)), backend
+
+
+def test_hybrid_nodes_are_the_extract_under_a_grounded_llm_title(store, embedder, tmp_path):
+    _two_sessions(store)
+    eng, backend = _hybrid_engine(store, embedder, tmp_path, lambda r: '{"title": "Ann adopts a cat named Miso"}')
+    eng.consolidate("u", flush=True)
+    l2 = store.nodes("u", 2)[0]
+    head, _, body = l2.content.partition("\n\n")
+    assert head == "Ann adopts a cat named Miso" and body.startswith("Ann: I adopted a cat named Miso")
+    assert (l2.mode, l2.model_id, l2.prompt_version) == ("hybrid", "titler", "extractive-v1+title-v1")
+    assert all(c.max_tokens == 48 for c in backend.calls) and len(backend.calls) == 6  # 2 L2, 2 L3, L4, L5
+    assert "Ann adopts" not in store.nodes("u", 3)[0].content.partition("\n\n")[2]  # titles are not selected
+
+
+@pytest.mark.parametrize("reply, reason", [
+    ('{"title": "Visiting the Eiffel Tower and Louvre museum in Paris with croissants"}', "unsupported"),
+    ("no json at all", "unusable"),
+])
+def test_a_hybrid_title_that_is_dropped_or_unusable_leaves_the_extract_and_an_audit_row(
+        store, embedder, tmp_path, reply, reason):
+    _two_sessions(store)
+    eng, _ = _hybrid_engine(store, embedder, tmp_path, lambda r: reply)
+    eng.consolidate("u", flush=True)
+    for n in store.nodes("u"):
+        if n.level > 1:
+            assert n.mode == "hybrid" and n.model_id == "extractive" and "\n\n" not in n.content
+            assert "Eiffel" not in n.content
+    rows = store.con.execute("SELECT node_id, detail FROM audit WHERE action = 'hybrid-title-missing'").fetchall()
+    assert len(rows) == 6 and all(f'"reason": "{reason}"' in d for _, d in rows)
+
+
+def test_migration_v2_records_the_mode_of_existing_nodes(tmp_path, embedder):
+    import duckdb
+    import numpy as np
+
+    from timem.store import Store
+    from timem.store.migrations import MIGRATIONS
+
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    MIGRATIONS[0](con, embedder.dim)
+    con.execute("INSERT INTO schema_version VALUES (1)")
+    vec = (np.ones(embedder.dim) / np.sqrt(embedder.dim)).tolist()
+    for nid, level, model in [("a", 1, "verbatim"), ("b", 1, "gpt"), ("c", 2, "gpt"), ("d", 5, "gpt")]:
+        con.execute("INSERT INTO nodes VALUES (?, 'u', ?, 'w', NULL, ?, ?, 'x', [], [], [], NULL, ?, 'p', ?, "
+                    "'active', FALSE, ?)", [nid, level, T0.replace(tzinfo=None), T0.replace(tzinfo=None), model,
+                                            T0.replace(tzinfo=None), vec])
+    con.close()
+    s = Store(path, embedder.model_id, embedder.dim)
+    assert s.schema_version == 4
+    assert {n.id: n.mode for n in s.nodes("u")} == {"a": "verbatim", "b": "llm", "c": "abstractive", "d": "abstractive"}
+    s.close()

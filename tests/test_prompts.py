@@ -57,3 +57,14 @@ def test_a_cjk_conversation_gets_a_language_note_and_english_stays_unchanged():
     assert "Korean" in language_note("On 2 May 2024:\nMinsu: 오늘 친구를 만났어요. 정말 즐거웠어요.")
     assert language_note("On 2 May 2024:\nMia: I met a friend in Lisbon. 你好.") == ""
     assert language_note("2024-05-02 12:00") == ""
+
+
+def test_title_prompt_is_short_names_the_language_and_refuses_non_titles():
+    from timem.prompts import title
+
+    msgs = title.build_messages(Level.SESSION, "小明: 我上个月搬到了杭州。")
+    assert "conversation session" in msgs[0].content and msgs[-1].content.endswith("write the memory in Chinese, not English.")
+    assert title.MAX_TOKENS <= 64
+    assert title.render(title.NodeTitle(title="Title: Ann adopts a cat.")) == "Ann adopts a cat."
+    with pytest.raises(ValueError):
+        title.render(title.NodeTitle(title="word " * 40))

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from helpers import make_turn, scripted_llm
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import make_turn, scripted_llm
 from timem.config import load_config
 from timem.consolidation.consolidator import Consolidator
 from timem.models import Level

@@ -25,6 +25,8 @@ DbOpt = Annotated[Path | None, typer.Option("--db", help="DuckDB file (default: 
 UserOpt = Annotated[str, typer.Option("--user", help="user id (LoCoMo: the sample_id, e.g. conv-26)")]
 LlmOpt = Annotated[str | None, typer.Option("--llm", help="local | openai | none")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML config file")]
+ModeOpt = Annotated[str | None, typer.Option("--mode", help="L2-L5 consolidation of new windows: extractive (no "
+                                             "LLM) | hybrid (+ LLM title) | abstractive (LLM summary)")]
 
 
 def _config(config: Path | None, db: Path | None, **kw: object) -> Config:
@@ -68,11 +70,11 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
            update_changed: Annotated[bool, typer.Option(
                "--update-changed", help="replace the text of stored turns whose text differs in FILE "
                "(re-embed, re-index, re-consolidate; old text in the audit log)")] = False,
-           config: ConfigOpt = None) -> None:
+           mode: ModeOpt = None, config: ConfigOpt = None) -> None:
     """Import a conversation file and consolidate it into the Temporal Memory Tree (idempotent)."""
     from timem.datasets import load_dataset
 
-    cfg = _config(config, db, llm_backend=llm, l1_mode=l1_mode)
+    cfg = _config(config, db, llm_backend=llm, l1_mode=l1_mode, consolidation_mode=mode)
     users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.tz, user_tz=cfg.user_tz)
     eng = _engine(cfg)
     try:
@@ -103,9 +105,12 @@ def _echo_ingested(report, cfg: Config) -> None:
 @app.command()
 def consolidate(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] = None, llm: LlmOpt = None,
                 flush: Annotated[bool, typer.Option(help="close every open window")] = False,
-                config: ConfigOpt = None) -> None:
-    """Consolidate every window that is due (or all open windows with --flush)."""
-    cfg = _config(config, db, llm_backend=llm)
+                mode: ModeOpt = None, config: ConfigOpt = None) -> None:
+    """Consolidate every window that is due (or all open windows with --flush).
+
+    ``--mode`` applies to windows without a node yet; an existing node is re-consolidated in its own mode.
+    """
+    cfg = _config(config, db, llm_backend=llm, consolidation_mode=mode)
     eng = _engine(cfg)
     try:
         nodes = eng.consolidate(user, flush=flush, progress=_bar)

@@ -21,8 +21,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from timem.errors import ConfigError
+from timem.models import ConsolidationMode
 
 Complexity = Literal["simple", "hybrid", "complex"]
+
+#: The consolidation mode of L2-L5 unless ``level_modes`` says otherwise (the lead picks it from
+#: bench/results/consolidation.md; change this one line). With ``llm_backend = "none"``, levels whose
+#: mode needs an LLM (hybrid, abstractive) are not consolidated: only extractive works without one.
+DEFAULT_CONSOLIDATION_MODE: ConsolidationMode = "abstractive"
+#: Token caps (cl100k) of extractive / hybrid memories per level (L2 session .. L5 profile).
+DEFAULT_EXTRACTIVE_CAPS: dict[int, int] = {2: 120, 3: 160, 4: 200, 5: 240}
 
 #: Per-complexity level quotas (level -> max nodes), defaults from the TiMem reference implementation.
 DEFAULT_QUOTAS: dict[str, dict[int, int]] = {
@@ -73,6 +81,13 @@ class Config(BaseModel):
     #: the L1 leaf unit: "exchange" (a speaker's turn(s) and the reply) or "turn" (one utterance)
     l1_unit: Literal["exchange", "turn"] = "exchange"
     history_k: int = 3  #: same-level history nodes each consolidation prompt sees
+    #: how L2-L5 are written: "extractive" (selected utterances, no LLM), "hybrid" (the same plus an LLM
+    #: title) or "abstractive" (LLM summaries); ``TIMEM_CONSOLIDATION_MODE``, ``--mode``
+    consolidation_mode: ConsolidationMode = DEFAULT_CONSOLIDATION_MODE
+    #: per-level overrides of ``consolidation_mode`` (level 2-5 -> mode; TOML table ``[level_modes]``)
+    level_modes: dict[int, ConsolidationMode] = Field(default_factory=dict)
+    #: cl100k token cap of an extractive / hybrid memory per level 2-5 (TOML table ``[extractive_caps]``)
+    extractive_caps: dict[int, int] = Field(default_factory=lambda: dict(DEFAULT_EXTRACTIVE_CAPS))
     # embeddings
     embed_batch_size: int = 64
     # recall
@@ -133,6 +148,33 @@ class Config(BaseModel):
             raise ValueError("recall_lambda must lie in [0, 1]")
         return v
 
+    @field_validator("level_modes")
+    @classmethod
+    def _mode_levels(cls, v: dict[int, str]) -> dict[int, str]:
+        bad = sorted(k for k in v if k not in (2, 3, 4, 5))
+        if bad:
+            raise ValueError(f"level_modes names level(s) {bad}; only levels 2-5 are consolidated")
+        return v
+
+    @field_validator("extractive_caps")
+    @classmethod
+    def _caps(cls, v: dict[int, int]) -> dict[int, int]:
+        bad = sorted(k for k in v if k not in (2, 3, 4, 5))
+        if bad:
+            raise ValueError(f"extractive_caps names level(s) {bad}; give caps for levels 2-5")
+        small = sorted(k for k, cap in v.items() if cap < 16)
+        if small:
+            raise ValueError(f"extractive_caps for level(s) {small} are below 16 tokens; no utterance fits")
+        return {**DEFAULT_EXTRACTIVE_CAPS, **v}
+
+    def mode_for(self, level: int) -> ConsolidationMode:
+        """The consolidation mode for new nodes of ``level`` (2-5): ``level_modes`` or ``consolidation_mode``."""
+        return self.level_modes.get(int(level), self.consolidation_mode)
+
+    def extractive_cap(self, level: int) -> int:
+        """The cl100k token cap of an extractive or hybrid memory at ``level`` (2-5)."""
+        return self.extractive_caps.get(int(level), DEFAULT_EXTRACTIVE_CAPS[int(level)])
+
     @property
     def tz(self) -> ZoneInfo:
         """The users' time zone as a :class:`zoneinfo.ZoneInfo`."""
@@ -164,10 +206,14 @@ def _build(values: Mapping[str, Any]) -> Config:
         raise ConfigError(f"invalid TiMem setting: {msgs}. Fix the config file, TIMEM_* variable or flag.") from exc
 
 
+#: dict-valued settings: TOML tables only (no TIMEM_* variable)
+_TABLE_FIELDS = ("quotas", "level_modes", "extractive_caps")
+
+
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in Config.model_fields:
-        if name == "quotas":
+        if name in _TABLE_FIELDS:
             continue
         val = env.get(f"TIMEM_{name.upper()}")
         if val is not None and val != "":

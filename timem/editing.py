@@ -1,7 +1,8 @@
 """Correcting and erasing memories (the studio's Memories page and the CLI).
 
 * :func:`edit_memory` — new content, re-embedded; the FTS snapshot is marked dirty; every active
-  ancestor is marked *stale* and re-consolidated (L2–L5, when an LLM is configured).
+  ancestor is marked *stale* and re-consolidated in its own mode (an extractive one without an LLM too;
+  hybrid and abstractive ones need the LLM and otherwise stay stale).
 * :func:`soft_delete` / :func:`restore` — status ``deleted`` with an audit record, undoable; the
   parent is re-consolidated without the node (and with it again after a restore).
 * :func:`erase` / :func:`erase_user` — hard erase: rows, vectors, FTS entries (rebuilt at once),
@@ -44,9 +45,8 @@ def _mark_stale(store: Store, node_ids: Sequence[str]) -> set[str]:
 
 def _reconsolidate(store: Store, cons: Consolidator, users: set[str]) -> list[MemoryNode]:
     written: list[MemoryNode] = []
-    if cons.llm is not None:
-        for uid in sorted(users):
-            written += cons.consolidate(uid)
+    for uid in sorted(users):  # each stale ancestor in its own mode; without an LLM only extractive ones
+        written += cons.consolidate(uid)
     store.refresh_fts()
     return written
 

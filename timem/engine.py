@@ -49,7 +49,8 @@ class MemoryEngine:
         config: resolved settings.
         store: an open store (its embedder id must match ``embedder``).
         embedder: text embedder (MiniLM by default).
-        llm: LLM client for L2–L5 (and LLM L1); ``None`` = verbatim L1 only, no consolidation above.
+        llm: LLM client for hybrid / abstractive L2–L5 (and LLM L1); ``None`` = verbatim L1, and L2–L5
+            only where the consolidation mode is extractive.
     """
 
     def __init__(self, config: Config, store: Store, embedder: Embedder, llm: LLMClient | None) -> None:
@@ -69,6 +70,17 @@ class MemoryEngine:
 
     def close(self) -> None:
         self.store.close()
+
+    def set_consolidation_mode(self, mode: str) -> None:
+        """Write new L2-L5 windows in ``mode`` from now on (every level; ``level_modes`` cleared).
+
+        Existing nodes keep their own mode when they are re-consolidated.
+
+        Raises:
+            ConfigError: an unknown mode.
+        """
+        self.config = self.config.with_overrides(consolidation_mode=mode, level_modes={})
+        self.consolidator.config = self.config
 
     # ------------------------------------------------------------------ ingest (backfill)
     def ingest(self, users: Sequence[ImportedUser], *, flush: bool = True, upper_levels: bool = True,

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from enum import IntEnum, StrEnum
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class Level(IntEnum):
@@ -43,6 +44,22 @@ def _utc(v: datetime) -> datetime:
     if v.tzinfo is None or v.utcoffset() is None:
         raise ValueError("datetime must be timezone-aware (convert naive input at the edge with to_utc)")
     return v.astimezone(UTC)
+
+
+#: How a consolidated (L2-L5) memory is written: selected utterances (no LLM), the same plus an LLM title,
+#: or an LLM summary (:mod:`timem.consolidation.consolidator`).
+ConsolidationMode = Literal["extractive", "hybrid", "abstractive"]
+CONSOLIDATION_MODES: tuple[str, ...] = ("extractive", "hybrid", "abstractive")
+#: ``MemoryNode.mode``: the L1 modes (``verbatim`` text or ``llm`` facts) and the consolidation modes.
+NodeMode = Literal["verbatim", "llm", "extractive", "hybrid", "abstractive"]
+
+
+def default_mode(level: int, model_id: str) -> str:
+    """The mode of a node written before modes were recorded (the ``_v2`` migration's rule):
+    ``verbatim`` for L1 with model id ``verbatim``, ``llm`` for other L1, ``abstractive`` for L2-L5."""
+    if int(level) == 1:
+        return "verbatim" if model_id == "verbatim" else "llm"
+    return "abstractive"
 
 
 class TimeSpan(BaseModel):
@@ -123,13 +140,23 @@ class MemoryNode(BaseModel):
     history_ids: list[str] = Field(default_factory=list)  #: same-level nodes the prompt saw
     source_turn_ids: list[str] = Field(default_factory=list)  #: L1 only
     session_id: str | None = None  #: L1 and L2: the session they belong to
-    model_id: str  #: "verbatim" for L1 without an LLM, else the LLM's id
+    model_id: str  #: "verbatim" for L1 text, "extractive" for selected utterances, else the LLM's id
     prompt_version: str
+    #: how the node was written (see :data:`NodeMode`); re-consolidation keeps it. Omitted: derived
+    #: from level and model id by :func:`default_mode`.
+    mode: NodeMode = "abstractive"
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     status: NodeStatus = NodeStatus.ACTIVE
     stale: bool = False  #: a descendant changed; re-consolidation pending
 
     _v = field_validator("span_start", "span_end", "created_at")(lambda cls, v: _utc(v))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_mode(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("mode") is None and "level" in data and "model_id" in data:
+            data = {**data, "mode": default_mode(data["level"], data["model_id"])}
+        return data
 
     @property
     def span(self) -> TimeSpan:

@@ -12,7 +12,7 @@ a smaller later one may still fit — the rule of :func:`timem.recall.gating.app
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 

@@ -115,11 +115,27 @@ def llm_label(config: Config) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
 
+def modes_label(config: Config) -> str:
+    """``""`` when L2-L5 are abstractive (the names of databases made before modes existed), else e.g.
+    ``"-extractive"`` or ``"-hybrid-hybrid-hybrid-abstractive"`` (the modes of L2..L5)."""
+    modes = [config.mode_for(lv) for lv in (2, 3, 4, 5)]
+    if set(modes) == {"abstractive"}:
+        return ""
+    return "-" + (modes[0] if len(set(modes)) == 1 else "-".join(modes))
+
+
+def upper_levels_need_llm(config: Config) -> bool:
+    """Whether consolidating L2-L5 in the configured modes calls an LLM (extractive alone does not)."""
+    return any(config.mode_for(lv) in ("hybrid", "abstractive") for lv in (2, 3, 4, 5))
+
+
 def default_db_path(config: Config, dataset: str, data_sha: str, ingest_llm: bool) -> Path:
-    """One database per dataset file, L1 granularity, L1 mode and consolidating model (``none``: L1 only)."""
+    """One database per dataset file, L1 granularity, L1 mode, consolidating model (``none``: no LLM) and
+    consolidation modes (:func:`modes_label`)."""
     label = llm_label(config) if ingest_llm else "none"
     unit = "g" if config.l1_unit == "exchange" else "t"  # "g": the name files had before turn units existed
-    name = f"{dataset}-{data_sha[:12]}-{unit}{config.l1_segment_exchanges}-{config.l1_mode}-{label}.duckdb"
+    name = (f"{dataset}-{data_sha[:12]}-{unit}{config.l1_segment_exchanges}-{config.l1_mode}-{label}"
+            f"{modes_label(config)}.duckdb")
     return Path(config.cache_dir) / "bench" / name
 
 
@@ -204,11 +220,13 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
         from timem.embed.minilm import MiniLMEmbedder
 
         embedder = MiniLMEmbedder(batch_size=cfg.embed_batch_size)
-    ingest_llm_needed = recipe.uses_store and (recipe.needs_upper_levels or cfg.l1_mode == "llm")
+    ingest_llm_needed = recipe.uses_store and ((recipe.needs_upper_levels and upper_levels_need_llm(cfg))
+                                               or cfg.l1_mode == "llm")
     db_path = spec.db or default_db_path(cfg, spec.dataset, data_sha, ingest_llm_needed)
     if spec.retrieval_only and ingest_llm_needed and cfg.llm_backend == "none" and spec.db is None:
         raise BenchError(f"recipe {recipe.name!r} needs L2-L5 memories (an LLM at ingest); pass --llm local/openai "
-                         "to consolidate them, or --db with a database ingested with an LLM.")
+                         "to consolidate them, TIMEM_CONSOLIDATION_MODE=extractive (no LLM), or --db with a "
+                         "database ingested with an LLM.")
     spec.out_dir.mkdir(parents=True, exist_ok=True)
     store = Store(db_path, embedder.model_id, embedder.dim)
     try:
@@ -226,7 +244,7 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
             _ingest(store, embedder, llm if ingest_llm_needed else None, cfg, users, recipe)
         retriever = _retriever(spec, cfg, store, embedder, llm, data_sha)
         rows, timings = _loop(spec, cfg, items, retriever, llm, judge_llm, progress)
-        node_models = sorted({f"L{int(n.level)} {n.model_id} {n.prompt_version}" for u in run_users
+        node_models = sorted({f"L{int(n.level)} {n.model_id} {n.prompt_version} {n.mode}" for u in run_users
                               for n in store.nodes(user_id=u)}) if recipe.uses_store else []
         manifest = build_manifest(
             dataset=spec.dataset, data_file=str(spec.data_file), data_sha256=data_sha,

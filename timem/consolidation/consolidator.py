@@ -22,6 +22,15 @@ level before the window. Every answer is grounded sentence by sentence against t
 logged in the ``audit`` table as ``grounding-drop``); if nothing survives, the level is asked once
 more without history (the node's ``history_ids`` are then empty), and if nothing survives again the
 call fails with an :class:`LLMError`: no placeholder is written.
+
+**Modes** (per level, ``Config.mode_for``; recorded as ``MemoryNode.mode``): ``abstractive`` is the
+LLM summary above; ``extractive`` selects the children's most informative sentences verbatim
+(:mod:`timem.consolidation.extractive`, no LLM, ``model_id = "extractive"``); ``hybrid`` is the
+extractive content under a one-line LLM title (:mod:`timem.prompts.title`), grounded like a summary
+-- if the title is dropped or the answer is unusable, the node keeps the extractive content alone
+(``model_id = "extractive"``) and the audit log says why (``hybrid-title-missing``). A window that
+already has a node is re-consolidated in that node's own mode, whatever the configuration says now.
+Without an LLM, windows whose mode needs one (hybrid, abstractive) are left as they are.
 """
 
 from __future__ import annotations
@@ -32,13 +41,14 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from timem.config import Config
+from timem.consolidation import extractive
 from timem.consolidation.grounding import ground_content
 from timem.consolidation.segments import cut_segments, render_segment
 from timem.embed.protocol import Embedder
 from timem.errors import ConsolidationIncomplete, LLMError, UnusableAnswerError
 from timem.llm.protocol import LLMClient
-from timem.models import Level, MemoryNode, NodeStatus, Role, TimeSpan, Turn
-from timem.prompts import day, profile, segment, session, week
+from timem.models import CONSOLIDATION_MODES, Level, MemoryNode, NodeStatus, Role, TimeSpan, Turn
+from timem.prompts import day, profile, segment, session, title, week
 from timem.prompts.common import render_nodes
 from timem.store import Store
 from timem.tree.windows import check_containment, hull, parent_span, parent_window
@@ -48,6 +58,7 @@ Progress = Callable[[Iterable[T], str, int], Iterable[T]]
 VERBATIM_MODEL = "verbatim"
 VERBATIM_PROMPT = "l1-verbatim-v1"
 LEVEL_PROMPTS: dict[Level, Any] = {Level.SESSION: session, Level.DAY: day, Level.WEEK: week, Level.PROFILE: profile}
+NEEDS_LLM = ("hybrid", "abstractive")  #: consolidation modes that call the LLM
 
 
 def _no_progress(items: Iterable[T], desc: str, total: int) -> Iterable[T]:
@@ -74,12 +85,15 @@ class Consolidator:
     """Writes the Temporal Memory Tree of one store.
 
     Args:
-        llm: needed for L2–L5 and for ``l1_mode="llm"``; ``None`` writes verbatim L1 only.
+        llm: needed for hybrid and abstractive L2–L5 and for ``l1_mode="llm"``; with ``None``, verbatim L1
+            and extractive L2–L5 are written, and windows in the other modes wait.
     """
 
     def __init__(self, store: Store, embedder: Embedder, llm: LLMClient | None, config: Config) -> None:
         self.store, self.embedder, self.llm, self.config = store, embedder, llm, config
         self.tz = config.tz
+        self._speakers: dict[str, list[str]] = {}  #: user -> speaker names, per consolidate() call
+        self._sentence_vecs = extractive.EmbeddingCache(embedder)  #: extractive units, shared by all levels
 
     # ------------------------------------------------------------------ L1
     def write_segments(self, user_id: str, session_id: str, *, closed: bool) -> list[MemoryNode]:
@@ -136,7 +150,8 @@ class Consolidator:
         """Write every due L1..L5 node of ``user_id``; returns the new nodes in write order.
 
         ``upper_levels=False`` writes only the L1 segments (no LLM call in verbatim mode); a later
-        call with ``upper_levels=True`` consolidates L2..L5 of the windows that are due by then.
+        call with ``upper_levels=True`` consolidates L2..L5 of the windows that are due by then, each in
+        its mode (:meth:`_mode`); without an LLM, windows whose mode needs one are skipped (they stay due).
 
         Raises:
             ConsolidationIncomplete: the model's answer for some window was unusable
@@ -153,14 +168,18 @@ class Consolidator:
         closed = {s["session_id"]: session_closed(s, sessions, watermark, idle, flush) for s in sessions}
         for s in progress(sessions, "L1 segments", len(sessions)):
             written += self.write_segments(user_id, s["session_id"], closed=closed[s["session_id"]])
-        if self.llm is None or not upper_levels:
+        if not upper_levels:
             return written
+        self._speakers.pop(user_id, None)  # speakers may have been added since the last call
         failures: list[tuple[int, str, str]] = []
         for level in (Level.SESSION, Level.DAY, Level.WEEK, Level.PROFILE):
             due = self._due(user_id, level, closed, watermark, flush)
+            if self.llm is None:  # windows whose mode needs an LLM stay as they are (and due)
+                due = [d for d in due if self._mode(level, d[3]) not in NEEDS_LLM]
             for key, window, children, existing in progress(due, f"L{int(level)} {level.name.lower()}", len(due)):
                 try:
-                    written.append(self._write_parent(user_id, level, key, window, children, existing))
+                    written.append(self._write_parent(user_id, level, key, window, children, existing,
+                                                      self._mode(level, existing)))
                 except UnusableAnswerError as exc:  # this window only; recorded, reported below, stays due
                     failures.append((int(level), key, str(exc)))
                     self.store.audit("consolidation-failed", user_id, existing.id if existing else None, {
@@ -169,6 +188,12 @@ class Consolidator:
         if failures:
             raise ConsolidationIncomplete(failures, written)
         return written
+
+    def _mode(self, level: Level, existing: MemoryNode | None) -> str:
+        """The mode a window is (re)consolidated in: its existing node's own, else the configured one."""
+        if existing is not None and existing.mode in CONSOLIDATION_MODES:
+            return existing.mode
+        return self.config.mode_for(level)
 
     def _due(self, user_id: str, level: Level, closed: dict[str, bool], watermark, flush: bool
              ) -> list[tuple[str, TimeSpan | None, list[MemoryNode], MemoryNode | None]]:
@@ -198,28 +223,80 @@ class Consolidator:
         return sorted(due, key=lambda d: min(c.span_start for c in d[2]))
 
     def _write_parent(self, user_id: str, level: Level, key: str, window: TimeSpan | None,
-                      children: list[MemoryNode], existing: MemoryNode | None) -> MemoryNode:
-        llm = self._need_llm(f"L{int(level)} consolidation")
+                      children: list[MemoryNode], existing: MemoryNode | None, mode: str = "abstractive"
+                      ) -> MemoryNode:
+        """Write the node of one window in ``mode`` (superseding ``existing``); see the module doc.
+
+        Raises:
+            UnusableAnswerError: abstractive only: no usable, grounded answer (nothing is written).
+            LLMError: hybrid / abstractive without an LLM, or the LLM call itself failed.
+        """
         span = parent_span(window, [c.span for c in children])
         check_containment(span, [c.span for c in children], what=f"L{int(level)} {key}")
-        history = [h for h in self.store.history(user_id, level, span.start, self.config.history_k + 1)
-                   if existing is None or h.id != existing.id][-self.config.history_k:]
-        content, history, dropped = self._summarise(llm, user_id, level, key, span, children, history)
-        vec = self.embedder.embed([content])[0]
+        audits: list[tuple[str, dict[str, Any]]] = []
+        history: list[MemoryNode] = []
+        if mode == "abstractive":
+            llm = self._need_llm(f"L{int(level)} consolidation")
+            history = [h for h in self.store.history(user_id, level, span.start, self.config.history_k + 1)
+                       if existing is None or h.id != existing.id][-self.config.history_k:]
+            content, history, dropped = self._summarise(llm, user_id, level, key, span, children, history)
+            model_id, version = llm.model_id, LEVEL_PROMPTS[level].PROMPT_VERSION
+            if dropped:
+                audits.append(("grounding-drop", {"level": int(level), "window": key, "dropped": [
+                    {"sentence": t, "reason": r} for t, r in dropped]}))
+        else:
+            content = extractive.extract(
+                level, children, self._sentence_vecs, self.config.extractive_cap(level), self.tz,
+                speakers=self._user_speakers(user_id),
+                participants=self._participants(user_id, span) if level == Level.PROFILE else ())
+            model_id, version = extractive.MODEL_ID, extractive.PROMPT_VERSION
+            if not content.strip():  # children without any text line: nothing to select, no placeholder
+                raise UnusableAnswerError(f"L{int(level)} extractive consolidation of {key}: the children hold no "
+                                          "text to select; nothing was written. Edit or erase the empty children.")
+            if mode == "hybrid":
+                llm = self._need_llm(f"L{int(level)} hybrid consolidation")
+                head, problem = self._title(llm, user_id, level, content)
+                if head:
+                    content = f"{head}\n\n{content}"
+                    model_id, version = llm.model_id, f"{extractive.PROMPT_VERSION}+{title.PROMPT_VERSION}"
+                if problem:
+                    audits.append(("hybrid-title-missing" if not head else "grounding-drop",
+                                   {"level": int(level), "window": key, "model": llm.model_id, **problem}))
+        vec = self._sentence_vecs.embed([content])[0]  # cached: an L3 of one session repeats its L2
         node = MemoryNode(
             id=node_id(user_id, level, key, [c.id for c in children] + [content, existing.id if existing else ""]),
             user_id=user_id, level=level,
             window_key=key, session_id=children[0].session_id if level == Level.SESSION else None,
             span_start=span.start, span_end=span.end, content=content, child_ids=[c.id for c in children],
-            history_ids=[h.id for h in history], model_id=llm.model_id, prompt_version=LEVEL_PROMPTS[level].PROMPT_VERSION)
+            history_ids=[h.id for h in history], model_id=model_id, prompt_version=version, mode=mode)
         with self.store.transaction():
             if existing is not None:
                 self.store.update_node(existing.id, status=NodeStatus.SUPERSEDED)
             self.store.add_node(node, vec)
-            if dropped:
-                self.store.audit("grounding-drop", user_id, node.id, {
-                    "level": int(level), "window": key, "dropped": [{"sentence": t, "reason": r} for t, r in dropped]})
+            for action, detail in audits:
+                self.store.audit(action, user_id, node.id, detail)
         return node
+
+    def _title(self, llm: LLMClient, user_id: str, level: Level, extract: str
+               ) -> tuple[str | None, dict[str, Any] | None]:
+        """The hybrid title of ``extract``: one short LLM call, grounded against ``extract``.
+
+        Returns:
+            ``(title or None, problem or None)``; the problem (for the audit log) says why there is no
+            title (``reason``: ``unusable`` answer or ``unsupported`` by the lines) or what was dropped.
+            Errors other than an unusable answer (e.g. an unreachable endpoint) propagate.
+        """
+        try:
+            result = llm.complete_json(title.build_messages(level, extract), title.NodeTitle,
+                                       purpose=f"title-L{int(level)}", user_id=user_id, max_tokens=title.MAX_TOKENS)
+            text = title.render(result)
+        except (UnusableAnswerError, ValueError) as exc:
+            return None, {"reason": "unusable", "error": str(exc)}
+        kept, dropped = ground_content(text, [extract], [])
+        problem = {"dropped": [{"sentence": t, "reason": r} for t, r in dropped]} if dropped else None
+        if not kept:
+            return None, {"reason": "unsupported", **(problem or {})}
+        return kept, problem
 
     def _summarise(self, llm: LLMClient, user_id: str, level: Level, key: str, span: TimeSpan,
                    children: list[MemoryNode], history: list[MemoryNode]
@@ -257,6 +334,12 @@ class Consolidator:
         raise UnusableAnswerError(f"L{int(level)} consolidation of {key}: no sentence of the model's answer is supported by "
                        f"its inputs (model {llm.model_id}); nothing was written. Use a larger model or an "
                        "OpenAI-compatible endpoint (TIMEM_LLM_BACKEND=openai).")
+
+    def _user_speakers(self, user_id: str) -> list[str]:
+        """Every speaker name of the user's turns (cached for one :meth:`consolidate` call)."""
+        if user_id not in self._speakers:
+            self._speakers[user_id] = sorted({t.speaker for t in self.store.turns(user_id)})
+        return self._speakers[user_id]
 
     def _participants(self, user_id: str, span: TimeSpan) -> list[str]:
         """Speakers (not assistants) who spoke within ``span``, in order of first appearance."""

@@ -8,7 +8,6 @@ size and SHA-256; :class:`LocalLlamaBackend` loads the file lazily, once per pro
 from __future__ import annotations
 
 import atexit
-
 import hashlib
 import importlib
 import json

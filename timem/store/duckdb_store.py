@@ -35,7 +35,7 @@ from timem.store.tree_queries import adjacent_segments, segments_in_windows
 from timem.tree.order import SQL_ORDER
 
 _NODE_COLS = ("id, user_id, level, window_key, session_id, span_start, span_end, content, child_ids, "
-              "history_ids, source_turn_ids, parent_id, model_id, prompt_version, created_at, status, stale")
+              "history_ids, source_turn_ids, parent_id, model_id, prompt_version, created_at, status, stale, mode")
 #: ``col IN {_IN_LIST}`` with a list parameter: a semi-join; ``list_contains(?, col)`` scanned every row
 _IN_LIST = "(SELECT unnest(?::VARCHAR[]))"
 _TURN_COLS = ("id, user_id, session_id, seq, speaker, role, text, event_time, source_ref, image_caption, ingested_at, "
@@ -302,11 +302,11 @@ class Store(RecordTables):
             return
         with self.transaction():
             self.con.executemany(f"INSERT INTO nodes ({_NODE_COLS}, embedding, search_text) VALUES "
-                                 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [[
+                                 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [[
                                      n.id, n.user_id, int(n.level), n.window_key, n.session_id,
                                      db_time(n.span_start), db_time(n.span_end), n.content, n.child_ids,
                                      n.history_ids, n.source_turn_ids, None, n.model_id, n.prompt_version,
-                                     db_time(n.created_at), n.status.value, n.stale, v.tolist(),
+                                     db_time(n.created_at), n.status.value, n.stale, n.mode, v.tolist(),
                                      search_text(n.content)]
                                      for n, v in zip(nodes, vecs)])
             for n in nodes:
@@ -519,4 +519,4 @@ def _node(r: tuple[Any, ...]) -> MemoryNode:
     return MemoryNode(id=r[0], user_id=r[1], level=Level(r[2]), window_key=r[3], session_id=r[4],
                       span_start=_py(r[5]), span_end=_py(r[6]), content=r[7], child_ids=list(r[8]),
                       history_ids=list(r[9]), source_turn_ids=list(r[10]), model_id=r[12], prompt_version=r[13],
-                      created_at=_py(r[14]), status=NodeStatus(r[15]), stale=r[16])
+                      created_at=_py(r[14]), status=NodeStatus(r[15]), stale=r[16], mode=r[17])

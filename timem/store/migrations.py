@@ -56,6 +56,15 @@ def _v1(con: duckdb.DuckDBPyConnection, dim: int) -> None:
             detail VARCHAR)""")
 
 
+def _v2(con: duckdb.DuckDBPyConnection, dim: int) -> None:
+    """``nodes.mode``: how a node was written (verbatim / llm for L1; extractive / hybrid / abstractive for
+    L2-L5). Existing rows: ``verbatim`` for L1 written by ``verbatim``, ``llm`` for other L1, ``abstractive``
+    for L2-L5 (the only consolidation there was)."""
+    con.execute("ALTER TABLE nodes ADD COLUMN IF NOT EXISTS mode VARCHAR")  # idempotent: safe in any order
+    con.execute("UPDATE nodes SET mode = CASE WHEN level = 1 AND model_id = 'verbatim' THEN 'verbatim' "
+                "WHEN level = 1 THEN 'llm' ELSE 'abstractive' END WHERE mode IS NULL")
+
+
 def _v3(con: duckdb.DuckDBPyConnection, dim: int) -> None:
     """``turns.utc_offset_minutes``: the speaker's UTC offset when the turn was said (``NULL`` for turns
     stored before: their relative dates keep resolving in the configured zone)."""
@@ -76,7 +85,7 @@ def _v4(con: duckdb.DuckDBPyConnection, dim: int) -> None:
     con.execute("INSERT OR REPLACE INTO meta VALUES ('fts_dirty', '1')")
 
 
-MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v3, _v4]
+MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2, _v3, _v4]
 
 
 def migrate(con: duckdb.DuckDBPyConnection, dim: int) -> int:

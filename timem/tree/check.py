@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-
 from timem.config import Config
 from timem.consolidation.consolidator import session_closed
 from timem.models import Level

@@ -92,8 +92,8 @@ def _table(nodes: list[MemoryNode], tz) -> pd.DataFrame:
     return pd.DataFrame([{
         "level": n.level.label, "start": n.span_start.astimezone(tz).strftime("%Y-%m-%d %H:%M"),
         "end": n.span_end.astimezone(tz).strftime("%Y-%m-%d %H:%M"), "content": " ".join(n.content.split()),
-        "model": n.model_id, "status": n.status.value + (" · stale" if n.stale else ""), "id": n.id,
-    } for n in nodes], columns=["level", "start", "end", "content", "model", "status", "id"])
+        "model": n.model_id, "mode": n.mode, "status": n.status.value + (" · stale" if n.stale else ""), "id": n.id,
+    } for n in nodes], columns=["level", "start", "end", "content", "model", "mode", "status", "id"])
 
 
 def _select(ids: list[str]) -> None:
@@ -131,7 +131,7 @@ def _actions(ctx: state.StudioContext, selected: list[MemoryNode]) -> None:
 
 def _edit(ctx: state.StudioContext, node: MemoryNode, busy: str) -> None:
     with st.form(f"mem_edit_{node.id}"):
-        st.markdown(f"**Edit** {node.level.label} `{node.id}` (written by `{node.model_id}`)")
+        st.markdown(f"**Edit** {node.level.label} `{node.id}` (written by `{node.model_id}`, mode `{node.mode}`)")
         content = st.text_area("Content", value=node.content, height=160, key=f"mem_edit_text_{node.id}")
         if st.form_submit_button("Save edit"):
             with user_errors("Edit failed"), st.spinner(busy):

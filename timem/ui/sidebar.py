@@ -1,4 +1,4 @@
-"""The shared sidebar: database, user, LLM status, import a conversation, consolidate now."""
+"""The shared sidebar: database, user, LLM status, consolidation mode, import a conversation, consolidate now."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from pathlib import Path
 
 import streamlit as st
 
+from timem.consolidation.consolidator import NEEDS_LLM
 from timem.errors import ConsolidationIncomplete, InputError
+from timem.models import CONSOLIDATION_MODES
 from timem.ui import state
 from timem.ui.feedback import StreamlitProgress, flash, user_errors
 
@@ -28,9 +30,11 @@ def render(ctx: state.StudioContext) -> None:
         _user(ctx)
         _llm(ctx)
         _counts(ctx)
+        st.markdown("**Consolidation**")
+        mode = _mode(ctx)  # before the import, which consolidates in this mode
         with st.expander("Import a conversation", expanded=not ctx.engine.store.users()):
             _import(ctx)
-        _consolidate(ctx)
+        _consolidate(ctx, mode)
 
 
 def _database(ctx: state.StudioContext) -> None:
@@ -78,7 +82,8 @@ def _llm(ctx: state.StudioContext) -> None:
     if ctx.llm_error:
         st.warning(ctx.llm_error)
     elif ctx.engine.llm is None:
-        st.caption("Without an LLM: verbatim L1 segments only, score gate, no generated answers.")
+        st.caption("Without an LLM: verbatim L1 segments, L2–L5 only in extractive mode, score gate, "
+                   "no generated answers.")
 
 
 def _counts(ctx: state.StudioContext) -> None:
@@ -114,13 +119,15 @@ def _import(ctx: state.StudioContext) -> None:
         if fmt == "longmemeval":
             limit = int(st.number_input("First N instances (0 = all)", 0, 10_000, 1, key="sb_imp_limit")) or None
     upper = True
-    if ctx.engine.llm is None:
-        st.caption("No LLM: only L1 segments will be written.")
+    if ctx.engine.llm is None and ctx.engine.config.consolidation_mode in NEEDS_LLM:
+        st.caption("No LLM: only L1 segments will be written (pick the extractive mode below for L2–L5).")
+    elif ctx.engine.config.consolidation_mode == "extractive":
+        st.caption("Extractive mode: L2–L5 are selected utterances, no LLM call (seconds per conversation).")
     else:
         upper = st.checkbox("Consolidate L2–L5 during the import", value=True, key="sb_imp_upper",
                             help="With the embedded 1.5B model this takes about a minute per session. Untick to "
                                  "import the L1 segments now and press 'Consolidate now' later.")
-        if upper and ctx.config.llm_backend == "local":
+        if upper and ctx.config.llm_backend == "local" and ctx.engine.config.consolidation_mode == "abstractive":
             st.caption("Embedded model: about a minute per session on 2 cores (a LoCoMo conversation: ~16 min). "
                        "Untick for the L1 segments in seconds.")
     if st.button("Import", key="sb_imp_go", type="primary", disabled=(upload is None and path is None)):
@@ -162,12 +169,36 @@ def run_import(ctx: state.StudioContext, path: Path | None, fmt: str, *, sample_
     st.rerun()
 
 
-def _consolidate(ctx: state.StudioContext) -> None:
-    st.markdown("**Consolidation**")
+MODE_HELP = {"extractive": "extractive: the most informative utterances, verbatim (no LLM)",
+             "hybrid": "hybrid: the same under a one-line LLM title",
+             "abstractive": "abstractive: LLM summaries"}
+
+
+def _mode(ctx: state.StudioContext) -> str:
+    """The consolidation mode select; a change applies to the engine at once (new windows only)."""
+    current = ctx.engine.config.consolidation_mode
+    if st.session_state.get("sb_mode") not in CONSOLIDATION_MODES:
+        st.session_state["sb_mode"] = current
+    mode = st.selectbox("Mode", list(CONSOLIDATION_MODES), key="sb_mode", format_func=lambda m: MODE_HELP[m],
+                        help="How new L2–L5 memories are written (chat, import, 'Consolidate now'). A memory "
+                             "that is re-consolidated after an edit keeps its own mode.")
+    if mode != current:
+        ctx.engine.set_consolidation_mode(mode)
+    overrides = ctx.engine.config.level_modes
+    if overrides:
+        st.caption("Per-level modes from the config: " + ", ".join(f"L{k} {v}" for k, v in sorted(overrides.items()))
+                   + " (a change here applies to every level).")
+    if ctx.engine.llm is None and mode in NEEDS_LLM:
+        st.caption(f"The {mode} mode needs an LLM; without one only L1 segments are written.")
+    return mode
+
+
+def _consolidate(ctx: state.StudioContext, mode: str) -> None:
     flush = st.checkbox("Also close open windows (flush)", key="sb_flush",
                         help="Consolidate the current session, day, week and month even though they are still open.")
-    if st.button("Consolidate now", key="sb_consolidate", disabled=ctx.engine.llm is None,
-                 help=None if ctx.engine.llm else "needs an LLM"):
+    no_llm = ctx.engine.llm is None and mode in NEEDS_LLM
+    if st.button("Consolidate now", key="sb_consolidate", disabled=no_llm,
+                 help="needs an LLM (or the extractive mode)" if no_llm else None):
         with user_errors("Consolidation failed"):
             progress = StreamlitProgress(title=f"Consolidating {ctx.user}")
             try:

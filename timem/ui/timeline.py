@@ -83,7 +83,7 @@ def _details(ctx: state.StudioContext, node: MemoryNode, by_id: dict[str, Memory
     with c2:
         st.markdown(
             f"**Span** {node.span_start.astimezone(tz):%Y-%m-%d %H:%M} → {node.span_end.astimezone(tz):%Y-%m-%d %H:%M}  \n"
-            f"**Written by** `{node.model_id}` · prompt `{node.prompt_version}`  \n"
+            f"**Written by** `{node.model_id}` · mode `{node.mode}` · prompt `{node.prompt_version}`  \n"
             f"**Created** {node.created_at.astimezone(tz):%Y-%m-%d %H:%M} · **status** {node.status.value}"
             + (" · stale" if node.stale else "") + f"  \n**Id** `{node.id}`"
             + (f"  \n**Session** `{node.session_id}`" if node.session_id else ""))
@@ -94,8 +94,8 @@ def _details(ctx: state.StudioContext, node: MemoryNode, by_id: dict[str, Memory
     if children:
         st.markdown(f"**Children** ({len(children)})")
         st.dataframe([{"level": c.level.label, "start": c.span_start.astimezone(tz).strftime("%Y-%m-%d %H:%M"),
-                       "model": c.model_id, "content": " ".join(c.content.split())[:160], "id": c.id}
-                      for c in sorted(children, key=conversation_key)], hide_index=True, key="tl_children")
+                       "model": c.model_id, "mode": c.mode, "content": " ".join(c.content.split())[:160],
+                       "id": c.id} for c in sorted(children, key=conversation_key)], hide_index=True, key="tl_children")
         pick = st.selectbox("Go to child", [c.id for c in children], index=None, key="tl_child_pick",
                             format_func=lambda i: _label(by_id[i], tz), placeholder="choose a child …")
         if pick:

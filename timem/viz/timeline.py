@@ -25,7 +25,7 @@ LANES: dict[int, str] = {int(lv): lv.label for lv in Level}
 #: one colour per level (colour-blind friendly, Okabe–Ito)
 LEVEL_COLOURS: dict[int, str] = {1: "#0072B2", 2: "#009E73", 3: "#E69F00", 4: "#CC79A7", 5: "#D55E00"}
 
-COLUMNS = ["id", "level", "lane", "start", "end", "appears", "model_id", "window_key", "session_id",
+COLUMNS = ["id", "level", "lane", "start", "end", "appears", "model_id", "mode", "window_key", "session_id",
            "n_children", "parent_id", "preview", "content", "status", "stale", "order"]
 
 
@@ -61,7 +61,7 @@ def timeline_frame(nodes: Sequence[MemoryNode], tz: ZoneInfo) -> pd.DataFrame:
     rows = [{
         "id": n.id, "level": int(n.level), "lane": LANES[int(n.level)],
         "start": _local(n.span_start, tz), "end": _local(n.span_end, tz), "appears": _local(n.span_end, tz),
-        "model_id": n.model_id, "window_key": n.window_key, "session_id": n.session_id,
+        "model_id": n.model_id, "mode": n.mode, "window_key": n.window_key, "session_id": n.session_id,
         "n_children": len(n.child_ids), "parent_id": parents.get(n.id), "preview": _preview(n.content),
         "content": n.content, "status": n.status.value, "stale": n.stale, "order": i,
     } for i, n in enumerate(nodes)]
@@ -106,7 +106,7 @@ def timeline_figure(df: pd.DataFrame, *, links: bool = True, selected: str | Non
 
     Bars shorter than :func:`_min_width` are widened around their centre so that L1 segments (often
     a single instant) stay visible. Each bar's ``customdata`` is ``[node id]`` (for selection
-    events); hover shows level, span, model and a preview. With ``links``, a grey line joins each
+    events); hover shows level, span, model, mode and a preview. With ``links``, a grey line joins each
     node to its parent. ``selected`` outlines one node.
     """
     fig = go.Figure()
@@ -122,7 +122,7 @@ def timeline_figure(df: pd.DataFrame, *, links: bool = True, selected: str | Non
             starts.append(s)
             widths.append(dur.total_seconds() * 1000.0)
         hover = [f"<b>{r.lane}</b> · {r.window_key}<br>{r.start:%Y-%m-%d %H:%M} → {r.end:%Y-%m-%d %H:%M}"
-                 f"<br>model: {r.model_id}<br>{_wrap(r.preview)}" for r in part.itertuples()]
+                 f"<br>model: {r.model_id} · mode: {r.mode}<br>{_wrap(r.preview)}" for r in part.itertuples()]
         line_w = [3 if i == selected else 0.5 for i in part["id"]]
         fig.add_trace(go.Bar(
             x=widths, base=starts, y=part["lane"], orientation="h", name=LANES[int(level)],

@@ -16,7 +16,8 @@ def _span(n: MemoryNode, tz: ZoneInfo) -> str:
 
 def render_tree(store: Store, user_id: str, tz: ZoneInfo, *, level: int | None = None, width: int = 100) -> str:
     """Indented tree, L5 roots first, children in conversation order (time, then turn sequence at equal
-    times: :func:`timem.tree.order.conversation_key`); each line: level, span, model, content.
+    times: :func:`timem.tree.order.conversation_key`); each line: level, span, model (and mode unless it is
+    the model id, e.g. ``extractive``), content.
 
     With ``level`` set, a flat list of that level's nodes. Orphans (open windows) are listed last.
     """
@@ -27,7 +28,8 @@ def render_tree(store: Store, user_id: str, tz: ZoneInfo, *, level: int | None =
     def line(n: MemoryNode, depth: int) -> str:
         text = " ".join(n.content.split())
         text = text if len(text) <= width else text[: width - 1] + "…"
-        return f"{'  ' * depth}L{int(n.level)} [{_span(n, tz)}] ({n.model_id}) {text}"
+        mode = "" if n.mode == n.model_id else f", {n.mode}"
+        return f"{'  ' * depth}L{int(n.level)} [{_span(n, tz)}] ({n.model_id}{mode}) {text}"
 
     if level is not None:
         return "\n".join(line(n, 0) for n in sorted(nodes.values(), key=conversation_key) if n.level == level)
