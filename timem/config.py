@@ -18,32 +18,43 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from timem.errors import ConfigError
 from timem.models import ConsolidationMode
 
 Complexity = Literal["simple", "hybrid", "complex"]
 
-#: The consolidation mode of L2-L5 unless ``level_modes`` says otherwise (the lead picks it from
-#: bench/results/consolidation.md; change this one line). With ``llm_backend = "none"``, levels whose
-#: mode needs an LLM (hybrid, abstractive) are not consolidated: only extractive works without one.
-DEFAULT_CONSOLIDATION_MODE: ConsolidationMode = "abstractive"
+#: The consolidation mode of L2-L5 when none is set, per LLM backend (chosen from
+#: bench/results/consolidation.md and recall-tree.md): the embedded model and no LLM get
+#: "extractive" (seconds per conversation, grounded by construction, and the tree it builds improves
+#: recall through relevance propagation; abstractive took 16 min per LoCoMo conversation with the
+#: 1.5B model and its summaries cost evidence); an OpenAI-compatible endpoint gets "abstractive".
+#: With ``llm_backend = "none"``, levels whose mode needs an LLM (hybrid, abstractive) are not
+#: consolidated: only extractive works without one.
+DEFAULT_CONSOLIDATION_MODES: dict[str, ConsolidationMode] = {"local": "extractive", "none": "extractive",
+                                                             "openai": "abstractive"}
+DEFAULT_CONSOLIDATION_MODE: ConsolidationMode = "extractive"
 #: Token caps (cl100k) of extractive / hybrid memories per level (L2 session .. L5 profile).
 DEFAULT_EXTRACTIVE_CAPS: dict[int, int] = {2: 120, 3: 160, 4: 200, 5: 240}
 
-#: Per-complexity level quotas (level -> max nodes), defaults from the TiMem reference implementation.
-DEFAULT_QUOTAS: dict[str, dict[int, int]] = {
+#: Per-complexity level quotas (level -> max nodes) of the TiMem reference implementation: the
+#: ``timem-paper`` benchmark recipe uses them.
+PAPER_QUOTAS: dict[str, dict[int, int]] = {
     "simple": {1: 20, 2: 4, 5: 1},
     "hybrid": {1: 20, 2: 4, 3: 2, 5: 1},
     "complex": {1: 20, 2: 4, 3: 2, 4: 2, 5: 1},
 }
+#: Default quotas: L1 leaves only in the context; the upper levels still shape which leaves are chosen
+#: (relevance propagation). Measured on LoCoMo dev (bench/results/recall-tree.md): L2-L5 in the
+#: context take the budget from evidence (full coverage 73.6 -> 55.8 % at 1,000 tokens).
+DEFAULT_QUOTAS: dict[str, dict[int, int]] = {c: {1: 60} for c in ("simple", "hybrid", "complex")}
 
 
 #: Config fields that shape recall; :meth:`Config.recall_settings` records them in every trace.
 RECALL_FIELDS = ("recall_lambda", "recall_top_k", "recall_candidates", "recall_neighbours", "neighbour_priority",
                  "speaker_boost", "time_channel", "propagation", "propagation_hops",
-                 "propagation_alpha", "propagation_route", "gate_threshold", "token_budget", "context_layout", "timezone", "planner", "gate",
+                 "propagation_alpha", "propagation_route", "gate_threshold", "gate_floor", "token_budget", "context_layout", "timezone", "planner", "gate",
                  "l1_unit")
 
 
@@ -79,7 +90,7 @@ class Config(BaseModel):
     l1_batch_exchanges: int = 4  #: L1 segments per LLM call (one JSON item per segment)
     l1_segment_exchanges: int = 1  #: units per L1 segment (granularity; the benchmark varies 1/2/4/8)
     #: the L1 leaf unit: "exchange" (a speaker's turn(s) and the reply) or "turn" (one utterance)
-    l1_unit: Literal["exchange", "turn"] = "exchange"
+    l1_unit: Literal["exchange", "turn"] = "turn"
     history_k: int = 3  #: same-level history nodes each consolidation prompt sees
     #: how L2-L5 are written: "extractive" (selected utterances, no LLM), "hybrid" (the same plus an LLM
     #: title) or "abstractive" (LLM summaries); ``TIMEM_CONSOLIDATION_MODE``, ``--mode``
@@ -93,29 +104,31 @@ class Config(BaseModel):
     # recall
     planner: Literal["centroid", "llm"] = "centroid"
     gate: Literal["llm", "score", "off"] = "llm"
-    recall_lambda: float = 0.9
-    recall_top_k: int = 20
-    recall_candidates: int = 40
+    recall_lambda: float = 0.2  #: semantic weight λ of the fused leaf score (TiMem: 0.9; 0.2 measured best here)
+    recall_top_k: int = 60
+    recall_candidates: int = 80
     #: adjacent L1 segments of the same session pulled in for each kept leaf when the budget allows
     #: ("next": the next segment, often the answer; "reply": the next one only after a leaf that asks
     #: a question; "both": the segments before and after)
-    recall_neighbours: Literal["none", "next", "reply", "both"] = "none"
+    recall_neighbours: Literal["none", "next", "reply", "both"] = "next"
     #: where pulled neighbours go in the budget order: right after their leaf, or after every leaf
     neighbour_priority: Literal["interleave", "after"] = "interleave"
     #: added to the fused score of a leaf spoken by a participant the question names (0 = off)
     speaker_boost: float = 0.0
     #: TIDER time channel (arXiv 2610.23598): "off"; "channel" (leaves in the question's time
     #: windows join the candidates, +0.3 when they overlap a window); "decay" (also distance decay)
-    time_channel: Literal["off", "channel", "decay"] = "off"
+    time_channel: Literal["off", "channel", "decay"] = "decay"
     #: SegTreeMem relevance propagation over the tree (arXiv 2606.04555): "off" or a direction
-    propagation: Literal["off", "top-down", "bottom-up", "both"] = "off"
+    propagation: Literal["off", "top-down", "bottom-up", "both"] = "top-down"
     propagation_hops: int = Field(default=2, ge=0, le=5)  #: H
-    propagation_alpha: float = Field(default=0.5, ge=0.0, le=1.0)  #: α
-    propagation_route: int = Field(default=3, ge=0)  #: children of the best N sessions join the leaf candidates
+    propagation_alpha: float = Field(default=0.2, ge=0.0, le=1.0)  #: α
+    propagation_route: int = Field(default=1, ge=0)  #: children of the best N sessions join the leaf candidates
     #: "exact" cosine scan, or "hnsw": the vss HNSW index with over-fetch (approximate; pays off at
     #: ~100k nodes per file, costs minutes to build and ~1 GB RAM there; bench/results/recall-latency.md)
     vector_index: Literal["exact", "hnsw"] = "exact"
-    gate_threshold: float = 0.35
+    gate_threshold: float = 0.1  #: score gate: a leaf needs fused >= this (relative: fused is max-normalised)
+    #: score gate, absolute: a leaf also needs a keyword match or a raw cosine >= this (0 = off)
+    gate_floor: float = Field(default=0.25, ge=0.0, le=1.0)
     token_budget: int = 1000
     #: context layout: "grouped" (one dated header per session for L1) or "lines" (a date per memory)
     context_layout: Literal["grouped", "lines"] = "grouped"
@@ -147,6 +160,15 @@ class Config(BaseModel):
         if not 0.0 <= v <= 1.0:
             raise ValueError("recall_lambda must lie in [0, 1]")
         return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mode_by_backend(cls, values: Any) -> Any:
+        """An unset ``consolidation_mode`` follows the LLM backend (:data:`DEFAULT_CONSOLIDATION_MODES`)."""
+        if isinstance(values, dict) and values.get("consolidation_mode") is None:
+            backend = values.get("llm_backend", "local")
+            values = {**values, "consolidation_mode": DEFAULT_CONSOLIDATION_MODES.get(backend, DEFAULT_CONSOLIDATION_MODE)}
+        return values
 
     @field_validator("level_modes")
     @classmethod

@@ -63,13 +63,22 @@ class GateOutcome(BaseModel):
     invalid_numbers: list[int] = Field(default_factory=list)  #: numbers the model returned that match no memory
 
 
-def score_gate(leaves: Sequence[Candidate], ancestors: Sequence[AncestorRecord], threshold: float
-               ) -> tuple[set[str], dict[str, str]]:
-    """``(kept ids, reason per id)`` of the no-LLM gate (see the module docstring)."""
+def score_gate(leaves: Sequence[Candidate], ancestors: Sequence[AncestorRecord], threshold: float,
+               floor: float = 0.0) -> tuple[set[str], dict[str, str]]:
+    """``(kept ids, reason per id)`` of the no-LLM gate (see the module docstring).
+
+    ``threshold`` is relative (fused scores are max-normalised, so the best candidate always
+    passes it); ``floor`` is absolute: a leaf also needs a keyword match (raw BM25 > 0) or a raw
+    cosine similarity ``>= floor``, so an unrelated or empty-content question ("???") gets little
+    or no context, and each dropped leaf says so.
+    """
     kept, why = set(), {}
     for c in leaves:
-        ok = c.fused >= threshold
-        why[c.node_id] = f"fused {c.fused:.3f} {'>=' if ok else '<'} threshold {threshold}"
+        relevant = (c.bm25_raw or 0.0) > 0 or (c.cosine is not None and c.cosine >= floor)
+        ok = c.fused >= threshold and relevant
+        why[c.node_id] = (f"fused {c.fused:.3f} {'>=' if c.fused >= threshold else '<'} threshold {threshold}"
+                          + ("" if relevant else f"; no keyword match and cosine {c.cosine or 0.0:.3f} "
+                             f"< relevance floor {floor}"))
         if ok:
             kept.add(c.node_id)
     for a in ancestors:
@@ -104,7 +113,7 @@ def llm_gate(llm: LLMClient, question: str, complexity: str, leaves: Sequence[Ca
 
 def run_gate(mode: GateMode, llm: LLMClient | None, question: str, complexity: str, leaves: Sequence[Candidate],
              ancestors: Sequence[AncestorRecord], nodes: dict[str, MemoryNode], question_time: datetime,
-             tz: ZoneInfo, user_id: str, threshold: float, fallback: str | None = None
+             tz: ZoneInfo, user_id: str, threshold: float, fallback: str | None = None, floor: float = 0.0
              ) -> tuple[set[str], dict[str, str], GateOutcome]:
     """Apply ``mode`` with its documented fallbacks; ``fallback`` pre-records why a mode was replaced
     upstream (e.g. no LLM configured). Returns ``(kept ids, reason per id, outcome without decisions)``."""
@@ -118,7 +127,7 @@ def run_gate(mode: GateMode, llm: LLMClient | None, question: str, complexity: s
         try:
             kept, why, invalid = llm_gate(llm, question, complexity, leaves, nodes, added, question_time, tz, user_id)
         except LLMError as exc:
-            kept, why = score_gate(leaves, ancestors, threshold)
+            kept, why = score_gate(leaves, ancestors, threshold, floor)
             return kept, why, GateOutcome(mode=mode, applied="score",
                                           fallback=f"LLM gate failed ({exc}); score gate applied instead")
         if not kept:
@@ -128,7 +137,7 @@ def run_gate(mode: GateMode, llm: LLMClient | None, question: str, complexity: s
                     GateOutcome(mode=mode, applied="top-leaves", invalid_numbers=invalid,
                                 fallback="LLM gate returned no valid id; kept the top-scored leaves up to the budget"))
         return kept, why, GateOutcome(mode=mode, applied="llm", invalid_numbers=invalid)
-    kept, why = score_gate(leaves, ancestors, threshold)
+    kept, why = score_gate(leaves, ancestors, threshold, floor)
     return kept, why, GateOutcome(mode=mode, applied="score", fallback=fallback)
 
 

@@ -180,7 +180,8 @@ def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: 
         gate_fallback = "gate 'llm' configured but no LLM available; score gate applied"
         notes.append(gate_fallback)
     kept, why, outcome = run_gate(gate_mode, llm, query, plan.complexity, leaves.kept, ancestors, nodes, qt,
-                                  config.tz, user_id, config.gate_threshold, fallback=gate_fallback)
+                                  config.tz, user_id, config.gate_threshold, fallback=gate_fallback,
+                                  floor=config.gate_floor)
     if outcome.fallback and outcome.fallback != gate_fallback:
         notes.append(outcome.fallback)
     latency["gate"] = _ms(t0)

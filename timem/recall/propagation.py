@@ -88,14 +88,16 @@ def propagate_leaves(store: Store, config: Config, user_id: str, query: str, que
     """Re-rank leaf selection by propagated relevance (``Config.propagation``); returns the new selection
     and the local score of every upper-level node that took part (for the trace).
 
-    Upper levels 2..5 are searched like L1 (top ``recall_candidates // 2`` by cosine and by BM25,
+    Upper levels 2..min(5, 1 + H) are searched like L1 (higher ones cannot reach a leaf in H hops) (top ``recall_candidates // 2`` by cosine and by BM25,
     fused with λ, normalised per level). The children of the ``propagation_route`` best L2 nodes
     join the leaf candidates (their cosine from the stored vectors; BM25 0), so the upper levels act
     as an index that routes to leaves the flat search missed.
     """
     n = max(1, config.recall_candidates // 2)
     upper: dict[str, float] = {}
-    for level in (2, 3, 4, 5):
+    # with H hops, scores from more than H levels above a leaf never reach it (top-down); bottom-up and
+    # both still only use levels within H of the leaves for what they return (leaves)
+    for level in range(2, min(5, 1 + config.propagation_hops) + 1):
         vec = dict(store.search_vector(user_id, query_vec, level, n))
         lex = dict(store.search_bm25(user_id, query, level, n))
         upper.update(_normalised({c.node_id: c.fused for c in fuse(vec, lex, config.recall_lambda)}))
