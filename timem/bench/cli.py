@@ -138,9 +138,11 @@ def suite(dataset: Annotated[str, typer.Argument(help="locomo | longmemeval")], 
 
 
 def _suite_db(name: str, db: Path | None) -> Path | None:
-    """``--db`` is reused by recipes that read the store at its own granularity, not by baselines or gran-N."""
+    """``--db`` is reused by recipes that read the store at its own granularity and unit, not by baselines,
+    gran-N or unit-exchange."""
     r = get_recipe(name)
-    return db if r.uses_store and "l1_segment_exchanges" not in r.overrides else None
+    own_layout = "l1_segment_exchanges" in r.overrides or "l1_unit" in r.overrides
+    return db if r.uses_store and not own_layout else None
 
 
 @bench_app.command("recipes")

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from timem.config import Complexity
+from timem.config import PAPER_QUOTAS, Complexity
 from timem.errors import ConfigError
 
 Method = Literal["timem", "flat", "bm25-turns", "dense-turns", "hybrid-turns", "full-context"]
@@ -104,6 +104,34 @@ _RECIPES: list[Recipe] = [
          overrides={"l1_segment_exchanges": n}) for n in (1, 2, 4, 8)],
     *[_r(f"gran-{n}-l1", "timem", "granularity (L1 only)", f"{n} exchange(s) per L1 segment, L1-only quotas",
          overrides={"l1_segment_exchanges": n, **_L1}, context_levels=(1,)) for n in (1, 2, 4, 8)],
+    # tree-aware recall (issue 10): the default's ablations, one component off or changed at a time
+    _r("timem-l1", "timem", "tree", "the default without relevance propagation: L1 leaves only, no tree used "
+       "(its L1-only ablation)", overrides={"propagation": "off"}),
+    *[_r(f"segtree-{d}", "timem", "tree", f"SegTreeMem relevance propagation {d} (H=2, α=0.2)",
+         overrides={"propagation": d}) for d in ("top-down", "bottom-up", "both")],
+    _r("segtree-h1", "timem", "tree", "top-down propagation, one hop (sessions only)", overrides={"propagation_hops": 1}),
+    _r("segtree-noroute", "timem", "tree", "top-down propagation without routing leaves from the best session",
+       overrides={"propagation_route": 0}),
+    _r("tider-semantic", "timem", "tree", "TIDER ablation: semantic + BM25 only (no time channel)",
+       overrides={"time_channel": "off"}),
+    _r("tider-channel", "timem", "tree", "TIDER ablation: + time channel and overlap bonus, no decay",
+       overrides={"time_channel": "channel"}),
+    _r("tider-decay", "timem", "tree", "TIDER ablation: + distance decay (= the default)",
+       overrides={"time_channel": "decay"}),
+    _r("neighbours-none", "timem", "tree", "no neighbour turns", overrides={"recall_neighbours": "none"}),
+    _r("neighbours-reply", "timem", "tree", "neighbour only after a leaf that asks a question",
+       overrides={"recall_neighbours": "reply"}),
+    _r("context-lines", "timem", "tree", "one date per memory line instead of one header per session",
+       overrides={"context_layout": "lines"}),
+    _r("unit-exchange", "timem", "tree", "exchange leaves (a turn and its reply) instead of turns",
+       overrides={"l1_unit": "exchange"}),
+    _r("timem-context", "timem", "tree", "the default with TiMem's level quotas: L2-L5 ancestors in the context",
+       overrides={"quotas": PAPER_QUOTAS}),
+    _r("timem-paper", "timem", "tree", "TiMem as published and as it was here before: exchange leaves, λ 0.9, "
+       "20 of 40 candidates, ancestors by quota, one date per line, no neighbours, time or propagation",
+       overrides={"l1_unit": "exchange", "recall_lambda": 0.9, "recall_top_k": 20, "recall_candidates": 40,
+                  "quotas": PAPER_QUOTAS, "context_layout": "lines", "recall_neighbours": "none",
+                  "time_channel": "off", "propagation": "off", "gate_threshold": 0.35, "gate_floor": 0.0}),
     # baselines
     _r("bm25-turns", "bm25-turns", "baseline", "BM25 (rank-bm25 BM25Okapi) over raw dated turns"),
     _r("dense-turns", "dense-turns", "baseline", "MiniLM cosine over raw dated turns"),
@@ -122,6 +150,12 @@ SUITES: dict[str, list[str]] = {
                      "gate-off", "l2l5-hier", "l1l5-flat", "l1l5-hier",
                      *[f"lambda-{x:.1f}" for x in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)]],
 }
+#: tree-aware recall (issue 10): the default, its ablations and the flat baselines; runs without an LLM
+#: (the default consolidation without one is extractive)
+SUITES["tree"] = ["timem", "timem-l1", *[f"segtree-{d}" for d in ("top-down", "bottom-up", "both")], "segtree-h1",
+                  "segtree-noroute", "tider-semantic", "tider-channel", "neighbours-none", "neighbours-reply",
+                  "context-lines", "unit-exchange", "timem-context", "timem-paper", "bm25-turns", "dense-turns",
+                  "hybrid-turns"]
 SUITES["retrieval"] = SUITES["no-llm"] + SUITES["hierarchical"]
 
 
