@@ -48,13 +48,13 @@ def main() -> None:
     MemoryEngine(base, store, embedder, None).ingest(users, flush=True, upper_levels=args.upper)
     print(f"ingest {time.perf_counter() - t0:.1f} s; {store.stats()['nodes_per_level']}")
     levels = tuple(int(x) for x in args.levels.split(","))
-    quotas = None if levels != (1,) else {c: {1: 20} for c in ("simple", "hybrid", "complex")}
+    quotas = None if levels != (1,) else {c: {1: base.recall_top_k} for c in ("simple", "hybrid", "complex")}
     spec = RunSpec(dataset="locomo", data_file=Path(args.data), recipe=None, out_dir=Path("/tmp"))  # type: ignore[arg-type]
     items = select_questions(users, spec)
     for var in args.variant or ["{}"]:
         over = json.loads(var)
         for budget in (int(b) for b in args.budgets.split(",")):
-            extra = {"quotas": quotas} if quotas and "quotas" not in over else {}
+            extra = {"quotas": quotas} if quotas and "quotas" not in over and "quotas" not in json.loads(args.base) else {}
             cfg = base.with_overrides(**{"gate": "score", "planner": "centroid", "token_budget": budget, **extra, **over})
             recipe = Recipe(name="tune", method="timem", group="tune", description="", context_levels=levels or ALL_LEVELS)
             retr = TimemRetriever(store, embedder, None, cfg, recipe, run_key="tune")

@@ -87,7 +87,8 @@ def build_demo_db(path: Path, embedder, **config_overrides) -> Path:
     from timem.engine import MemoryEngine
     from timem.store import Store
 
-    cfg = load_config(env={}, db_path=path, llm_backend="none", **config_overrides)
+    # the scripted LLM writes L2-L5 (without a backend the default mode would be extractive)
+    cfg = load_config(env={}, db_path=path, llm_backend="none", **{"consolidation_mode": "abstractive", **config_overrides})
     store = Store(path, embedder.model_id, embedder.dim)
     try:
         llm, _ = studio_llm(store)
@@ -105,6 +106,8 @@ def open_engine(template: Path, workdir: Path, embedder, *, with_llm: bool = Tru
 
     db = workdir / "studio.duckdb"
     shutil.copy(template, db)
+    if with_llm:  # the scripted LLM writes L2-L5 (without a backend the default mode would be extractive)
+        config_overrides = {"consolidation_mode": "abstractive", **config_overrides}
     cfg = load_config(env={}, db_path=db, llm_backend="none", cache_dir=workdir / "cache", **config_overrides)
     store = Store(db, embedder.model_id, embedder.dim)
     llm = studio_llm(store)[0] if with_llm else None

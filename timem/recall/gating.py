@@ -164,16 +164,22 @@ def apply_budget(kept: set[str], why: dict[str, str], leaves: Sequence[Candidate
     leaf_ids = {c.node_id for c in ranked}
     why, kept = dict(why), set(kept)
     pulled: dict[str, list[str]] = {}
+    rank = {c.node_id: c.rank for c in ranked}
     for leaf, nid, reason in neighbours:
-        if nid in nodes and nid not in leaf_ids and nid not in why:
+        # a neighbour that is itself a lower-ranked leaf moves up to its leaf (and passes the gate with it)
+        if nid in nodes and nid != leaf and rank.get(nid, 10**9) > rank.get(leaf, 0):
             pulled.setdefault(leaf, []).append(nid)
-            kept.add(nid)
-            why[nid] = reason
-    priority: list[str] = []
+            if nid not in kept:
+                kept.add(nid)
+                why[nid] = reason
+            elif nid not in leaf_ids:
+                why.setdefault(nid, reason)
+    order: list[str] = []
     for c in ranked:
-        priority += [c.node_id, *brought.get(c.node_id, []), *(pulled.get(c.node_id, []) if interleave else [])]
+        order += [c.node_id, *brought.get(c.node_id, []), *(pulled.get(c.node_id, []) if interleave else [])]
     if not interleave:
-        priority += [nid for c in ranked for nid in pulled.get(c.node_id, [])]
+        order += [nid for c in ranked for nid in pulled.get(c.node_id, [])]
+    priority = list(dict.fromkeys(order))  # first place wins
     eligible = [nodes[nid] for nid in priority if nid in kept]
     chosen, text, tokens = fit_budget(eligible, lambda ns: render_context(ns, tz, layout), budget)
     final = {n.id for n in chosen}
