@@ -79,8 +79,7 @@ def main() -> None:
                   f"len={mean(x['mem_len'] for x in rows):6.1f} p95={p95:5.0f}ms", flush=True)
     if args.dump:
         with open(args.dump, "w", encoding="utf-8") as f:
-            for x in rows:
-                f.write(json.dumps(x, ensure_ascii=False, default=str) + "\n")
+            f.writelines(json.dumps(x, ensure_ascii=False, default=str) + "\n" for x in rows)
     store.close()
 
 

@@ -5,10 +5,20 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+from timem.config import PAPER_QUOTAS
 from timem.llm.client import LLM
 from timem.llm.fake import ScriptedBackend
 from timem.llm.protocol import ChatRequest
 from timem.models import Role, Turn
+
+#: Settings that were the defaults before the LoCoMo-dev tuning (6745ee4); a test of a behaviour that
+#: still exists under explicit settings pins only those it needs.
+#: L1 leaves of a turn and its reply (``l1_unit = "exchange"``).
+EXCHANGE = {"l1_unit": "exchange"}
+#: L2-L5 written by the (scripted) LLM: the default follows the backend, extractive for "local"/"none".
+ABSTRACTIVE = {"consolidation_mode": "abstractive"}
+#: TiMem's quotas: L2-L5 ancestors in the context.
+TIMEM_QUOTAS = {"quotas": PAPER_QUOTAS}
 
 
 def consolidation_answer(request: ChatRequest) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from helpers import ABSTRACTIVE
 from streamlit.testing.v1 import AppTest
 from studio_support import DEMO_USER, REPO, SCRIPTED_MODEL, build_demo_db, open_engine
 
@@ -264,32 +265,47 @@ def test_import_demo_from_sidebar(tmp_path, embedder):
         eng.close()
 
 
-def test_import_l1_only_then_consolidate_now(empty_engine):
-    """Unticking 'Consolidate L2-L5' writes L1 only; 'Consolidate now' (with flush) builds the rest later."""
-    at = make_app(empty_engine, user="me")
+def test_import_l1_only_then_consolidate_now(empty_abstractive_engine):
+    """Unticking 'Consolidate L2-L5' writes L1 only; 'Consolidate now' (with flush) builds the rest later.
+    (The checkbox is offered when the LLM writes L2-L5; extractive imports take seconds and have none.)"""
+    eng = empty_abstractive_engine
+    at = make_app(eng, user="me")
     at.checkbox(key="sb_imp_upper").uncheck().run()
     at.button(key="sb_imp_go").click().run()
     assert_clean(at)
-    levels = {int(n.level) for n in empty_engine.store.nodes(DEMO_USER)}
+    levels = {int(n.level) for n in eng.store.nodes(DEMO_USER)}
     assert levels == {1}
     at.checkbox(key="sb_flush").check().run()
     at.button(key="sb_consolidate").click().run()
     assert_clean(at)
-    assert {int(n.level) for n in empty_engine.store.nodes(DEMO_USER)} == {1, 2, 3, 4, 5}
-    assert len(empty_engine.store.nodes(DEMO_USER, int(Level.PROFILE))) == 3
+    assert {int(n.level) for n in eng.store.nodes(DEMO_USER)} == {1, 2, 3, 4, 5}
+    assert len(eng.store.nodes(DEMO_USER, int(Level.PROFILE))) == 3
+    assert {n.mode for n in eng.store.nodes(DEMO_USER) if n.level > 1} == {"abstractive"}
 
 
-@pytest.fixture()
-def empty_engine(tmp_path, embedder):
+def _empty_engine(tmp_path, embedder, **overrides):
     from studio_support import studio_llm
 
     from timem.config import load_config
     from timem.engine import MemoryEngine
     from timem.store import Store
 
-    cfg = load_config(env={}, db_path=tmp_path / "empty.duckdb", llm_backend="none")
+    cfg = load_config(env={}, db_path=tmp_path / "empty.duckdb", llm_backend="none", **overrides)
     store = Store(cfg.db_path, embedder.model_id, embedder.dim)
-    eng = MemoryEngine(cfg, store, embedder, studio_llm(store)[0])
+    return MemoryEngine(cfg, store, embedder, studio_llm(store)[0])
+
+
+@pytest.fixture()
+def empty_engine(tmp_path, embedder):
+    eng = _empty_engine(tmp_path, embedder)
+    yield eng
+    eng.close()
+
+
+@pytest.fixture()
+def empty_abstractive_engine(tmp_path, embedder):
+    """An empty store whose L2-L5 the scripted LLM writes."""
+    eng = _empty_engine(tmp_path, embedder, **ABSTRACTIVE)
     yield eng
     eng.close()
 
@@ -366,7 +382,8 @@ def test_extractive_mode_from_the_sidebar_without_an_llm(tmp_path, embedder):
     from timem.store import Store
     from timem.viz import timeline as tl
 
-    cfg = load_config(env={}, db_path=tmp_path / "none.duckdb", llm_backend="none")
+    # configured abstractive, which needs an LLM: the sidebar's select switches to extractive
+    cfg = load_config(env={}, db_path=tmp_path / "none.duckdb", llm_backend="none", **ABSTRACTIVE)
     eng = MemoryEngine(cfg, Store(cfg.db_path, embedder.model_id, embedder.dim), embedder, None)
     try:
         at = make_app(eng, user="me")

@@ -64,7 +64,7 @@ def reply(request) -> str:
     system = request.messages[0].content
     last = request.messages[-1].content
     if system.startswith("You select"):
-        return json.dumps({"keep": [int(n) for n in re.findall(r"^\[(\d+)\]", last, re.M)]})
+        return json.dumps({"keep": [int(n) for n in re.findall(r"^\[(\d+)\]", last, re.MULTILINE)]})
     if system.startswith("You plan"):
         return json.dumps({"complexity": "hybrid", "keywords": [], "time_expression": None})
     if request.json_schema is not None:

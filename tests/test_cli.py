@@ -63,7 +63,9 @@ def test_ingest_tree_stats_check_and_idempotent_rerun(cli_env, chat_file):
 
     code, out = run("stats", "--json", "--db", db)
     stats = json.loads(out[out.index("{"):])
-    assert stats["turns"] == 4 and stats["nodes_per_level"] == {"L1": 2}
+    # without an LLM the default mode is extractive: one L1 per turn, and the whole tree (two sessions on two
+    # Thursdays a week apart: two days, two weeks, one month)
+    assert stats["turns"] == 4 and stats["nodes_per_level"] == {"L1": 4, "L2": 2, "L3": 2, "L4": 2, "L5": 1}
 
     code, out = run("check", "--db", db)
     assert code == 0 and out.startswith("ok"), out
@@ -130,7 +132,7 @@ def test_l1_only_ingest_makes_no_llm_call(cli_env, chat_file):
                         "--l1-only")
     finally:
         server.close()
-    assert code == 0 and "'L1': 2" in out and server.requests == [], out
+    assert code == 0 and "new nodes {'L1': 4}" in out and server.requests == [], out  # one L1 per turn, L1 only
 
 
 def test_an_empty_sample_list_is_refused(cli_env, chat_file):

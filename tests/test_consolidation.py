@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from helpers import consolidation_answer, make_turn, scripted_llm
+from helpers import ABSTRACTIVE, EXCHANGE, consolidation_answer, make_turn, scripted_llm
 
 from timem.config import load_config
 from timem.consolidation.segments import exchanges
@@ -21,7 +21,8 @@ T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday
 
 @pytest.fixture()
 def engine(store, embedder, tmp_path):
-    cfg = load_config(env={}, db_path=str(tmp_path / "timem.duckdb"))
+    # one L1 segment per exchange, L2-L5 written by the scripted LLM
+    cfg = load_config(env={}, db_path=str(tmp_path / "timem.duckdb"), **EXCHANGE, **ABSTRACTIVE)
     llm, backend = scripted_llm(store)
     eng = MemoryEngine(cfg, store, embedder, llm)
     eng.backend = backend
@@ -57,7 +58,7 @@ def test_online_chat_writes_l1_at_once_and_upper_levels_when_windows_close(engin
 
 
 def test_rerun_adds_nothing_and_a_failed_run_resumes_without_duplicates(store, embedder, tmp_path):
-    cfg = load_config(env={}, db_path=str(tmp_path / "x.duckdb"))
+    cfg = load_config(env={}, db_path=str(tmp_path / "x.duckdb"), **EXCHANGE, **ABSTRACTIVE)
     turns = [make_turn("u", f"s{d}", i, "AB"[i % 2], f"day {d} turn {i}", T0 + timedelta(days=d, minutes=i))
              for d in range(4) for i in range(4)]
     store.add_turns(turns)
@@ -95,7 +96,7 @@ def _invents_for(session_text: str):
 
 
 def test_an_unusable_window_is_reported_and_stays_due_while_the_others_are_written(store, embedder, tmp_path):
-    cfg = load_config(env={}, db_path=str(tmp_path / "x.duckdb"))
+    cfg = load_config(env={}, db_path=str(tmp_path / "x.duckdb"), **ABSTRACTIVE)
     for d, text in enumerate(["I bake sourdough bread.", "我学了半年中文。", "I repaired my bicycle."]):
         store.add_turns([make_turn("u", f"s{d}", i, "AB"[i % 2], f"{text} ({i})", T0 + timedelta(hours=d, minutes=i))
                          for i in range(2)])
@@ -124,7 +125,7 @@ def test_an_unusable_window_is_reported_and_stays_due_while_the_others_are_writt
 
 
 def test_chat_keeps_the_exchange_when_an_older_window_cannot_be_consolidated(store, embedder, tmp_path):
-    cfg = load_config(env={}, db_path=str(tmp_path / "x.duckdb"))
+    cfg = load_config(env={}, db_path=str(tmp_path / "x.duckdb"), **EXCHANGE, **ABSTRACTIVE)
     eng = MemoryEngine(cfg, store, embedder, LLM(ScriptedBackend(_invents_for("tea ceremony")), store))
     eng.add_exchange("u", "s1", "I joined a tea ceremony class.", "Lovely.", T0)
     with pytest.raises(ConsolidationIncomplete) as err:
@@ -226,9 +227,9 @@ def test_an_edit_reconsolidates_each_ancestor_in_its_own_mode(store, embedder, t
     MemoryEngine(extractive_cfg, store, embedder, None).consolidate("u", flush=True)
     old = {n.id: n for n in store.nodes("u") if n.level > 1}
     assert {n.mode for n in old.values()} == {"extractive"}
-    # the studio now runs with an LLM and the abstractive default: the extractive ancestors stay extractive
+    # the studio now runs with an LLM in abstractive mode: the extractive ancestors stay extractive
     llm, backend = scripted_llm(store)
-    eng = MemoryEngine(load_config(env={}, db_path=str(tmp_path / "x.duckdb")), store, embedder, llm)
+    eng = MemoryEngine(load_config(env={}, db_path=str(tmp_path / "x.duckdb"), **ABSTRACTIVE), store, embedder, llm)
     seg = store.nodes("u", 1)[0]
     eng.edit_memory(seg.id, "Ann: I adopted a cat named Tofu on 7 May 2023.")
     new = [n for n in store.nodes("u") if n.level > 1]

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import EXCHANGE
 
 from timem.config import load_config
 from timem.datasets import load_jsonl
@@ -27,7 +28,7 @@ def _first_marker(text: str) -> str:
 def pia(tmp_path, embedder):
     if not CASE.exists():
         pytest.fail(f"{CASE} is missing: the shared cases must sit at ../shared beside the repo")
-    cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none")
+    cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none", **EXCHANGE)  # a segment per exchange
     eng = MemoryEngine(cfg, Store(cfg.db_path, embedder.model_id, embedder.dim), embedder, None)
     eng.ingest(load_jsonl(CASE, cfg.tz), upper_levels=False)
     yield eng

@@ -7,9 +7,9 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from helpers import make_turn
+from helpers import ABSTRACTIVE, EXCHANGE, make_turn
 
-from timem.config import load_config
+from timem.config import DEFAULT_CONSOLIDATION_MODES, load_config
 from timem.consolidation import extractive
 from timem.consolidation.segments import turn_line
 from timem.engine import MemoryEngine
@@ -61,7 +61,7 @@ def extractive_engine(store, embedder, tmp_path, **kw) -> MemoryEngine:
 
 def test_without_an_llm_extractive_mode_writes_the_whole_tree(store, embedder, tmp_path):
     add_sessions(store)
-    eng = extractive_engine(store, embedder, tmp_path)
+    eng = extractive_engine(store, embedder, tmp_path, **EXCHANGE)  # 12 exchanges
     eng.consolidate("u", flush=True)
     counts = {lv: len(store.nodes("u", int(lv))) for lv in Level}
     assert counts == {Level.SEGMENT: 12, Level.SESSION: 4, Level.DAY: 4, Level.WEEK: 3, Level.PROFILE: 2}
@@ -75,9 +75,18 @@ def test_without_an_llm_extractive_mode_writes_the_whole_tree(store, embedder, t
     assert store.stats()["llm_calls"] == 0
 
 
-def test_default_abstractive_mode_without_an_llm_still_writes_l1_only(store, embedder, tmp_path):
+def test_default_mode_without_an_llm_is_extractive_and_writes_the_whole_tree(store, embedder, tmp_path):
     add_sessions(store)
     cfg = load_config(env={}, db_path=str(tmp_path / "x.duckdb"), llm_backend="none")
+    assert cfg.consolidation_mode == DEFAULT_CONSOLIDATION_MODES["none"] == "extractive"
+    MemoryEngine(cfg, store, embedder, None).consolidate("u", flush=True)
+    assert {int(n.level) for n in store.nodes("u")} == {1, 2, 3, 4, 5}
+    assert {n.mode for n in store.nodes("u") if n.level > 1} == {"extractive"}
+
+
+def test_abstractive_mode_without_an_llm_still_writes_l1_only(store, embedder, tmp_path):
+    add_sessions(store)
+    cfg = load_config(env={}, db_path=str(tmp_path / "x.duckdb"), llm_backend="none", **ABSTRACTIVE)
     MemoryEngine(cfg, store, embedder, None).consolidate("u", flush=True)
     assert {int(n.level) for n in store.nodes("u")} == {1}
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-import timem.llm.local as local
 from timem.config import Config
 from timem.errors import LLMError, ModelFileError
+from timem.llm import local
 from timem.llm.client import LLM
 from timem.llm.local import MODELS, LocalLlamaBackend, ModelSpec, ensure_model_file
 from timem.llm.protocol import ChatRequest, Message

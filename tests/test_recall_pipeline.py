@@ -12,6 +12,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from helpers import TIMEM_QUOTAS
 
 from timem.config import Config
 from timem.errors import ConfigError, LLMError
@@ -182,8 +183,8 @@ def test_missing_level_is_skipped_not_the_end_of_the_climb(store, embedder):
     _add(store, embedder, _mk("u1", "month", 5, "month:2023-05", datetime(2023, 5, 1, tzinfo=UTC),
                               datetime(2023, 6, 1, tzinfo=UTC), "Profile: Anna loves water sports",
                               children=["day"]))  # no L4 week node
-    res = recall(store, embedder, None, Config(), "u1", "What did Anna buy?", QT, complexity_override="simple",
-                 gate_override="off")
+    res = recall(store, embedder, None, Config(**TIMEM_QUOTAS), "u1", "What did Anna buy?", QT,
+                 complexity_override="simple", gate_override="off")
     added = {a.node_id: a for a in res.trace.ancestors if a.added}
     assert set(added) == {"u1:month"}  # L2 absent, L3 not in the simple plan, L5 still reached
     assert added["u1:month"].path == ["u1:day", "u1:month"]
@@ -192,7 +193,7 @@ def test_missing_level_is_skipped_not_the_end_of_the_climb(store, embedder):
 
 def test_llm_gate_keeps_what_the_model_says(two_users, embedder):
     llm, _ = scripted(two_users, gate_keep=[1, 99])
-    res = recall(two_users, embedder, llm, Config(), "u1", "LGBTQ support group", QT, complexity_override="simple",
+    res = recall(two_users, embedder, llm, Config(recall_neighbours="none"), "u1", "LGBTQ support group", QT, complexity_override="simple",
                  gate_override="llm")
     gate = res.trace.gate
     assert gate.applied == "llm" and gate.fallback is None and gate.invalid_numbers == [99]
@@ -223,7 +224,8 @@ def test_gate_fallback_when_call_fails(two_users, embedder):
 
 
 def test_no_llm_substitutions_are_recorded_and_explicit_requests_refused(two_users, embedder):
-    res = recall(two_users, embedder, None, Config(planner="llm", gate="llm"), "u1", "LGBTQ support group", QT)
+    res = recall(two_users, embedder, None, Config(planner="llm", gate="llm", propagation="off"), "u1",
+                 "LGBTQ support group", QT)  # without propagation's note, the notes are the two substitutions
     assert res.trace.plan.planner == "centroid" and res.trace.gate.applied == "score"
     assert len(res.trace.notes) == 2 and res.trace.plan.note
     with pytest.raises(ConfigError):
@@ -240,24 +242,26 @@ def test_unknown_user_gets_an_empty_context_without_llm_calls(two_users, embedde
 
 
 def test_token_budget_caps_context(two_users, embedder):
-    res = recall(two_users, embedder, None, Config(token_budget=60), "u1", "What did Melanie do?", QT,
+    res = recall(two_users, embedder, None, Config(token_budget=60, **TIMEM_QUOTAS), "u1", "What did Melanie do?", QT,
                  complexity_override="complex", gate_override="off")
     assert 0 < res.mem_len <= 60 and count_tokens(res.context) == res.mem_len
     dropped = [d for d in res.trace.gate.decisions if not d.kept]
     assert dropped and all("token budget" in d.reason for d in dropped)
-    full = recall(two_users, embedder, None, Config(), "u1", "What did Melanie do?", QT,
+    full = recall(two_users, embedder, None, Config(**TIMEM_QUOTAS), "u1", "What did Melanie do?", QT,
                   complexity_override="complex", gate_override="off")
     assert full.mem_len > 60 and full.mem_len <= 1000
     assert {n.level for n in full.nodes} == {1, 2, 3, 4, 5}
     for budget in (5, 25, 45, 90, 150, 230):
-        r = recall(two_users, embedder, None, Config(token_budget=budget), "u1", "What did Melanie do?", QT,
+        r = recall(two_users, embedder, None, Config(token_budget=budget, **TIMEM_QUOTAS), "u1", "What did Melanie do?", QT,
                    complexity_override="complex", gate_override="off", persist=False)
         assert r.mem_len <= budget and count_tokens(r.context) == r.mem_len
         assert (r.context == "") == (r.nodes == [])
 
 
 def test_trace_is_persisted_and_reloadable(two_users, embedder):
-    res = recall(two_users, embedder, None, Config(), "u1", "Did Caroline adopt a puppy last month?", QT)
+    # the fused score is the λ-weighted sum alone: no time term, nothing propagated from the tree
+    cfg = Config(recall_lambda=0.9, time_channel="off", propagation="off")
+    res = recall(two_users, embedder, None, cfg, "u1", "Did Caroline adopt a puppy last month?", QT)
     t = res.trace
     assert set(t.latency_ms) >= {"plan", "leaves", "ancestors", "gate", "context", "total"}
     for c in t.candidates:

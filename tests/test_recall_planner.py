@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from timem.config import Config
+from timem.config import DEFAULT_QUOTAS, Config
 from timem.llm.client import LLM
 from timem.llm.fake import ScriptedBackend
 from timem.recall.planner import (
@@ -52,7 +52,7 @@ def test_centroid_plan_has_levels_keywords_window_and_scores(embedder):
     plan = CentroidPlanner(embedder).plan("How many times did Anna go hiking last month?", QT, Config())
     assert plan.planner == "centroid"
     assert plan.complexity == "hybrid"
-    assert plan.levels == {1: 20, 2: 4, 3: 2, 5: 1}
+    assert plan.levels == DEFAULT_QUOTAS["hybrid"]
     assert plan.keywords == ["hiking"]
     assert plan.time_expression == "last month"
     assert plan.time_window.start == datetime(2023, 4, 1, tzinfo=UTC)
@@ -64,7 +64,7 @@ def test_levels_follow_configured_quotas():
     cfg = Config(quotas=quotas)
     assert make_plan("simple", "q", QT, cfg, "override").levels == {1: 5, 2: 1}  # a zero quota drops the level
     assert make_plan("hybrid", "q", QT, cfg, "override").levels == {1: 10, 3: 1}
-    assert make_plan("complex", "q", QT, Config(), "override").levels == {1: 20, 2: 4, 3: 2, 4: 2, 5: 1}
+    assert make_plan("complex", "q", QT, Config(), "override").levels == DEFAULT_QUOTAS["complex"]
 
 
 def _planner_llm(reply: dict) -> tuple[LLM, ScriptedBackend]:
@@ -81,7 +81,7 @@ def test_llm_planner_cleans_keywords_and_resolves_the_named_time_phrase():
     assert plan.keywords == ["painting", "art"]
     assert plan.time_expression == "two weeks ago"
     assert plan.time_window.start == datetime(2023, 5, 8, tzinfo=UTC)
-    assert plan.levels == {1: 20, 2: 4, 3: 2, 4: 2, 5: 1}
+    assert plan.levels == DEFAULT_QUOTAS["complex"]
     request = backend.calls[0]
     assert request.json_schema is not None and "complexity" in request.json_schema["properties"]
     assert "Thursday, 25 May 2023" in request.messages[-1].content

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import scripted_llm
+from helpers import ABSTRACTIVE, EXCHANGE, scripted_llm
 from typer.testing import CliRunner
 
 from timem.cli import app
@@ -33,7 +33,8 @@ def cli_env(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_changed_turns_are_reported_then_updated_with_the_flag(cli_env, embedder):
+def test_changed_turns_are_reported_then_updated_with_the_flag(cli_env, embedder, monkeypatch):
+    monkeypatch.setenv("TIMEM_L1_UNIT", "exchange")  # the changed turn and its reply are one segment
     db = str(cli_env / "t.duckdb")
     runner = CliRunner()
     args = ["--format", "jsonl", "--l1-only", "--llm", "none", "--db", db]
@@ -61,14 +62,15 @@ def test_changed_turns_are_reported_then_updated_with_the_flag(cli_env, embedder
     assert [a["turn_id"] for a in audit] == ["orla:s1:0", "orla:s1:1"]
     assert "Pebble" in audit[0]["old_text"]
     assert "sourdough" in store.nodes("tomas", 1)[0].content
-    assert check_store(store, load_config(env={}, db_path=db)) == []
+    assert check_store(store, load_config(env={}, db_path=db, **EXCHANGE)) == []
     store.close()
     res = runner.invoke(app, ["ingest", str(V2), *args])  # now nothing differs
     assert res.exit_code == 0 and "warning" not in res.output and "updated" not in res.output
 
 
 def test_update_reconsolidates_the_ancestors(tmp_path, embedder):
-    cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none")
+    # one segment per exchange; the ancestors are written (and rewritten) by the scripted LLM
+    cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none", **EXCHANGE, **ABSTRACTIVE)
     store = Store(cfg.db_path, embedder.model_id, embedder.dim)
     llm, _ = scripted_llm(store)
     eng = MemoryEngine(cfg, store, embedder, llm)

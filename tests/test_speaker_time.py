@@ -9,6 +9,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from helpers import EXCHANGE
 
 from timem.config import load_config
 from timem.datasets import load_dataset, load_jsonl, write_jsonl
@@ -21,7 +22,8 @@ CASE = Path(__file__).resolve().parents[2] / "shared" / "cases" / "found-by-tryi
 
 
 def engine(tmp_path, embedder, **settings) -> MemoryEngine:
-    cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none", **settings)
+    # one L1 segment per exchange: a statement and its reply are one segment (one text to check)
+    cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none", **{**EXCHANGE, **settings})
     return MemoryEngine(cfg, Store(cfg.db_path, embedder.model_id, embedder.dim), embedder, None)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from helpers import TIMEM_QUOTAS
 from studio_support import DEMO_USER, build_demo_db, open_engine
 
 from timem.recall import recall
@@ -12,7 +13,10 @@ from timem.viz import trace_tables as tt
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory, embedder):
     work = tmp_path_factory.mktemp("trace")
-    eng = open_engine(build_demo_db(work / "demo.duckdb", embedder), work, embedder, with_llm=False)
+    # TiMem's quotas: the plan has L1-L5 and ancestors are added; without propagation the fused score is the
+    # max-normalised λ-mix (propagation adds the tree's share on top, beyond 1)
+    eng = open_engine(build_demo_db(work / "demo.duckdb", embedder), work, embedder, with_llm=False,
+                      propagation="off", **TIMEM_QUOTAS)
     res = recall(eng.store, eng.embedder, None, eng.config, DEMO_USER, "Which tea did Mia bring from Shanghai?",
                  complexity_override="complex", persist=False)
     nodes = {n.id: n for n in eng.store.nodes(DEMO_USER, status=None)}

@@ -215,7 +215,7 @@ class Config(BaseModel):
         """``user_timezones`` as :class:`zoneinfo.ZoneInfo` objects (for the importers)."""
         return {u: ZoneInfo(z) for u, z in self.user_timezones.items()}
 
-    def with_overrides(self, **overrides: Any) -> "Config":
+    def with_overrides(self, **overrides: Any) -> Config:
         """A copy with some fields replaced (validated)."""
         return _build({**self.model_dump(), **{k: v for k, v in overrides.items() if v is not None}})
 

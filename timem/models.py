@@ -75,11 +75,11 @@ class TimeSpan(BaseModel):
         if self.end < self.start:
             raise ValueError(f"span end {self.end.isoformat()} is before start {self.start.isoformat()}")
 
-    def contains(self, other: "TimeSpan") -> bool:
+    def contains(self, other: TimeSpan) -> bool:
         """Temporal containment: ``self.start <= other.start`` and ``other.end <= self.end``."""
         return self.start <= other.start and other.end <= self.end
 
-    def hull(self, other: "TimeSpan") -> "TimeSpan":
+    def hull(self, other: TimeSpan) -> TimeSpan:
         return TimeSpan(start=min(self.start, other.start), end=max(self.end, other.end))
 
     @property

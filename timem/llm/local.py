@@ -249,7 +249,7 @@ class LocalLlamaBackend:
         except ValueError as exc:  # llama.cpp raises ValueError for context overflow
             raise LLMError(f"{self.model_id}: {exc}. Shorten the input or raise TIMEM_LOCAL_N_CTX "
                            f"(now {self.n_ctx}).") from exc
-        except Exception as exc:  # noqa: BLE001 - llama.cpp errors are untyped; re-raised as LLMError
+        except Exception as exc:
             raise LLMError(f"{self.model_id} failed: {type(exc).__name__}: {exc}") from exc
         try:
             text = out["choices"][0]["message"]["content"] or ""

@@ -171,7 +171,7 @@ class Store(RecordTables):
             ensure_hnsw(self.con)
         return {"seconds": time.perf_counter() - t0, "bytes_before": before, "bytes_after": os.path.getsize(self.path)}
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
