@@ -123,3 +123,22 @@ def test_nothing_after_the_question_time(turn_engine):
     assert res.nodes and all(n.span_start <= early for n in res.nodes)
     assert "Lisbon" not in res.context and "soup" not in res.context
     assert any("after the question time" in n for n in res.trace.notes)
+
+
+def test_an_over_long_memory_contributes_its_best_passage():
+    from timem.models import Level, MemoryNode
+    from timem.recall.context import best_passage, count_tokens
+
+    filler = " ".join(f"Sentence {i} is about nothing in particular and goes on." for i in range(600))
+    content = ("On 8 May 2023 (Monday) 13:56:\nNell: " + filler
+               + " My flight to Oslo departs at 07:40 from gate B12. " + filler)
+    when = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    node = MemoryNode(id="x", user_id="u", level=1, window_key="segment:u:S:0", span_start=when, span_end=when,
+                      content=content, model_id="verbatim", prompt_version="v")
+    cut = best_passage(node, "When does my flight to Oslo depart?", 250)
+    assert count_tokens(cut.content) <= 250 < count_tokens(content)
+    assert "departs at 07:40 from gate B12" in cut.content
+    assert cut.content.startswith("On 8 May 2023 (Monday) 13:56:\nNell: … ") and cut.content.endswith(" …")
+    assert cut.level == Level.SEGMENT and cut.id == node.id
+    short = node.model_copy(update={"content": "Nell: a short memory."})
+    assert best_passage(short, "flight", 250) is short

@@ -154,6 +154,49 @@ def render_context(nodes: Sequence[MemoryNode], tz: ZoneInfo, layout: Layout = "
     return "\n".join(blocks)
 
 
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
+_WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+def best_passage(node: MemoryNode, question: str, max_tokens: int) -> MemoryNode:
+    """A copy of ``node`` whose content is its passage most relevant to ``question`` within ``max_tokens``.
+
+    For a memory too long for the budget (a 5,000-word turn): sentences are scored by how many of
+    the question's words (lower case, 3+ characters) they contain; the best one is kept with its
+    neighbours while they fit, cut points marked ``…``; the first line's speaker prefix and a verbatim
+    date line are kept, so the passage stays attributed and dated. Unchanged when it already fits.
+    """
+    if count_tokens(node.content) <= max_tokens:
+        return node
+    head = _VERBATIM_HEAD.match(node.content)
+    date_line = head.group(0).strip() if head else ""
+    body = " ".join(node.content[head.end() if head else 0:].split())
+    speaker, sep, text = body.partition(": ")
+    if not sep or len(speaker) > 60:
+        speaker, text = "", body
+    max_tokens = max(8, max_tokens - count_tokens(f"{date_line}\n{speaker}: … …"))
+    sents = [x for x in _SENTENCE.split(text) if x.strip()]
+    terms = {w for w in _WORDS.findall(question.lower()) if len(w) >= 3}
+    scores = [len(terms & set(_WORDS.findall(x.lower()))) for x in sents]
+    best = max(range(len(sents)), key=lambda i: (scores[i], -i)) if sents else 0
+    lo = hi = best
+    while True:
+        grown = False
+        for cand in (hi + 1, lo - 1):
+            if 0 <= cand < len(sents):
+                a, b = min(lo, cand), max(hi, cand)
+                if count_tokens(" ".join(sents[a:b + 1])) <= max_tokens:
+                    lo, hi, grown = a, b, True
+        if not grown:
+            break
+    passage = " ".join(sents[lo:hi + 1]) if sents else text
+    while count_tokens(passage) > max_tokens and " " in passage:  # one sentence longer than the cap
+        passage = passage.rsplit(" ", max(1, len(passage.split()) // 10))[0]
+    passage = ("… " if lo > 0 else "") + passage + (" …" if hi < len(sents) - 1 or passage != text else "")
+    content = "\n".join(x for x in (date_line, f"{speaker}: {passage}" if speaker else passage) if x)
+    return node.model_copy(update={"content": content})
+
+
 def fit_budget(items: Sequence[T], render: Callable[[list[T]], str], budget: int) -> tuple[list[T], str, int]:
     """Greedy fill in priority order: ``(kept items, rendered context, its tokens)`` within ``budget``.
 

@@ -36,7 +36,7 @@ from timem.llm.protocol import LLMClient
 from timem.models import MemoryNode
 from timem.prompts import gate as gate_prompt
 from timem.recall.ancestors import AncestorRecord
-from timem.recall.context import Layout, date_label, fit_budget, render_context
+from timem.recall.context import Layout, best_passage, date_label, fit_budget, render_context
 from timem.recall.leaves import Candidate
 
 GateMode = Literal["llm", "score", "off"]
@@ -143,14 +143,16 @@ def run_gate(mode: GateMode, llm: LLMClient | None, question: str, complexity: s
 
 def apply_budget(kept: set[str], why: dict[str, str], leaves: Sequence[Candidate], ancestors: Sequence[AncestorRecord],
                  nodes: dict[str, MemoryNode], budget: int, tz: ZoneInfo, layout: Layout = "grouped",
-                 neighbours: Sequence[tuple[str, str, str]] = (), interleave: bool = True
+                 neighbours: Sequence[tuple[str, str, str]] = (), interleave: bool = True, question: str = ""
                  ) -> tuple[list[MemoryNode], str, int, list[GateDecision]]:
     """Fit the kept memories into ``budget`` tokens (see the module docstring).
 
     Priority: each leaf by rank followed by the ancestors it brought; ``neighbours`` are
     ``(leaf id, neighbour id, reason)`` triples (the adjacent turns of kept leaves), placed right
     after their leaf when ``interleave``, else after every leaf. The greedy fill is
-    :func:`timem.recall.context.fit_budget` over the rendered context in ``layout``.
+    :func:`timem.recall.context.fit_budget` over the rendered context in ``layout``. With ``question``, a
+    memory longer than a quarter of the budget is replaced by its most relevant passage
+    (:func:`timem.recall.context.best_passage`), so an over-long memory contributes, never nothing.
 
     Returns:
         ``(final nodes in priority order, context text, its cl100k token count, a decision per
@@ -180,7 +182,9 @@ def apply_budget(kept: set[str], why: dict[str, str], leaves: Sequence[Candidate
     if not interleave:
         order += [nid for c in ranked for nid in pulled.get(c.node_id, [])]
     priority = list(dict.fromkeys(order))  # first place wins
-    eligible = [nodes[nid] for nid in priority if nid in kept]
+    # an over-long memory contributes its most relevant passage instead of nothing (a quarter of the budget)
+    eligible = [best_passage(nodes[nid], question, max(32, budget // 4)) if question else nodes[nid]
+                for nid in priority if nid in kept]
     chosen, text, tokens = fit_budget(eligible, lambda ns: render_context(ns, tz, layout), budget)
     final = {n.id for n in chosen}
     decisions = []

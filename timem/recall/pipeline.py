@@ -190,7 +190,7 @@ def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: 
     pulled = neighbour_leaves(store, config, user_id, [c for c in leaves.kept if c.node_id in kept], nodes)
     chosen, context, tokens, decisions = apply_budget(kept, why, leaves.kept, ancestors, nodes,
                                                       config.token_budget, config.tz, config.context_layout,
-                                                      pulled, config.neighbour_priority == "interleave")
+                                                      pulled, config.neighbour_priority == "interleave", query)
     outcome = outcome.model_copy(update={"decisions": decisions})
     latency["context"] = _ms(t0)
     latency["total"] = _ms(t_all)
