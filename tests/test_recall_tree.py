@@ -3,7 +3,9 @@ turns, the question-time cut and user isolation in every new channel (real DuckD
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -142,3 +144,18 @@ def test_an_over_long_memory_contributes_its_best_passage():
     assert cut.level == Level.SEGMENT and cut.id == node.id
     short = node.model_copy(update={"content": "Nell: a short memory."})
     assert best_passage(short, "flight", 250) is short
+
+
+def test_line_cached_count_equals_the_whole_count_on_real_and_tricky_contexts(locomo_dev):
+    from timem.recall.context import count_context_tokens, count_tokens
+
+    data = json.loads(Path(locomo_dev).read_text())
+    lines = [f"{t['speaker']}: {t['text']}" for conv in data for k, v in conv["conversation"].items()
+             if k.startswith("session_") and isinstance(v, list) for t in v]
+    tricky = ["Ann: what?!)", "[Mon 8 May 2023, 13:56]", "'s fine", "- [May 2023] ok...", "张三：我昨天去了北京。",
+              "日本語のテキスト。", "x" * 300, "Bob: 12345678 🙂🙂", "L2 sessions:", "Conversation excerpts:"]
+    chunks = [lines[i:i + 37] for i in range(0, len(lines), 37)] + [tricky, tricky[::-1], ["one"]]
+    for chunk in chunks:
+        text = "\n".join(chunk)
+        assert count_context_tokens(text) == count_tokens(text)
+    assert count_context_tokens("a\n\n b") == count_tokens("a\n\n b")  # falls back on empty/indented lines

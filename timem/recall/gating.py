@@ -36,7 +36,7 @@ from timem.llm.protocol import LLMClient
 from timem.models import MemoryNode
 from timem.prompts import gate as gate_prompt
 from timem.recall.ancestors import AncestorRecord
-from timem.recall.context import Layout, best_passage, date_label, fit_budget, render_context
+from timem.recall.context import Layout, best_passage, date_label, fit_budget, min_line_cost, render_context
 from timem.recall.leaves import Candidate
 
 GateMode = Literal["llm", "score", "off"]
@@ -185,7 +185,8 @@ def apply_budget(kept: set[str], why: dict[str, str], leaves: Sequence[Candidate
     # an over-long memory contributes its most relevant passage instead of nothing (a quarter of the budget)
     eligible = [best_passage(nodes[nid], question, max(32, budget // 4)) if question else nodes[nid]
                 for nid in priority if nid in kept]
-    chosen, text, tokens = fit_budget(eligible, lambda ns: render_context(ns, tz, layout), budget)
+    chosen, text, tokens = fit_budget(eligible, lambda ns: render_context(ns, tz, layout), budget,
+                                      lambda n: min_line_cost(n, tz, layout))
     final = {n.id for n in chosen}
     decisions = []
     for nid in priority:
