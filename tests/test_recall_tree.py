@@ -159,3 +159,56 @@ def test_line_cached_count_equals_the_whole_count_on_real_and_tricky_contexts(lo
         text = "\n".join(chunk)
         assert count_context_tokens(text) == count_tokens(text)
     assert count_context_tokens("a\n\n b") == count_tokens("a\n\n b")  # falls back on empty/indented lines
+
+
+def _one_speaker_user(uid: str, texts: list[str]) -> ImportedUser:
+    start = datetime(2024, 1, 1, 12, tzinfo=UTC)
+    sessions = []
+    for i, text in enumerate(texts):
+        sid = f"d{i:02d}"
+        turns = [Turn(id=turn_id(uid, sid, 0), user_id=uid, session_id=sid, seq=0, speaker="Rio", role=Role.USER,
+                      text=text, event_time=start + timedelta(days=i))]
+        sessions.append(ImportedSession(session_id=sid, turns=turns, date_label=turns[0].event_time.isoformat()))
+    return ImportedUser(user_id=uid, participants=["Rio"], sessions=sessions)
+
+
+def test_near_duplicates_do_not_crowd_out_a_distinct_fact(store, embedder):
+    from timem.recall.duplicates import near_duplicates
+    from timem.recall.render import candidate_reasons
+
+    texts = ["Reminder: I am allergic to peanuts."] * 40 + ["My doctor found out I am also allergic to penicillin."]
+    cfg = Config(db_path=store.path, llm_backend="none", gate="score", l1_unit="turn", recall_top_k=20,
+                 recall_candidates=60, recall_neighbours="none")
+    eng = MemoryEngine(cfg, store, embedder, None)
+    eng.ingest([_one_speaker_user("rio", texts)])
+    qt = datetime(2024, 3, 1, tzinfo=UTC)
+    res = recall(eng.store, eng.embedder, None, cfg, "rio", "What am I allergic to?", qt, persist=False)
+    assert "penicillin" in res.context and res.context.count("peanuts") == 1
+    dups = [c for c in res.trace.candidates if c.duplicate_of]
+    assert len(dups) == 39 and not any(c.kept for c in dups)
+    reasons = candidate_reasons(res.trace)
+    assert reasons[dups[0].node_id] == f"dropped: near-duplicate of {dups[0].duplicate_of}"
+    keep = recall(eng.store, eng.embedder, None, cfg.with_overrides(near_duplicates="keep"), "rio",
+                  "What am I allergic to?", qt, persist=False)
+    assert "penicillin" not in keep.context and keep.context.count("peanuts") == 20  # what the collapse prevents
+    # the Jaccard rule: one word changed in ten is a near-duplicate at 0.8, not at 0.9; short texts only exactly
+    n = res.nodes[0]
+    a, b = (n.model_copy(update={"id": i, "content": t}) for i, t in (
+        ("a", "Rio: we booked the small cabin by the lake for the long weekend"),
+        ("b", "Rio: we booked the small cabin by the river for the long weekend")))
+    short = a.model_copy(update={"id": "s", "content": "Rio: ok"})
+    nodes = {"a": a, "b": b, "s": short, "t": short.model_copy(update={"id": "t", "content": "Rio: OK!"})}
+    assert near_duplicates(["a", "b", "s", "t"], nodes, 0.8) == {"b": "a", "t": "s"}
+    assert near_duplicates(["a", "b"], nodes, 0.9) == {}
+
+
+def test_an_over_long_turn_reaches_the_context_as_its_best_passage(store, embedder):
+    filler = " ".join(f"Item {i} of the packing list is a pair of socks." for i in range(500))
+    text = f"{filler} My flight to Oslo departs at 07:40 from gate B12. {filler}"
+    cfg = Config(db_path=store.path, llm_backend="none", gate="score", l1_unit="turn", token_budget=1000)
+    eng = MemoryEngine(cfg, store, embedder, None)
+    eng.ingest([_one_speaker_user("nell", [text, "I like tea."])])
+    res = recall(eng.store, eng.embedder, None, cfg, "nell", "When does my flight to Oslo depart?",
+                 datetime(2024, 2, 1, tzinfo=UTC), persist=False)
+    assert "departs at 07:40 from gate B12" in res.context and "Mon 1 January 2024" in res.context
+    assert res.trace.context_tokens <= 1000

@@ -54,7 +54,7 @@ DEFAULT_QUOTAS: dict[str, dict[int, int]] = {c: {1: 60} for c in ("simple", "hyb
 #: Config fields that shape recall; :meth:`Config.recall_settings` records them in every trace.
 RECALL_FIELDS = ("recall_lambda", "recall_top_k", "recall_candidates", "recall_neighbours", "neighbour_priority",
                  "speaker_boost", "time_channel", "propagation", "propagation_hops",
-                 "propagation_alpha", "propagation_route", "gate_threshold", "gate_floor", "token_budget", "context_layout", "timezone", "planner", "gate",
+                 "propagation_alpha", "propagation_route", "near_duplicates", "near_duplicate_jaccard", "gate_threshold", "gate_floor", "token_budget", "context_layout", "timezone", "planner", "gate",
                  "l1_unit")
 
 
@@ -123,6 +123,10 @@ class Config(BaseModel):
     propagation_hops: int = Field(default=2, ge=0, le=5)  #: H
     propagation_alpha: float = Field(default=0.2, ge=0.0, le=1.0)  #: α
     propagation_route: int = Field(default=1, ge=0)  #: children of the best N sessions join the leaf candidates
+    #: near-duplicate leaf candidates (:mod:`timem.recall.duplicates`): "collapse" keeps the best-ranked
+    #: one and frees the others' top-k slots, "keep" leaves them all
+    near_duplicates: Literal["collapse", "keep"] = "collapse"
+    near_duplicate_jaccard: float = Field(default=0.9, gt=0.0, le=1.0)  #: word-set Jaccard threshold
     #: "exact" cosine scan, or "hnsw": the vss HNSW index with over-fetch (approximate; pays off at
     #: ~100k nodes per file, costs minutes to build and ~1 GB RAM there; bench/results/recall-latency.md)
     vector_index: Literal["exact", "hnsw"] = "exact"

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.models import Level, MemoryNode
+from timem.recall.duplicates import near_duplicates
 from timem.recall.planner import RecallPlan
 from timem.recall.time_channel import TimeLocalisation, localise, tider_score
 from timem.store.duckdb_store import Store
@@ -49,6 +50,8 @@ class Candidate(BaseModel):
     time_factor: float = 1.0  #: TIDER distance factor that multiplied ``fused``
     local: float | None = None  #: with relevance propagation: the normalised local score s⁽⁰⁾
     propagated: float | None = None  #: with relevance propagation: what the tree added (s̃ − s⁽⁰⁾)
+    #: a better-ranked candidate this one repeats (:mod:`timem.recall.duplicates`); never kept
+    duplicate_of: str | None = None
     kept: bool = False
 
 
@@ -152,13 +155,24 @@ def select_leaves(store: Store, embedder: Embedder, config: Config, user_id: str
         candidates = rerank([c.model_copy(update={"speaker": config.speaker_boost,
                                                   "fused": round(c.fused + config.speaker_boost, 6)})
                              if speaker_of(nodes[c.node_id]) in named else c for c in candidates], k)
+    if config.near_duplicates == "collapse" and candidates:
+        dup = near_duplicates([c.node_id for c in candidates], nodes, config.near_duplicate_jaccard)
+        if dup:
+            notes.append(f"{len(dup)} near-duplicate candidates collapsed")
+            candidates = rerank([c.model_copy(update={"duplicate_of": dup.get(c.node_id)}) for c in candidates], k)
     return LeafSelection(candidates, [c for c in candidates if c.kept], query, loc, notes)
 
 
 def rerank(candidates: Sequence[Candidate], top_k: int | None) -> list[Candidate]:
-    """Candidates re-sorted by ``fused`` (ties: higher semantic, then id), ranks renumbered, top k kept."""
+    """Candidates re-sorted by ``fused`` (ties: higher semantic, then id), ranks renumbered, the top k
+    kept; a near-duplicate (``duplicate_of`` set) is never kept and takes no top-k slot."""
     ordered = sorted(candidates, key=lambda c: (-c.fused, -c.semantic, c.node_id))
-    return [c.model_copy(update={"rank": r, "kept": top_k is None or r <= top_k}) for r, c in enumerate(ordered, 1)]
+    out, n_kept = [], 0
+    for r, c in enumerate(ordered, 1):
+        keep = c.duplicate_of is None and (top_k is None or n_kept < top_k)
+        n_kept += keep
+        out.append(c.model_copy(update={"rank": r, "kept": keep}))
+    return out
 
 
 _SPEAKER = re.compile(r"^(?:On \d{1,2} \w+ \d{4} \(\w+\) \d{2}:\d{2}:\s*)?([^:\n]{1,60}):")

@@ -19,7 +19,9 @@ def candidate_reasons(trace: RecallTrace) -> dict[str, str]:
     last = {d.node_id: d for d in trace.gate.decisions}
     out = {}
     for c in trace.candidates:
-        if not c.kept:
+        if c.duplicate_of is not None:
+            out[c.node_id] = f"dropped: near-duplicate of {c.duplicate_of}"
+        elif not c.kept:
             out[c.node_id] = f"dropped: rank {c.rank} is outside the top {top_k} by fused score"
         elif (d := last.get(c.node_id)) is None:
             out[c.node_id] = f"in the top {top_k}; no gate decision recorded"
