@@ -84,6 +84,16 @@ def test_default_mode_without_an_llm_is_extractive_and_writes_the_whole_tree(sto
     assert {n.mode for n in store.nodes("u") if n.level > 1} == {"extractive"}
 
 
+def test_defaults_follow_the_backend_unless_set(tmp_path):
+    db = str(tmp_path / "x.duckdb")
+    local, remote = (load_config(env={}, db_path=db, llm_backend=b) for b in ("local", "openai"))
+    assert (local.gate, local.consolidation_mode) == ("score", "extractive")
+    assert (remote.gate, remote.consolidation_mode) == ("llm", "abstractive")
+    forced = load_config(env={"TIMEM_GATE": "llm"}, db_path=db, llm_backend="local")
+    assert forced.gate == "llm" and forced.with_overrides(token_budget=500).gate == "llm"
+    assert local.with_overrides(llm_backend="openai").gate == "score"  # a copy keeps its resolved values
+
+
 def test_abstractive_mode_without_an_llm_still_writes_l1_only(store, embedder, tmp_path):
     add_sessions(store)
     cfg = load_config(env={}, db_path=str(tmp_path / "x.duckdb"), llm_backend="none", **ABSTRACTIVE)
