@@ -54,7 +54,8 @@ DEFAULT_QUOTAS: dict[str, dict[int, int]] = {c: {1: 60} for c in ("simple", "hyb
 #: Config fields that shape recall; :meth:`Config.recall_settings` records them in every trace.
 RECALL_FIELDS = ("recall_lambda", "recall_top_k", "recall_candidates", "recall_neighbours", "neighbour_priority",
                  "speaker_boost", "time_channel", "propagation", "propagation_hops",
-                 "propagation_alpha", "propagation_route", "gate_threshold", "gate_floor", "token_budget", "context_layout", "timezone", "planner", "gate",
+                 "propagation_alpha", "propagation_route", "recall_index", "segtree_threshold",
+                 "segtree_max_children", "gate_threshold", "gate_floor", "token_budget", "context_layout", "timezone", "planner", "gate",
                  "l1_unit")
 
 
@@ -123,6 +124,13 @@ class Config(BaseModel):
     propagation_hops: int = Field(default=2, ge=0, le=5)  #: H
     propagation_alpha: float = Field(default=0.2, ge=0.0, le=1.0)  #: α
     propagation_route: int = Field(default=1, ge=0)  #: children of the best N sessions join the leaf candidates
+    #: the tree relevance propagation runs over: "timem" (L1 leaves -> L2 session .. L5) or "segtree"
+    #: (SegTreeMem's own segment tree over the L1 leaves, :mod:`timem.segtree`; built online in the same file)
+    recall_index: Literal["timem", "segtree"] = "timem"
+    #: segment tree: a new utterance joins a frontier node whose centroid has at least this cosine with it
+    segtree_threshold: float = Field(default=0.3, ge=-1.0, le=1.0)
+    #: segment tree: fan-out bound B (>= 3 keeps the depth <= log2(n) + 2, see :mod:`timem.segtree.tree`)
+    segtree_max_children: int = Field(default=8, ge=3, le=64)
     #: "exact" cosine scan, or "hnsw": the vss HNSW index with over-fetch (approximate; pays off at
     #: ~100k nodes per file, costs minutes to build and ~1 GB RAM there; bench/results/recall-latency.md)
     vector_index: Literal["exact", "hnsw"] = "exact"
