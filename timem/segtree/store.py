@@ -139,6 +139,12 @@ def sync(store: Store, user_id: str, threshold: float, max_children: int, *, reb
     return SyncReport(rebuilt=not resume, added=len(new), rows=len(rows))
 
 
+def sync_users(store: Store, user_ids: Sequence[str], threshold: float, max_children: int, *,
+               rebuild: bool = False) -> dict[str, SyncReport]:
+    """:func:`sync` for each user (after an ingest, a chat turn, an edit or an erase)."""
+    return {u: sync(store, u, threshold, max_children, rebuild=rebuild) for u in dict.fromkeys(user_ids)}
+
+
 def lineage(store: Store, user_id: str, ids: Sequence[str], max_height: int, query_vec: np.ndarray
             ) -> dict[str, tuple[str | None, int, int, float | None, datetime]]:
     """``ids`` (leaves or internal nodes of the user) and their ancestors up to ``max_height``, one query
