@@ -347,14 +347,14 @@ class Store(RecordTables):
 
     def delete_nodes(self, node_ids: Sequence[str]) -> None:
         """Hard-erase nodes (rows, vectors; FTS on next refresh) and the source turns of erased L1
-        segments (else they would be consolidated again); children lose their parent link; the owners'
-        segment trees (:mod:`timem.segtree`) are dropped, to be rebuilt by the next sync."""
+        segments (else they would be consolidated again); children lose their parent link; the segment
+        trees (:mod:`timem.segtree`) of the users of erased L1 nodes are dropped, to be rebuilt by the next sync."""
         with self.transaction():
             self.con.execute("DELETE FROM turns WHERE id IN (SELECT unnest(source_turn_ids) FROM nodes "
                              f"WHERE id IN {_IN_LIST} AND level = 1)", [list(node_ids)])
             self.con.execute(f"UPDATE nodes SET parent_id = NULL WHERE parent_id IN {_IN_LIST}", [list(node_ids)])
-            # the owners' segment trees name the erased ids and average their vectors: dropped (rebuilt on sync)
-            owners = f"(SELECT DISTINCT user_id FROM nodes WHERE id IN {_IN_LIST})"
+            # segment trees name the erased L1 ids and average their vectors: dropped (rebuilt on sync)
+            owners = f"(SELECT DISTINCT user_id FROM nodes WHERE id IN {_IN_LIST} AND level = 1)"
             self.con.execute(f"DELETE FROM segtree_state WHERE user_id IN {owners}", [list(node_ids)])
             self.con.execute(f"DELETE FROM segtree_nodes WHERE user_id IN {owners}", [list(node_ids)])
             self.con.execute(f"DELETE FROM nodes WHERE id IN {_IN_LIST}", [list(node_ids)])
