@@ -229,7 +229,7 @@ def test_timeline_draws_the_segment_tree(engine):
     caption = next(c.value for c in at.caption if c.value.startswith("Segment tree (SegTreeMem)"))
     n = len(engine.store.nodes(DEMO_USER, int(Level.SEGMENT)))
     assert f"{n} utterances" in caption
-    assert at.get("plotly_chart") and not at.selectbox  # the segment tree instead of the TiMem tree
+    assert at.get("plotly_chart") and "tl_node" not in [s.key for s in at.selectbox]  # instead of the TiMem tree
 
 
 def test_recall_inspector_compares_two_configurations(engine):
