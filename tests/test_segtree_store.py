@@ -103,6 +103,9 @@ def test_recall_over_the_segment_tree_stays_with_its_user(seg_engine):
     assert any(c.propagated > 0 for c in res.trace.candidates)
     assert "recital" in res.context and all(n.user_id == "u1" for n in res.nodes)
     assert "WALRUS" not in res.context
+    flat = eng.config.with_overrides(propagation_hops=0)  # H = 0: no internal node can reach a leaf
+    res = recall(eng.store, eng.embedder, None, flat, "u1", "When is the cello recital?", qt, persist=False)
+    assert any("no relevance propagation" in n for n in res.trace.notes)
     # the internal nodes scored are the user's own
     from timem.recall.leaves import select_leaves
     from timem.recall.planner import make_plan

@@ -125,7 +125,8 @@ class Config(BaseModel):
     propagation_alpha: float = Field(default=0.2, ge=0.0, le=1.0)  #: α
     propagation_route: int = Field(default=1, ge=0)  #: children of the best N sessions join the leaf candidates
     #: the tree relevance propagation runs over: "timem" (L1 leaves -> L2 session .. L5) or "segtree"
-    #: (SegTreeMem's own segment tree over the L1 leaves, :mod:`timem.segtree`; built online in the same file)
+    #: (SegTreeMem's own segment tree over the L1 leaves, :mod:`timem.segtree`; built online in the same file);
+    #: with ``propagation = "off"`` no tree is used either way
     recall_index: Literal["timem", "segtree"] = "timem"
     #: segment tree: a new utterance joins a frontier node whose centroid has at least this cosine with it.
     #: 0.55 from a LoCoMo dev check: L1 text carries its date header and speaker, so an utterance's cosine

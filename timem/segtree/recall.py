@@ -79,7 +79,8 @@ def propagate_segtree(store: Store, config: Config, user_id: str, query_vec: np.
         lex = {i: v for i, v in best_bm25.items() if height.get(i) == h}
         upper.update(_normalised({c.node_id: c.fused for c in fuse(sem, lex, config.recall_lambda)}))
     if not upper:
-        return selection, {}
+        note = f"segment tree of {user_id} has no node within {hops} hop(s) of a leaf: no relevance propagation"
+        return selection._replace(notes=[*selection.notes, note]), {}
     routed: list[str] = []
     if config.propagation_route > 0:
         segments = sorted((i for i in upper if height[i] == 1), key=lambda i: (-upper[i], i))
