@@ -92,6 +92,13 @@ def test_built_at_ingest_extended_online_and_equal_to_the_tree_in_memory(seg_eng
     assert segstore.load(eng.store, "u2")
 
 
+def test_a_user_without_l1_memories_has_an_empty_tree(store):
+    report = segstore.sync(store, "nobody", 0.55, 8)
+    assert (report.rebuilt, report.added, report.rows) == (True, 0, 0)
+    assert segstore.load(store, "nobody") == [] and segstore.is_current(store, "nobody", 0.55, 8)
+    assert segstore.sync(store, "nobody", 0.55, 8).rows == 0
+
+
 def test_recall_over_the_segment_tree_stays_with_its_user(seg_engine):
     eng = seg_engine
     qt = datetime(2024, 5, 1, tzinfo=UTC)

@@ -128,10 +128,11 @@ def sync(store: Store, user_id: str, threshold: float, max_children: int, *, reb
             touched.update(dict.fromkeys(tree.insert(nid, vecs[nid], start, end).touched))
         rows = [tree.nodes[i] for i in touched]
         store.con.execute(f"DELETE FROM segtree_nodes WHERE user_id = ? AND id IN {_IN}", [user_id, list(touched)])
-        store.con.executemany(f"INSERT INTO segtree_nodes ({_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", [
-            [x.id, user_id, x.parent_id, x.height, x.first_seq, x.last_seq, db_time(x.span_start),
-             db_time(x.span_end), x.n_leaves, x.n_children,
-             None if x.centroid is None else x.centroid.astype(np.float32).tolist()] for x in rows])
+        if rows:  # none when the user has no L1 memory yet (only the state row is written)
+            store.con.executemany(f"INSERT INTO segtree_nodes ({_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", [
+                [x.id, user_id, x.parent_id, x.height, x.first_seq, x.last_seq, db_time(x.span_start),
+                 db_time(x.span_end), x.n_leaves, x.n_children,
+                 None if x.centroid is None else x.centroid.astype(np.float32).tolist()] for x in rows])
         store.con.execute("DELETE FROM segtree_state WHERE user_id = ?", [user_id])
         store.con.execute("INSERT INTO segtree_state VALUES (?, ?, ?, ?, ?, ?)",
                           [user_id, tree.n, tree.next_id, float(threshold), int(max_children),
