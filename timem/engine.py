@@ -21,6 +21,7 @@ from timem.embed.protocol import Embedder
 from timem.errors import ConsolidationIncomplete, InputError
 from timem.llm.protocol import LLMClient
 from timem.models import MemoryNode, Role, Turn
+from timem.segtree import store as segtree_store
 from timem.store import Store
 
 
@@ -138,6 +139,7 @@ class MemoryEngine:
                 written += nodes
             for child, parent in relinks:  # the parent was not rewritten (no LLM / --l1-only): same id, same link
                 self.store.relink(child, parent)
+            self.sync_segtree(report.users)
         finally:
             self.store.refresh_fts()
         if failures:
@@ -186,6 +188,7 @@ class MemoryEngine:
         try:
             return self.consolidator.consolidate(user_id) if consolidate else []
         finally:
+            self.sync_segtree([user_id])
             self.store.refresh_fts()
 
     def end_session(self, user_id: str, session_id: str) -> list[MemoryNode]:
@@ -198,6 +201,7 @@ class MemoryEngine:
         try:
             return self.consolidator.consolidate(user_id)
         finally:
+            self.sync_segtree([user_id])
             self.store.refresh_fts()
 
     def consolidate(self, user_id: str | None = None, *, flush: bool = False,
@@ -215,10 +219,17 @@ class MemoryEngine:
                 nodes += self._consolidate_user(uid, failures, name_user=user_id is None, flush=flush,
                                                 progress=progress)
         finally:
+            self.sync_segtree([user_id] if user_id else self.store.users())
             self.store.refresh_fts()
         if failures:
             raise ConsolidationIncomplete(failures, nodes)
         return nodes
+
+    def sync_segtree(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, segtree_store.SyncReport]:
+        """Append the users' new L1 memories to their SegTreeMem segment trees online (or rebuild them when the
+        L1 memories changed otherwise); see :func:`timem.segtree.store.sync`."""
+        return segtree_store.sync_users(self.store, user_ids, self.config.segtree_threshold,
+                                        self.config.segtree_max_children, rebuild=rebuild)
 
     # ------------------------------------------------------------------ correcting and erasing
     def edit_memory(self, node_id: str, content: str, *, actor: str = "user") -> MemoryNode:

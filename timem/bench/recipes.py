@@ -113,6 +113,10 @@ _RECIPES: list[Recipe] = [
        "(its L1-only ablation)", overrides={"propagation": "off"}),
     *[_r(f"segtree-{d}", "timem", "tree", f"SegTreeMem relevance propagation {d} (H=2, α=0.2)",
          overrides={"propagation": d}) for d in ("top-down", "bottom-up", "both")],
+    _r("segtree-index", "timem", "tree", "SegTreeMem's own segment tree as the propagation index instead of "
+       "the TiMem tree (top-down, H=2, α=0.2; timem.segtree)", overrides={"recall_index": "segtree"}),
+    _r("segtree-index-both", "timem", "tree", "the segment tree as the index, propagation in both directions",
+       overrides={"recall_index": "segtree", "propagation": "both"}),
     _r("segtree-h1", "timem", "tree", "top-down propagation, one hop (sessions only)", overrides={"propagation_hops": 1}),
     _r("segtree-noroute", "timem", "tree", "top-down propagation without routing leaves from the best session",
        overrides={"propagation_route": 0}),
@@ -157,6 +161,7 @@ SUITES: dict[str, list[str]] = {
 #: tree-aware recall (issue 10): the default, its ablations and the flat baselines; runs without an LLM
 #: (the default consolidation without one is extractive)
 SUITES["tree"] = ["timem", "timem-l1", *[f"segtree-{d}" for d in ("top-down", "bottom-up", "both")], "segtree-h1",
+                  "segtree-index", "segtree-index-both",
                   "segtree-noroute", "tider-semantic", "tider-channel", "neighbours-none", "neighbours-reply",
                   "context-lines", "unit-exchange", "timem-context", "timem-paper", "bm25-turns", "dense-turns",
                   "hybrid-turns"]

@@ -37,6 +37,7 @@ from timem.recall.leaves import Candidate, select_leaves
 from timem.recall.planner import CentroidPlanner, LLMPlanner, RecallPlan, make_plan
 from timem.recall.propagation import propagate_leaves
 from timem.recall.trace import LLMCall, RecallTrace
+from timem.segtree.recall import propagate_segtree
 from timem.store.duckdb_store import Store
 from timem.tree.windows import to_utc
 
@@ -162,8 +163,11 @@ def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: 
     leaves = select_leaves(store, embedder, config, user_id, query, plan, query_vec, participants, qt)
     if config.propagation != "off":
         qv = query_vec if query_vec is not None else embedder.embed([query])[0]
-        leaves, _upper = propagate_leaves(store, config, user_id, leaves.bm25_query, qv, leaves,
-                                          min(config.recall_top_k, plan.levels.get(1, config.recall_top_k)), qt)
+        top_k = min(config.recall_top_k, plan.levels.get(1, config.recall_top_k))
+        if config.recall_index == "segtree":  # SegTreeMem's own tree (timem.segtree.recall)
+            leaves, _upper = propagate_segtree(store, config, user_id, qv, leaves, top_k, qt)
+        else:
+            leaves, _upper = propagate_leaves(store, config, user_id, leaves.bm25_query, qv, leaves, top_k, qt)
     notes += leaves.notes
     latency["leaves"] = _ms(t0)
 

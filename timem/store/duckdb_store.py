@@ -246,6 +246,8 @@ class Store(RecordTables):
                          [turn.text, turn.image_caption, turn.id])
         if rows:
             self.con.execute(f"DELETE FROM nodes WHERE id IN {_IN_LIST}", [[r[0] for r in rows]])
+            for table in ("segtree_nodes", "segtree_state"):  # its centroids hold the old text's vector
+                self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [turn.user_id])
             self._set_meta("fts_dirty", "1")
         return [(r[0], r[1]) for r in rows]
 
@@ -345,11 +347,16 @@ class Store(RecordTables):
 
     def delete_nodes(self, node_ids: Sequence[str]) -> None:
         """Hard-erase nodes (rows, vectors; FTS on next refresh) and the source turns of erased L1
-        segments (else they would be consolidated again); children lose their parent link."""
+        segments (else they would be consolidated again); children lose their parent link; the segment
+        trees (:mod:`timem.segtree`) of the users of erased L1 nodes are dropped, to be rebuilt by the next sync."""
         with self.transaction():
             self.con.execute("DELETE FROM turns WHERE id IN (SELECT unnest(source_turn_ids) FROM nodes "
                              f"WHERE id IN {_IN_LIST} AND level = 1)", [list(node_ids)])
             self.con.execute(f"UPDATE nodes SET parent_id = NULL WHERE parent_id IN {_IN_LIST}", [list(node_ids)])
+            # segment trees name the erased L1 ids and average their vectors: dropped (rebuilt on sync)
+            owners = f"(SELECT DISTINCT user_id FROM nodes WHERE id IN {_IN_LIST} AND level = 1)"
+            self.con.execute(f"DELETE FROM segtree_state WHERE user_id IN {owners}", [list(node_ids)])
+            self.con.execute(f"DELETE FROM segtree_nodes WHERE user_id IN {owners}", [list(node_ids)])
             self.con.execute(f"DELETE FROM nodes WHERE id IN {_IN_LIST}", [list(node_ids)])
             self._set_meta("fts_dirty", "1")
 
@@ -434,7 +441,7 @@ class Store(RecordTables):
                                                [user_id, user_id]).fetchall()]
 
     def erase_user(self, user_id: str) -> dict[str, int]:
-        """Remove every row of ``user_id`` (turns, sessions, nodes, traces, cache entries of its calls)."""
+        """Remove every row of ``user_id`` (turns, sessions, nodes, segment tree, traces, cache entries of its calls)."""
         counts: dict[str, int] = {}
         with self.transaction():
             texts = self.user_texts(user_id)
@@ -444,7 +451,7 @@ class Store(RecordTables):
                                                    [keys]).fetchone()[0]
             self.con.execute(f"DELETE FROM llm_cache WHERE key IN {_IN_LIST}", [keys])
             counts["llm_cache"] += self.purge_cache_mentioning(texts)
-            for table in ("turns", "sessions", "nodes", "recall_traces", "llm_calls"):
+            for table in ("turns", "sessions", "nodes", "recall_traces", "llm_calls", "segtree_nodes", "segtree_state"):
                 counts[table] = self.con.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?",
                                                  [user_id]).fetchone()[0]
                 self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [user_id])

@@ -85,7 +85,24 @@ def _v4(con: duckdb.DuckDBPyConnection, dim: int) -> None:
     con.execute("INSERT OR REPLACE INTO meta VALUES ('fts_dirty', '1')")
 
 
-MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2, _v3, _v4]
+def _v5(con: duckdb.DuckDBPyConnection, dim: int) -> None:
+    """SegTreeMem's segment tree (arXiv 2606.04555; :mod:`timem.segtree`): ``segtree_nodes`` (internal
+    nodes with their centroid, and leaves = L1 node ids, no text) and ``segtree_state`` (per user: leaves,
+    next id, the settings it was built with). Empty at first: trees are built by the next ingest, chat
+    turn, ``timem segtree build`` or a recall with ``recall_index = "segtree"``."""
+    con.execute(f"""
+        CREATE TABLE IF NOT EXISTS segtree_nodes (
+            id VARCHAR NOT NULL, user_id VARCHAR NOT NULL, parent_id VARCHAR, height SMALLINT NOT NULL,
+            first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, span_start TIMESTAMP NOT NULL,
+            span_end TIMESTAMP NOT NULL, n_leaves INTEGER NOT NULL, n_children INTEGER NOT NULL,
+            centroid FLOAT[{dim}])""")
+    con.execute("""
+        CREATE TABLE IF NOT EXISTS segtree_state (
+            user_id VARCHAR NOT NULL, n_leaves INTEGER NOT NULL, next_id INTEGER NOT NULL,
+            threshold DOUBLE NOT NULL, max_children INTEGER NOT NULL, built_at TIMESTAMP NOT NULL)""")
+
+
+MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2, _v3, _v4, _v5]
 
 
 def migrate(con: duckdb.DuckDBPyConnection, dim: int) -> int:

@@ -23,6 +23,12 @@ def render() -> None:
     if ctx.engine is None:
         st.error(ctx.open_error or "the memory store is not open")
         return
+    if st.toggle("Segment tree (SegTreeMem)", key="tl_segtree",
+                 help="SegTreeMem's own tree over the utterances (the recall_index = \"segtree\" index)"):
+        from timem.ui.segtree_view import render_segtree
+
+        render_segtree(ctx)
+        return
     nodes = ctx.engine.store.nodes(ctx.user)
     if not nodes:
         st.info(f"User `{ctx.user}` has no memories yet. Chat, or import a conversation from the sidebar.")

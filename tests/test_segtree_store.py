@@ -1,0 +1,141 @@
+"""The segment tree in DuckDB (timem.segtree.store) and recall over it (recall_index="segtree"): built online
+at ingest and chat, equal to the tree built in memory, rebuilt after an erase, gone with its user, and never
+crossing users (real DuckDB file, real MiniLM, no LLM)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from timem.config import Config
+from timem.datasets.base import ImportedSession, ImportedUser, turn_id
+from timem.engine import MemoryEngine
+from timem.models import Level, Role, Turn
+from timem.recall import recall
+from timem.segtree import store as segstore
+from timem.segtree.recall import propagate_segtree
+from timem.segtree.tree import SegTree
+
+TOPICS = [
+    ["I adopted a puppy called Biscuit last week.", "Biscuit chews every shoe in the house.",
+     "The vet said Biscuit needs his second vaccine soon.", "We walk Biscuit by the river every morning."],
+    ["My sister is getting married in Lisbon in June.", "The wedding dinner will be at a seafood place.",
+     "I still need a suit for the wedding.", "We booked flights to Lisbon for the ceremony."],
+    ["I started learning the cello in January.", "My cello teacher makes me practise scales daily.",
+     "The cello recital is next Friday evening.", "I am nervous about playing Bach at the recital."],
+]
+
+
+def _user(uid: str, secret: str) -> ImportedUser:
+    sessions = []
+    for i, lines in enumerate(TOPICS):
+        when = datetime(2024, 3, 1, 9, tzinfo=UTC) + timedelta(days=7 * i)
+        sid = f"S{i + 1}"
+        texts = [*lines, f"The code word for {uid} is {secret}."] if i == 0 else lines
+        turns = [Turn(id=turn_id(uid, sid, j), user_id=uid, session_id=sid, seq=j, speaker="Ann" if j % 2 == 0 else "Bo",
+                      role=Role.USER if j % 2 == 0 else Role.ASSISTANT, text=t, event_time=when + timedelta(minutes=j))
+                 for j, t in enumerate(texts)]
+        sessions.append(ImportedSession(session_id=sid, turns=turns, date_label=when.isoformat()))
+    return ImportedUser(user_id=uid, participants=["Ann", "Bo"], sessions=sessions)
+
+
+@pytest.fixture()
+def seg_engine(store, embedder):
+    cfg = Config(db_path=store.path, llm_backend="none", gate="score", gate_threshold=0.0, recall_index="segtree",
+                 segtree_threshold=0.3, segtree_max_children=3)
+    eng = MemoryEngine(cfg, store, embedder, None)
+    eng.ingest([_user("u1", "PELICAN"), _user("u2", "WALRUS")])
+    return eng
+
+
+def _in_memory(eng: MemoryEngine, user: str) -> SegTree:
+    tree = SegTree(user, eng.config.segtree_threshold, eng.config.segtree_max_children)
+    leaves = segstore.l1_leaves(eng.store, user)
+    vecs = eng.store.embeddings([i for i, _, _ in leaves])
+    for nid, start, end in leaves:
+        tree.insert(nid, vecs[nid], start, end)
+    return tree
+
+
+def _same(stored: list, tree: SegTree) -> None:
+    assert {n.id for n in stored} == set(tree.nodes)
+    for n in stored:
+        m = tree.nodes[n.id]
+        assert (n.parent_id, n.height, n.first_seq, n.last_seq, n.n_leaves, n.n_children, n.span_start, n.span_end) == \
+            (m.parent_id, m.height, m.first_seq, m.last_seq, m.n_leaves, m.n_children, m.span_start, m.span_end)
+        if not n.is_leaf:
+            assert np.allclose(n.centroid, m.centroid, atol=1e-5)
+
+
+def test_built_at_ingest_extended_online_and_equal_to_the_tree_in_memory(seg_engine):
+    eng = seg_engine
+    for user in ("u1", "u2"):
+        stored = segstore.load(eng.store, user)
+        l1 = [n.id for n in eng.store.nodes(user, int(Level.SEGMENT))]
+        assert sorted(n.id for n in stored if n.is_leaf) == sorted(l1)  # leaves are the L1 ids, no copies
+        assert max(n.height for n in stored) >= 2
+        _same(stored, _in_memory(eng, user))
+    # a chat exchange later: the stored frontier is extended (not rebuilt), still equal to a fresh build
+    eng.add_exchange("u1", "chat", "Biscuit learned to sit today!", "Good boy, Biscuit.",
+                     datetime(2024, 4, 1, 9, tzinfo=UTC))
+    report = segstore.sync(eng.store, "u1", 0.3, 3)
+    assert report.added == 0 and not report.rebuilt  # add_exchange already synced
+    assert segstore.is_current(eng.store, "u1", 0.3, 3)
+    _same(segstore.load(eng.store, "u1"), _in_memory(eng, "u1"))
+    assert segstore.sync(eng.store, "u1", 0.4, 3).rebuilt  # other settings: rebuilt
+    # the file reopens with the tree (and _v5 is idempotent)
+    from timem.store.migrations import _v5
+
+    _v5(eng.store.con, eng.store.dim)
+    assert segstore.load(eng.store, "u2")
+
+
+def test_a_user_without_l1_memories_has_an_empty_tree(store):
+    report = segstore.sync(store, "nobody", 0.55, 8)
+    assert (report.rebuilt, report.added, report.rows) == (True, 0, 0)
+    assert segstore.load(store, "nobody") == [] and segstore.is_current(store, "nobody", 0.55, 8)
+    assert segstore.sync(store, "nobody", 0.55, 8).rows == 0
+
+
+def test_recall_over_the_segment_tree_stays_with_its_user(seg_engine):
+    eng = seg_engine
+    qt = datetime(2024, 5, 1, tzinfo=UTC)
+    res = recall(eng.store, eng.embedder, None, eng.config, "u1", "When is the cello recital?", qt, persist=False)
+    note = next(n for n in res.trace.notes if "segment tree" in n)
+    assert "top-down" in note and "seg:u1:" in note and "seg:u2:" not in note
+    assert res.trace.settings["recall_index"] == "segtree"
+    assert all(c.local is not None and c.propagated is not None for c in res.trace.candidates)
+    assert any(c.propagated > 0 for c in res.trace.candidates)
+    assert "recital" in res.context and all(n.user_id == "u1" for n in res.nodes)
+    assert "WALRUS" not in res.context
+    flat = eng.config.with_overrides(propagation_hops=0)  # H = 0: no internal node can reach a leaf
+    res = recall(eng.store, eng.embedder, None, flat, "u1", "When is the cello recital?", qt, persist=False)
+    assert any("no relevance propagation" in n for n in res.trace.notes)
+    # the internal nodes scored are the user's own
+    from timem.recall.leaves import select_leaves
+    from timem.recall.planner import make_plan
+
+    plan = make_plan("simple", "code word", qt, eng.config, "override")
+    qv = eng.embedder.embed(["What is the code word?"])[0]
+    sel = select_leaves(eng.store, eng.embedder, eng.config, "u2", "code word", plan, qv, (), qt)
+    out, upper = propagate_segtree(eng.store, eng.config, "u2", qv, sel, 5, qt)
+    mine = {n.id for n in segstore.load(eng.store, "u2")}
+    assert upper and set(upper) <= mine and {c.node_id for c in out.candidates} <= mine
+
+
+def test_erase_rebuilds_and_erase_user_drops_the_tree(seg_engine):
+    eng = seg_engine
+    victim = segstore.l1_leaves(eng.store, "u1")[2][0]
+    u2_before = segstore.load(eng.store, "u2")
+    eng.delete_memories([victim], hard=True)
+    stored = segstore.load(eng.store, "u1")
+    assert victim not in {n.id for n in stored} and stored
+    _same(stored, _in_memory(eng, "u1"))  # rebuilt from the remaining memories
+    _same(segstore.load(eng.store, "u2"), _in_memory(eng, "u2"))
+    assert [n.id for n in segstore.load(eng.store, "u2")] == [n.id for n in u2_before]
+    eng.erase_user("u1")
+    assert segstore.load(eng.store, "u1") == []
+    assert eng.store.con.execute("SELECT count(*) FROM segtree_state WHERE user_id = 'u1'").fetchone()[0] == 0
+    assert segstore.load(eng.store, "u2")

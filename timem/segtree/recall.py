@@ -1,0 +1,122 @@
+"""Relevance propagation over the segment tree (``Config.recall_index = "segtree"``; arXiv 2606.04555).
+
+The same propagation as over the TiMem tree (:func:`timem.recall.propagation.propagate_relevance`,
+unchanged: ``s̃ = s⁽⁰⁾ + Σ αᵏ s⁽ᵏ⁾`` with the row-normalised ``W_P``), with other edges and local scores:
+
+* **edges**: the segment tree's (leaf -> height-1 segment -> ... -> root); with ``H`` hops only
+  heights ``1..H`` can reach a leaf, so only those are scored;
+* **internal node** ``v`` of height ``h``: ``λ · cos(question, centroid(v))`` (max-normalised over the
+  scored nodes of height ``h``) ``+ (1 − λ) ·`` the largest raw BM25 among the candidate leaves
+  under ``v`` (max-normalised likewise), i.e. :func:`timem.recall.leaves.fuse` per height, then
+  normalised per height by its maximum. Scored nodes: the ``recall_candidates // 2`` closest
+  centroids of each height, and every ancestor of a candidate leaf;
+* **leaves** keep their fused leaf score (normalised by the maximum), as over the TiMem tree;
+* **routing**: the leaves of the ``propagation_route`` best height-1 segments join the candidates
+  (cosine from their stored vectors, BM25 0), as the best sessions' children do over the TiMem tree.
+
+The tree is brought in step first when its leaf count or settings differ from the store
+(:func:`timem.segtree.store.sync`; a write, like the lazy BM25 refresh). Nodes that start after the
+question time are not scored; a node that spans it keeps its centroid over all its leaves.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+
+from timem.config import Config
+from timem.recall.leaves import LeafSelection, fuse, rerank
+from timem.recall.propagation import propagate_relevance
+from timem.segtree import store as segstore
+from timem.store import Store
+
+
+def ensure(store: Store, config: Config, user_id: str) -> segstore.SyncReport | None:
+    """Sync the user's segment tree if it is not current (:func:`timem.segtree.store.is_current`)."""
+    if segstore.is_current(store, user_id, config.segtree_threshold, config.segtree_max_children):
+        return None
+    return segstore.sync(store, user_id, config.segtree_threshold, config.segtree_max_children)
+
+
+def _normalised(scores: dict[str, float]) -> dict[str, float]:
+    top = max(scores.values(), default=0.0)
+    return {k: (v / top if top > 0 else 0.0) for k, v in scores.items()}
+
+
+def propagate_segtree(store: Store, config: Config, user_id: str, query_vec: np.ndarray, selection: LeafSelection,
+                      top_k: int, question_time: datetime | None = None) -> tuple[LeafSelection, dict[str, float]]:
+    """Re-rank the leaf selection by relevance propagated over the segment tree (module docstring).
+
+    Args:
+        query_vec: the question's embedding ``(dim,)`` (unit length).
+        selection: the leaf candidates of :func:`timem.recall.leaves.select_leaves`.
+        top_k: leaves to keep.
+        question_time: UTC-aware; routed leaves and scored nodes starting after it are left out.
+
+    Returns:
+        The new selection (each candidate's ``local`` and ``propagated`` set, a note added) and the
+        local score of every internal node that took part (for the trace).
+    """
+    synced = ensure(store, config, user_id)
+    hops = config.propagation_hops
+    cands = {c.node_id: c for c in selection.candidates}
+    top = segstore.top_internal(store, user_id, query_vec, hops, max(1, config.recall_candidates // 2), question_time)
+    info = segstore.lineage(store, user_id, list(cands), hops, query_vec)
+    height = {i: h for i, h, _ in top} | {i: v[1] for i, v in info.items()}
+    cosine = {i: c for i, _, c in top} | {i: v[3] for i, v in info.items() if v[3] is not None}
+    best_bm25: dict[str, float] = {}
+    for c in selection.candidates:  # the largest raw BM25 of a candidate leaf under each internal node
+        if c.bm25_raw is None or c.node_id not in info:
+            continue
+        p = info[c.node_id][0]
+        while p is not None and p in info:
+            best_bm25[p] = max(best_bm25.get(p, 0.0), c.bm25_raw)
+            p = info[p][0]
+    upper: dict[str, float] = {}
+    for h in range(1, hops + 1):
+        sem = {i: v for i, v in cosine.items() if height.get(i) == h}
+        lex = {i: v for i, v in best_bm25.items() if height.get(i) == h}
+        upper.update(_normalised({c.node_id: c.fused for c in fuse(sem, lex, config.recall_lambda)}))
+    if not upper:
+        note = f"segment tree of {user_id} has no node within {hops} hop(s) of a leaf: no relevance propagation"
+        return selection._replace(notes=[*selection.notes, note]), {}
+    routed: list[str] = []
+    if config.propagation_route > 0:
+        segments = sorted((i for i in upper if height[i] == 1), key=lambda i: (-upper[i], i))
+        under = segstore.leaves_under(store, user_id, segments[: config.propagation_route])
+        routed = [i for i, _, start in under if i not in cands
+                  and (question_time is None or start <= question_time)]
+    if routed:
+        vecs = store.embeddings(routed)
+        sem = {c.node_id: c.cosine for c in selection.candidates if c.cosine is not None}
+        sem.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
+        lex = {c.node_id: c.bm25_raw for c in selection.candidates if c.bm25_raw is not None}
+        base = {c.node_id: c for c in fuse(sem, lex, config.recall_lambda)}
+        base.update(cands)  # keep the time and speaker adjustments of existing candidates
+        cands = base
+        info.update(segstore.lineage(store, user_id, routed, hops, query_vec))
+    tree_ids = set(info) | set(upper)
+    missing = [i for i in upper if i not in info]  # scored by centroid only: their parents, for the edges
+    if missing:
+        info.update({k: v for k, v in segstore.lineage(store, user_id, missing, hops, query_vec).items()
+                     if k not in info})
+    parent = {i: info[i][0] for i in tree_ids if i in info}
+    n_children = {i: info[i][2] for i in tree_ids if i in info}
+    local = {**upper, **_normalised({i: c.fused for i, c in cands.items()})}
+    total = propagate_relevance(local, parent, n_children, config.propagation, hops, config.propagation_alpha)
+    out = [c.model_copy(update={"local": round(local.get(i, 0.0), 6),
+                                "propagated": round(total.get(i, 0.0) - local.get(i, 0.0), 6),
+                                "fused": round(total.get(i, 0.0), 6)}) for i, c in cands.items()]
+    ranked = rerank(out, top_k)
+    best = sorted(upper, key=lambda i: (-upper[i], i))[:3]
+    built = "" if synced is None else (f"; segment tree {'rebuilt' if synced.rebuilt else 'extended'} "
+                                       f"({synced.added} leaves)")
+    notes = [*selection.notes,
+             f"relevance propagation {config.propagation} over the segment tree (SegTreeMem index, "
+             f"θ={config.segtree_threshold}, B={config.segtree_max_children}), H={hops}, α={config.propagation_alpha}: "
+             f"{len(upper)} segment-tree nodes scored (best: "
+             + ", ".join(f"{i} h{height[i]} {upper[i]:.3f}" for i in best)
+             + f"), {len(routed)} leaves routed in{built}"]
+    return (LeafSelection(ranked, [c for c in ranked if c.kept], selection.bm25_query, selection.time, notes),
+            {i: round(v, 6) for i, v in upper.items()})
