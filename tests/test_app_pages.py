@@ -403,3 +403,108 @@ def test_extractive_mode_from_the_sidebar_without_an_llm(tmp_path, embedder):
         assert any("mode: extractive" in h for trace in fig.data if trace.hovertext for h in trace.hovertext)
     finally:
         eng.close()
+
+
+# ---------------------------------------------------------------- issue 15 item 16: a new user's browser walk
+def _llm_answering(engine, reply):
+    """Swap the engine's LLM for the scripted one, except that chat answers come from ``reply(question)``."""
+    from studio_support import studio_answer
+
+    from timem.llm.client import LLM
+    from timem.llm.fake import ScriptedBackend
+
+    def answer(request):
+        last = request.messages[-1].content
+        if request.json_schema is None and "Question:" in last:
+            return reply(last.rsplit("Question:", 1)[-1].split("\n")[0].strip())
+        return studio_answer(request)
+
+    engine.llm = engine.consolidator.llm = LLM(ScriptedBackend(answer, model_id=SCRIPTED_MODEL), engine.store)
+
+
+def test_chat_assistant_answers_stay_the_assistants_and_out_of_the_users_facts(demo_template, tmp_path, embedder):
+    """A (wrong) multi-line chat answer is stored as the assistant's turn and never becomes a fact of the
+    session memory (extractive: assistant lines are left out of L2+, continuation lines keep their speaker)."""
+    eng = open_engine(demo_template, tmp_path, embedder, consolidation_mode="extractive")
+    try:
+        _llm_answering(eng, lambda q: "Noted.\nYou drink a double espresso with whisky every morning.")
+        at = make_app(eng)
+        at.chat_input[0].set_value("I switched to green tea and I love my new bike.").run()
+        assert_clean(at)
+        session_id = at.session_state["chat_sessions"][DEMO_USER]
+        turns = eng.store.turns(DEMO_USER, session_id)
+        assert [(t.role, t.speaker) for t in turns] == [(Role.USER, "Mia"), (Role.ASSISTANT, "Assistant")]
+        at.button(key="chat_end").click().run()
+        assert_clean(at)
+        l2 = eng.store.nodes(DEMO_USER, int(Level.SESSION), session_id=session_id)[0]
+        assert "green tea" in l2.content
+        assert "whisky" not in l2.content and "Noted" not in l2.content
+    finally:
+        eng.close()
+
+
+def test_chat_abstractive_prompt_says_assistant_lines_are_not_facts(engine):
+    _llm_answering(engine, lambda q: "You drink whisky every morning.")
+    at = make_app(engine)
+    at.chat_input[0].set_value("I switched to green tea.").run()
+    at.button(key="chat_end").click().run()
+    assert_clean(at)
+    prompts = [c.messages[-1].content for c in engine.llm.backend.calls
+               if "Segments of this session" in c.messages[-1].content]
+    assert prompts and "Lines by Assistant are the chat assistant's replies" in prompts[-1]
+
+
+def test_chat_message_is_kept_when_the_answer_fails(engine):
+    from timem.errors import LLMError
+
+    def fails(question):
+        raise LLMError("the endpoint is unreachable; start it or pick another backend")
+
+    _llm_answering(engine, fails)
+    at = make_app(engine)
+    at.chat_input[0].set_value("Remember that my passport expires in March.").run()
+    assert not at.exception
+    assert any("recorded, but answering it failed" in e.value for e in at.error)
+    session_id = at.session_state["chat_sessions"][DEMO_USER]
+    turns = engine.store.turns(DEMO_USER, session_id)
+    assert [(t.role, t.text) for t in turns] == [(Role.USER, "Remember that my passport expires in March.")]
+    at.run()  # the next run (or another page and back) shows the message and says its answer is missing
+    assert not at.exception
+    texts = [m.markdown[0].value for m in at.chat_message if m.markdown]
+    assert texts == ["Remember that my passport expires in March."]
+    assert any("No answer was recorded" in w.value for w in at.warning)
+
+
+def test_reload_resumes_the_open_chat_session(engine):
+    at = make_app(engine)
+    at.chat_input[0].set_value("I folded an origami crane today").run()
+    session_id = at.session_state["chat_sessions"][DEMO_USER]
+    again = make_app(engine)  # a new browser session (reload)
+    assert_clean(again)
+    assert again.session_state["chat_sessions"][DEMO_USER] == session_id
+    assert "I folded an origami crane today" in [m.markdown[0].value for m in again.chat_message if m.markdown]
+    again.button(key="chat_end").click().run()
+    assert make_app(engine).session_state["chat_sessions"][DEMO_USER] is None  # an ended session is not resumed
+
+
+def test_recall_inspector_shows_the_selected_stored_trace_by_id(engine):
+    at = make_app(engine, page="recall_inspector")
+    question = "What did Mia drink before she switched to tea?"
+    at.text_input(key="insp_query").set_value(question).run()
+    at.toggle(key="insp_compare").set_value(False).run()
+    at.number_input(key="insp_A_k").set_value(3).run()
+    at.button(key="insp_run").click().run()
+    at.number_input(key="insp_A_k").set_value(7).run()
+    at.button(key="insp_run").click().run()  # a later run of the same question
+    assert_clean(at)
+    traces = engine.store.traces(DEMO_USER)
+    assert len(traces) == 2
+    from timem.recall import load_traces
+
+    first = min(load_traces(engine.store, DEMO_USER), key=lambda t: t.created_at)
+    at.radio(key="insp_source").set_value("Past query").run()
+    at.selectbox(key="insp_past").set_value(first.trace_id).run()
+    assert_clean(at)
+    assert any(first.trace_id in c.value for c in at.caption)  # the stored trace itself, by its id
+    assert not any("Re-run of this stored trace" in m.value for m in at.markdown)  # not the later run
+    assert len(engine.store.traces(DEMO_USER)) == 2  # nothing re-run
