@@ -508,3 +508,81 @@ def test_recall_inspector_shows_the_selected_stored_trace_by_id(engine):
     assert any(first.trace_id in c.value for c in at.caption)  # the stored trace itself, by its id
     assert not any("Re-run of this stored trace" in m.value for m in at.markdown)  # not the later run
     assert len(engine.store.traces(DEMO_USER)) == 2  # nothing re-run
+
+
+def test_bad_database_path_errors_on_that_page_only(tmp_path, monkeypatch):
+    """A folder, a file that is not DuckDB, a path under a file: an error in the sidebar, the studio stays
+    on its store, and every page (and the next interaction) keeps working."""
+    import streamlit as st
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TIMEM_DB_PATH", str(tmp_path / "a.duckdb"))
+    monkeypatch.setenv("TIMEM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TIMEM_LLM_BACKEND", "none")
+    monkeypatch.delenv("TIMEM_CONFIG", raising=False)
+    (tmp_path / "notes.txt").write_text("not a database\n")
+    st.cache_resource.clear()
+    try:
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180).run()
+        assert not at.exception, [e.value for e in at.exception]
+        for bad in (tmp_path / "folder", tmp_path / "notes.txt", tmp_path / "notes.txt" / "x.duckdb"):
+            if bad.name == "folder":
+                bad.mkdir()
+            at.text_input(key="sb_db_other").set_value(str(bad)).run()
+            assert not at.exception, (bad, [e.value for e in at.exception])
+            assert any(f"Cannot open {bad}" in e.value for e in at.sidebar.error), bad
+            assert "timem_db_path" not in at.session_state or at.session_state["timem_db_path"] == str(
+                tmp_path / "a.duckdb")
+            at.run()  # the next interaction: no error left, the store still open
+            assert not at.exception and not at.error
+            for page in ("chat", "memories"):
+                at.switch_page(f"pages/{page}.py").run()
+                assert not at.exception and not at.error, page
+    finally:
+        st.cache_resource.clear()
+
+
+def test_import_moves_the_chat_event_time_to_the_imported_conversation(empty_engine):
+    from datetime import datetime, timedelta
+
+    at = make_app(empty_engine, user="me")
+    assert at.session_state["chat_time_mode"] == "Now"  # nothing stored yet
+    at.button(key="sb_imp_go").click().run()  # the bundled demo (April-June 2024)
+    assert_clean(at)
+    assert at.radio(key="chat_time_mode").value == "Simulated"
+    last = empty_engine.store.turns(DEMO_USER)[-1].event_time
+    expected = (last + timedelta(hours=1)).astimezone(empty_engine.config.tz).replace(tzinfo=None, second=0)
+    assert at.session_state["chat_sim_time"] == expected
+    assert at.session_state["chat_sim_time"] < datetime(2024, 7, 1)
+
+
+def test_uploads_are_deleted_and_errors_name_the_uploaded_file(empty_engine, tmp_path, monkeypatch):
+    from timem.ui import sidebar
+
+    uploads = tmp_path / "uploads"
+    monkeypatch.setattr(sidebar, "UPLOAD_DIR", uploads)
+    at = make_app(empty_engine, user="me")
+    at.radio(key="sb_imp_source").set_value("Upload a file").run()
+    at.selectbox(key="sb_imp_fmt").set_value("TiMem JSONL").run()
+    line = ('{"user_id": "zoe", "session_id": "s1", "role": "user", "text": "I adopted a dog called Rex.", '
+            '"timestamp": "2024-05-01T10:00:00"}\n')
+    at.file_uploader(key="sb_imp_file").set_value(("chat.jsonl", line.encode(), "application/jsonl")).run()
+    at.button(key="sb_imp_go").click().run()
+    assert_clean(at)
+    assert empty_engine.store.users() == ["zoe"]
+    assert not uploads.exists() or not any(uploads.iterdir())  # the staged copy is gone
+
+    at.file_uploader(key="sb_imp_file").set_value(("my-bad.jsonl", b'{"user_id": "x"}\n', "application/jsonl")).run()
+    at.button(key="sb_imp_go").click().run()
+    errors = [e.value for e in at.error]
+    assert any("file my-bad.jsonl" in e for e in errors), errors  # the user's own file name
+    assert not any(str(uploads) in e or "/tmp" in e for e in errors), errors  # not the temporary copy
+    assert not uploads.exists() or not any(uploads.iterdir())
+
+    (uploads / "leftover").mkdir(parents=True)  # e.g. from a process killed mid-import
+    (uploads / "leftover" / "old.jsonl").write_text(line)
+    at.switch_page("pages/memories.py").run()
+    at.text_input(key="mem_erase_user_typed").set_value("zoe").run()
+    at.button(key="mem_erase_user").click().run()
+    assert not at.exception
+    assert not uploads.exists()
