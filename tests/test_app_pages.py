@@ -413,3 +413,186 @@ def test_extractive_mode_from_the_sidebar_without_an_llm(tmp_path, embedder):
         assert any("mode: extractive" in h for trace in fig.data if trace.hovertext for h in trace.hovertext)
     finally:
         eng.close()
+
+
+# ---------------------------------------------------------------- issue 15 item 16: a new user's browser walk
+def _llm_answering(engine, reply):
+    """Swap the engine's LLM for the scripted one, except that chat answers come from ``reply(question)``."""
+    from studio_support import studio_answer
+
+    from timem.llm.client import LLM
+    from timem.llm.fake import ScriptedBackend
+
+    def answer(request):
+        last = request.messages[-1].content
+        if request.json_schema is None and "Question:" in last:
+            return reply(last.rsplit("Question:", 1)[-1].split("\n")[0].strip())
+        return studio_answer(request)
+
+    engine.llm = engine.consolidator.llm = LLM(ScriptedBackend(answer, model_id=SCRIPTED_MODEL), engine.store)
+
+
+def test_chat_assistant_answers_stay_the_assistants_and_out_of_the_users_facts(demo_template, tmp_path, embedder):
+    """A (wrong) multi-line chat answer is stored as the assistant's turn and never becomes a fact of the
+    session memory (extractive: assistant lines are left out of L2+, continuation lines keep their speaker)."""
+    eng = open_engine(demo_template, tmp_path, embedder, consolidation_mode="extractive")
+    try:
+        _llm_answering(eng, lambda q: "Noted.\nYou drink a double espresso with whisky every morning.")
+        at = make_app(eng)
+        at.chat_input[0].set_value("I switched to green tea and I love my new bike.").run()
+        assert_clean(at)
+        session_id = at.session_state["chat_sessions"][DEMO_USER]
+        turns = eng.store.turns(DEMO_USER, session_id)
+        assert [(t.role, t.speaker) for t in turns] == [(Role.USER, "Mia"), (Role.ASSISTANT, "Assistant")]
+        at.button(key="chat_end").click().run()
+        assert_clean(at)
+        l2 = eng.store.nodes(DEMO_USER, int(Level.SESSION), session_id=session_id)[0]
+        assert "green tea" in l2.content
+        assert "whisky" not in l2.content and "Noted" not in l2.content
+    finally:
+        eng.close()
+
+
+def test_chat_abstractive_prompt_says_assistant_lines_are_not_facts(engine):
+    _llm_answering(engine, lambda q: "You drink whisky every morning.")
+    at = make_app(engine)
+    at.chat_input[0].set_value("I switched to green tea.").run()
+    at.button(key="chat_end").click().run()
+    assert_clean(at)
+    prompts = [c.messages[-1].content for c in engine.llm.backend.calls
+               if "Segments of this session" in c.messages[-1].content]
+    assert prompts and "Lines by Assistant are the chat assistant's replies" in prompts[-1]
+
+
+def test_chat_message_is_kept_when_the_answer_fails(engine):
+    from timem.errors import LLMError
+
+    def fails(question):
+        raise LLMError("the endpoint is unreachable; start it or pick another backend")
+
+    _llm_answering(engine, fails)
+    at = make_app(engine)
+    at.chat_input[0].set_value("Remember that my passport expires in March.").run()
+    assert not at.exception
+    assert any("recorded, but answering it failed" in e.value for e in at.error)
+    session_id = at.session_state["chat_sessions"][DEMO_USER]
+    turns = engine.store.turns(DEMO_USER, session_id)
+    assert [(t.role, t.text) for t in turns] == [(Role.USER, "Remember that my passport expires in March.")]
+    at.run()  # the next run (or another page and back) shows the message and says its answer is missing
+    assert not at.exception
+    texts = [m.markdown[0].value for m in at.chat_message if m.markdown]
+    assert texts == ["Remember that my passport expires in March."]
+    assert any("No answer was recorded" in w.value for w in at.warning)
+
+
+def test_reload_resumes_the_open_chat_session(engine):
+    at = make_app(engine)
+    at.chat_input[0].set_value("I folded an origami crane today").run()
+    session_id = at.session_state["chat_sessions"][DEMO_USER]
+    again = make_app(engine)  # a new browser session (reload)
+    assert_clean(again)
+    assert again.session_state["chat_sessions"][DEMO_USER] == session_id
+    assert "I folded an origami crane today" in [m.markdown[0].value for m in again.chat_message if m.markdown]
+    again.button(key="chat_end").click().run()
+    assert make_app(engine).session_state["chat_sessions"][DEMO_USER] is None  # an ended session is not resumed
+
+
+def test_recall_inspector_shows_the_selected_stored_trace_by_id(engine):
+    at = make_app(engine, page="recall_inspector")
+    question = "What did Mia drink before she switched to tea?"
+    at.text_input(key="insp_query").set_value(question).run()
+    at.toggle(key="insp_compare").set_value(False).run()
+    at.number_input(key="insp_A_k").set_value(3).run()
+    at.button(key="insp_run").click().run()
+    at.number_input(key="insp_A_k").set_value(7).run()
+    at.button(key="insp_run").click().run()  # a later run of the same question
+    assert_clean(at)
+    traces = engine.store.traces(DEMO_USER)
+    assert len(traces) == 2
+    from timem.recall import load_traces
+
+    first = min(load_traces(engine.store, DEMO_USER), key=lambda t: t.created_at)
+    at.radio(key="insp_source").set_value("Past query").run()
+    at.selectbox(key="insp_past").set_value(first.trace_id).run()
+    assert_clean(at)
+    assert any(first.trace_id in c.value for c in at.caption)  # the stored trace itself, by its id
+    assert not any("Re-run of this stored trace" in m.value for m in at.markdown)  # not the later run
+    assert len(engine.store.traces(DEMO_USER)) == 2  # nothing re-run
+
+
+def test_bad_database_path_errors_on_that_page_only(tmp_path, monkeypatch):
+    """A folder, a file that is not DuckDB, a path under a file: an error in the sidebar, the studio stays
+    on its store, and every page (and the next interaction) keeps working."""
+    import streamlit as st
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TIMEM_DB_PATH", str(tmp_path / "a.duckdb"))
+    monkeypatch.setenv("TIMEM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TIMEM_LLM_BACKEND", "none")
+    monkeypatch.delenv("TIMEM_CONFIG", raising=False)
+    (tmp_path / "notes.txt").write_text("not a database\n")
+    st.cache_resource.clear()
+    try:
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180).run()
+        assert not at.exception, [e.value for e in at.exception]
+        for bad in (tmp_path / "folder", tmp_path / "notes.txt", tmp_path / "notes.txt" / "x.duckdb"):
+            if bad.name == "folder":
+                bad.mkdir()
+            at.text_input(key="sb_db_other").set_value(str(bad)).run()
+            assert not at.exception, (bad, [e.value for e in at.exception])
+            assert any(f"Cannot open {bad}" in e.value for e in at.sidebar.error), bad
+            assert "timem_db_path" not in at.session_state or at.session_state["timem_db_path"] == str(
+                tmp_path / "a.duckdb")
+            at.run()  # the next interaction: no error left, the store still open
+            assert not at.exception and not at.error
+            for page in ("chat", "memories"):
+                at.switch_page(f"pages/{page}.py").run()
+                assert not at.exception and not at.error, page
+    finally:
+        st.cache_resource.clear()
+
+
+def test_import_moves_the_chat_event_time_to_the_imported_conversation(empty_engine):
+    from datetime import datetime, timedelta
+
+    at = make_app(empty_engine, user="me")
+    assert at.session_state["chat_time_mode"] == "Now"  # nothing stored yet
+    at.button(key="sb_imp_go").click().run()  # the bundled demo (April-June 2024)
+    assert_clean(at)
+    assert at.radio(key="chat_time_mode").value == "Simulated"
+    last = empty_engine.store.turns(DEMO_USER)[-1].event_time
+    expected = (last + timedelta(hours=1)).astimezone(empty_engine.config.tz).replace(tzinfo=None, second=0)
+    assert at.session_state["chat_sim_time"] == expected
+    assert at.session_state["chat_sim_time"] < datetime(2024, 7, 1)
+
+
+def test_uploads_are_deleted_and_errors_name_the_uploaded_file(empty_engine, tmp_path, monkeypatch):
+    from timem.ui import sidebar
+
+    uploads = tmp_path / "uploads"
+    monkeypatch.setattr(sidebar, "UPLOAD_DIR", uploads)
+    at = make_app(empty_engine, user="me")
+    at.radio(key="sb_imp_source").set_value("Upload a file").run()
+    at.selectbox(key="sb_imp_fmt").set_value("TiMem JSONL").run()
+    line = ('{"user_id": "zoe", "session_id": "s1", "role": "user", "text": "I adopted a dog called Rex.", '
+            '"timestamp": "2024-05-01T10:00:00"}\n')
+    at.file_uploader(key="sb_imp_file").set_value(("chat.jsonl", line.encode(), "application/jsonl")).run()
+    at.button(key="sb_imp_go").click().run()
+    assert_clean(at)
+    assert empty_engine.store.users() == ["zoe"]
+    assert not uploads.exists() or not any(uploads.iterdir())  # the staged copy is gone
+
+    at.file_uploader(key="sb_imp_file").set_value(("my-bad.jsonl", b'{"user_id": "x"}\n', "application/jsonl")).run()
+    at.button(key="sb_imp_go").click().run()
+    errors = [e.value for e in at.error]
+    assert any("file my-bad.jsonl" in e for e in errors), errors  # the user's own file name
+    assert not any(str(uploads) in e or "/tmp" in e for e in errors), errors  # not the temporary copy
+    assert not uploads.exists() or not any(uploads.iterdir())
+
+    (uploads / "leftover").mkdir(parents=True)  # e.g. from a process killed mid-import
+    (uploads / "leftover" / "old.jsonl").write_text(line)
+    at.switch_page("pages/memories.py").run()
+    at.text_input(key="mem_erase_user_typed").set_value("zoe").run()
+    at.button(key="mem_erase_user").click().run()
+    assert not at.exception
+    assert not uploads.exists()

@@ -24,6 +24,10 @@ from timem.models import MemoryNode, Role, Turn
 from timem.segtree import store as segtree_store
 from timem.store import Store
 
+#: speaker label of the assistant's chat turns (role ``assistant``); consolidation never presents
+#: assistant turns as the user's facts (see :mod:`timem.consolidation.extractive`)
+ASSISTANT_NAME = "Assistant"
+
 
 @dataclass
 class IngestReport:
@@ -159,34 +163,66 @@ class MemoryEngine:
 
     # ------------------------------------------------------------------ online chat
     def add_exchange(self, user_id: str, session_id: str, user_text: str, assistant_text: str,
-                     event_time: datetime, *, user_name: str = "User", assistant_name: str = "Assistant",
+                     event_time: datetime, *, user_name: str = "User", assistant_name: str = ASSISTANT_NAME,
                      consolidate: bool = True) -> list[MemoryNode]:
         """Record one chat exchange (user turn + assistant reply, both at ``event_time``, UTC-aware).
 
-        Writes its L1 segment online and consolidates whatever windows closed in event time.
+        Writes its L1 segment online and consolidates whatever windows closed in event time. Same as
+        :meth:`add_message` then :meth:`add_reply`, except that nothing is written if either text is refused.
 
         Raises:
             InputError: empty text or a naive ``event_time`` (nothing is written).
             ConsolidationIncomplete: the turns and the L1 segment were stored, but some closed window
                 could not be consolidated (see :meth:`Consolidator.consolidate`).
         """
-        if is_blank(user_text):
-            raise InputError("the message is empty; type something to say", field="text")
-        if event_time.tzinfo is None:
-            raise InputError("event_time must be timezone-aware; convert with timem.tree.windows.to_utc",
-                             field="event_time")
+        _check_chat(user_text, event_time)
         seq = len(self.store.turns(user_id, session_id))
         offset = _speaker_offset(event_time, self.config.tz_for(user_id))
         turns = [
             _turn(user_id, session_id, seq, user_name, Role.USER, user_text, event_time, offset),
             _turn(user_id, session_id, seq + 1, assistant_name, Role.ASSISTANT, assistant_text, event_time, offset),
         ]
+        return self._add_chat_turns(user_id, turns, consolidate)
+
+    def add_message(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
+                    user_name: str = "User") -> Turn:
+        """Store the user's chat message alone, before it is answered (so that it survives an answer that
+        never completes); no consolidation runs (an open session's L1 waits for the reply).
+
+        Raises:
+            InputError: empty text or a naive ``event_time`` (nothing is written).
+        """
+        _check_chat(text, event_time)
+        seq = len(self.store.turns(user_id, session_id))
+        turn = _turn(user_id, session_id, seq, user_name, Role.USER, text, event_time,
+                     _speaker_offset(event_time, self.config.tz_for(user_id)))
+        self._add_chat_turns(user_id, [turn], consolidate=False)
+        return turn
+
+    def add_reply(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
+                  assistant_name: str = ASSISTANT_NAME, consolidate: bool = True) -> list[MemoryNode]:
+        """Store the assistant's reply (role ``assistant``, speaker ``assistant_name``) after
+        :meth:`add_message`, then write the L1 segment and consolidate what closed (see :meth:`add_exchange`).
+
+        Raises:
+            InputError: empty text or a naive ``event_time`` (nothing is written).
+            ConsolidationIncomplete: see :meth:`add_exchange`.
+        """
+        _check_chat(text, event_time, what="reply")
+        seq = len(self.store.turns(user_id, session_id))
+        turn = _turn(user_id, session_id, seq, assistant_name, Role.ASSISTANT, text, event_time,
+                     _speaker_offset(event_time, self.config.tz_for(user_id)))
+        return self._add_chat_turns(user_id, [turn], consolidate)
+
+    def _add_chat_turns(self, user_id: str, turns: list[Turn], consolidate: bool) -> list[MemoryNode]:
         for t in turns:
             check_turn(t)
         with self.store.transaction():
             self.store.add_turns(turns)
+        if not consolidate:
+            return []
         try:
-            return self.consolidator.consolidate(user_id) if consolidate else []
+            return self.consolidator.consolidate(user_id)
         finally:
             self.sync_segtree([user_id])
             self.store.refresh_fts()
@@ -264,6 +300,14 @@ def check_turn(turn: Turn) -> None:
     if is_blank(turn.text) and (turn.image_caption is None or is_blank(turn.image_caption)):
         raise InputError("empty text (only whitespace or invisible characters); drop the turn or give it text",
                          record=record, field="text")
+
+
+def _check_chat(text: str, event_time: datetime, what: str = "message") -> None:
+    if is_blank(text):
+        raise InputError(f"the {what} is empty; type something to say", field="text")
+    if event_time.tzinfo is None:
+        raise InputError("event_time must be timezone-aware; convert with timem.tree.windows.to_utc",
+                         field="event_time")
 
 
 def _speaker_offset(at: datetime, zone: ZoneInfo) -> int:

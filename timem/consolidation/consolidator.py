@@ -46,10 +46,10 @@ from timem.consolidation.grounding import ground_content
 from timem.consolidation.segments import cut_segments, render_segment
 from timem.embed.protocol import Embedder
 from timem.errors import ConsolidationIncomplete, LLMError, UnusableAnswerError
-from timem.llm.protocol import LLMClient
+from timem.llm.protocol import LLMClient, Message
 from timem.models import CONSOLIDATION_MODES, Level, MemoryNode, NodeStatus, Role, TimeSpan, Turn
 from timem.prompts import day, profile, segment, session, title, week
-from timem.prompts.common import render_nodes
+from timem.prompts.common import assistant_note, render_nodes
 from timem.store import Store
 from timem.tree.windows import check_containment, hull, parent_span, parent_window
 
@@ -93,6 +93,7 @@ class Consolidator:
         self.store, self.embedder, self.llm, self.config = store, embedder, llm, config
         self.tz = config.tz
         self._speakers: dict[str, list[str]] = {}  #: user -> speaker names, per consolidate() call
+        self._assistant_names: dict[str, list[str]] = {}  #: user -> assistant speaker names, likewise
         self._sentence_vecs = extractive.EmbeddingCache(embedder)  #: extractive units, shared by all levels
 
     # ------------------------------------------------------------------ L1
@@ -171,6 +172,7 @@ class Consolidator:
         if not upper_levels:
             return written
         self._speakers.pop(user_id, None)  # speakers may have been added since the last call
+        self._assistant_names.pop(user_id, None)
         failures: list[tuple[int, str, str]] = []
         for level in (Level.SESSION, Level.DAY, Level.WEEK, Level.PROFILE):
             due = self._due(user_id, level, closed, watermark, flush)
@@ -247,7 +249,7 @@ class Consolidator:
         else:
             content = extractive.extract(
                 level, children, self._sentence_vecs, self.config.extractive_cap(level), self.tz,
-                speakers=self._user_speakers(user_id),
+                speakers=self._user_speakers(user_id), assistants=self._assistants(user_id),
                 participants=self._participants(user_id, span) if level == Level.PROFILE else ())
             model_id, version = extractive.MODEL_ID, extractive.PROMPT_VERSION
             if not content.strip():  # children without any text line: nothing to select, no placeholder
@@ -318,6 +320,9 @@ class Consolidator:
                 messages = profile.build_messages(children, shown, people, self.tz)
             else:
                 messages = mod.build_messages(children, shown, self.tz)
+            note = assistant_note(self._assistants(user_id), messages[-1].content)
+            if note:  # a chat assistant's replies are not the participants' facts (see extractive.py)
+                messages = [*messages[:-1], Message(role=messages[-1].role, content=messages[-1].content + note)]
             result = llm.complete_json(messages, schema, purpose=f"consolidate-L{int(level)}", user_id=user_id,
                                        max_tokens=mod.MAX_TOKENS)
             try:
@@ -340,6 +345,14 @@ class Consolidator:
         if user_id not in self._speakers:
             self._speakers[user_id] = sorted({t.speaker for t in self.store.turns(user_id)})
         return self._speakers[user_id]
+
+    def _assistants(self, user_id: str) -> list[str]:
+        """Speaker names used only by the user's assistant-role turns (e.g. the studio chat's ``Assistant``)."""
+        if user_id not in self._assistant_names:
+            turns = self.store.turns(user_id)
+            people = {t.speaker for t in turns if t.role != Role.ASSISTANT}
+            self._assistant_names[user_id] = sorted({t.speaker for t in turns if t.role == Role.ASSISTANT} - people)
+        return self._assistant_names[user_id]
 
     def _participants(self, user_id: str, span: TimeSpan) -> list[str]:
         """Speakers (not assistants) who spoke within ``span``, in order of first appearance."""

@@ -7,7 +7,8 @@ anew (a line without a known speaker prefix stays without one).
 * **Units.** Each child content line is parsed: L1's ``On 8 May 2023 (Monday) 13:56:`` header is
   skipped, and so is a hybrid node's title (the block before its first blank line); a leading short
   date (``8 May: ``, written by L4/L5) is read back; a prefix ``Name: `` counts as a speaker only if
-  ``Name`` is one of the user's speakers. The rest is split into sentences
+  ``Name`` is one of the user's speakers. In a verbatim L1 a line without a prefix continues the
+  turn above it (a reply of several lines) and keeps that turn's speaker. The rest is split into sentences
   (:func:`timem.prompts.common.split_sentences`); each sentence is a unit that keeps its line's
   speaker and date. Identical units are kept once (the first).
 * **Score** = 0.4 * centrality (cosine to the window's mean embedding, clipped to [0, 1])
@@ -23,6 +24,10 @@ anew (a line without a known speaker prefix stays without one).
   one line. L4 and L5 (several days) prefix each line with its short date (``8 May: Caroline: ...``).
   L5 is one block per participant (speakers, not assistants) from their first-person statements
   (their other statements if they have none), the cap shared equally among them.
+* **Assistants.** Sentences by an assistant speaker (the speaker of role-``assistant`` turns, e.g. the
+  studio chat's ``Assistant``) are left out of L2-L5 whenever the window holds any other sentence: a
+  chat assistant's answer (possibly wrong) is not a fact the user stated. The verbatim L1 keeps it,
+  labelled ``Assistant: ...``; a window of nothing but assistant lines keeps them with that label.
 
 All embeddings of a window are computed in one ``embedder.embed`` batch (:class:`EmbeddingCache` lets
 the consolidator embed each sentence once across levels).
@@ -124,13 +129,15 @@ def _split_speaker(line: str, speakers: Sequence[str]) -> tuple[str | None, str]
     return None, line
 
 
-def parse_units(children: Sequence[MemoryNode], speakers: Sequence[str], tz: ZoneInfo) -> list[Unit]:
+def parse_units(children: Sequence[MemoryNode], speakers: Sequence[str], tz: ZoneInfo,
+                assistants: Sequence[str] = ()) -> list[Unit]:
     """The units (sentences with speaker and date) of ``children``, in source order (see module doc).
 
     Args:
         children: the nodes being consolidated, oldest first.
         speakers: the user's speaker names; only these count as ``Name: `` prefixes.
         tz: the users' zone (a unit without a date prefix gets its child's span start date there).
+        assistants: assistant speaker names; their units are dropped unless nothing else is left.
     """
     names = sorted(set(speakers), key=lambda s: (-len(s), s))
     out: list[Unit] = []
@@ -140,6 +147,7 @@ def parse_units(children: Sequence[MemoryNode], speakers: Sequence[str], tz: Zon
         if child.mode == "hybrid" and "\n\n" in body:
             body = body.split("\n\n", 1)[1]  # the LLM title is not a selection
         default_day = child.span_start.astimezone(tz).date()
+        turn_speaker: str | None = None  # verbatim L1: the speaker of the turn a continuation line belongs to
         for li, raw in enumerate(body.splitlines()):
             line = raw.strip()
             if not line or _L1_HEAD.match(line):
@@ -153,12 +161,19 @@ def parse_units(children: Sequence[MemoryNode], speakers: Sequence[str], tz: Zon
                 except ValueError:
                     pass
             speaker, text = _split_speaker(line, names)
+            if child.mode == "verbatim":
+                if speaker is None:
+                    speaker = turn_speaker
+                turn_speaker = speaker
             for sent in split_sentences(text):
                 key = (speaker, sent)
                 if key in seen:
                     continue
                 seen.add(key)
                 out.append(Unit(speaker, sent, day, (ci, li), len(out)))
+    skip = set(assistants)
+    if skip and any(u.speaker not in skip for u in out):
+        out = [Unit(u.speaker, u.text, u.day, u.src, i) for i, u in enumerate(u for u in out if u.speaker not in skip)]
     return out
 
 
@@ -266,7 +281,7 @@ def select(units: Sequence[Unit], embedder: Embedder, cap: int, *, dated: bool, 
 
 
 def extract(level: Level, children: Sequence[MemoryNode], embedder: Embedder, cap: int, tz: ZoneInfo, *,
-            speakers: Sequence[str], participants: Sequence[str] = ()) -> str:
+            speakers: Sequence[str], participants: Sequence[str] = (), assistants: Sequence[str] = ()) -> str:
     """The extractive memory of one window: its children's best sentences within ``cap`` tokens.
 
     Args:
@@ -277,11 +292,12 @@ def extract(level: Level, children: Sequence[MemoryNode], embedder: Embedder, ca
         tz: the users' zone (dates of the lines).
         speakers: every speaker name of the user (turn speakers), to recognise ``Name: `` prefixes.
         participants: L5 only: the people to profile (speakers, not assistants), in order.
+        assistants: assistant speaker names, left out when the window has other lines (module doc).
 
     Returns:
         The content (non-empty when the children have any text); ``count_tokens(result) <= cap``.
     """
-    units = parse_units(children, speakers, tz)
+    units = parse_units(children, speakers, tz, assistants)
     dated = int(level) >= int(Level.WEEK)
     if int(level) != int(Level.PROFILE) or not participants:
         return render_units(select(units, embedder, cap, dated=dated, speakers=speakers), dated=dated)

@@ -49,6 +49,21 @@ def language_note(text: str) -> str:
     return f"\n\nThe conversation is in {name}: write the memory in {name}, not English." if name else ""
 
 
+def assistant_note(names: Sequence[str], body: str) -> str:
+    """A closing instruction that keeps a chat assistant's replies out of the participants' facts.
+
+    Returns ``""`` unless a line of ``body`` starts with one of the assistant speaker ``names``
+    (``Assistant: ...``), so prompts of conversations without an assistant are unchanged.
+    """
+    shown = [n for n in names if re.search(rf"(?m)^{re.escape(n)}: ", body)]
+    if not shown:
+        return ""
+    who = " and ".join(shown)
+    return (f"\n\nLines by {who} are the chat assistant's replies, which may be wrong: they are not facts about "
+            f"the participants. Never state what {who} said as a participant's fact; keep only what the "
+            "participants themselves said (write 'the assistant suggested ...' only if it matters).")
+
+
 def fmt_date(node: MemoryNode, tz: ZoneInfo) -> str:
     """``2023-05-08 (Mon)`` or ``2023-05-08 (Mon) – 2023-05-14 (Sun)`` for a node's span in ``tz``."""
     a, b = node.span_start.astimezone(tz), node.span_end.astimezone(tz)

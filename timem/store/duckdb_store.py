@@ -87,7 +87,11 @@ class Store(RecordTables):
     def __init__(self, path: str | Path, embed_model_id: str, dim: int, vector_index: str = "exact") -> None:
         self.path = str(path)
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the folder of DuckDB file {self.path}: {exc}; pass a path in a "
+                                 "folder you can write to.") from exc
         self.con = self._connect()
         self.con.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
         stored = dict(self.con.execute("SELECT key, value FROM meta").fetchall())

@@ -3,6 +3,15 @@
 Each answer comes from :func:`timem.recall.answer` (recall, then one LLM call) and expands into its
 recall trace. Event time is *now* or a simulated clock the user sets (and advances by hours, days,
 weeks) so that session, day, week and month consolidation can be demoed in minutes.
+
+* The user's message is stored *before* it is answered (:meth:`MemoryEngine.add_message`), so it
+  survives an answer that fails or never completes (the user navigated away); the history then says
+  that the answer is missing. The reply is stored as the assistant's turn (role ``assistant``,
+  speaker ``Assistant``), which consolidation keeps out of the user's facts.
+* A new browser session (a reload) resumes the user's open chat session: the user's latest session,
+  if it is a studio chat session (``chat-…``) that was not ended (:func:`open_chat_session`).
+* After an import (or a user switch) the event-time controls start again from their defaults
+  (:func:`reset_event_time`), so simulated time continues the imported conversation.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 
 import streamlit as st
 
+from timem.engine import ASSISTANT_NAME
 from timem.errors import ConsolidationIncomplete, InputError, TimemError
 from timem.models import MemoryNode, Role
 from timem.recall import answer, recall
@@ -26,6 +36,9 @@ META_KEY = "chat_meta"  #: (user, session, assistant seq) -> {"trace": RecallTra
 SIM_KEY = "chat_sim_time"  #: simulated local wall-clock time (naive, user's zone)
 MODE_KEY = "chat_time_mode"
 _PENDING_KEY = "_chat_pending_advance"
+_CLOCK_KEYS = (MODE_KEY, SIM_KEY, "chat_sim_date", "chat_sim_clock", _PENDING_KEY)
+MISSING_ANSWER = ("No answer was recorded for this message (the answer failed, or the page was left while it was "
+                  "being written). Send it again to get one.")
 
 
 def new_session_id(at: datetime) -> str:
@@ -35,6 +48,31 @@ def new_session_id(at: datetime) -> str:
 
 def _sessions() -> dict[str, str | None]:
     return st.session_state.setdefault(SESSIONS_KEY, {})
+
+
+def open_chat_session(store, user_id: str) -> str | None:
+    """The session a new browser session resumes: the user's latest session (by last event) if it is a
+    studio chat session (``chat-…``) that was not ended, else ``None``."""
+    sessions = sorted(store.sessions(user_id), key=lambda s: (s["last_event_at"], s["started_at"]))
+    last = sessions[-1] if sessions else None
+    if last and last["session_id"].startswith("chat-") and not last["ended"]:
+        return last["session_id"]
+    return None
+
+
+def _current_session(ctx: state.StudioContext) -> str | None:
+    """This browser session's open chat session of the current user (resumed from the store on first use)."""
+    sessions = _sessions()
+    if ctx.user not in sessions:
+        sessions[ctx.user] = open_chat_session(ctx.engine.store, ctx.user)
+    return sessions[ctx.user]
+
+
+def reset_event_time() -> None:
+    """Forget the event-time mode and simulated clock, so that the Chat page derives them again from the
+    current user's last turn (:func:`default_time_mode`, :func:`_default_sim`); e.g. after an import."""
+    for key in _CLOCK_KEYS:
+        st.session_state.pop(key, None)
 
 
 def _meta() -> dict[tuple[str, str, int], dict]:
@@ -78,7 +116,7 @@ def render() -> None:
         st.error(ctx.open_error or "the memory store is not open")
         return
     _controls(ctx)
-    session_id = _sessions().get(ctx.user)
+    session_id = _current_session(ctx)
     notice = st.empty()
     if session_id:
         _history(ctx, session_id)
@@ -94,7 +132,7 @@ def _controls(ctx: state.StudioContext) -> None:
     _apply_pending_advance()
     if MODE_KEY not in st.session_state:
         st.session_state[MODE_KEY] = default_time_mode(ctx)
-    session_id = _sessions().get(ctx.user)
+    session_id = _current_session(ctx)
     c1, c2, c3 = st.columns([3, 1, 1])
     when = ("now" if st.session_state[MODE_KEY] == "Now" else
             f"{st.session_state.get(SIM_KEY) or _default_sim(ctx):%a %d %b %Y %H:%M} (simulated)")
@@ -148,14 +186,17 @@ def _apply_pending_advance() -> None:
 
 def _history(ctx: state.StudioContext, session_id: str) -> None:
     meta = _meta()
-    for t in ctx.engine.store.turns(ctx.user, session_id):
-        role = "user" if t.role == Role.USER else "assistant"
+    turns = ctx.engine.store.turns(ctx.user, session_id)
+    for i, t in enumerate(turns):
+        role = "assistant" if t.role == Role.ASSISTANT else "user"
         with st.chat_message(role):
             st.markdown(t.text)
             st.caption(f"{t.speaker} · {t.event_time.astimezone(ctx.tz):%a %d %b %Y %H:%M}")
             info = meta.get((ctx.user, session_id, t.seq))
             if info:
                 _answer_details(ctx, info)
+            if t.role != Role.ASSISTANT and (i + 1 == len(turns) or turns[i + 1].role != Role.ASSISTANT):
+                st.warning(MISSING_ANSWER, icon=":material/speaker_notes_off:")
 
 
 def _answer_details(ctx: state.StudioContext, info: dict) -> None:
@@ -188,33 +229,42 @@ def reply_without_llm(n_memories: int, tokens: int) -> str:
 
 
 def _exchange(ctx: state.StudioContext, text: str) -> None:
+    """Store the message, answer it, store the reply (see the module doc: the message is kept either way)."""
     at = event_time(ctx)
     sessions = _sessions()
     session_id = sessions.get(ctx.user) or new_session_id(at.astimezone(ctx.tz))
-    sessions[ctx.user] = session_id
     with st.chat_message("user"):
         st.markdown(text)
-    warning, recording = None, False
+    warning = None
+    with ctx.lock:
+        try:
+            ctx.engine.add_message(ctx.user, session_id, text, at, user_name=_speaker_name(ctx))
+        except TimemError as exc:
+            st.error(f"The message was not recorded: {exc}")
+            return
+    sessions[ctx.user] = session_id
     with st.chat_message("assistant"), ctx.lock:
         try:
             with st.spinner("Recalling memories and answering … (the embedded model needs about 5–15 s)"):
                 trace, reply = _answer(ctx, text, at)
-            seq = len(ctx.engine.store.turns(ctx.user, session_id))
-            recording = True
-            with st.spinner("Writing the L1 segment and consolidating any window this exchange closes …"):
-                try:
-                    written = ctx.engine.add_exchange(ctx.user, session_id, text, reply, at,
-                                                      user_name=_speaker_name(ctx))
-                except ConsolidationIncomplete as exc:  # the exchange and its L1 segment are stored
-                    written, warning = exc.written, str(exc)
         except TimemError as exc:
-            if recording and not isinstance(exc, InputError):  # the turns were stored before consolidation
-                st.error(f"The exchange was recorded, but writing its memories failed: {exc}")
-            else:
-                st.error(f"The exchange was not recorded: {exc}")
+            st.error(f"Your message was recorded, but answering it failed: {exc}")
+            st.warning(MISSING_ANSWER, icon=":material/speaker_notes_off:")
             return
-    _meta()[(ctx.user, session_id, seq + 1)] = {"trace": trace, "written": [written_summary(written)],
-                                                "warning": warning}
+        seq = len(ctx.engine.store.turns(ctx.user, session_id))  # the reply's seq
+        with st.spinner("Writing the L1 segment and consolidating any window this exchange closes …"):
+            try:
+                written = ctx.engine.add_reply(ctx.user, session_id, reply, at, assistant_name=ASSISTANT_NAME)
+            except ConsolidationIncomplete as exc:  # the exchange and its L1 segment are stored
+                written, warning = exc.written, str(exc)
+            except InputError as exc:  # refused before anything was written (e.g. an empty reply)
+                st.error(f"Your message was recorded, but the answer could not be stored: {exc}")
+                return
+            except TimemError as exc:  # the reply is stored; consolidation stopped
+                st.error(f"The exchange was recorded, but writing its memories failed: {exc}")
+                return
+    _meta()[(ctx.user, session_id, seq)] = {"trace": trace, "written": [written_summary(written)],
+                                            "warning": warning}
     if st.session_state.get(MODE_KEY) == "Simulated":
         st.session_state[_PENDING_KEY] = timedelta(minutes=1)  # applied before the clock widgets next run
     st.rerun()

@@ -3,6 +3,9 @@
 Each configuration picks the planner (the configured one, the LLM planner, or a fixed complexity),
 the gate (LLM / score / off), λ, the leaf top k and the token budget. Configuration A's trace is
 persisted (it becomes a past query); B is a comparison run and is not saved.
+
+A past query is shown by its trace id: the stored trace itself, never a later run of the same
+question (results of a re-run are shown only under the stored trace they were re-run from).
 """
 
 from __future__ import annotations
@@ -86,14 +89,13 @@ def render() -> None:
             f"{by_id[i].created_at.astimezone(ctx.tz):%Y-%m-%d %H:%M} · {by_id[i].query[:90]}"))
         stored = by_id[tid]
         query, qtime = stored.query, stored.question_time
-        shown = st.session_state.get(RESULTS_KEY)
-        if not (shown and shown["query"] == query):
-            st.caption(f"Stored trace, asked at {qtime.astimezone(ctx.tz):%Y-%m-%d %H:%M}. Open **Re-run** below "
-                       "to recompute it under two configurations.")
-            render_trace(ctx, stored, key=f"insp_stored_{stored.trace_id}")
+        st.caption(f"Stored trace `{stored.trace_id}`, asked at {qtime.astimezone(ctx.tz):%Y-%m-%d %H:%M}. Open "
+                   "**Re-run** below to recompute it under two configurations.")
+        render_trace(ctx, stored, key=f"insp_stored_{stored.trace_id}")
     else:
         query = st.text_input("Question", key="insp_query", placeholder="e.g. What does Mia drink in the morning?")
         qtime = _question_time(ctx)
+    origin = stored.trace_id if stored is not None else None  # which results belong on this view
     with st.expander("Re-run under two configurations" if stored else "Configurations", expanded=stored is None):
         setups = _setups(ctx)
         run = st.button("Run recall", type="primary", key="insp_run", disabled=not query.strip())
@@ -105,9 +107,12 @@ def render() -> None:
                     results.append(run_setup(ctx, setup, query, qtime, persist=i == 0))
                 except TimemError as exc:
                     results.append(str(exc))
-        st.session_state[RESULTS_KEY] = {"query": query, "setups": [s.label() for s in setups], "results": results}
+        st.session_state[RESULTS_KEY] = {"query": query, "origin": origin, "setups": [s.label() for s in setups],
+                                         "results": results}
     shown = st.session_state.get(RESULTS_KEY)
-    if shown and shown["query"] == query:
+    if shown and shown.get("origin") == origin and shown["query"] == query:
+        if stored is not None:
+            st.markdown("**Re-run of this stored trace**")
         _show(ctx, shown)
 
 

@@ -14,6 +14,7 @@ import streamlit as st
 from timem.models import MemoryNode, NodeStatus
 from timem.ui import state
 from timem.ui.feedback import flash, show_flashes, user_errors
+from timem.ui.sidebar import remove_uploads
 
 SEL_KEY = "mem_selected"
 UNDO_KEY = "mem_undo"
@@ -123,6 +124,7 @@ def _actions(ctx: state.StudioContext, selected: list[MemoryNode]) -> None:
         if st.button("Erase", key="mem_erase", type="primary", disabled=not sure):
             with user_errors("Erase failed"), st.spinner(reconsolidating):
                 ctx.engine.delete_memories(ids, hard=True)
+                remove_uploads()  # an erase leaves no uploaded copy behind either
                 flash(f"Erased {len(ids)} memories permanently.")
                 st.rerun()
     if len(selected) == 1:
@@ -167,6 +169,7 @@ def _danger_zone(ctx: state.StudioContext) -> None:
         if st.button("Erase user", key="mem_erase_user", disabled=typed.strip() != ctx.user):
             with user_errors("Erasing the user failed"):
                 counts = ctx.engine.erase_user(ctx.user)
+                remove_uploads()
                 st.session_state.pop(UNDO_KEY, None)
                 flash("Erased user " + ctx.user + ": " + ", ".join(f"{k} {v}" for k, v in counts.items()))
                 st.rerun()

@@ -1,8 +1,19 @@
-"""The shared sidebar: database, user, LLM status, consolidation mode, import a conversation, consolidate now."""
+"""The shared sidebar: database, user, LLM status, consolidation mode, import a conversation, consolidate now.
+
+* A database path is switched to only once it opens (:func:`timem.ui.state.open_context`): a bad path
+  gives an error here and the studio stays on the store it had.
+* An uploaded file is written to its own folder under :data:`UPLOAD_DIR` with its original name,
+  imported, and deleted right after (:func:`staged_upload`); errors name the uploaded file, not the
+  temporary copy. Erasing memories or a user also removes any leftover upload (:func:`remove_uploads`).
+"""
 
 from __future__ import annotations
 
+import secrets
+import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import streamlit as st
@@ -10,13 +21,14 @@ import streamlit as st
 from timem.consolidation.consolidator import NEEDS_LLM
 from timem.errors import ConsolidationIncomplete, InputError
 from timem.models import CONSOLIDATION_MODES
-from timem.ui import state
+from timem.ui import chat, state
 from timem.ui.feedback import StreamlitProgress, flash, user_errors
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_FILE = REPO / "data" / "demo_conversation.jsonl"
 SHARED_LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 FORMATS = {"LoCoMo (JSON)": "locomo", "LongMemEval (JSON)": "longmemeval", "TiMem JSONL": "jsonl"}
+UPLOAD_DIR = Path(tempfile.gettempdir()) / "timem-uploads"  #: staged uploads (deleted after each import)
 _STATUS_ICON = {"ready": ":green[●]", "loaded": ":green[●]", "loads on first use": ":orange[●]", "off": ":gray[●]",
                 "error": ":red[●]"}
 
@@ -44,15 +56,23 @@ def _database(ctx: state.StudioContext) -> None:
         return
     files = state.known_db_files(ctx.config)
     current = str(ctx.config.db_path)
-    choice = st.selectbox("DuckDB file", files, index=files.index(current) if current in files else 0,
-                          key="sb_db_choice", help="One file per deployment; created if missing.")
-    other = st.text_input("…or another file", key="sb_db_other", placeholder="path/to/memories.duckdb")
-    target = other.strip() or choice
-    if target != current:
-        st.session_state[state.DB_KEY] = target
-        st.rerun()
+    st.selectbox("DuckDB file", files, index=files.index(current) if current in files else 0,
+                 key="sb_db_choice", help="One file per deployment; created if missing.",
+                 on_change=_request_db, args=("sb_db_choice",))
+    st.text_input("…or another file", key="sb_db_other", placeholder="path/to/memories.duckdb",
+                  on_change=_request_db, args=("sb_db_other",))
+    failed = st.session_state.pop(state.DB_ERROR_KEY, None)
+    if failed:
+        st.error(failed, icon=":material/error:")
     if ctx.open_error:
         st.error(ctx.open_error)
+
+
+def _request_db(key: str) -> None:
+    """on_change of the database widgets: ask :func:`state.open_context` to switch (it does only if it opens)."""
+    target = (st.session_state.get(key) or "").strip() or st.session_state.get("sb_db_choice")
+    if target and target != st.session_state.get(state.DB_KEY):
+        st.session_state[state.REQUEST_KEY] = target
 
 
 def _user(ctx: state.StudioContext) -> None:
@@ -67,12 +87,14 @@ def _user(ctx: state.StudioContext) -> None:
         new = st.text_input("User id", key="sb_new_user", placeholder="e.g. alice")
         if st.button("Use this user", key="sb_new_user_go", disabled=not new.strip()):
             state.set_user(new)
+            chat.reset_event_time()
             st.rerun()
 
 
 def _picked_user() -> None:
     """on_change of the user box: runs before the next script run, so the whole run sees the new user."""
     state.set_user(st.session_state["sb_user"])
+    chat.reset_event_time()  # the chat's event time follows the new user's last turn
 
 
 def _llm(ctx: state.StudioContext) -> None:
@@ -132,19 +154,40 @@ def _import(ctx: state.StudioContext) -> None:
                        "Untick for the L1 segments in seconds.")
     if st.button("Import", key="sb_imp_go", type="primary", disabled=(upload is None and path is None)):
         with user_errors("Import failed"):
-            if upload is not None:
-                suffix = Path(upload.name).suffix or ".json"
-                with tempfile.NamedTemporaryFile("wb", suffix=suffix, delete=False) as fh:
-                    fh.write(upload.getvalue())
-                path = Path(fh.name)
-            run_import(ctx, path, fmt, sample_ids=sample_ids, limit=limit, upper_levels=upper)
+            if upload is None:
+                run_import(ctx, path, fmt, sample_ids=sample_ids, limit=limit, upper_levels=upper)
+            else:
+                with staged_upload(upload.name, upload.getvalue()) as staged:
+                    run_import(ctx, staged, fmt, sample_ids=sample_ids, limit=limit, upper_levels=upper,
+                               display_name=upload.name)
+
+
+@contextmanager
+def staged_upload(name: str, data: bytes) -> Iterator[Path]:
+    """Write an uploaded file to a new folder under :data:`UPLOAD_DIR` (keeping its name), yield its path,
+    and delete the folder afterwards, whatever happens (also on ``st.rerun``)."""
+    folder = UPLOAD_DIR / secrets.token_hex(8)
+    folder.mkdir(parents=True)
+    try:
+        path = folder / (Path(name).name or "upload.json")
+        path.write_bytes(data)
+        yield path
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def remove_uploads() -> None:
+    """Delete every staged upload left under :data:`UPLOAD_DIR` (e.g. by a process killed mid-import)."""
+    shutil.rmtree(UPLOAD_DIR, ignore_errors=True)
 
 
 def run_import(ctx: state.StudioContext, path: Path | None, fmt: str, *, sample_ids: list[str] | None = None,
-               limit: int | None = None, upper_levels: bool = True) -> None:
+               limit: int | None = None, upper_levels: bool = True, display_name: str | None = None) -> None:
     """Load ``path`` (``fmt``: locomo / longmemeval / jsonl), ingest it with a progress bar, switch user.
 
-    ``upper_levels=False`` writes L1 segments only (see :meth:`MemoryEngine.ingest`).
+    ``upper_levels=False`` writes L1 segments only (see :meth:`MemoryEngine.ingest`). ``display_name``
+    (an uploaded file's own name) replaces ``path`` in error messages. Afterwards the chat's event time
+    starts again from its defaults, so that it continues the imported conversation.
 
     Raises:
         InputError: no file, or malformed input (nothing is written then).
@@ -153,7 +196,15 @@ def run_import(ctx: state.StudioContext, path: Path | None, fmt: str, *, sample_
 
     if path is None or not Path(path).exists():
         raise InputError(f"no such file: {path}; pick or upload a conversation file")
-    users = load_dataset(path, fmt, sample_ids=sample_ids, limit=limit, tz=ctx.tz, user_tz=ctx.config.user_tz)  # type: ignore[arg-type]
+    try:
+        users = load_dataset(path, fmt, sample_ids=sample_ids, limit=limit, tz=ctx.tz,  # type: ignore[arg-type]
+                             user_tz=ctx.config.user_tz)
+    except InputError as exc:
+        if not display_name:
+            raise
+        named = InputError(str(exc).replace(str(path), display_name))  # the message is already complete
+        named.file, named.record, named.field = display_name, exc.record, exc.field
+        raise named from exc
     total = sum(len(s.turns) for u in users for s in u.sessions)
     progress = StreamlitProgress(title=f"Importing {len(users)} user(s), {total} turns")
     try:
@@ -166,6 +217,7 @@ def run_import(ctx: state.StudioContext, path: Path | None, fmt: str, *, sample_
     flash(f"Imported {', '.join(report.users)}: {report.turns_added} new turns; new memories: {nodes}.")
     if report.users:
         state.set_user(report.users[0])
+    chat.reset_event_time()
     st.rerun()
 
 

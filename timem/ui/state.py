@@ -5,6 +5,9 @@
   (config, engine, LLM label/status, a lock) and stores it for the page (:func:`current`).
 * Tests inject a ready engine with ``at.session_state[ENGINE_KEY] = engine`` (AppTest) so the
   studio never loads the real model; the database selector is then fixed to that engine's file.
+* Another DuckDB file is asked for with :data:`REQUEST_KEY`; :func:`open_context` switches to it only if
+  it opens, else it stays on the current file and leaves the reason in :data:`DB_ERROR_KEY` for the
+  sidebar (a bad path never poisons the session: every page keeps working).
 * One DuckDB connection is not safe for concurrent use, so every script run holds
   :attr:`StudioContext.lock` (one per engine) while it touches the engine.
 """
@@ -19,11 +22,13 @@ import streamlit as st
 
 from timem.config import Config, load_config
 from timem.engine import MemoryEngine
-from timem.errors import ConfigError, LLMError, TimemError
+from timem.errors import ConfigError, InputError, LLMError, TimemError
 
 ENGINE_KEY = "timem_engine"  #: session-state key of an injected MemoryEngine (tests)
 DB_KEY = "timem_db_path"  #: session-state key of the chosen DuckDB file
 USER_KEY = "timem_user"  #: session-state key of the current user id
+REQUEST_KEY = "_timem_db_request"  #: session-state key of a DuckDB file asked for (switched to if it opens)
+DB_ERROR_KEY = "_timem_db_error"  #: why the last requested DuckDB file could not be opened (shown once)
 _CTX_KEY = "_timem_ctx"
 _LOCK_KEY = "_timem_injected_lock"
 DEFAULT_USER = "me"
@@ -105,7 +110,11 @@ def _describe(config: Config) -> str:
 
 
 def open_context() -> StudioContext:
-    """Build this run's :class:`StudioContext` (cached engine or the injected one) and remember it."""
+    """Build this run's :class:`StudioContext` (cached engine or the injected one) and remember it.
+
+    A requested DuckDB file (:data:`REQUEST_KEY`) becomes the session's file only once it opened; if it
+    cannot be opened the reason goes to :data:`DB_ERROR_KEY` and the current file stays open.
+    """
     injected = st.session_state.get(ENGINE_KEY)
     if injected is not None:
         lock = st.session_state.setdefault(_LOCK_KEY, threading.RLock())
@@ -113,19 +122,44 @@ def open_context() -> StudioContext:
         ctx = StudioContext(injected.config, injected, model, injected=True, lock=lock)
     else:
         base = base_config()
-        db = st.session_state.get(DB_KEY) or str(base.db_path)
-        config = base.with_overrides(db_path=Path(db))
-        label = _describe(config)
-        try:
-            opened = _open_engine(str(Path(db).expanduser().resolve()), config)
-            ctx = StudioContext(config, opened.engine, label, llm_error=opened.llm_error, lock=opened.lock)
-            if opened.llm_error:
-                ctx.llm_label = f"{label} — unavailable, running without an LLM"
-        except TimemError as exc:
-            ctx = StudioContext(config, None, label, open_error=str(exc))
+        current = st.session_state.get(DB_KEY) or str(base.db_path)
+        requested = st.session_state.pop(REQUEST_KEY, None)  # popped first: a failure cannot repeat every run
+        ctx = None
+        if requested and requested != current:
+            try:
+                ctx = _context_for(base, requested)
+                st.session_state[DB_KEY] = requested
+            except TimemError as exc:
+                st.session_state[DB_ERROR_KEY] = (f"Cannot open {requested}: {exc} The studio stays on {current}; "
+                                                  "give the path of a new or existing .duckdb file.")
+        if ctx is None:
+            try:
+                ctx = _context_for(base, current)
+            except TimemError as exc:
+                ctx = StudioContext(base.with_overrides(db_path=Path(current)), None, _describe(base),
+                                    open_error=str(exc))
     if not st.session_state.get(USER_KEY):
         _initial_user(ctx)
     st.session_state[_CTX_KEY] = ctx
+    return ctx
+
+
+def _context_for(base: Config, db: str) -> StudioContext:
+    """The context over DuckDB file ``db`` (opened once per server process).
+
+    Raises:
+        InputError: ``db`` is a folder.
+        StoreError: the file cannot be opened or created (see :class:`timem.store.Store`).
+    """
+    path = Path(db).expanduser()
+    if path.is_dir():
+        raise InputError(f"{db} is a folder, not a DuckDB file; give a file path such as {path / 'memories.duckdb'}")
+    config = base.with_overrides(db_path=Path(db))
+    label = _describe(config)
+    opened = _open_engine(str(path.resolve()), config)
+    ctx = StudioContext(config, opened.engine, label, llm_error=opened.llm_error, lock=opened.lock)
+    if opened.llm_error:
+        ctx.llm_label = f"{label} — unavailable, running without an LLM"
     return ctx
 
 
