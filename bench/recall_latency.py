@@ -846,6 +846,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=5000, help="add_nodes batch size")
     ap.add_argument("--link-sample", type=int, default=100, help="parents inserted with add_nodes' own linking")
     ap.add_argument("--threads", type=int, default=0, help="DuckDB threads (0: DuckDB's default)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=JSON",
+                    help="a Config override for recall, e.g. --set recall_index='\"segtree\"' (repeatable)")
     ap.add_argument("--hnsw", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--ef-search", default="64,256", help="hnsw_ef_search values to try")
     ap.add_argument("--overfetch", type=float, default=3.0, help="over-fetch factor for the post-filter variant")
@@ -886,7 +888,9 @@ def main() -> None:
 
     meta["threads"] = {**{v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
                        "torch": torch.get_num_threads()}
-    cfg = Config(llm_backend="none", planner="centroid", gate="score")
+    cfg = Config(llm_backend="none", planner="centroid", gate="score",
+                 **{k: json.loads(v) for k, _, v in (x.partition("=") for x in args.set)})
+    meta["config_overrides"] = list(args.set)
     planner = CentroidPlanner(emb)  # centroids once per process, as recall() would
     qs = questions(args.queries + args.warmup, args.seed + 1)
     emb.embed(qs[:4])  # warm the model
