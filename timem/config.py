@@ -131,8 +131,10 @@ class Config(BaseModel):
     propagation_route: int = Field(default=1, ge=0)  #: children of the best N sessions join the leaf candidates
     #: the tree relevance propagation runs over: "timem" (L1 leaves -> L2 session .. L5) or "segtree"
     #: (SegTreeMem's own segment tree over the L1 leaves, :mod:`timem.segtree`; built online in the same file);
-    #: with ``propagation = "off"`` no tree is used either way
-    recall_index: Literal["timem", "segtree"] = "timem"
+    #: with ``propagation = "off"`` no tree is used either way. "segtree" by measurement on LoCoMo dev
+    #: (bench/results/recall-tree.md): full coverage 69.3 / 73.6 % at 500 / 1,000 tokens against 67.5 / 73.2
+    #: over the TiMem tree and 68.0 / 72.3 without propagation; a small gain (3 questions of 233)
+    recall_index: Literal["timem", "segtree"] = "segtree"
     #: segment tree: a new utterance joins a frontier node whose centroid has at least this cosine with it.
     #: 0.55 from a LoCoMo dev check: L1 text carries its date header and speaker, so an utterance's cosine
     #: with its segment's centroid has median ~0.72; at 0.3-0.5 segments closed only when full (B leaves),

@@ -74,10 +74,11 @@ def _r(name: str, method: Method, group: str, description: str, **kw: Any) -> Re
 
 
 _L1 = {"quotas": L1_ONLY_QUOTAS}
-_PAPER = {"quotas": PAPER_QUOTAS}  # the level ablation needs L2-L5 in the context; the default quotas are L1-only
+_PAPER = {"quotas": PAPER_QUOTAS}
+_TIMEM_INDEX = {"recall_index": "timem"}  # the level ablation needs L2-L5 in the context; the default quotas are L1-only
 _RECIPES: list[Recipe] = [
     _r("timem", "timem", "default", "recall with the configured defaults (turn leaves, relevance propagation "
-       "over L1-L5, TIDER decay, next-turn neighbours, L1-only context quotas)"),
+       "over the segment tree, TIDER decay, next-turn neighbours, L1-only context quotas)"),
     # planner vs fixed complexity
     _r("planner-centroid", "timem", "planner", "centroid planner (no LLM)", overrides={"planner": "centroid"}),
     _r("planner-llm", "timem", "planner", "LLM planner", overrides={"planner": "llm"}),
@@ -108,33 +109,37 @@ _RECIPES: list[Recipe] = [
          overrides={"l1_segment_exchanges": n}) for n in (1, 2, 4, 8)],
     *[_r(f"gran-{n}-l1", "timem", "granularity (L1 only)", f"{n} exchange(s) per L1 segment, L1-only quotas",
          overrides={"l1_segment_exchanges": n, **_L1}, context_levels=(1,)) for n in (1, 2, 4, 8)],
-    # tree-aware recall (issue 10): the default's ablations, one component off or changed at a time
+    # tree-aware recall (issue 10). The ablations below were measured against the default of the time,
+    # propagation over the TiMem tree; they pin recall_index="timem" so that their published rows stay
+    # what they were (bench/results/recall-tree.md). "timem" itself now uses the segment tree.
     _r("timem-l1", "timem", "tree", "the default without relevance propagation: L1 leaves only, no tree used "
        "(its L1-only ablation)", overrides={"propagation": "off"}),
-    *[_r(f"segtree-{d}", "timem", "tree", f"SegTreeMem relevance propagation {d} (H=2, α=0.2)",
-         overrides={"propagation": d}) for d in ("top-down", "bottom-up", "both")],
+    _r("timem-index", "timem", "tree", "relevance propagation over the TiMem tree (L2 sessions, L3 days) instead "
+       "of the segment tree: the default before the segment tree won on dev", overrides=_TIMEM_INDEX),
+    *[_r(f"segtree-{d}", "timem", "tree", f"SegTreeMem relevance propagation {d} over the TiMem tree (H=2, α=0.2)",
+         overrides={"propagation": d, **_TIMEM_INDEX}) for d in ("top-down", "bottom-up", "both")],
     _r("segtree-index", "timem", "tree", "SegTreeMem's own segment tree as the propagation index instead of "
-       "the TiMem tree (top-down, H=2, α=0.2; timem.segtree)", overrides={"recall_index": "segtree"}),
+       "the TiMem tree (top-down, H=2, α=0.2; timem.segtree)", overrides={"recall_index": "segtree"}),  # = the default
     _r("segtree-index-both", "timem", "tree", "the segment tree as the index, propagation in both directions",
        overrides={"recall_index": "segtree", "propagation": "both"}),
-    _r("segtree-h1", "timem", "tree", "top-down propagation, one hop (sessions only)", overrides={"propagation_hops": 1}),
+    _r("segtree-h1", "timem", "tree", "top-down propagation, one hop (sessions only)", overrides={"propagation_hops": 1, **_TIMEM_INDEX}),
     _r("segtree-noroute", "timem", "tree", "top-down propagation without routing leaves from the best session",
-       overrides={"propagation_route": 0}),
+       overrides={"propagation_route": 0, **_TIMEM_INDEX}),
     _r("tider-semantic", "timem", "tree", "TIDER ablation: semantic + BM25 only (no time channel)",
-       overrides={"time_channel": "off"}),
+       overrides={"time_channel": "off", **_TIMEM_INDEX}),
     _r("tider-channel", "timem", "tree", "TIDER ablation: + time channel and overlap bonus, no decay",
-       overrides={"time_channel": "channel"}),
-    _r("tider-decay", "timem", "tree", "TIDER ablation: + distance decay (= the default)",
-       overrides={"time_channel": "decay"}),
-    _r("neighbours-none", "timem", "tree", "no neighbour turns", overrides={"recall_neighbours": "none"}),
+       overrides={"time_channel": "channel", **_TIMEM_INDEX}),
+    _r("tider-decay", "timem", "tree", "TIDER ablation: + distance decay (= timem-index)",
+       overrides={"time_channel": "decay", **_TIMEM_INDEX}),
+    _r("neighbours-none", "timem", "tree", "no neighbour turns", overrides={"recall_neighbours": "none", **_TIMEM_INDEX}),
     _r("neighbours-reply", "timem", "tree", "neighbour only after a leaf that asks a question",
-       overrides={"recall_neighbours": "reply"}),
+       overrides={"recall_neighbours": "reply", **_TIMEM_INDEX}),
     _r("context-lines", "timem", "tree", "one date per memory line instead of one header per session",
-       overrides={"context_layout": "lines"}),
+       overrides={"context_layout": "lines", **_TIMEM_INDEX}),
     _r("unit-exchange", "timem", "tree", "exchange leaves (a turn and its reply) instead of turns",
-       overrides={"l1_unit": "exchange"}),
+       overrides={"l1_unit": "exchange", **_TIMEM_INDEX}),
     _r("timem-context", "timem", "tree", "the default with TiMem's level quotas: L2-L5 ancestors in the context",
-       overrides={"quotas": PAPER_QUOTAS}),
+       overrides={"quotas": PAPER_QUOTAS, **_TIMEM_INDEX}),
     _r("timem-paper", "timem", "tree", "TiMem as published and as it was here before: exchange leaves, λ 0.9, "
        "20 of 40 candidates, ancestors by quota, one date per line, no neighbours, time or propagation",
        overrides={"l1_unit": "exchange", "recall_lambda": 0.9, "recall_top_k": 20, "recall_candidates": 40,
@@ -161,7 +166,7 @@ SUITES: dict[str, list[str]] = {
 #: tree-aware recall (issue 10): the default, its ablations and the flat baselines; runs without an LLM
 #: (the default consolidation without one is extractive)
 SUITES["tree"] = ["timem", "timem-l1", *[f"segtree-{d}" for d in ("top-down", "bottom-up", "both")], "segtree-h1",
-                  "segtree-index", "segtree-index-both",
+                  "segtree-index", "segtree-index-both", "timem-index",
                   "segtree-noroute", "tider-semantic", "tider-channel", "neighbours-none", "neighbours-reply",
                   "context-lines", "unit-exchange", "timem-context", "timem-paper", "bm25-turns", "dense-turns",
                   "hybrid-turns"]
