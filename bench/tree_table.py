@@ -9,7 +9,7 @@ import csv
 import sys
 from pathlib import Path
 
-ORDER = ["timem", "timem-l1", "segtree-top-down", "segtree-bottom-up", "segtree-both", "segtree-h1", "segtree-noroute", "segtree-index", "segtree-index-both",
+ORDER = ["timem", "timem-l1", "timem-index", "segtree-top-down", "segtree-bottom-up", "segtree-both", "segtree-h1", "segtree-noroute", "segtree-index", "segtree-index-both",
          "tider-semantic", "tider-channel", "neighbours-none", "neighbours-reply", "context-lines", "unit-exchange",
          "timem-context", "timem-paper", "bm25-turns", "dense-turns", "hybrid-turns"]
 

@@ -27,9 +27,8 @@ Complexity = Literal["simple", "hybrid", "complex"]
 
 #: The consolidation mode of L2-L5 when none is set, per LLM backend (chosen from
 #: bench/results/consolidation.md and recall-tree.md): the embedded model and no LLM get
-#: "extractive" (seconds per conversation, grounded by construction, and the tree it builds improves
-#: recall through relevance propagation; abstractive took 16 min per LoCoMo conversation with the
-#: 1.5B model and its summaries cost evidence); an OpenAI-compatible endpoint gets "abstractive".
+#: "extractive" (seconds per conversation, grounded by construction; abstractive took 16 min per
+#: LoCoMo conversation with the 1.5B model and its summaries cost evidence when they share the budget); an OpenAI-compatible endpoint gets "abstractive".
 #: With ``llm_backend = "none"``, levels whose mode needs an LLM (hybrid, abstractive) are not
 #: consolidated: only extractive works without one.
 DEFAULT_CONSOLIDATION_MODES: dict[str, ConsolidationMode] = {"local": "extractive", "none": "extractive",
