@@ -123,7 +123,7 @@ def consolidate(db: DbOpt = None, user: Annotated[str | None, typer.Option("--us
 def tree(user: UserOpt, db: DbOpt = None, level: Annotated[int | None, typer.Option(help="only this level")] = None,
          width: Annotated[int, typer.Option(help="characters of content per node")] = 100,
          config: ConfigOpt = None) -> None:
-    """Print a user's tree, top level first, each node with its span and model."""
+    """Print a user's tree, top level first, each node with its span, model and id (for `timem erase`)."""
     from timem.viz.tree_text import render_tree
 
     cfg = _config(config, db)
@@ -272,7 +272,8 @@ def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
     if text is not None:
         typer.echo(f"answer: {text}")
     if show_trace or recall_only:
-        typer.echo(render_trace(res.trace, nodes=nodes, tz=cfg.tz) if show_trace else res.context)
+        typer.echo(render_trace(res.trace, nodes=nodes, tz=cfg.tz) if show_trace else res.context
+                   or "(no memory passed the gate for this question; --trace shows why)")
     typer.echo(f"(trace {res.trace.trace_id}; Mem Len {res.trace.context_tokens} tokens)")
 
 
@@ -320,8 +321,8 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
                        f"{f(s['answer_in_context']):>8} {s['mean_mem_len'] or 0:>8.0f}")
 
 
-segtree_app = typer.Typer(no_args_is_help=True, help="SegTreeMem's segment tree over the L1 memories (an "
-                          "alternative recall index: recall_index = \"segtree\").")
+segtree_app = typer.Typer(no_args_is_help=True, help="SegTreeMem's segment tree over the L1 memories (the default "
+                          "recall index, recall_index = \"segtree\"; built online at ingest).")
 app.add_typer(segtree_app, name="segtree")
 
 

@@ -276,7 +276,7 @@ def answer(store: Store, embedder: Embedder, llm: LLMClient, config: Config, use
         LLMError: the answer call failed.
     """
     if llm is None:
-        raise ConfigError("answering needs an LLM; set llm_backend to 'local' or 'openai' (recall works without).")
+        raise ConfigError("answering needs an LLM; set llm_backend to 'local' or 'openai', or pass --recall-only for the context alone.")
     rec = RecordingLLM(llm)
     result = _recall(store, embedder, rec, config, user_id, query, question_time, complexity_override,
                      gate_override, planner_override, participants)

@@ -67,7 +67,8 @@ def render_trace(trace: RecallTrace, max_candidates: int = 40, nodes: Mapping[st
                    f"{reasons[c.node_id]}  [{c.node_id}]")
     if len(trace.candidates) > max_candidates:
         out.append(f"  ... {len(trace.candidates) - max_candidates} more (all in --json / the Recall inspector); "
-                   "a component is 0 when the node was not in that list's top 40")
+                   f"a component is 0 when the node was not in that list's top "
+                   f"{trace.settings.get('recall_candidates', '?')}")
     out += ["", f"ancestors ({sum(a.added for a in trace.ancestors)} added of {len(trace.ancestors)} met):"]
     for a in trace.ancestors:
         out.append(f"  L{a.level} {a.node_id} via leaf rank {a.leaf_rank}: {'added' if a.added else 'skipped'}"

@@ -29,7 +29,7 @@ def render_tree(store: Store, user_id: str, tz: ZoneInfo, *, level: int | None =
         text = " ".join(n.content.split())
         text = text if len(text) <= width else text[: width - 1] + "…"
         mode = "" if n.mode == n.model_id else f", {n.mode}"
-        return f"{'  ' * depth}L{int(n.level)} [{_span(n, tz)}] ({n.model_id}{mode}) {text}"
+        return f"{'  ' * depth}L{int(n.level)} [{_span(n, tz)}] ({n.model_id}{mode}) {text}  [{n.id}]"
 
     if level is not None:
         return "\n".join(line(n, 0) for n in sorted(nodes.values(), key=conversation_key) if n.level == level)
