@@ -320,14 +320,21 @@ def empty_abstractive_engine(tmp_path, embedder):
     eng.close()
 
 
-def test_import_upload_jsonl_and_a_bad_file(empty_engine):
-    at = make_app(empty_engine, user="me")
+ZOE_LINE = ('{"user_id": "zoe", "session_id": "s1", "role": "user", "text": "I adopted a dog called Rex.", '
+            '"timestamp": "2024-05-01T10:00:00"}\n')
+
+
+def _upload_zoe(at) -> None:
+    """Import one JSONL turn of user "zoe" through the sidebar's upload box."""
     at.radio(key="sb_imp_source").set_value("Upload a file").run()
     at.selectbox(key="sb_imp_fmt").set_value("TiMem JSONL").run()
-    line = ('{"user_id": "zoe", "session_id": "s1", "role": "user", "text": "I adopted a dog called Rex.", '
-            '"timestamp": "2024-05-01T10:00:00"}\n')
-    at.file_uploader(key="sb_imp_file").set_value(("chat.jsonl", line.encode(), "application/jsonl")).run()
+    at.file_uploader(key="sb_imp_file").set_value(("chat.jsonl", ZOE_LINE.encode(), "application/jsonl")).run()
     at.button(key="sb_imp_go").click().run()
+
+
+def test_import_upload_jsonl_and_a_bad_file(empty_engine):
+    at = make_app(empty_engine, user="me")
+    _upload_zoe(at)
     assert_clean(at)
     assert empty_engine.store.users() == ["zoe"] and at.session_state[USER_KEY] == "zoe"
 
@@ -572,12 +579,7 @@ def test_uploads_are_deleted_and_errors_name_the_uploaded_file(empty_engine, tmp
     uploads = tmp_path / "uploads"
     monkeypatch.setattr(sidebar, "UPLOAD_DIR", uploads)
     at = make_app(empty_engine, user="me")
-    at.radio(key="sb_imp_source").set_value("Upload a file").run()
-    at.selectbox(key="sb_imp_fmt").set_value("TiMem JSONL").run()
-    line = ('{"user_id": "zoe", "session_id": "s1", "role": "user", "text": "I adopted a dog called Rex.", '
-            '"timestamp": "2024-05-01T10:00:00"}\n')
-    at.file_uploader(key="sb_imp_file").set_value(("chat.jsonl", line.encode(), "application/jsonl")).run()
-    at.button(key="sb_imp_go").click().run()
+    _upload_zoe(at)
     assert_clean(at)
     assert empty_engine.store.users() == ["zoe"]
     assert not uploads.exists() or not any(uploads.iterdir())  # the staged copy is gone
@@ -590,7 +592,7 @@ def test_uploads_are_deleted_and_errors_name_the_uploaded_file(empty_engine, tmp
     assert not uploads.exists() or not any(uploads.iterdir())
 
     (uploads / "leftover").mkdir(parents=True)  # e.g. from a process killed mid-import
-    (uploads / "leftover" / "old.jsonl").write_text(line)
+    (uploads / "leftover" / "old.jsonl").write_text(ZOE_LINE)
     at.switch_page("pages/memories.py").run()
     at.text_input(key="mem_erase_user_typed").set_value("zoe").run()
     at.button(key="mem_erase_user").click().run()

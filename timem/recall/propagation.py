@@ -18,7 +18,7 @@ edges with the row-normalised transition matrix ``W_P``::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Literal
 
@@ -26,7 +26,7 @@ import numpy as np
 
 from timem.config import Config
 from timem.models import Level
-from timem.recall.leaves import LeafSelection, fuse, rerank
+from timem.recall.leaves import Candidate, LeafSelection, fuse, rerank
 from timem.store import Store
 
 Direction = Literal["top-down", "bottom-up", "both"]
@@ -82,6 +82,22 @@ def _normalised(scores: Mapping[str, float]) -> dict[str, float]:
     return {k: (v / top if top > 0 else 0.0) for k, v in scores.items()}
 
 
+def with_routed(store: Store, config: Config, selection: LeafSelection, routed: Sequence[str],
+                query_vec: np.ndarray) -> dict[str, Candidate]:
+    """The selection's candidates plus the ``routed`` leaves, by id, all re-fused from raw cosine and BM25.
+
+    A routed leaf gets its cosine with ``query_vec`` (shape ``(dim,)``, unit length) and no BM25; the
+    existing candidates keep their own entries (with their time and speaker adjustments).
+    """
+    vecs = store.embeddings(list(routed))
+    sem = {c.node_id: c.cosine for c in selection.candidates if c.cosine is not None}
+    sem.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
+    lex = {c.node_id: c.bm25_raw for c in selection.candidates if c.bm25_raw is not None}
+    base = {c.node_id: c for c in fuse(sem, lex, config.recall_lambda)}
+    base.update({c.node_id: c for c in selection.candidates})
+    return base
+
+
 def propagate_leaves(store: Store, config: Config, user_id: str, query: str, query_vec: np.ndarray,
                      selection: LeafSelection, top_k: int, question_time: datetime | None = None
                      ) -> tuple[LeafSelection, dict[str, float]]:
@@ -110,14 +126,7 @@ def propagate_leaves(store: Store, config: Config, user_id: str, query: str, que
         sessions.sort(key=lambda x: (-upper[x.id], x.id))
         routed = [c for x in sessions[: config.propagation_route] for c in x.child_ids if c not in cands]
     if routed:
-        vecs = store.embeddings(routed)
-        sem = {c.node_id: c.cosine for c in selection.candidates if c.cosine is not None}
-        sem.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
-        lex = {c.node_id: c.bm25_raw for c in selection.candidates if c.bm25_raw is not None}
-        base = {c.node_id: c for c in fuse(sem, lex, config.recall_lambda)}
-        for c in selection.candidates:  # keep time and speaker adjustments of existing candidates
-            base[c.node_id] = c
-        cands = base
+        cands = with_routed(store, config, selection, routed, query_vec)
     nodes, parent = store.lineage(user_id, list(cands), 5)
     if question_time is not None:  # a routed leaf from after the question never becomes a candidate
         cands = {i: c for i, c in cands.items() if i in nodes and nodes[i].span_start <= question_time}

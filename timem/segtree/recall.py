@@ -27,7 +27,7 @@ import numpy as np
 
 from timem.config import Config
 from timem.recall.leaves import LeafSelection, fuse, rerank
-from timem.recall.propagation import propagate_relevance
+from timem.recall.propagation import propagate_relevance, with_routed
 from timem.segtree import store as segstore
 from timem.store import Store
 
@@ -88,13 +88,7 @@ def propagate_segtree(store: Store, config: Config, user_id: str, query_vec: np.
         routed = [i for i, _, start in under if i not in cands
                   and (question_time is None or start <= question_time)]
     if routed:
-        vecs = store.embeddings(routed)
-        sem = {c.node_id: c.cosine for c in selection.candidates if c.cosine is not None}
-        sem.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
-        lex = {c.node_id: c.bm25_raw for c in selection.candidates if c.bm25_raw is not None}
-        base = {c.node_id: c for c in fuse(sem, lex, config.recall_lambda)}
-        base.update(cands)  # keep the time and speaker adjustments of existing candidates
-        cands = base
+        cands = with_routed(store, config, selection, routed, query_vec)
         info.update(segstore.lineage(store, user_id, routed, hops, query_vec))
     tree_ids = set(info) | set(upper)
     missing = [i for i in upper if i not in info]  # scored by centroid only: their parents, for the edges
