@@ -21,14 +21,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from timem.models import MemoryNode
+from timem.recall.context import l1_lines
 
 _WORDS = re.compile(r"\w+", re.UNICODE)
-_DATE_HEAD = re.compile(r"^On \d{1,2} \w+ \d{4} \(\w+\) \d{2}:\d{2}:\s*")
 MIN_WORDS = 5
 
 
 def _words(node: MemoryNode) -> tuple[str, ...]:
-    return tuple(_WORDS.findall(_DATE_HEAD.sub("", node.content.strip()).lower()))
+    return tuple(_WORDS.findall(" ".join(l1_lines(node)).lower()))  # without the verbatim date line
 
 
 def near_duplicates(ranked_ids: Sequence[str], nodes: Mapping[str, MemoryNode], jaccard: float) -> dict[str, str]:
