@@ -229,12 +229,6 @@ def _parse_time(at: str | None, cfg: Config):
         raise typer.BadParameter(f"cannot read --at {at!r}; use e.g. 2023-08-20T10:00") from exc
 
 
-def _default_question_time(store, user: str):
-    """LoCoMo has no question dates: ask 'as of' the user's latest event, not the wall clock."""
-    sessions = store.sessions(user)
-    return max(s["last_event_at"] for s in sessions) if sessions else None
-
-
 @app.command()
 def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
         show_trace: Annotated[bool, typer.Option("--trace", help="print the whole recall trace")] = False,
@@ -245,24 +239,22 @@ def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
         recall_only: Annotated[bool, typer.Option("--recall-only", help="no answer; no LLM needed")] = False,
         config: ConfigOpt = None) -> None:
     """Answer a question from the user's memory; the recall trace is saved and shown with --trace."""
-    from timem.recall.pipeline import answer, recall
     from timem.recall.render import render_trace
 
     cfg = _config(config, db, llm_backend="none" if recall_only else llm)
     eng = _engine(cfg, with_llm=not recall_only, must_exist=True)
     nodes = {}
     try:
-        if user not in eng.store.users():
-            raise NotFoundError(f"no user {user!r} in {cfg.db_path}; users: {', '.join(eng.store.users()) or 'none'}")
-        qt = _parse_time(at, cfg) or _default_question_time(eng.store, user)
-        kw = {"complexity_override": complexity, "gate_override": gate}
+        eng.require_user(user)
+        qt = _parse_time(at, cfg) or eng.default_question_time(user)
+        kw = {"complexity": complexity, "gate": gate}
         if recall_only:
-            res, text = recall(eng.store, eng.embedder, None, cfg, user, question, qt, **kw), None
+            res, text = eng.recall(user, question, qt, **kw), None
         else:
-            out = answer(eng.store, eng.embedder, eng.llm, cfg, user, question, qt, **kw)
+            out = eng.ask(user, question, qt, **kw)
             res, text = out.recall, out.answer
         if show_trace:
-            nodes = {n.id: n for n in eng.store.nodes(ids=[c.node_id for c in res.trace.candidates], status=None)}
+            nodes = {n.id: n for n in eng.nodes(ids=[c.node_id for c in res.trace.candidates], status=None)}
     finally:
         eng.close()
     if as_json:
@@ -290,21 +282,20 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
     centroid planner and score gate.
     """
     from timem.datasets import load_dataset
-    from timem.recall.evaluate import evaluate_recall
 
     cfg = _config(config, db, llm_backend="none")
     users = load_dataset(file, fmt, sample_ids=_samples(sample), tz=cfg.tz, user_tz=cfg.user_tz)
     eng = _engine(cfg, with_llm=False, must_exist=True)
     results = []
     try:
-        missing = [u.user_id for u in users if u.user_id not in eng.store.users()]
+        missing = [u.user_id for u in users if u.user_id not in eng.users()]
         if missing:  # before any work, so that nothing is computed and thrown away
             raise NotFoundError(f"{', '.join(missing)} not in {cfg.db_path}; ingest first (`timem ingest FILE "
                                 f"--format {fmt} --sample {','.join(missing)} --db {cfg.db_path}`) or pass --sample")
         for u in users:
-            qt = _default_question_time(eng.store, u.user_id)
+            qt = eng.default_question_time(u.user_id)
             qs = [q if q.question_time else q.model_copy(update={"question_time": qt}) for q in u.questions]
-            results.append(evaluate_recall(eng.store, eng.embedder, None, cfg, u.user_id, tqdm(
+            results.append(eng.evaluate_recall(u.user_id, tqdm(
                 qs, desc=u.user_id, leave=False, file=sys.stderr), complexity_override=complexity,
                 gate_override=gate, participants=u.participants))
     finally:

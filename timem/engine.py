@@ -7,20 +7,29 @@ from one :class:`~timem.config.Config`. It contains no SQL and no prompt text; t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from timem import editing
+from timem.chat_turns import ChatTurn, check_chat, check_turn, make_turn, reply_without_llm, speaker_offset
 from timem.config import Config
 from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
-from timem.datasets.base import ImportedUser, check_text, is_blank, turn_id
+from timem.datasets.base import ImportedUser
 from timem.embed.protocol import Embedder
-from timem.errors import ConsolidationIncomplete, InputError
+from timem.errors import (
+    ChatTurnError,
+    ConfigError,
+    ConsolidationIncomplete,
+    InputError,
+    NotFoundError,
+    TimemError,
+)
 from timem.llm.protocol import LLMClient
 from timem.models import MemoryNode, Role, Turn
+from timem.recall import pipeline
+from timem.recall.pipeline import AnswerResult, RecallResult
 from timem.segtree import store as segtree_store
 from timem.store import Store
 
@@ -175,12 +184,12 @@ class MemoryEngine:
             ConsolidationIncomplete: the turns and the L1 segment were stored, but some closed window
                 could not be consolidated (see :meth:`Consolidator.consolidate`).
         """
-        _check_chat(user_text, event_time)
+        check_chat(user_text, event_time)
         seq = len(self.store.turns(user_id, session_id))
-        offset = _speaker_offset(event_time, self.config.tz_for(user_id))
+        offset = speaker_offset(event_time, self.config.tz_for(user_id))
         turns = [
-            _turn(user_id, session_id, seq, user_name, Role.USER, user_text, event_time, offset),
-            _turn(user_id, session_id, seq + 1, assistant_name, Role.ASSISTANT, assistant_text, event_time, offset),
+            make_turn(user_id, session_id, seq, user_name, Role.USER, user_text, event_time, offset),
+            make_turn(user_id, session_id, seq + 1, assistant_name, Role.ASSISTANT, assistant_text, event_time, offset),
         ]
         return self._add_chat_turns(user_id, turns, consolidate)
 
@@ -192,10 +201,10 @@ class MemoryEngine:
         Raises:
             InputError: empty text or a naive ``event_time`` (nothing is written).
         """
-        _check_chat(text, event_time)
+        check_chat(text, event_time)
         seq = len(self.store.turns(user_id, session_id))
-        turn = _turn(user_id, session_id, seq, user_name, Role.USER, text, event_time,
-                     _speaker_offset(event_time, self.config.tz_for(user_id)))
+        turn = make_turn(user_id, session_id, seq, user_name, Role.USER, text, event_time,
+                     speaker_offset(event_time, self.config.tz_for(user_id)))
         self._add_chat_turns(user_id, [turn], consolidate=False)
         return turn
 
@@ -208,10 +217,10 @@ class MemoryEngine:
             InputError: empty text or a naive ``event_time`` (nothing is written).
             ConsolidationIncomplete: see :meth:`add_exchange`.
         """
-        _check_chat(text, event_time, what="reply")
+        check_chat(text, event_time, what="reply")
         seq = len(self.store.turns(user_id, session_id))
-        turn = _turn(user_id, session_id, seq, assistant_name, Role.ASSISTANT, text, event_time,
-                     _speaker_offset(event_time, self.config.tz_for(user_id)))
+        turn = make_turn(user_id, session_id, seq, assistant_name, Role.ASSISTANT, text, event_time,
+                     speaker_offset(event_time, self.config.tz_for(user_id)))
         return self._add_chat_turns(user_id, [turn], consolidate)
 
     def _add_chat_turns(self, user_id: str, turns: list[Turn], consolidate: bool) -> list[MemoryNode]:
@@ -287,38 +296,111 @@ class MemoryEngine:
         """Erase every trace of a user (turns, nodes, vectors, FTS, traces, LLM cache)."""
         return editing.erase_user(self.store, user_id, actor=actor)
 
+    # ------------------------------------------------------------------ recall and answers
+    def users(self) -> list[str]:
+        """Ids of the users in the store, sorted."""
+        return self.store.users()
 
-def check_turn(turn: Turn) -> None:
-    """Refuse a turn that cannot be stored or would be an invisible memory (:class:`InputError` naming
-    the turn id and the field): see :func:`timem.datasets.base.check_text`; text may be empty only
-    when the turn carries an image caption."""
-    record = "turn " + turn.id.encode("utf-8", "backslashreplace").decode("utf-8")  # printable even if the id is bad
-    for name in ("user_id", "session_id", "speaker", "text", "image_caption", "source_ref"):
-        value = getattr(turn, name)
-        if value is not None:
-            check_text(value, file=None, record=record, field=name)
-    if is_blank(turn.text) and (turn.image_caption is None or is_blank(turn.image_caption)):
-        raise InputError("empty text (only whitespace or invisible characters); drop the turn or give it text",
-                         record=record, field="text")
+    def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]:
+        """The user's stored turns (one session's if ``session_id``; only ``ids`` if given), in conversation order."""
+        return self.store.turns(user_id, session_id, ids)
 
+    def sessions(self, user_id: str) -> list[dict[str, Any]]:
+        """The user's sessions: ``session_id``, ``started_at`` / ``last_event_at`` (UTC), ``ended``."""
+        return self.store.sessions(user_id)
 
-def _check_chat(text: str, event_time: datetime, what: str = "message") -> None:
-    if is_blank(text):
-        raise InputError(f"the {what} is empty; type something to say", field="text")
-    if event_time.tzinfo is None:
-        raise InputError("event_time must be timezone-aware; convert with timem.tree.windows.to_utc",
-                         field="event_time")
+    def nodes(self, user_id: str | None = None, level: int | None = None, **kw: Any) -> list[MemoryNode]:
+        """Memory nodes, as :meth:`timem.store.Store.nodes` (active only unless ``status=None``)."""
+        return self.store.nodes(user_id, level, **kw)
 
+    def require_user(self, user_id: str) -> None:
+        """Raise :class:`NotFoundError` (naming the users there are) unless ``user_id`` is in the store."""
+        users = self.store.users()
+        if user_id not in users:
+            raise NotFoundError(f"no user {user_id!r} in {self.config.db_path}; users: {', '.join(users) or 'none'}")
 
-def _speaker_offset(at: datetime, zone: ZoneInfo) -> int:
-    """The speaker's UTC offset for a chat turn: ``at``'s own offset when it carries a zone other than UTC
-    (an explicit local time), else the user's zone's offset at that instant."""
-    if at.utcoffset() and at.utcoffset().total_seconds() != 0:
-        return int(at.utcoffset().total_seconds() // 60)
-    return int(at.astimezone(zone).utcoffset().total_seconds() // 60)
+    def default_question_time(self, user_id: str) -> datetime | None:
+        """The time a question is asked "as of" when none is given: the user's latest event (UTC), or
+        ``None`` (= now) for a user without turns. LoCoMo-style logs have no question dates; asking at
+        the wall clock would make "last week" mean the wrong week."""
+        sessions = self.store.sessions(user_id)
+        return max(s["last_event_at"] for s in sessions) if sessions else None
 
+    def recall(self, user_id: str, query: str, question_time: datetime | None = None, *,
+               complexity: str | None = None, gate: str | None = None, planner: str | None = None,
+               participants: Sequence[str] = (), persist: bool = True, config: Config | None = None) -> RecallResult:
+        """Recall ``user_id``'s memories for ``query`` (plan → leaves → propagation → gate → context).
 
-def _turn(user_id: str, session_id: str, seq: int, speaker: str, role: Role, text: str, at: datetime,
-          offset: int | None = None) -> Turn:
-    return Turn(id=turn_id(user_id, session_id, seq), user_id=user_id, session_id=session_id, seq=seq, speaker=speaker, role=role,
-                text=text, event_time=at.astimezone(UTC), utc_offset_minutes=offset)
+        See :func:`timem.recall.pipeline.recall` for the stages and the trace. ``complexity`` / ``gate`` /
+        ``planner`` override the planner's complexity, ``config.gate`` and ``config.planner`` for this
+        call; ``config`` replaces the engine's settings for this call (e.g. a benchmark recipe).
+        The LLM planner or gate uses the engine's LLM when one is configured.
+
+        Raises:
+            InputError: empty query. ConfigError: an LLM planner / gate asked for by name without an LLM.
+            EmbeddingError: the query cannot be embedded.
+        """
+        return pipeline.recall(self.store, self.embedder, self.llm, config or self.config, user_id, query,
+                               question_time, complexity_override=complexity, gate_override=gate,  # type: ignore[arg-type]
+                               planner_override=planner, participants=participants, persist=persist)
+
+    def ask(self, user_id: str, query: str, question_time: datetime | None = None, *,
+            complexity: str | None = None, gate: str | None = None, planner: str | None = None,
+            participants: Sequence[str] = (), persist: bool = True) -> AnswerResult:
+        """Recall (as :meth:`recall`), then answer from the context with one LLM call; the trace holds both.
+
+        Raises:
+            ConfigError: no LLM is configured (use :meth:`recall` for the context alone).
+            LLMError: the answer call failed (the trace is saved with ``answer_error``).
+        """
+        if self.llm is None:
+            raise ConfigError("answering needs an LLM; set llm_backend to 'local' or 'openai', "
+                              "or ask for the context alone (--recall-only / MemoryEngine.recall).")
+        return pipeline.answer(self.store, self.embedder, self.llm, self.config, user_id, query, question_time,
+                               complexity_override=complexity, gate_override=gate,  # type: ignore[arg-type]
+                               planner_override=planner, participants=participants, persist=persist)
+
+    def chat_turn(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
+                  user_name: str = "User", assistant_name: str = ASSISTANT_NAME) -> ChatTurn:
+        """One chat exchange: store the message, recall and answer it, store the reply, consolidate.
+
+        The message is stored before it is answered, so it survives an answer that fails. Without an
+        LLM the reply is :func:`reply_without_llm` and the trace still shows what recall found. The
+        question time is ``event_time``.
+
+        Raises:
+            InputError: empty message or naive ``event_time`` (nothing is written).
+            ChatTurnError: the message is stored but answering failed (``stage="answer"``), the reply
+                was refused (``"reply"``), or the reply is stored and writing memories failed
+                (``"memories"``); ``__cause__`` is the original error.
+        """
+        self.add_message(user_id, session_id, text, event_time, user_name=user_name)
+        try:
+            if self.llm is None:
+                res = self.recall(user_id, text, event_time)
+                trace, reply = res.trace, reply_without_llm(len(res.nodes), res.trace.context_tokens)
+            else:
+                out = self.ask(user_id, text, event_time)
+                trace, reply = out.recall.trace, out.answer
+        except TimemError as exc:
+            raise ChatTurnError("answer", f"your message was recorded, but answering it failed: {exc}") from exc
+        warning = None
+        try:
+            written = self.add_reply(user_id, session_id, reply, event_time, assistant_name=assistant_name)
+        except ConsolidationIncomplete as exc:  # the exchange and its L1 segment are stored
+            written, warning = list(exc.written), str(exc)
+        except InputError as exc:  # refused before anything was written (e.g. an empty reply)
+            raise ChatTurnError("reply", f"your message was recorded, but the answer could not be stored: {exc}") from exc
+        except TimemError as exc:  # the reply is stored; consolidation stopped
+            raise ChatTurnError("memories", f"the exchange was recorded, but writing its memories failed: {exc}") from exc
+        return ChatTurn(session_id=session_id, trace=trace, reply=reply, written=written, warning=warning)
+
+    def evaluate_recall(self, user_id: str, questions: Iterable[Any], *, complexity: str | None = None,
+                        gate: str | None = None, participants: Sequence[str] = ()) -> dict[str, Any]:
+        """Offline recall quality of one user's questions: :func:`timem.recall.evaluate.evaluate_recall`
+        (gold-evidence coverage and answer-in-context per category; traces not persisted)."""
+        from timem.recall.evaluate import evaluate_recall
+
+        return evaluate_recall(self.store, self.embedder, None, self.config, user_id, questions,
+                               complexity_override=complexity, gate_override=gate,  # type: ignore[arg-type]
+                               participants=participants)

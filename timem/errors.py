@@ -79,3 +79,12 @@ class ConsolidationIncomplete(LLMError):
             f"written. First reason: {failures[0][2]} The failed windows stay due: consolidate again with a "
             "larger model or an OpenAI-compatible endpoint (TIMEM_LLM_BACKEND=openai). Details: the audit log "
             "(action consolidation-failed).")
+
+
+class ChatTurnError(TimemError):
+    """A chat message was stored, but answering it (``stage="answer"``) or storing the reply
+    (``stage="reply"``) failed. The message stays in the session; send it again for an answer."""
+
+    def __init__(self, stage: str, message: str) -> None:
+        super().__init__(message)
+        self.stage = stage

@@ -46,9 +46,9 @@ from timem.datasets.base import ImportedUser, Question
 from timem.embed.protocol import Embedder
 from timem.errors import TimemError
 from timem.llm.protocol import LLMClient
+from timem.llm.recording import RecordingLLM
 from timem.models import Level
 from timem.prompts import answer as answer_prompt
-from timem.recall.pipeline import RecordingLLM
 from timem.store.duckdb_store import Store
 
 Dataset = Literal["locomo", "longmemeval"]

@@ -21,10 +21,8 @@ from datetime import UTC, datetime, timedelta
 
 import streamlit as st
 
-from timem.engine import ASSISTANT_NAME
-from timem.errors import ConsolidationIncomplete, InputError, TimemError
+from timem.errors import ChatTurnError, ConsolidationIncomplete, TimemError
 from timem.models import MemoryNode, Role
-from timem.recall import answer, recall
 from timem.recall.trace import RecallTrace
 from timem.tree.windows import to_utc
 from timem.ui import state
@@ -50,10 +48,10 @@ def _sessions() -> dict[str, str | None]:
     return st.session_state.setdefault(SESSIONS_KEY, {})
 
 
-def open_chat_session(store, user_id: str) -> str | None:
+def open_chat_session(engine, user_id: str) -> str | None:
     """The session a new browser session resumes: the user's latest session (by last event) if it is a
     studio chat session (``chat-…``) that was not ended, else ``None``."""
-    sessions = sorted(store.sessions(user_id), key=lambda s: (s["last_event_at"], s["started_at"]))
+    sessions = sorted(engine.sessions(user_id), key=lambda s: (s["last_event_at"], s["started_at"]))
     last = sessions[-1] if sessions else None
     if last and last["session_id"].startswith("chat-") and not last["ended"]:
         return last["session_id"]
@@ -64,7 +62,7 @@ def _current_session(ctx: state.StudioContext) -> str | None:
     """This browser session's open chat session of the current user (resumed from the store on first use)."""
     sessions = _sessions()
     if ctx.user not in sessions:
-        sessions[ctx.user] = open_chat_session(ctx.engine.store, ctx.user)
+        sessions[ctx.user] = open_chat_session(ctx.engine, ctx.user)
     return sessions[ctx.user]
 
 
@@ -81,7 +79,7 @@ def _meta() -> dict[tuple[str, str, int], dict]:
 
 def _default_sim(ctx: state.StudioContext) -> datetime:
     """One hour after the user's last turn, else now (naive wall time in the user's zone)."""
-    turns = ctx.engine.store.turns(ctx.user)
+    turns = ctx.engine.turns(ctx.user)
     base = turns[-1].event_time + timedelta(hours=1) if turns else datetime.now(UTC)
     return base.astimezone(ctx.tz).replace(tzinfo=None, second=0, microsecond=0)
 
@@ -89,7 +87,7 @@ def _default_sim(ctx: state.StudioContext) -> datetime:
 def default_time_mode(ctx: state.StudioContext) -> str:
     """``"Simulated"`` when the user's last turn is more than a week old (an imported conversation, so
     new exchanges continue its timeline), else ``"Now"``."""
-    turns = ctx.engine.store.turns(ctx.user)
+    turns = ctx.engine.turns(ctx.user)
     old = bool(turns) and datetime.now(UTC) - turns[-1].event_time > timedelta(days=7)
     return "Simulated" if old else "Now"
 
@@ -103,7 +101,7 @@ def event_time(ctx: state.StudioContext) -> datetime:
 
 
 def _speaker_name(ctx: state.StudioContext) -> str:
-    humans = [t.speaker for t in ctx.engine.store.turns(ctx.user) if t.role == Role.USER]
+    humans = [t.speaker for t in ctx.engine.turns(ctx.user) if t.role == Role.USER]
     return humans[-1] if humans else ctx.user
 
 
@@ -186,7 +184,7 @@ def _apply_pending_advance() -> None:
 
 def _history(ctx: state.StudioContext, session_id: str) -> None:
     meta = _meta()
-    turns = ctx.engine.store.turns(ctx.user, session_id)
+    turns = ctx.engine.turns(ctx.user, session_id)
     for i, t in enumerate(turns):
         role = "assistant" if t.role == Role.ASSISTANT else "user"
         with st.chat_message(role):
@@ -219,61 +217,31 @@ def written_summary(nodes: list[MemoryNode]) -> str:
     return "Wrote " + ", ".join(f"{n.level.label} ({n.model_id})" for n in nodes) + "."
 
 
-def reply_without_llm(n_memories: int, tokens: int) -> str:
-    """The assistant's text when no LLM is configured: a short note, never the recalled text itself
-    (the reply becomes a turn and an L1 segment; quoting the context would copy memories into memory)."""
-    if n_memories == 0:
-        return "(No LLM is configured, and no memory matches yet.)"
-    return (f"(No LLM is configured, so I cannot answer. Recall found {n_memories} memories, "
-            f"{tokens} tokens: open the recall trace below.)")
-
-
 def _exchange(ctx: state.StudioContext, text: str) -> None:
-    """Store the message, answer it, store the reply (see the module doc: the message is kept either way)."""
+    """One chat exchange through :meth:`MemoryEngine.chat_turn` (the message is kept even if answering fails)."""
     at = event_time(ctx)
     sessions = _sessions()
     session_id = sessions.get(ctx.user) or new_session_id(at.astimezone(ctx.tz))
     with st.chat_message("user"):
         st.markdown(text)
-    warning = None
-    with ctx.lock:
+    with st.chat_message("assistant"), ctx.lock:
         try:
-            ctx.engine.add_message(ctx.user, session_id, text, at, user_name=_speaker_name(ctx))
+            with st.spinner("Recalling memories, answering, writing the L1 segment … "
+                            "(the embedded model needs about 5–15 s)"):
+                turn = ctx.engine.chat_turn(ctx.user, session_id, text, at, user_name=_speaker_name(ctx))
+        except ChatTurnError as exc:
+            sessions[ctx.user] = session_id
+            st.error(str(exc)[0].upper() + str(exc)[1:])
+            if exc.stage == "answer":
+                st.warning(MISSING_ANSWER, icon=":material/speaker_notes_off:")
+            return
         except TimemError as exc:
             st.error(f"The message was not recorded: {exc}")
             return
     sessions[ctx.user] = session_id
-    with st.chat_message("assistant"), ctx.lock:
-        try:
-            with st.spinner("Recalling memories and answering … (the embedded model needs about 5–15 s)"):
-                trace, reply = _answer(ctx, text, at)
-        except TimemError as exc:
-            st.error(f"Your message was recorded, but answering it failed: {exc}")
-            st.warning(MISSING_ANSWER, icon=":material/speaker_notes_off:")
-            return
-        seq = len(ctx.engine.store.turns(ctx.user, session_id))  # the reply's seq
-        with st.spinner("Writing the L1 segment and consolidating any window this exchange closes …"):
-            try:
-                written = ctx.engine.add_reply(ctx.user, session_id, reply, at, assistant_name=ASSISTANT_NAME)
-            except ConsolidationIncomplete as exc:  # the exchange and its L1 segment are stored
-                written, warning = exc.written, str(exc)
-            except InputError as exc:  # refused before anything was written (e.g. an empty reply)
-                st.error(f"Your message was recorded, but the answer could not be stored: {exc}")
-                return
-            except TimemError as exc:  # the reply is stored; consolidation stopped
-                st.error(f"The exchange was recorded, but writing its memories failed: {exc}")
-                return
-    _meta()[(ctx.user, session_id, seq)] = {"trace": trace, "written": [written_summary(written)],
-                                            "warning": warning}
+    seq = len(ctx.engine.turns(ctx.user, session_id)) - 1  # the reply's seq
+    _meta()[(ctx.user, session_id, seq)] = {"trace": turn.trace, "written": [written_summary(turn.written)],
+                                            "warning": turn.warning}
     if st.session_state.get(MODE_KEY) == "Simulated":
         st.session_state[_PENDING_KEY] = timedelta(minutes=1)  # applied before the clock widgets next run
     st.rerun()
-
-
-def _answer(ctx: state.StudioContext, text: str, at: datetime) -> tuple[RecallTrace, str]:
-    eng = ctx.engine
-    if eng.llm is None:
-        res = recall(eng.store, eng.embedder, None, ctx.config, ctx.user, text, question_time=at)
-        return res.trace, reply_without_llm(len(res.nodes), res.trace.context_tokens)
-    out = answer(eng.store, eng.embedder, eng.llm, ctx.config, ctx.user, text, question_time=at)
-    return out.recall.trace, out.answer

@@ -27,7 +27,7 @@ def render() -> None:
     if ctx.engine is None:
         st.error(ctx.open_error or "the memory store is not open")
         return
-    users = ctx.engine.store.users()
+    users = ctx.engine.users()
     if not users:
         st.info("No memories yet. Import a conversation from the sidebar.")
         return

@@ -58,7 +58,7 @@ def render() -> None:
     levels = c2.multiselect("Levels", [1, 2, 3, 4, 5], default=[1, 2, 3, 4, 5], key="mem_levels",
                             format_func=lambda v: f"L{v}")
     status = c3.selectbox("Status", list(STATUSES), key="mem_status")
-    all_nodes = ctx.engine.store.nodes(ctx.user, status=STATUSES[status])
+    all_nodes = ctx.engine.nodes(ctx.user, status=STATUSES[status])
     if not all_nodes:
         st.info(f"No {status} memories for user `{ctx.user}`.")
         _danger_zone(ctx)
@@ -158,7 +158,7 @@ def _undo_bar(ctx: state.StudioContext) -> None:
     a, b = st.columns([5, 1])
     a.info(f"{len(ids)} memories deleted. They stay in the store (status deleted) until erased.")
     if b.button("Undo delete", key="mem_undo_btn", type="primary"):
-        still = {n.id for n in ctx.engine.store.nodes(ids=ids, status=NodeStatus.DELETED)}
+        still = {n.id for n in ctx.engine.nodes(ids=ids, status=NodeStatus.DELETED)}
         _restore(ctx, [i for i in ids if i in still])
 
 

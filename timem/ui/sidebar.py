@@ -44,7 +44,7 @@ def render(ctx: state.StudioContext) -> None:
         _counts(ctx)
         st.markdown("**Consolidation**")
         mode = _mode(ctx)  # before the import, which consolidates in this mode
-        with st.expander("Import a conversation", expanded=not ctx.engine.store.users()):
+        with st.expander("Import a conversation", expanded=not ctx.engine.users()):
             _import(ctx)
         _consolidate(ctx, mode)
 
@@ -76,7 +76,7 @@ def _request_db(key: str) -> None:
 
 
 def _user(ctx: state.StudioContext) -> None:
-    users = ctx.engine.store.users()
+    users = ctx.engine.users()
     cur = ctx.user
     options = users if cur in users else [cur, *users]
     if st.session_state.get("sb_user") != cur:  # a switch made in code (import, new user) wins over the
@@ -109,7 +109,7 @@ def _llm(ctx: state.StudioContext) -> None:
 
 
 def _counts(ctx: state.StudioContext) -> None:
-    nodes = ctx.engine.store.nodes(ctx.user)
+    nodes = ctx.engine.nodes(ctx.user)
     per = {f"L{lv}": sum(1 for n in nodes if int(n.level) == lv) for lv in range(1, 6)}
     st.caption("Memories of this user: " + " · ".join(f"{k} {v}" for k, v in per.items()))
 

@@ -166,7 +166,7 @@ def _context_for(base: Config, db: str) -> StudioContext:
 def _initial_user(ctx: StudioContext) -> None:
     """First run of a session: ``?user=`` in the URL, else the store's first user, else ``"me"``."""
     wanted = st.query_params.get("user")
-    users = ctx.engine.store.users() if ctx.engine is not None else []
+    users = ctx.engine.users() if ctx.engine is not None else []
     set_user(wanted or (users[0] if users else DEFAULT_USER))
 
 

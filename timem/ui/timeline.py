@@ -29,7 +29,7 @@ def render() -> None:
 
         render_segtree(ctx)
         return
-    nodes = ctx.engine.store.nodes(ctx.user)
+    nodes = ctx.engine.nodes(ctx.user)
     if not nodes:
         st.info(f"User `{ctx.user}` has no memories yet. Chat, or import a conversation from the sidebar.")
         return
@@ -126,4 +126,4 @@ def _source_turns(ctx: state.StudioContext, node: MemoryNode, by_id: dict[str, M
         n = stack.pop(0)
         ids += n.source_turn_ids
         stack += [by_id[c] for c in n.child_ids if c in by_id]
-    return ctx.engine.store.turns(node.user_id, ids=ids[:limit]) if ids else []
+    return ctx.engine.turns(node.user_id, ids=ids[:limit]) if ids else []

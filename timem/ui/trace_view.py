@@ -15,7 +15,7 @@ def trace_nodes(ctx: StudioContext, trace: RecallTrace) -> dict[str, MemoryNode]
     ids = {c.node_id for c in trace.candidates} | {a.node_id for a in trace.ancestors} | set(trace.node_ids)
     if not ids or ctx.engine is None:
         return {}
-    return {n.id: n for n in ctx.engine.store.nodes(ids=sorted(ids), status=None)}
+    return {n.id: n for n in ctx.engine.nodes(ids=sorted(ids), status=None)}
 
 
 def render_trace(ctx: StudioContext, trace: RecallTrace, *, key: str, compact: bool = False) -> None:

@@ -1,0 +1,73 @@
+"""The engine facade: recall, ask and chat_turn (recall -> answer -> store) on a real DuckDB file."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from timem.config import load_config
+from timem.engine import MemoryEngine, reply_without_llm
+from timem.errors import ChatTurnError, ConfigError, InputError, NotFoundError
+from timem.llm.client import LLM
+from timem.llm.fake import ScriptedBackend
+from timem.models import Role
+
+AT = datetime(2024, 5, 2, 9, 0, tzinfo=UTC)
+
+
+def _engine(tmp_path, store, embedder, responses=None) -> MemoryEngine:
+    cfg = load_config(env={}, db_path=store.path, llm_backend="none", cache_dir=tmp_path / "cache",
+                      consolidation_mode="extractive")
+    llm = LLM(ScriptedBackend(responses), store) if responses is not None else None
+    return MemoryEngine(cfg, store, embedder, llm)
+
+
+def test_chat_turn_without_llm_stores_both_turns_and_returns_the_trace(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder)
+    first = eng.chat_turn("mia", "chat-1", "I adopted a grey cat called Pixel.", AT, user_name="Mia")
+    assert first.reply == reply_without_llm(0, 0)
+    turn = eng.chat_turn("mia", "chat-1", "What is my cat called?", AT.replace(minute=5), user_name="Mia")
+    turns = eng.turns("mia", "chat-1")
+    assert [(t.role, t.speaker) for t in turns] == [(Role.USER, "Mia"), (Role.ASSISTANT, "Assistant")] * 2
+    assert turns[-1].text == turn.reply
+    assert "Pixel" in turn.trace.context  # the first exchange's L1 segment was written online and recalled
+    assert turn.reply == reply_without_llm(len(turn.trace.node_ids), turn.trace.context_tokens)
+    assert turn.trace.trace_id in {t["trace_id"] for t in eng.store.traces("mia")}
+
+
+def test_chat_turn_answers_with_the_llm_and_stores_the_reply(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder, responses=lambda req: "Your cat is called Pixel.")
+    eng.add_exchange("mia", "chat-0", "I adopted a grey cat called Pixel.", "Lovely!", AT)
+    turn = eng.chat_turn("mia", "chat-1", "What is my cat called?", AT.replace(hour=10))
+    assert turn.reply == "Your cat is called Pixel." == turn.trace.answer
+    assert eng.turns("mia", "chat-1")[-1].text == "Your cat is called Pixel."
+    assert [c.purpose for c in turn.trace.llm_calls][-1] == "answer"
+
+
+def test_a_failed_answer_keeps_the_message_and_says_so(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder, responses=[])  # the scripted backend has nothing to say
+    with pytest.raises(ChatTurnError) as err:
+        eng.chat_turn("mia", "chat-1", "What is my cat called?", AT)
+    assert err.value.stage == "answer" and "recorded" in str(err.value)
+    assert [t.text for t in eng.turns("mia", "chat-1")] == ["What is my cat called?"]
+
+
+def test_an_empty_message_writes_nothing(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder)
+    with pytest.raises(InputError):
+        eng.chat_turn("mia", "chat-1", "   ", AT)
+    assert eng.users() == []
+
+
+def test_ask_needs_an_llm_and_require_user_names_the_users(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder)
+    eng.add_exchange("mia", "chat-0", "I adopted a grey cat called Pixel.", "Lovely!", AT)
+    with pytest.raises(ConfigError, match="recall-only"):
+        eng.ask("mia", "What is my cat called?")
+    with pytest.raises(NotFoundError, match="mia"):
+        eng.require_user("bob")
+    assert eng.default_question_time("mia") == AT
+    assert eng.default_question_time("bob") is None
+    res = eng.recall("mia", "cat", persist=False)
+    assert "Pixel" in res.context

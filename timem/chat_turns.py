@@ -1,0 +1,76 @@
+"""Chat turns: validation and construction of the turns an online chat writes (user message, assistant reply).
+
+Used by :class:`timem.engine.MemoryEngine`; event time is UTC-aware, the speaker's UTC offset is kept
+per turn so that dates render in the speaker's zone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+from timem.datasets.base import check_text, is_blank, turn_id
+from timem.errors import InputError
+from timem.models import MemoryNode, Role, Turn
+from timem.recall.trace import RecallTrace
+
+
+@dataclass
+class ChatTurn:
+    """One answered chat exchange (:meth:`MemoryEngine.chat_turn`)."""
+
+    session_id: str
+    #: the recall trace of the answer (persisted; its ``answer`` is set when an LLM answered)
+    trace: RecallTrace
+    #: the assistant's reply as stored (see :func:`reply_without_llm` when no LLM is configured)
+    reply: str
+    #: memories written after the reply (its L1 segment and any window the exchange closed)
+    written: list[MemoryNode]
+    #: set when the exchange is stored but some closed window could not be consolidated
+    warning: str | None = None
+
+
+def reply_without_llm(n_memories: int, tokens: int) -> str:
+    """The assistant's text when no LLM is configured: a short note, never the recalled text itself
+    (the reply becomes a turn and an L1 segment; quoting the context would copy memories into memory)."""
+    if n_memories == 0:
+        return "(No LLM is configured, and no memory matches yet.)"
+    return (f"(No LLM is configured, so I cannot answer. Recall found {n_memories} memories, "
+            f"{tokens} tokens: open the recall trace below.)")
+
+
+def check_turn(turn: Turn) -> None:
+    """Refuse a turn that cannot be stored or would be an invisible memory (:class:`InputError` naming
+    the turn id and the field): see :func:`timem.datasets.base.check_text`; text may be empty only
+    when the turn carries an image caption."""
+    record = "turn " + turn.id.encode("utf-8", "backslashreplace").decode("utf-8")  # printable even if the id is bad
+    for name in ("user_id", "session_id", "speaker", "text", "image_caption", "source_ref"):
+        value = getattr(turn, name)
+        if value is not None:
+            check_text(value, file=None, record=record, field=name)
+    if is_blank(turn.text) and (turn.image_caption is None or is_blank(turn.image_caption)):
+        raise InputError("empty text (only whitespace or invisible characters); drop the turn or give it text",
+                         record=record, field="text")
+
+
+def check_chat(text: str, event_time: datetime, what: str = "message") -> None:
+    if is_blank(text):
+        raise InputError(f"the {what} is empty; type something to say", field="text")
+    if event_time.tzinfo is None:
+        raise InputError("event_time must be timezone-aware; convert with timem.tree.windows.to_utc",
+                         field="event_time")
+
+
+def speaker_offset(at: datetime, zone: ZoneInfo) -> int:
+    """The speaker's UTC offset for a chat turn: ``at``'s own offset when it carries a zone other than UTC
+    (an explicit local time), else the user's zone's offset at that instant."""
+    if at.utcoffset() and at.utcoffset().total_seconds() != 0:
+        return int(at.utcoffset().total_seconds() // 60)
+    return int(at.astimezone(zone).utcoffset().total_seconds() // 60)
+
+
+def make_turn(user_id: str, session_id: str, seq: int, speaker: str, role: Role, text: str, at: datetime,
+          offset: int | None = None) -> Turn:
+    return Turn(id=turn_id(user_id, session_id, seq), user_id=user_id, session_id=session_id, seq=seq, speaker=speaker, role=role,
+                text=text, event_time=at.astimezone(UTC), utc_offset_minutes=offset)
