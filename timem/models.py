@@ -161,3 +161,55 @@ class MemoryNode(BaseModel):
     @property
     def span(self) -> TimeSpan:
         return TimeSpan(start=self.span_start, end=self.span_end)
+
+
+#: kinds of memory items (:mod:`timem.memory`): facts and preferences supersede each other on the same
+#: subject and attribute; events and plans accumulate
+ItemKind = Literal["fact", "preference", "event", "plan"]
+ITEM_KINDS: tuple[str, ...] = ("fact", "preference", "event", "plan")
+
+
+class MemoryItem(BaseModel):
+    """A semantic memory above the tree: "``subject``'s ``attribute`` is ``value``" (e.g. Mia / home city /
+    Porto), linked to the L1 segment(s) it was read from (``source_ids``).
+
+    Times are UTC-aware. ``event_time`` is when it was said; the item holds over ``[valid_from, valid_to)``,
+    ``valid_to`` ``None`` while it is open. A newer item on the same subject and attribute closes it
+    (supersession: ``valid_to`` = the newer item's event time, ``superseded_by`` = its id); it is kept as
+    history. ``source`` is ``stated`` (said by the subject) or ``inferred`` (an LLM's reading);
+    ``status`` ``deleted`` = forgotten (soft delete, undoable). ``last_access`` / ``access_count`` feed the
+    decay score (:func:`timem.memory.decay.decay_weight`).
+    """
+
+    id: str
+    user_id: str
+    kind: ItemKind
+    subject: str
+    attribute: str
+    value: str
+    event_time: datetime
+    valid_from: datetime
+    valid_to: datetime | None = None
+    confidence: float = Field(default=0.8, ge=0.0, le=1.0)
+    source: Literal["stated", "inferred"] = "stated"
+    source_ids: list[str] = Field(default_factory=list)
+    superseded_by: str | None = None
+    status: Literal["active", "deleted"] = "active"
+    pinned: bool = False
+    last_access: datetime | None = None
+    access_count: int = 0
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+    _v = field_validator("event_time", "valid_from", "created_at")(lambda cls, v: _utc(v))
+
+    @property
+    def is_open(self) -> bool:
+        return self.valid_to is None
+
+    def valid_at(self, t: datetime) -> bool:
+        """Whether the item held at ``t`` (UTC-aware): ``valid_from <= t < valid_to``."""
+        return self.valid_from <= t and (self.valid_to is None or t < self.valid_to)
+
+    def label(self) -> str:
+        """``"Mia's home city: Porto"``."""
+        return f"{self.subject}'s {self.attribute}: {self.value}"

@@ -28,6 +28,7 @@ import numpy as np
 from timem.errors import NotFoundError, StoreError
 from timem.models import Level, MemoryNode, NodeStatus, Role, Turn
 from timem.store.migrations import migrate
+from timem.store.items import ItemTables
 from timem.store.records import RecordTables, db_time
 from timem.store.search import FTS_PRAGMA, bm25_top, build_bm25_postings, drop_hnsw, ensure_hnsw, vector_top
 from timem.store.segmenter import search_text
@@ -67,7 +68,7 @@ def extension_path(name: str) -> Path:
     return path
 
 
-class Store(RecordTables):
+class Store(RecordTables, ItemTables):
     """DuckDB adapter for everything TiMem persists.
 
     Args:
@@ -361,6 +362,7 @@ class Store(RecordTables):
             owners = f"(SELECT DISTINCT user_id FROM nodes WHERE id IN {_IN_LIST} AND level = 1)"
             self.con.execute(f"DELETE FROM segtree_state WHERE user_id IN {owners}", [list(node_ids)])
             self.con.execute(f"DELETE FROM segtree_nodes WHERE user_id IN {owners}", [list(node_ids)])
+            self.drop_item_sources(node_ids)  # items read only from erased segments go with them
             self.con.execute(f"DELETE FROM nodes WHERE id IN {_IN_LIST}", [list(node_ids)])
             self._set_meta("fts_dirty", "1")
 
@@ -440,9 +442,9 @@ class Store(RecordTables):
 
     def user_texts(self, user_id: str) -> list[str]:
         """Every turn text and node content of ``user_id`` (what a hard erase of the user must not leave)."""
-        return [r[0] for r in self.con.execute("SELECT text FROM turns WHERE user_id = ? UNION ALL "
-                                               "SELECT content FROM nodes WHERE user_id = ?",
-                                               [user_id, user_id]).fetchall()]
+        return [r[0] for r in self.con.execute("SELECT text FROM turns WHERE user_id = ? UNION ALL SELECT content FROM "
+                                               "nodes WHERE user_id = ? UNION ALL SELECT value FROM memory_items "
+                                               "WHERE user_id = ?", [user_id, user_id, user_id]).fetchall()]
 
     def erase_user(self, user_id: str) -> dict[str, int]:
         """Remove every row of ``user_id`` (turns, sessions, nodes, segment tree, traces, cache entries of its calls)."""
@@ -455,7 +457,8 @@ class Store(RecordTables):
                                                    [keys]).fetchone()[0]
             self.con.execute(f"DELETE FROM llm_cache WHERE key IN {_IN_LIST}", [keys])
             counts["llm_cache"] += self.purge_cache_mentioning(texts)
-            for table in ("turns", "sessions", "nodes", "recall_traces", "llm_calls", "segtree_nodes", "segtree_state"):
+            for table in ("turns", "sessions", "nodes", "recall_traces", "llm_calls", "segtree_nodes", "segtree_state",
+                          "memory_items", "memory_extractions"):
                 counts[table] = self.con.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?",
                                                  [user_id]).fetchone()[0]
                 self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [user_id])

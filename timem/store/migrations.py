@@ -102,7 +102,28 @@ def _v5(con: duckdb.DuckDBPyConnection, dim: int) -> None:
             threshold DOUBLE NOT NULL, max_children INTEGER NOT NULL, built_at TIMESTAMP NOT NULL)""")
 
 
-MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2, _v3, _v4, _v5]
+def _v6(con: duckdb.DuckDBPyConnection, dim: int) -> None:
+    """The memory layer (:mod:`timem.memory`): ``memory_items`` (facts, preferences, events and plans
+    about a subject, each with its validity interval ``[valid_from, valid_to)`` in UTC, ``valid_to`` NULL
+    while it holds, its source L1 segment ids, supersession link, decay bookkeeping and an embedding of
+    "subject attribute: value") and ``memory_extractions`` (which L1 segment / closed session was already
+    read, so that extraction is resumable and runs once per unit)."""
+    con.execute(f"""
+        CREATE TABLE IF NOT EXISTS memory_items (
+            id VARCHAR PRIMARY KEY, user_id VARCHAR NOT NULL, kind VARCHAR NOT NULL, subject VARCHAR NOT NULL,
+            attribute VARCHAR NOT NULL, value VARCHAR NOT NULL, event_time TIMESTAMP NOT NULL,
+            valid_from TIMESTAMP NOT NULL, valid_to TIMESTAMP, confidence DOUBLE NOT NULL, source VARCHAR NOT NULL,
+            source_ids VARCHAR[] NOT NULL, superseded_by VARCHAR, status VARCHAR NOT NULL,
+            pinned BOOLEAN NOT NULL DEFAULT FALSE, last_access TIMESTAMP, access_count INTEGER NOT NULL DEFAULT 0,
+            created_at TIMESTAMP NOT NULL, embedding FLOAT[{dim}] NOT NULL)""")
+    con.execute("CREATE INDEX IF NOT EXISTS memory_items_user ON memory_items (user_id, subject, attribute)")
+    con.execute("""
+        CREATE TABLE IF NOT EXISTS memory_extractions (
+            user_id VARCHAR NOT NULL, unit_id VARCHAR NOT NULL, mode VARCHAR NOT NULL, n_items INTEGER NOT NULL,
+            extracted_at TIMESTAMP NOT NULL, PRIMARY KEY (user_id, unit_id, mode))""")
+
+
+MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
 
 
 def migrate(con: duckdb.DuckDBPyConnection, dim: int) -> int:

@@ -1,0 +1,191 @@
+"""Rule-based extraction of first-person statements (English and Chinese), no LLM.
+
+Each sentence of a person's turn is matched against a small set of patterns; a match is a
+:class:`Statement` about the speaker: ``(kind, attribute, value)`` such as ``("fact", "home city",
+"Porto")``. The patterns cover the triggers of the memory layer (TiMem's semantic memories written on
+explicit first-person statements and corrections):
+
+* home city -- "I live in Lisbon (now)", "I moved to Porto", "我住在上海", "我搬到了北京";
+* employer / job -- "I work at Acme as a designer", "I started a new job at X", "I'm a nurse at X",
+  "我现在在腾讯工作", "我在医院当护士";
+* drinks -- "I drink black coffee every morning", "I switched from coffee to green tea",
+  "I don't drink coffee anymore" (ends the open item), "我不喝咖啡了，只喝茶", "我改喝绿茶了";
+* diet -- "I'm vegetarian now", "I went vegan", "我吃素了";
+* favourites and a few "my X is Y" facts -- "my favourite band is Muse", "我最喜欢的运动是游泳";
+* corrections -- "actually, ...", "sorry, I meant ...", "不对，是…", "其实…": the rest of the sentence
+  is matched again and flagged ``correction``; a bare "actually, it's Braga" names only a value (the
+  writer applies it to the subject's latest item).
+
+What the patterns do not see is not guessed: no statement. Values of place and company names must be
+capitalised in English ("I live in lisbon" is not read); Chinese values run to the next punctuation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: drinks the preference patterns know (longest first, so "green tea" wins over "tea")
+DRINKS = sorted(["coffee", "black coffee", "espresso", "latte", "cappuccino", "tea", "green tea", "black tea",
+                 "herbal tea", "matcha", "chai", "juice", "orange juice", "water", "hot chocolate", "kombucha",
+                 "smoothies", "milk", "oat milk", "decaf", "咖啡", "黑咖啡", "茶", "绿茶", "红茶", "奶茶", "果汁",
+                 "牛奶", "豆浆", "水"], key=len, reverse=True)
+DIETS = ("vegetarian", "vegan", "pescatarian", "keto", "gluten-free")
+
+_CAP = r"(?P<{name}>[A-Z][\w'’&.-]*(?:\s+(?:[A-Z][\w'’&.-]*|of|de|da|do|la|le|&))*)"
+_JOB = r"(?P<job>[a-z][a-z -]{1,40}?)"
+_END = (r"(?=\s*(?:[,.!?;:]|$|\s+(?:now|these days|nowadays|since|for|and|but|with|in|on|at|last|this|so|because|after|"
+        r"recently|yesterday|today|a|two|three)\b))")
+_END_CAP = r"(?![\w'’&-])"
+_DRINK = "(?P<{name}>" + "|".join(re.escape(d) for d in DRINKS if d.isascii()) + ")"
+_ZH_DRINK = "(?P<{name}>" + "|".join(re.escape(d) for d in DRINKS if not d.isascii()) + ")"
+_ZH_VAL = r"(?P<{name}>[\u4e00-\u9fffA-Za-z0-9]{{1,12}}?)"
+_ZH_END = r"(?=[了啦呢吧啊]?(?:[，,。.！!？?；;、\s]|$))"
+_CORRECTION_EN = re.compile(r"^\s*(?:oh,?\s+)?(?:actually|sorry,?\s+i\s+meant|correction:?|no,?\s+wait)[,:]?\s*", re.I)
+_CORRECTION_ZH = re.compile(r"^\s*(?:不对|不是|其实|更正一下|说错了|纠正一下)[，,：:]?\s*")
+_SENTENCES = re.compile(r"(?<=[.!?;。！？；\n])\s*")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One first-person statement of the speaker.
+
+    ``attribute`` is ``None`` only for a bare correction ("actually, it's Braga"). ``replaces`` names the
+    value the statement ends ("switched from coffee to tea": ``"coffee"``); ``ends_only`` means it only
+    ends it ("I don't drink coffee anymore"). ``text`` is the sentence it came from.
+    """
+
+    kind: str
+    attribute: str | None
+    value: str
+    text: str
+    correction: bool = False
+    replaces: str | None = None
+    ends_only: bool = False
+
+
+def _p(pattern: str, **names: str) -> re.Pattern[str]:
+    for key, tmpl in names.items():
+        pattern = pattern.replace("{" + key + "}", tmpl.replace("{name}", key).replace("{{", "{").replace("}}", "}"))
+    return re.compile(pattern, re.I)
+
+
+def _cap(name: str) -> str:
+    return _CAP.replace("{name}", name)
+
+
+_I = r"\b(?:[Ii]|[Ww]e)"
+_HOME = [re.compile(_I + r"(?i:'m|\s+am|\s+are|'re)?\s+(?i:now\s+|currently\s+|still\s+)?(?i:live|living|based)\s+(?i:in)\s+"
+                    + _cap("v") + _END_CAP),
+         re.compile(_I + r"(?i:'ve|\s+have)?\s+(?i:just\s+|finally\s+|recently\s+)?(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)\s+"
+                    + _cap("v") + _END_CAP)]
+_AS_JOB = r"(?:\s+(?i:as)\s+(?:(?i:an?)\s+)?" + _JOB + ")?"
+_WORK = [re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?i:at|for)\s+" + _cap("emp") + _AS_JOB + _END),
+         re.compile(r"\b[Ii]\s+(?i:just\s+|recently\s+)?(?i:started|got|took)\s+(?i:a\s+new\s+job|a\s+job|working|a\s+position)"
+                    r"\s+(?i:at|with|for)\s+" + _cap("emp") + _AS_JOB + _END),
+         re.compile(r"\b[Ii](?i:'m|\s+am)\s+(?i:now\s+)?(?i:an?\s+)" + _JOB + r"\s+(?i:at)\s+" + _cap("emp") + _END),
+         re.compile(r"\b[Ii]\s+(?i:now\s+)?(?i:work\s+as)\s+(?i:an?\s+)" + _JOB + r"(?:\s+(?i:at)\s+" + _cap("emp") + ")?" + _END)]
+_SWITCH = _p(r"\bi(?:'ve|\s+have)?\s+(?:switched|changed|moved|gone)\s+from\s+{old}\s+to\s+{new}\b", old=_DRINK, new=_DRINK)
+_STOP = _p(r"\bi\s+(?:don't|do\s+not|no\s+longer|never)\s+drink\s+{old}(?:\s+(?:anymore|any\s+more))?\b", old=_DRINK)
+_ONLY_EN = _p(r"\bonly\s+(?:drink\s+)?{v}\b", v=_DRINK)
+_GAVE_UP = _p(r"\bi(?:'ve|\s+have)?\s+(?:gave|given|give)\s+up\s+{old}\b", old=_DRINK)
+_DRINK_NOW = _p(r"\bi\s+(?:now\s+|usually\s+|always\s+|only\s+|just\s+|mostly\s+)*(?:drink|have|start\s+my\s+day\s+with)\s+{v}\b"
+                r"(?P<when>[^.!?]*\bmorning)?", v=_DRINK)
+_DIET = re.compile(r"\bi(?:'m|\s+am|\s+became|\s+went|'ve\s+become|\s+have\s+become)\s+(?:now\s+|a\s+|fully\s+)*"
+                   rf"(?P<v>{'|'.join(DIETS)})\b", re.I)
+_NO_MEAT = re.compile(r"\bi\s+(?:don't|do\s+not|no\s+longer)\s+eat\s+meat\b", re.I)
+_FAV = re.compile(r"\bmy\s+(?:new\s+)?favou?rite\s+(?P<a>[a-z][a-z ]{1,30}?)\s+(?:is|are)\s+(?:now\s+)?(?P<v>[^,.!?;]{1,60})", re.I)
+_MY = re.compile(r"\bmy\s+(?P<a>name|hometown|home\s+town|birthday|job|job\s+title|employer)\s+is\s+(?:now\s+)?"
+                 r"(?P<v>[^,.!?;]{1,60})", re.I)
+_BARE = re.compile(r"^(?:it(?:'s|\s+is|\s+was)\s+|i\s+meant\s+)?(?P<v>[A-Z][\w'’&.-]*(?:\s+[A-Z][\w'’&.-]*)*)\s*"
+                   r"(?:,?\s*not\s+[^.!?]+)?[.!]?$")
+
+_ZH_HOME = [_p(r"我(?:们)?(?:现在|目前|如今)?(?:住在|定居在|生活在){v}" + _ZH_END, v=_ZH_VAL),
+            _p(r"我(?:们)?(?:已经|刚|刚刚|最近)?搬(?:到|去|来)了?{v}" + _ZH_END, v=_ZH_VAL)]
+_ZH_WORK_JOB = _p(r"我(?:现在|目前)?在{emp}(?:当|做|担任)(?:一名|一个)?{job}" + _ZH_END, emp=_ZH_VAL, job=_ZH_VAL)
+_ZH_WORK = _p(r"我(?:现在|目前|如今)?在{emp}(?:工作|上班)" + _ZH_END, emp=_ZH_VAL)
+_ZH_JOB = _p(r"我的(?:工作|职业)是{job}" + _ZH_END, job=_ZH_VAL)
+_ZH_STOP = _p(r"我(?:现在|已经)?(?:不|不再)喝{old}了?", old=_ZH_DRINK)
+_ZH_ONLY = _p(r"(?:只喝|改喝|开始喝|现在喝|每天早上喝|早上喝|每天喝){v}", v=_ZH_DRINK)
+_ZH_SWITCH = _p(r"我?从{old}(?:换成|改成|改喝|换到)了?{new}", old=_ZH_DRINK, new=_ZH_DRINK)
+_ZH_DIET = re.compile(r"我(?:现在|已经)?(?:开始)?(?:吃素|是素食者|是素食主义者)")
+_ZH_FAV = _p(r"我最喜欢的{a}是{v}" + _ZH_END, a=_ZH_VAL, v=_ZH_VAL)
+_ZH_BARE = _p(r"^(?:是|应该是){v}" + _ZH_END, v=_ZH_VAL)
+
+
+def _clean(v: str) -> str:
+    v = v.strip(" \t'\"“”‘’").rstrip(".,!?;:。，！？")
+    return re.sub(r"\s+(?:now|these days|nowadays)$", "", v, flags=re.I).strip()
+
+
+def _drink_attr(sentence: str) -> str:
+    return "morning drink" if re.search(r"morning|早上|早晨|每天早", sentence, re.I) else "drink"
+
+
+def _sentence(s: str, correction: bool) -> list[Statement]:
+    out: list[Statement] = []
+
+    def add(kind: str, attr: str | None, value: str, **kw: object) -> None:
+        value = _clean(value)
+        if value:
+            out.append(Statement(kind, attr, value, s.strip(), correction, **kw))  # type: ignore[arg-type]
+
+    for rx in _HOME + _ZH_HOME:
+        if m := rx.search(s):
+            add("fact", "home city", m["v"])
+            break
+    for rx in _WORK:
+        if m := rx.search(s):
+            if m.groupdict().get("emp"):
+                add("fact", "employer", m["emp"])
+            if m.groupdict().get("job"):
+                add("fact", "job", m["job"])
+            break
+    if m := _ZH_WORK_JOB.search(s):
+        add("fact", "employer", m["emp"])
+        add("fact", "job", m["job"])
+    elif m := _ZH_WORK.search(s):
+        add("fact", "employer", m["emp"])
+    if m := _ZH_JOB.search(s):
+        add("fact", "job", m["job"])
+    attr = _drink_attr(s)
+    if m := (_SWITCH.search(s) or _ZH_SWITCH.search(s)):
+        add("preference", attr, m["new"], replaces=m["old"].lower())
+    else:
+        stop = _STOP.search(s) or _GAVE_UP.search(s) or _ZH_STOP.search(s)
+        new = _ZH_ONLY.search(s) or _ONLY_EN.search(s) or (_DRINK_NOW.search(s) if not _STOP.search(s) else None)
+        if new and (not stop or new["v"].lower() != stop["old"].lower()):
+            add("preference", attr, new["v"], replaces=stop["old"].lower() if stop else None)
+        elif stop:
+            add("preference", attr, stop["old"], replaces=stop["old"].lower(), ends_only=True)
+    if m := _DIET.search(s):
+        add("preference", "diet", m["v"].lower())
+    elif _NO_MEAT.search(s):
+        add("preference", "diet", "vegetarian")
+    elif _ZH_DIET.search(s):
+        add("preference", "diet", "素食")
+    if m := (_FAV.search(s) or _ZH_FAV.search(s)):
+        add("preference", f"favourite {_clean(m['a']).lower()}", m["v"])
+    if m := _MY.search(s):
+        a = re.sub(r"\s+", " ", m["a"].lower()).replace("home town", "hometown")
+        add("fact", {"job title": "job", "hometown": "hometown"}.get(a, a), m["v"])
+    if correction and not out and (m := (_BARE.search(s.strip()) or _ZH_BARE.search(s.strip()))):
+        add("fact", None, m["v"])
+    return out
+
+
+def extract_statements(text: str) -> list[Statement]:
+    """Statements in one turn's ``text`` (first person, English or Chinese), in sentence order.
+
+    A sentence starting with a correction marker ("actually, ...", "不对，...") yields statements flagged
+    ``correction``; a correction that names only a value yields one with ``attribute=None``.
+    Returns ``[]`` when nothing matches (most turns).
+    """
+    out: list[Statement] = []
+    for sent in filter(None, (x.strip() for x in _SENTENCES.split(text))):
+        correction = False
+        for rx in (_CORRECTION_EN, _CORRECTION_ZH):
+            if m := rx.match(sent):
+                correction, sent = True, sent[m.end():]
+        out += _sentence(sent, correction)
+    return out

@@ -1,0 +1,135 @@
+"""The store's memory-item tables (the memory layer, :mod:`timem.memory`): ``memory_items`` and
+``memory_extractions`` (schema: :func:`timem.store.migrations._v6`).
+
+A mixin of :class:`timem.store.duckdb_store.Store` (it needs ``self.con``, ``self.dim`` and
+``self.transaction``). Times are UTC-aware at this boundary and naive UTC in the columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from timem.errors import NotFoundError
+from timem.models import MemoryItem
+from timem.store.records import db_time
+
+_COLS = ("id, user_id, kind, subject, attribute, value, event_time, valid_from, valid_to, confidence, source, "
+         "source_ids, superseded_by, status, pinned, last_access, access_count, created_at")
+_IN = "(SELECT unnest(?::VARCHAR[]))"
+
+
+def _aware(dt: datetime | None) -> datetime | None:
+    return None if dt is None else dt.replace(tzinfo=UTC)
+
+
+def _item(r: tuple[Any, ...]) -> MemoryItem:
+    return MemoryItem(id=r[0], user_id=r[1], kind=r[2], subject=r[3], attribute=r[4], value=r[5],
+                      event_time=_aware(r[6]), valid_from=_aware(r[7]), valid_to=_aware(r[8]), confidence=r[9],
+                      source=r[10], source_ids=list(r[11]), superseded_by=r[12], status=r[13], pinned=r[14],
+                      last_access=_aware(r[15]), access_count=r[16], created_at=_aware(r[17]))
+
+
+def _t(dt: datetime | None) -> datetime | None:
+    return None if dt is None else db_time(dt)
+
+
+class ItemTables:
+    """Memory items and the extraction log over ``self.con``."""
+
+    con: duckdb.DuckDBPyConnection
+    dim: int
+
+    def transaction(self) -> AbstractContextManager[None]: ...  # provided by Store
+
+    def add_item(self, item: MemoryItem, embedding: np.ndarray) -> None:
+        """Insert one item with its embedding (``float32[dim]`` of "subject attribute: value")."""
+        self.con.execute(f"INSERT INTO memory_items ({_COLS}, embedding) VALUES "
+                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                         [item.id, item.user_id, item.kind, item.subject, item.attribute, item.value,
+                          db_time(item.event_time), db_time(item.valid_from), _t(item.valid_to), item.confidence,
+                          item.source, list(item.source_ids), item.superseded_by, item.status, item.pinned,
+                          _t(item.last_access), item.access_count, db_time(item.created_at),
+                          np.asarray(embedding, dtype=np.float32).tolist()])
+
+    def update_item(self, item_id: str, **fields: Any) -> None:
+        """Set some columns of one item (``valid_to``, ``superseded_by``, ``status``, ``source_ids``,
+        ``pinned``, ``confidence``); datetimes UTC-aware. Raises NotFoundError for an unknown id."""
+        if not self.con.execute("SELECT count(*) FROM memory_items WHERE id = ?", [item_id]).fetchone()[0]:
+            raise NotFoundError(f"no memory item {item_id!r}; list them with `timem memories list --user U`")
+        for col, val in fields.items():
+            if col not in ("valid_to", "superseded_by", "status", "source_ids", "pinned", "confidence"):
+                raise ValueError(f"memory item column {col!r} cannot be updated")
+            val = _t(val) if isinstance(val, datetime) else val
+            self.con.execute(f"UPDATE memory_items SET {col} = ? WHERE id = ?", [val, item_id])
+
+    def items(self, user_id: str | None = None, *, status: str | None = "active", ids: Sequence[str] | None = None,
+              subject: str | None = None, attribute: str | None = None) -> list[MemoryItem]:
+        """Items (active only unless ``status`` is another value or ``None`` = any), oldest event first."""
+        conds, args = [], []
+        for col, val in (("user_id", user_id), ("status", status), ("subject", subject), ("attribute", attribute)):
+            if val is not None:
+                conds.append(f"{col} = ?")
+                args.append(val)
+        if ids is not None:
+            conds.append(f"id IN {_IN}")
+            args.append(list(ids))
+        where = " WHERE " + " AND ".join(conds) if conds else ""
+        rows = self.con.execute(f"SELECT {_COLS} FROM memory_items{where} ORDER BY event_time, created_at, id",
+                                args).fetchall()
+        return [_item(r) for r in rows]
+
+    def item(self, item_id: str) -> MemoryItem:
+        found = self.items(ids=[item_id], status=None)
+        if not found:
+            raise NotFoundError(f"no memory item {item_id!r}; list them with `timem memories list --user U`")
+        return found[0]
+
+    def item_embeddings(self, item_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        rows = self.con.execute(f"SELECT id, embedding FROM memory_items WHERE id IN {_IN}", [list(item_ids)]).fetchall()
+        return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
+
+    def touch_items(self, item_ids: Sequence[str], at: datetime) -> None:
+        """Record one recall of each item: ``last_access = at`` (UTC-aware), ``access_count + 1``."""
+        if item_ids:
+            self.con.execute(f"UPDATE memory_items SET last_access = ?, access_count = access_count + 1 "
+                             f"WHERE id IN {_IN}", [db_time(at), list(item_ids)])
+
+    def items_from_sources(self, node_ids: Sequence[str]) -> list[MemoryItem]:
+        """Items (any status) citing any of ``node_ids`` as a source."""
+        rows = self.con.execute(f"SELECT {_COLS} FROM memory_items WHERE len(list_intersect(source_ids, ?::VARCHAR[])) > 0",
+                                [list(node_ids)]).fetchall()
+        return [_item(r) for r in rows]
+
+    def drop_item_sources(self, node_ids: Sequence[str]) -> dict[str, int]:
+        """Hard erase of L1 segments: items whose every source is among ``node_ids`` are deleted (rows
+        gone), the others lose those sources; extraction marks of the segments are removed. Returns counts."""
+        gone = list(node_ids)
+        out = {"items_deleted": 0, "items_trimmed": 0}
+        with self.transaction():
+            for it in self.items_from_sources(gone):
+                rest = [s for s in it.source_ids if s not in gone]
+                if rest:
+                    self.con.execute("UPDATE memory_items SET source_ids = ? WHERE id = ?", [rest, it.id])
+                    out["items_trimmed"] += 1
+                else:
+                    self.con.execute("UPDATE memory_items SET superseded_by = NULL WHERE superseded_by = ?", [it.id])
+                    self.con.execute("DELETE FROM memory_items WHERE id = ?", [it.id])
+                    out["items_deleted"] += 1
+            self.con.execute(f"DELETE FROM memory_extractions WHERE unit_id IN {_IN}", [gone])
+        return out
+
+    # ---------------------------------------------------------------- extraction log
+    def extracted_units(self, user_id: str, mode: str) -> set[str]:
+        """Unit ids (L1 segment ids for ``rules``, ``session:<id>`` for ``llm``) already read in ``mode``."""
+        return {r[0] for r in self.con.execute("SELECT unit_id FROM memory_extractions WHERE user_id = ? AND mode = ?",
+                                               [user_id, mode]).fetchall()}
+
+    def mark_extracted(self, user_id: str, unit_id: str, mode: str, n_items: int) -> None:
+        self.con.execute("INSERT OR REPLACE INTO memory_extractions VALUES (?,?,?,?,?)",
+                         [user_id, unit_id, mode, n_items, db_time(datetime.now(UTC))])
