@@ -60,7 +60,8 @@ RECALL_FIELDS = ("recall_lambda", "recall_top_k", "recall_candidates", "recall_n
                  "propagation_alpha", "propagation_route", "recall_index", "segtree_threshold",
                  "segtree_max_children", "near_duplicates", "near_duplicate_jaccard", "gate_threshold", "gate_floor",
                  "token_budget", "context_layout", "timezone", "planner", "gate",
-                 "l1_unit")
+                 "l1_unit", "memory_items", "memory_decay_half_life_days", "memory_decay_floor", "memory_item_limit",
+                 "memory_item_min_cosine")
 
 
 class Config(BaseModel):
@@ -154,6 +155,19 @@ class Config(BaseModel):
     token_budget: int = 1000
     #: context layout: "grouped" (one dated header per session for L1) or "lines" (a date per memory)
     context_layout: Literal["grouped", "lines"] = "grouped"
+    #: the memory layer (:mod:`timem.memory`): extract facts / preferences from people's turns and put the
+    #: matching items first in the recall context (``False``: neither; the benchmark ablation switch)
+    memory_items: bool = True
+    #: "auto" (one LLM call per closed session when an LLM is configured, else rules), "rules" or "llm"
+    memory_extractor: Literal["auto", "rules", "llm"] = "auto"
+    #: decay half-life of an item's weight in recall, days since its last support or access (None = no
+    #: decay: the default, so benchmarks are not affected); chat turns use ``memory_chat_half_life_days``
+    memory_decay_half_life_days: float | None = Field(default=None, gt=0)
+    memory_chat_half_life_days: float | None = Field(default=180.0, gt=0)
+    memory_decay_floor: float = Field(default=0.05, ge=0.0, le=1.0)  #: items weighing less leave default recall
+    memory_item_limit: int = Field(default=6, ge=0)  #: item lines at most at the head of the context
+    #: an item joins the context when its cosine with the question reaches this, or the question names it
+    memory_item_min_cosine: float = Field(default=0.6, ge=-1.0, le=1.0)
     quotas: dict[str, dict[int, int]] = Field(default_factory=lambda: {k: dict(v) for k, v in DEFAULT_QUOTAS.items()})
 
     @field_validator("timezone")

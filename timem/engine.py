@@ -27,6 +27,7 @@ from timem.errors import (
     TimemError,
 )
 from timem.llm.protocol import LLMClient
+from timem.memory.writer import ExtractionReport, ItemWriter
 from timem.models import MemoryNode, Role, Turn
 from timem.recall import pipeline
 from timem.recall.pipeline import AnswerResult, RecallResult
@@ -70,6 +71,9 @@ class MemoryEngine:
     def __init__(self, config: Config, store: Store, embedder: Embedder, llm: LLMClient | None) -> None:
         self.config, self.store, self.embedder, self.llm = config, store, embedder, llm
         self.consolidator = Consolidator(store, embedder, llm, config)
+        self.item_writer = ItemWriter(store, embedder, llm, config)
+        #: per user, the failures of the last memory-item extraction (``(session id, error)``; also audited)
+        self.extraction_failures: dict[str, list[tuple[str, str]]] = {}
 
     @classmethod
     def open(cls, config: Config, *, with_llm: bool = True) -> MemoryEngine:
@@ -94,7 +98,7 @@ class MemoryEngine:
             ConfigError: an unknown mode.
         """
         self.config = self.config.with_overrides(consolidation_mode=mode, level_modes={})
-        self.consolidator.config = self.config
+        self.consolidator.config = self.item_writer.config = self.config
 
     # ------------------------------------------------------------------ ingest (backfill)
     def ingest(self, users: Sequence[ImportedUser], *, flush: bool = True, upper_levels: bool = True,
@@ -152,6 +156,7 @@ class MemoryEngine:
                 written += nodes
             for child, parent in relinks:  # the parent was not rewritten (no LLM / --l1-only): same id, same link
                 self.store.relink(child, parent)
+            self.extract_items(report.users, with_llm=upper_levels)
             self.sync_segtree(report.users)
         finally:
             self.store.refresh_fts()
@@ -233,6 +238,7 @@ class MemoryEngine:
         try:
             return self.consolidator.consolidate(user_id)
         finally:
+            self.extract_items([user_id])
             self.sync_segtree([user_id])
             self.store.refresh_fts()
 
@@ -246,6 +252,7 @@ class MemoryEngine:
         try:
             return self.consolidator.consolidate(user_id)
         finally:
+            self.extract_items([user_id])
             self.sync_segtree([user_id])
             self.store.refresh_fts()
 
@@ -264,11 +271,34 @@ class MemoryEngine:
                 nodes += self._consolidate_user(uid, failures, name_user=user_id is None, flush=flush,
                                                 progress=progress)
         finally:
+            self.extract_items([user_id] if user_id else self.store.users())
             self.sync_segtree([user_id] if user_id else self.store.users())
             self.store.refresh_fts()
         if failures:
             raise ConsolidationIncomplete(failures, nodes)
         return nodes
+
+    def extract_items(self, user_ids: Sequence[str], *, with_llm: bool = True) -> dict[str, ExtractionReport]:
+        """Read the users' new L1 segments (rules) or closed sessions (LLM) into memory items, with merge and
+        supersession (:mod:`timem.memory.writer`); nothing when ``Config.memory_items`` is off. ``with_llm=False``
+        defers LLM extraction (an L1-only ingest makes no LLM call). Failed LLM sessions are audited and kept in
+        :attr:`extraction_failures` (they are tried again on the next write).
+
+        Raises:
+            ConfigError: ``memory_extractor = "llm"`` but no LLM is configured.
+        """
+        if not self.config.memory_items:
+            return {}
+        if self.config.memory_extractor == "llm" and self.llm is None:
+            raise ConfigError("memory_extractor is 'llm' but no LLM is configured; set llm_backend or "
+                              "memory_extractor = 'rules'.")
+        out: dict[str, ExtractionReport] = {}
+        for uid in user_ids:
+            if self.item_writer.mode == "llm" and not with_llm:
+                continue
+            out[uid] = self.item_writer.extract(uid)
+            self.extraction_failures[uid] = out[uid].failures
+        return out
 
     def sync_segtree(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, segtree_store.SyncReport]:
         """Append the users' new L1 memories to their SegTreeMem segment trees online (or rebuild them when the

@@ -31,7 +31,9 @@ from timem.llm.protocol import LLMClient
 from timem.llm.recording import RecordingLLM
 from timem.models import MemoryNode
 from timem.prompts import answer as answer_prompt
+from timem.memory.recall import ItemRecall, recall_items
 from timem.recall.ancestors import fetch_lineage, propagate
+from timem.recall.context import count_context_tokens
 from timem.recall.gating import GateMode, apply_budget, run_gate
 from timem.recall.leaves import Candidate, select_leaves
 from timem.recall.planner import CentroidPlanner, LLMPlanner, RecallPlan, make_plan
@@ -144,11 +146,23 @@ def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: 
     latency["gate"] = _ms(t0)
 
     t0 = time.perf_counter()
+    items = ItemRecall()
+    if config.memory_items:  # the memory layer's items go first (timem.memory.recall)
+        items = recall_items(store, embedder, config, user_id, query, query_vec, plan.time_window, qt)
+        notes += items.notes
+    item_tokens = count_context_tokens(items.block) + 2 if items.lines else 0
+    latency["items"] = _ms(t0)
+
+    t0 = time.perf_counter()
     pulled = neighbour_leaves(store, config, user_id, [c for c in leaves.kept if c.node_id in kept], nodes)
     chosen, context, tokens, decisions = apply_budget(kept, why, leaves.kept, ancestors, nodes,
-                                                      config.token_budget, config.tz, config.context_layout,
+                                                      max(0, config.token_budget - item_tokens), config.tz,
+                                                      config.context_layout,
                                                       pulled, config.neighbour_priority == "interleave", query)
     outcome = outcome.model_copy(update={"decisions": decisions})
+    if items.lines:
+        context = items.block + ("\n\n" + context if context else "")
+        tokens = count_context_tokens(context)
     latency["context"] = _ms(t0)
     latency["total"] = _ms(t_all)
 
@@ -156,7 +170,7 @@ def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: 
         trace_id=uuid.uuid4().hex, user_id=user_id, query=query, question_time=qt, created_at=datetime.now(UTC),
         settings={**_settings(config), "vector_index": store.vector_index}, plan=plan, bm25_query=leaves.bm25_query, candidates=leaves.candidates,
         ancestors=ancestors, gate=outcome, node_ids=[n.id for n in chosen], context=context,
-        context_tokens=tokens, latency_ms=latency, llm_calls=list(llm.calls) if llm else [], notes=notes)
+        context_tokens=tokens, items=items.used, latency_ms=latency, llm_calls=list(llm.calls) if llm else [], notes=notes)
     return RecallResult(context=context, nodes=chosen, trace=trace)
 
 
@@ -211,7 +225,14 @@ def recall(store: Store, embedder: Embedder, llm: LLMClient | None, config: Conf
                      gate_override, planner_override, participants)
     if persist:
         result.trace.save(store)
+        _touch_items(store, result)
     return result
+
+
+def _touch_items(store: Store, result: RecallResult) -> None:
+    """Record the access of the items given (decay bookkeeping), at the question time."""
+    if result.trace.items:
+        store.touch_items([u.item_id for u in result.trace.items], result.trace.question_time)
 
 
 def answer(store: Store, embedder: Embedder, llm: LLMClient, config: Config, user_id: str, query: str,
@@ -249,4 +270,5 @@ def answer(store: Store, embedder: Embedder, llm: LLMClient, config: Config, use
         trace.llm_calls = list(rec.calls)
         if persist:
             trace.save(store)
+            _touch_items(store, result)
     return AnswerResult(answer=text, recall=result)

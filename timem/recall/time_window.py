@@ -27,6 +27,7 @@ from timem.reldates import resolve_relative_dates
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
           "october", "november", "december")
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_ZH_MONTHS = ("一", "二", "三", "四", "五", "六", "七", "八", "九", "十", "十一", "十二")
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
             "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3}
 _MON = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|" \
@@ -89,7 +90,7 @@ def resolve_time_window(question: str, question_time: datetime, tz: ZoneInfo) ->
 
     Returns:
         ``(phrase as found, window)``. Recognised: ISO and written dates ("8 May 2023", "May 8"),
-        "in May", "May 2023", "in 2022",
+        "in May", "May 2023", "in 2022", Chinese months ("三月", "2024年3月", not "三个月"),
         "the past N days|weeks|months|years" / "the past week" (a rolling window ending at the
         question time), then everything :func:`resolve_relative_dates` knows ("yesterday",
         "last/this/next week|month|year|weekend", "N units ago", "last Friday", ...).
@@ -111,6 +112,10 @@ def resolve_time_window(question: str, question_time: datetime, tz: ZoneInfo) ->
     if m := re.search(rf"\b(?:in|during|of)\s+(?:early\s+|late\s+|mid-?\s*)?{_MON}\b", q, flags):
         month = _month_index(m[1])
         year = today.year if month <= today.month else today.year - 1
+        return m[0], _unit_window(date(year, month, 1), "month", tz)
+    if m := re.search(r"(?:((?:19|20)\d{2})年)?(1[0-2]|[1-9]|十[一二]?|[一二三四五六七八九])月份?(?![前后底初\d日号])", q):
+        month = _ZH_MONTHS.index(m[2]) + 1 if not m[2].isdigit() else int(m[2])
+        year = int(m[1]) if m[1] else (today.year if month <= today.month else today.year - 1)
         return m[0], _unit_window(date(year, month, 1), "month", tz)
     if m := re.search(r"\b(?:in|during)\s+((?:19|20)\d{2})\b", q, flags):
         return m[0], _unit_window(date(int(m[1]), 1, 1), "year", tz)

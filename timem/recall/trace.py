@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from timem.memory.recall import ItemUse
 from timem.recall.ancestors import AncestorRecord
 from timem.recall.gating import GateOutcome
 from timem.recall.leaves import Candidate
@@ -61,6 +62,8 @@ class RecallTrace(BaseModel):
     node_ids: list[str] = Field(default_factory=list)
     context: str = ""
     context_tokens: int = 0
+    #: memory items at the head of the context, with what each superseded (:mod:`timem.memory.recall`)
+    items: list[ItemUse] = Field(default_factory=list)
     latency_ms: dict[str, float] = Field(default_factory=dict)
     llm_calls: list[LLMCall] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)  #: fallbacks and substitutions, in order

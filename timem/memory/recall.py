@@ -1,0 +1,195 @@
+"""Memory items in recall: which items answer a question, as of when, and how they read at the head of the context.
+
+* **Matching**: an item chain (the items of one subject and attribute, linked by supersession) joins when
+  the question's embedding has cosine >= ``Config.memory_item_min_cosine`` with one of its items (vector of
+  "subject attribute: value", same embedder as the tree), or the question names its value or attribute
+  (words, with a few attribute cues such as "live" -> home city, "喝" -> drink; Chinese cut by jieba). When
+  some chain is named, only named chains are given (MiniLM's cosine is a weak signal across short items, and
+  none for Chinese); otherwise the cosine alone decides.
+* **As of when**: without a time window in the plan, or with one that reaches the question time, the
+  question is about the present: only the chain's *open* item is given, with what it superseded. When the
+  recall planner resolved a window that ended before the question (:mod:`timem.recall.time_window`:
+  "in March"), the items valid in that window are given instead, latest statement first.
+* **Decay** (:func:`decay_weight`; only when ``Config.memory_decay_half_life_days`` is set): items below
+  ``Config.memory_decay_floor`` leave default recall (they stay in the store); the weight scales the rank.
+* Lines look like ``[preference, valid 2024-04-21 – now] Mia's morning drink: green tea (superseded:
+  black coffee, until 2024-04-21)``; dates are local days in ``Config.tz``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from timem.config import Config
+from timem.embed.protocol import Embedder
+from timem.memory.values import mentions, normalise
+from timem.models import MemoryItem, TimeSpan
+from timem.store import Store
+from timem.store.segmenter import search_text
+
+#: question words that point at an attribute (English and Chinese)
+ATTRIBUTE_CUES: dict[str, tuple[str, ...]] = {
+    "home city": ("live", "living", "lives", "move", "moved", "city", "town", "home", "based", "住", "搬", "城市", "家"),
+    "employer": ("work", "works", "working", "employer", "company", "job", "工作", "上班", "公司"),
+    "job": ("job", "work", "works", "working", "profession", "occupation", "do for a living", "工作", "职业", "做什么"),
+    "drink": ("drink", "drinks", "drinking", "coffee", "tea", "喝", "饮料", "咖啡", "茶"),
+    "morning drink": ("drink", "drinks", "drinking", "morning", "coffee", "tea", "喝", "早上", "咖啡", "茶"),
+    "diet": ("eat", "eats", "diet", "food", "meat", "vegetarian", "vegan", "吃", "饮食", "素"),
+}
+_STOP = {"i", "me", "my", "you", "your", "do", "does", "did", "is", "are", "was", "what", "where", "who", "the", "a",
+         "an", "in", "at", "of", "to", "now", "these", "days", "usually", "still", "and", "or", "how", "when", "we"}
+
+
+class SupersededRef(BaseModel):
+    """An item of the chain that no longer holds: its value, validity and what replaced it."""
+
+    item_id: str
+    value: str
+    valid_from: datetime
+    valid_to: datetime | None
+    superseded_by: str | None
+    corrected: bool = False  #: it never held (a correction replaced it)
+
+
+class ItemUse(BaseModel):
+    """One item given in the context (recorded in :attr:`timem.recall.trace.RecallTrace.items`)."""
+
+    item_id: str
+    kind: str
+    subject: str
+    attribute: str
+    value: str
+    valid_from: datetime
+    valid_to: datetime | None
+    source_ids: list[str] = Field(default_factory=list)
+    cosine: float
+    named: bool  #: the question named its value or attribute
+    decay: float | None = None
+    line: str
+    superseded: list[SupersededRef] = Field(default_factory=list)
+
+
+class ItemRecall(BaseModel):
+    """The items for one question: lines (priority order), what was used, notes (e.g. decayed items)."""
+
+    lines: list[str] = Field(default_factory=list)
+    used: list[ItemUse] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def block(self) -> str:
+        return "\n".join(self.lines)
+
+
+def decay_weight(item: MemoryItem, at: datetime, half_life_days: float) -> float:
+    """Forgetting by time decay: ``2^(-age / h) * (1 + ln(1 + n) / 4)``, capped at 1, where ``age`` is the
+    days from the later of the item's event time and last access to ``at`` (UTC-aware), ``h`` the half-life
+    in days and ``n`` the access count (repeated use slows forgetting; the Ebbinghaus-style curve the TiMem
+    memory layer names, here in its simplest exponential form). Never negative; 1 for a fresh item."""
+    last = max(item.event_time, item.last_access or item.event_time)
+    age = max(0.0, (at - last).total_seconds() / 86400)
+    return min(1.0, 2 ** (-age / half_life_days) * (1 + math.log1p(item.access_count) / 4))
+
+
+def _words(text: str) -> set[str]:
+    text = search_text(text).lower()
+    return {w for w in re.findall(r"[\w'-]+", text) if w not in _STOP}
+
+
+def _day(dt: datetime | None, config: Config) -> str:
+    return "now" if dt is None else dt.astimezone(config.tz).date().isoformat()
+
+
+def _ref(i: MemoryItem) -> SupersededRef:
+    return SupersededRef(item_id=i.id, value=i.value, valid_from=i.valid_from, valid_to=i.valid_to,
+                         superseded_by=i.superseded_by, corrected=i.valid_to == i.valid_from)
+
+
+def _successor(chain: list[MemoryItem], item: MemoryItem) -> MemoryItem | None:
+    """The item that superseded ``item``, past any correction of it (a corrected item never held)."""
+    by_id = {i.id: i for i in chain}
+    nxt = by_id.get(item.superseded_by or "")
+    seen = {item.id}
+    while nxt is not None and nxt.valid_to == nxt.valid_from and nxt.superseded_by and nxt.id not in seen:
+        seen.add(nxt.id)
+        nxt = by_id.get(nxt.superseded_by)
+    return nxt
+
+
+def _line(item: MemoryItem, history: list[MemoryItem], config: Config, by: MemoryItem | None = None) -> str:
+    head = f"[{item.kind}, valid {_day(item.valid_from, config)} – {_day(item.valid_to, config)}] {item.label()}"
+    notes = []
+    for old in history[:2]:
+        if old.valid_to == old.valid_from:
+            notes.append(f"corrected: was {old.value}")
+        else:
+            notes.append(f"superseded: {old.value}, until {_day(old.valid_to, config)}")
+    if by is not None:
+        notes.append(f"then {by.value} from {_day(by.valid_from, config)}")
+    return head + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def recall_items(store: Store, embedder: Embedder, config: Config, user_id: str, query: str,
+                 query_vec: np.ndarray | None, window: TimeSpan | None, question_time: datetime) -> ItemRecall:
+    """The items answering ``query`` asked at ``question_time`` (UTC-aware), see the module doc.
+
+    ``window`` is the recall plan's time window (half-open, UTC) or ``None``. Nothing is written here (the
+    caller records the access with :meth:`Store.touch_items` when the trace is persisted).
+    """
+    out = ItemRecall()
+    items = store.items(user_id)
+    if not items or config.memory_item_limit == 0:
+        return out
+    qv = query_vec if query_vec is not None else embedder.embed([query])[0]
+    vecs = store.item_embeddings([i.id for i in items])
+    qwords = _words(query)
+    chains: dict[tuple[str, str], list[MemoryItem]] = {}
+    for i in items:
+        chains.setdefault((i.subject, i.attribute), []).append(i)
+    past = window is not None and window.end < question_time
+    ranked: list[tuple[float, ItemUse]] = []
+    for (_subject, attribute), chain in chains.items():
+        chain.sort(key=lambda i: (i.event_time, i.created_at))
+        cos = {i.id: float(np.dot(qv, vecs[i.id])) for i in chain}
+        cues = ATTRIBUTE_CUES.get(attribute, tuple(attribute.split()))
+        named = any(c in qwords or (not c.isascii() and c in query) for c in cues) or any(
+            mentions(query, i.value) or normalise(i.value) in qwords for i in chain)
+        if not named and max(cos.values()) < config.memory_item_min_cosine:
+            continue
+        if past:
+            assert window is not None
+            picks = [i for i in chain if i.valid_from < window.end and (i.valid_to is None or i.valid_to > window.start)
+                     and i.valid_to != i.valid_from]
+            picks.sort(key=lambda i: (i.event_time, i.created_at), reverse=True)
+        else:
+            picks = [i for i in chain if i.is_open][-1:]
+        for rank_in_chain, item in enumerate(picks):
+            history = [i for i in reversed(chain) if i.superseded_by and i.valid_to is not None
+                       and i.valid_to <= (item.valid_to or question_time) and i.id != item.id and not past]
+            by = _successor(chain, item) if past else None
+            weight = None
+            if config.memory_decay_half_life_days:
+                weight = decay_weight(item, question_time, config.memory_decay_half_life_days)
+                if weight < config.memory_decay_floor:
+                    out.notes.append(f"item {item.id} ({item.label()}) left out: decay weight {weight:.3f} "
+                                     f"< floor {config.memory_decay_floor}")
+                    continue
+            score = (max(cos.values()) + (0.5 if named else 0.0)) * (weight if weight is not None else 1.0)
+            score -= 0.01 * rank_in_chain
+            use = ItemUse(item_id=item.id, kind=item.kind, subject=item.subject, attribute=item.attribute,
+                          value=item.value, valid_from=item.valid_from, valid_to=item.valid_to,
+                          source_ids=item.source_ids, cosine=round(cos[item.id], 4), named=named,
+                          decay=None if weight is None else round(weight, 4), line=_line(item, history, config, by),
+                          superseded=[_ref(i) for i in history])
+            ranked.append((score, use))
+    if any(u.named for _, u in ranked):  # the question names a slot: those chains only
+        ranked = [(sc, u) for sc, u in ranked if u.named]
+    ranked.sort(key=lambda x: -x[0])
+    out.used = [u for _, u in ranked[:config.memory_item_limit]]
+    out.lines = [u.line for u in out.used]
+    return out

@@ -1,0 +1,29 @@
+"""Comparing item values: the normalised key of near-duplicate merge and of "switched from X" matches."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+
+def normalise(value: str) -> str:
+    """Comparison key of a value: NFKC, lower case, articles / "now" / punctuation dropped, a trailing
+    市 dropped ("上海市" = "上海"), whitespace collapsed."""
+    v = unicodedata.normalize("NFKC", value).lower().strip()
+    v = re.sub(r"[\"'“”‘’.,!?;:，。！？；：、()（）]", " ", v)
+    v = re.sub(r"\b(?:a|an|the|now|these days|nowadays)\b", " ", v)
+    v = re.sub(r"(?<=[\u4e00-\u9fff])市$", "", v.strip())
+    return " ".join(v.split())
+
+
+def mentions(value: str, named: str) -> bool:
+    """Whether ``named`` ("coffee") names ``value`` ("black coffee"): equal normalised, or a whole-word
+    part of it (any part for Chinese: "咖啡" in "黑咖啡")."""
+    v, n = normalise(value), normalise(named)
+    if not n:
+        return False
+    if v == n:
+        return True
+    if re.search(r"[\u4e00-\u9fff]", n):
+        return n in v
+    return re.search(rf"(?<!\w){re.escape(n)}(?!\w)", v) is not None

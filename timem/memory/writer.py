@@ -1,0 +1,240 @@
+"""Writing memory items: extraction (rules or one LLM call per closed session), near-duplicate merge and
+supersession.
+
+* **Rules** (no LLM; :mod:`timem.memory.rules`): every new active L1 segment is read once (logged in
+  ``memory_extractions`` with mode ``rules``), in event-time order; only people's turns (never a turn
+  of role ``assistant`` or of a speaker who only speaks as the assistant).
+* **LLM** (when an LLM is configured and ``Config.memory_extractor`` is ``auto`` or ``llm``): one
+  ``complete_json`` call per *closed* session (:func:`timem.consolidation.consolidator.session_closed`),
+  prompt :mod:`timem.prompts.memory`. An unusable answer (no valid JSON, a subject who is not a speaker
+  of the session, a turn number out of range) writes nothing for that session, is audited as
+  ``memory-extraction-failed`` and the session is tried again on the next write; the error is returned
+  in :attr:`ExtractionReport.failures` (never swallowed).
+* **Merge**: a statement whose subject, attribute and normalised value (:func:`normalise`) equal an
+  open item adds its segment to the item's sources (``item-merged``), confidence +0.1 (cap 1).
+* **Supersession** (facts and preferences): a statement with another value on the same subject and
+  attribute closes every open item there (``valid_to`` = the statement's event time, ``superseded_by``
+  = the new item; audited ``item-superseded``); nothing is deleted. "Switched from X to Y" / "不喝X了"
+  name the ended value; the new item takes the attribute of the open item holding it. A correction
+  ("actually, ...") also starts its item at the corrected item's ``valid_from`` (the old value never
+  held); a bare "actually, it's Braga" corrects the subject's latest open item. Events and plans only merge.
+
+Every statement of one unit (segment or session) is applied in one transaction with its log row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from timem.config import Config
+from timem.embed.protocol import Embedder
+from timem.errors import LLMError
+from timem.llm.protocol import LLMClient
+from timem.memory.rules import Statement, extract_statements
+from timem.memory.values import mentions, normalise
+from timem.models import Level, MemoryItem, MemoryNode, Role, Turn
+from timem.prompts import memory as memory_prompt
+from timem.store import Store
+
+SUPERSEDING_KINDS = ("fact", "preference")
+#: attributes that name the same slot: a statement on one joins an open item on the other
+ATTRIBUTE_FAMILIES: dict[str, tuple[str, ...]] = {"drink": ("morning drink",), "morning drink": ("drink",)}
+
+
+@dataclass
+class ExtractionReport:
+    """What one extraction pass did, per user: items added / merged / superseded / ended, and the
+    LLM sessions that failed as ``(session id, error)``."""
+
+    added: int = 0
+    merged: int = 0
+    superseded: int = 0
+    ended: int = 0
+    units: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _item_id(user_id: str, subject: str, attribute: str, value: str, at: datetime) -> str:
+    key = "|".join([user_id, subject, attribute, normalise(value), at.isoformat()])
+    return "item-" + hashlib.sha1(key.encode()).hexdigest()[:16]
+
+
+class ItemWriter:
+    """Extracts and writes the memory items of a store (see the module doc).
+
+    Args:
+        llm: used when ``config.memory_extractor`` allows it; ``None`` = rules.
+    """
+
+    def __init__(self, store: Store, embedder: Embedder, llm: LLMClient | None, config: Config) -> None:
+        self.store, self.embedder, self.llm, self.config = store, embedder, llm, config
+
+    @property
+    def mode(self) -> str:
+        """``"llm"`` or ``"rules"``: the configured extractor, ``auto`` = llm when an LLM is configured."""
+        if self.config.memory_extractor == "rules" or self.llm is None:
+            return "rules"
+        return "llm"
+
+    def extract(self, user_id: str) -> ExtractionReport:
+        """Read every not yet read unit of ``user_id`` (see the module doc); returns the report.
+
+        Raises:
+            ConfigError: ``memory_extractor = "llm"`` without an LLM (via :attr:`mode` it falls back only
+                for ``auto``; an explicit ``llm`` is checked by the engine).
+        """
+        report = ExtractionReport()
+        if self.mode == "rules":
+            self._extract_rules(user_id, report)
+        else:
+            self._extract_llm(user_id, report)
+        return report
+
+    # ------------------------------------------------------------------ rules
+    def _person_turns(self, user_id: str, turns: list[Turn]) -> list[Turn]:
+        assistants = {t.speaker for t in self.store.turns(user_id) if t.role == Role.ASSISTANT}
+        people = {t.speaker for t in turns if t.role != Role.ASSISTANT}
+        only_assistant = assistants - people
+        return [t for t in turns if t.role != Role.ASSISTANT and t.speaker not in only_assistant]
+
+    def _extract_rules(self, user_id: str, report: ExtractionReport) -> None:
+        done = self.store.extracted_units(user_id, "rules")
+        todo = [n for n in self.store.nodes(user_id, Level.SEGMENT) if n.id not in done]
+        if not todo:
+            return
+        todo.sort(key=lambda n: (n.span_start, n.id))
+        turns = {t.id: t for t in self.store.turns(user_id)}
+        assistants = {t.speaker for t in turns.values() if t.role == Role.ASSISTANT} - {
+            t.speaker for t in turns.values() if t.role != Role.ASSISTANT}
+        for seg in todo:
+            found: list[tuple[Turn, Statement]] = []
+            for tid in seg.source_turn_ids:
+                t = turns.get(tid)
+                if t is None or t.role == Role.ASSISTANT or t.speaker in assistants:
+                    continue
+                found += [(t, s) for s in extract_statements(t.text)]
+            with self.store.transaction():
+                for t, s in found:
+                    self.apply(user_id, t.speaker, s, t.event_time, seg.id, source="stated", confidence=0.8,
+                               report=report)
+                self.store.mark_extracted(user_id, seg.id, "rules", len(found))
+            report.units += 1
+
+    # ------------------------------------------------------------------ LLM
+    def _extract_llm(self, user_id: str, report: ExtractionReport) -> None:
+        from timem.consolidation.consolidator import session_closed  # (import cycle: consolidation -> recall)
+
+        assert self.llm is not None
+        sessions = self.store.sessions(user_id)
+        if not sessions:
+            return
+        done = self.store.extracted_units(user_id, "llm")
+        watermark = max(s["last_event_at"] for s in sessions)
+        idle = timedelta(minutes=self.config.session_idle_timeout_minutes)
+        segs = self.store.nodes(user_id, Level.SEGMENT)
+        for s in sorted(sessions, key=lambda s: s["started_at"]):
+            unit = f"session:{s['session_id']}"
+            if unit in done or not session_closed(s, sessions, watermark, idle):
+                continue
+            turns = self._person_turns(user_id, self.store.turns(user_id, s["session_id"]))
+            seg_of = {tid: n.id for n in segs if n.session_id == s["session_id"] for tid in n.source_turn_ids}
+            turns = [t for t in turns if t.id in seg_of]  # a turn without an active segment is not read
+            if not turns:
+                with self.store.transaction():
+                    self.store.mark_extracted(user_id, unit, "llm", 0)
+                continue
+            try:
+                result = self.llm.complete_json(memory_prompt.build_messages([(t.speaker, t.text) for t in turns]),
+                                                memory_prompt.ExtractedItems, purpose="memory-items",
+                                                user_id=user_id, max_tokens=memory_prompt.MAX_TOKENS)
+                speakers = {t.speaker for t in turns}
+                for it in result.items:
+                    if it.subject not in speakers:
+                        raise ValueError(f"subject {it.subject!r} is not a speaker of the session "
+                                         f"({', '.join(sorted(speakers))})")
+                    if it.turn > len(turns):
+                        raise ValueError(f"turn {it.turn} is out of range (the session has {len(turns)} turns)")
+            except (LLMError, ValueError) as exc:
+                msg = f"{type(exc).__name__}: {exc}"
+                report.failures.append((s["session_id"], msg))
+                self.store.audit("memory-extraction-failed", user_id, None, {
+                    "session_id": s["session_id"], "prompt_version": memory_prompt.PROMPT_VERSION, "error": msg})
+                continue
+            with self.store.transaction():
+                for it in result.items:
+                    t = turns[it.turn - 1]
+                    st = Statement(it.kind, it.attribute.strip().lower(), it.value.strip(), t.text,
+                                   correction=it.correction, replaces=(it.replaces or None))
+                    self.apply(user_id, it.subject, st, t.event_time, seg_of[t.id],
+                               source="stated" if it.stated else "inferred", confidence=it.confidence, report=report)
+                self.store.mark_extracted(user_id, unit, "llm", len(result.items))
+            report.units += 1
+
+    # ------------------------------------------------------------------ merge and supersession
+    def apply(self, user_id: str, subject: str, st: Statement, at: datetime, segment_id: str, *, source: str,
+              confidence: float, report: ExtractionReport | None = None) -> MemoryItem | None:
+        """Apply one statement said at ``at`` (UTC-aware) in L1 segment ``segment_id`` (see the module doc).
+        Returns the item written or merged into, ``None`` when it only ended an item or had no target.
+        Call inside a transaction."""
+        report = report if report is not None else ExtractionReport()
+        open_items = [i for i in self.store.items(user_id, subject=subject) if i.is_open]
+        attribute, kind = st.attribute, st.kind
+        ended = [i for i in open_items if st.replaces and mentions(i.value, st.replaces)]
+        if ended and (attribute is None or not any(i.attribute == attribute for i in ended)):
+            attribute = ended[-1].attribute
+        if attribute is not None and not any(i.attribute == attribute for i in open_items):
+            attribute = next((i.attribute for i in open_items if i.attribute in ATTRIBUTE_FAMILIES.get(attribute, ())),
+                             attribute)
+        corrected: MemoryItem | None = None
+        if st.correction:
+            pool = [i for i in open_items if attribute is None or i.attribute == attribute]
+            corrected = max(pool, key=lambda i: (i.event_time, i.created_at), default=None)
+            if corrected is not None and attribute is None:
+                attribute, kind = corrected.attribute, corrected.kind
+        if st.ends_only:
+            for i in ended:
+                self.store.update_item(i.id, valid_to=max(at, i.valid_from))
+                self.store.audit("item-ended", user_id, i.id, {"at": at.isoformat(), "segment": segment_id})
+                report.ended += 1
+            return None
+        if attribute is None:
+            self.store.audit("item-skipped", user_id, None, {"segment": segment_id,
+                                                             "reason": "a correction with nothing to correct"})
+            return None
+        same = [i for i in open_items if i.attribute == attribute]
+        # near-duplicate: the same value, or a less specific restatement of it ("tea" for "green tea")
+        dup = next((i for i in same if normalise(i.value) == normalise(st.value)), None) or next(
+            (i for i in same if mentions(i.value, st.value)), None)
+        if dup is not None:
+            if segment_id not in dup.source_ids:
+                self.store.update_item(dup.id, source_ids=[*dup.source_ids, segment_id],
+                                       confidence=min(1.0, dup.confidence + 0.1))
+                self.store.audit("item-merged", user_id, dup.id, {"segment": segment_id})
+                report.merged += 1
+            return self.store.item(dup.id)
+        new_id = _item_id(user_id, subject, attribute, st.value, at)
+        valid_from = corrected.valid_from if corrected is not None and corrected.attribute == attribute else at
+        item = MemoryItem(id=new_id, user_id=user_id, kind=kind, subject=subject, attribute=attribute,  # type: ignore[arg-type]
+                          value=st.value, event_time=at, valid_from=valid_from, confidence=confidence,
+                          source=source, source_ids=[segment_id])  # type: ignore[arg-type]
+        closing = same if kind in SUPERSEDING_KINDS else []
+        closing += [i for i in ended if i not in closing]
+        vec = self.embedder.embed([f"{subject} {attribute}: {st.value}"])[0]
+        self.store.add_item(item, vec)
+        for old in closing:  # a corrected item never held: its interval closes where it opened
+            end = old.valid_from if corrected is not None and old.id == corrected.id else max(at, old.valid_from)
+            self.store.update_item(old.id, valid_to=end, superseded_by=new_id)
+            self.store.audit("item-superseded", user_id, old.id, {"by": new_id, "at": at.isoformat(),
+                                                                  "correction": st.correction})
+            report.superseded += 1
+        self.store.audit("item-added", user_id, new_id, {"segment": segment_id, "kind": kind, "source": source})
+        report.added += 1
+        return item
+
+
+def source_segments(store: Store, items: list[MemoryItem]) -> list[MemoryNode]:
+    """The active L1 segments the ``items`` were read from."""
+    ids = sorted({s for i in items for s in i.source_ids})
+    return store.nodes(ids=ids) if ids else []
