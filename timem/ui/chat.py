@@ -118,7 +118,9 @@ def render() -> None:
     notice = st.empty()
     if session_id:
         _history(ctx, session_id)
-    else:
+    if forgotten := st.session_state.pop("chat_forgotten", None):
+        st.info(forgotten, icon=":material/delete_sweep:")
+    if not session_id:
         notice.info("No open session. Type a message to start one, or press **Start session**.")
     prompt = st.chat_input(f"Message the assistant as {ctx.user}")
     if prompt:
@@ -239,6 +241,9 @@ def _exchange(ctx: state.StudioContext, text: str) -> None:
             st.error(f"The message was not recorded: {exc}")
             return
     sessions[ctx.user] = session_id
+    if turn.forgotten is not None:  # "forget that …": answered here, nothing stored as a turn
+        st.session_state["chat_forgotten"] = turn.reply
+        st.rerun()
     seq = len(ctx.engine.turns(ctx.user, session_id)) - 1  # the reply's seq
     _meta()[(ctx.user, session_id, seq)] = {"trace": turn.trace, "written": [written_summary(turn.written)],
                                             "warning": turn.warning}

@@ -1,0 +1,231 @@
+"""The memory layer (issue 14): items with supersession, corrections, near-duplicate merge, recall as of a time,
+forgetting (explicit and by decay), erase, and the LLM extractor's failure modes. Real DuckDB, real MiniLM,
+the scripted fake LLM; the scenario conversation is tests/memory_scenario.py (English and Chinese)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from memory_scenario import EN, ZH, write
+from test_cli import cli_env, run  # noqa: F401  (fixture)
+
+from timem.config import load_config
+from timem.datasets import load_dataset
+from timem.engine import MemoryEngine
+from timem.llm.client import LLM
+from timem.llm.fake import ScriptedBackend
+from timem.memory.recall import decay_weight
+from timem.memory.rules import extract_statements
+from timem.models import Level
+
+QT = "2024-06-20T12:00:00"
+AT = datetime(2024, 6, 20, 12, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("I live in Lisbon now, in a small flat.", [("home city", "Lisbon")]),
+    ("We moved to Porto last weekend!", [("home city", "Porto")]),
+    ("I work at Acme Studio as a graphic designer.", [("employer", "Acme Studio"), ("job", "graphic designer")]),
+    ("I switched from coffee to green tea.", [("drink", "green tea")]),
+    ("I drink black coffee every morning.", [("morning drink", "black coffee")]),
+    ("I'm vegetarian now.", [("diet", "vegetarian")]),
+    ("Actually, it's Braga, not Porto.", [(None, "Braga")]),
+    ("我住在上海。", [("home city", "上海")]),
+    ("我搬到了北京", [("home city", "北京")]),
+    ("我现在在腾讯工作。", [("employer", "腾讯")]),
+    ("我不喝咖啡了，只喝茶", [("drink", "茶")]),
+    ("不对，我住在杭州，不是北京。", [("home city", "杭州")]),
+    ("How was your day? The weather in Lisbon is nice.", []),
+])
+def test_rule_extractor_reads_first_person_statements(text, expected):
+    assert [(s.attribute, s.value) for s in extract_statements(text)] == expected
+
+
+def test_changes_ends_and_corrections_are_flagged():
+    (switch,) = extract_statements("I switched from coffee to green tea.")
+    assert switch.replaces == "coffee" and not switch.ends_only
+    (stop,) = extract_statements("I don't drink coffee anymore.")
+    assert stop.ends_only and stop.replaces == "coffee"
+    (corr,) = extract_statements("Actually, I moved to Braga, not Porto.")
+    assert corr.correction and corr.attribute == "home city"
+
+
+def _engine(tmp_path, store, embedder, responses=None) -> MemoryEngine:
+    cfg = load_config(env={}, db_path=store.path, llm_backend="none", cache_dir=tmp_path / "cache",
+                      consolidation_mode="extractive")
+    llm = LLM(ScriptedBackend(responses), store) if responses is not None else None
+    return MemoryEngine(cfg, store, embedder, llm)
+
+
+def _ingest(eng: MemoryEngine, tmp_path, user_id: str, rows) -> None:
+    f = write(tmp_path / f"{user_id}.jsonl", user_id, rows)
+    eng.ingest(load_dataset(f, "jsonl", tz=eng.config.tz, user_tz=eng.config.user_tz))
+
+
+def _first(context: str) -> str:
+    """The item lines at the head of a context (before the first blank line)."""
+    return context.split("\n\n")[0]
+
+
+@pytest.mark.parametrize(("user", "rows", "questions"), [
+    ("mia", EN, [
+        ("Where does Mia live now?", "home city: Braga", "Porto"),
+        ("Where did Mia live in March?", "home city: Lisbon", None),
+        ("Where does Mia work now?", "Blue Harbor", None),
+        ("Where did Mia work in February?", "Acme Studio", None),
+        ("What does Mia drink in the morning these days?", "morning drink: green tea (superseded: black coffee", None),
+        ("What did Mia drink in the morning in March?", "morning drink: black coffee", None),
+    ]),
+    ("xiaomei", ZH, [
+        ("小美现在住在哪里？", "home city: 杭州", "北京"),
+        ("小美三月住在哪里？", "home city: 上海", None),
+        ("小美现在在哪里工作？", "employer: 字节跳动", None),
+        ("小美二月在哪里工作？", "employer: 腾讯", None),
+        ("小美早上喝什么？", "morning drink: 绿茶 (superseded: 黑咖啡", None),
+        ("小美三月早上喝什么？", "morning drink: 黑咖啡", None),
+    ]),
+])
+def test_scenario_through_ask_recall_only(cli_env, user, rows, questions):  # noqa: F811
+    db = str(cli_env / "t.duckdb")
+    path = write(cli_env / f"{user}.jsonl", user, rows)
+    assert run("ingest", str(path), "--format", "jsonl", "--llm", "none", "--mode", "extractive", "--db", db)[0] == 0
+    for question, first, corrected_away in questions:
+        code, out = run("ask", question, "--user", user, "--recall-only", "--at", QT, "--db", db)
+        assert code == 0, out
+        assert first in _first(out), (question, out)
+        if corrected_away:  # the corrected value is only named as corrected
+            assert f"corrected: was {corrected_away}" in _first(out)
+    code, out = run("memories", "list", "--user", user, "--db", db)
+    assert code == 0 and "superseded by" in out, out
+
+
+def test_supersession_keeps_history_and_near_duplicates_merge(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder)
+    _ingest(eng, tmp_path, "mia", EN)
+    items = eng.memory_items("mia")
+    drinks = {i.value: i for i in items if i.attribute == "morning drink"}
+    tea, coffee = drinks["green tea"], drinks["black coffee"]
+    assert tea.is_open and len(tea.source_ids) == 3  # 21 Apr, 15 May and "only tea" on 18 Jun: one item
+    assert coffee.valid_to == tea.event_time and coffee.superseded_by == tea.id  # closed, not deleted
+    cities = {i.value: i for i in items if i.attribute == "home city"}
+    assert set(cities) == {"Lisbon", "Porto", "Braga"}
+    assert cities["Porto"].valid_to == cities["Porto"].valid_from and cities["Porto"].superseded_by == cities["Braga"].id
+    assert cities["Braga"].valid_from == cities["Porto"].valid_from  # the correction holds since the move
+    assert all(i.subject == "Mia" for i in items)  # never the assistant's turns
+    audit = [r[0] for r in store.con.execute("SELECT action FROM audit").fetchall()]
+    assert {"item-added", "item-merged", "item-superseded"} <= set(audit)
+    # extraction is resumable and runs once per segment: a second pass adds nothing
+    assert eng.extract_items(["mia"])["mia"].added == 0
+
+
+def test_recall_trace_records_items_and_what_they_superseded(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder)
+    _ingest(eng, tmp_path, "mia", EN)
+    res = eng.recall("mia", "What does Mia drink in the morning these days?", AT)
+    (use,) = res.trace.items
+    assert use.value == "green tea" and use.valid_to is None
+    assert [(s.value, s.superseded_by) for s in use.superseded] == [("black coffee", use.item_id)]
+    stored = eng.store.item(use.item_id)
+    assert stored.access_count == 1 and stored.last_access == AT  # recall records the access
+    assert json.loads(eng.store.con.execute("SELECT trace FROM recall_traces").fetchone()[0])["items"][0]["value"] == "green tea"
+
+
+def test_decay_weight_and_floor(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder)
+    _ingest(eng, tmp_path, "mia", EN)
+    tea = next(i for i in eng.memory_items("mia") if i.value == "green tea")
+    assert decay_weight(tea, tea.event_time, 30) == 1.0
+    assert decay_weight(tea, tea.event_time + timedelta(days=30), 30) == pytest.approx(0.5)
+    late = AT + timedelta(days=400)
+    cfg = eng.config.with_overrides(memory_decay_half_life_days=30.0, memory_decay_floor=0.05)
+    res = eng.recall("mia", "What does Mia drink in the morning these days?", late, config=cfg, persist=False)
+    assert res.trace.items == [] and any("decay weight" in n for n in res.trace.notes)
+    assert eng.store.item(tea.id).status == "active"  # left out of recall, kept in the store
+    assert eng.recall("mia", "What does Mia drink in the morning these days?", late, persist=False).trace.items
+
+
+def _leftovers(eng: MemoryEngine, needle: str) -> dict[str, object]:
+    s = eng.store
+    vec = eng.embedder.embed([f"Mia works at {needle}"])[0]
+    hits: dict[str, object] = {}
+    for level in range(1, 6):
+        ids = [i for i, _ in s.search_vector("mia", vec, level, 50)] + [i for i, _ in s.search_bm25("mia", needle, level, 50)]
+        hits[f"L{level}"] = [n.content for n in s.nodes(ids=ids) if needle.lower() in n.content.lower()]
+    hits["tree"] = [n.id for n in s.nodes("mia") if needle.lower() in n.content.lower()]
+    hits["items"] = [i.label() for i in s.items("mia") if needle.lower() in i.value.lower()]
+    hits["context"] = needle.lower() in eng.recall("mia", f"Where does Mia work? {needle}", AT, persist=False).context.lower()
+    return hits
+
+
+def test_forget_previews_then_soft_deletes_everywhere(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder)
+    _ingest(eng, tmp_path, "mia", EN)
+    before = _leftovers(eng, "Blue Harbor")
+    assert before["items"] and before["L1"] and before["context"]
+    plan = eng.forget("mia", "I work at Blue Harbor")
+    assert [i.value for i in plan.items] == ["Blue Harbor"] and len(plan.segments) == 1
+    assert eng.store.items("mia", subject="Mia", attribute="employer")[-1].status == "active"  # preview only
+    eng.forget("mia", "I work at Blue Harbor", confirm=True)
+    after = _leftovers(eng, "Blue Harbor")
+    assert after == {**{f"L{lv}": [] for lv in range(1, 6)}, "tree": [], "items": [], "context": False}, after
+    assert not any(i.value == "data analyst" for i in eng.memory_items("mia"))  # its only source went too
+    actions = {r[0] for r in store.con.execute("SELECT action FROM audit").fetchall()}
+    assert {"forget-item", "soft-delete", "item-sources-deleted"} <= actions
+
+
+def test_forget_typed_in_chat_is_answered_and_not_stored(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder)
+    t0 = datetime(2024, 5, 2, 9, tzinfo=UTC)
+    eng.chat_turn("mia", "c1", "I live in Lisbon now.", t0, user_name="Mia")
+    eng.chat_turn("mia", "c1", "We moved to Porto last weekend!", t0 + timedelta(days=20), user_name="Mia")
+    now = eng.chat_turn("mia", "c1", "Where do I live now?", t0 + timedelta(days=21), user_name="Mia")
+    assert "home city: Porto" in _first(now.trace.context)
+    n_turns = len(eng.turns("mia"))
+    turn = eng.chat_turn("mia", "c1", "Forget that I live in Porto.", t0 + timedelta(days=22), user_name="Mia")
+    assert turn.forgotten is not None and "Porto" in turn.reply and len(eng.turns("mia")) == n_turns
+    assert "Porto" not in eng.recall("mia", "Where do I live now?", t0 + timedelta(days=23), persist=False).context
+    zh = eng.chat_turn("mia", "c1", "忘掉我住在Lisbon", t0 + timedelta(days=24), user_name="Mia")
+    assert zh.forgotten is not None and "Lisbon" in zh.reply
+
+
+def test_hard_erase_removes_items_read_only_from_the_erased_segment(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder)
+    _ingest(eng, tmp_path, "mia", EN)
+    tea = next(i for i in eng.memory_items("mia") if i.value == "green tea")
+    porto = next(i for i in eng.memory_items("mia") if i.value == "Porto")
+    eng.delete_memories([porto.source_ids[0], tea.source_ids[0]], hard=True)
+    assert not any(i.value == "Porto" for i in eng.store.items("mia", status=None))
+    assert eng.store.item(tea.id).source_ids == tea.source_ids[1:]  # other sources keep it
+    assert "We moved to Porto" not in " ".join(eng.store.user_texts("mia"))
+
+
+def _llm_answer(items_json: str):
+    def answer(req) -> str:
+        return items_json if "durable facts" in req.messages[0].content else "ok"
+    return answer
+
+
+def test_llm_extraction_one_call_per_closed_session(tmp_path, store, embedder):
+    good = json.dumps({"items": [{"turn": 1, "kind": "fact", "subject": "Mia", "attribute": "home city",
+                                  "value": "Lisbon"}]})
+    eng = _engine(tmp_path, store, embedder, responses=_llm_answer(good))
+    _ingest(eng, tmp_path, "mia", EN[:1])
+    (item,) = eng.memory_items("mia")
+    assert (item.attribute, item.value, item.subject) == ("home city", "Lisbon", "Mia")
+    calls = [r[0] for r in store.con.execute("SELECT purpose FROM llm_calls").fetchall()]
+    assert calls.count("memory-items") == 1
+
+
+@pytest.mark.parametrize("bad", ["not json at all", json.dumps({"items": [{"turn": 1, "kind": "fact", "subject": "Bob",
+                                                                            "attribute": "home city", "value": "Oslo"}]})])
+def test_bad_llm_extraction_leaves_the_store_unchanged_and_is_audited(tmp_path, store, embedder, bad):
+    eng = _engine(tmp_path, store, embedder, responses=_llm_answer(bad))
+    _ingest(eng, tmp_path, "mia", EN[:1])
+    assert eng.store.items("mia", status=None) == []
+    assert eng.store.extracted_units("mia", "llm") == set()  # tried again on the next write
+    rows = store.con.execute("SELECT detail FROM audit WHERE action = 'memory-extraction-failed'").fetchall()
+    assert len(rows) == 1 and eng.extraction_failures["mia"]
+    assert ("Bob" in rows[0][0]) == ("Bob" in bad)
+    assert eng.nodes("mia", Level.SEGMENT)  # the tree itself was written

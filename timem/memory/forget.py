@@ -1,0 +1,95 @@
+"""Explicit forgetting: "forget that I work at Blue Harbor" -> a preview of what goes, then a soft delete.
+
+* :func:`forget_request` recognises a forget command typed in chat ("forget that …", "please forget about …",
+  "忘掉…", "忘记…", "别记得…") and returns what to forget.
+* :func:`preview` finds the user's active items whose value the text names (or that the text states again,
+  read by :mod:`timem.memory.rules`: "I work at Blue Harbor" names employer Blue Harbor) and the active L1
+  segments that hold those values (their sources, and any segment quoting a value); with no item matched,
+  the segments quoting the text itself.
+* :func:`apply` soft-deletes them: items ``status = deleted`` (audit ``forget-item``, ids only), segments
+  through :func:`timem.editing.soft_delete` (ancestors re-consolidated without them, segment tree rebuilt),
+  and the LLM-cache entries quoting the segments are purged. Undo: :func:`timem.editing.restore` for the
+  segments; hard erase stays :func:`timem.editing.erase`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from timem import editing
+from timem.consolidation.consolidator import Consolidator
+from timem.errors import InputError
+from timem.memory.rules import extract_statements
+from timem.memory.values import mentions, normalise
+from timem.models import Level, MemoryItem, MemoryNode
+from timem.store import Store
+
+_EN = re.compile(r"^\s*(?:please\s+|can\s+you\s+|could\s+you\s+)?forget\s+(?:that\s+|about\s+|the\s+fact\s+that\s+)?"
+                 r"(?P<what>.+?)\s*[.!?]*\s*$", re.I | re.S)
+_ZH = re.compile(r"^\s*(?:请|请你|麻烦)?(?:忘掉|忘记|忘了|别记得|不要记得)(?:我说过的?|那个|这件事[：:，,]?)?(?P<what>.+?)[。！!？?]*\s*$", re.S)
+
+
+def forget_request(text: str) -> str | None:
+    """What a chat message asks to forget ("forget that I live in Porto" -> "I live in Porto"), or ``None``."""
+    m = _EN.match(text) or _ZH.match(text)
+    if not m or not m["what"].strip():
+        return None
+    return m["what"].strip()
+
+
+@dataclass
+class ForgetPreview:
+    """What :func:`apply` would soft-delete for ``text``: items and L1 segments (active ones)."""
+
+    user_id: str
+    text: str
+    items: list[MemoryItem] = field(default_factory=list)
+    segments: list[MemoryNode] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.items and not self.segments
+
+    def describe(self) -> str:
+        """One line per item and segment (for the chat reply and the CLI)."""
+        if self.empty:
+            return f"Nothing in memory matches {self.text!r}."
+        lines = [f"item {i.id}: {i.label()}" for i in self.items]
+        lines += [f"segment {n.id}: {' '.join(n.content.split())[:120]}" for n in self.segments]
+        return "\n".join(lines)
+
+
+def preview(store: Store, user_id: str, text: str) -> ForgetPreview:
+    """The items and segments matching ``text`` (see the module doc); nothing is changed.
+
+    Raises:
+        InputError: empty ``text``.
+    """
+    if not text.strip():
+        raise InputError("say what to forget, e.g. 'forget that I live in Porto'", field="text")
+    stated = extract_statements(text)
+    items = []
+    for it in store.items(user_id):
+        if len(normalise(it.value)) >= 2 and mentions(text, it.value):
+            items.append(it)
+        elif any(s.attribute == it.attribute and normalise(s.value) == normalise(it.value) for s in stated):
+            items.append(it)
+    probes = [normalise(i.value) for i in items] or [normalise(text)]
+    source_ids = {s for i in items for s in i.source_ids}
+    segments = [n for n in store.nodes(user_id, Level.SEGMENT)
+                if n.id in source_ids or any(p and mentions(n.content, p) for p in probes)]
+    return ForgetPreview(user_id=user_id, text=text, items=items, segments=segments)
+
+
+def apply(store: Store, cons: Consolidator, plan: ForgetPreview, *, actor: str = "user") -> ForgetPreview:
+    """Soft-delete what ``plan`` lists (see the module doc); returns ``plan``."""
+    turns = [t for n in plan.segments for t in store.turns(plan.user_id, ids=n.source_turn_ids)]
+    with store.transaction():
+        for it in plan.items:
+            store.update_item(it.id, status="deleted")
+            store.audit("forget-item", plan.user_id, it.id, {"actor": actor, "segments": [n.id for n in plan.segments]})
+        store.purge_cache_mentioning([n.content for n in plan.segments] + [t.text for t in turns])
+    if plan.segments:
+        editing.soft_delete(store, cons, [n.id for n in plan.segments], actor=actor)
+    return plan
