@@ -7,8 +7,8 @@ per turn so that dates render in the speaker's zone.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 from datetime import UTC, datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from timem.datasets.base import check_text, is_blank, turn_id

@@ -145,6 +145,10 @@ _RECIPES: list[Recipe] = [
        overrides={"l1_unit": "exchange", "recall_lambda": 0.9, "recall_top_k": 20, "recall_candidates": 40,
                   "quotas": PAPER_QUOTAS, "context_layout": "lines", "recall_neighbours": "none",
                   "time_channel": "off", "propagation": "off", "gate_threshold": 0.35, "gate_floor": 0.0}),
+    _r("memory-items-off", "timem", "memory", "the default without the memory layer (no items extracted or put "
+       "first in the context; decay is off in benchmarks either way)", overrides={"memory_items": False}),
+    _r("memory-items-decay", "timem", "memory", "the default with item decay as in chat (half-life 180 days)",
+       overrides={"memory_decay_half_life_days": 180.0}),
     # baselines
     _r("bm25-turns", "bm25-turns", "baseline", "BM25 (rank-bm25 BM25Okapi) over raw dated turns"),
     _r("dense-turns", "dense-turns", "baseline", "MiniLM cosine over raw dated turns"),

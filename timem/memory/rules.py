@@ -41,7 +41,7 @@ _DRINK = "(?P<{name}>" + "|".join(re.escape(d) for d in DRINKS if d.isascii()) +
 _ZH_DRINK = "(?P<{name}>" + "|".join(re.escape(d) for d in DRINKS if not d.isascii()) + ")"
 _ZH_VAL = r"(?P<{name}>[\u4e00-\u9fffA-Za-z0-9]{{1,12}}?)"
 _ZH_END = r"(?=[了啦呢吧啊]?(?:[，,。.！!？?；;、\s]|$))"
-_CORRECTION_EN = re.compile(r"^\s*(?:oh,?\s+)?(?:actually|sorry,?\s+i\s+meant|correction:?|no,?\s+wait)[,:]?\s*", re.I)
+_CORRECTION_EN = re.compile(r"^\s*(?:oh,?\s+)?(?:actually|sorry,?\s+i\s+meant|correction:?|no,?\s+wait)[,:]?\s*", re.IGNORECASE)
 _CORRECTION_ZH = re.compile(r"^\s*(?:不对|不是|其实|更正一下|说错了|纠正一下)[，,：:]?\s*")
 _SENTENCES = re.compile(r"(?<=[.!?;。！？；\n])\s*")
 
@@ -67,7 +67,7 @@ class Statement:
 def _p(pattern: str, **names: str) -> re.Pattern[str]:
     for key, tmpl in names.items():
         pattern = pattern.replace("{" + key + "}", tmpl.replace("{name}", key).replace("{{", "{").replace("}}", "}"))
-    return re.compile(pattern, re.I)
+    return re.compile(pattern, re.IGNORECASE)
 
 
 def _cap(name: str) -> str:
@@ -92,11 +92,11 @@ _GAVE_UP = _p(r"\bi(?:'ve|\s+have)?\s+(?:gave|given|give)\s+up\s+{old}\b", old=_
 _DRINK_NOW = _p(r"\bi\s+(?:now\s+|usually\s+|always\s+|only\s+|just\s+|mostly\s+)*(?:drink|have|start\s+my\s+day\s+with)\s+{v}\b"
                 r"(?P<when>[^.!?]*\bmorning)?", v=_DRINK)
 _DIET = re.compile(r"\bi(?:'m|\s+am|\s+became|\s+went|'ve\s+become|\s+have\s+become)\s+(?:now\s+|a\s+|fully\s+)*"
-                   rf"(?P<v>{'|'.join(DIETS)})\b", re.I)
-_NO_MEAT = re.compile(r"\bi\s+(?:don't|do\s+not|no\s+longer)\s+eat\s+meat\b", re.I)
-_FAV = re.compile(r"\bmy\s+(?:new\s+)?favou?rite\s+(?P<a>[a-z][a-z ]{1,30}?)\s+(?:is|are)\s+(?:now\s+)?(?P<v>[^,.!?;]{1,60})", re.I)
+                   rf"(?P<v>{'|'.join(DIETS)})\b", re.IGNORECASE)
+_NO_MEAT = re.compile(r"\bi\s+(?:don't|do\s+not|no\s+longer)\s+eat\s+meat\b", re.IGNORECASE)
+_FAV = re.compile(r"\bmy\s+(?:new\s+)?favou?rite\s+(?P<a>[a-z][a-z ]{1,30}?)\s+(?:is|are)\s+(?:now\s+)?(?P<v>[^,.!?;]{1,60})", re.IGNORECASE)
 _MY = re.compile(r"\bmy\s+(?P<a>name|hometown|home\s+town|birthday|job|job\s+title|employer)\s+is\s+(?:now\s+)?"
-                 r"(?P<v>[^,.!?;]{1,60})", re.I)
+                 r"(?P<v>[^,.!?;]{1,60})", re.IGNORECASE)
 _BARE = re.compile(r"^(?:it(?:'s|\s+is|\s+was)\s+|i\s+meant\s+)?(?P<v>[A-Z][\w'’&.-]*(?:\s+[A-Z][\w'’&.-]*)*)\s*"
                    r"(?:,?\s*not\s+[^.!?]+)?[.!]?$")
 
@@ -115,11 +115,11 @@ _ZH_BARE = _p(r"^(?:是|应该是){v}" + _ZH_END, v=_ZH_VAL)
 
 def _clean(v: str) -> str:
     v = v.strip(" \t'\"“”‘’").rstrip(".,!?;:。，！？")
-    return re.sub(r"\s+(?:now|these days|nowadays)$", "", v, flags=re.I).strip()
+    return re.sub(r"\s+(?:now|these days|nowadays)$", "", v, flags=re.IGNORECASE).strip()
 
 
 def _drink_attr(sentence: str) -> str:
-    return "morning drink" if re.search(r"morning|早上|早晨|每天早", sentence, re.I) else "drink"
+    return "morning drink" if re.search(r"morning|早上|早晨|每天早", sentence, re.IGNORECASE) else "drink"
 
 
 def _sentence(s: str, correction: bool) -> list[Statement]:

@@ -29,9 +29,9 @@ from timem.embed.protocol import Embedder
 from timem.errors import ConfigError, InputError, LLMError
 from timem.llm.protocol import LLMClient
 from timem.llm.recording import RecordingLLM
+from timem.memory.recall import ItemRecall, recall_items
 from timem.models import MemoryNode
 from timem.prompts import answer as answer_prompt
-from timem.memory.recall import ItemRecall, recall_items
 from timem.recall.ancestors import fetch_lineage, propagate
 from timem.recall.context import count_context_tokens
 from timem.recall.gating import GateMode, apply_budget, run_gate
