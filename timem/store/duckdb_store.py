@@ -27,10 +27,18 @@ import numpy as np
 
 from timem.errors import NotFoundError, StoreError
 from timem.models import Level, MemoryNode, NodeStatus, Role, Turn
-from timem.store.migrations import migrate
 from timem.store.items import ItemTables
+from timem.store.migrations import migrate
 from timem.store.records import RecordTables, db_time
-from timem.store.search import FTS_PRAGMA, bm25_top, build_bm25_postings, drop_hnsw, ensure_hnsw, vector_top
+from timem.store.search import (
+    FTS_PRAGMA,
+    bm25_top,
+    build_bm25_postings,
+    drop_hnsw,
+    ensure_hnsw,
+    extension_path,
+    vector_top,
+)
 from timem.store.segmenter import search_text
 from timem.store.tree_queries import adjacent_segments, segments_in_windows
 from timem.tree.order import SQL_ORDER
@@ -46,26 +54,6 @@ _TURN_COLS = ("id, user_id, session_id, seq, speaker, role, text, event_time, so
 def _py(dt: datetime) -> datetime:
     """Naive UTC from a TIMESTAMP column -> UTC-aware."""
     return dt.replace(tzinfo=UTC)
-
-
-def extension_path(name: str) -> Path:
-    """Path of the ``.duckdb_extension`` file shipped by the ``duckdb-extension-<name>`` package.
-
-    Raises:
-        StoreError: the package is missing or does not match the installed duckdb version.
-    """
-    import importlib
-
-    try:
-        mod = importlib.import_module(f"duckdb_extension_{name}")
-    except ImportError as exc:
-        raise StoreError(f"DuckDB extension package duckdb-extension-{name} is not installed; "
-                         f"pip install duckdb-extension-{name}=={duckdb.__version__}") from exc
-    path = Path(mod.__file__).parent / "extensions" / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
-    if not path.exists():
-        raise StoreError(f"{path} not found: duckdb-extension-{name} must have the same version as duckdb "
-                         f"({duckdb.__version__}); pip install duckdb-extension-{name}=={duckdb.__version__}")
-    return path
 
 
 class Store(RecordTables, ItemTables):

@@ -31,11 +31,34 @@ against the exact top 40 was 0.96 at 100k nodes per user; cost and numbers in
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import duckdb
 import numpy as np
 
+from timem.errors import StoreError
 from timem.store.segmenter import search_text
+
+
+def extension_path(name: str) -> Path:
+    """Path of the ``.duckdb_extension`` file shipped by the ``duckdb-extension-<name>`` package.
+
+    Raises:
+        StoreError: the package is missing or does not match the installed duckdb version.
+    """
+    import importlib
+
+    try:
+        mod = importlib.import_module(f"duckdb_extension_{name}")
+    except ImportError as exc:
+        raise StoreError(f"DuckDB extension package duckdb-extension-{name} is not installed; "
+                         f"pip install duckdb-extension-{name}=={duckdb.__version__}") from exc
+    path = Path(mod.__file__).parent / "extensions" / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
+    if not path.exists():
+        raise StoreError(f"{path} not found: duckdb-extension-{name} must have the same version as duckdb "
+                         f"({duckdb.__version__}); pip install duckdb-extension-{name}=={duckdb.__version__}")
+    return path
+
 
 FTS_PRAGMA = ("PRAGMA create_fts_index('nodes', 'id', 'search_text', stemmer = 'porter', "
               "stopwords = 'english', strip_accents = 1, lower = 1, overwrite = 1)")
