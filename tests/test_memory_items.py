@@ -229,3 +229,42 @@ def test_bad_llm_extraction_leaves_the_store_unchanged_and_is_audited(tmp_path, 
     assert len(rows) == 1 and eng.extraction_failures["mia"]
     assert ("Bob" in rows[0][0]) == ("Bob" in bad)
     assert eng.nodes("mia", Level.SEGMENT)  # the tree itself was written
+
+
+def test_hard_erase_leaves_no_item_text_in_the_file(tmp_path, embedder):
+    from test_erase_leaves_no_trace import file_bytes, open_engine
+
+    db = tmp_path / "erase.duckdb"
+    eng = open_engine(db, embedder, consolidation_mode="extractive")
+    rows = [("s1", "Ines", "I work at Zanzibar Robotics as a welder.", "2024-03-01T09:00:00"),
+            ("s2", "Ines", "I drink green tea every morning.", "2024-03-02T09:00:00")]
+    _ingest(eng, tmp_path, "ines", rows)
+    (item,) = [i for i in eng.memory_items("ines") if i.value == "Zanzibar Robotics"]
+    eng.recall("ines", "Where does Ines work now?", AT)  # a trace quoting the item
+    eng.delete_memories(item.source_ids, hard=True)
+    assert [i.value for i in eng.store.items("ines", status=None)] == ["green tea"]
+    assert eng.store.traces("ines") == []
+    eng.store.close()
+    assert b"Zanzibar" not in file_bytes(db) and b"welder" not in file_bytes(db)
+
+
+def test_restore_brings_back_items_that_left_with_their_segment(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder)
+    _ingest(eng, tmp_path, "mia", EN[:2])
+    (employer,) = [i for i in eng.memory_items("mia") if i.attribute == "employer"]
+    eng.delete_memories(employer.source_ids)
+    assert eng.store.item(employer.id).status == "deleted"
+    eng.restore_memory(employer.source_ids[0])
+    assert eng.store.item(employer.id).status == "active"
+
+
+def test_forget_purges_the_llm_cache_of_the_forgotten_turns(tmp_path, store, embedder):
+    good = json.dumps({"items": [{"turn": 1, "kind": "fact", "subject": "Mia", "attribute": "employer",
+                                  "value": "Blue Harbor"}]})
+    eng = _engine(tmp_path, store, embedder, responses=_llm_answer(good))
+    _ingest(eng, tmp_path, "mia", [EN[4]])
+    cached = lambda: store.con.execute("SELECT count(*) FROM llm_cache WHERE contains(request, 'Blue Harbor') "  # noqa: E731
+                                       "OR contains(response, 'Blue Harbor')").fetchone()[0]
+    assert cached() == 1
+    eng.forget("mia", "I work at Blue Harbor", confirm=True)
+    assert cached() == 0 and eng.memory_items("mia") == []
