@@ -52,9 +52,9 @@ def test_changes_ends_and_corrections_are_flagged():
     assert corr.correction and corr.attribute == "home city"
 
 
-def _engine(tmp_path, store, embedder, responses=None) -> MemoryEngine:
+def _engine(tmp_path, store, embedder, responses=None, **overrides) -> MemoryEngine:
     cfg = load_config(env={}, db_path=store.path, llm_backend="none", cache_dir=tmp_path / "cache",
-                      consolidation_mode="extractive")
+                      consolidation_mode="extractive", **overrides)
     llm = LLM(ScriptedBackend(responses), store) if responses is not None else None
     return MemoryEngine(cfg, store, embedder, llm)
 
@@ -268,3 +268,19 @@ def test_forget_purges_the_llm_cache_of_the_forgotten_turns(tmp_path, store, emb
     assert cached() == 1
     eng.forget("mia", "I work at Blue Harbor", confirm=True)
     assert cached() == 0 and eng.memory_items("mia") == []
+
+
+def test_pinned_items_and_the_asker_go_into_the_chat_answer_prompt(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder, responses=lambda req: "You drink green tea.", memory_extractor="rules")
+    _ingest(eng, tmp_path, "mia", EN)
+    (tea,) = eng.pin_candidates("mia")  # green tea: stated three times, confidence 1.0
+    assert tea.value == "green tea"
+    eng.pin_item(tea.id)
+    turn = eng.chat_turn("mia", "chat", "What do I usually drink in the morning these days?", AT, user_name="Mia")
+    system = eng.llm.backend.calls[-1].messages[0].content  # type: ignore[union-attr]
+    assert "- Mia's morning drink: green tea" in system and 'address them as "you"' in system
+    assert "now\" means it still holds" in system  # the item lines are explained
+    assert turn.trace.items[0].value == "green tea" and turn.trace.items[0].decay is not None  # decay on in chat
+    eng.pin_item(tea.id, False)
+    eng.ask("mia", "What does Mia drink?", AT)
+    assert "Pinned profile" not in eng.llm.backend.calls[-1].messages[0].content  # type: ignore[union-attr]

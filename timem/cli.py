@@ -357,10 +357,24 @@ def memories_list(user: UserOpt, db: DbOpt = None,
         typer.echo(f"no memory items for {user}")
     for i in items:
         until = i.valid_to.astimezone(cfg.tz).date().isoformat() if i.valid_to else "now"
-        flags = "".join([f" superseded by {i.superseded_by}" if i.superseded_by else "",
+        flags = "".join([f" superseded by {i.superseded_by}" if i.superseded_by else "", " [pinned]" if i.pinned else "",
                          " [forgotten]" if i.status == "deleted" else ""])
         typer.echo(f"{i.id}  [{i.kind}, {i.valid_from.astimezone(cfg.tz).date()} – {until}] {i.label()} "
                    f"({len(i.source_ids)} source(s), {i.source}){flags}")
+
+
+@memories_app.command("pin")
+def memories_pin(item_id: Annotated[str, typer.Argument(help="item id (see `timem memories list`)")], db: DbOpt = None,
+                 unpin: Annotated[bool, typer.Option("--unpin", help="take it out of the pinned profile")] = False,
+                 config: ConfigOpt = None) -> None:
+    """Pin an item into the answer prompt's profile (or take it out with --unpin)."""
+    cfg = _config(config, db)
+    eng = _engine(cfg, with_llm=False, must_exist=True)
+    try:
+        item = eng.pin_item(item_id, not unpin, actor="cli")
+    finally:
+        eng.close()
+    typer.echo(f"{'unpinned' if unpin else 'pinned'}: {item.label()}")
 
 
 @app.command()

@@ -165,7 +165,8 @@ class Config(BaseModel):
     memory_decay_half_life_days: float | None = Field(default=None, gt=0)
     memory_chat_half_life_days: float | None = Field(default=180.0, gt=0)
     memory_decay_floor: float = Field(default=0.05, ge=0.0, le=1.0)  #: items weighing less leave default recall
-    memory_item_limit: int = Field(default=6, ge=0)  #: item lines at most at the head of the context
+    memory_item_limit: int = Field(default=6, ge=0)
+    memory_pinned_tokens: int = Field(default=200, ge=0)  #: cap of the pinned profile in the answer prompt  #: item lines at most at the head of the context
     #: an item joins the context when its cosine with the question reaches this, or the question names it
     memory_item_min_cosine: float = Field(default=0.6, ge=-1.0, le=1.0)
     quotas: dict[str, dict[int, int]] = Field(default_factory=lambda: {k: dict(v) for k, v in DEFAULT_QUOTAS.items()})

@@ -336,6 +336,25 @@ class MemoryEngine:
         """The user's memory items (active only unless ``status`` is ``"deleted"`` or ``None`` = all), oldest first."""
         return self.store.items(user_id, status=status)
 
+    def pin_item(self, item_id: str, pinned: bool = True, *, actor: str = "user") -> MemoryItem:
+        """Pin (or unpin) a memory item: pinned open items go into every answer's system message, within
+        ``Config.memory_pinned_tokens``. Audited (``item-pin`` / ``item-unpin``).
+
+        Raises:
+            NotFoundError: unknown item id.
+        """
+        item = self.store.item(item_id)
+        with self.store.transaction():
+            self.store.update_item(item_id, pinned=pinned)
+            self.store.audit("item-pin" if pinned else "item-unpin", item.user_id, item_id, {"actor": actor})
+        return self.store.item(item_id)
+
+    def pin_candidates(self, user_id: str, *, min_confidence: float = 0.9, min_sources: int = 2) -> list[MemoryItem]:
+        """Items offered for pinning: open, not pinned, confidence >= ``min_confidence`` and stated in at least
+        ``min_sources`` segments (repeated support); supersession leaves no open conflict on their slot."""
+        return [i for i in self.store.items(user_id) if i.is_open and not i.pinned
+                and i.confidence >= min_confidence and len(i.source_ids) >= min_sources]
+
     def restore_memory(self, node_id: str, *, actor: str = "user") -> None:
         """Undo a soft delete."""
         editing.restore(self.store, self.consolidator, node_id, actor=actor)
@@ -394,9 +413,11 @@ class MemoryEngine:
 
     def ask(self, user_id: str, query: str, question_time: datetime | None = None, *,
             complexity: str | None = None, gate: str | None = None, planner: str | None = None,
-            participants: Sequence[str] = (), persist: bool = True, config: Config | None = None) -> AnswerResult:
+            participants: Sequence[str] = (), persist: bool = True, config: Config | None = None,
+            asker: str | None = None) -> AnswerResult:
         """Recall (as :meth:`recall`), then answer from the context with one LLM call; the trace holds both.
-        ``config`` replaces the engine's settings for this call.
+        ``config`` replaces the engine's settings for this call; ``asker`` (a chat's speaker) is answered as
+        "you"; pinned items go into the system message (:meth:`pin_item`).
 
         Raises:
             ConfigError: no LLM is configured (use :meth:`recall` for the context alone).
@@ -407,7 +428,7 @@ class MemoryEngine:
                               "or ask for the context alone (--recall-only / MemoryEngine.recall).")
         return pipeline.answer(self.store, self.embedder, self.llm, config or self.config, user_id, query, question_time,
                                complexity_override=complexity, gate_override=gate,  # type: ignore[arg-type]
-                               planner_override=planner, participants=participants, persist=persist)
+                               planner_override=planner, participants=participants, persist=persist, asker=asker)
 
     def chat_turn(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
                   user_name: str = "User", assistant_name: str = ASSISTANT_NAME) -> ChatTurn:
@@ -438,7 +459,7 @@ class MemoryEngine:
                 res = self.recall(user_id, text, event_time, config=chat_config)
                 trace, reply = res.trace, reply_without_llm(len(res.nodes), res.trace.context_tokens)
             else:
-                out = self.ask(user_id, text, event_time, config=chat_config)
+                out = self.ask(user_id, text, event_time, config=chat_config, asker=user_name)
                 trace, reply = out.recall.trace, out.answer
         except TimemError as exc:
             raise ChatTurnError("answer", f"your message was recorded, but answering it failed: {exc}") from exc

@@ -8,11 +8,15 @@ The answer follows the question's language: a Chinese, Japanese or Korean questi
 answer in Chinese, even if the memories are in English.)" (as the consolidation prompts get a note
 for the conversation's language). Version
 history: v2 added that note; an English question's messages are byte-identical to v1, so cached
-English answers stay valid.
+English answers stay valid. v3 (the memory layer, :mod:`timem.memory`) adds to the system message, only
+when they apply, a note on memory-item lines (``[fact, valid … – now] …``), the pinned profile and who
+is asking in a chat; without them the messages are byte-identical to v2.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from datetime import datetime
 
 from pydantic import BaseModel
@@ -20,7 +24,7 @@ from pydantic import BaseModel
 from timem.llm.protocol import Message
 from timem.prompts.common import cjk_language
 
-PROMPT_VERSION = "answer-v2"
+PROMPT_VERSION = "answer-v3"
 
 
 class AnswerResponse(BaseModel):
@@ -35,17 +39,34 @@ Each memory line starts with the date (and time) it refers to. When a memory say
 Answer briefly (one short sentence or a few words). If the memories do not contain the answer, say that you don't know."""
 
 
-def build_messages(question: str, context: str, question_date: datetime) -> list[Message]:
+_ITEMS = ("\nLines like \"[fact, valid 2024-04-21 – now] Mia's home city: Porto\" are what the person stated, with "
+          "the time it holds: \"now\" means it still holds; a value marked superseded or corrected no longer holds. "
+          "For a question about the present, answer with the value valid now.")
+_ITEM_LINE = re.compile(r"^\[(?:fact|preference|event|plan), valid ", re.M)
+
+
+def build_messages(question: str, context: str, question_date: datetime, *, pinned: Sequence[str] = (),
+                   asker: str | None = None) -> list[Message]:
     """Messages for the answer call.
 
     Args:
         question: the user's question, verbatim.
         context: the recall context (dated lines grouped by level), possibly empty.
         question_date: when the question is asked, already in the user's zone.
+        pinned: the user's pinned profile lines (:meth:`timem.engine.MemoryEngine.pin_item`), already capped.
+        asker: in a chat, the name of the person asking (answered as "you").
     """
     memories = context.strip() or "(no memories found)"
     lang = cjk_language(question)
     note = f"\n(The question is in {lang}: answer in {lang}, even if the memories are in English.)" if lang else ""
     user = (f"Memories:\n{memories}\n\nToday is {question_date:%A, %d %B %Y, %H:%M}.\n"
             f"Question: {question}{note}\nAnswer:")
-    return [Message(role="system", content=_SYSTEM), Message(role="user", content=user)]
+    system = _SYSTEM
+    if _ITEM_LINE.search(context):
+        system += _ITEMS
+    if pinned:
+        system += "\nPinned profile (stable facts the person confirmed):\n" + "\n".join(f"- {p}" for p in pinned)
+    if asker:
+        system += (f"\nThe question comes from {asker}, talking with you in a chat: the memories are about them; "
+                   "address them as \"you\" and never answer as if you were them.")
+    return [Message(role="system", content=system), Message(role="user", content=user)]

@@ -229,6 +229,22 @@ def recall(store: Store, embedder: Embedder, llm: LLMClient | None, config: Conf
     return result
 
 
+def pinned_lines(store: Store, config: Config, user_id: str) -> list[str]:
+    """The user's pinned, open, active items as ``"Mia's home city: Porto"`` lines, oldest first, within
+    ``Config.memory_pinned_tokens`` (cl100k); none when the memory layer is off."""
+    if not config.memory_items:
+        return []
+    lines, used = [], 0
+    for item in store.items(user_id):
+        if item.pinned and item.is_open:
+            cost = count_context_tokens(item.label()) + 1
+            if used + cost > config.memory_pinned_tokens:
+                break
+            lines.append(item.label())
+            used += cost
+    return lines
+
+
 def _touch_items(store: Store, result: RecallResult) -> None:
     """Record the access of the items given (decay bookkeeping), at the question time."""
     if result.trace.items:
@@ -238,8 +254,11 @@ def _touch_items(store: Store, result: RecallResult) -> None:
 def answer(store: Store, embedder: Embedder, llm: LLMClient, config: Config, user_id: str, query: str,
            question_time: datetime | None = None, *, complexity_override: Complexity | None = None,
            gate_override: GateMode | None = None, planner_override: str | None = None,
-           participants: Sequence[str] = (), persist: bool = True) -> AnswerResult:
+           participants: Sequence[str] = (), persist: bool = True, asker: str | None = None) -> AnswerResult:
     """Recall, then answer from the context with one ``llm.complete`` call (purpose ``"answer"``).
+
+    The user's pinned memory items (open ones, at most ``Config.memory_pinned_tokens`` cl100k tokens) go
+    into the system message; ``asker`` (a chat's speaker) is answered as "you".
 
     The prompt (:mod:`timem.prompts.answer`) gets the context and the question's date in
     ``config.tz``. The trace, including the answer and its LLM call, is persisted once at the end,
@@ -256,7 +275,8 @@ def answer(store: Store, embedder: Embedder, llm: LLMClient, config: Config, use
                      gate_override, planner_override, participants)
     trace = result.trace
     t0 = time.perf_counter()
-    msgs = answer_prompt.build_messages(query, result.context, trace.question_time.astimezone(config.tz))
+    msgs = answer_prompt.build_messages(query, result.context, trace.question_time.astimezone(config.tz),
+                                        pinned=pinned_lines(store, config, user_id), asker=asker)
     try:
         text = rec.complete(msgs, purpose="answer", user_id=user_id).strip()
     except LLMError as exc:
