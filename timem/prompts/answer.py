@@ -42,7 +42,7 @@ Answer briefly (one short sentence or a few words). If the memories do not conta
 _ITEMS = ("\nLines like \"[fact, valid 2024-04-21 – now] Mia's home city: Porto\" are what the person stated, with "
           "the time it holds: \"now\" means it still holds; a value marked superseded or corrected no longer holds. "
           "For a question about the present, answer with the value valid now.")
-_ITEM_LINE = re.compile(r"^\[(?:fact|preference|event|plan), valid ", re.M)
+_ITEM_LINE = re.compile(r"^\[(?:fact|preference|event|plan), valid ", re.MULTILINE)
 
 
 def build_messages(question: str, context: str, question_date: datetime, *, pinned: Sequence[str] = (),
