@@ -50,12 +50,29 @@ def extractive_summary(prompt: str, max_sentences: int = 3) -> str | None:
     return " ".join(picked) or "Nothing to remember."
 
 
+def scripted_items(prompt: str) -> list[dict]:
+    """The memory-items answer of the scripted LLM: the rule extractor's statements of each numbered turn."""
+    import re
+
+    from timem.memory.rules import extract_statements
+
+    out = []
+    for m in re.finditer(r"^(\d+)\. ([^:\n]+): (.*)$", prompt, re.MULTILINE):
+        for st in extract_statements(m[3]):
+            if st.attribute:
+                out.append({"turn": int(m[1]), "kind": st.kind, "subject": m[2], "attribute": st.attribute,
+                            "value": st.value, "correction": st.correction, "replaces": st.replaces})
+    return out
+
+
 def studio_answer(request: ChatRequest) -> str:
     """A valid answer for every prompt the studio triggers: planner, gate, answer and consolidation
     (consolidation: :func:`extractive_summary`, so that screenshots read sensibly; model id says scripted)."""
     props = (request.json_schema or {}).get("properties", {})
     if "keep" in props:
         return json.dumps({"keep": [1, 2, 3]})
+    if "items" in props:  # memory items: what the rule extractor reads in the numbered turns
+        return json.dumps({"items": scripted_items(request.messages[-1].content)})
     if "complexity" in props:
         return json.dumps({"complexity": "simple", "keywords": ["tea"], "time_expression": None})
     last = request.messages[-1].content

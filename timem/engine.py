@@ -336,6 +336,18 @@ class MemoryEngine:
         """The user's memory items (active only unless ``status`` is ``"deleted"`` or ``None`` = all), oldest first."""
         return self.store.items(user_id, status=status)
 
+    def forget_items(self, item_ids: Sequence[str], *, actor: str = "user") -> None:
+        """Soft-delete memory items alone (their segments stay; audit ``forget-item``), e.g. the studio's Facts view.
+
+        Raises:
+            NotFoundError: an unknown item id (nothing is changed).
+        """
+        items = [self.store.item(i) for i in item_ids]
+        with self.store.transaction():
+            for item in items:
+                self.store.update_item(item.id, status="deleted")
+                self.store.audit("forget-item", item.user_id, item.id, {"actor": actor, "segments": []})
+
     def pin_item(self, item_id: str, pinned: bool = True, *, actor: str = "user") -> MemoryItem:
         """Pin (or unpin) a memory item: pinned open items go into every answer's system message, within
         ``Config.memory_pinned_tokens``. Audited (``item-pin`` / ``item-unpin``).

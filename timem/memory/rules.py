@@ -86,8 +86,11 @@ _WORK = [re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?i
          re.compile(r"\b[Ii](?i:'m|\s+am)\s+(?i:now\s+)?(?i:an?\s+)" + _JOB + r"\s+(?i:at)\s+" + _cap("emp") + _END),
          re.compile(r"\b[Ii]\s+(?i:now\s+)?(?i:work\s+as)\s+(?i:an?\s+)" + _JOB + r"(?:\s+(?i:at)\s+" + _cap("emp") + ")?" + _END)]
 _SWITCH = _p(r"\bi(?:'ve|\s+have)?\s+(?:switched|changed|moved|gone)\s+from\s+{old}\s+to\s+{new}\b", old=_DRINK, new=_DRINK)
-_STOP = _p(r"\bi\s+(?:don't|do\s+not|no\s+longer|never)\s+drink\s+{old}(?:\s+(?:anymore|any\s+more))?\b", old=_DRINK)
+_STOP = _p(r"\bi\s+(?:don't|do\s+not|no\s+longer|never)\s+(?:even\s+)?(?:drink|want|have)\s+{old}(?:\s+(?:anymore|any\s+more))?\b", old=_DRINK)
 _ONLY_EN = _p(r"\bonly\s+(?:drink\s+)?{v}\b", v=_DRINK)
+_MORNING = _p(r"\bmy\s+mornings?\s+(?:start|starts|begin|begins)\s+with\s+(?:an?\s+)?(?:(?:double|strong|big|hot|cup\s+of)\s+)*{v}\b",
+              v=_DRINK)
+_JOB_AS = re.compile(r"\b(?:new\s+)?job\s+as\s+(?:an?\s+)" + _JOB + _END, re.I)
 _GAVE_UP = _p(r"\bi(?:'ve|\s+have)?\s+(?:gave|given|give)\s+up\s+{old}\b", old=_DRINK)
 _DRINK_NOW = _p(r"\bi\s+(?:now\s+|usually\s+|always\s+|only\s+|just\s+|mostly\s+)*(?:drink|have|start\s+my\s+day\s+with)\s+{v}\b"
                 r"(?P<when>[^.!?]*\bmorning)?", v=_DRINK)
@@ -141,6 +144,8 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
             if m.groupdict().get("job"):
                 add("fact", "job", m["job"])
             break
+    if not any(x.attribute == "job" for x in out) and re.search(r"\bI\b", s) and (m := _JOB_AS.search(s)):
+        add("fact", "job", m["job"])
     if m := _ZH_WORK_JOB.search(s):
         add("fact", "employer", m["emp"])
         add("fact", "job", m["job"])
@@ -153,7 +158,8 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
         add("preference", attr, m["new"], replaces=m["old"].lower())
     else:
         stop = _STOP.search(s) or _GAVE_UP.search(s) or _ZH_STOP.search(s)
-        new = _ZH_ONLY.search(s) or _ONLY_EN.search(s) or (_DRINK_NOW.search(s) if not _STOP.search(s) else None)
+        new = (_ZH_ONLY.search(s) or _ONLY_EN.search(s) or _MORNING.search(s)
+               or (_DRINK_NOW.search(s) if not _STOP.search(s) else None))
         if new and (not stop or new["v"].lower() != stop["old"].lower()):
             add("preference", attr, new["v"], replaces=stop["old"].lower() if stop else None)
         elif stop:

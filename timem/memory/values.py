@@ -6,6 +6,14 @@ import re
 import unicodedata
 
 
+#: a general word names its kinds: "switched from coffee" ends an espresso
+KINDS_OF: dict[str, tuple[str, ...]] = {
+    "coffee": ("espresso", "black coffee", "latte", "cappuccino", "flat white", "americano", "decaf"),
+    "tea": ("green tea", "black tea", "herbal tea", "matcha", "chai", "sencha", "longjing"),
+    "咖啡": ("黑咖啡", "拿铁", "美式", "浓缩咖啡"), "茶": ("绿茶", "红茶", "奶茶", "龙井"),
+}
+
+
 def normalise(value: str) -> str:
     """Comparison key of a value: NFKC, lower case, articles / "now" / punctuation dropped, a trailing
     市 dropped ("上海市" = "上海"), whitespace collapsed."""
@@ -17,12 +25,13 @@ def normalise(value: str) -> str:
 
 
 def mentions(value: str, named: str) -> bool:
-    """Whether ``named`` ("coffee") names ``value`` ("black coffee"): equal normalised, or a whole-word
-    part of it (any part for Chinese: "咖啡" in "黑咖啡")."""
+    """Whether ``named`` ("coffee") names ``value`` ("black coffee"): equal normalised, one of its kinds
+    (:data:`KINDS_OF`: "espresso" is a coffee), or a whole-word part of it (any part for Chinese: "咖啡" in
+    "黑咖啡")."""
     v, n = normalise(value), normalise(named)
     if not n:
         return False
-    if v == n:
+    if v == n or v in KINDS_OF.get(n, ()):
         return True
     if re.search(r"[\u4e00-\u9fff]", n):
         return n in v

@@ -166,8 +166,9 @@ class ItemWriter:
             with self.store.transaction():
                 for it in result.items:
                     t = turns[it.turn - 1]
+                    ends = bool(it.replaces) and normalise(it.replaces or "") == normalise(it.value)  # "not X anymore"
                     st = Statement(it.kind, it.attribute.strip().lower(), it.value.strip(), t.text,
-                                   correction=it.correction, replaces=(it.replaces or None))
+                                   correction=it.correction, replaces=(it.replaces or None), ends_only=ends)
                     self.apply(user_id, it.subject, st, t.event_time, seg_of[t.id],
                                source="stated" if it.stated else "inferred", confidence=it.confidence, report=report)
                 self.store.mark_extracted(user_id, unit, "llm", len(result.items))

@@ -13,6 +13,7 @@ import streamlit as st
 
 from timem.models import MemoryNode, NodeStatus
 from timem.ui import state
+from timem.ui.facts import render_facts
 from timem.ui.feedback import flash, show_flashes, user_errors
 from timem.ui.sidebar import remove_uploads
 
@@ -51,6 +52,11 @@ def render() -> None:
     show_flashes()
     if ctx.engine is None:
         st.error(ctx.open_error or "the memory store is not open")
+        return
+    if st.radio("View", ["Tree", "Facts"], horizontal=True, key="mem_view",
+                help="Tree: the Temporal Memory Tree's nodes. Facts: the facts and preferences read from them, with "
+                     "their validity and what superseded them.") == "Facts":
+        render_facts(ctx)
         return
     _undo_bar(ctx)
     c1, c2, c3 = st.columns([3, 2, 2])

@@ -1,0 +1,51 @@
+"""The memory layer in the studio: the Facts view of the Memories page, and the bundled demo's question
+"What do I usually drink in the morning these days?" in the chat (scripted LLM; AppTest)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from studio_support import DEMO_USER, build_demo_db, open_engine
+from test_app_pages import assert_clean, make_app
+
+
+@pytest.fixture(scope="module")
+def demo_template(tmp_path_factory, embedder):
+    return build_demo_db(tmp_path_factory.mktemp("facts") / "demo.duckdb", embedder)
+
+
+@pytest.fixture()
+def engine(demo_template, tmp_path, embedder):
+    eng = open_engine(demo_template, tmp_path, embedder)
+    yield eng
+    eng.close()
+
+
+def test_facts_view_shows_validity_and_supersession_and_pins(engine):
+    at = make_app(engine, page="memories")
+    at.radio(key="mem_view").set_value("Facts").run()
+    assert_clean(at)
+    table = at.dataframe[0].value
+    rows = {r["value"]: r for r in table.to_dict("records")}
+    assert rows["espresso"]["superseded by"] == "green tea" and rows["espresso"]["valid"] == "2024-04-02 – 2024-04-21"
+    assert rows["green tea"]["valid"].endswith("– now") and rows["green tea"]["sources"] >= 2
+    tea = rows["green tea"]["id"]
+    at.multiselect(key="facts_selected").set_value([tea]).run()
+    at.button(key="facts_pin").click().run()
+    assert_clean(at)
+    assert engine.store.item(tea).pinned
+    at.multiselect(key="facts_selected").set_value([rows["espresso"]["id"]]).run()
+    at.button(key="facts_forget").click().run()
+    assert engine.store.item(rows["espresso"]["id"]).status == "deleted"
+
+
+def test_demo_question_is_answered_from_the_open_item_addressed_to_the_user(engine):
+    turn = engine.chat_turn(DEMO_USER, "chat-evening", "What do I usually drink in the morning these days?",
+                            datetime(2024, 6, 18, 21, tzinfo=UTC), user_name="Mia")
+    first = turn.trace.items[0]
+    assert (first.value, first.valid_to) == ("green tea", None)
+    assert [s.value for s in first.superseded] == ["espresso"]  # the coffee memory, shown as superseded
+    assert turn.trace.context.startswith("[preference, valid 2024-04-21 – now] Mia's morning drink: green tea")
+    system = engine.llm.backend.calls[-1].messages[0].content
+    assert 'address them as "you"' in system

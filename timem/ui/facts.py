@@ -1,0 +1,98 @@
+"""The Memories page's "Facts" view: the memory items (:mod:`timem.memory`) with their validity interval,
+sources, supersession chain and decay weight; filters by kind, subject and status; bulk forget / pin /
+unpin; "forget …" by text with a preview of what goes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pandas as pd
+import streamlit as st
+
+from timem.memory.recall import decay_weight
+from timem.models import ITEM_KINDS, MemoryItem
+from timem.ui import state
+from timem.ui.feedback import flash, user_errors
+
+SEL_KEY = "facts_selected"
+STATUSES = {"active": "active", "forgotten": "deleted", "any": None}
+
+
+def facts_table(items: list[MemoryItem], tz, at: datetime, half_life: float | None) -> pd.DataFrame:
+    """One row per item: kind, subject, attribute, value, validity (local days), sources, what superseded it,
+    its decay weight at ``at`` (``None`` without a half-life), pinned, status, id."""
+    by_id = {i.id: i for i in items}
+
+    def day(dt):
+        return dt.astimezone(tz).date().isoformat() if dt else "now"
+
+    return pd.DataFrame([{
+        "kind": i.kind, "subject": i.subject, "attribute": i.attribute, "value": i.value,
+        "valid": f"{day(i.valid_from)} – {day(i.valid_to)}", "sources": len(i.source_ids),
+        "superseded by": by_id[i.superseded_by].value if i.superseded_by in by_id else (i.superseded_by or ""),
+        "decay": round(decay_weight(i, at, half_life), 3) if half_life else None,
+        "pinned": i.pinned, "status": "forgotten" if i.status == "deleted" else i.status, "id": i.id,
+    } for i in items], columns=["kind", "subject", "attribute", "value", "valid", "sources", "superseded by", "decay",
+                                "pinned", "status", "id"])
+
+
+def render_facts(ctx: state.StudioContext) -> None:
+    """The Facts view of the Memories page."""
+    eng = ctx.engine
+    everything = eng.memory_items(ctx.user, status=None)
+    if not everything:
+        st.info(f"No facts or preferences for user `{ctx.user}` yet: they are read from the user's own statements "
+                "(\"I live in …\", \"I switched from … to …\") when memories are written.")
+        return
+    c1, c2, c3 = st.columns([3, 3, 2])
+    kinds = [k for k in ITEM_KINDS if any(i.kind == k for i in everything)]
+    picked_kinds = c1.multiselect("Kinds", kinds, default=kinds, key="facts_kinds")
+    subjects = sorted({i.subject for i in everything})
+    picked_subjects = c2.multiselect("Subjects", subjects, default=subjects, key="facts_subjects")
+    status = c3.selectbox("Status", list(STATUSES), key="facts_status")
+    items = [i for i in everything if i.kind in picked_kinds and i.subject in picked_subjects
+             and (STATUSES[status] is None or i.status == STATUSES[status])]
+    at = eng.default_question_time(ctx.user) or datetime.now(UTC)
+    half = eng.config.memory_decay_half_life_days or eng.config.memory_chat_half_life_days
+    decay_note = f" · decay weight as of {at.astimezone(ctx.tz):%Y-%m-%d} (half-life {half} days)" if half else ""
+    st.caption(f"{len(items)} of {len(everything)} items · validity in local days{decay_note}")
+    st.dataframe(facts_table(items, ctx.tz, at, half), hide_index=True, key="facts_table")
+    by_id = {i.id: i for i in items}
+    st.session_state[SEL_KEY] = [i for i in st.session_state.get(SEL_KEY, []) if i in by_id]
+    st.multiselect("Selected facts", list(by_id), key=SEL_KEY, format_func=lambda i: by_id[i].label())
+    selected = [by_id[i] for i in st.session_state[SEL_KEY]]
+    if selected:
+        a, b, c = st.columns(3)
+        active = [i.id for i in selected if i.status == "active"]
+        if a.button(f"Forget {len(active)}", key="facts_forget", disabled=not active):
+            with user_errors("Forget failed"):
+                eng.forget_items(active, actor="studio")
+                flash(f"Forgot {len(active)} item(s); their conversation segments stay.")
+                st.rerun()
+        if b.button("Pin", key="facts_pin"):
+            with user_errors("Pin failed"):
+                for i in selected:
+                    eng.pin_item(i.id, True, actor="studio")
+                flash(f"Pinned {len(selected)} item(s) into the chat's system prompt.")
+                st.rerun()
+        if c.button("Unpin", key="facts_unpin"):
+            with user_errors("Unpin failed"):
+                for i in selected:
+                    eng.pin_item(i.id, False, actor="studio")
+                flash(f"Unpinned {len(selected)} item(s).")
+                st.rerun()
+    _forget_by_text(ctx)
+
+
+def _forget_by_text(ctx: state.StudioContext) -> None:
+    with st.expander("Forget by text"):
+        text = st.text_input("What to forget", key="facts_forget_text", placeholder="I work at Blue Harbor")
+        if not text.strip():
+            return
+        with user_errors("Preview failed"):
+            plan = ctx.engine.forget(ctx.user, text)
+            st.code(plan.describe(), language=None)
+            if not plan.empty and st.button("Forget these (undoable per segment)", key="facts_forget_confirm"):
+                ctx.engine.forget(ctx.user, text, confirm=True, actor="studio")
+                flash(f"Forgot {len(plan.items)} item(s) and {len(plan.segments)} segment(s).")
+                st.rerun()
