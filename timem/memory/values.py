@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import unicodedata
 
-
 #: a general word names its kinds: "switched from coffee" ends an espresso
 KINDS_OF: dict[str, tuple[str, ...]] = {
     "coffee": ("espresso", "black coffee", "latte", "cappuccino", "flat white", "americano", "decaf"),
