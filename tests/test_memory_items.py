@@ -69,7 +69,7 @@ def _first(context: str) -> str:
     return context.split("\n\n")[0]
 
 
-@pytest.mark.parametrize(("user", "rows", "questions"), [
+SCENARIO = [
     ("mia", EN, [
         ("Where does Mia live now?", "home city: Braga", "Porto"),
         ("Where did Mia live in March?", "home city: Lisbon", None),
@@ -86,7 +86,11 @@ def _first(context: str) -> str:
         ("小美早上喝什么？", "morning drink: 绿茶 (superseded: 黑咖啡", None),
         ("小美三月早上喝什么？", "morning drink: 黑咖啡", None),
     ]),
-])
+]
+
+
+@pytest.mark.slow  # one CLI process per question: the embedder loads each time (~30 s)
+@pytest.mark.parametrize(("user", "rows", "questions"), SCENARIO)
 def test_scenario_through_ask_recall_only(cli_env, user, rows, questions):  # noqa: F811
     db = str(cli_env / "t.duckdb")
     path = write(cli_env / f"{user}.jsonl", user, rows)
@@ -99,6 +103,17 @@ def test_scenario_through_ask_recall_only(cli_env, user, rows, questions):  # no
             assert f"corrected: was {corrected_away}" in _first(out)
     code, out = run("memories", "list", "--user", user, "--db", db)
     assert code == 0 and "superseded by" in out, out
+
+
+@pytest.mark.parametrize(("user", "rows", "questions"), SCENARIO)
+def test_scenario_through_the_engine(tmp_path, store, embedder, user, rows, questions):
+    eng = _engine(tmp_path, store, embedder)
+    _ingest(eng, tmp_path, user, rows)
+    for question, first, corrected_away in questions:
+        head = _first(eng.recall(user, question, AT).context)
+        assert first in head, (question, head)
+        if corrected_away:
+            assert f"corrected: was {corrected_away}" in head
 
 
 def test_supersession_keeps_history_and_near_duplicates_merge(tmp_path, store, embedder):
