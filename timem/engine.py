@@ -28,9 +28,9 @@ from timem.errors import (
 )
 from timem.llm.protocol import LLMClient
 from timem.memory import forget as forget_mod
-from timem.memory.forget import ForgetPreview
-from timem.memory.writer import ExtractionReport, ItemWriter
-from timem.models import MemoryItem, MemoryNode, Role, Turn
+from timem.memory.facade import MemoryLayer
+from timem.memory.writer import ItemWriter
+from timem.models import MemoryNode, Role, Turn
 from timem.recall import pipeline
 from timem.recall.pipeline import AnswerResult, RecallResult
 from timem.segtree import store as segtree_store
@@ -59,7 +59,7 @@ class IngestReport:
             self.nodes_added[key] = self.nodes_added.get(key, 0) + 1
 
 
-class MemoryEngine:
+class MemoryEngine(MemoryLayer):
     """Temporal Memory Tree engine over one DuckDB store.
 
     Args:
@@ -280,28 +280,6 @@ class MemoryEngine:
             raise ConsolidationIncomplete(failures, nodes)
         return nodes
 
-    def extract_items(self, user_ids: Sequence[str], *, with_llm: bool = True) -> dict[str, ExtractionReport]:
-        """Read the users' new L1 segments (rules) or closed sessions (LLM) into memory items, with merge and
-        supersession (:mod:`timem.memory.writer`); nothing when ``Config.memory_items`` is off. ``with_llm=False``
-        defers LLM extraction (an L1-only ingest makes no LLM call). Failed LLM sessions are audited and kept in
-        :attr:`extraction_failures` (they are tried again on the next write).
-
-        Raises:
-            ConfigError: ``memory_extractor = "llm"`` but no LLM is configured.
-        """
-        if not self.config.memory_items:
-            return {}
-        if self.config.memory_extractor == "llm" and self.llm is None:
-            raise ConfigError("memory_extractor is 'llm' but no LLM is configured; set llm_backend or "
-                              "memory_extractor = 'rules'.")
-        out: dict[str, ExtractionReport] = {}
-        for uid in user_ids:
-            if self.item_writer.mode == "llm" and not with_llm:
-                continue
-            out[uid] = self.item_writer.extract(uid)
-            self.extraction_failures[uid] = out[uid].failures
-        return out
-
     def sync_segtree(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, segtree_store.SyncReport]:
         """Append the users' new L1 memories to their SegTreeMem segment trees online (or rebuild them when the
         L1 memories changed otherwise); see :func:`timem.segtree.store.sync`."""
@@ -319,53 +297,6 @@ class MemoryEngine:
             editing.erase(self.store, self.consolidator, node_ids, actor=actor)
         else:
             editing.soft_delete(self.store, self.consolidator, node_ids, actor=actor)
-
-    def forget(self, user_id: str, text: str, *, confirm: bool = False, actor: str = "user") -> ForgetPreview:
-        """Explicit forgetting (:mod:`timem.memory.forget`): the memory items and L1 segments matching ``text``
-        ("I work at Blue Harbor"); with ``confirm`` they are soft-deleted (audited; segments undoable with
-        :meth:`restore_memory`), otherwise nothing changes and the preview says what would go.
-
-        Raises:
-            InputError: empty text. NotFoundError: unknown user.
-        """
-        self.require_user(user_id)
-        plan = forget_mod.preview(self.store, user_id, text)
-        return forget_mod.apply(self.store, self.consolidator, plan, actor=actor) if confirm else plan
-
-    def memory_items(self, user_id: str, *, status: str | None = "active") -> list[MemoryItem]:
-        """The user's memory items (active only unless ``status`` is ``"deleted"`` or ``None`` = all), oldest first."""
-        return self.store.items(user_id, status=status)
-
-    def forget_items(self, item_ids: Sequence[str], *, actor: str = "user") -> None:
-        """Soft-delete memory items alone (their segments stay; audit ``forget-item``), e.g. the studio's Facts view.
-
-        Raises:
-            NotFoundError: an unknown item id (nothing is changed).
-        """
-        items = [self.store.item(i) for i in item_ids]
-        with self.store.transaction():
-            for item in items:
-                self.store.update_item(item.id, status="deleted")
-                self.store.audit("forget-item", item.user_id, item.id, {"actor": actor, "segments": []})
-
-    def pin_item(self, item_id: str, pinned: bool = True, *, actor: str = "user") -> MemoryItem:
-        """Pin (or unpin) a memory item: pinned open items go into every answer's system message, within
-        ``Config.memory_pinned_tokens``. Audited (``item-pin`` / ``item-unpin``).
-
-        Raises:
-            NotFoundError: unknown item id.
-        """
-        item = self.store.item(item_id)
-        with self.store.transaction():
-            self.store.update_item(item_id, pinned=pinned)
-            self.store.audit("item-pin" if pinned else "item-unpin", item.user_id, item_id, {"actor": actor})
-        return self.store.item(item_id)
-
-    def pin_candidates(self, user_id: str, *, min_confidence: float = 0.9, min_sources: int = 2) -> list[MemoryItem]:
-        """Items offered for pinning: open, not pinned, confidence >= ``min_confidence`` and stated in at least
-        ``min_sources`` segments (repeated support); supersession leaves no open conflict on their slot."""
-        return [i for i in self.store.items(user_id) if i.is_open and not i.pinned
-                and i.confidence >= min_confidence and len(i.source_ids) >= min_sources]
 
     def restore_memory(self, node_id: str, *, actor: str = "user") -> None:
         """Undo a soft delete."""
@@ -485,18 +416,6 @@ class MemoryEngine:
         except TimemError as exc:  # the reply is stored; consolidation stopped
             raise ChatTurnError("memories", f"the exchange was recorded, but writing its memories failed: {exc}") from exc
         return ChatTurn(session_id=session_id, trace=trace, reply=reply, written=written, warning=warning)
-
-    def _forget_turn(self, user_id: str, session_id: str, what: str, event_time: datetime) -> ChatTurn:
-        """A "forget that …" chat message: soft-delete what matches, answer with what went; the trace is a
-        recall of ``what`` afterwards (not persisted: it shows what is left). Nothing is stored as a turn."""
-        plan = forget_mod.preview(self.store, user_id, what)
-        if not plan.empty:
-            forget_mod.apply(self.store, self.consolidator, plan, actor="chat")
-            reply = "I forgot:\n" + plan.describe()
-        else:
-            reply = plan.describe()
-        trace = self.recall(user_id, what, event_time, persist=False).trace
-        return ChatTurn(session_id=session_id, trace=trace, reply=reply, written=[], forgotten=plan)
 
     def evaluate_recall(self, user_id: str, questions: Iterable[Any], *, complexity: str | None = None,
                         gate: str | None = None, participants: Sequence[str] = ()) -> dict[str, Any]:

@@ -1,0 +1,118 @@
+"""The memory layer's part of :class:`timem.engine.MemoryEngine` (a mixin): extraction, explicit forgetting,
+pinning (:mod:`timem.memory`). It uses the engine's store, config, LLM, consolidator and item writer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from timem.chat_turns import ChatTurn
+from timem.config import Config
+from timem.consolidation.consolidator import Consolidator
+from timem.errors import ConfigError
+from timem.llm.protocol import LLMClient
+from timem.memory import forget as forget_mod
+from timem.memory.forget import ForgetPreview
+from timem.memory.writer import ExtractionReport, ItemWriter
+from timem.models import MemoryItem
+from timem.store import Store
+
+if TYPE_CHECKING:
+    from timem.recall.pipeline import RecallResult
+
+
+class MemoryLayer:
+    """Memory-item methods of the engine facade."""
+
+    config: Config
+    store: Store
+    llm: LLMClient | None
+    consolidator: Consolidator
+    item_writer: ItemWriter
+    extraction_failures: dict[str, list[tuple[str, str]]]
+
+    def require_user(self, user_id: str) -> None: ...  # provided by MemoryEngine
+
+    def recall(self, user_id: str, query: str, question_time: datetime | None = None, **kw: Any) -> RecallResult: ...
+
+    def extract_items(self, user_ids: Sequence[str], *, with_llm: bool = True) -> dict[str, ExtractionReport]:
+        """Read the users' new L1 segments (rules) or closed sessions (LLM) into memory items, with merge and
+        supersession (:mod:`timem.memory.writer`); nothing when ``Config.memory_items`` is off. ``with_llm=False``
+        defers LLM extraction (an L1-only ingest makes no LLM call). Failed LLM sessions are audited and kept in
+        :attr:`extraction_failures` (they are tried again on the next write).
+
+        Raises:
+            ConfigError: ``memory_extractor = "llm"`` but no LLM is configured.
+        """
+        if not self.config.memory_items:
+            return {}
+        if self.config.memory_extractor == "llm" and self.llm is None:
+            raise ConfigError("memory_extractor is 'llm' but no LLM is configured; set llm_backend or "
+                              "memory_extractor = 'rules'.")
+        out: dict[str, ExtractionReport] = {}
+        for uid in user_ids:
+            if self.item_writer.mode == "llm" and not with_llm:
+                continue
+            out[uid] = self.item_writer.extract(uid)
+            self.extraction_failures[uid] = out[uid].failures
+        return out
+
+    def forget(self, user_id: str, text: str, *, confirm: bool = False, actor: str = "user") -> ForgetPreview:
+        """Explicit forgetting (:mod:`timem.memory.forget`): the memory items and L1 segments matching ``text``
+        ("I work at Blue Harbor"); with ``confirm`` they are soft-deleted (audited; segments undoable with
+        :meth:`restore_memory`), otherwise nothing changes and the preview says what would go.
+
+        Raises:
+            InputError: empty text. NotFoundError: unknown user.
+        """
+        self.require_user(user_id)
+        plan = forget_mod.preview(self.store, user_id, text)
+        return forget_mod.apply(self.store, self.consolidator, plan, actor=actor) if confirm else plan
+
+    def memory_items(self, user_id: str, *, status: str | None = "active") -> list[MemoryItem]:
+        """The user's memory items (active only unless ``status`` is ``"deleted"`` or ``None`` = all), oldest first."""
+        return self.store.items(user_id, status=status)
+
+    def forget_items(self, item_ids: Sequence[str], *, actor: str = "user") -> None:
+        """Soft-delete memory items alone (their segments stay; audit ``forget-item``), e.g. the studio's Facts view.
+
+        Raises:
+            NotFoundError: an unknown item id (nothing is changed).
+        """
+        items = [self.store.item(i) for i in item_ids]
+        with self.store.transaction():
+            for item in items:
+                self.store.update_item(item.id, status="deleted")
+                self.store.audit("forget-item", item.user_id, item.id, {"actor": actor, "segments": []})
+
+    def pin_item(self, item_id: str, pinned: bool = True, *, actor: str = "user") -> MemoryItem:
+        """Pin (or unpin) a memory item: pinned open items go into every answer's system message, within
+        ``Config.memory_pinned_tokens``. Audited (``item-pin`` / ``item-unpin``).
+
+        Raises:
+            NotFoundError: unknown item id.
+        """
+        item = self.store.item(item_id)
+        with self.store.transaction():
+            self.store.update_item(item_id, pinned=pinned)
+            self.store.audit("item-pin" if pinned else "item-unpin", item.user_id, item_id, {"actor": actor})
+        return self.store.item(item_id)
+
+    def pin_candidates(self, user_id: str, *, min_confidence: float = 0.9, min_sources: int = 2) -> list[MemoryItem]:
+        """Items offered for pinning: open, not pinned, confidence >= ``min_confidence`` and stated in at least
+        ``min_sources`` segments (repeated support); supersession leaves no open conflict on their slot."""
+        return [i for i in self.store.items(user_id) if i.is_open and not i.pinned
+                and i.confidence >= min_confidence and len(i.source_ids) >= min_sources]
+
+    def _forget_turn(self, user_id: str, session_id: str, what: str, event_time: datetime) -> ChatTurn:
+        """A "forget that …" chat message: soft-delete what matches, answer with what went; the trace is a
+        recall of ``what`` afterwards (not persisted: it shows what is left). Nothing is stored as a turn."""
+        plan = forget_mod.preview(self.store, user_id, what)
+        if not plan.empty:
+            forget_mod.apply(self.store, self.consolidator, plan, actor="chat")
+            reply = "I forgot:\n" + plan.describe()
+        else:
+            reply = plan.describe()
+        trace = self.recall(user_id, what, event_time, persist=False).trace
+        return ChatTurn(session_id=session_id, trace=trace, reply=reply, written=[], forgotten=plan)
