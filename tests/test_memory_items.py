@@ -299,3 +299,21 @@ def test_pinned_items_and_the_asker_go_into_the_chat_answer_prompt(tmp_path, sto
     eng.pin_item(tea.id, False)
     eng.ask("mia", "What does Mia drink?", AT)
     assert "Pinned profile" not in eng.llm.backend.calls[-1].messages[0].content  # type: ignore[union-attr]
+
+
+def test_cli_memories_extract_list_forget_and_pin(cli_env, monkeypatch):  # noqa: F811
+    db = str(cli_env / "t.duckdb")
+    path = write(cli_env / "mia.jsonl", "mia", EN[:5])
+    monkeypatch.setenv("TIMEM_MEMORY_ITEMS", "false")  # written as before the memory layer: no items yet
+    assert run("ingest", str(path), "--format", "jsonl", "--llm", "none", "--mode", "extractive", "--db", db)[0] == 0
+    monkeypatch.delenv("TIMEM_MEMORY_ITEMS")
+    assert "no memory items" in run("memories", "list", "--user", "mia", "--db", db)[1]
+    code, out = run("memories", "extract", "--user", "mia", "--llm", "none", "--db", db)
+    assert code == 0 and "mia: 10 unit(s) read, 6 item(s) added, 0 merged, 2 superseded" in out, out
+    code, out = run("memories", "list", "--user", "mia", "--db", db)
+    assert "Mia's employer: Blue Harbor" in out and "superseded by" in out, out
+    tea = next(line.split()[0] for line in out.splitlines() if "Lisbon" in line)
+    assert "pinned: Mia's home city: Lisbon" in run("memories", "pin", tea, "--db", db)[1]
+    code, out = run("forget", "I work at Blue Harbor", "--user", "mia", "--db", db, "--yes")
+    assert code == 0 and "Blue Harbor" in out and "forgot 1 item(s)" in out, out
+    assert "Blue Harbor" not in run("memories", "list", "--user", "mia", "--db", db)[1]

@@ -363,6 +363,24 @@ def memories_list(user: UserOpt, db: DbOpt = None,
                    f"({len(i.source_ids)} source(s), {i.source}){flags}")
 
 
+@memories_app.command("extract")
+def memories_extract(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user", help="one user (default: all)")] = None,
+                     llm: LlmOpt = None, config: ConfigOpt = None) -> None:
+    """Read the L1 segments (rules) or closed sessions (with an LLM) not read yet into memory items, e.g. for a file
+    written before the memory layer; resumable (each segment or session is one transaction)."""
+    cfg = _config(config, db, llm_backend=llm)
+    eng = _engine(cfg, with_llm=cfg.llm_backend != "none", must_exist=True)
+    try:
+        if user is not None:
+            eng.require_user(user)
+        reports = eng.extract_items([user] if user else eng.users())
+    finally:
+        eng.close()
+    for uid, r in reports.items():
+        typer.echo(f"{uid}: {r.units} unit(s) read, {r.added} item(s) added, {r.merged} merged, {r.superseded} "
+                   f"superseded, {r.ended} ended" + (f"; {len(r.failures)} session(s) failed (audited)" if r.failures else ""))
+
+
 @memories_app.command("pin")
 def memories_pin(item_id: Annotated[str, typer.Argument(help="item id (see `timem memories list`)")], db: DbOpt = None,
                  unpin: Annotated[bool, typer.Option("--unpin", help="take it out of the pinned profile")] = False,
