@@ -9,6 +9,8 @@ import pytest
 from studio_support import DEMO_USER, build_demo_db, open_engine
 from test_app_pages import assert_clean, make_app
 
+from timem.recall.render import render_trace
+
 
 @pytest.fixture(scope="module")
 def demo_template(tmp_path_factory, embedder):
@@ -49,3 +51,7 @@ def test_demo_question_is_answered_from_the_open_item_addressed_to_the_user(engi
     assert turn.trace.context.startswith("[preference, valid 2024-04-21 – now] Mia's morning drink: green tea")
     system = engine.llm.backend.calls[-1].messages[0].content
     assert 'address them as "you"' in system
+    text = render_trace(turn.trace)
+    assert "memory items (1, first in the context)" in text and "espresso (" in text and "superseded 2024-04-21 by" in text
+    at = make_app(engine, page="chat")  # the chat page shows the stored exchange's trace with its items table
+    assert_clean(at)

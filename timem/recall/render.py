@@ -40,7 +40,8 @@ def first_words(node: MemoryNode | None, width: int = 60) -> str:
 
 def render_trace(trace: RecallTrace, max_candidates: int = 40, nodes: Mapping[str, MemoryNode] | None = None,
                  tz: ZoneInfo | None = None) -> str:
-    """A readable multi-section report: plan, candidates, ancestors, gate, context, latency, LLM use.
+    """A readable multi-section report: plan, candidates, ancestors, memory items (with what each superseded),
+    gate, context, latency, LLM use.
 
     With ``nodes`` (node id -> node; erased ones may be missing), each candidate line also shows the
     memory's date (in ``tz``, default the trace's ``timezone`` setting) and first words; every line
@@ -73,6 +74,15 @@ def render_trace(trace: RecallTrace, max_candidates: int = 40, nodes: Mapping[st
     for a in trace.ancestors:
         out.append(f"  L{a.level} {a.node_id} via leaf rank {a.leaf_rank}: {'added' if a.added else 'skipped'}"
                    + (f" ({a.reason})" if a.reason else ""))
+    if trace.items:
+        out += ["", f"memory items ({len(trace.items)}, first in the context):"]
+        for u in trace.items:
+            decay = f" decay={u.decay:.3f}" if u.decay is not None else ""
+            out.append(f"  {u.item_id}: {u.subject}'s {u.attribute} = {u.value}  cosine={u.cosine:.3f}"
+                       f"{' named' if u.named else ''}{decay}  sources={u.source_ids}")
+            for s in u.superseded:
+                how = "corrected by" if s.corrected else f"superseded {s.valid_to:%Y-%m-%d} by" if s.valid_to else "by"
+                out.append(f"      {s.value} ({s.item_id}) {how} {s.superseded_by}")
     g = trace.gate
     out += ["", f"gate: asked={g.mode} applied={g.applied}" + (f" fallback: {g.fallback}" if g.fallback else "")]
     for d in g.decisions:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from timem.models import MemoryNode
@@ -16,6 +17,13 @@ def trace_nodes(ctx: StudioContext, trace: RecallTrace) -> dict[str, MemoryNode]
     if not ids or ctx.engine is None:
         return {}
     return {n.id: n for n in ctx.engine.nodes(ids=sorted(ids), status=None)}
+
+
+def _was(s, ctx: StudioContext) -> str:
+    """A superseded item as ``"espresso (until 2024-04-21)"`` or ``"Porto (corrected)"``."""
+    if s.corrected or s.valid_to is None:
+        return f"{s.value} (corrected)" if s.corrected else s.value
+    return f"{s.value} (until {s.valid_to.astimezone(ctx.tz):%Y-%m-%d})"
 
 
 def render_trace(ctx: StudioContext, trace: RecallTrace, *, key: str, compact: bool = False) -> None:
@@ -57,6 +65,15 @@ def render_trace(ctx: StudioContext, trace: RecallTrace, *, key: str, compact: b
                    + (f" — {trace.gate.fallback}" if trace.gate.fallback else ""))
         st.dataframe(tt.gate_table(trace, nodes), hide_index=True, key=f"{key}_gate")
     with tabs[4]:
+        if trace.items:  # the memory layer's items head the context; what each superseded
+            st.caption(f"{len(trace.items)} memory item(s) first in the context (superseded values are history)")
+            st.dataframe(pd.DataFrame([{
+                "item": f"{u.subject}'s {u.attribute}", "value": u.value,
+                "valid": f"{u.valid_from.astimezone(ctx.tz):%Y-%m-%d} – "
+                         + (f"{u.valid_to.astimezone(ctx.tz):%Y-%m-%d}" if u.valid_to else "now"),
+                "superseded": "; ".join(_was(s, ctx) for s in u.superseded),
+                "cosine": u.cosine, "decay": u.decay, "id": u.item_id} for u in trace.items]),
+                hide_index=True, key=f"{key}_items")
         st.caption(f"Mem Len: {trace.context_tokens} tokens (cl100k), {len(trace.node_ids)} memories")
         st.code(trace.context or "(empty context)", language=None, wrap_lines=True)
         if trace.answer:
