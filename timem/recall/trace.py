@@ -43,7 +43,7 @@ class RecallTrace(BaseModel):
     added; ``gate.decisions`` the fate of each leaf and added ancestor (including the token
     budget); ``node_ids`` the memories in the final context; ``context_tokens`` its cl100k length
     (Mem Len); ``latency_ms`` the wall time per stage (``plan``, ``leaves``, ``ancestors``,
-    ``gate``, ``context``, ``answer``, ``total``), LLM time included where a stage calls the LLM;
+    ``gate``, ``items``, ``context``, ``answer``, ``total``), LLM time included where a stage calls the LLM;
     ``plan`` includes embedding the query when the centroid planner runs (one batch with the
     classifier's text), otherwise ``leaves`` does.
     """

@@ -82,7 +82,7 @@ def gate_table(trace: RecallTrace, nodes: Mapping[str, MemoryNode]) -> pd.DataFr
 
 def latency_table(trace: RecallTrace) -> pd.DataFrame:
     """Wall time per stage in pipeline order: ``stage, ms``."""
-    order = ["plan", "leaves", "ancestors", "gate", "context", "answer", "total"]
+    order = ["plan", "leaves", "ancestors", "gate", "items", "context", "answer", "total"]
     keys = [k for k in order if k in trace.latency_ms] + [k for k in trace.latency_ms if k not in order]
     return pd.DataFrame([{"stage": k, "ms": round(trace.latency_ms[k], 1)} for k in keys], columns=["stage", "ms"])
 
