@@ -48,6 +48,8 @@ def test_changes_ends_and_corrections_are_flagged():
     assert switch.replaces == "coffee" and not switch.ends_only
     (stop,) = extract_statements("I don't drink coffee anymore.")
     assert stop.ends_only and stop.replaces == "coffee"
+    (lost,) = extract_statements("Lost my job as a banker yesterday, so I'm starting a business.")  # LoCoMo
+    assert lost.ends_only and (lost.attribute, lost.replaces) == ("job", "banker")
     (corr,) = extract_statements("Actually, I moved to Braga, not Porto.")
     assert corr.correction and corr.attribute == "home city"
 

@@ -5,7 +5,8 @@
   "subject attribute: value", same embedder as the tree), or the question names its value or attribute
   (words, with a few attribute cues such as "live" -> home city, "喝" -> drink; Chinese cut by jieba). When
   some chain is named, only named chains are given (MiniLM's cosine is a weak signal across short items, and
-  none for Chinese); otherwise the cosine alone decides.
+  none for Chinese); otherwise the cosine alone decides. A question naming a subject ("Where does Caroline
+  live?") gets only that subject's items.
 * **As of when**: without a time window in the plan, or with one that reaches the question time, the
   question is about the present: only the chain's *open* item is given, with what it superseded. When the
   recall planner resolved a window that ended before the question (:mod:`timem.recall.time_window`:
@@ -151,6 +152,9 @@ def recall_items(store: Store, embedder: Embedder, config: Config, user_id: str,
     chains: dict[tuple[str, str], list[MemoryItem]] = {}
     for i in items:
         chains.setdefault((i.subject, i.attribute), []).append(i)
+    named_subjects = {subj for subj, _ in chains if subj.lower() in query.lower()}
+    if named_subjects:  # "Where does Caroline live?": Caroline's items only
+        chains = {k: v for k, v in chains.items() if k[0] in named_subjects}
     past = window is not None and window.end < question_time
     ranked: list[tuple[float, ItemUse]] = []
     for (_subject, attribute), chain in chains.items():

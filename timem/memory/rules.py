@@ -90,7 +90,8 @@ _STOP = _p(r"\bi\s+(?:don't|do\s+not|no\s+longer|never)\s+(?:even\s+)?(?:drink|w
 _ONLY_EN = _p(r"\bonly\s+(?:drink\s+)?{v}\b", v=_DRINK)
 _MORNING = _p(r"\bmy\s+mornings?\s+(?:start|starts|begin|begins)\s+with\s+(?:an?\s+)?(?:(?:double|strong|big|hot|cup\s+of)\s+)*{v}\b",
               v=_DRINK)
-_JOB_AS = re.compile(r"\b(?:new\s+)?job\s+as\s+(?:an?\s+)" + _JOB + _END, re.IGNORECASE)
+_JOB_AS = re.compile(r"\b(?:a\s+|my\s+)?(?:new\s+)?job\s+as\s+(?:an?\s+)" + _JOB + _END, re.IGNORECASE)
+_JOB_LOST = re.compile(r"\b(?:lost|quit|left)\s+my\s+job\s+as\s+(?:an?\s+)" + _JOB + _END, re.IGNORECASE)
 _GAVE_UP = _p(r"\bi(?:'ve|\s+have)?\s+(?:gave|given|give)\s+up\s+{old}\b", old=_DRINK)
 _DRINK_NOW = _p(r"\bi\s+(?:now\s+|usually\s+|always\s+|only\s+|just\s+|mostly\s+)*(?:drink|have|start\s+my\s+day\s+with)\s+{v}\b"
                 r"(?P<when>[^.!?]*\bmorning)?", v=_DRINK)
@@ -144,7 +145,9 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
             if m.groupdict().get("job"):
                 add("fact", "job", m["job"])
             break
-    if not any(x.attribute == "job" for x in out) and re.search(r"\bI\b", s) and (m := _JOB_AS.search(s)):
+    if m := _JOB_LOST.search(s):  # "lost my job as a banker": ends that job
+        add("fact", "job", m["job"], replaces=m["job"].lower(), ends_only=True)
+    elif not any(x.attribute == "job" for x in out) and re.search(r"\bI\b", s) and (m := _JOB_AS.search(s)):
         add("fact", "job", m["job"])
     if m := _ZH_WORK_JOB.search(s):
         add("fact", "employer", m["emp"])
