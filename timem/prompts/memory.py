@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from timem.llm.protocol import Message
 from timem.prompts.common import language_note
@@ -31,7 +31,11 @@ class ExtractedItem(BaseModel):
 
 
 class ExtractedItems(BaseModel):
-    items: list[ExtractedItem] = Field(default_factory=list)
+    """The answer: ``items`` is required and nothing else is allowed (an answer of another shape is refused,
+    not read as "no items")."""
+
+    model_config = ConfigDict(extra="forbid")
+    items: list[ExtractedItem]
 
 
 def build_messages(turns: list[tuple[str, str]]) -> list[Message]:
