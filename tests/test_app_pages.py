@@ -32,7 +32,7 @@ def make_app(engine, user: str = DEMO_USER, page: str | None = None) -> AppTest:
     at.session_state[ENGINE_KEY] = engine
     at.session_state[USER_KEY] = user
     if page:
-        at.switch_page(f"pages/{page}.py")
+        at.switch_page(f"timem/studio/views/{page}.py")
     return at.run()
 
 
@@ -412,7 +412,7 @@ def test_extractive_mode_from_the_sidebar_without_an_llm(tmp_path, embedder):
         nodes = eng.store.nodes(DEMO_USER)
         assert {int(n.level) for n in nodes} == {1, 2, 3, 4, 5}
         assert {n.mode for n in nodes if n.level > 1} == {"extractive"}
-        at.switch_page("pages/memories.py").run()
+        at.switch_page("timem/studio/views/memories.py").run()
         assert_clean(at)
         table = at.dataframe[0].value
         assert set(table["mode"]) == {"verbatim", "extractive"}
@@ -553,7 +553,7 @@ def test_bad_database_path_errors_on_that_page_only(tmp_path, monkeypatch):
             at.run()  # the next interaction: no error left, the store still open
             assert not at.exception and not at.error
             for page in ("chat", "memories"):
-                at.switch_page(f"pages/{page}.py").run()
+                at.switch_page(f"timem/studio/views/{page}.py").run()
                 assert not at.exception and not at.error, page
     finally:
         st.cache_resource.clear()
@@ -593,7 +593,7 @@ def test_uploads_are_deleted_and_errors_name_the_uploaded_file(empty_engine, tmp
 
     (uploads / "leftover").mkdir(parents=True)  # e.g. from a process killed mid-import
     (uploads / "leftover" / "old.jsonl").write_text(ZOE_LINE)
-    at.switch_page("pages/memories.py").run()
+    at.switch_page("timem/studio/views/memories.py").run()
     at.text_input(key="mem_erase_user_typed").set_value("zoe").run()
     at.button(key="mem_erase_user").click().run()
     assert not at.exception

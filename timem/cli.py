@@ -350,8 +350,9 @@ def studio(db: DbOpt = None, port: int = 8501) -> None:
     """Start the Streamlit studio (headless) on 127.0.0.1."""
     import subprocess
 
-    app_py = Path(__file__).resolve().parents[1] / "app.py"
-    args = [sys.executable, "-m", "streamlit", "run", str(app_py), "--server.address", "127.0.0.1",
+    from timem.studio import APP_PY
+
+    args = [sys.executable, "-m", "streamlit", "run", str(APP_PY), "--server.address", "127.0.0.1",
             "--server.port", str(port), "--server.headless", "true"]
     env = None
     if db:

@@ -21,11 +21,11 @@ import streamlit as st
 from timem.consolidation.consolidator import NEEDS_LLM
 from timem.errors import ConsolidationIncomplete, InputError
 from timem.models import CONSOLIDATION_MODES
+from timem.studio import DEMO_FILE
 from timem.ui import chat, state
 from timem.ui.feedback import StreamlitProgress, flash, user_errors
 
-REPO = Path(__file__).resolve().parents[2]
-DEMO_FILE = REPO / "data" / "demo_conversation.jsonl"
+REPO = Path(__file__).resolve().parents[2]  # a checkout; in an installed wheel SHARED_LOCOMO does not exist
 SHARED_LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 FORMATS = {"LoCoMo (JSON)": "locomo", "LongMemEval (JSON)": "longmemeval", "TiMem JSONL": "jsonl"}
 UPLOAD_DIR = Path(tempfile.gettempdir()) / "timem-uploads"  #: staged uploads (deleted after each import)
