@@ -124,12 +124,10 @@ def tree(user: UserOpt, db: DbOpt = None, level: Annotated[int | None, typer.Opt
          width: Annotated[int, typer.Option(help="characters of content per node")] = 100,
          config: ConfigOpt = None) -> None:
     """Print a user's tree, top level first, each node with its span, model and id (for `timem erase`)."""
-    from timem.viz.tree_text import render_tree
-
     cfg = _config(config, db)
     eng = _engine(cfg, with_llm=False, must_exist=True)
     try:
-        typer.echo(render_tree(eng.store, user, cfg.tz, level=level, width=width))
+        typer.echo(eng.tree_text(user, level=level, width=width))
     finally:
         eng.close()
 
@@ -140,7 +138,7 @@ def stats(db: DbOpt = None, as_json: Annotated[bool, typer.Option("--json")] = F
     cfg = _config(config, db)
     eng = _engine(cfg, with_llm=False, must_exist=True)
     try:
-        s = eng.store.stats()
+        s = eng.stats()
     finally:
         eng.close()
     if as_json:
@@ -155,16 +153,10 @@ def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] 
           repair: Annotated[bool, typer.Option(help="rebuild a stale FTS snapshot first")] = False,
           config: ConfigOpt = None) -> None:
     """Verify the tree invariants; exit code 2 on any violation."""
-    from timem.tree.check import check_store
-
     cfg = _config(config, db)
     eng = _engine(cfg, with_llm=False, must_exist=True)
     try:
-        if user is not None and user not in eng.store.users():
-            raise NotFoundError(f"no user {user!r} in {cfg.db_path}; users: {', '.join(eng.store.users()) or 'none'}")
-        if repair:
-            eng.store.refresh_fts()
-        problems = check_store(eng.store, cfg, user)
+        problems = eng.check(user, repair=repair)
     finally:
         eng.close()
     for p in problems:
@@ -178,12 +170,10 @@ def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] 
 def erase(node_ids: Annotated[list[str], typer.Argument(help="memory node ids (see `timem tree`)")],
           db: DbOpt = None, llm: LlmOpt = None, config: ConfigOpt = None) -> None:
     """Hard-erase memories: rows, source turns, vectors, FTS, LLM cache, recall traces; then rewrite the file."""
-    from timem import editing
-
     cfg = _config(config, db, llm_backend=llm)
     eng = _engine(cfg, must_exist=True)
     try:
-        cost = editing.erase(eng.store, eng.consolidator, node_ids, actor="cli")
+        cost = eng.delete_memories(node_ids, hard=True, actor="cli")
     finally:
         eng.close()
     typer.echo(f"erased {len(node_ids)} memory(ies); file rewritten in {cost['seconds']:.2f} s "
@@ -197,10 +187,13 @@ def erase_user(user: Annotated[str, typer.Argument(help="the user id to erase")]
     cfg = _config(config, db)
     eng = _engine(cfg, with_llm=False, must_exist=True)
     try:
+        eng.require_user(user)
         counts = eng.erase_user(user, actor="cli")
     finally:
         eng.close()
-    typer.echo(f"erased user {user}: {counts}")
+    rows = ", ".join(f"{v} {k}" for k, v in counts.items() if not k.startswith("file_"))
+    typer.echo(f"erased user {user}: {rows}; file rewritten in {counts['file_seconds']:.2f} s "
+               f"({counts['file_bytes_before'] / 1e6:.1f} -> {counts['file_bytes_after'] / 1e6:.1f} MB)")
 
 
 @app.command()
@@ -209,7 +202,7 @@ def compact(db: DbOpt = None, config: ConfigOpt = None) -> None:
     cfg = _config(config, db)
     eng = _engine(cfg, with_llm=False, must_exist=True)
     try:
-        cost = eng.store.compact()
+        cost = eng.compact()
     finally:
         eng.close()
     typer.echo(f"rewrote {cfg.db_path} in {cost['seconds']:.2f} s ({cost['bytes_before'] / 1e6:.1f} -> "
@@ -326,9 +319,9 @@ def segtree_build(db: DbOpt = None, user: Annotated[str | None, typer.Option("--
     cfg = _config(config, db)
     eng = _engine(cfg, with_llm=False, must_exist=True)
     try:
-        users = [user] if user else eng.store.users()
-        if user is not None and user not in eng.store.users():
-            raise NotFoundError(f"no user {user!r} in {cfg.db_path}; users: {', '.join(eng.store.users()) or 'none'}")
+        if user is not None:
+            eng.require_user(user)
+        users = [user] if user else eng.users()
         reports = eng.sync_segtree(users, rebuild=rebuild)
     finally:
         eng.close()

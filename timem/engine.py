@@ -281,12 +281,42 @@ class MemoryEngine:
         """New content for a memory; ancestors re-consolidated (see :mod:`timem.editing`)."""
         return editing.edit_memory(self.store, self.consolidator, node_id, content, actor=actor)
 
-    def delete_memories(self, node_ids: Sequence[str], *, hard: bool = False, actor: str = "user") -> None:
-        """Soft-delete (undoable) or, with ``hard``, erase memories; ancestors re-consolidated without them."""
+    def delete_memories(self, node_ids: Sequence[str], *, hard: bool = False, actor: str = "user") -> dict[str, float]:
+        """Soft-delete (undoable) or, with ``hard``, erase memories; ancestors re-consolidated without them.
+
+        Returns the file rewrite's ``seconds``, ``bytes_before``, ``bytes_after`` for a hard erase, else ``{}``.
+        """
         if hard:
-            editing.erase(self.store, self.consolidator, node_ids, actor=actor)
-        else:
-            editing.soft_delete(self.store, self.consolidator, node_ids, actor=actor)
+            return editing.erase(self.store, self.consolidator, node_ids, actor=actor)
+        editing.soft_delete(self.store, self.consolidator, node_ids, actor=actor)
+        return {}
+
+    def compact(self) -> dict[str, float]:
+        """Rewrite the database file (what every hard erase does last): ``seconds``, ``bytes_before``, ``bytes_after``."""
+        return self.store.compact()
+
+    def stats(self) -> dict[str, Any]:
+        """Nodes per level, turns, LLM calls, tokens and cache hits (:meth:`timem.store.Store.stats`)."""
+        return self.store.stats()
+
+    def check(self, user_id: str | None = None, *, repair: bool = False) -> list[Any]:
+        """Tree invariant violations (:func:`timem.tree.check.check_store`) of one user or all; ``repair``
+        first rebuilds a stale FTS snapshot. Raises :class:`NotFoundError` for an unknown user."""
+        from timem.tree.check import check_store
+
+        if user_id is not None:
+            self.require_user(user_id)
+        if repair:
+            self.store.refresh_fts()
+        return check_store(self.store, self.config, user_id)
+
+    def tree_text(self, user_id: str, *, level: int | None = None, width: int = 100) -> str:
+        """The user's tree as text, top level first (:func:`timem.viz.tree_text.render_tree`).
+        Raises :class:`NotFoundError` for an unknown user."""
+        from timem.viz.tree_text import render_tree
+
+        self.require_user(user_id)
+        return render_tree(self.store, user_id, self.config.tz, level=level, width=width)
 
     def restore_memory(self, node_id: str, *, actor: str = "user") -> None:
         """Undo a soft delete."""

@@ -7,6 +7,7 @@ Mounted by :mod:`timem.cli` as ``app.add_typer(bench_app, name="bench")``. Error
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,7 +20,10 @@ from timem.errors import ConfigError
 bench_app = typer.Typer(add_completion=False, no_args_is_help=True,
                         help="Benchmarks: LoCoMo and LongMemEval with the paper's metrics, ablations and baselines.")
 
-RecipeOpt = Annotated[str, typer.Option("--config", help="recipe name (see `timem bench recipes`)")]
+RecipeOpt = Annotated[str, typer.Option("--recipe", "--config", help="recipe name (see `timem bench recipes`); "
+                                                                   "--config is the old spelling, deprecated")]
+SampleOpt = Annotated[str | None, typer.Option("--sample", "--samples", help="sample ids, e.g. conv-26,conv-30 "
+                                                                           "(--samples is deprecated)")]
 LlmOpt = Annotated[str | None, typer.Option("--llm", help="answering / consolidating LLM: local | openai | none")]
 JudgeOpt = Annotated[str | None, typer.Option(
     "--judge", help="judge LLM: 'same' (default: the answering model), 'local', 'openai' or 'openai:MODEL'")]
@@ -34,6 +38,16 @@ SettingsOpt = Annotated[Path | None, typer.Option("--settings", help="TOML confi
 MaxQOpt = Annotated[int | None, typer.Option("--max-questions", help="stop after the first N selected questions")]
 WindowOpt = Annotated[int | None, typer.Option("--window", help="full-context: model window in tokens "
                                                                 "(default local_n_ctx, or 128000 for openai)")]
+
+
+def _warn_old_spellings(argv: list[str] | None = None) -> None:
+    """Warn on stderr about the deprecated ``--config`` (recipe) and ``--samples`` spellings."""
+    args = sys.argv[1:] if argv is None else argv
+    if "--config" in args:
+        typer.echo("warning: `timem bench --config` is deprecated; use --recipe (--config will name a TOML file, "
+                   "as in every other command; until then that is --settings)", err=True)
+    if "--samples" in args:
+        typer.echo("warning: --samples is deprecated; use --sample (as in every other command)", err=True)
 
 
 def _overrides(pairs: list[str] | None) -> dict[str, Any]:
@@ -66,6 +80,7 @@ def _run(dataset: str, file: Path, recipe_name: str, *, samples: str | None = No
          sets: list[str] | None, settings: Path | None) -> Path:
     from timem.bench.runner import RunSpec, run_benchmark
 
+    _warn_old_spellings()
     recipe = get_recipe(recipe_name)
     base = load_config(settings, llm_backend=llm, **_overrides(sets))
     mode = "retrieval" if retrieval_only else "e2e"
@@ -84,7 +99,7 @@ def _run(dataset: str, file: Path, recipe_name: str, *, samples: str | None = No
 
 
 @bench_app.command()
-def locomo(file: Path, samples: Annotated[str | None, typer.Option("--samples", help="sample ids, e.g. conv-26,conv-30")] = None,
+def locomo(file: Path, samples: SampleOpt = None,
            recipe: RecipeOpt = "timem", llm: LlmOpt = None, judge: JudgeOpt = None, judge_base_url: JudgeUrlOpt = None,
            retrieval_only: RetrOpt = False, out: OutOpt = None,
            include_adversarial: Annotated[bool, typer.Option("--include-adversarial",
@@ -114,7 +129,7 @@ def suite(dataset: Annotated[str, typer.Argument(help="locomo | longmemeval")], 
           name: Annotated[str, typer.Option("--suite", help=f"one of {', '.join(SUITES)}")] = "no-llm",
           recipes: Annotated[str | None, typer.Option("--recipes", help="comma-separated recipes instead")] = None,
           out_root: Annotated[Path, typer.Option("--out-root", help="parent of the run folders")] = Path("bench/runs"),
-          samples: Annotated[str | None, typer.Option("--samples")] = None,
+          samples: SampleOpt = None,
           limit: Annotated[int | None, typer.Option("--limit")] = None,
           retrieval_only: RetrOpt = False, llm: LlmOpt = None, judge: JudgeOpt = None,
           judge_base_url: JudgeUrlOpt = None, db: DbOpt = None, max_questions: MaxQOpt = None,

@@ -171,5 +171,6 @@ def _danger_zone(ctx: state.StudioContext) -> None:
                 counts = ctx.engine.erase_user(ctx.user)
                 remove_uploads()
                 st.session_state.pop(UNDO_KEY, None)
-                flash("Erased user " + ctx.user + ": " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+                flash("Erased user " + ctx.user + ": " + ", ".join(f"{v} {k}" for k, v in counts.items()
+                                                              if not k.startswith("file_")))
                 st.rerun()

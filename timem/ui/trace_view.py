@@ -42,12 +42,15 @@ def render_trace(ctx: StudioContext, trace: RecallTrace, *, key: str, compact: b
     with tabs[1]:
         df = tt.candidate_table(trace, nodes)
         if compact:
-            df = df[["rank", "kept", "fused", "semantic", "bm25", "preview"]]
-        st.caption(f"{len(df)} L1 candidates; top k kept (λ = {trace.settings.get('recall_lambda', '?')}: "
-                   "fused = λ·semantic + (1−λ)·BM25, both max-normalised).")
+            df = df[["rank", "kept", "score", "local", "tree", "semantic", "bm25", "preview"]]
+        if df["local"].isna().all():
+            df = df.drop(columns=["local", "tree"])
+        st.caption(f"{len(df)} L1 candidates; top k kept by score (λ = {trace.settings.get('recall_lambda', '?')}: "
+                   "fused = λ·semantic + (1−λ)·BM25, both max-normalised, with the speaker and time terms"
+                   + ("; with relevance propagation score = local + tree, what the tree added)."
+                      if "local" in df.columns else ")."))
         st.dataframe(df, hide_index=True, key=f"{key}_cands",
-                     column_config={"fused": st.column_config.ProgressColumn("fused", min_value=0.0, max_value=1.0,
-                                                                             format="%.3f")})
+                     column_config={"score": st.column_config.NumberColumn("score", format="%.3f")})
     with tabs[2]:
         df = tt.ancestor_table(trace, nodes)
         st.caption(f"{int(df['added'].sum()) if len(df) else 0} ancestors added of {len(df)} met.")
