@@ -376,7 +376,6 @@ def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: Key
     """Serve the memory HTTP API (docs/service.md) over --db; the service is the file's one writer while it runs."""
     import uvicorn
 
-    from timem.engine import MemoryEngine
     from timem.service import create_app
 
     cfg = _config(config, db, llm_backend=llm)
@@ -384,7 +383,7 @@ def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: Key
     if not kf.list():
         typer.echo(f"warning: no API keys in {kf.path}; every request will get 401. Add one with "
                    f"`timem keys add TENANT --db {cfg.db_path}`", err=True)
-    uvicorn.run(create_app(lambda: MemoryEngine.open(cfg, with_llm=cfg.llm_backend != "none"), kf),
+    uvicorn.run(create_app(cfg, kf),
                 host=host, port=port, log_level="info")
 
 

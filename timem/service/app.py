@@ -32,6 +32,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from timem.config import Config
 from timem.engine import MemoryEngine
 from timem.errors import (
     AuthError,
@@ -157,10 +158,14 @@ S = Annotated[Service, Depends(_svc)]
 T = Annotated[Tenant, Depends(_tenant)]
 
 
-def create_app(engine_factory: Callable[[], MemoryEngine], keys: KeyFile | str | Path) -> FastAPI:
+def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFile | str | Path) -> FastAPI:
     """The service app. ``engine_factory`` builds the engine at startup (it owns the DuckDB file until
-    shutdown); ``keys`` is the keys file (path or :class:`KeyFile`)."""
+    shutdown); a :class:`Config` instead opens ``config.db_path`` with :meth:`MemoryEngine.open` (with the
+    configured LLM unless ``llm_backend="none"``). ``keys`` is the keys file (path or :class:`KeyFile`)."""
     keyfile = keys if isinstance(keys, KeyFile) else KeyFile(keys)
+    if isinstance(engine_factory, Config):
+        cfg = engine_factory
+        engine_factory = lambda: MemoryEngine.open(cfg, with_llm=cfg.llm_backend != "none")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -203,7 +208,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine], keys: KeyFile | str |
             key = header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-api-key")
             tenant = await anyio.to_thread.run_sync(keyfile.tenant_of, key)  # scrypt: off the event loop
             if tenant is None:
-                return _error(401, str(AuthError("missing or invalid API key; send 'Authorization: Bearer <key>' "
+                return _error(STATUS[AuthError], str(AuthError("missing or invalid API key; send 'Authorization: Bearer <key>' "
                                                  "with a key from `timem keys add TENANT`")))
             request.state.tenant = Tenant(tenant)
             limit = 4 * request.app.state.service.max_text + 64 * 1024
