@@ -155,6 +155,9 @@ class Config(BaseModel):
     #: context layout: "grouped" (one dated header per session for L1) or "lines" (a date per memory)
     context_layout: Literal["grouped", "lines"] = "grouped"
     quotas: dict[str, dict[int, int]] = Field(default_factory=lambda: {k: dict(v) for k, v in DEFAULT_QUOTAS.items()})
+    #: memory service (``timem serve`` / ``timem mcp``): longest message, reply, query or memory text
+    #: accepted, in characters; longer ones are refused (HTTP 413) and nothing is written
+    service_max_text_chars: int = Field(default=16_000, ge=1)
 
     @field_validator("timezone")
     @classmethod

@@ -343,6 +343,30 @@ class MemoryEngine:
         """Memory nodes, as :meth:`timem.store.Store.nodes` (active only unless ``status=None``)."""
         return self.store.nodes(user_id, level, **kw)
 
+    def node(self, node_id: str) -> MemoryNode | None:
+        """One memory node by id, in any status (active, deleted, superseded), or ``None`` if absent."""
+        found = self.store.nodes(ids=[node_id], status=None)
+        return found[0] if found else None
+
+    def export_user(self, user_id: str, *, traces: int = 1000) -> dict[str, Any]:
+        """Everything stored of one user as JSON-ready data: ``user_id``, ``sessions``, ``turns`` (conversation
+        order), ``nodes`` (every status, conversation order) and the newest ``traces`` recall traces.
+        Times are ISO 8601 UTC.
+
+        Raises:
+            NotFoundError: the user is not in the store.
+        """
+        self.require_user(user_id)
+        sessions = [{**s, "started_at": s["started_at"].isoformat(), "last_event_at": s["last_event_at"].isoformat()}
+                    for s in self.store.sessions(user_id)]
+        return {
+            "user_id": user_id,
+            "sessions": sessions,
+            "turns": [t.model_dump(mode="json") for t in self.store.turns(user_id)],
+            "nodes": [n.model_dump(mode="json") for n in self.store.nodes(user_id, status=None)],
+            "traces": self.store.traces(user_id, limit=traces),
+        }
+
     def require_user(self, user_id: str) -> None:
         """Raise :class:`NotFoundError` (naming the users there are) unless ``user_id`` is in the store."""
         users = self.store.users()

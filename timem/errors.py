@@ -88,3 +88,13 @@ class ChatTurnError(TimemError):
     def __init__(self, stage: str, message: str) -> None:
         super().__init__(message)
         self.stage = stage
+
+
+class TextTooLongError(InputError):
+    """A text (message, reply, query, memory content) is longer than the configured maximum
+    (``service_max_text_chars``); nothing was written. Split it or raise the limit."""
+
+
+class AuthError(TimemError):
+    """A request to the memory service carried no API key, or one that is unknown, malformed or revoked.
+    Nothing was read or written; send ``Authorization: Bearer <key>`` with a key from `timem keys add`."""

@@ -1,0 +1,235 @@
+"""Bounded load test of the memory service (``timem serve``) on 127.0.0.1.
+
+Starts ``timem serve`` on a fresh DuckDB file (two tenants, one key each), runs N client threads for T
+seconds over U users per tenant (mixed: exchanges written, recalls, memory listings), then stops by itself
+and reports:
+
+* p50 / p95 / p99 latency and count per endpoint, errors per endpoint and status;
+* tenant (and user) isolation, checked on every response: each written text carries a marker
+  ``[tenant.user.client.n]``, and a response for tenant X's user u must not contain a marker of another
+  tenant or another user;
+* afterwards, through each user's export: every acknowledged turn is stored exactly once with its text
+  (turns stored whose request never got an answer are counted separately);
+* ``timem check`` on the file after the service stopped.
+
+Usage (prints a markdown report; writes nothing under bench/results)::
+
+    python bench/service_load.py --clients 4 --seconds 20 --users 10
+    python bench/service_load.py --clients 20 --seconds 120 --users 25   # the issue's run: 50 users
+
+Exit code 1 if an isolation breach, a lost or duplicated turn, or a failed check was found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from timem.service.keys import KeyFile, default_keys_path
+
+TENANTS = ("acme", "beta")
+MARK = re.compile(r"\[(\w+)\.(u\d+)\.c\d+\.\d+\]")
+WORDS = ("cat", "garden", "concert", "train", "sister", "recipe", "bicycle", "museum", "exam", "holiday")
+BASE = datetime(2024, 1, 1, 8, 0, tzinfo=UTC)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Stats:
+    """Latencies, errors, breaches and acknowledged turns, shared by the client threads."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.lat: dict[str, list[float]] = defaultdict(list)
+        self.errors: Counter[tuple[str, str]] = Counter()
+        self.breaches: list[str] = []
+        self.acked: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)  # (tenant, user) -> turn id -> text
+        self.minute: Counter[tuple[str, str]] = Counter()
+
+    def next_time(self, tenant: str, user: str) -> datetime:
+        with self.lock:
+            self.minute[(tenant, user)] += 1
+            return BASE + timedelta(minutes=3 * self.minute[(tenant, user)])
+
+
+def _check_isolation(stats: Stats, tenant: str, user: str, endpoint: str, text: str) -> None:
+    for t, u in set(MARK.findall(text)):
+        if (t, u) != (tenant, user):
+            with stats.lock:
+                stats.breaches.append(f"{endpoint} for {tenant}/{user} returned a memory of {t}/{u}")
+
+
+def _client(idx: int, base: str, keys: dict[str, str], users: int, deadline: float, stats: Stats, seed: int) -> None:
+    rng = random.Random(seed + idx)
+    clients = {t: httpx.Client(base_url=base, headers={"Authorization": f"Bearer {k}"}, timeout=60)
+               for t, k in keys.items()}
+    n = 0
+    try:
+        while time.monotonic() < deadline:
+            tenant, user = rng.choice(TENANTS), f"u{rng.randrange(users)}"
+            known = bool(stats.acked.get((tenant, user)))
+            op = rng.random()
+            c = clients[tenant]
+            if op < 0.5 or not known:
+                endpoint, n = "POST turns", n + 1
+                marker = f"[{tenant}.{user}.c{idx}.{n}]"
+                w = rng.choice(WORDS)
+                body = {"session_id": f"c{idx}-{stats.minute[(tenant, user)] // 20}",
+                        "event_time": stats.next_time(tenant, user).isoformat(),
+                        "message": f"{marker} Today I talked about my {w} again.", "reply": f"{marker} Noted."}
+                t0 = time.perf_counter()
+                try:
+                    r = c.post(f"/v1/users/{user}/turns", json=body)
+                except httpx.HTTPError as exc:
+                    stats.errors[(endpoint, type(exc).__name__)] += 1
+                    continue
+                dt = time.perf_counter() - t0
+                if r.status_code == 200:
+                    ids = r.json()["turn_ids"]
+                    with stats.lock:
+                        stats.acked[(tenant, user)].update(zip(ids, [body["message"], body["reply"]], strict=True))
+            elif op < 0.9:
+                endpoint = "POST recall"
+                t0 = time.perf_counter()
+                try:
+                    r = c.post(f"/v1/users/{user}/recall", json={"query": f"What did I say about my {rng.choice(WORDS)}?"})
+                except httpx.HTTPError as exc:
+                    stats.errors[(endpoint, type(exc).__name__)] += 1
+                    continue
+                dt = time.perf_counter() - t0
+            else:
+                endpoint = "GET memories"
+                t0 = time.perf_counter()
+                try:
+                    r = c.get(f"/v1/users/{user}/memories", params={"level": 1})
+                except httpx.HTTPError as exc:
+                    stats.errors[(endpoint, type(exc).__name__)] += 1
+                    continue
+                dt = time.perf_counter() - t0
+            _check_isolation(stats, tenant, user, endpoint, r.text)
+            with stats.lock:
+                stats.lat[endpoint].append(dt * 1000)
+                if r.status_code != 200:
+                    stats.errors[(endpoint, str(r.status_code))] += 1
+    finally:
+        for c in clients.values():
+            c.close()
+
+
+def _verify(base: str, keys: dict[str, str], stats: Stats) -> tuple[int, list[str], int]:
+    """Every acknowledged turn stored exactly once with its text; returns (turns checked, problems,
+    stored turns never acknowledged)."""
+    problems, checked, extra = [], 0, 0
+    for tenant, key in keys.items():
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=120) as c:
+            users = c.get("/v1/users").json()["users"]
+            for user in users:
+                data = c.get(f"/v1/users/{user}/export")
+                _check_isolation(stats, tenant, user, "GET export", data.text)
+                turns = data.json()["turns"]
+                counts = Counter(t["id"] for t in turns)
+                texts = {t["id"]: t["text"] for t in turns}
+                for tid, text in stats.acked.get((tenant, user), {}).items():
+                    checked += 1
+                    if counts[tid] != 1 or texts.get(tid) != text:
+                        problems.append(f"{tenant}/{user} turn {tid}: stored {counts[tid]}x, text ok={texts.get(tid) == text}")
+                extra += sum(1 for tid in counts if tid not in stats.acked.get((tenant, user), {}))
+                dup_text = [m for m, k in Counter(texts.values()).items() if k > 1]
+                problems += [f"{tenant}/{user}: text stored twice: {m[:60]}" for m in dup_text]
+    return checked, problems, extra
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--users", type=int, default=10, help="users per tenant")
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--dir", type=Path, default=None, help="work folder (default: a temporary one)")
+    args = ap.parse_args()
+
+    work = args.dir or Path(tempfile.mkdtemp(prefix="timem-load-"))
+    work.mkdir(parents=True, exist_ok=True)
+    db = work / "load.duckdb"
+    kf = KeyFile(default_keys_path(db))
+    keys = {t: kf.add(t) for t in TENANTS}
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TIMEM_LLM_BACKEND": "none"}
+    log = open(work / "serve.log", "w")  # noqa: SIM115
+    server = subprocess.Popen([sys.executable, "-m", "timem.cli", "serve", "--db", str(db), "--port", str(port),
+                               "--llm", "none"], env=env, cwd=work, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(240):
+            try:
+                if httpx.get(f"{base}/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if server.poll() is not None:
+                raise SystemExit(f"the service exited; see {work / 'serve.log'}")
+            time.sleep(0.5)
+        stats = Stats()
+        t_start = time.monotonic()
+        deadline = t_start + args.seconds
+        threads = [threading.Thread(target=_client, args=(i, base, keys, args.users, deadline, stats, args.seed))
+                   for i in range(args.clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.monotonic() - t_start
+        checked, problems, extra = _verify(base, keys, stats)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(60)
+        log.close()
+    check = subprocess.run([sys.executable, "-m", "timem.cli", "check", "--db", str(db)], env=env, cwd=work,
+                           capture_output=True, text=True, check=False)
+
+    print(f"# Service load test: {args.clients} clients, {args.seconds:.0f} s, {args.users} users x "
+          f"{len(TENANTS)} tenants\n")
+    print(f"wall {wall:.1f} s; file {db} ({db.stat().st_size / 1e6:.1f} MB)\n")
+    print("| endpoint | n | req/s | p50 ms | p95 ms | p99 ms | errors |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    for ep in sorted(stats.lat):
+        a = np.array(stats.lat[ep])
+        errs = ", ".join(f"{s}: {k}" for (e, s), k in sorted(stats.errors.items()) if e == ep) or "0"
+        print(f"| {ep} | {len(a)} | {len(a) / wall:.1f} | {np.percentile(a, 50):.0f} | {np.percentile(a, 95):.0f} | "
+              f"{np.percentile(a, 99):.0f} | {errs} |")
+    transport = {k: v for k, v in stats.errors.items() if k[0] not in stats.lat}
+    if transport:
+        print(f"\ntransport errors: {dict(transport)}")
+    print(f"\nisolation: {len(stats.breaches)} breach(es) over every response" +
+          "".join(f"\n- {b}" for b in stats.breaches[:10]))
+    print(f"turns: {checked} acknowledged, {len(problems)} lost/duplicated/changed, {extra} stored without an "
+          "acknowledgement" + "".join(f"\n- {p}" for p in problems[:10]))
+    said = (check.stdout.strip() or check.stderr.strip()).splitlines()
+    print(f"timem check: exit {check.returncode}: {' / '.join(said[-3:])}")
+    return 1 if stats.breaches or problems or check.returncode != 0 else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
