@@ -371,6 +371,8 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
         """Erase everything of the user (turns, memories, traces, caches); the file is rewritten."""
         with s.use() as eng:
             internal = s.require_user(eng, t, user)
-            return ErasedOut(user=user, counts=eng.erase_user(internal, actor=f"api:{t.name}"))
+            out = eng.erase_user(internal, actor=f"api:{t.name}")
+            return ErasedOut(user=user, counts={k: int(v) for k, v in out.items() if not k.startswith("file_")},
+                             file={k[5:]: v for k, v in out.items() if k.startswith("file_")})
 
     return app

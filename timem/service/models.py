@@ -113,7 +113,8 @@ class UsersOut(BaseModel):
 
 class ErasedOut(BaseModel):
     user: str
-    counts: dict[str, int]
+    counts: dict[str, int]  #: rows removed per table
+    file: dict[str, float]  #: the file rewrite: seconds, bytes_before, bytes_after
 
 
 class ErrorOut(BaseModel):
