@@ -286,8 +286,14 @@ def test_import_l1_only_then_consolidate_now(empty_abstractive_engine):
     levels = {int(n.level) for n in eng.store.nodes(DEMO_USER)}
     assert levels == {1}
     at.checkbox(key="sb_flush").check().run()
-    at.button(key="sb_consolidate").click().run()
+    at.button(key="sb_consolidate").click().run()  # LLM consolidation: a background job (timem.ui.jobs)
     assert_clean(at)
+    from timem.ui import jobs
+
+    assert jobs.current_job(eng).join(300)
+    at.run()
+    assert_clean(at)
+    assert any("Consolidating demo-mia: finished" in s.value for s in at.success), [s.value for s in at.success]
     assert {int(n.level) for n in eng.store.nodes(DEMO_USER)} == {1, 2, 3, 4, 5}
     assert len(eng.store.nodes(DEMO_USER, int(Level.PROFILE))) == 3
     assert {n.mode for n in eng.store.nodes(DEMO_USER) if n.level > 1} == {"abstractive"}

@@ -98,3 +98,7 @@ class TextTooLongError(InputError):
 class AuthError(TimemError):
     """A request to the memory service carried no API key, or one that is unknown, malformed or revoked.
     Nothing was read or written; send ``Authorization: Bearer <key>`` with a key from `timem keys add`."""
+
+
+class ConsolidationCancelled(TimemError):
+    """A background consolidation was cancelled; the windows not yet written stay due (consolidate again)."""
