@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Literal, TypeVar
 
@@ -17,6 +16,7 @@ from tqdm import tqdm
 
 from timem.config import Config, load_config
 from timem.errors import ConsolidationIncomplete, InputError, NotFoundError, TimemError
+from timem.progress import terminal_progress
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="TiMem: a Temporal Memory Tree for chat agents.")
 T = TypeVar("T")
@@ -31,10 +31,6 @@ ModeOpt = Annotated[str | None, typer.Option("--mode", help="L2-L5 consolidation
 
 def _config(config: Path | None, db: Path | None, **kw: object) -> Config:
     return load_config(config, db_path=db, **kw)
-
-
-def _bar(items: Iterable[T], desc: str, total: int) -> Iterable[T]:
-    return tqdm(items, desc=desc, total=total, unit="node", leave=False, file=sys.stderr)
 
 
 def _samples(sample: str | None) -> list[str] | None:
@@ -79,7 +75,7 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
     eng = _engine(cfg)
     try:
         report = eng.ingest(users, flush=flush, upper_levels=upper_levels, update_changed=update_changed,
-                            progress=_bar)
+                            progress=terminal_progress)
     except ConsolidationIncomplete as exc:
         report = exc.report
         _echo_ingested(report, cfg)
@@ -113,7 +109,7 @@ def consolidate(db: DbOpt = None, user: Annotated[str | None, typer.Option("--us
     cfg = _config(config, db, llm_backend=llm, consolidation_mode=mode)
     eng = _engine(cfg)
     try:
-        nodes = eng.consolidate(user, flush=flush, progress=_bar)
+        nodes = eng.consolidate(user, flush=flush, progress=terminal_progress)
     finally:
         eng.close()
     typer.echo(f"wrote {len(nodes)} node(s)")

@@ -79,12 +79,6 @@ class TimeSpan(BaseModel):
         """Temporal containment: ``self.start <= other.start`` and ``other.end <= self.end``."""
         return self.start <= other.start and other.end <= self.end
 
-    def hull(self, other: TimeSpan) -> TimeSpan:
-        return TimeSpan(start=min(self.start, other.start), end=max(self.end, other.end))
-
-    @property
-    def duration(self) -> timedelta:
-        return self.end - self.start
 
 
 class Turn(BaseModel):

@@ -48,6 +48,7 @@ from timem.errors import TimemError
 from timem.llm.protocol import LLMClient
 from timem.llm.recording import RecordingLLM
 from timem.models import Level
+from timem.progress import terminal_progress
 from timem.prompts import answer as answer_prompt
 from timem.store.duckdb_store import Store
 
@@ -169,10 +170,6 @@ def question_time(user: ImportedUser, q: Question) -> datetime:
     return q.question_time or max(t.event_time for t in user.turns)
 
 
-def _bar(items, desc: str, total: int):  # Progress protocol of the consolidator
-    return tqdm(items, desc=desc, total=total, unit="item", leave=False, file=sys.stderr)
-
-
 def _score(spec: RunSpec, user: ImportedUser, q: Question, r: Retrieved) -> dict[str, Any]:
     """Evidence coverage and answer-in-context of one retrieval (see :mod:`timem.bench.metrics`)."""
     ref = {t.id: t.source_ref for t in user.turns}
@@ -271,7 +268,7 @@ def _ingest(store: Store, embedder: Embedder, llm: LLMClient | None, cfg: Config
 
     for u in users:
         check_l1_layout(store, u, cfg)
-    MemoryEngine(cfg, store, embedder, llm).ingest(users, flush=True, progress=_bar)
+    MemoryEngine(cfg, store, embedder, llm).ingest(users, flush=True, progress=terminal_progress)
     if recipe.needs_upper_levels:
         missing = [u.user_id for u in users if level_counts(store, u.user_id)[2] == 0]
         if missing:

@@ -52,7 +52,7 @@ from timem.prompts import segment, title
 from timem.prompts.common import assistant_note, render_nodes
 from timem.prompts.levels import level_prompts
 from timem.store import Store
-from timem.tree.windows import check_containment, hull, parent_span, parent_window
+from timem.tree.windows import check_containment, parent_span, parent_window
 
 T = TypeVar("T")
 Progress = Callable[[Iterable[T], str, int], Iterable[T]]
@@ -359,8 +359,3 @@ class Consolidator:
         if self.llm is None:
             raise LLMError(f"{what} needs an LLM, but llm_backend is 'none'; use --llm local or --llm openai.")
         return self.llm
-
-
-def tree_span(nodes: Sequence[MemoryNode]) -> TimeSpan:
-    """Hull of the spans of ``nodes`` (non-empty)."""
-    return hull([n.span for n in nodes])
