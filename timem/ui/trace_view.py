@@ -11,7 +11,7 @@ from timem.viz import trace_tables as tt
 
 
 def trace_nodes(ctx: StudioContext, trace: RecallTrace) -> dict[str, MemoryNode]:
-    """Every node the trace mentions that still exists (any status), by id."""
+    """Every node the trace mentions that still exists in ``ctx``'s database (any status), by id."""
     ids = {c.node_id for c in trace.candidates} | {a.node_id for a in trace.ancestors} | set(trace.node_ids)
     if not ids or ctx.engine is None:
         return {}
@@ -22,6 +22,7 @@ def render_trace(ctx: StudioContext, trace: RecallTrace, *, key: str, compact: b
     """The full trace: headline metrics, notes, then one tab per stage.
 
     Args:
+        ctx: the context whose database the trace was recalled from (its nodes are looked up there).
         key: a unique prefix for widget keys (several traces can be on one page).
         compact: fewer columns in the tables (for side-by-side comparison).
     """

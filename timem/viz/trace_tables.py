@@ -32,6 +32,11 @@ def _model(nodes: Mapping[str, MemoryNode], nid: str) -> str:
     return n.model_id if n is not None else "—"
 
 
+def _mode(nodes: Mapping[str, MemoryNode], nid: str) -> str:
+    n = nodes.get(nid)
+    return (n.mode or "—") if n is not None else "—"
+
+
 def plan_table(trace: RecallTrace) -> pd.DataFrame:
     """One row per level the plan searches: ``level`` (``"L1"``..) and its ``quota`` (max memories)."""
     return pd.DataFrame([{"level": f"L{lv}", "quota": q} for lv, q in sorted(trace.plan.levels.items())])
@@ -81,10 +86,12 @@ def ancestor_table(trace: RecallTrace, nodes: Mapping[str, MemoryNode]) -> pd.Da
 
 
 def gate_table(trace: RecallTrace, nodes: Mapping[str, MemoryNode]) -> pd.DataFrame:
-    """Gating decisions (including the token budget): ``level, kept, reason, model_id, preview, node_id``."""
-    rows = [{"level": f"L{d.level}", "kept": d.kept, "reason": d.reason, "model_id": _model(nodes, d.node_id),
-             "preview": _preview(nodes, d.node_id), "node_id": d.node_id} for d in trace.gate.decisions]
-    return pd.DataFrame(rows, columns=["level", "kept", "reason", "model_id", "preview", "node_id"])
+    """Gating decisions (including the token budget): ``level, kept, reason, mode, model_id, preview, node_id``
+    (``mode``: how the memory was written, e.g. verbatim, extractive, abstractive)."""
+    rows = [{"level": f"L{d.level}", "kept": d.kept, "reason": d.reason, "mode": _mode(nodes, d.node_id),
+             "model_id": _model(nodes, d.node_id), "preview": _preview(nodes, d.node_id), "node_id": d.node_id}
+            for d in trace.gate.decisions]
+    return pd.DataFrame(rows, columns=["level", "kept", "reason", "mode", "model_id", "preview", "node_id"])
 
 
 def latency_table(trace: RecallTrace) -> pd.DataFrame:
