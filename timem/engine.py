@@ -30,6 +30,7 @@ from timem.llm.protocol import LLMClient
 from timem.models import MemoryNode, Role, Turn
 from timem.recall import pipeline
 from timem.recall.pipeline import AnswerResult, RecallResult
+from timem.recall.trace import RecallTrace
 from timem.segtree import store as segtree_store
 from timem.store import Store
 
@@ -327,6 +328,22 @@ class MemoryEngine:
         return editing.erase_user(self.store, user_id, actor=actor)
 
     # ------------------------------------------------------------------ recall and answers
+    @property
+    def has_llm(self) -> bool:
+        """Whether an LLM is configured (answers, LLM planner / gate, hybrid and abstractive consolidation)."""
+        return self.llm is not None
+
+    @property
+    def db_path(self) -> str:
+        """The DuckDB file this engine owns (``":memory:"`` for an in-memory store)."""
+        return self.store.path
+
+    def traces(self, user_id: str | None = None, limit: int = 100) -> list[RecallTrace]:
+        """Saved recall traces (of one user, or all), newest first."""
+        from timem.recall.trace import load_traces
+
+        return load_traces(self.store, user_id, limit=limit)
+
     def users(self) -> list[str]:
         """Ids of the users in the store, sorted."""
         return self.store.users()

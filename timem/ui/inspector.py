@@ -19,7 +19,6 @@ import streamlit as st
 
 from timem.config import PAPER_QUOTAS, Config
 from timem.errors import TimemError
-from timem.recall import load_traces
 from timem.recall.trace import RecallTrace
 from timem.tree.windows import to_utc
 from timem.ui import state
@@ -95,7 +94,7 @@ def render() -> None:
     if ctx.engine is None:
         st.error(ctx.open_error or "the memory store is not open")
         return
-    past = load_traces(ctx.engine.store, ctx.user, limit=200)
+    past = ctx.engine.traces(ctx.user, limit=200)
     source = st.radio("Query", ["New query", "Past query"], horizontal=True, key="insp_source",
                       index=1 if past and not st.session_state.get(RESULTS_KEY) else 0)
     stored: RecallTrace | None = None
@@ -137,7 +136,7 @@ def render() -> None:
 
 def _setups(ctx: state.StudioContext) -> list[RecallSetup]:
     compare = st.toggle("Compare two configurations side by side", value=True, key="insp_compare")
-    has_llm = ctx.engine.llm is not None
+    has_llm = ctx.engine.has_llm
     base = {"recall_lambda": ctx.config.recall_lambda, "top_k": ctx.config.recall_top_k,
             "token_budget": ctx.config.token_budget}
     defaults = [RecallSetup(gate="llm" if has_llm else "score", **base),

@@ -106,7 +106,7 @@ def _actions(ctx: state.StudioContext, selected: list[MemoryNode]) -> None:
     active = [n.id for n in selected if n.status == NodeStatus.ACTIVE]
     deleted = [n.id for n in selected if n.status == NodeStatus.DELETED]
     reconsolidating = "Re-consolidating ancestors …" + (" (the embedded model needs ~10 s per level)"
-                                                         if ctx.engine.llm is not None else "")
+                                                         if ctx.engine.has_llm else "")
     st.markdown(f"**{len(selected)} selected**")
     busy = jobs.busy(ctx.engine)
     if busy:

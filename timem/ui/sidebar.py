@@ -54,7 +54,7 @@ def render(ctx: state.StudioContext) -> None:
 def _database(ctx: state.StudioContext) -> None:
     st.markdown("**Database**")
     if ctx.injected:
-        st.caption(f"`{ctx.engine.store.path}` (fixed by the caller)")
+        st.caption(f"`{ctx.engine.db_path}` (fixed by the caller)")
         return
     files = state.known_db_files(ctx.config)
     current = str(ctx.config.db_path)
@@ -105,7 +105,7 @@ def _llm(ctx: state.StudioContext) -> None:
     st.caption(ctx.llm_label)
     if ctx.llm_error:
         st.warning(ctx.llm_error)
-    elif ctx.engine.llm is None:
+    elif not ctx.engine.has_llm:
         st.caption("Without an LLM: verbatim L1 segments, L2–L5 only in extractive mode, score gate, "
                    "no generated answers.")
 
@@ -143,7 +143,7 @@ def _import(ctx: state.StudioContext) -> None:
         if fmt == "longmemeval":
             limit = int(st.number_input("First N instances (0 = all)", 0, 10_000, 1, key="sb_imp_limit")) or None
     upper = True
-    if ctx.engine.llm is None and ctx.engine.config.consolidation_mode in NEEDS_LLM:
+    if not ctx.engine.has_llm and ctx.engine.config.consolidation_mode in NEEDS_LLM:
         st.caption("No LLM: only L1 segments will be written (pick the extractive mode below for L2–L5).")
     elif ctx.engine.config.consolidation_mode == "extractive":
         st.caption("Extractive mode: L2–L5 are selected utterances, no LLM call (seconds per conversation).")
@@ -251,7 +251,7 @@ def _mode(ctx: state.StudioContext) -> str:
     if overrides:
         st.caption("Per-level modes from the config: " + ", ".join(f"L{k} {v}" for k, v in sorted(overrides.items()))
                    + " (a change here applies to every level).")
-    if ctx.engine.llm is None and mode in NEEDS_LLM:
+    if not ctx.engine.has_llm and mode in NEEDS_LLM:
         st.caption(f"The {mode} mode needs an LLM; without one only L1 segments are written.")
     return mode
 
@@ -259,7 +259,7 @@ def _mode(ctx: state.StudioContext) -> str:
 def _consolidate(ctx: state.StudioContext, mode: str) -> None:
     flush = st.checkbox("Also close open windows (flush)", key="sb_flush",
                         help="Consolidate the current session, day, week and month even though they are still open.")
-    no_llm = ctx.engine.llm is None and mode in NEEDS_LLM
+    no_llm = not ctx.engine.has_llm and mode in NEEDS_LLM
     busy = jobs.busy(ctx.engine)
     if st.button("Consolidate now", key="sb_consolidate", disabled=no_llm or bool(busy),
                  help="needs an LLM (or the extractive mode)" if no_llm else None):
@@ -286,7 +286,7 @@ def slow_consolidation(ctx: state.StudioContext) -> bool:
     """Whether L2-L5 consolidation calls the LLM (minutes with the embedded model), so it runs as a
     background job (:mod:`timem.ui.jobs`); the extractive mode takes seconds and runs at once."""
     cfg = ctx.engine.config
-    return ctx.engine.llm is not None and any(cfg.mode_for(level) in NEEDS_LLM for level in (2, 3, 4, 5))
+    return ctx.engine.has_llm and any(cfg.mode_for(level) in NEEDS_LLM for level in (2, 3, 4, 5))
 
 
 @st.fragment(run_every=2)

@@ -64,7 +64,7 @@ class StudioContext:
         """``"ready"``, ``"loaded"`` (local model in memory), ``"loads on first use"``, ``"off"`` or ``"error"``."""
         if self.llm_error:
             return "error"
-        if self.engine is None or self.engine.llm is None:
+        if self.engine is None or not self.engine.has_llm:
             return "off"
         backend = getattr(self.engine.llm, "backend", None)
         path = getattr(backend, "model_path", None)
