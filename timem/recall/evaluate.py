@@ -152,7 +152,7 @@ def evaluate_recall(store: Store, embedder: Embedder, llm: LLMClient | None, con
         category = int(get("category", 0) or 0)
         if category not in categories:
             continue
-        res = recall(store, embedder, llm, config, user_id, get("question"), get("question_time"),
+        res = recall(store, embedder, llm, config, user_id, str(get("question")), get("question_time"),
                      complexity_override=complexity_override, gate_override=gate_override,
                      planner_override=planner_override, participants=participants, persist=persist)
         gold_ev = evidence_ids(get("evidence"))

@@ -34,7 +34,9 @@ def offset_minutes(dt: datetime, tz: ZoneInfo) -> int:
     aware, else that of ``tz`` at that wall-clock time (DST-aware, fold=0 as in :func:`to_utc`)."""
     if dt.tzinfo is None or dt.utcoffset() is None:
         dt = dt.replace(tzinfo=tz)
-    return int(dt.utcoffset().total_seconds() // 60)
+    offset = dt.utcoffset()
+    assert offset is not None  # an aware datetime (a ZoneInfo always gives an offset)
+    return int(offset.total_seconds() // 60)
 
 
 @dataclass(frozen=True)
