@@ -40,13 +40,13 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from recall_latency import T0, USER, questions  # noqa: E402
+from recall_latency import T0, USER, questions
 
-from timem.config import Config  # noqa: E402
-from timem.embed.minilm import MiniLMEmbedder  # noqa: E402
-from timem.recall.pipeline import recall  # noqa: E402
-from timem.segtree import store as segstore  # noqa: E402
-from timem.store.duckdb_store import Store  # noqa: E402
+from timem.config import Config
+from timem.embed.minilm import MiniLMEmbedder
+from timem.recall.pipeline import recall
+from timem.segtree import store as segstore
+from timem.store.duckdb_store import Store
 
 
 class CountingConnection:

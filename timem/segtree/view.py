@@ -39,8 +39,9 @@ from timem.store.records import db_time
 _IN = "(SELECT unnest(?::VARCHAR[]))"
 #: numpy-vs-DuckDB cosine slack of the shortlist (the two differ by < 5e-5; measured 2.4e-7)
 MARGIN = 1e-3
-#: users whose index one store keeps (least recently used dropped first)
-CACHED_USERS = 16
+#: centroid bytes of the indexes one store keeps (least recently used dropped first; the latest always kept):
+#: 12 KB per 8 internal nodes at dim 384, e.g. 21 MB for a user of 10k L1 memories on the synthetic bench
+CACHE_BYTES = 256 * 2**20
 
 #: ``(parent id, or None at or above the view's max height; height; n_children; exact cosine with the
 #: question, or None for a leaf or a node not scored)``
@@ -105,7 +106,7 @@ def cached_index(store: Store, user_id: str, max_height: int, version: Any) -> S
     with _LOCK:
         per_store[key] = (version, index)
         per_store.move_to_end(key)
-        while len(per_store) > CACHED_USERS:
+        while len(per_store) > 1 and sum(ix.centroids.nbytes for _, ix in per_store.values()) > CACHE_BYTES:
             per_store.popitem(last=False)
     return index
 
