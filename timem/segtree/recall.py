@@ -17,6 +17,11 @@ unchanged: ``s̃ = s⁽⁰⁾ + Σ αᵏ s⁽ᵏ⁾`` with the row-normalised ``
 The tree is brought in step first when its leaf count or settings differ from the store
 (:func:`timem.segtree.store.sync`; a write, like the lazy BM25 refresh). Nodes that start after the
 question time are not scored; a node that spans it keeps its centroid over all its leaves.
+
+Reads (:mod:`timem.segtree.view`): the version check, the candidate leaves' rows, the exact centroid
+cosines of the shortlisted and ancestor nodes, the routed leaves, their vectors: five DuckDB queries
+at most whatever the tree's depth (was about ten); the internal nodes come from a cache kept per tree
+version, reloaded in one query by the first recall after a write (and a lazy sync, if due, before).
 """
 
 from __future__ import annotations
