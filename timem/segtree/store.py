@@ -26,6 +26,7 @@ import numpy as np
 
 from timem.errors import StoreError
 from timem.segtree.tree import SegNode, SegTree
+from timem.segtree.view import note_append
 from timem.store import Store
 from timem.store.records import db_time
 from timem.tree.order import SQL_ORDER
@@ -54,10 +55,11 @@ def _row(r: tuple[Any, ...]) -> SegNode:
                    centroid=None if r[10] is None else np.asarray(r[10], dtype=np.float32))
 
 
-def _state(store: Store, user_id: str) -> tuple[int, int, float, int] | None:
-    row = store.con.execute("SELECT n_leaves, next_id, threshold, max_children FROM segtree_state WHERE user_id = ?",
-                            [user_id]).fetchone()
-    return None if row is None else (int(row[0]), int(row[1]), float(row[2]), int(row[3]))
+def _state(store: Store, user_id: str) -> tuple[Any, ...] | None:
+    """The user's ``segtree_state`` row ``(n_leaves, next_id, threshold, max_children, built_at)``, if any."""
+    row = store.con.execute("SELECT n_leaves, next_id, threshold, max_children, built_at FROM segtree_state "
+                            "WHERE user_id = ?", [user_id]).fetchone()
+    return None if row is None else tuple(row)
 
 
 def l1_leaves(store: Store, user_id: str) -> list[tuple[str, datetime, datetime]]:
@@ -90,7 +92,7 @@ def version(store: Store, user_id: str, threshold: float, max_children: int) -> 
         [user_id, user_id]).fetchone()
     if row is None or (float(row[2]), int(row[3])) != (float(threshold), int(max_children)) or int(row[5]) != int(row[0]):
         return None
-    return tuple(row[:5])
+    return tuple(row[:5])  # as _state reads it
 
 
 def is_current(store: Store, user_id: str, threshold: float, max_children: int) -> bool:
@@ -162,6 +164,8 @@ def sync(store: Store, user_id: str, threshold: float, max_children: int, *, reb
         store.con.execute("INSERT INTO segtree_state VALUES (?, ?, ?, ?, ?, ?)",
                           [user_id, tree.n, tree.next_id, float(threshold), int(max_children),
                            db_time(_stamp())])
+        if resume:  # the cached index of the old version can be patched with the rewritten nodes alone
+            note_append(store, user_id, state, _state(store, user_id), [x.id for x in rows if x.height > 0])
     return SyncReport(rebuilt=not resume, added=len(new), rows=len(rows))
 
 

@@ -7,6 +7,8 @@ float32), loaded in one query. It is cached per store and user, keyed by the sto
 increasing ``built_at`` by every :func:`~timem.segtree.store.sync` that writes, deleted by every
 erase, edit and drop). A recall whose version differs from the cached one reloads the index, so a
 write (add, edit, delete, erase, rebuild; committed or rolled back) is always seen by the next recall.
+After an append-only sync (a chat turn, an ingest) from the cached version, only the internal nodes
+that sync rewrote are read again (:func:`note_append`): ``O(log n)`` rows per new leaf, not the tree.
 
 **Exact cosines.** The cosines that enter the scores are DuckDB's ``array_cosine_similarity`` of the
 stored float32 centroids (as when they were read from the table: the same function on the same
@@ -33,6 +35,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from timem.errors import StoreError
 from timem.store import Store
 from timem.store.records import db_time
 
@@ -70,31 +73,78 @@ class SegIndex:
         self.norms = np.linalg.norm(self.centroids, axis=1) if len(self.ids) else np.zeros(0, np.float32)
 
 
-def load_index(store: Store, user_id: str, max_height: int) -> SegIndex:
-    """The user's internal nodes of heights ``1..max_height`` in one query (user filter in SQL)."""
-    tbl = store.con.execute("SELECT id, parent_id, height, n_children, span_start, centroid FROM segtree_nodes "
-                            "WHERE user_id = ? AND height BETWEEN 1 AND ? ORDER BY id",
-                            [user_id, int(max_height)]).to_arrow_table()
+_COLS = "id, parent_id, height, n_children, span_start, centroid"
+
+
+def _index(tbl: pa.Table, user_id: str, dim: int, max_height: int) -> SegIndex:
     n = tbl.num_rows
     cen = tbl.column("centroid").combine_chunks()
     if n and cen.null_count:
-        raise ValueError(f"segment tree of {user_id} has an internal node without a centroid; rebuild it with "
-                         "`timem segtree build --rebuild`")
+        raise StoreError(f"segment tree of {user_id} has an internal node without a centroid; rebuild it with "
+                         f"`timem segtree build --user {user_id} --rebuild`")
     flat = cen.flatten().to_numpy() if n else np.zeros(0, np.float32)
     return SegIndex(ids=tbl.column("id").to_pylist(), parent=tbl.column("parent_id").to_pylist(),
                     height=tbl.column("height").to_numpy().astype(np.int64),
                     n_children=tbl.column("n_children").to_numpy().astype(np.int64),
                     start=tbl.column("span_start").to_numpy().astype("datetime64[us]"),
-                    centroids=np.asarray(flat, dtype=np.float32).reshape(n, store.dim), max_height=int(max_height))
+                    centroids=np.asarray(flat, dtype=np.float32).reshape(n, dim), max_height=int(max_height))
+
+
+def load_index(store: Store, user_id: str, max_height: int) -> SegIndex:
+    """The user's internal nodes of heights ``1..max_height`` in one query (user filter in SQL; any order).
+
+    Raises:
+        StoreError: an internal node has no centroid (a damaged tree).
+    """
+    tbl = store.con.execute(f"SELECT {_COLS} FROM segtree_nodes WHERE user_id = ? AND height BETWEEN 1 AND ?",
+                            [user_id, int(max_height)]).to_arrow_table()
+    return _index(tbl, user_id, store.dim, max_height)
+
+
+def _patched(store: Store, user_id: str, old: SegIndex, changed: Sequence[str]) -> SegIndex:
+    """``old`` with the ``changed`` internal nodes read again (rewritten ones replaced, new ones appended)."""
+    tbl = store.con.execute(f"SELECT {_COLS} FROM segtree_nodes WHERE user_id = ? AND height BETWEEN 1 AND ? "
+                            f"AND id IN {_IN}", [user_id, old.max_height, list(changed)]).to_arrow_table()
+    new = _index(tbl, user_id, store.dim, old.max_height)
+    at = [old.pos.get(i, -1) for i in new.ids]
+    upd = np.array([k for k, p in enumerate(at) if p >= 0], dtype=np.int64)
+    add = np.array([k for k, p in enumerate(at) if p < 0], dtype=np.int64)
+    where = np.array([p for p in at if p >= 0], dtype=np.int64)
+    parent = list(old.parent)
+    for k, p in zip(upd.tolist(), where.tolist()):
+        parent[p] = new.parent[k]
+
+    def merged(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out = np.concatenate([a, b[add]])
+        out[where] = b[upd]
+        return out
+
+    return SegIndex(ids=old.ids + [new.ids[k] for k in add.tolist()], parent=parent + [new.parent[k] for k in add.tolist()],
+                    height=merged(old.height, new.height), n_children=merged(old.n_children, new.n_children),
+                    start=merged(old.start, new.start), centroids=merged(old.centroids, new.centroids),
+                    max_height=old.max_height)
 
 
 _CACHE: weakref.WeakKeyDictionary[Store, OrderedDict[tuple[str, int], tuple[Any, SegIndex]]] = \
     weakref.WeakKeyDictionary()
+#: per store and user, the latest append-only sync: ``(version before, version after, internal ids it wrote)``
+_APPENDS: weakref.WeakKeyDictionary[Store, dict[str, tuple[Any, Any, list[str]]]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
+def note_append(store: Store, user_id: str, before: Any, after: Any, written: Sequence[str]) -> None:
+    """Record that a :func:`~timem.segtree.store.sync` turned the tree of version ``before`` into ``after`` by
+    appending leaves, rewriting (or creating) only the internal nodes ``written``: a cached index of
+    ``before`` is then patched with those rows instead of reloaded, once the store is at ``after``."""
+    if before is None or after is None:
+        return
+    with _LOCK:
+        _APPENDS.setdefault(store, {})[user_id] = (before, after, list(written))
+
+
 def cached_index(store: Store, user_id: str, max_height: int, version: Any) -> SegIndex:
-    """:func:`load_index`, reused while the tree's ``version`` (:func:`timem.segtree.store.version`) is unchanged."""
+    """:func:`load_index`, reused while the tree's ``version`` (:func:`timem.segtree.store.version`) is
+    unchanged, patched after an append-only sync from the cached version (:func:`note_append`)."""
     key = (user_id, int(max_height))
     with _LOCK:
         per_store = _CACHE.setdefault(store, OrderedDict())
@@ -102,7 +152,12 @@ def cached_index(store: Store, user_id: str, max_height: int, version: Any) -> S
         if hit is not None and hit[0] == version:
             per_store.move_to_end(key)
             return hit[1]
-    index = load_index(store, user_id, max_height)
+        step = _APPENDS.get(store, {}).get(user_id)
+    if hit is not None and step is not None and step[0] == hit[0] and step[1] == version \
+            and len(step[2]) <= max(64, len(hit[1].ids) // 4):
+        index = _patched(store, user_id, hit[1], step[2])
+    else:
+        index = load_index(store, user_id, max_height)
     with _LOCK:
         per_store[key] = (version, index)
         per_store.move_to_end(key)
