@@ -294,11 +294,15 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
         return
     for r in results:
         typer.echo(f"{r['user_id']}: {r['n']} questions")
-        typer.echo(f"  {'category':<16} {'n':>4} {'ev.recall':>9} {'full cov':>8} {'ans∈ctx':>8} {'Mem Len':>8}")
+        typer.echo(f"  {'category':<16} {'n':>4} {'n ev':>5} {'ev.recall':>9} {'full cov':>8} {'n ans':>5} "
+                   f"{'ans∈ctx':>8} {'Mem Len':>8}")
         for name, s in [*r["per_category"].items(), ("all", r["overall"])]:
             f = lambda v: "   -" if v is None else f"{v:.3f}"
-            typer.echo(f"  {name:<16} {s['n']:>4} {f(s['evidence_recall']):>9} {f(s['full_coverage']):>8} "
-                       f"{f(s['answer_in_context']):>8} {s['mean_mem_len'] or 0:>8.0f}")
+            typer.echo(f"  {name:<16} {s['n']:>4} {s['n_evidence']:>5} {f(s['evidence_recall']):>9} "
+                       f"{f(s['full_coverage']):>8} {s['n_answer']:>5} {f(s['answer_in_context']):>8} "
+                       f"{s['mean_mem_len'] or 0:>8.0f}")
+        typer.echo("  (evidence columns average over the 'n ev' questions with gold evidence, ans∈ctx over the "
+                   "'n ans' with a gold answer)")
 
 
 segtree_app = typer.Typer(no_args_is_help=True, help="SegTreeMem's segment tree over the L1 memories (the default "

@@ -225,8 +225,13 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
                          "to consolidate them, TIMEM_CONSOLIDATION_MODE=extractive (no LLM), or --db with a "
                          "database ingested with an LLM.")
     spec.out_dir.mkdir(parents=True, exist_ok=True)
+    existed = Path(db_path).exists()
     store = Store(db_path, embedder.model_id, embedder.dim)
     try:
+        reused = sorted(set(run_users) & set(store.users())) if existed and recipe.uses_store else []
+        if reused and progress:  # said, not silent (the manifest stays byte-identical across re-runs)
+            print(f"note: reusing the memory tree of {', '.join(reused)} in {db_path} (built by an earlier run; "
+                  "only new turns are ingested); pass --db with a new file to rebuild", file=sys.stderr)
         want_llm = not spec.retrieval_only or (ingest_llm_needed and cfg.llm_backend != "none")
         llm = llm_factory(cfg, store) if want_llm else None
         if not spec.retrieval_only and llm is None:
@@ -249,7 +254,7 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
                        "categories": sorted({1, 2, 3, 4} | ({5} if spec.include_adversarial else set()))
                        if spec.dataset == "locomo" else "all"},
             n_questions=len(rows), mode="retrieval-only" if spec.retrieval_only else "end-to-end",
-            recipe=recipe.model_dump(mode="json"), config=config_record(cfg),
+            recipe=recipe.model_dump(mode="json"), config=config_record(cfg.with_overrides(db_path=Path(db_path))),
             models={"embedder": embedder.model_id, "answer_llm": None if spec.retrieval_only else llm.model_id,
                     "judge_llm": judge_llm.model_id if judge_llm else None, "memory_nodes": node_models},
             db=str(db_path), window=spec.window,
