@@ -455,7 +455,8 @@ class Store(RecordTables):
                                                    [keys]).fetchone()[0]
             self.con.execute(f"DELETE FROM llm_cache WHERE key IN {_IN_LIST}", [keys])
             counts["llm_cache"] += self.purge_cache_mentioning(texts)
-            for table in ("turns", "sessions", "nodes", "recall_traces", "llm_calls", "segtree_nodes", "segtree_state"):
+            for table in ("turns", "sessions", "nodes", "recall_traces", "llm_calls", "segtree_nodes", "segtree_state",
+                          "write_requests"):
                 counts[table] = self.con.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?",
                                                  [user_id]).fetchone()[0]
                 self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
