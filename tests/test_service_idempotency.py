@@ -89,3 +89,26 @@ def test_key_survives_a_restart_and_is_erased_with_the_user(setup):
         assert erased.status_code == 200 and erased.json()["counts"]["write_requests"] == 1
         fresh = _post(a, "mia", key="k-1")  # the user is gone, and so is the key: a new write
         assert fresh.json()["replayed"] is False and len(_turns(a, "mia")) == 2
+
+
+def test_retry_finishes_a_write_cut_short_after_its_turns_were_stored(setup):
+    """A crash between the turns' commit and their consolidation: the retry is replayed and writes the L1."""
+    from datetime import datetime
+
+    from timem.service.app import write_request
+    from timem.service.models import TurnsIn
+
+    factory, kf, keys = setup
+    body = {"session_id": "s1", "event_time": AT, "message": "I adopted a grey cat called Pixel.", "reply": "Lovely!"}
+    eng = factory()
+    eng.add_exchange("acme/mia", "s1", body["message"], body["reply"], datetime.fromisoformat(AT), consolidate=False,
+                     request=write_request("mia", TurnsIn(**body), "k-1"))
+    assert eng.nodes("acme/mia", 1) == []  # the turns are stored, their L1 segment is not
+    eng.close()
+    with running(factory, kf) as base, client(base, keys["acme"]) as a:
+        r = _post(a, "mia", key="k-1")
+        assert r.status_code == 200 and r.json()["replayed"] is True
+        assert r.json()["turn_ids"] == ["mia:s1:0", "mia:s1:1"]
+        l1 = [m for m in r.json()["written"] if m["level"] == 1]
+        assert sorted(t for m in l1 for t in m["source_turn_ids"]) == ["mia:s1:0", "mia:s1:1"]
+        assert len(_turns(a, "mia")) == 2

@@ -251,7 +251,8 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
         is created by its first turn. Writes the L1 segment and consolidates closed windows (unless
         ``consolidate`` is false or only a message is sent). With an idempotency key (``Idempotency-Key``
         header or ``idempotency_key`` field), a retry of a stored write is answered with its turn ids
-        (``replayed``) and stores nothing; the same key with another body is 422."""
+        (``replayed``) and stores nothing more (it consolidates what is due, in case the first attempt was cut
+        short after its turns were stored); the same key with another body is 422."""
         if body.message is None and body.reply is None:
             raise InputError("send a message, a reply, or both", field="message")
         s.check_text("message", body.message)
@@ -264,7 +265,10 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
                 if done[0] != request.fingerprint:
                     raise InputError(f"idempotency key {request.key!r} was used for another write of user {user!r}; "
                                      "send a new key for a new write", field="idempotency_key")
-                return WrittenOut(user=user, turn_ids=[x.replace(internal, user) for x in done[1]], replayed=True)
+                # the first attempt's turns are stored; finish its consolidation if a crash cut it short
+                finish = body.consolidate and body.reply is not None
+                out = _written(user, internal, lambda: eng.consolidate(internal) if finish else [])
+                return out.model_copy(update={"turn_ids": [x.replace(internal, user) for x in done[1]], "replayed": True})
             before = {x.id for x in eng.turns(internal, body.session_id)}
             try:
                 if body.message is not None and body.reply is not None:

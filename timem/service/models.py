@@ -96,7 +96,8 @@ class WrittenOut(BaseModel):
     written: list[MemoryOut] = Field(default_factory=list)
     warning: str | None = None
     #: true when this answers a retry: the write with this idempotency key was stored before (``turn_ids``
-    #: are its turns; ``written`` is empty, the memories were reported the first time)
+    #: are its turns; ``written`` holds only memories consolidated now, e.g. when a crash cut the first
+    #: attempt short after its turns were stored; the others were reported the first time)
     replayed: bool = False
 
 
