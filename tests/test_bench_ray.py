@@ -1,10 +1,7 @@
 """``timem bench locomo --ray``: one Ray task per conversation (each its own DuckDB file and cache), merged
-into the run folder as a local run writes it.
-
-The equality is with local runs whose database holds one conversation each: BM25 statistics are computed
-over the whole DuckDB file (:mod:`timem.store.search`), so a local run over a database with several
-conversations can score differently (see :mod:`timem.bench.distributed`). A local 2-CPU cluster is started
-once for the module (real Ray, real MiniLM on the workers, real DuckDB files).
+into the run folder as a local run writes it: the same ``questions.jsonl`` bytes as a local run over one
+database holding every conversation (BM25 statistics are per user, :mod:`timem.store.search`).
+A local 2-CPU cluster is started once for the module (real Ray, real MiniLM on the workers, real DuckDB files).
 """
 
 from __future__ import annotations
@@ -46,14 +43,10 @@ def _spec(out: Path, **kw) -> RunSpec:
     return RunSpec(dataset="locomo", data_file=DATA, recipe=get_recipe("timem"), out_dir=out, retrieval_only=True, **kw)
 
 
-def _local_per_conversation(tmp: Path, embedder, per_sample: dict[str, int | None], **kw) -> bytes:
-    """Local runs, one conversation and one fresh database each, their questions.jsonl concatenated."""
-    out = b""
-    for sample, maxq in per_sample.items():
-        res = run_benchmark(_spec(tmp / f"local-{sample}", samples=[sample], max_questions=maxq, **kw),
-                            _cfg(tmp / f"cache-{sample}"), embedder=embedder, progress=False)
-        out += (res.out_dir / "questions.jsonl").read_bytes()
-    return out
+def _local(tmp: Path, embedder, **kw) -> bytes:
+    """questions.jsonl of a local run: every selected conversation in one fresh database."""
+    res = run_benchmark(_spec(tmp / "local", **kw), _cfg(tmp / "cache-local"), embedder=embedder, progress=False)
+    return (res.out_dir / "questions.jsonl").read_bytes()
 
 
 @pytest.mark.slow
@@ -61,8 +54,7 @@ def test_ray_run_is_byte_identical_to_local_runs(tmp_path, embedder, cluster):
     res = run_on_ray(_spec(tmp_path / "ray", include_adversarial=True), _cfg(tmp_path / "cache"), "local",
                      progress=False)
     got = (res.out_dir / "questions.jsonl").read_bytes()
-    assert got == _local_per_conversation(tmp_path, embedder, {"conv-a": None, "conv-b": None},
-                                          include_adversarial=True)
+    assert got == _local(tmp_path, embedder, include_adversarial=True)
     rows = [json.loads(line) for line in got.splitlines()]
     assert [r["question_id"] for r in rows] == [f"conv-a:q{i}" for i in range(4)] + [f"conv-b:q{i}" for i in range(3)]
     man = json.loads((res.out_dir / "manifest.json").read_text())
@@ -71,8 +63,10 @@ def test_ray_run_is_byte_identical_to_local_runs(tmp_path, embedder, cluster):
 
     # --max-questions cuts the global question order: all of conv-a (3 without the adversarial one), 1 of conv-b
     cut = run_on_ray(_spec(tmp_path / "ray-cut", max_questions=4), _cfg(tmp_path / "cache2"), "local", progress=False)
-    assert (cut.out_dir / "questions.jsonl").read_bytes() == _local_per_conversation(
-        tmp_path / "cut", embedder, {"conv-a": 3, "conv-b": 1})
+    cut_rows = (cut.out_dir / "questions.jsonl").read_bytes()
+    assert cut_rows == _local(tmp_path / "cut", embedder, max_questions=4)
+    assert [json.loads(x)["question_id"] for x in cut_rows.splitlines()] == ["conv-a:q0", "conv-a:q1", "conv-a:q2",
+                                                                            "conv-b:q0"]
 
 
 def test_ray_refuses_db_and_longmemeval(tmp_path):

@@ -5,18 +5,14 @@ folder, hence its own DuckDB file (ingest, LLM cache, recall traces) in a tempor
 worker, and returns its question rows, timings and manifest by value (no shared file system needed).
 The driver merges them in the order a local run visits the questions (conversations in file order,
 questions in order) and writes the run folder with the runner's own writer, so ``questions.jsonl`` holds
-the bytes a local run writes, given the same LLM answers and the same recall (see the BM25 note below).
+the bytes a local run writes for the same LLM answers: recall of one conversation does not depend on
+the others in its database (BM25 statistics are per user, :mod:`timem.store.search`).
 
 Addresses (``--ray``): ``local`` starts a small cluster in this process (``ray.init(num_cpus=2)``) and
 stops it afterwards; ``auto`` joins the cluster this machine belongs to (``ray start --head`` /
 ``ray start --address …`` ran before); anything else is a cluster address (``ray://host:10001`` or
 ``host:6379``). Workers must be able to import ``timem`` and read the data file at the same path; the
 MiniLM embedder and, for end-to-end runs, the configured LLM are built on the worker.
-
-BM25 note: each task's DuckDB file holds one conversation, and the BM25 statistics (document count,
-document frequency, average length; :mod:`timem.store.search`) are computed over the whole file. A local
-run computes them over every conversation in its database, so its recall can rank differently unless its
-database holds one conversation too. :func:`run_on_ray` says so in the run's manifest notes.
 """
 
 from __future__ import annotations
@@ -141,8 +137,7 @@ def merge(spec: RunSpec, cfg: Config, results: list[dict[str, Any]], address: st
         models={**manifest["models"], "memory_nodes": sorted({m for res in results
                                                                for m in res["manifest"]["models"]["memory_nodes"]})},
         notes=[*spec.notes, *manifest["notes"],
-               f"ran on Ray ({address}): one task per conversation, each with its own DuckDB file and LLM cache; "
-               "BM25 statistics are per conversation (see timem.bench.distributed)"])
+               f"ran on Ray ({address}): one task per conversation, each with its own DuckDB file and LLM cache"])
     spec.out_dir.mkdir(parents=True, exist_ok=True)
     with (spec.out_dir / "questions.jsonl").open("w", encoding="utf-8") as out:
         for row in rows:
