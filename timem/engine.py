@@ -27,7 +27,7 @@ from timem.errors import (
     TimemError,
 )
 from timem.llm.protocol import LLMClient
-from timem.models import MemoryNode, Role, Turn
+from timem.models import MemoryNode, Role, Turn, WriteRequest
 from timem.recall import pipeline
 from timem.recall.pipeline import AnswerResult, RecallResult
 from timem.recall.trace import RecallTrace
@@ -174,11 +174,13 @@ class MemoryEngine:
     # ------------------------------------------------------------------ online chat
     def add_exchange(self, user_id: str, session_id: str, user_text: str, assistant_text: str,
                      event_time: datetime, *, user_name: str = "User", assistant_name: str = ASSISTANT_NAME,
-                     consolidate: bool = True) -> list[MemoryNode]:
+                     consolidate: bool = True, request: WriteRequest | None = None) -> list[MemoryNode]:
         """Record one chat exchange (user turn + assistant reply, both at ``event_time``, UTC-aware).
 
         Writes its L1 segment online and consolidates whatever windows closed in event time. Same as
         :meth:`add_message` then :meth:`add_reply`, except that nothing is written if either text is refused.
+        ``request`` (an idempotency key) is stored in the turns' transaction; look it up with
+        :meth:`write_request` before writing again.
 
         Raises:
             InputError: empty text or a naive ``event_time`` (nothing is written).
@@ -192,10 +194,10 @@ class MemoryEngine:
             make_turn(user_id, session_id, seq, user_name, Role.USER, user_text, event_time, offset),
             make_turn(user_id, session_id, seq + 1, assistant_name, Role.ASSISTANT, assistant_text, event_time, offset),
         ]
-        return self._add_chat_turns(user_id, turns, consolidate)
+        return self._add_chat_turns(user_id, turns, consolidate, request)
 
     def add_message(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
-                    user_name: str = "User") -> Turn:
+                    user_name: str = "User", request: WriteRequest | None = None) -> Turn:
         """Store the user's chat message alone, before it is answered (so that it survives an answer that
         never completes); no consolidation runs (an open session's L1 waits for the reply).
 
@@ -206,11 +208,12 @@ class MemoryEngine:
         seq = len(self.store.turns(user_id, session_id))
         turn = make_turn(user_id, session_id, seq, user_name, Role.USER, text, event_time,
                      speaker_offset(event_time, self.config.tz_for(user_id)))
-        self._add_chat_turns(user_id, [turn], consolidate=False)
+        self._add_chat_turns(user_id, [turn], False, request)
         return turn
 
     def add_reply(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
-                  assistant_name: str = ASSISTANT_NAME, consolidate: bool = True) -> list[MemoryNode]:
+                  assistant_name: str = ASSISTANT_NAME, consolidate: bool = True,
+                  request: WriteRequest | None = None) -> list[MemoryNode]:
         """Store the assistant's reply (role ``assistant``, speaker ``assistant_name``) after
         :meth:`add_message`, then write the L1 segment and consolidate what closed (see :meth:`add_exchange`).
 
@@ -222,13 +225,20 @@ class MemoryEngine:
         seq = len(self.store.turns(user_id, session_id))
         turn = make_turn(user_id, session_id, seq, assistant_name, Role.ASSISTANT, text, event_time,
                      speaker_offset(event_time, self.config.tz_for(user_id)))
-        return self._add_chat_turns(user_id, [turn], consolidate)
+        return self._add_chat_turns(user_id, [turn], consolidate, request)
 
-    def _add_chat_turns(self, user_id: str, turns: list[Turn], consolidate: bool) -> list[MemoryNode]:
+    def write_request(self, user_id: str, key: str) -> tuple[str, list[str]] | None:
+        """The write stored earlier with idempotency ``key`` for ``user_id``: ``(fingerprint, turn ids)``, or None."""
+        return self.store.write_request(user_id, key)
+
+    def _add_chat_turns(self, user_id: str, turns: list[Turn], consolidate: bool,
+                        request: WriteRequest | None = None) -> list[MemoryNode]:
         for t in turns:
             check_turn(t)
-        with self.store.transaction():
+        with self.store.transaction():  # the turns and their idempotency key: both or neither
             self.store.add_turns(turns)
+            if request is not None:
+                self.store.record_write_request(user_id, request.key, request.fingerprint, [t.id for t in turns])
         if not consolidate:
             return []
         try:

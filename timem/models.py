@@ -155,3 +155,14 @@ class MemoryNode(BaseModel):
     @property
     def span(self) -> TimeSpan:
         return TimeSpan(start=self.span_start, end=self.span_end)
+
+
+class WriteRequest(BaseModel):
+    """A client's idempotency key for one write and a fingerprint of what it sent (SHA-256 hex of the
+    canonical request body). Stored with the turns in one transaction (table ``write_requests``), so a
+    retry with the same key is answered once and stored once, across restarts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str = Field(min_length=1, max_length=255)
+    fingerprint: str

@@ -36,6 +36,9 @@ SetOpt = Annotated[list[str] | None, typer.Option("--set", help="config override
                                                                 "e.g. --set token_budget=2000")]
 SettingsOpt = Annotated[Path | None, typer.Option("--settings", help="TOML config file (the usual timem config)")]
 MaxQOpt = Annotated[int | None, typer.Option("--max-questions", help="stop after the first N selected questions")]
+RayOpt = Annotated[str | None, typer.Option("--ray", help="run one task per conversation on Ray: 'local' (a 2-CPU "
+                                                      "cluster started here), 'auto' (this machine's cluster) or "
+                                                      "a cluster ADDRESS; see docs/cluster.md")]
 WindowOpt = Annotated[int | None, typer.Option("--window", help="full-context: model window in tokens "
                                                                 "(default local_n_ctx, or 128000 for openai)")]
 
@@ -77,7 +80,7 @@ def _judge_config(cfg: Config, judge: str | None, base_url: str | None) -> Confi
 def _run(dataset: str, file: Path, recipe_name: str, *, samples: str | None = None, limit: int | None = None,
          max_questions: int | None, include_adversarial: bool = False, retrieval_only: bool, llm: str | None,
          judge: str | None, judge_base_url: str | None, out: Path | None, db: Path | None, window: int | None,
-         sets: list[str] | None, settings: Path | None) -> Path:
+         sets: list[str] | None, settings: Path | None, ray: str | None = None) -> Path:
     from timem.bench.runner import RunSpec, run_benchmark
 
     _warn_old_spellings()
@@ -89,7 +92,12 @@ def _run(dataset: str, file: Path, recipe_name: str, *, samples: str | None = No
                    samples=samples.split(",") if samples else None, limit=limit, max_questions=max_questions,
                    include_adversarial=include_adversarial, retrieval_only=retrieval_only, db=db, window=window,
                    judge_config=None if retrieval_only else _judge_config(base, judge, judge_base_url))
-    res = run_benchmark(spec, base)
+    if ray:
+        from timem.bench.distributed import run_on_ray
+
+        res = run_on_ray(spec, base, ray)
+    else:
+        res = run_benchmark(spec, base)
     overall = res.table[-1]
     key = "evidence_recall" if retrieval_only else "judge_acc"
     val = overall.get(key)
@@ -105,11 +113,11 @@ def locomo(file: Path, samples: SampleOpt = None,
            include_adversarial: Annotated[bool, typer.Option("--include-adversarial",
                                                              help="also category 5 (adversarial)")] = False,
            db: DbOpt = None, max_questions: MaxQOpt = None, window: WindowOpt = None, sets: SetOpt = None,
-           settings: SettingsOpt = None) -> None:
-    """Run one recipe on a LoCoMo file (categories 1-4 by default)."""
+           settings: SettingsOpt = None, ray: RayOpt = None) -> None:
+    """Run one recipe on a LoCoMo file (categories 1-4 by default); with --ray one task per conversation."""
     _run("locomo", file, recipe, samples=samples, max_questions=max_questions, include_adversarial=include_adversarial,
          retrieval_only=retrieval_only, llm=llm, judge=judge, judge_base_url=judge_base_url, out=out, db=db,
-         window=window, sets=sets, settings=settings)
+         window=window, sets=sets, settings=settings, ray=ray)
 
 
 @bench_app.command()

@@ -18,6 +18,8 @@ body is ``{"error": "<one line>"}``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import anyio.to_thread
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -48,10 +50,11 @@ from timem.errors import (
     TextTooLongError,
     TimemError,
 )
-from timem.models import NodeStatus
+from timem.models import NodeStatus, WriteRequest
 from timem.service.keys import KeyFile
 from timem.service.models import (
     ID_PATTERN,
+    IDEMPOTENCY_KEY_PATTERN,
     AnswerOut,
     ConsolidateIn,
     EditIn,
@@ -82,6 +85,8 @@ STATUS: dict[type[TimemError], int] = {
 }
 
 UserPath = Annotated[str, PathParam(pattern=ID_PATTERN, description="your user id")]
+IdemHeader = Annotated[str | None, Header(alias="Idempotency-Key", pattern=IDEMPOTENCY_KEY_PATTERN,
+                                         description="retry-safe write: the same key is stored once")]
 NodePath = Annotated[str, PathParam(max_length=64, description="a memory node id, e.g. L1-0123456789abcdef")]
 
 
@@ -144,6 +149,19 @@ class Service:
         if n is None or n.user_id != internal:
             raise NotFoundError(f"no memory {node_id!r} for user {user!r}; list them with GET /v1/users/{user}/memories")
         return n
+
+
+def write_request(user: str, body: TurnsIn, header: str | None) -> WriteRequest | None:
+    """The idempotency key of a turns request (header or body field; 422 if both differ) with the SHA-256
+    of its user and canonical body, or None without a key."""
+    key = body.idempotency_key or header
+    if body.idempotency_key and header and body.idempotency_key != header:
+        raise InputError("the Idempotency-Key header and the idempotency_key field differ; send one of them",
+                         field="idempotency_key")
+    if key is None:
+        return None
+    canon = json.dumps({"user": user, **body.model_dump(mode="json", exclude={"idempotency_key"})}, sort_keys=True)
+    return WriteRequest(key=key, fingerprint=hashlib.sha256(canon.encode()).hexdigest())
 
 
 def _svc(request: Request) -> Service:
@@ -228,28 +246,43 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
             return UsersOut(users=t.users(eng))
 
     @app.post("/v1/users/{user}/turns")
-    def add_turns(user: UserPath, body: TurnsIn, s: S, t: T) -> WrittenOut:
+    def add_turns(user: UserPath, body: TurnsIn, s: S, t: T, idempotency_key: IdemHeader = None) -> WrittenOut:
         """Store a user message, an assistant reply, or an exchange (both) at ``event_time``; a new user id
         is created by its first turn. Writes the L1 segment and consolidates closed windows (unless
-        ``consolidate`` is false or only a message is sent)."""
+        ``consolidate`` is false or only a message is sent). With an idempotency key (``Idempotency-Key``
+        header or ``idempotency_key`` field), a retry of a stored write is answered with its turn ids
+        (``replayed``) and stores nothing more (it consolidates what is due, in case the first attempt was cut
+        short after its turns were stored); the same key with another body is 422."""
         if body.message is None and body.reply is None:
             raise InputError("send a message, a reply, or both", field="message")
         s.check_text("message", body.message)
         s.check_text("reply", body.reply)
+        request = write_request(user, body, idempotency_key)
         internal, warning = t.internal(user), None
         with s.use() as eng:
+            done = eng.write_request(internal, request.key) if request else None
+            if done is not None:
+                if done[0] != request.fingerprint:
+                    raise InputError(f"idempotency key {request.key!r} was used for another write of user {user!r}; "
+                                     "send a new key for a new write", field="idempotency_key")
+                # the first attempt's turns are stored; finish its consolidation if a crash cut it short
+                finish = body.consolidate and body.reply is not None
+                out = _written(user, internal, lambda: eng.consolidate(internal) if finish else [])
+                return out.model_copy(update={"turn_ids": [x.replace(internal, user) for x in done[1]], "replayed": True})
             before = {x.id for x in eng.turns(internal, body.session_id)}
             try:
                 if body.message is not None and body.reply is not None:
                     written = eng.add_exchange(internal, body.session_id, body.message, body.reply, body.event_time,
                                                user_name=body.user_name, assistant_name=body.assistant_name,
-                                               consolidate=body.consolidate)
+                                               consolidate=body.consolidate, request=request)
                 elif body.message is not None:
-                    eng.add_message(internal, body.session_id, body.message, body.event_time, user_name=body.user_name)
+                    eng.add_message(internal, body.session_id, body.message, body.event_time, user_name=body.user_name,
+                                    request=request)
                     written = []
                 else:
                     written = eng.add_reply(internal, body.session_id, body.reply, body.event_time,
-                                            assistant_name=body.assistant_name, consolidate=body.consolidate)
+                                            assistant_name=body.assistant_name, consolidate=body.consolidate,
+                                            request=request)
             except ConsolidationIncomplete as exc:  # the turns are stored (acknowledged); a window stays due
                 written, warning = list(exc.written), str(exc)
             turns = sorted((x for x in eng.turns(internal, body.session_id) if x.id not in before), key=lambda x: x.seq)

@@ -16,6 +16,8 @@ from timem.models import MemoryNode
 #: user and session ids a tenant may use: letters, digits, ``.``, ``_``, ``-`` (no ``/`` or ``:``, which
 #: the store uses in namespaced user ids and turn ids)
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+#: idempotency keys: 1-255 printable ASCII characters without spaces (a UUID is the usual choice)
+IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"
 
 
 class _In(BaseModel):
@@ -28,6 +30,10 @@ class TurnsIn(_In):
     ``message`` alone stores the user turn (no consolidation yet: its L1 segment waits for the reply);
     ``reply`` alone stores the assistant's answer to it and consolidates; both store the exchange at once.
     ``event_time`` is when it was said (not when it is sent), with an offset.
+
+    ``idempotency_key`` (or the ``Idempotency-Key`` header): send the same key when you retry this write
+    (after a timeout, a dropped connection or a restart of the service) and it is stored once; the retry
+    gets the first answer's ``turn_ids`` with ``replayed`` true. The same key with a different body is 422.
     """
 
     session_id: str = Field(pattern=ID_PATTERN)
@@ -37,6 +43,7 @@ class TurnsIn(_In):
     user_name: str = Field(default="User", min_length=1, max_length=100)
     assistant_name: str = Field(default="Assistant", min_length=1, max_length=100)
     consolidate: bool = True
+    idempotency_key: str | None = Field(default=None, pattern=IDEMPOTENCY_KEY_PATTERN)
 
 
 class ConsolidateIn(_In):
@@ -88,6 +95,10 @@ class WrittenOut(BaseModel):
     turn_ids: list[str] = Field(default_factory=list)
     written: list[MemoryOut] = Field(default_factory=list)
     warning: str | None = None
+    #: true when this answers a retry: the write with this idempotency key was stored before (``turn_ids``
+    #: are its turns; ``written`` holds only memories consolidated now, e.g. when a crash cut the first
+    #: attempt short after its turns were stored; the others were reported the first time)
+    replayed: bool = False
 
 
 class RecallOut(BaseModel):

@@ -102,7 +102,20 @@ def _v5(con: duckdb.DuckDBPyConnection, dim: int) -> None:
             threshold DOUBLE NOT NULL, max_children INTEGER NOT NULL, built_at TIMESTAMP NOT NULL)""")
 
 
-MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2, _v3, _v4, _v5]
+def _v7_idempotency(con: duckdb.DuckDBPyConnection, dim: int) -> None:
+    """``write_requests``: one row per write a client sent with an idempotency key (the memory service's
+    ``Idempotency-Key``), committed in the same transaction as its turns, so a retried write (after a
+    timeout or a crash of the service) is answered from here instead of being stored twice. Holds the
+    key, a SHA-256 of the request body and the turn ids written, never the text; erased with the user.
+
+    Named ``_v7``: ``_v6`` (memory items) lands from another branch; the order is settled at merge."""
+    con.execute("""
+        CREATE TABLE IF NOT EXISTS write_requests (
+            user_id VARCHAR NOT NULL, key VARCHAR NOT NULL, fingerprint VARCHAR NOT NULL,
+            turn_ids VARCHAR[] NOT NULL, created_at TIMESTAMP NOT NULL, PRIMARY KEY (user_id, key))""")
+
+
+MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2, _v3, _v4, _v5, _v7_idempotency]
 
 
 def migrate(con: duckdb.DuckDBPyConnection, dim: int) -> int:
