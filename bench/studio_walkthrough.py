@@ -66,7 +66,7 @@ def main() -> None:
 
     for page in ("timeline", "recall_inspector", "manifold", "memories"):
         t = time.perf_counter()
-        at.switch_page(f"pages/{page}.py").run()
+        at.switch_page(f"timem/studio/views/{page}.py").run()
         fail_on_errors(at, page)
         step(f"{page}: rendered in {time.perf_counter() - t:.0f} s; title {at.title[0].value!r}")
 
@@ -76,7 +76,7 @@ def main() -> None:
     at.button(key="mem_soft").click().run()
     fail_on_errors(at, "delete")
     assert engine.store.node(leaf.id).status == NodeStatus.DELETED
-    at.switch_page("pages/timeline.py").run()
+    at.switch_page("timem/studio/views/timeline.py").run()
     from timem.ui.timeline import _label
 
     gone_tl = _label(leaf, engine.config.tz) not in at.selectbox(key="tl_node").options

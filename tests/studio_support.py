@@ -18,7 +18,7 @@ from timem.llm.fake import ScriptedBackend
 from timem.llm.protocol import ChatRequest
 
 REPO = Path(__file__).resolve().parents[1]
-DEMO = REPO / "data" / "demo_conversation.jsonl"
+DEMO = REPO / "timem" / "data" / "demo_conversation.jsonl"
 DEMO_USER = "demo-mia"
 SCRIPTED_MODEL = "scripted-studio"
 

@@ -32,7 +32,7 @@ def make_app(engine, user: str = DEMO_USER, page: str | None = None) -> AppTest:
     at.session_state[ENGINE_KEY] = engine
     at.session_state[USER_KEY] = user
     if page:
-        at.switch_page(f"pages/{page}.py")
+        at.switch_page(f"timem/studio/views/{page}.py")
     return at.run()
 
 
@@ -245,6 +245,44 @@ def test_recall_inspector_compares_two_configurations(engine):
     assert_clean(at)
 
 
+def test_recall_inspector_compares_two_databases_built_in_different_modes(engine, tmp_path, embedder):
+    """B recalls the same user and question from the demo consolidated extractively; the Gate tab names
+    each memory's mode, and a database without that user is refused in B's column only."""
+    other = build_demo_db(tmp_path / "extractive.duckdb", embedder, consolidation_mode="extractive")
+    at = make_app(engine, page="recall_inspector")
+    at.text_input(key="insp_query").set_value("What did Mia drink before she switched to tea?").run()
+    at.selectbox(key="insp_B_db").set_value("another file …").run()
+    at.text_input(key="insp_B_db_path").set_value(str(other)).run()
+    assert at.selectbox(key="insp_B_gate").options == ["score", "off"]  # no LLM on the other database
+    for name in "AB":  # let L2-L5 into both contexts, so that the modes show
+        at.selectbox(key=f"insp_{name}_levels").set_value("L1–L5 (TiMem paper quotas)").run()
+    at.selectbox(key="insp_A_gate").set_value("score").run()
+    at.button(key="insp_run").click().run()
+    assert_clean(at)
+    shown = at.session_state["insp_results"]
+    a, b = shown["results"]
+    assert shown["dbs"] == [None, str(other)] and str(other) in shown["setups"][1]
+    from timem.store import Store
+
+    with Store(other, embedder.model_id, embedder.dim) as st_other:
+        assert set(b.node_ids) <= {n.id for n in st_other.nodes(DEMO_USER)}  # recalled from the other file
+    gate_tables = [t.value for t in at.dataframe if "mode" in t.value.columns]
+    assert len(gate_tables) == 2
+    modes_a, modes_b = (set(t.loc[t["kept"], "mode"]) for t in gate_tables)
+    assert "abstractive" in modes_a and "extractive" not in modes_a, modes_a
+    assert "extractive" in modes_b and "abstractive" not in modes_b, modes_b
+    assert len(engine.store.traces(DEMO_USER)) == 1  # only A is saved, in the studio's database
+
+    empty = tmp_path / "nobody.duckdb"
+    Store(empty, embedder.model_id, embedder.dim).close()
+    at.text_input(key="insp_B_db_path").set_value(str(empty)).run()
+    at.button(key="insp_run").click().run()
+    assert any("no user 'demo-mia'" in e.value for e in at.error), [e.value for e in at.error]
+    at.text_input(key="insp_B_db_path").set_value(str(tmp_path / "typo.duckdb")).run()
+    at.button(key="insp_run").click().run()
+    assert any("no database at" in e.value for e in at.error) and not (tmp_path / "typo.duckdb").exists()
+
+
 def test_manifold_metrics_per_level(engine):
     at = make_app(engine, page="manifold")
     assert_clean(at)
@@ -286,8 +324,14 @@ def test_import_l1_only_then_consolidate_now(empty_abstractive_engine):
     levels = {int(n.level) for n in eng.store.nodes(DEMO_USER)}
     assert levels == {1}
     at.checkbox(key="sb_flush").check().run()
-    at.button(key="sb_consolidate").click().run()
+    at.button(key="sb_consolidate").click().run()  # LLM consolidation: a background job (timem.ui.jobs)
     assert_clean(at)
+    from timem.ui import jobs
+
+    assert jobs.current_job(eng).join(300)
+    at.run()
+    assert_clean(at)
+    assert any("Consolidating demo-mia: finished" in s.value for s in at.success), [s.value for s in at.success]
     assert {int(n.level) for n in eng.store.nodes(DEMO_USER)} == {1, 2, 3, 4, 5}
     assert len(eng.store.nodes(DEMO_USER, int(Level.PROFILE))) == 3
     assert {n.mode for n in eng.store.nodes(DEMO_USER) if n.level > 1} == {"abstractive"}
@@ -412,7 +456,7 @@ def test_extractive_mode_from_the_sidebar_without_an_llm(tmp_path, embedder):
         nodes = eng.store.nodes(DEMO_USER)
         assert {int(n.level) for n in nodes} == {1, 2, 3, 4, 5}
         assert {n.mode for n in nodes if n.level > 1} == {"extractive"}
-        at.switch_page("pages/memories.py").run()
+        at.switch_page("timem/studio/views/memories.py").run()
         assert_clean(at)
         table = at.dataframe[0].value
         assert set(table["mode"]) == {"verbatim", "extractive"}
@@ -553,7 +597,7 @@ def test_bad_database_path_errors_on_that_page_only(tmp_path, monkeypatch):
             at.run()  # the next interaction: no error left, the store still open
             assert not at.exception and not at.error
             for page in ("chat", "memories"):
-                at.switch_page(f"pages/{page}.py").run()
+                at.switch_page(f"timem/studio/views/{page}.py").run()
                 assert not at.exception and not at.error, page
     finally:
         st.cache_resource.clear()
@@ -593,7 +637,7 @@ def test_uploads_are_deleted_and_errors_name_the_uploaded_file(empty_engine, tmp
 
     (uploads / "leftover").mkdir(parents=True)  # e.g. from a process killed mid-import
     (uploads / "leftover" / "old.jsonl").write_text(ZOE_LINE)
-    at.switch_page("pages/memories.py").run()
+    at.switch_page("timem/studio/views/memories.py").run()
     at.text_input(key="mem_erase_user_typed").set_value("zoe").run()
     at.button(key="mem_erase_user").click().run()
     assert not at.exception

@@ -22,7 +22,7 @@ def test_retrieval_only_run_and_publish(tmp_path, embedder):
     env = {"TIMEM_CACHE_DIR": str(tmp_path / "cache"), "TIMEM_LLM_BACKEND": "none"}
     runner = CliRunner()
     out = tmp_path / "run"
-    res = runner.invoke(bench_app, ["locomo", str(data), "--config", "hybrid-turns", "--retrieval-only",
+    res = runner.invoke(bench_app, ["locomo", str(data), "--recipe", "hybrid-turns", "--retrieval-only",
                                     "--out", str(out), "--set", "token_budget=300"], env=env)
     assert res.exit_code == 0, res.output
     assert "hybrid-turns: 4 questions, evidence_recall" in res.output

@@ -110,8 +110,12 @@ def test_read_only_commands_refuse_a_missing_database_and_create_nothing(cli_env
     assert not missing.parent.exists()
     db = str(cli_env / "t.duckdb")
     assert run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--db", db)[0] == 0
-    code, out = run("check", "--db", db, "--user", "nobody")
-    assert code == 1 and "no user 'nobody'" in out, out
+    for cmd in ("check", "tree", "erase-user", "segtree build"):
+        args = [*cmd.split(), "--db", db] + (["nobody"] if cmd == "erase-user" else ["--user", "nobody"])
+        code, out = run(*args)
+        assert code == 1 and "no user 'nobody'" in out and "users:" in out, (cmd, out)
+    code, out = run("erase-user", "zoe", "--db", db)
+    assert code == 0 and "turns" in out and "file rewritten in" in out and "MB" in out, out
 
 
 def test_eval_recall_names_every_missing_user_before_any_work(cli_env, locomo_dev):

@@ -68,3 +68,23 @@ def test_title_prompt_is_short_names_the_language_and_refuses_non_titles():
     assert title.render(title.NodeTitle(title="Title: Ann adopts a cat.")) == "Ann adopts a cat."
     with pytest.raises(ValueError):
         title.render(title.NodeTitle(title="word " * 40))
+
+
+def test_level_prompt_registry_covers_l2_to_l5_with_one_interface():
+    from timem.prompts.levels import level_prompts
+
+    tz = ZoneInfo("UTC")
+    kid = MemoryNode(id="n1", user_id="u", level=Level.WEEK, window_key="w", content="Ann moved to Porto.",
+                     span_start=datetime(2023, 5, 1, tzinfo=UTC), span_end=datetime(2023, 5, 2, tzinfo=UTC),
+                     model_id="m", prompt_version="p")
+    prompts = level_prompts()
+    assert sorted(prompts) == [Level.SESSION, Level.DAY, Level.WEEK, Level.PROFILE]
+    versions = {lv: p.version for lv, p in prompts.items()}  # unchanged bytes keep their version (LLM cache)
+    assert versions == {Level.SESSION: "l2-session-v6", Level.DAY: "l3-day-v6", Level.WEEK: "l4-week-v6",
+                        Level.PROFILE: "l5-profile-v6"}
+    for level, p in prompts.items():
+        msgs = p.build([kid], [], tz, participants=["Ann"])
+        assert p.level == level and [m.role for m in msgs] == ["system", "user"] and "Porto" in msgs[1].content
+    assert "People to profile: Ann." in prompts[Level.PROFILE].build([kid], [], tz, participants=["Ann"])[1].content
+    answer = prompts[Level.DAY].schema.model_validate({"summary": "Ann moved. Ann moved."})
+    assert prompts[Level.DAY].render(answer) == "Ann moved."

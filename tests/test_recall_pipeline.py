@@ -297,9 +297,13 @@ def test_evaluation_reports_coverage_per_category(two_users, embedder):
          "evidence": ["D1:1"], "question_time": QT},
         {"question_id": "q4", "question": "Which planet?", "answer": "Mars", "category": 1,
          "evidence": ["D9:9"], "question_time": QT},
+        {"question_id": "q5", "question": "Which moon?", "answer": "", "category": 1, "evidence": [],
+         "question_time": QT},
     ]
     report = evaluate_recall(two_users, embedder, None, Config(), "u1", questions)
-    assert report["n"] == 3 and set(report["per_category"]) == {"1 multi-hop", "2 temporal", "4 single-hop"}
+    assert report["n"] == 4 and set(report["per_category"]) == {"1 multi-hop", "2 temporal", "4 single-hop"}
+    assert (report["overall"]["n_evidence"], report["overall"]["n_answer"]) == (3, 3)  # q5 has neither
+    assert report["per_category"]["1 multi-hop"]["evidence_recall"] == 0.0  # over q4 only, not q5
     rows = {r["question_id"]: r for r in report["questions"]}
     assert rows["q1"]["covered"] == ["D1:1"] and rows["q1"]["full_coverage"] and rows["q1"]["answer_in_context"]
     assert rows["q2"]["evidence"] == ["D2:1", "D3:1"] and rows["q2"]["full_coverage"]

@@ -1,5 +1,6 @@
 """Candidate search in DuckDB on real LoCoMo text: BM25 postings vs the fts extension's own
-``match_bm25``, postings refresh after writes, and the opt-in HNSW vector index."""
+``match_bm25`` over the user's rows alone (per-user statistics), postings refresh after writes, and the
+opt-in HNSW vector index."""
 
 from __future__ import annotations
 
@@ -17,11 +18,16 @@ PER_USER = 120  # real turns per user stored as L1 nodes
 
 
 def _reference_bm25(store: Store, user_id: str, query: str, level: int, limit: int) -> list[tuple[str, float]]:
-    """The fts extension's macro over every row, user filter after scoring (the pre-postings query)."""
+    """The fts extension's macro over an fts index of this user's rows alone (N, df, avgdl per user),
+    user filter after scoring (the pre-postings query)."""
+    store.con.execute("CREATE OR REPLACE TABLE ref_nodes AS SELECT id, level, status, search_text FROM nodes "
+                      "WHERE user_id = ?", [user_id])
+    store.con.execute("PRAGMA create_fts_index('ref_nodes', 'id', 'search_text', stemmer = 'porter', "
+                      "stopwords = 'english', strip_accents = 1, lower = 1, overwrite = 1)")
     return store.con.execute(
-        "SELECT * FROM (SELECT id, fts_main_nodes.match_bm25(id, ?) AS score FROM nodes "
-        "WHERE user_id = ? AND level = ? AND status = 'active') WHERE score IS NOT NULL "
-        "ORDER BY round(score, 9) DESC, id LIMIT ?", [query, user_id, level, limit]).fetchall()
+        "SELECT * FROM (SELECT id, fts_main_ref_nodes.match_bm25(id, ?) AS score FROM ref_nodes "
+        "WHERE level = ? AND status = 'active') WHERE score IS NOT NULL "
+        "ORDER BY round(score, 9) DESC, id LIMIT ?", [query, level, limit]).fetchall()
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +68,17 @@ def test_bm25_postings_equal_match_bm25_on_real_text(real):
                 compared += 1
                 hits += len(got)
     assert compared == len(questions) * 4 and hits > 200  # real questions do hit real turns
+
+
+def test_a_users_bm25_scores_do_not_depend_on_other_users(tmp_path, embedder, real):
+    src, users, questions = real
+    nodes = src.nodes(users[0], status=None)
+    with Store(tmp_path / "alone.duckdb", embedder.model_id, embedder.dim) as alone:
+        alone.add_nodes(nodes, np.stack([src.embeddings([n.id for n in nodes])[n.id] for n in nodes]))
+        for q in questions:
+            got, beside = alone.search_bm25(users[0], q, 1, 40), src.search_bm25(users[0], q, 1, 40)
+            assert [i for i, _ in got] == [i for i, _ in beside], q
+            assert np.allclose([x for _, x in got], [x for _, x in beside], rtol=0, atol=1e-12), q
 
 
 def test_bm25_postings_follow_writes(real, embedder):
@@ -120,14 +137,15 @@ def test_unknown_vector_index_is_refused(tmp_path, embedder):
         Store(tmp_path / "x.duckdb", embedder.model_id, embedder.dim, vector_index="faiss")
 
 
-def test_a_file_from_before_the_postings_table_gets_it_on_the_first_query(tmp_path, embedder, real):
+@pytest.mark.parametrize("dropped", ["postings", "user_stats"])
+def test_a_file_from_before_the_postings_table_gets_it_on_the_first_query(tmp_path, embedder, real, dropped):
     src, users, _ = real
     path = tmp_path / "old.duckdb"
     nodes = src.nodes(users[0], 1)[:20]
     with Store(path, embedder.model_id, embedder.dim) as store:
         store.add_nodes(nodes, np.stack([src.embeddings([n.id for n in nodes])[n.id] for n in nodes]))
         store.refresh_fts()
-        store.con.execute("DROP TABLE fts_main_nodes.postings")  # what an older TiMem left behind
+        store.con.execute(f"DROP TABLE fts_main_nodes.{dropped}")  # what an older TiMem left behind
     with Store(path, embedder.model_id, embedder.dim) as store:
         assert store.get_meta("fts_dirty") == "0"
         word = max((w.strip(".,!?'\"") for n in nodes for w in n.content.split()), key=len)  # no stop word

@@ -20,21 +20,26 @@ def traced(tmp_path_factory, embedder):
     res = recall(eng.store, eng.embedder, None, eng.config, DEMO_USER, "Which tea did Mia bring from Shanghai?",
                  complexity_override="complex", persist=False)
     nodes = {n.id: n for n in eng.store.nodes(DEMO_USER, status=None)}
-    yield res.trace, nodes
+    propagated = eng.recall(DEMO_USER, "Which tea did Mia bring from Shanghai?", persist=False,
+                            config=eng.config.with_overrides(propagation="top-down"))
+    yield res.trace, nodes, propagated.trace
     eng.close()
 
 
 def test_candidate_table_ranked_with_component_scores(traced):
-    trace, nodes = traced
+    trace, nodes, propagated = traced
     df = tt.candidate_table(trace, nodes)
     assert list(df["rank"]) == sorted(df["rank"]) and len(df) == len(trace.candidates)
-    assert {"semantic", "bm25", "fused", "kept"} <= set(df.columns)
-    assert df["fused"].between(0, 1).all()
+    assert {"semantic", "bm25", "score", "local", "tree", "kept"} <= set(df.columns)
+    assert df["score"].between(0, 1).all() and df["local"].isna().all()  # no propagation: score is the fused score
+    df = tt.candidate_table(propagated, nodes)
+    assert df["local"].notna().all() and (df["tree"] != 0).any()  # with propagation: score = local + tree
+    assert ((df["local"] + df["tree"] - df["score"]).abs() < 1e-3).all()
     assert "Longjing" in " ".join(df["preview"].head(5))  # the Shanghai tea leaf ranks near the top
 
 
 def test_ancestor_gate_latency_and_summary(traced):
-    trace, nodes = traced
+    trace, nodes, _ = traced
     anc = tt.ancestor_table(trace, nodes)
     assert set(anc["level"]) <= {"L2", "L3", "L4", "L5"} and anc["added"].any()
     gate = tt.gate_table(trace, nodes)
@@ -50,7 +55,7 @@ def test_ancestor_gate_latency_and_summary(traced):
 
 
 def test_missing_nodes_are_named_not_crashed(traced):
-    trace, _ = traced
+    trace, _, _ = traced
     df = tt.candidate_table(trace, {})
     assert set(df["preview"]) == {tt.MISSING}
     assert set(tt.ancestor_table(trace, {})["model_id"]) == {"—"}

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Literal, TypeVar
 
@@ -17,6 +16,7 @@ from tqdm import tqdm
 
 from timem.config import Config, load_config
 from timem.errors import ConsolidationIncomplete, InputError, NotFoundError, TimemError
+from timem.progress import terminal_progress
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="TiMem: a Temporal Memory Tree for chat agents.")
 T = TypeVar("T")
@@ -31,10 +31,6 @@ ModeOpt = Annotated[str | None, typer.Option("--mode", help="L2-L5 consolidation
 
 def _config(config: Path | None, db: Path | None, **kw: object) -> Config:
     return load_config(config, db_path=db, **kw)
-
-
-def _bar(items: Iterable[T], desc: str, total: int) -> Iterable[T]:
-    return tqdm(items, desc=desc, total=total, unit="node", leave=False, file=sys.stderr)
 
 
 def _samples(sample: str | None) -> list[str] | None:
@@ -79,7 +75,7 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
     eng = _engine(cfg)
     try:
         report = eng.ingest(users, flush=flush, upper_levels=upper_levels, update_changed=update_changed,
-                            progress=_bar)
+                            progress=terminal_progress)
     except ConsolidationIncomplete as exc:
         report = exc.report
         _echo_ingested(report, cfg)
@@ -113,7 +109,7 @@ def consolidate(db: DbOpt = None, user: Annotated[str | None, typer.Option("--us
     cfg = _config(config, db, llm_backend=llm, consolidation_mode=mode)
     eng = _engine(cfg)
     try:
-        nodes = eng.consolidate(user, flush=flush, progress=_bar)
+        nodes = eng.consolidate(user, flush=flush, progress=terminal_progress)
     finally:
         eng.close()
     typer.echo(f"wrote {len(nodes)} node(s)")
@@ -124,12 +120,10 @@ def tree(user: UserOpt, db: DbOpt = None, level: Annotated[int | None, typer.Opt
          width: Annotated[int, typer.Option(help="characters of content per node")] = 100,
          config: ConfigOpt = None) -> None:
     """Print a user's tree, top level first, each node with its span, model and id (for `timem erase`)."""
-    from timem.viz.tree_text import render_tree
-
     cfg = _config(config, db)
     eng = _engine(cfg, with_llm=False, must_exist=True)
     try:
-        typer.echo(render_tree(eng.store, user, cfg.tz, level=level, width=width))
+        typer.echo(eng.tree_text(user, level=level, width=width))
     finally:
         eng.close()
 
@@ -140,7 +134,7 @@ def stats(db: DbOpt = None, as_json: Annotated[bool, typer.Option("--json")] = F
     cfg = _config(config, db)
     eng = _engine(cfg, with_llm=False, must_exist=True)
     try:
-        s = eng.store.stats()
+        s = eng.stats()
     finally:
         eng.close()
     if as_json:
@@ -155,16 +149,10 @@ def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] 
           repair: Annotated[bool, typer.Option(help="rebuild a stale FTS snapshot first")] = False,
           config: ConfigOpt = None) -> None:
     """Verify the tree invariants; exit code 2 on any violation."""
-    from timem.tree.check import check_store
-
     cfg = _config(config, db)
     eng = _engine(cfg, with_llm=False, must_exist=True)
     try:
-        if user is not None and user not in eng.store.users():
-            raise NotFoundError(f"no user {user!r} in {cfg.db_path}; users: {', '.join(eng.store.users()) or 'none'}")
-        if repair:
-            eng.store.refresh_fts()
-        problems = check_store(eng.store, cfg, user)
+        problems = eng.check(user, repair=repair)
     finally:
         eng.close()
     for p in problems:
@@ -178,12 +166,10 @@ def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] 
 def erase(node_ids: Annotated[list[str], typer.Argument(help="memory node ids (see `timem tree`)")],
           db: DbOpt = None, llm: LlmOpt = None, config: ConfigOpt = None) -> None:
     """Hard-erase memories: rows, source turns, vectors, FTS, LLM cache, recall traces; then rewrite the file."""
-    from timem import editing
-
     cfg = _config(config, db, llm_backend=llm)
     eng = _engine(cfg, must_exist=True)
     try:
-        cost = editing.erase(eng.store, eng.consolidator, node_ids, actor="cli")
+        cost = eng.delete_memories(node_ids, hard=True, actor="cli")
     finally:
         eng.close()
     typer.echo(f"erased {len(node_ids)} memory(ies); file rewritten in {cost['seconds']:.2f} s "
@@ -197,10 +183,13 @@ def erase_user(user: Annotated[str, typer.Argument(help="the user id to erase")]
     cfg = _config(config, db)
     eng = _engine(cfg, with_llm=False, must_exist=True)
     try:
+        eng.require_user(user)
         counts = eng.erase_user(user, actor="cli")
     finally:
         eng.close()
-    typer.echo(f"erased user {user}: {counts}")
+    rows = ", ".join(f"{v} {k}" for k, v in counts.items() if not k.startswith("file_"))
+    typer.echo(f"erased user {user}: {rows}; file rewritten in {counts['file_seconds']:.2f} s "
+               f"({counts['file_bytes_before'] / 1e6:.1f} -> {counts['file_bytes_after'] / 1e6:.1f} MB)")
 
 
 @app.command()
@@ -209,7 +198,7 @@ def compact(db: DbOpt = None, config: ConfigOpt = None) -> None:
     cfg = _config(config, db)
     eng = _engine(cfg, with_llm=False, must_exist=True)
     try:
-        cost = eng.store.compact()
+        cost = eng.compact()
     finally:
         eng.close()
     typer.echo(f"rewrote {cfg.db_path} in {cost['seconds']:.2f} s ({cost['bytes_before'] / 1e6:.1f} -> "
@@ -305,11 +294,15 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
         return
     for r in results:
         typer.echo(f"{r['user_id']}: {r['n']} questions")
-        typer.echo(f"  {'category':<16} {'n':>4} {'ev.recall':>9} {'full cov':>8} {'ans∈ctx':>8} {'Mem Len':>8}")
+        typer.echo(f"  {'category':<16} {'n':>4} {'n ev':>5} {'ev.recall':>9} {'full cov':>8} {'n ans':>5} "
+                   f"{'ans∈ctx':>8} {'Mem Len':>8}")
         for name, s in [*r["per_category"].items(), ("all", r["overall"])]:
             f = lambda v: "   -" if v is None else f"{v:.3f}"
-            typer.echo(f"  {name:<16} {s['n']:>4} {f(s['evidence_recall']):>9} {f(s['full_coverage']):>8} "
-                       f"{f(s['answer_in_context']):>8} {s['mean_mem_len'] or 0:>8.0f}")
+            typer.echo(f"  {name:<16} {s['n']:>4} {s['n_evidence']:>5} {f(s['evidence_recall']):>9} "
+                       f"{f(s['full_coverage']):>8} {s['n_answer']:>5} {f(s['answer_in_context']):>8} "
+                       f"{s['mean_mem_len'] or 0:>8.0f}")
+        typer.echo("  (evidence columns average over the 'n ev' questions with gold evidence, ans∈ctx over the "
+                   "'n ans' with a gold answer)")
 
 
 segtree_app = typer.Typer(no_args_is_help=True, help="SegTreeMem's segment tree over the L1 memories (the default "
@@ -326,9 +319,9 @@ def segtree_build(db: DbOpt = None, user: Annotated[str | None, typer.Option("--
     cfg = _config(config, db)
     eng = _engine(cfg, with_llm=False, must_exist=True)
     try:
-        users = [user] if user else eng.store.users()
-        if user is not None and user not in eng.store.users():
-            raise NotFoundError(f"no user {user!r} in {cfg.db_path}; users: {', '.join(eng.store.users()) or 'none'}")
+        if user is not None:
+            eng.require_user(user)
+        users = [user] if user else eng.users()
         reports = eng.sync_segtree(users, rebuild=rebuild)
     finally:
         eng.close()
@@ -430,8 +423,9 @@ def studio(db: DbOpt = None, port: int = 8501) -> None:
     """Start the Streamlit studio (headless) on 127.0.0.1."""
     import subprocess
 
-    app_py = Path(__file__).resolve().parents[1] / "app.py"
-    args = [sys.executable, "-m", "streamlit", "run", str(app_py), "--server.address", "127.0.0.1",
+    from timem.studio import APP_PY
+
+    args = [sys.executable, "-m", "streamlit", "run", str(APP_PY), "--server.address", "127.0.0.1",
             "--server.port", str(port), "--server.headless", "true"]
     env = None
     if db:
@@ -439,6 +433,67 @@ def studio(db: DbOpt = None, port: int = 8501) -> None:
 
         env = {**os.environ, "TIMEM_DB_PATH": str(db)}
     raise typer.Exit(subprocess.call(args, env=env))
+
+
+KeysOpt = Annotated[Path | None, typer.Option("--keys", help="API keys file (default: <db>.keys.json beside the DB)")]
+
+
+def _keyfile(cfg: Config, keys: Path | None):
+    from timem.service.keys import KeyFile, default_keys_path
+
+    return KeyFile(keys or default_keys_path(cfg.db_path))
+
+
+@app.command()
+def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: KeysOpt = None, llm: LlmOpt = None,
+          config: ConfigOpt = None) -> None:
+    """Serve the memory HTTP API (docs/service.md) over --db; the service is the file's one writer while it runs."""
+    import uvicorn
+
+    from timem.service import create_app
+
+    cfg = _config(config, db, llm_backend=llm)
+    kf = _keyfile(cfg, keys)
+    if not kf.list():
+        typer.echo(f"warning: no API keys in {kf.path}; every request will get 401. Add one with "
+                   f"`timem keys add TENANT --db {cfg.db_path}`", err=True)
+    uvicorn.run(create_app(cfg, kf),
+                host=host, port=port, log_level="info")
+
+
+@app.command()
+def mcp(user: UserOpt, db: DbOpt = None, llm: LlmOpt = None, config: ConfigOpt = None) -> None:
+    """Serve one user's memory to an agent as MCP tools (remember / recall / forget / list) over stdio."""
+    from timem.service.mcp_server import run_stdio
+
+    run_stdio(_config(config, db, llm_backend=llm or "none"), user)
+
+
+keys_app = typer.Typer(no_args_is_help=True, help="API keys of the memory service (stored hashed beside the DB).")
+app.add_typer(keys_app, name="keys")
+
+
+@keys_app.command("add")
+def keys_add(tenant: str, db: DbOpt = None, keys: KeysOpt = None, config: ConfigOpt = None) -> None:
+    """Create a key for TENANT and print it once (only its scrypt hash is stored)."""
+    kf = _keyfile(_config(config, db), keys)
+    key = kf.add(tenant)
+    typer.echo(key)
+    typer.echo(f"(key for tenant {tenant} saved hashed in {kf.path}; it is not shown again)", err=True)
+
+
+@keys_app.command("list")
+def keys_list(db: DbOpt = None, keys: KeysOpt = None, config: ConfigOpt = None) -> None:
+    """Key ids, tenants, creation and revocation times (never the keys)."""
+    for k in _keyfile(_config(config, db), keys).list():
+        typer.echo(f"{k.key_id}  {k.tenant:<20} created {k.created_at}" + (f"  REVOKED {k.revoked_at}" if k.revoked_at else ""))
+
+
+@keys_app.command("revoke")
+def keys_revoke(key_id_or_tenant: str, db: DbOpt = None, keys: KeysOpt = None, config: ConfigOpt = None) -> None:
+    """Revoke one key (by id) or every key of a tenant; a running service refuses it from the next request."""
+    ids = _keyfile(_config(config, db), keys).revoke(key_id_or_tenant)
+    typer.echo(f"revoked {', '.join(ids)}")
 
 
 def _mount_bench() -> None:

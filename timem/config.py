@@ -170,6 +170,9 @@ class Config(BaseModel):
     #: an item joins the context when its cosine with the question reaches this, or the question names it
     memory_item_min_cosine: float = Field(default=0.6, ge=-1.0, le=1.0)
     quotas: dict[str, dict[int, int]] = Field(default_factory=lambda: {k: dict(v) for k, v in DEFAULT_QUOTAS.items()})
+    #: memory service (``timem serve`` / ``timem mcp``): longest message, reply, query or memory text
+    #: accepted, in characters; longer ones are refused (HTTP 413) and nothing is written
+    service_max_text_chars: int = Field(default=16_000, ge=1)
 
     @field_validator("timezone")
     @classmethod

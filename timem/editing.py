@@ -160,8 +160,8 @@ def erase_user(store: Store, user_id: str, *, actor: str = "user") -> dict[str, 
         counts["audit_redacted"] = store.forget_text([], texts, user_id=user_id)["audit_redacted"]
         store.audit("erase-user", None, None, {"actor": actor, "counts": counts})
     store.refresh_fts(force=True)
-    _compact(store, actor)
-    return counts
+    cost = _compact(store, actor)
+    return {**counts, **{f"file_{k}": v for k, v in cost.items()}}
 
 
 def _compact(store: Store, actor: str) -> dict[str, float]:

@@ -30,9 +30,10 @@ from timem.llm.protocol import LLMClient
 from timem.memory import forget as forget_mod
 from timem.memory.facade import MemoryLayer
 from timem.memory.writer import ItemWriter
-from timem.models import MemoryNode, Role, Turn
+from timem.models import MemoryNode, Role, Turn, WriteRequest
 from timem.recall import pipeline
 from timem.recall.pipeline import AnswerResult, RecallResult
+from timem.recall.trace import RecallTrace
 from timem.segtree import store as segtree_store
 from timem.store import Store
 
@@ -180,11 +181,13 @@ class MemoryEngine(MemoryLayer):
     # ------------------------------------------------------------------ online chat
     def add_exchange(self, user_id: str, session_id: str, user_text: str, assistant_text: str,
                      event_time: datetime, *, user_name: str = "User", assistant_name: str = ASSISTANT_NAME,
-                     consolidate: bool = True) -> list[MemoryNode]:
+                     consolidate: bool = True, request: WriteRequest | None = None) -> list[MemoryNode]:
         """Record one chat exchange (user turn + assistant reply, both at ``event_time``, UTC-aware).
 
         Writes its L1 segment online and consolidates whatever windows closed in event time. Same as
         :meth:`add_message` then :meth:`add_reply`, except that nothing is written if either text is refused.
+        ``request`` (an idempotency key) is stored in the turns' transaction; look it up with
+        :meth:`write_request` before writing again.
 
         Raises:
             InputError: empty text or a naive ``event_time`` (nothing is written).
@@ -198,10 +201,10 @@ class MemoryEngine(MemoryLayer):
             make_turn(user_id, session_id, seq, user_name, Role.USER, user_text, event_time, offset),
             make_turn(user_id, session_id, seq + 1, assistant_name, Role.ASSISTANT, assistant_text, event_time, offset),
         ]
-        return self._add_chat_turns(user_id, turns, consolidate)
+        return self._add_chat_turns(user_id, turns, consolidate, request)
 
     def add_message(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
-                    user_name: str = "User") -> Turn:
+                    user_name: str = "User", request: WriteRequest | None = None) -> Turn:
         """Store the user's chat message alone, before it is answered (so that it survives an answer that
         never completes); no consolidation runs (an open session's L1 waits for the reply).
 
@@ -212,11 +215,12 @@ class MemoryEngine(MemoryLayer):
         seq = len(self.store.turns(user_id, session_id))
         turn = make_turn(user_id, session_id, seq, user_name, Role.USER, text, event_time,
                      speaker_offset(event_time, self.config.tz_for(user_id)))
-        self._add_chat_turns(user_id, [turn], consolidate=False)
+        self._add_chat_turns(user_id, [turn], False, request)
         return turn
 
     def add_reply(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
-                  assistant_name: str = ASSISTANT_NAME, consolidate: bool = True) -> list[MemoryNode]:
+                  assistant_name: str = ASSISTANT_NAME, consolidate: bool = True,
+                  request: WriteRequest | None = None) -> list[MemoryNode]:
         """Store the assistant's reply (role ``assistant``, speaker ``assistant_name``) after
         :meth:`add_message`, then write the L1 segment and consolidate what closed (see :meth:`add_exchange`).
 
@@ -228,13 +232,20 @@ class MemoryEngine(MemoryLayer):
         seq = len(self.store.turns(user_id, session_id))
         turn = make_turn(user_id, session_id, seq, assistant_name, Role.ASSISTANT, text, event_time,
                      speaker_offset(event_time, self.config.tz_for(user_id)))
-        return self._add_chat_turns(user_id, [turn], consolidate)
+        return self._add_chat_turns(user_id, [turn], consolidate, request)
 
-    def _add_chat_turns(self, user_id: str, turns: list[Turn], consolidate: bool) -> list[MemoryNode]:
+    def write_request(self, user_id: str, key: str) -> tuple[str, list[str]] | None:
+        """The write stored earlier with idempotency ``key`` for ``user_id``: ``(fingerprint, turn ids)``, or None."""
+        return self.store.write_request(user_id, key)
+
+    def _add_chat_turns(self, user_id: str, turns: list[Turn], consolidate: bool,
+                        request: WriteRequest | None = None) -> list[MemoryNode]:
         for t in turns:
             check_turn(t)
-        with self.store.transaction():
+        with self.store.transaction():  # the turns and their idempotency key: both or neither
             self.store.add_turns(turns)
+            if request is not None:
+                self.store.record_write_request(user_id, request.key, request.fingerprint, [t.id for t in turns])
         if not consolidate:
             return []
         try:
@@ -291,12 +302,42 @@ class MemoryEngine(MemoryLayer):
         """New content for a memory; ancestors re-consolidated (see :mod:`timem.editing`)."""
         return editing.edit_memory(self.store, self.consolidator, node_id, content, actor=actor)
 
-    def delete_memories(self, node_ids: Sequence[str], *, hard: bool = False, actor: str = "user") -> None:
-        """Soft-delete (undoable) or, with ``hard``, erase memories; ancestors re-consolidated without them."""
+    def delete_memories(self, node_ids: Sequence[str], *, hard: bool = False, actor: str = "user") -> dict[str, float]:
+        """Soft-delete (undoable) or, with ``hard``, erase memories; ancestors re-consolidated without them.
+
+        Returns the file rewrite's ``seconds``, ``bytes_before``, ``bytes_after`` for a hard erase, else ``{}``.
+        """
         if hard:
-            editing.erase(self.store, self.consolidator, node_ids, actor=actor)
-        else:
-            editing.soft_delete(self.store, self.consolidator, node_ids, actor=actor)
+            return editing.erase(self.store, self.consolidator, node_ids, actor=actor)
+        editing.soft_delete(self.store, self.consolidator, node_ids, actor=actor)
+        return {}
+
+    def compact(self) -> dict[str, float]:
+        """Rewrite the database file (what every hard erase does last): ``seconds``, ``bytes_before``, ``bytes_after``."""
+        return self.store.compact()
+
+    def stats(self) -> dict[str, Any]:
+        """Nodes per level, turns, LLM calls, tokens and cache hits (:meth:`timem.store.Store.stats`)."""
+        return self.store.stats()
+
+    def check(self, user_id: str | None = None, *, repair: bool = False) -> list[Any]:
+        """Tree invariant violations (:func:`timem.tree.check.check_store`) of one user or all; ``repair``
+        first rebuilds a stale FTS snapshot. Raises :class:`NotFoundError` for an unknown user."""
+        from timem.tree.check import check_store
+
+        if user_id is not None:
+            self.require_user(user_id)
+        if repair:
+            self.store.refresh_fts()
+        return check_store(self.store, self.config, user_id)
+
+    def tree_text(self, user_id: str, *, level: int | None = None, width: int = 100) -> str:
+        """The user's tree as text, top level first (:func:`timem.viz.tree_text.render_tree`).
+        Raises :class:`NotFoundError` for an unknown user."""
+        from timem.viz.tree_text import render_tree
+
+        self.require_user(user_id)
+        return render_tree(self.store, user_id, self.config.tz, level=level, width=width)
 
     def restore_memory(self, node_id: str, *, actor: str = "user") -> None:
         """Undo a soft delete."""
@@ -307,6 +348,22 @@ class MemoryEngine(MemoryLayer):
         return editing.erase_user(self.store, user_id, actor=actor)
 
     # ------------------------------------------------------------------ recall and answers
+    @property
+    def has_llm(self) -> bool:
+        """Whether an LLM is configured (answers, LLM planner / gate, hybrid and abstractive consolidation)."""
+        return self.llm is not None
+
+    @property
+    def db_path(self) -> str:
+        """The DuckDB file this engine owns (``":memory:"`` for an in-memory store)."""
+        return self.store.path
+
+    def traces(self, user_id: str | None = None, limit: int = 100) -> list[RecallTrace]:
+        """Saved recall traces (of one user, or all), newest first."""
+        from timem.recall.trace import load_traces
+
+        return load_traces(self.store, user_id, limit=limit)
+
     def users(self) -> list[str]:
         """Ids of the users in the store, sorted."""
         return self.store.users()
@@ -322,6 +379,30 @@ class MemoryEngine(MemoryLayer):
     def nodes(self, user_id: str | None = None, level: int | None = None, **kw: Any) -> list[MemoryNode]:
         """Memory nodes, as :meth:`timem.store.Store.nodes` (active only unless ``status=None``)."""
         return self.store.nodes(user_id, level, **kw)
+
+    def node(self, node_id: str) -> MemoryNode | None:
+        """One memory node by id, in any status (active, deleted, superseded), or ``None`` if absent."""
+        found = self.store.nodes(ids=[node_id], status=None)
+        return found[0] if found else None
+
+    def export_user(self, user_id: str, *, traces: int = 1000) -> dict[str, Any]:
+        """Everything stored of one user as JSON-ready data: ``user_id``, ``sessions``, ``turns`` (conversation
+        order), ``nodes`` (every status, conversation order) and the newest ``traces`` recall traces.
+        Times are ISO 8601 UTC.
+
+        Raises:
+            NotFoundError: the user is not in the store.
+        """
+        self.require_user(user_id)
+        sessions = [{**s, "started_at": s["started_at"].isoformat(), "last_event_at": s["last_event_at"].isoformat()}
+                    for s in self.store.sessions(user_id)]
+        return {
+            "user_id": user_id,
+            "sessions": sessions,
+            "turns": [t.model_dump(mode="json") for t in self.store.turns(user_id)],
+            "nodes": [n.model_dump(mode="json") for n in self.store.nodes(user_id, status=None)],
+            "traces": self.store.traces(user_id, limit=traces),
+        }
 
     def require_user(self, user_id: str) -> None:
         """Raise :class:`NotFoundError` (naming the users there are) unless ``user_id`` is in the store."""

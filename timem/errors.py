@@ -6,6 +6,8 @@ verbatim to the user.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class TimemError(Exception):
     """Base class of every error raised by TiMem."""
@@ -71,7 +73,7 @@ class ConsolidationIncomplete(LLMError):
         report: for an ingest, its :class:`timem.engine.IngestReport` (else ``None``).
     """
 
-    def __init__(self, failures: list[tuple[int, str, str]], written: list, report: object = None) -> None:
+    def __init__(self, failures: list[tuple[int, str, str]], written: list[Any], report: object = None) -> None:
         self.failures, self.written, self.report = failures, written, report
         keys = ", ".join(f"L{lv} {key}" for lv, key, _ in failures)
         super().__init__(
@@ -88,3 +90,17 @@ class ChatTurnError(TimemError):
     def __init__(self, stage: str, message: str) -> None:
         super().__init__(message)
         self.stage = stage
+
+
+class TextTooLongError(InputError):
+    """A text (message, reply, query, memory content) is longer than the configured maximum
+    (``service_max_text_chars``); nothing was written. Split it or raise the limit."""
+
+
+class AuthError(TimemError):
+    """A request to the memory service carried no API key, or one that is unknown, malformed or revoked.
+    Nothing was read or written; send ``Authorization: Bearer <key>`` with a key from `timem keys add`."""
+
+
+class ConsolidationCancelled(TimemError):
+    """A background consolidation was cancelled; the windows not yet written stay due (consolidate again)."""

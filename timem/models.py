@@ -79,12 +79,6 @@ class TimeSpan(BaseModel):
         """Temporal containment: ``self.start <= other.start`` and ``other.end <= self.end``."""
         return self.start <= other.start and other.end <= self.end
 
-    def hull(self, other: TimeSpan) -> TimeSpan:
-        return TimeSpan(start=min(self.start, other.start), end=max(self.end, other.end))
-
-    @property
-    def duration(self) -> timedelta:
-        return self.end - self.start
 
 
 class Turn(BaseModel):
@@ -163,6 +157,17 @@ class MemoryNode(BaseModel):
         return TimeSpan(start=self.span_start, end=self.span_end)
 
 
+class WriteRequest(BaseModel):
+    """A client's idempotency key for one write and a fingerprint of what it sent (SHA-256 hex of the
+    canonical request body). Stored with the turns in one transaction (table ``write_requests``), so a
+    retry with the same key is answered once and stored once, across restarts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str = Field(min_length=1, max_length=255)
+    fingerprint: str
+
+
 #: kinds of memory items (:mod:`timem.memory`): facts and preferences supersede each other on the same
 #: subject and attribute; events and plans accumulate
 ItemKind = Literal["fact", "preference", "event", "plan"]
@@ -178,7 +183,7 @@ class MemoryItem(BaseModel):
     (supersession: ``valid_to`` = the newer item's event time, ``superseded_by`` = its id); it is kept as
     history. ``source`` is ``stated`` (said by the subject) or ``inferred`` (an LLM's reading);
     ``status`` ``deleted`` = forgotten (soft delete, undoable). ``last_access`` / ``access_count`` feed the
-    decay score (:func:`timem.memory.decay.decay_weight`).
+    decay score (:func:`timem.memory.recall.decay_weight`).
     """
 
     id: str

@@ -124,7 +124,7 @@ def _label(gran: str, lo: date, hi: date, lang: str) -> str:
 
 def _shift(gran: str, d: date, n: int) -> date:
     unit = {"day": "days", "week": "weeks", "weekend": "weeks", "month": "months", "year": "years"}[gran]
-    return d + relativedelta(**{unit: n})
+    return d + relativedelta(**{unit: n})  # type: ignore[arg-type]  # one keyword: days/weeks/months/years
 
 
 # ---------------------------------------------------------------- English rules
@@ -141,7 +141,7 @@ def _num(s: str) -> int:
     return int(s) if s.isdigit() else _EN_NUM[s.lower()]
 
 
-def _en_weekday(m: re.Match, d: date) -> Found:
+def _en_weekday(m: re.Match[str], d: date) -> Found:
     word = m.group(2)
     if len(word) < 6 and not word[0].isupper():
         return None  # lower-case abbreviation: "last sat", "last sun" are rarely dates
@@ -151,29 +151,29 @@ def _en_weekday(m: re.Match, d: date) -> Found:
     return "day", d + relativedelta(days=-1, weekday=wd(-1))
 
 
-def _en_weekend(m: re.Match, d: date) -> Found:
+def _en_weekend(m: re.Match[str], d: date) -> Found:
     which = m.group(1).lower().split()
     offset = -1 if which[-1] in ("last", "past") else {"this": 0, "next": 1}[which[0]]
     return "weekend", _shift("week", d, offset)
 
 
-def _en_rel(m: re.Match, d: date) -> Found:
+def _en_rel(m: re.Match[str], d: date) -> Found:
     which, gran = m.group(1).lower().split()[0], m.group(2).lower()
     return gran, _shift(gran, d, {"last": -1, "this": 0, "next": 1}[which])
 
 
-def _en_day_word(m: re.Match, d: date) -> Found:
+def _en_day_word(m: re.Match[str], d: date) -> Found:
     w = " ".join(m.group(0).lower().split())
     off = {"yesterday": -1, "last night": -1, "tomorrow": 1}.get(w, 0)
     return "day", d + relativedelta(days=off)
 
 
-def _en_ago(m: re.Match, d: date) -> Found:
+def _en_ago(m: re.Match[str], d: date) -> Found:
     n, gran = _num(m.group(1)), m.group(2).lower()
     return gran, _shift(gran, d, -n if m.group(3).lower() == "ago" else n)
 
 
-def _en_in(m: re.Match, d: date) -> Found:
+def _en_in(m: re.Match[str], d: date) -> Found:
     n = _num(m.group(1))
     before = m.string[max(0, m.start() - 12):m.start()].lower().split()
     if n < 2 or (before and before[-1] in ("once", "twice", "times", "just", "only", "all", "even")):
@@ -182,7 +182,7 @@ def _en_in(m: re.Match, d: date) -> Found:
 
 
 _I = re.IGNORECASE
-_EN_RULES: list[tuple[re.Pattern, Callable[[re.Match, date], Found], bool]] = [
+_EN_RULES: list[tuple[re.Pattern[str], Callable[[re.Match[str], date], Found], bool]] = [
     # (pattern, resolver, guarded by determiner-before / "of"-after checks)
     (re.compile(r"\bthe\s+day\s+before\s+yesterday\b", _I),
      lambda m, d: ("day", d - timedelta(days=2)), False),
@@ -216,27 +216,27 @@ def _zh_num(s: str) -> int | None:
     return _ZH_DIGIT.get(s) if len(s) == 1 else None
 
 
-def _zh_prefix_ok(m: re.Match) -> bool:
+def _zh_prefix_ok(m: re.Match[str]) -> bool:
     before = m.string[m.start() - 1] if m.start() else ""
     return before not in _ZH_BAD_BEFORE.get(m.group(1)[0], set())
 
 
-def _zh_weekday(m: re.Match, d: date) -> Found:
+def _zh_weekday(m: re.Match[str], d: date) -> Found:
     if not _zh_prefix_ok(m):
         return None
     monday = _shift("week", d, _ZH_OFFSET[m.group(1)]) + relativedelta(weekday=MO(-1))
     return "day", monday + relativedelta(weekday=_WEEKDAYS[_ZH_WEEKDAY[m.group(2)]](+1))
 
 
-def _zh_rel(gran: str) -> Callable[[re.Match, date], Found]:
-    def f(m: re.Match, d: date) -> Found:
+def _zh_rel(gran: str) -> Callable[[re.Match[str], date], Found]:
+    def f(m: re.Match[str], d: date) -> Found:
         if not _zh_prefix_ok(m):
             return None
         return gran, _shift(gran, d, _ZH_OFFSET[m.group(1)])
     return f
 
 
-def _zh_month(m: re.Match, d: date) -> Found:
+def _zh_month(m: re.Match[str], d: date) -> Found:
     key = m.group(1)
     if key in ("上", "下") and not _zh_prefix_ok(m):
         return None  # 登上月球, 晚上月亮 ...
@@ -248,8 +248,8 @@ _ZH_DAYS = {"大前天": -3, "前天": -2, "昨天": -1, "昨晚": -1, "今天":
 _ZH_YEARS = {"大前年": -3, "前年": -2, "去年": -1, "今年": 0, "明年": 1, "后年": 2, "大后年": 3}
 
 
-def _zh_word(table: dict[str, int], gran: str) -> Callable[[re.Match, date], Found]:
-    def f(m: re.Match, d: date) -> Found:
+def _zh_word(table: dict[str, int], gran: str) -> Callable[[re.Match[str], date], Found]:
+    def f(m: re.Match[str], d: date) -> Found:
         w, s = m.group(0), m.string
         before, after = (s[m.start() - 1] if m.start() else ""), s[m.end():m.end() + 1]
         if w[0] in "前后" and ((before != "" and before in "以之从提目当先然最") or after in ("性", "期")
@@ -259,7 +259,7 @@ def _zh_word(table: dict[str, int], gran: str) -> Callable[[re.Match, date], Fou
     return f
 
 
-def _zh_ago(m: re.Match, d: date) -> Found:
+def _zh_ago(m: re.Match[str], d: date) -> Found:
     n, ge, unit = _zh_num(m.group(1)), m.group(2), m.group(3)
     before = m.string[m.start() - 1] if m.start() else ""
     part_of_bigger_number = before != "" and (before.isdigit() or before in "第几十两" + "".join(_ZH_DIGIT))
@@ -270,7 +270,7 @@ def _zh_ago(m: re.Match, d: date) -> Found:
     return gran, _shift(gran, d, -n)
 
 
-_ZH_RULES: list[tuple[re.Pattern, Callable[[re.Match, date], Found], bool]] = [
+_ZH_RULES: list[tuple[re.Pattern[str], Callable[[re.Match[str], date], Found], bool]] = [
     (re.compile(_ZH_PRE + r"个?(?:周|星期|礼拜)([一二三四五六日天])"), _zh_weekday, False),
     (re.compile(_ZH_PRE + r"个?周末"), _zh_rel("weekend"), False),
     (re.compile(_ZH_PRE + r"个?(?:周|星期|礼拜)(?![一二三四五六日天末围边期岁年])"), _zh_rel("week"), False),

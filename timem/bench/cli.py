@@ -7,6 +7,7 @@ Mounted by :mod:`timem.cli` as ``app.add_typer(bench_app, name="bench")``. Error
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,7 +20,10 @@ from timem.errors import ConfigError
 bench_app = typer.Typer(add_completion=False, no_args_is_help=True,
                         help="Benchmarks: LoCoMo and LongMemEval with the paper's metrics, ablations and baselines.")
 
-RecipeOpt = Annotated[str, typer.Option("--config", help="recipe name (see `timem bench recipes`)")]
+RecipeOpt = Annotated[str, typer.Option("--recipe", "--config", help="recipe name (see `timem bench recipes`); "
+                                                                   "--config is the old spelling, deprecated")]
+SampleOpt = Annotated[str | None, typer.Option("--sample", "--samples", help="sample ids, e.g. conv-26,conv-30 "
+                                                                           "(--samples is deprecated)")]
 LlmOpt = Annotated[str | None, typer.Option("--llm", help="answering / consolidating LLM: local | openai | none")]
 JudgeOpt = Annotated[str | None, typer.Option(
     "--judge", help="judge LLM: 'same' (default: the answering model), 'local', 'openai' or 'openai:MODEL'")]
@@ -32,8 +36,21 @@ SetOpt = Annotated[list[str] | None, typer.Option("--set", help="config override
                                                                 "e.g. --set token_budget=2000")]
 SettingsOpt = Annotated[Path | None, typer.Option("--settings", help="TOML config file (the usual timem config)")]
 MaxQOpt = Annotated[int | None, typer.Option("--max-questions", help="stop after the first N selected questions")]
+RayOpt = Annotated[str | None, typer.Option("--ray", help="run one task per conversation on Ray: 'local' (a 2-CPU "
+                                                      "cluster started here), 'auto' (this machine's cluster) or "
+                                                      "a cluster ADDRESS; see docs/cluster.md")]
 WindowOpt = Annotated[int | None, typer.Option("--window", help="full-context: model window in tokens "
                                                                 "(default local_n_ctx, or 128000 for openai)")]
+
+
+def _warn_old_spellings(argv: list[str] | None = None) -> None:
+    """Warn on stderr about the deprecated ``--config`` (recipe) and ``--samples`` spellings."""
+    args = sys.argv[1:] if argv is None else argv
+    if "--config" in args:
+        typer.echo("warning: `timem bench --config` is deprecated; use --recipe (--config will name a TOML file, "
+                   "as in every other command; until then that is --settings)", err=True)
+    if "--samples" in args:
+        typer.echo("warning: --samples is deprecated; use --sample (as in every other command)", err=True)
 
 
 def _overrides(pairs: list[str] | None) -> dict[str, Any]:
@@ -63,9 +80,10 @@ def _judge_config(cfg: Config, judge: str | None, base_url: str | None) -> Confi
 def _run(dataset: str, file: Path, recipe_name: str, *, samples: str | None = None, limit: int | None = None,
          max_questions: int | None, include_adversarial: bool = False, retrieval_only: bool, llm: str | None,
          judge: str | None, judge_base_url: str | None, out: Path | None, db: Path | None, window: int | None,
-         sets: list[str] | None, settings: Path | None) -> Path:
+         sets: list[str] | None, settings: Path | None, ray: str | None = None) -> Path:
     from timem.bench.runner import RunSpec, run_benchmark
 
+    _warn_old_spellings()
     recipe = get_recipe(recipe_name)
     base = load_config(settings, llm_backend=llm, **_overrides(sets))
     mode = "retrieval" if retrieval_only else "e2e"
@@ -74,7 +92,12 @@ def _run(dataset: str, file: Path, recipe_name: str, *, samples: str | None = No
                    samples=samples.split(",") if samples else None, limit=limit, max_questions=max_questions,
                    include_adversarial=include_adversarial, retrieval_only=retrieval_only, db=db, window=window,
                    judge_config=None if retrieval_only else _judge_config(base, judge, judge_base_url))
-    res = run_benchmark(spec, base)
+    if ray:
+        from timem.bench.distributed import run_on_ray
+
+        res = run_on_ray(spec, base, ray)
+    else:
+        res = run_benchmark(spec, base)
     overall = res.table[-1]
     key = "evidence_recall" if retrieval_only else "judge_acc"
     val = overall.get(key)
@@ -84,17 +107,17 @@ def _run(dataset: str, file: Path, recipe_name: str, *, samples: str | None = No
 
 
 @bench_app.command()
-def locomo(file: Path, samples: Annotated[str | None, typer.Option("--samples", help="sample ids, e.g. conv-26,conv-30")] = None,
+def locomo(file: Path, samples: SampleOpt = None,
            recipe: RecipeOpt = "timem", llm: LlmOpt = None, judge: JudgeOpt = None, judge_base_url: JudgeUrlOpt = None,
            retrieval_only: RetrOpt = False, out: OutOpt = None,
            include_adversarial: Annotated[bool, typer.Option("--include-adversarial",
                                                              help="also category 5 (adversarial)")] = False,
            db: DbOpt = None, max_questions: MaxQOpt = None, window: WindowOpt = None, sets: SetOpt = None,
-           settings: SettingsOpt = None) -> None:
-    """Run one recipe on a LoCoMo file (categories 1-4 by default)."""
+           settings: SettingsOpt = None, ray: RayOpt = None) -> None:
+    """Run one recipe on a LoCoMo file (categories 1-4 by default); with --ray one task per conversation."""
     _run("locomo", file, recipe, samples=samples, max_questions=max_questions, include_adversarial=include_adversarial,
          retrieval_only=retrieval_only, llm=llm, judge=judge, judge_base_url=judge_base_url, out=out, db=db,
-         window=window, sets=sets, settings=settings)
+         window=window, sets=sets, settings=settings, ray=ray)
 
 
 @bench_app.command()
@@ -114,7 +137,7 @@ def suite(dataset: Annotated[str, typer.Argument(help="locomo | longmemeval")], 
           name: Annotated[str, typer.Option("--suite", help=f"one of {', '.join(SUITES)}")] = "no-llm",
           recipes: Annotated[str | None, typer.Option("--recipes", help="comma-separated recipes instead")] = None,
           out_root: Annotated[Path, typer.Option("--out-root", help="parent of the run folders")] = Path("bench/runs"),
-          samples: Annotated[str | None, typer.Option("--samples")] = None,
+          samples: SampleOpt = None,
           limit: Annotated[int | None, typer.Option("--limit")] = None,
           retrieval_only: RetrOpt = False, llm: LlmOpt = None, judge: JudgeOpt = None,
           judge_base_url: JudgeUrlOpt = None, db: DbOpt = None, max_questions: MaxQOpt = None,

@@ -101,9 +101,9 @@ _RECIPES: list[Recipe] = [
        overrides=_PAPER),
     # lambda sweep
     *[_r(f"lambda-{x:.1f}", "timem", "lambda", f"λ = {x:.1f} (semantic weight of the fused leaf score)",
-         overrides={"recall_lambda": x}) for x in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)],
+         overrides={"recall_lambda": x}) for x in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)],
     *[_r(f"lambda-{x:.1f}-l1", "timem", "lambda (L1 only)", f"λ = {x:.1f}, L1-only quotas (no L2-L5 needed)",
-         overrides={"recall_lambda": x, **_L1}, context_levels=(1,)) for x in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)],
+         overrides={"recall_lambda": x, **_L1}, context_levels=(1,)) for x in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)],
     # L1 granularity (a separate database per value)
     *[_r(f"gran-{n}", "timem", "granularity", f"{n} exchange(s) per L1 segment, full TiMem recall",
          overrides={"l1_segment_exchanges": n}) for n in (1, 2, 4, 8)],
@@ -160,12 +160,12 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in _RECIPES}
 #: Named lists of recipes for ``timem bench suite``.
 SUITES: dict[str, list[str]] = {
     # everything that runs on verbatim L1 without an LLM
-    "no-llm": ["l1-flat", "l1-hier", *[f"lambda-{x:.1f}-l1" for x in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)],
+    "no-llm": ["l1-flat", "l1-hier", *[f"lambda-{x:.1f}-l1" for x in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)],
                *[f"gran-{n}-l1" for n in (1, 2, 4, 8)], "bm25-turns", "dense-turns", "hybrid-turns", "full-context"],
     # needs L2-L5 in the store (pass --db with an LLM-ingested database)
     "hierarchical": ["timem", "planner-centroid", "fixed-simple", "fixed-hybrid", "fixed-complex", "gate-score",
                      "gate-off", "l2l5-hier", "l1l5-flat", "l1l5-hier",
-                     *[f"lambda-{x:.1f}" for x in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)]],
+                     *[f"lambda-{x:.1f}" for x in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)]],
 }
 #: tree-aware recall (issue 10): the default, its ablations and the flat baselines; runs without an LLM
 #: (the default consolidation without one is extractive)

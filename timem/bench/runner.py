@@ -48,6 +48,7 @@ from timem.errors import TimemError
 from timem.llm.protocol import LLMClient
 from timem.llm.recording import RecordingLLM
 from timem.models import Level
+from timem.progress import terminal_progress
 from timem.prompts import answer as answer_prompt
 from timem.store.duckdb_store import Store
 
@@ -169,10 +170,6 @@ def question_time(user: ImportedUser, q: Question) -> datetime:
     return q.question_time or max(t.event_time for t in user.turns)
 
 
-def _bar(items, desc: str, total: int):  # Progress protocol of the consolidator
-    return tqdm(items, desc=desc, total=total, unit="item", leave=False, file=sys.stderr)
-
-
 def _score(spec: RunSpec, user: ImportedUser, q: Question, r: Retrieved) -> dict[str, Any]:
     """Evidence coverage and answer-in-context of one retrieval (see :mod:`timem.bench.metrics`)."""
     ref = {t.id: t.source_ref for t in user.turns}
@@ -228,8 +225,13 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
                          "to consolidate them, TIMEM_CONSOLIDATION_MODE=extractive (no LLM), or --db with a "
                          "database ingested with an LLM.")
     spec.out_dir.mkdir(parents=True, exist_ok=True)
+    existed = Path(db_path).exists()
     store = Store(db_path, embedder.model_id, embedder.dim)
     try:
+        reused = sorted(set(run_users) & set(store.users())) if existed and recipe.uses_store else []
+        if reused and progress:  # said, not silent (the manifest stays byte-identical across re-runs)
+            print(f"note: reusing the memory tree of {', '.join(reused)} in {db_path} (built by an earlier run; "
+                  "only new turns are ingested); pass --db with a new file to rebuild", file=sys.stderr)
         want_llm = not spec.retrieval_only or (ingest_llm_needed and cfg.llm_backend != "none")
         llm = llm_factory(cfg, store) if want_llm else None
         if not spec.retrieval_only and llm is None:
@@ -252,7 +254,7 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
                        "categories": sorted({1, 2, 3, 4} | ({5} if spec.include_adversarial else set()))
                        if spec.dataset == "locomo" else "all"},
             n_questions=len(rows), mode="retrieval-only" if spec.retrieval_only else "end-to-end",
-            recipe=recipe.model_dump(mode="json"), config=config_record(cfg),
+            recipe=recipe.model_dump(mode="json"), config=config_record(cfg.with_overrides(db_path=Path(db_path))),
             models={"embedder": embedder.model_id, "answer_llm": None if spec.retrieval_only else llm.model_id,
                     "judge_llm": judge_llm.model_id if judge_llm else None, "memory_nodes": node_models},
             db=str(db_path), window=spec.window,
@@ -271,7 +273,7 @@ def _ingest(store: Store, embedder: Embedder, llm: LLMClient | None, cfg: Config
 
     for u in users:
         check_l1_layout(store, u, cfg)
-    MemoryEngine(cfg, store, embedder, llm).ingest(users, flush=True, progress=_bar)
+    MemoryEngine(cfg, store, embedder, llm).ingest(users, flush=True, progress=terminal_progress)
     if recipe.needs_upper_levels:
         missing = [u.user_id for u in users if level_counts(store, u.user_id)[2] == 0]
         if missing:

@@ -48,16 +48,17 @@ from timem.embed.protocol import Embedder
 from timem.errors import ConsolidationIncomplete, LLMError, UnusableAnswerError
 from timem.llm.protocol import LLMClient, Message
 from timem.models import CONSOLIDATION_MODES, Level, MemoryNode, NodeStatus, Role, TimeSpan, Turn
-from timem.prompts import day, profile, segment, session, title, week
+from timem.prompts import segment, title
 from timem.prompts.common import assistant_note, render_nodes
+from timem.prompts.levels import level_prompts
 from timem.store import Store
-from timem.tree.windows import check_containment, hull, parent_span, parent_window
+from timem.tree.windows import check_containment, parent_span, parent_window
 
 T = TypeVar("T")
 Progress = Callable[[Iterable[T], str, int], Iterable[T]]
 VERBATIM_MODEL = "verbatim"
 VERBATIM_PROMPT = "l1-verbatim-v1"
-LEVEL_PROMPTS: dict[Level, Any] = {Level.SESSION: session, Level.DAY: day, Level.WEEK: week, Level.PROFILE: profile}
+LEVEL_PROMPTS = level_prompts()
 NEEDS_LLM = ("hybrid", "abstractive")  #: consolidation modes that call the LLM
 
 
@@ -242,7 +243,7 @@ class Consolidator:
             history = [h for h in self.store.history(user_id, level, span.start, self.config.history_k + 1)
                        if existing is None or h.id != existing.id][-self.config.history_k:]
             content, history, dropped = self._summarise(llm, user_id, level, key, span, children, history)
-            model_id, version = llm.model_id, LEVEL_PROMPTS[level].PROMPT_VERSION
+            model_id, version = llm.model_id, LEVEL_PROMPTS[level].version
             if dropped:
                 audits.append(("grounding-drop", {"level": int(level), "window": key, "dropped": [
                     {"sentence": t, "reason": r} for t, r in dropped]}))
@@ -310,23 +311,18 @@ class Consolidator:
         Raises:
             UnusableAnswerError: no valid answer, or no sentence survives either call (nothing is written).
         """
-        mod = LEVEL_PROMPTS[level]
-        schema = {Level.SESSION: session.SessionMemory, Level.DAY: day.DayMemory, Level.WEEK: week.WeekMemory,
-                  Level.PROFILE: profile.ProfileMemory}[level]
+        prompt = LEVEL_PROMPTS[level]
         dropped: list[tuple[str, str]] = []
         people = self._participants(user_id, span) if level == Level.PROFILE else []
         for shown in ([history, []] if history else [history]):
-            if level == Level.PROFILE:
-                messages = profile.build_messages(children, shown, people, self.tz)
-            else:
-                messages = mod.build_messages(children, shown, self.tz)
+            messages = prompt.build(children, shown, self.tz, participants=people)
             note = assistant_note(self._assistants(user_id), messages[-1].content)
             if note:  # a chat assistant's replies are not the participants' facts (see extractive.py)
                 messages = [*messages[:-1], Message(role=messages[-1].role, content=messages[-1].content + note)]
-            result = llm.complete_json(messages, schema, purpose=f"consolidate-L{int(level)}", user_id=user_id,
-                                       max_tokens=mod.MAX_TOKENS)
+            result = llm.complete_json(messages, prompt.schema, purpose=f"consolidate-L{int(level)}",
+                                       user_id=user_id, max_tokens=prompt.max_tokens)
             try:
-                content = mod.render(result)
+                content = prompt.render(result)
             except ValueError as exc:
                 raise UnusableAnswerError(f"L{int(level)} consolidation of {key}: {exc} (model {llm.model_id}); "
                                "nothing was written. Use a larger model or an OpenAI-compatible endpoint "
@@ -363,8 +359,3 @@ class Consolidator:
         if self.llm is None:
             raise LLMError(f"{what} needs an LLM, but llm_backend is 'none'; use --llm local or --llm openai.")
         return self.llm
-
-
-def tree_span(nodes: Sequence[MemoryNode]) -> TimeSpan:
-    """Hull of the spans of ``nodes`` (non-empty)."""
-    return hull([n.span for n in nodes])

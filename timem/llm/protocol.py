@@ -8,7 +8,7 @@ retries; the rest of TiMem only talks to :class:`LLMClient`.
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -26,7 +26,7 @@ class ChatRequest(BaseModel):
 
     model_config = ConfigDict(frozen=True)
     messages: list[Message]
-    json_schema: dict | None = None
+    json_schema: dict[str, Any] | None = None
     temperature: float = 0.0
     max_tokens: int = 1024
 

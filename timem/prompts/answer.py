@@ -19,19 +19,10 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from pydantic import BaseModel
-
 from timem.llm.protocol import Message
 from timem.prompts.common import cjk_language
 
 PROMPT_VERSION = "answer-v3"
-
-
-class AnswerResponse(BaseModel):
-    """The answer's shape. The model replies in free text (``LLMClient.complete``); the text is
-    wrapped in this model by :func:`timem.recall.pipeline.answer`."""
-
-    answer: str
 
 
 _SYSTEM = """You answer questions about a user's past conversations using only the memories given.

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 from pydantic import BaseModel, Field
 
 from timem.llm.protocol import Message
-from timem.models import MemoryNode
+from timem.models import Level, MemoryNode
 from timem.prompts.common import LANGUAGE_RULE, clean_summary, history_block, language_note, render_nodes
 
 PROMPT_VERSION = "l5-profile-v6"
@@ -58,3 +58,19 @@ def render(result: ProfileMemory) -> str:
     if not lines:
         raise ValueError("the model returned no profile text")
     return "\n".join(lines)
+
+
+class _ProfilePrompt:
+    """The L5 :class:`~timem.prompts.levels.LevelPrompt`: :func:`build_messages` with the participants."""
+
+    level, version, schema, max_tokens = Level.PROFILE, PROMPT_VERSION, ProfileMemory, MAX_TOKENS
+
+    def build(self, children: Sequence[MemoryNode], history: Sequence[MemoryNode], tz: ZoneInfo, *,
+              participants: Sequence[str] = ()) -> list[Message]:
+        return build_messages(children, history, participants, tz)
+
+    def render(self, result: ProfileMemory) -> str:
+        return render(result)
+
+
+PROMPT = _ProfilePrompt()

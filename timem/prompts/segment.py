@@ -47,20 +47,3 @@ def build_messages(exchanges: Sequence[str], history: Sequence[str]) -> list[Mes
     body = "\n\n".join(f"Exchange {i}:\n{x}" for i, x in enumerate(exchanges, start=1))
     user = f"Earlier memories (context only):\n{prior}\n\n{body}"
     return [Message(role="system", content=system), Message(role="user", content=user)]
-
-
-def facts_by_exchange(result: SegmentBatch, n_exchanges: int) -> list[str]:
-    """Content per exchange (facts joined by newlines).
-
-    Raises:
-        ValueError: an exchange got no facts (the caller turns this into a retry or an LLMError).
-    """
-    out: dict[int, list[str]] = {}
-    for item in result.segments:
-        if 1 <= item.exchange <= n_exchanges:
-            seen = out.setdefault(item.exchange, [])
-            seen.extend(f.strip() for f in item.facts if f.strip() and f.strip() not in seen)
-    missing = [i for i in range(1, n_exchanges + 1) if not out.get(i)]
-    if missing:
-        raise ValueError(f"no facts for exchange(s) {missing}")
-    return ["\n".join(out[i]) for i in range(1, n_exchanges + 1)]

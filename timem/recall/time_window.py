@@ -15,7 +15,7 @@ Windows are half-open ``[start, end)`` in UTC: ``end`` is the first instant afte
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from dateutil import parser as date_parser
@@ -23,6 +23,7 @@ from dateutil.relativedelta import relativedelta
 
 from timem.models import TimeSpan
 from timem.reldates import resolve_relative_dates
+from timem.tree.windows import midnight
 
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
           "october", "november", "december")
@@ -37,13 +38,9 @@ _UNIT = r"(day|week|month|year)s?"
 _ORD = r"(?:st|nd|rd|th)?"
 
 
-def _midnight(d: date, tz: ZoneInfo) -> datetime:
-    return datetime.combine(d, time(0), tzinfo=tz).astimezone(UTC)
-
-
 def _days(first: date, last: date, tz: ZoneInfo) -> TimeSpan:
     """``[midnight of first, midnight after last)`` in ``tz``, as UTC."""
-    return TimeSpan(start=_midnight(first, tz), end=_midnight(last + timedelta(days=1), tz))
+    return TimeSpan(start=midnight(first, tz), end=midnight(last + timedelta(days=1), tz))
 
 
 def _unit_window(d: date, unit: str, tz: ZoneInfo) -> TimeSpan:
@@ -121,10 +118,10 @@ def resolve_time_window(question: str, question_time: datetime, tz: ZoneInfo) ->
         return m[0], _unit_window(date(int(m[1]), 1, 1), "year", tz)
     if m := re.search(rf"\b(?:in\s+|over\s+|during\s+)?the\s+(?:past|last)\s+{_NUM}\s+{_UNIT}\b", q, flags):
         start = _shift(today, m[2].lower(), -_count(m[1]))
-        return m[0], TimeSpan(start=_midnight(start, tz), end=question_time)
+        return m[0], TimeSpan(start=midnight(start, tz), end=question_time)
     if m := re.search(r"\b(?:in\s+|over\s+|during\s+)?the\s+(?:past|last)\s+(week|month|year)\b", q, flags):
         start = _shift(today, m[1].lower(), -1)
-        return m[0], TimeSpan(start=_midnight(start, tz), end=question_time)
+        return m[0], TimeSpan(start=midnight(start, tz), end=question_time)
     found = resolve_relative_dates(q, question_time.astimezone(tz))[1]
     if found:
         first = min(found, key=lambda r: r.start)

@@ -17,26 +17,41 @@ unchanged: ``s̃ = s⁽⁰⁾ + Σ αᵏ s⁽ᵏ⁾`` with the row-normalised ``
 The tree is brought in step first when its leaf count or settings differ from the store
 (:func:`timem.segtree.store.sync`; a write, like the lazy BM25 refresh). Nodes that start after the
 question time are not scored; a node that spans it keeps its centroid over all its leaves.
+
+Reads (:mod:`timem.segtree.view`): the version check, the candidate leaves' rows, the exact centroid
+cosines of the shortlisted and ancestor nodes, the routed leaves, their vectors: five DuckDB queries
+at most whatever the tree's depth (was about ten); the internal nodes come from a cache kept per tree
+version, reloaded in one query by the first recall after a write (and a lazy sync, if due, before).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
 from timem.config import Config
+from timem.errors import StoreError
 from timem.recall.leaves import LeafSelection, fuse, rerank
 from timem.recall.propagation import propagate_relevance, with_routed
 from timem.segtree import store as segstore
+from timem.segtree.view import TreeView, cached_index, leaf_rows, leaves_under
 from timem.store import Store
 
 
-def ensure(store: Store, config: Config, user_id: str) -> segstore.SyncReport | None:
-    """Sync the user's segment tree if it is not current (:func:`timem.segtree.store.is_current`)."""
-    if segstore.is_current(store, user_id, config.segtree_threshold, config.segtree_max_children):
-        return None
-    return segstore.sync(store, user_id, config.segtree_threshold, config.segtree_max_children)
+def ensure(store: Store, config: Config, user_id: str) -> tuple[segstore.SyncReport | None, tuple[Any, ...]]:
+    """Sync the user's segment tree if it is not current (:func:`timem.segtree.store.version`); returns what
+    the sync did (``None``: nothing to do) and the tree's version."""
+    current = segstore.version(store, user_id, config.segtree_threshold, config.segtree_max_children)
+    if current is not None:
+        return None, current
+    report = segstore.sync(store, user_id, config.segtree_threshold, config.segtree_max_children)
+    current = segstore.version(store, user_id, config.segtree_threshold, config.segtree_max_children)
+    if current is None:
+        raise StoreError(f"the segment tree of {user_id} is not current right after a sync; rebuild it with "
+                         f"`timem segtree build --user {user_id} --rebuild`")
+    return report, current
 
 
 def _normalised(scores: dict[str, float]) -> dict[str, float]:
@@ -58,11 +73,13 @@ def propagate_segtree(store: Store, config: Config, user_id: str, query_vec: np.
         The new selection (each candidate's ``local`` and ``propagated`` set, a note added) and the
         local score of every internal node that took part (for the trace).
     """
-    synced = ensure(store, config, user_id)
+    synced, tree_version = ensure(store, config, user_id)
     hops = config.propagation_hops
     cands = {c.node_id: c for c in selection.candidates}
-    top = segstore.top_internal(store, user_id, query_vec, hops, max(1, config.recall_candidates // 2), question_time)
-    info = segstore.lineage(store, user_id, list(cands), hops, query_vec)
+    view = TreeView(store, cached_index(store, user_id, hops, tree_version), leaf_rows(store, user_id, list(cands)),
+                    query_vec, max(1, config.recall_candidates // 2), question_time)
+    top = view.top
+    info = view.lineage(cands)
     height = {i: h for i, h, _ in top} | {i: v[1] for i, v in info.items()}
     cosine = {i: c for i, _, c in top} | {i: v[3] for i, v in info.items() if v[3] is not None}
     best_bm25: dict[str, float] = {}
@@ -84,17 +101,17 @@ def propagate_segtree(store: Store, config: Config, user_id: str, query_vec: np.
     routed: list[str] = []
     if config.propagation_route > 0:
         segments = sorted((i for i in upper if height[i] == 1), key=lambda i: (-upper[i], i))
-        under = segstore.leaves_under(store, user_id, segments[: config.propagation_route])
-        routed = [i for i, _, start in under if i not in cands
+        under = leaves_under(store, user_id, segments[: config.propagation_route])
+        routed = [i for i, _, _, start in under if i not in cands
                   and (question_time is None or start <= question_time)]
+        view.leaves.update({i: (p, n) for i, p, n, _ in under if i in routed})
     if routed:
         cands = with_routed(store, config, selection, routed, query_vec)
-        info.update(segstore.lineage(store, user_id, routed, hops, query_vec))
+        info.update(view.lineage(routed))
     tree_ids = set(info) | set(upper)
     missing = [i for i in upper if i not in info]  # scored by centroid only: their parents, for the edges
     if missing:
-        info.update({k: v for k, v in segstore.lineage(store, user_id, missing, hops, query_vec).items()
-                     if k not in info})
+        info.update({k: v for k, v in view.lineage(missing).items() if k not in info})
     parent = {i: info[i][0] for i in tree_ids if i in info}
     n_children = {i: info[i][2] for i in tree_ids if i in info}
     local = {**upper, **_normalised({i: c.fused for i, c in cands.items()})}

@@ -16,15 +16,17 @@ query filters by ``user_id``.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 
 from timem.errors import StoreError
 from timem.segtree.tree import SegNode, SegTree
+from timem.segtree.view import note_append
 from timem.store import Store
 from timem.store.records import db_time
 from timem.tree.order import SQL_ORDER
@@ -53,10 +55,11 @@ def _row(r: tuple[Any, ...]) -> SegNode:
                    centroid=None if r[10] is None else np.asarray(r[10], dtype=np.float32))
 
 
-def _state(store: Store, user_id: str) -> tuple[int, int, float, int] | None:
-    row = store.con.execute("SELECT n_leaves, next_id, threshold, max_children FROM segtree_state WHERE user_id = ?",
-                            [user_id]).fetchone()
-    return None if row is None else (int(row[0]), int(row[1]), float(row[2]), int(row[3]))
+def _state(store: Store, user_id: str) -> tuple[Any, ...] | None:
+    """The user's ``segtree_state`` row ``(n_leaves, next_id, threshold, max_children, built_at)``, if any."""
+    row = store.con.execute("SELECT n_leaves, next_id, threshold, max_children, built_at FROM segtree_state "
+                            "WHERE user_id = ?", [user_id]).fetchone()
+    return None if row is None else tuple(row)
 
 
 def l1_leaves(store: Store, user_id: str) -> list[tuple[str, datetime, datetime]]:
@@ -73,16 +76,40 @@ def drop(store: Store, user_ids: Sequence[str]) -> None:
         store.con.execute(f"DELETE FROM segtree_state WHERE user_id IN {_IN}", [list(user_ids)])
 
 
+def version(store: Store, user_id: str, threshold: float, max_children: int) -> tuple[Any, ...] | None:
+    """The stored tree's version if it is current, else ``None``: one query.
+
+    Current: the stored tree has as many leaves as the user has active L1 memories and was built with
+    these settings (the write paths -- :func:`sync` after ingest and chat, :func:`drop` and the store's
+    erase and edit paths -- keep the order in step; :func:`sync` compares the ids themselves). The
+    version is the ``segtree_state`` row, which every :func:`sync` that writes rewrites with a
+    strictly increasing ``built_at`` and every erase, edit and drop deletes: equal versions, equal trees
+    (what :mod:`timem.segtree.view` caches by).
+    """
+    row = store.con.execute(
+        "SELECT s.n_leaves, s.next_id, s.threshold, s.max_children, s.built_at, (SELECT count(*) FROM nodes "
+        "WHERE user_id = ? AND level = 1 AND status = 'active') FROM segtree_state s WHERE s.user_id = ?",
+        [user_id, user_id]).fetchone()
+    if row is None or (float(row[2]), int(row[3])) != (float(threshold), int(max_children)) or int(row[5]) != int(row[0]):
+        return None
+    return tuple(row[:5])  # as _state reads it
+
+
 def is_current(store: Store, user_id: str, threshold: float, max_children: int) -> bool:
-    """Cheap check (two counts): the stored tree has as many leaves as the user has active L1 memories
-    and was built with these settings. The write paths (:func:`sync` after ingest and chat, :func:`drop`
-    on erase) keep the order in step; :func:`sync` compares the ids themselves."""
-    state = _state(store, user_id)
-    if state is None or (state[2], state[3]) != (float(threshold), int(max_children)):
-        return False
-    n = store.con.execute("SELECT count(*) FROM nodes WHERE user_id = ? AND level = 1 AND status = 'active'",
-                          [user_id]).fetchone()[0]
-    return int(n) == state[0]
+    """Whether the user's stored tree is current (:func:`version`; one query, two counts)."""
+    return version(store, user_id, threshold, max_children) is not None
+
+
+_last_stamp = datetime.min.replace(tzinfo=UTC)
+_stamp_lock = threading.Lock()
+
+
+def _stamp() -> datetime:
+    """``now`` (UTC), strictly later than every earlier stamp of this process (the tree version's ``built_at``)."""
+    global _last_stamp
+    with _stamp_lock:
+        _last_stamp = max(datetime.now(UTC), _last_stamp + timedelta(microseconds=1))
+        return _last_stamp
 
 
 def load(store: Store, user_id: str) -> list[SegNode]:
@@ -136,7 +163,9 @@ def sync(store: Store, user_id: str, threshold: float, max_children: int, *, reb
         store.con.execute("DELETE FROM segtree_state WHERE user_id = ?", [user_id])
         store.con.execute("INSERT INTO segtree_state VALUES (?, ?, ?, ?, ?, ?)",
                           [user_id, tree.n, tree.next_id, float(threshold), int(max_children),
-                           db_time(datetime.now(UTC))])
+                           db_time(_stamp())])
+        if resume:  # the cached index of the old version can be patched with the rewritten nodes alone
+            note_append(store, user_id, state, _state(store, user_id), [x.id for x in rows if x.height > 0])
     return SyncReport(rebuilt=not resume, added=len(new), rows=len(rows))
 
 
@@ -144,48 +173,3 @@ def sync_users(store: Store, user_ids: Sequence[str], threshold: float, max_chil
                rebuild: bool = False) -> dict[str, SyncReport]:
     """:func:`sync` for each user (after an ingest, a chat turn, an edit or an erase)."""
     return {u: sync(store, u, threshold, max_children, rebuild=rebuild) for u in dict.fromkeys(user_ids)}
-
-
-def lineage(store: Store, user_id: str, ids: Sequence[str], max_height: int, query_vec: np.ndarray
-            ) -> dict[str, tuple[str | None, int, int, float | None, datetime]]:
-    """``ids`` (leaves or internal nodes of the user) and their ancestors up to ``max_height``, one query
-    per height, user filter in SQL, as ``id -> (parent id or None above max_height, height, n_children,
-    cosine(query_vec, centroid) or None for a leaf, span_start UTC)``."""
-    out: dict[str, tuple[str | None, int, int, float | None, datetime]] = {}
-    frontier = list(dict.fromkeys(ids))
-    qv = np.asarray(query_vec, dtype=np.float32).tolist()
-    while frontier:
-        rows = store.con.execute(
-            f"SELECT id, parent_id, height, n_children, CASE WHEN centroid IS NULL THEN NULL ELSE "
-            f"array_cosine_similarity(centroid, ?::FLOAT[{store.dim}]) END, span_start FROM segtree_nodes "
-            f"WHERE user_id = ? AND id IN {_IN}", [qv, user_id, frontier]).fetchall()
-        for r in rows:
-            out[r[0]] = (r[1] if int(r[2]) < max_height else None, int(r[2]), int(r[3]),
-                         None if r[4] is None else float(r[4]), _utc(r[5]))
-        frontier = sorted({r[1] for r in rows if r[1] and int(r[2]) < max_height} - out.keys())
-    return out
-
-
-def top_internal(store: Store, user_id: str, query_vec: np.ndarray, max_height: int, per_height: int,
-                 until: datetime | None = None) -> list[tuple[str, int, float]]:
-    """The ``per_height`` internal nodes of each height ``1..max_height`` closest to ``query_vec`` by
-    cosine with their centroid, as ``(id, height, cosine)``; ``until`` (UTC-aware) drops nodes that
-    start after it. User filter in SQL."""
-    args: list[Any] = [np.asarray(query_vec, dtype=np.float32).tolist(), user_id, int(max_height)]
-    extra = ""
-    if until is not None:
-        extra, args = " AND span_start <= ?", args + [db_time(until)]
-    rows = store.con.execute(
-        f"SELECT id, height, array_cosine_similarity(centroid, ?::FLOAT[{store.dim}]) AS cos FROM segtree_nodes "
-        f"WHERE user_id = ? AND height BETWEEN 1 AND ?{extra} "
-        f"QUALIFY row_number() OVER (PARTITION BY height ORDER BY cos DESC, id) <= {int(per_height)}",
-        args).fetchall()
-    return [(r[0], int(r[1]), float(r[2])) for r in rows]
-
-
-def leaves_under(store: Store, user_id: str, parent_ids: Sequence[str]) -> list[tuple[str, str, datetime]]:
-    """The leaves whose parent is one of ``parent_ids`` (height-1 nodes), as ``(leaf id, parent id,
-    span_start UTC)``, in leaf order."""
-    rows = store.con.execute(f"SELECT id, parent_id, span_start FROM segtree_nodes WHERE user_id = ? AND height = 0 "
-                             f"AND parent_id IN {_IN} ORDER BY first_seq", [user_id, list(parent_ids)]).fetchall()
-    return [(r[0], r[1], _utc(r[2])) for r in rows]

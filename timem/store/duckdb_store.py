@@ -31,6 +31,7 @@ from timem.store.items import ItemTables
 from timem.store.migrations import migrate
 from timem.store.records import RecordTables, db_time
 from timem.store.search import (
+    DERIVED_TABLES,
     FTS_PRAGMA,
     bm25_top,
     build_bm25_postings,
@@ -446,7 +447,7 @@ class Store(RecordTables, ItemTables):
             self.con.execute(f"DELETE FROM llm_cache WHERE key IN {_IN_LIST}", [keys])
             counts["llm_cache"] += self.purge_cache_mentioning(texts)
             for table in ("turns", "sessions", "nodes", "recall_traces", "llm_calls", "segtree_nodes", "segtree_state",
-                          "memory_items", "memory_extractions"):
+                          "write_requests", "memory_items", "memory_extractions"):
                 counts[table] = self.con.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?",
                                                  [user_id]).fetchone()[0]
                 self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
@@ -467,13 +468,14 @@ class Store(RecordTables, ItemTables):
         return True
 
     def _has_postings(self) -> bool:
-        """Whether the postings table exists (files written before it was introduced lack it)."""
-        return bool(self.con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'fts_main_nodes' "
-                                     "AND table_name = 'postings'").fetchone()[0])
+        """Whether the tables derived from the fts index exist (``postings``, ``user_stats``; files written
+        before one was introduced lack it)."""
+        return self.con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'fts_main_nodes' "
+                                f"AND table_name IN {DERIVED_TABLES}").fetchone()[0] == len(DERIVED_TABLES)
 
     def search_bm25(self, user_id: str, query: str, level: int, limit: int) -> list[tuple[str, float]]:
         """Top ``limit`` active nodes of one user and level by BM25 (higher is better); user filter in SQL.
-        Scores equal the fts extension's ``match_bm25`` (see :mod:`timem.store.search`)."""
+        Scores equal the fts extension's ``match_bm25`` over this user's rows alone (see :mod:`timem.store.search`)."""
         self.refresh_fts()
         return bm25_top(self.con, user_id, query, level, limit)
 

@@ -117,3 +117,16 @@ class RecordTables:
     def audit(self, action: str, user_id: str | None, node_id: str | None, detail: dict[str, Any]) -> None:
         self.con.execute("INSERT INTO audit VALUES (?,?,?,?,?)",
                          [db_time(datetime.now(UTC)), action, user_id, node_id, json.dumps(detail, default=str)])
+
+    # ---------------------------------------------------------------- idempotent writes
+    def write_request(self, user_id: str, key: str) -> tuple[str, list[str]] | None:
+        """The write ``user_id`` sent with idempotency ``key`` earlier: ``(fingerprint, turn ids)``, or None."""
+        row = self.con.execute("SELECT fingerprint, turn_ids FROM write_requests WHERE user_id = ? AND key = ?",
+                               [user_id, key]).fetchone()
+        return (row[0], list(row[1])) if row else None
+
+    def record_write_request(self, user_id: str, key: str, fingerprint: str, turn_ids: Sequence[str]) -> None:
+        """Remember the write sent with idempotency ``key`` (call it inside the transaction that stores the
+        turns, so both survive a crash or neither does)."""
+        self.con.execute("INSERT INTO write_requests VALUES (?,?,?,?,?)",
+                         [user_id, key, fingerprint, list(turn_ids), db_time(datetime.now(UTC))])

@@ -14,9 +14,13 @@ fts build :func:`build_bm25_postings` derives one more table from the fts index,
 ``(user_id, level, termid)``: DuckDB's per-row-group min/max (zone maps) then let a query read
 only the row groups of one user, level and query term. :func:`bm25_top` scores with exactly the
 formula of ``match_bm25`` (Robertson/Sparck Jones BM25 with ``k1 = 1.2``, ``b = 0.75``,
-``idf = log10((N - df + 0.5) / (df + 0.5) + 1)``, ``N``, ``df`` and ``avgdl`` over the whole
-column as the fts extension computes them), so its scores equal ``match_bm25``'s; a test checks
-that on real data.
+``idf = log10((N - df + 0.5) / (df + 0.5) + 1)``), but with ``N``, ``df`` and ``avgdl`` taken over
+**the user's own rows** (every level and status; ``fts_main_nodes.user_stats`` holds ``N`` and
+``avgdl`` per user, ``df`` comes from the user's postings): its scores equal ``match_bm25`` of an fts
+index over that user's rows alone (a test checks that on real data). So one user's scores never
+depend on other users' memories (tenants do not influence each other's ranking), and a benchmark
+conversation scores the same alone in its database or beside others (``timem bench --ray`` relies
+on it: one database per conversation).
 
 **Vectors.** :func:`vector_top` is an exact scan by default (``array_cosine_similarity``; the
 stored vectors are unit length). With ``vector_index = "hnsw"`` (:class:`timem.config.Config`)
@@ -66,8 +70,13 @@ HNSW_INDEX = "nodes_embedding_hnsw"
 BM25_K1, BM25_B = 1.2, 0.75
 
 
+#: the tables :func:`build_bm25_postings` derives from the fts index (a file lacking one gets them rebuilt)
+DERIVED_TABLES = ("postings", "user_stats")
+
+
 def build_bm25_postings(con: duckdb.DuckDBPyConnection) -> None:
-    """(Re)build ``fts_main_nodes.postings`` from the current fts index (call right after the pragma)."""
+    """(Re)build ``fts_main_nodes.postings`` and ``fts_main_nodes.user_stats`` (per user: ``num_docs``,
+    ``avgdl`` over the user's rows) from the current fts index (call right after the pragma)."""
     con.execute("""
         CREATE OR REPLACE TABLE fts_main_nodes.postings AS
         SELECT n.user_id, n.level, n.status, t.termid, d.name AS node_id, count(*)::INTEGER AS tf, d.len
@@ -76,6 +85,11 @@ def build_bm25_postings(con: duckdb.DuckDBPyConnection) -> None:
         JOIN nodes n ON n.id = d.name
         GROUP BY ALL
         ORDER BY n.user_id, n.level, t.termid""")
+    con.execute("""
+        CREATE OR REPLACE TABLE fts_main_nodes.user_stats AS
+        SELECT n.user_id, count(d.docid) AS num_docs, sum(d.len) / count(d.len) AS avgdl
+        FROM fts_main_nodes.docs d JOIN nodes n ON n.id = d.name
+        GROUP BY n.user_id""")
 
 
 def bm25_top(con: duckdb.DuckDBPyConnection, user_id: str, query: str, level: int, limit: int
@@ -85,7 +99,8 @@ def bm25_top(con: duckdb.DuckDBPyConnection, user_id: str, query: str, level: in
     The query is cut like the indexed text (:func:`timem.store.segmenter.search_text`: CJK words;
     other text unchanged), then tokenised and stemmed by the fts index's own macros; terms absent from the index
     (and stop words, which it never indexes) contribute nothing. Scores are ranked rounded to 9
-    decimals (summation order differs from ``match_bm25`` by ~1e-15), ties broken by node id.
+    decimals (summation order differs from ``match_bm25`` by ~1e-15), ties broken by node id. ``N``,
+    ``df`` and ``avgdl`` are the user's own (see the module docstring).
     """
     termids = [r[0] for r in con.execute(
         "SELECT d.termid FROM fts_main_nodes.dict d WHERE d.term IN "
@@ -93,8 +108,9 @@ def bm25_top(con: duckdb.DuckDBPyConnection, user_id: str, query: str, level: in
     if not termids:
         return []
     rows = con.execute(f"""
-        WITH st AS (SELECT num_docs, avgdl FROM fts_main_nodes.stats),
-        q AS (SELECT termid, df FROM fts_main_nodes.dict WHERE termid IN (SELECT unnest(?::BIGINT[])))
+        WITH st AS (SELECT num_docs, avgdl FROM fts_main_nodes.user_stats WHERE user_id = ?),
+        q AS (SELECT termid, count(*) AS df FROM fts_main_nodes.postings
+              WHERE user_id = ? AND termid IN (SELECT unnest(?::BIGINT[])) GROUP BY termid)
         SELECT p.node_id,
                sum(log(((st.num_docs - q.df) + 0.5) / (q.df + 0.5) + 1)
                    * ((p.tf * ({BM25_K1} + 1)) / (p.tf + {BM25_K1} * ((1 - {BM25_B}) + {BM25_B} * (p.len / st.avgdl)))))
@@ -102,7 +118,8 @@ def bm25_top(con: duckdb.DuckDBPyConnection, user_id: str, query: str, level: in
         FROM fts_main_nodes.postings p JOIN q ON p.termid = q.termid, st
         WHERE p.user_id = ? AND p.level = ? AND p.status = 'active'
           AND p.termid IN ({", ".join(str(int(t)) for t in termids)})
-        GROUP BY p.node_id ORDER BY round(score, 9) DESC, p.node_id LIMIT ?""", [termids, user_id, level, limit]).fetchall()
+        GROUP BY p.node_id ORDER BY round(score, 9) DESC, p.node_id LIMIT ?""",
+        [user_id, user_id, termids, user_id, level, limit]).fetchall()
     return [(r[0], float(r[1])) for r in rows]
 
 

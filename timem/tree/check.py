@@ -45,9 +45,11 @@ def _check_user(store: Store, config: Config, uid: str) -> list[Violation]:
     nodes = {n.id: n for n in store.nodes(uid)}
     parents = store.parent_ids(list(nodes))
     sessions = store.sessions(uid)
-    watermark = max((s["last_event_at"] for s in sessions), default=None)
     idle = timedelta(minutes=config.session_idle_timeout_minutes)
-    closed = {s["session_id"]: session_closed(s, sessions, watermark, idle) for s in sessions}
+    closed: dict[str, bool] = {}
+    if sessions:
+        watermark = max(s["last_event_at"] for s in sessions)
+        closed = {s["session_id"]: session_closed(s, sessions, watermark, idle) for s in sessions}
     l1_only = all(n.level == Level.SEGMENT for n in nodes.values())
     for n in nodes.values():
         for cid in n.child_ids:

@@ -34,7 +34,9 @@ def offset_minutes(dt: datetime, tz: ZoneInfo) -> int:
     aware, else that of ``tz`` at that wall-clock time (DST-aware, fold=0 as in :func:`to_utc`)."""
     if dt.tzinfo is None or dt.utcoffset() is None:
         dt = dt.replace(tzinfo=tz)
-    return int(dt.utcoffset().total_seconds() // 60)
+    offset = dt.utcoffset()
+    assert offset is not None  # an aware datetime (a ZoneInfo always gives an offset)
+    return int(offset.total_seconds() // 60)
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,8 @@ class Window:
         return TimeSpan(start=self.start, end=self.end)
 
 
-def _midnight(d: date, tz: ZoneInfo) -> datetime:
+def midnight(d: date, tz: ZoneInfo) -> datetime:
+    """Local midnight starting day ``d`` in ``tz``, as UTC."""
     return datetime.combine(d, time(0), tzinfo=tz).astimezone(UTC)
 
 
@@ -63,7 +66,7 @@ def local_date(t: datetime, tz: ZoneInfo) -> date:
 def day_window(t: datetime, tz: ZoneInfo) -> Window:
     """The L3 window (local calendar day) holding instant ``t``."""
     d = local_date(t, tz)
-    return Window(Level.DAY, f"day:{d.isoformat()}", _midnight(d, tz), _midnight(d + timedelta(days=1), tz))
+    return Window(Level.DAY, f"day:{d.isoformat()}", midnight(d, tz), midnight(d + timedelta(days=1), tz))
 
 
 def week_bounds(d: date) -> tuple[date, date]:
@@ -78,8 +81,8 @@ def week_bounds(d: date) -> tuple[date, date]:
 def week_window(t: datetime, tz: ZoneInfo) -> Window:
     """The L4 window (ISO week cut at month boundaries) holding instant ``t``."""
     lo, hi = week_bounds(local_date(t, tz))
-    return Window(Level.WEEK, f"week:{lo.isoformat()}..{hi.isoformat()}", _midnight(lo, tz),
-                  _midnight(hi + timedelta(days=1), tz))
+    return Window(Level.WEEK, f"week:{lo.isoformat()}..{hi.isoformat()}", midnight(lo, tz),
+                  midnight(hi + timedelta(days=1), tz))
 
 
 def month_window(t: datetime, tz: ZoneInfo) -> Window:
@@ -87,7 +90,7 @@ def month_window(t: datetime, tz: ZoneInfo) -> Window:
     d = local_date(t, tz)
     first = d.replace(day=1)
     nxt = (first + timedelta(days=32)).replace(day=1)
-    return Window(Level.PROFILE, f"month:{first:%Y-%m}", _midnight(first, tz), _midnight(nxt, tz))
+    return Window(Level.PROFILE, f"month:{first:%Y-%m}", midnight(first, tz), midnight(nxt, tz))
 
 
 def parent_window(level: Level, t: datetime, tz: ZoneInfo) -> Window:

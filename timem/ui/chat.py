@@ -25,7 +25,7 @@ from timem.errors import ChatTurnError, ConsolidationIncomplete, TimemError
 from timem.models import MemoryNode, Role
 from timem.recall.trace import RecallTrace
 from timem.tree.windows import to_utc
-from timem.ui import state
+from timem.ui import jobs, state
 from timem.ui.feedback import flash, show_flashes, user_errors
 from timem.ui.trace_view import render_trace
 
@@ -122,7 +122,12 @@ def render() -> None:
         st.info(forgotten, icon=":material/delete_sweep:")
     if not session_id:
         notice.info("No open session. Type a message to start one, or press **Start session**.")
-    prompt = st.chat_input(f"Message the assistant as {ctx.user}")
+    busy = jobs.busy(ctx.engine)
+    if busy:
+        st.info(f"'{busy.title}' is running in the background (progress in the sidebar); chatting waits until it "
+                "ends, because a chat turn consolidates too. The other pages show what is written so far.",
+                icon=":material/hourglass_top:")
+    prompt = st.chat_input(f"Message the assistant as {ctx.user}", disabled=bool(busy))
     if prompt:
         notice.empty()  # the message starts a session
         _exchange(ctx, prompt)
@@ -140,7 +145,8 @@ def _controls(ctx: state.StudioContext) -> None:
     if c2.button("Start session", key="chat_start", disabled=bool(session_id), width="stretch"):
         _sessions()[ctx.user] = new_session_id(event_time(ctx).astimezone(ctx.tz))
         st.rerun()
-    if c3.button("End session", key="chat_end", disabled=not session_id, width="stretch"):
+    if c3.button("End session", key="chat_end", disabled=not session_id or bool(jobs.busy(ctx.engine)),
+                 width="stretch"):
         with user_errors("Ending the session failed"), ctx.lock, st.spinner(
                 "Consolidating the session (and any day, week or month it closes) …"):
             try:

@@ -2,7 +2,9 @@
 
 Each configuration picks the planner (the configured one, the LLM planner, or a fixed complexity),
 the gate (LLM / score / off), λ, the leaf top k and the token budget. Configuration A's trace is
-persisted (it becomes a past query); B is a comparison run and is not saved.
+persisted (it becomes a past query); B is a comparison run and is not saved. B can recall from
+**another database** (e.g. the same conversation consolidated in another mode, issue 11): the same
+user and question there, without an LLM (score gate or none), each memory's mode in the Gate tab.
 
 A past query is shown by its trace id: the stored trace itself, never a later run of the same
 question (results of a re-run are shown only under the stored trace they were re-run from).
@@ -15,9 +17,8 @@ from datetime import UTC, datetime, time
 
 import streamlit as st
 
-from timem.config import Config
+from timem.config import PAPER_QUOTAS, Config
 from timem.errors import TimemError
-from timem.recall import load_traces, recall
 from timem.recall.trace import RecallTrace
 from timem.tree.windows import to_utc
 from timem.ui import state
@@ -25,6 +26,7 @@ from timem.ui.feedback import show_flashes
 from timem.ui.trace_view import render_trace
 
 RESULTS_KEY = "insp_results"
+LEVELS = {"L1 leaves (default)": None, "L1–L5 (TiMem paper quotas)": PAPER_QUOTAS}
 PLANNERS = {"configured planner": None, "LLM planner": "llm", "centroid planner": "centroid",
             "fixed: simple": "simple", "fixed: hybrid": "hybrid", "fixed: complex": "complex"}
 
@@ -38,34 +40,50 @@ class RecallSetup:
     recall_lambda: float = 0.9
     top_k: int = 20
     token_budget: int = 1000
+    db: str | None = None  #: another DuckDB file to recall from (``None``: the studio's database)
+    levels: str = "L1 leaves (default)"  #: a key of :data:`LEVELS`: which levels may enter the context
 
     def config(self, base: Config) -> Config:
-        """``base`` with this setup's λ, top k and token budget."""
+        """``base`` with this setup's λ, top k, token budget and (if chosen) the paper's L1–L5 quotas."""
+        quotas = LEVELS[self.levels]
         return base.with_overrides(recall_lambda=self.recall_lambda, recall_top_k=self.top_k,
-                                   token_budget=self.token_budget)
+                                   token_budget=self.token_budget, **({"quotas": quotas} if quotas else {}))
 
     def overrides(self) -> dict[str, str | None]:
-        """Keyword arguments for :func:`timem.recall.recall`."""
+        """Keyword arguments for :meth:`timem.engine.MemoryEngine.recall`."""
         p = PLANNERS[self.planner]
         fixed = p in ("simple", "hybrid", "complex")
-        return {"complexity_override": p if fixed else None, "planner_override": None if fixed else p,
-                "gate_override": self.gate}
+        return {"complexity": p if fixed else None, "planner": None if fixed else p, "gate": self.gate}
 
     def label(self) -> str:
-        return f"{self.planner} · gate {self.gate} · λ {self.recall_lambda} · k {self.top_k} · {self.token_budget} tok"
+        where = f" · on {self.db}" if self.db else ""
+        levels = " · L1–L5" if LEVELS[self.levels] else ""
+        return (f"{self.planner} · gate {self.gate} · λ {self.recall_lambda} · k {self.top_k} · "
+                f"{self.token_budget} tok{levels}{where}")
 
 
 def run_setup(ctx: state.StudioContext, setup: RecallSetup, query: str, question_time: datetime,
               persist: bool) -> RecallTrace:
     """Recall ``query`` for the current user under ``setup``; returns the trace.
 
+    With ``setup.db`` the recall runs on that database (:func:`state.comparison_context`) for the same user.
+
     Raises:
-        TimemError: e.g. an LLM planner or gate asked for without an LLM.
+        TimemError: e.g. an LLM planner or gate asked for without an LLM, another database that does not
+            exist, holds no such user, or is busy.
     """
-    eng = ctx.engine
-    res = recall(eng.store, eng.embedder, eng.llm, setup.config(ctx.config), ctx.user, query,
-                 question_time=question_time, persist=persist, **setup.overrides())
-    return res.trace
+    where = ctx if setup.db is None else state.comparison_context(ctx, setup.db)
+    if where is ctx:
+        return ctx.engine.recall(ctx.user, query, question_time, persist=persist, config=setup.config(ctx.config),
+                                 **setup.overrides()).trace
+    if not where.lock.acquire(timeout=30):
+        raise TimemError(f"{setup.db} is busy (another page is using it); run the comparison again in a moment.")
+    try:
+        where.engine.require_user(ctx.user)
+        return where.engine.recall(ctx.user, query, question_time, persist=False, config=setup.config(where.config),
+                                   **setup.overrides()).trace
+    finally:
+        where.lock.release()
 
 
 def render() -> None:
@@ -76,7 +94,7 @@ def render() -> None:
     if ctx.engine is None:
         st.error(ctx.open_error or "the memory store is not open")
         return
-    past = load_traces(ctx.engine.store, ctx.user, limit=200)
+    past = ctx.engine.traces(ctx.user, limit=200)
     source = st.radio("Query", ["New query", "Past query"], horizontal=True, key="insp_source",
                       index=1 if past and not st.session_state.get(RESULTS_KEY) else 0)
     stored: RecallTrace | None = None
@@ -108,7 +126,7 @@ def render() -> None:
                 except TimemError as exc:
                     results.append(str(exc))
         st.session_state[RESULTS_KEY] = {"query": query, "origin": origin, "setups": [s.label() for s in setups],
-                                         "results": results}
+                                         "dbs": [s.db for s in setups], "results": results}
     shown = st.session_state.get(RESULTS_KEY)
     if shown and shown.get("origin") == origin and shown["query"] == query:
         if stored is not None:
@@ -118,13 +136,13 @@ def render() -> None:
 
 def _setups(ctx: state.StudioContext) -> list[RecallSetup]:
     compare = st.toggle("Compare two configurations side by side", value=True, key="insp_compare")
-    has_llm = ctx.engine.llm is not None
+    has_llm = ctx.engine.has_llm
     base = {"recall_lambda": ctx.config.recall_lambda, "top_k": ctx.config.recall_top_k,
             "token_budget": ctx.config.token_budget}
     defaults = [RecallSetup(gate="llm" if has_llm else "score", **base),
                 RecallSetup(planner="fixed: complex", gate="off", **base)]
     cols = st.columns(2 if compare else 1)
-    return [_setup_form(col, name, d, has_llm) for col, name, d in zip(cols, "AB", defaults)]
+    return [_setup_form(ctx, col, name, d, has_llm) for col, name, d in zip(cols, "AB", defaults)]
 
 
 def _question_time(ctx: state.StudioContext) -> datetime:
@@ -136,9 +154,27 @@ def _question_time(ctx: state.StudioContext) -> datetime:
     return to_utc(datetime.combine(d, time(12, 0)), ctx.tz)
 
 
-def _setup_form(col, name: str, d: RecallSetup, has_llm: bool) -> RecallSetup:
+OTHER_FILE = "another file …"
+
+
+def _database(ctx: state.StudioContext, name: str) -> str | None:
+    """Configuration B's database: this one, another known ``*.duckdb`` file, or a typed path."""
+    here = str(ctx.config.db_path)
+    files = [f for f in state.known_db_files(ctx.config) if f != here]
+    choice = st.selectbox("Database", ["this database", *files, OTHER_FILE], key=f"insp_{name}_db",
+                          help="Recall the same user and question from another database, e.g. the same "
+                               "conversation consolidated in another mode (no LLM there).")
+    if choice == OTHER_FILE:
+        typed = st.text_input("Path", key=f"insp_{name}_db_path", placeholder="path/to/other.duckdb").strip()
+        return typed or None
+    return None if choice == "this database" else choice
+
+
+def _setup_form(ctx: state.StudioContext, col, name: str, d: RecallSetup, has_llm: bool) -> RecallSetup:
     with col.container(border=True):
         st.markdown(f"**Configuration {name}**")
+        db = _database(ctx, name) if name == "B" else None
+        has_llm = has_llm and db is None
         planners = [p for p in PLANNERS if has_llm or p != "LLM planner"]
         gates = ["llm", "score", "off"] if has_llm else ["score", "off"]
         a, b = st.columns(2)
@@ -148,15 +184,31 @@ def _setup_form(col, name: str, d: RecallSetup, has_llm: bool) -> RecallSetup:
         lam = a.number_input("λ (semantic weight)", 0.0, 1.0, d.recall_lambda, 0.05, key=f"insp_{name}_lam")
         k = b.number_input("leaf top k", 1, 100, d.top_k, key=f"insp_{name}_k")
         budget = c.number_input("token budget", 50, 20000, d.token_budget, 50, key=f"insp_{name}_budget")
-    return RecallSetup(planner, gate, float(lam), int(k), int(budget))
+        levels = st.selectbox("Levels in the context", list(LEVELS), key=f"insp_{name}_levels",
+                              help="L1–L5 lets the session, day, week and profile memories in, e.g. to compare "
+                                   "consolidation modes; by default the context holds L1 leaves only.")
+    return RecallSetup(planner, gate, float(lam), int(k), int(budget), db, levels)
 
 
 def _show(ctx: state.StudioContext, shown: dict) -> None:
     cols = st.columns(len(shown["results"]))
-    for i, (col, label, res) in enumerate(zip(cols, shown["setups"], shown["results"])):
+    dbs = shown.get("dbs") or [None] * len(cols)
+    for i, (col, label, res, db) in enumerate(zip(cols, shown["setups"], shown["results"], dbs)):
         with col:
             st.markdown(f"**{'AB'[i]}** · {label}")
             if isinstance(res, str):
                 st.error(res)
-            else:
-                render_trace(ctx, res, key=f"insp_res_{i}", compact=len(cols) > 1)
+                continue
+            try:
+                where = ctx if db is None else state.comparison_context(ctx, db)
+            except TimemError as exc:
+                st.error(str(exc))
+                continue
+            if where is not ctx and not where.lock.acquire(timeout=30):
+                st.error(f"{db} is busy (another page is using it); reload in a moment.")
+                continue
+            try:
+                render_trace(where, res, key=f"insp_res_{i}", compact=len(cols) > 1)
+            finally:
+                if where is not ctx:
+                    where.lock.release()

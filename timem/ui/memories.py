@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from timem.models import MemoryNode, NodeStatus
-from timem.ui import state
+from timem.ui import jobs, state
 from timem.ui.facts import render_facts
 from timem.ui.feedback import flash, show_flashes, user_errors
 from timem.ui.sidebar import remove_uploads
@@ -112,8 +112,13 @@ def _actions(ctx: state.StudioContext, selected: list[MemoryNode]) -> None:
     active = [n.id for n in selected if n.status == NodeStatus.ACTIVE]
     deleted = [n.id for n in selected if n.status == NodeStatus.DELETED]
     reconsolidating = "Re-consolidating ancestors …" + (" (the embedded model needs ~10 s per level)"
-                                                         if ctx.engine.llm is not None else "")
+                                                         if ctx.engine.has_llm else "")
     st.markdown(f"**{len(selected)} selected**")
+    busy = jobs.busy(ctx.engine)
+    if busy:
+        st.info(f"'{busy.title}' is running in the background; deleting, restoring, erasing and editing wait until "
+                "it ends (they re-consolidate ancestors).", icon=":material/hourglass_top:")
+        return
     a, b, c = st.columns(3)
     if a.button(f"Delete {len(active)} (undoable)", key="mem_soft", disabled=not active):
         with user_errors("Delete failed"), st.spinner(reconsolidating):
@@ -163,7 +168,7 @@ def _undo_bar(ctx: state.StudioContext) -> None:
         return
     a, b = st.columns([5, 1])
     a.info(f"{len(ids)} memories deleted. They stay in the store (status deleted) until erased.")
-    if b.button("Undo delete", key="mem_undo_btn", type="primary"):
+    if b.button("Undo delete", key="mem_undo_btn", type="primary", disabled=bool(jobs.busy(ctx.engine))):
         still = {n.id for n in ctx.engine.nodes(ids=ids, status=NodeStatus.DELETED)}
         _restore(ctx, [i for i in ids if i in still])
 
@@ -172,10 +177,12 @@ def _danger_zone(ctx: state.StudioContext) -> None:
     with st.expander("Erase a whole user"):
         st.warning(f"Removes every turn, memory, vector, trace and LLM-cache entry of `{ctx.user}`.")
         typed = st.text_input("Type the user id to confirm", key="mem_erase_user_typed")
-        if st.button("Erase user", key="mem_erase_user", disabled=typed.strip() != ctx.user):
+        if st.button("Erase user", key="mem_erase_user",
+                     disabled=typed.strip() != ctx.user or bool(jobs.busy(ctx.engine))):
             with user_errors("Erasing the user failed"):
                 counts = ctx.engine.erase_user(ctx.user)
                 remove_uploads()
                 st.session_state.pop(UNDO_KEY, None)
-                flash("Erased user " + ctx.user + ": " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+                flash("Erased user " + ctx.user + ": " + ", ".join(f"{v} {k}" for k, v in counts.items()
+                                                              if not k.startswith("file_")))
                 st.rerun()

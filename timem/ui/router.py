@@ -1,11 +1,10 @@
-"""Glue between ``app.py`` (the ``st.navigation`` router) and the thin page scripts in ``pages/``.
+"""Glue between ``timem/studio/app.py`` (the ``st.navigation`` router) and the thin page scripts in
+``timem/studio/views/``.
 
-Because the page scripts live in a folder named ``pages/``, Streamlit applies its legacy
-multipage rule (MPA v1) until ``st.navigation`` has been called once in the process: on the first
-run of a fresh server opened on a deep link (e.g. ``/timeline``), and on every AppTest run after
-``switch_page``, it executes the page script *on its own*, without ``app.py`` and its sidebar.
-:func:`run_page` detects that and runs ``app.py`` instead, which routes back to the same page with
-the sidebar and the shared context in place.
+Should Streamlit ever execute a page script *on its own*, without ``app.py`` and its sidebar (its
+legacy multipage rule did that for a folder named ``pages/`` on a fresh server's deep link and on
+AppTest runs after ``switch_page``), :func:`run_page` detects it and runs ``app.py`` instead, which
+routes back to the same page with the sidebar and the shared context in place.
 """
 
 from __future__ import annotations
@@ -14,9 +13,9 @@ import runpy
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
-APP_PY = Path(__file__).resolve().parents[2] / "app.py"
+from timem.studio import APP_PY
+
 _ROUTING = threading.local()
 
 
@@ -36,7 +35,7 @@ def routed() -> bool:
 
 
 def run_page(render: Callable[[], None]) -> None:
-    """Body of every ``pages/*.py``: ``render()`` under ``app.py``, else run ``app.py`` (see module doc)."""
+    """Body of every ``views/*.py``: ``render()`` under ``app.py``, else run ``app.py`` (see module doc)."""
     if routed():
         render()
     else:

@@ -21,11 +21,11 @@ import streamlit as st
 from timem.consolidation.consolidator import NEEDS_LLM
 from timem.errors import ConsolidationIncomplete, InputError
 from timem.models import CONSOLIDATION_MODES
-from timem.ui import chat, state
+from timem.studio import DEMO_FILE
+from timem.ui import chat, jobs, state
 from timem.ui.feedback import StreamlitProgress, flash, user_errors
 
-REPO = Path(__file__).resolve().parents[2]
-DEMO_FILE = REPO / "data" / "demo_conversation.jsonl"
+REPO = Path(__file__).resolve().parents[2]  # a checkout; in an installed wheel SHARED_LOCOMO does not exist
 SHARED_LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 FORMATS = {"LoCoMo (JSON)": "locomo", "LongMemEval (JSON)": "longmemeval", "TiMem JSONL": "jsonl"}
 UPLOAD_DIR = Path(tempfile.gettempdir()) / "timem-uploads"  #: staged uploads (deleted after each import)
@@ -42,6 +42,8 @@ def render(ctx: state.StudioContext) -> None:
         _user(ctx)
         _llm(ctx)
         _counts(ctx)
+        if jobs.current_job(ctx.engine) is not None:
+            _job_status(ctx)
         st.markdown("**Consolidation**")
         mode = _mode(ctx)  # before the import, which consolidates in this mode
         with st.expander("Import a conversation", expanded=not ctx.engine.users()):
@@ -52,7 +54,7 @@ def render(ctx: state.StudioContext) -> None:
 def _database(ctx: state.StudioContext) -> None:
     st.markdown("**Database**")
     if ctx.injected:
-        st.caption(f"`{ctx.engine.store.path}` (fixed by the caller)")
+        st.caption(f"`{ctx.engine.db_path}` (fixed by the caller)")
         return
     files = state.known_db_files(ctx.config)
     current = str(ctx.config.db_path)
@@ -103,7 +105,7 @@ def _llm(ctx: state.StudioContext) -> None:
     st.caption(ctx.llm_label)
     if ctx.llm_error:
         st.warning(ctx.llm_error)
-    elif ctx.engine.llm is None:
+    elif not ctx.engine.has_llm:
         st.caption("Without an LLM: verbatim L1 segments, L2–L5 only in extractive mode, score gate, "
                    "no generated answers.")
 
@@ -141,7 +143,7 @@ def _import(ctx: state.StudioContext) -> None:
         if fmt == "longmemeval":
             limit = int(st.number_input("First N instances (0 = all)", 0, 10_000, 1, key="sb_imp_limit")) or None
     upper = True
-    if ctx.engine.llm is None and ctx.engine.config.consolidation_mode in NEEDS_LLM:
+    if not ctx.engine.has_llm and ctx.engine.config.consolidation_mode in NEEDS_LLM:
         st.caption("No LLM: only L1 segments will be written (pick the extractive mode below for L2–L5).")
     elif ctx.engine.config.consolidation_mode == "extractive":
         st.caption("Extractive mode: L2–L5 are selected utterances, no LLM call (seconds per conversation).")
@@ -152,7 +154,10 @@ def _import(ctx: state.StudioContext) -> None:
         if upper and ctx.config.llm_backend == "local" and ctx.engine.config.consolidation_mode == "abstractive":
             st.caption("Embedded model: about a minute per session on 2 cores (a LoCoMo conversation: ~16 min). "
                        "Untick for the L1 segments in seconds.")
-    if st.button("Import", key="sb_imp_go", type="primary", disabled=(upload is None and path is None)):
+    busy = jobs.busy(ctx.engine)
+    if busy:
+        st.caption(f"Importing waits until '{busy.title}' has finished or is cancelled.")
+    if st.button("Import", key="sb_imp_go", type="primary", disabled=(upload is None and path is None) or bool(busy)):
         with user_errors("Import failed"):
             if upload is None:
                 run_import(ctx, path, fmt, sample_ids=sample_ids, limit=limit, upper_levels=upper)
@@ -207,14 +212,20 @@ def run_import(ctx: state.StudioContext, path: Path | None, fmt: str, *, sample_
         raise named from exc
     total = sum(len(s.turns) for u in users for s in u.sessions)
     progress = StreamlitProgress(title=f"Importing {len(users)} user(s), {total} turns")
+    background = upper_levels and slow_consolidation(ctx)  # L1 now, L2-L5 in a background job
     try:
-        report = ctx.engine.ingest(users, upper_levels=upper_levels, progress=progress)
+        report = ctx.engine.ingest(users, upper_levels=upper_levels and not background, progress=progress)
     except ConsolidationIncomplete as exc:  # everything else is stored: say what is missing, go on
         report = exc.report
         flash(f"Consolidation is incomplete: {exc}", "warning")
     progress.done("import finished")
     nodes = ", ".join(f"{k} {v}" for k, v in sorted(report.nodes_added.items())) or "no new memories"
-    flash(f"Imported {', '.join(report.users)}: {report.turns_added} new turns; new memories: {nodes}.")
+    flash(f"Imported {', '.join(report.users)}: {report.turns_added} new turns; new memories: {nodes}."
+          + (" L2–L5 are being consolidated in the background (progress in the sidebar); the pages show what "
+             "is written so far." if background and report.users else ""))
+    if background and report.users:
+        jobs.start_consolidation(ctx.engine, ctx.lock, report.users, flush=True,
+                                 title=f"Consolidating {', '.join(report.users)}")
     if report.users:
         state.set_user(report.users[0])
     chat.reset_event_time()
@@ -240,7 +251,7 @@ def _mode(ctx: state.StudioContext) -> str:
     if overrides:
         st.caption("Per-level modes from the config: " + ", ".join(f"L{k} {v}" for k, v in sorted(overrides.items()))
                    + " (a change here applies to every level).")
-    if ctx.engine.llm is None and mode in NEEDS_LLM:
+    if not ctx.engine.has_llm and mode in NEEDS_LLM:
         st.caption(f"The {mode} mode needs an LLM; without one only L1 segments are written.")
     return mode
 
@@ -248,9 +259,16 @@ def _mode(ctx: state.StudioContext) -> str:
 def _consolidate(ctx: state.StudioContext, mode: str) -> None:
     flush = st.checkbox("Also close open windows (flush)", key="sb_flush",
                         help="Consolidate the current session, day, week and month even though they are still open.")
-    no_llm = ctx.engine.llm is None and mode in NEEDS_LLM
-    if st.button("Consolidate now", key="sb_consolidate", disabled=no_llm,
+    no_llm = not ctx.engine.has_llm and mode in NEEDS_LLM
+    busy = jobs.busy(ctx.engine)
+    if st.button("Consolidate now", key="sb_consolidate", disabled=no_llm or bool(busy),
                  help="needs an LLM (or the extractive mode)" if no_llm else None):
+        if slow_consolidation(ctx):
+            with user_errors("Consolidation could not start"):
+                jobs.start_consolidation(ctx.engine, ctx.lock, [ctx.user], flush=flush,
+                                         title=f"Consolidating {ctx.user}")
+                st.rerun()
+            return
         with user_errors("Consolidation failed"):
             progress = StreamlitProgress(title=f"Consolidating {ctx.user}")
             try:
@@ -262,3 +280,32 @@ def _consolidate(ctx: state.StudioContext, mode: str) -> None:
             flash(f"Consolidation wrote {len(nodes)} memories"
                   + (f" ({', '.join(sorted({n.level.label for n in nodes}))})." if nodes else "."))
             st.rerun()
+
+
+def slow_consolidation(ctx: state.StudioContext) -> bool:
+    """Whether L2-L5 consolidation calls the LLM (minutes with the embedded model), so it runs as a
+    background job (:mod:`timem.ui.jobs`); the extractive mode takes seconds and runs at once."""
+    cfg = ctx.engine.config
+    return ctx.engine.has_llm and any(cfg.mode_for(level) in NEEDS_LLM for level in (2, 3, 4, 5))
+
+
+@st.fragment(run_every=2)
+def _job_status(ctx: state.StudioContext) -> None:
+    """The background job's progress on every page (refreshed every 2 s), with Cancel; its end once."""
+    job = jobs.current_job(ctx.engine)
+    if job is None:
+        return
+    if not job.finished:
+        share = job.done_items / job.total if job.total else 0.0
+        st.progress(min(1.0, share), text=f"{job.title} · {job.stage}: {job.done_items} / {job.total}")
+        st.caption(f"{len(job.written)} memories written so far; pages show them as they come. Chat, imports "
+                   "and edits wait until the job ends.")
+        if st.button("Cancel", key="sb_job_cancel", help="Stop before the next window; the rest stays due."):
+            job.cancel()
+        return
+    if not job.reported:
+        job.reported = True
+        kind = "error" if job.error else "warning" if (job.cancelled or job.warning) else "success"
+        flash(job.summary() + (f" {job.warning}" if job.warning else ""), kind)
+        jobs.forget_job(ctx.engine)
+        st.rerun(scope="app")  # writes are enabled again and the pages show the new memories

@@ -64,7 +64,7 @@ class StudioContext:
         """``"ready"``, ``"loaded"`` (local model in memory), ``"loads on first use"``, ``"off"`` or ``"error"``."""
         if self.llm_error:
             return "error"
-        if self.engine is None or self.engine.llm is None:
+        if self.engine is None or not self.engine.has_llm:
             return "off"
         backend = getattr(self.engine.llm, "backend", None)
         path = getattr(backend, "model_path", None)
@@ -98,6 +98,31 @@ def _open_engine(db_path: str, _config: Config) -> _Opened:
     except (ConfigError, LLMError) as exc:
         engine = MemoryEngine.open(_config, with_llm=False)
         return _Opened(engine, str(exc), threading.RLock())
+
+
+@st.cache_resource(show_spinner="Opening the database to compare with …")
+def _open_comparison(db_path: str, _config: Config) -> _Opened:
+    """A second, LLM-free engine per DuckDB file, for side-by-side recall on another database."""
+    return _Opened(MemoryEngine.open(_config, with_llm=False), None, threading.RLock())
+
+
+def comparison_context(ctx: StudioContext, db: str) -> StudioContext:
+    """The context of another existing DuckDB file ``db`` to recall from beside ``ctx`` (no LLM there:
+    its recall uses the score gate or none). ``ctx`` itself when ``db`` is ``ctx``'s own file.
+
+    Raises:
+        InputError: ``db`` does not exist or is a folder (nothing is created).
+        StoreError: it cannot be opened (e.g. built with another embedder).
+    """
+    path = Path(db).expanduser()
+    if path.resolve() == Path(ctx.config.db_path).expanduser().resolve():
+        return ctx
+    if not path.is_file():
+        raise InputError(f"no database at {db}; give the path of an existing .duckdb file (e.g. one built with "
+                         "`timem ingest … --mode extractive --db other.duckdb`)")
+    config = ctx.config.with_overrides(db_path=path)
+    opened = _open_comparison(str(path.resolve()), config)
+    return StudioContext(config, opened.engine, "no LLM (comparison)", lock=opened.lock)
 
 
 def _describe(config: Config) -> str:

@@ -12,7 +12,7 @@ from timem.viz import trace_tables as tt
 
 
 def trace_nodes(ctx: StudioContext, trace: RecallTrace) -> dict[str, MemoryNode]:
-    """Every node the trace mentions that still exists (any status), by id."""
+    """Every node the trace mentions that still exists in ``ctx``'s database (any status), by id."""
     ids = {c.node_id for c in trace.candidates} | {a.node_id for a in trace.ancestors} | set(trace.node_ids)
     if not ids or ctx.engine is None:
         return {}
@@ -30,6 +30,7 @@ def render_trace(ctx: StudioContext, trace: RecallTrace, *, key: str, compact: b
     """The full trace: headline metrics, notes, then one tab per stage.
 
     Args:
+        ctx: the context whose database the trace was recalled from (its nodes are looked up there).
         key: a unique prefix for widget keys (several traces can be on one page).
         compact: fewer columns in the tables (for side-by-side comparison).
     """
@@ -50,12 +51,15 @@ def render_trace(ctx: StudioContext, trace: RecallTrace, *, key: str, compact: b
     with tabs[1]:
         df = tt.candidate_table(trace, nodes)
         if compact:
-            df = df[["rank", "kept", "fused", "semantic", "bm25", "preview"]]
-        st.caption(f"{len(df)} L1 candidates; top k kept (λ = {trace.settings.get('recall_lambda', '?')}: "
-                   "fused = λ·semantic + (1−λ)·BM25, both max-normalised).")
+            df = df[["rank", "kept", "score", "local", "tree", "semantic", "bm25", "preview"]]
+        if df["local"].isna().all():
+            df = df.drop(columns=["local", "tree"])
+        st.caption(f"{len(df)} L1 candidates; top k kept by score (λ = {trace.settings.get('recall_lambda', '?')}: "
+                   "fused = λ·semantic + (1−λ)·BM25, both max-normalised, with the speaker and time terms"
+                   + ("; with relevance propagation score = local + tree, what the tree added)."
+                      if "local" in df.columns else ")."))
         st.dataframe(df, hide_index=True, key=f"{key}_cands",
-                     column_config={"fused": st.column_config.ProgressColumn("fused", min_value=0.0, max_value=1.0,
-                                                                             format="%.3f")})
+                     column_config={"score": st.column_config.NumberColumn("score", format="%.3f")})
     with tabs[2]:
         df = tt.ancestor_table(trace, nodes)
         st.caption(f"{int(df['added'].sum()) if len(df) else 0} ancestors added of {len(df)} met.")

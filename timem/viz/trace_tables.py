@@ -32,6 +32,11 @@ def _model(nodes: Mapping[str, MemoryNode], nid: str) -> str:
     return n.model_id if n is not None else "—"
 
 
+def _mode(nodes: Mapping[str, MemoryNode], nid: str) -> str:
+    n = nodes.get(nid)
+    return (n.mode or "—") if n is not None else "—"
+
+
 def plan_table(trace: RecallTrace) -> pd.DataFrame:
     """One row per level the plan searches: ``level`` (``"L1"``..) and its ``quota`` (max memories)."""
     return pd.DataFrame([{"level": f"L{lv}", "quota": q} for lv, q in sorted(trace.plan.levels.items())])
@@ -53,15 +58,22 @@ def plan_facts(trace: RecallTrace) -> dict[str, str]:
 
 
 def candidate_table(trace: RecallTrace, nodes: Mapping[str, MemoryNode]) -> pd.DataFrame:
-    """L1 candidates by rank: ``rank, kept, fused, semantic, bm25, cosine, bm25_raw, model_id, preview, why,
-    node_id`` (``why``: kept or dropped and the reason, :func:`timem.recall.render.candidate_reasons`)."""
+    """L1 candidates by rank: ``rank, kept, score, local, tree, semantic, bm25, cosine, bm25_raw, model_id,
+    preview, why, node_id``.
+
+    ``score`` is the final score the rank is given by (the fused λ-score with the speaker and TIDER time
+    terms; with relevance propagation s̃ = s⁽⁰⁾ + Σₖ αᵏ s⁽ᵏ⁾, SegTreeMem Algorithm 2); ``local`` is
+    s⁽⁰⁾ and ``tree`` what propagation added (both empty without propagation). ``why``: kept or dropped
+    and the reason (:func:`timem.recall.render.candidate_reasons`).
+    """
     why = candidate_reasons(trace)
-    rows = [{"rank": c.rank, "kept": c.kept, "fused": c.fused, "semantic": c.semantic, "bm25": c.bm25,
-             "cosine": c.cosine, "bm25_raw": c.bm25_raw, "model_id": _model(nodes, c.node_id),
-             "preview": _preview(nodes, c.node_id), "why": why[c.node_id], "node_id": c.node_id}
+    rows = [{"rank": c.rank, "kept": c.kept, "score": c.fused, "local": c.local, "tree": c.propagated,
+             "semantic": c.semantic, "bm25": c.bm25, "cosine": c.cosine, "bm25_raw": c.bm25_raw,
+             "model_id": _model(nodes, c.node_id), "preview": _preview(nodes, c.node_id), "why": why[c.node_id],
+             "node_id": c.node_id}
             for c in sorted(trace.candidates, key=lambda c: c.rank)]
-    return pd.DataFrame(rows, columns=["rank", "kept", "fused", "semantic", "bm25", "cosine", "bm25_raw",
-                                       "model_id", "preview", "why", "node_id"])
+    return pd.DataFrame(rows, columns=["rank", "kept", "score", "local", "tree", "semantic", "bm25", "cosine",
+                                       "bm25_raw", "model_id", "preview", "why", "node_id"])
 
 
 def ancestor_table(trace: RecallTrace, nodes: Mapping[str, MemoryNode]) -> pd.DataFrame:
@@ -74,10 +86,12 @@ def ancestor_table(trace: RecallTrace, nodes: Mapping[str, MemoryNode]) -> pd.Da
 
 
 def gate_table(trace: RecallTrace, nodes: Mapping[str, MemoryNode]) -> pd.DataFrame:
-    """Gating decisions (including the token budget): ``level, kept, reason, model_id, preview, node_id``."""
-    rows = [{"level": f"L{d.level}", "kept": d.kept, "reason": d.reason, "model_id": _model(nodes, d.node_id),
-             "preview": _preview(nodes, d.node_id), "node_id": d.node_id} for d in trace.gate.decisions]
-    return pd.DataFrame(rows, columns=["level", "kept", "reason", "model_id", "preview", "node_id"])
+    """Gating decisions (including the token budget): ``level, kept, reason, mode, model_id, preview, node_id``
+    (``mode``: how the memory was written, e.g. verbatim, extractive, abstractive)."""
+    rows = [{"level": f"L{d.level}", "kept": d.kept, "reason": d.reason, "mode": _mode(nodes, d.node_id),
+             "model_id": _model(nodes, d.node_id), "preview": _preview(nodes, d.node_id), "node_id": d.node_id}
+            for d in trace.gate.decisions]
+    return pd.DataFrame(rows, columns=["level", "kept", "reason", "mode", "model_id", "preview", "node_id"])
 
 
 def latency_table(trace: RecallTrace) -> pd.DataFrame:

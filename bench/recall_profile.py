@@ -1,0 +1,171 @@
+"""Profile one recall configuration on a store kept by ``bench/recall_latency.py --keep-db``: latency, DuckDB
+queries per recall, a cProfile of the recall, and a dump of every recall's result (to diff two code versions).
+
+The store file is copied first (the original is never written); the measured user's segment tree is
+brought in step before timing, so no recall pays for building it. Every ``execute`` / ``executemany``
+on the store's connection goes through a counting wrapper (here, not in product code): per recall the
+number of queries and, over all recalls, the time per query shape (its first 70 characters).
+
+Usage::
+
+    PYTHONPATH=. .venv/bin/python bench/recall_latency.py --sizes 3000 --queries 20 --pool 1500 --no-hnsw \\
+        --keep-db --db-dir /tmp/latdb --out /tmp/rl_3k
+    PYTHONPATH=. .venv/bin/python bench/recall_profile.py /tmp/latdb/*/bench-3000.duckdb --queries 20 \\
+        --dump /tmp/recalls.jsonl
+
+The dump (``--dump``: one JSON line per question: plan, candidates with every score, kept node ids,
+context, notes; no timings) is identical for two code versions iff they recall the same. Not a test:
+nothing here asserts a speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+sys.path.insert(0, str(Path(__file__).parent))
+from recall_latency import T0, USER, questions
+
+from timem.config import Config
+from timem.embed.minilm import MiniLMEmbedder
+from timem.recall.pipeline import recall
+from timem.segtree import store as segstore
+from timem.store.duckdb_store import Store
+
+
+class CountingConnection:
+    """Delegates to a DuckDB connection; counts and times ``execute`` / ``executemany`` by query shape."""
+
+    def __init__(self, con: Any) -> None:
+        self._con = con
+        self.calls = 0
+        self.by_shape: dict[str, list[float]] = {}
+
+    def _run(self, fn: Any, sql: str, *a: Any) -> Any:
+        t = time.perf_counter()
+        out = fn(sql, *a)
+        shape = re.sub(r"\s+", " ", sql).strip()[:70]
+        self.by_shape.setdefault(shape, []).append((time.perf_counter() - t) * 1000)
+        self.calls += 1
+        return out
+
+    def from_arrow(self, *a: Any) -> Any:  # a relation over an Arrow batch: one query when fetched
+        self.calls += 1
+        self.by_shape.setdefault("from_arrow(...) relation", []).append(0.0)
+        return self._con.from_arrow(*a)
+
+    def execute(self, sql: str, *a: Any) -> Any:
+        return self._run(self._con.execute, sql, *a)
+
+    def executemany(self, sql: str, *a: Any) -> Any:
+        return self._run(self._con.executemany, sql, *a)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, round(q / 100 * (len(xs) - 1))))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("db", type=Path, help="a bench-N.duckdb kept by recall_latency.py --keep-db (copied, not written)")
+    ap.add_argument("--queries", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=3, help="recall_latency.py's --seed (questions use seed + 1)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=JSON", help="Config override")
+    ap.add_argument("--dump", type=Path, default=None, help="write every recall's result (no timings) here")
+    ap.add_argument("--profile", type=int, default=30, help="cProfile rows to print (0: no profile pass)")
+    ap.add_argument("--threads", type=int, default=0, help="DuckDB threads (0: DuckDB's default)")
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="timem-recall-profile-"))
+    db = tmp / args.db.name
+    shutil.copy(args.db, db)
+    emb = MiniLMEmbedder()
+    store = Store(db, emb.model_id, emb.dim)
+    if args.threads:
+        store.con.execute(f"SET threads = {int(args.threads)}")
+    cfg = Config(llm_backend="none", planner="centroid", gate="score",
+                 **{k: json.loads(v) for k, _, v in (x.partition("=") for x in args.set)})
+    segstore.sync(store, USER, cfg.segtree_threshold, cfg.segtree_max_children)
+    store.refresh_fts()
+    n_internal = store.con.execute("SELECT height, count(*) FROM segtree_nodes WHERE user_id = ? GROUP BY ALL "
+                                   "ORDER BY ALL", [USER]).fetchall()
+    qs = questions(args.queries + args.warmup, args.seed + 1)
+    qt = T0 + timedelta(days=4000)
+    counter = CountingConnection(store.con)
+    store.con = counter  # type: ignore[assignment]
+
+    def one(q: str) -> Any:
+        return recall(store, emb, None, cfg, USER, q, qt, gate_override="score", persist=False)
+
+    for q in qs[: args.warmup]:
+        one(q)
+    counter.by_shape.clear()
+    walls, cpus, nq = [], [], []
+    stages: dict[str, list[float]] = {}
+    dump = []
+    load0 = os.getloadavg()
+    for q in qs[args.warmup:]:
+        c0, w0, t0 = counter.calls, time.perf_counter(), time.process_time()
+        r = one(q)
+        walls.append((time.perf_counter() - w0) * 1000)
+        cpus.append((time.process_time() - t0) * 1000)
+        nq.append(counter.calls - c0)
+        for k, v in r.trace.latency_ms.items():
+            stages.setdefault(k, []).append(v)
+        dump.append({"question": q, "plan": r.trace.plan.model_dump(mode="json"),
+                     "candidates": [c.model_dump(mode="json") for c in r.trace.candidates],
+                     "ancestors": [a.model_dump(mode="json") for a in r.trace.ancestors],
+                     "node_ids": r.trace.node_ids, "context": r.context, "tokens": r.trace.context_tokens,
+                     "notes": r.trace.notes})
+    load1 = os.getloadavg()
+    print(f"store {args.db} (copy), user {USER}: segment tree nodes per height {n_internal}")
+    print(f"load average {tuple(round(x, 2) for x in load0)} -> {tuple(round(x, 2) for x in load1)}")
+    print(f"recall over {len(walls)} questions: wall p50 {_pct(walls, 50):.1f} p95 {_pct(walls, 95):.1f} ms | "
+          f"CPU p50 {_pct(cpus, 50):.1f} p95 {_pct(cpus, 95):.1f} ms")
+    print("stages wall p50 / p95 ms: " + ", ".join(f"{k} {_pct(v, 50):.1f} / {_pct(v, 95):.1f}"
+                                                  for k, v in stages.items()))
+    print(f"DuckDB queries per recall: min {min(nq)} median {statistics.median(nq)} max {max(nq)}")
+    per = len(walls)
+    print("query shapes (calls per recall, ms per recall):")
+    for shape, ts in sorted(counter.by_shape.items(), key=lambda kv: -sum(kv[1])):
+        print(f"  {len(ts) / per:5.1f}  {sum(ts) / per:7.2f}  {shape}")
+    if args.dump:
+        args.dump.write_text("".join(json.dumps(d, sort_keys=True) + "\n" for d in dump), encoding="utf-8")
+        print(f"wrote {args.dump}")
+    if args.profile:
+        prof = cProfile.Profile()
+        prof.enable()
+        for q in qs[args.warmup:]:
+            one(q)
+        prof.disable()
+        out = io.StringIO()
+        stats = pstats.Stats(prof, stream=out)
+        stats.sort_stats("cumulative").print_stats(r"timem/", args.profile)
+        print(out.getvalue())
+    store.close()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""Start the memory service on a free 127.0.0.1 port in a thread (real uvicorn, real DuckDB file)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import uvicorn
+
+from timem.config import load_config
+from timem.engine import MemoryEngine
+from timem.llm.client import LLM
+from timem.llm.fake import ScriptedBackend
+from timem.service import KeyFile, create_app
+from timem.store import Store
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def engine_factory(db: Path, embedder, answer: Callable | None = None, **cfg) -> Callable[[], MemoryEngine]:
+    """Build the engine over ``db`` with the shared embedder; ``answer`` scripts the LLM (else none)."""
+    def make() -> MemoryEngine:
+        config = load_config(env={}, db_path=db, llm_backend="none", cache_dir=db.parent / "cache",
+                             consolidation_mode="extractive", **cfg)
+        store = Store(db, embedder.model_id, embedder.dim)
+        llm = LLM(ScriptedBackend(answer), store) if answer is not None else None
+        return MemoryEngine(config, store, embedder, llm)
+    return make
+
+
+@contextmanager
+def running(factory: Callable[[], MemoryEngine], keys: KeyFile) -> Iterator[str]:
+    """Serve the app until the block ends; yields the base URL."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(factory, keys), host="127.0.0.1", port=port,
+                                           log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the service did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+def client(base: str, key: str | None) -> httpx.Client:
+    return httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"} if key else {}, timeout=60)

@@ -1,0 +1,164 @@
+"""The per-user cache of segment-tree internal nodes (timem.segtree.view) never serves a stale tree: after
+every kind of write (chat turn added, memory edited, soft-deleted, erased, a rolled-back write) the next
+recall uses an index equal to a fresh load and recalls exactly what a cold cache recalls; and the
+shortlist-then-exact scoring equals the per-height SQL it replaced (real DuckDB file, real MiniLM, no LLM)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from timem.config import Config
+from timem.datasets.base import ImportedSession, ImportedUser, turn_id
+from timem.engine import MemoryEngine
+from timem.models import Level, Role, Turn
+from timem.recall import recall
+from timem.segtree import store as segstore
+from timem.segtree import view as segview
+
+QT = datetime(2024, 6, 1, tzinfo=UTC)
+TOPICS = [
+    ["I adopted a puppy called Biscuit last week.", "Biscuit chews every shoe in the house.",
+     "The vet said Biscuit needs his second vaccine soon.", "We walk Biscuit by the river every morning."],
+    ["My sister is getting married in Lisbon in June.", "The wedding dinner will be at a seafood place.",
+     "I still need a suit for the wedding.", "We booked flights to Lisbon for the ceremony."],
+    ["I started learning the cello in January.", "My cello teacher makes me practise scales daily.",
+     "The cello recital is next Friday evening.", "I am nervous about playing Bach at the recital."],
+]
+
+
+def _user(uid: str) -> ImportedUser:
+    sessions = []
+    for i, lines in enumerate(TOPICS):
+        when = datetime(2024, 3, 1, 9, tzinfo=UTC) + timedelta(days=7 * i)
+        sid = f"S{i + 1}"
+        turns = [Turn(id=turn_id(uid, sid, j), user_id=uid, session_id=sid, seq=j, speaker="Ann" if j % 2 == 0 else "Bo",
+                      role=Role.USER if j % 2 == 0 else Role.ASSISTANT, text=t, event_time=when + timedelta(minutes=j))
+                 for j, t in enumerate(lines)]
+        sessions.append(ImportedSession(session_id=sid, turns=turns, date_label=when.isoformat()))
+    return ImportedUser(user_id=uid, participants=["Ann", "Bo"], sessions=sessions)
+
+
+@pytest.fixture()
+def eng(store, embedder):
+    cfg = Config(db_path=store.path, llm_backend="none", gate="score", gate_threshold=0.0, recall_index="segtree",
+                 segtree_threshold=0.3, segtree_max_children=3)
+    engine = MemoryEngine(cfg, store, embedder, None)
+    engine.ingest([_user("u1"), _user("u2")])
+    return engine
+
+
+def _recall(eng: MemoryEngine, question: str) -> list[tuple]:
+    res = recall(eng.store, eng.embedder, None, eng.config, "u1", question, QT, persist=False)
+    return [(c.node_id, c.fused, c.local, c.propagated, c.kept) for c in res.trace.candidates]
+
+
+def _cached(eng: MemoryEngine) -> segview.SegIndex:
+    return segview._CACHE[eng.store][("u1", eng.config.propagation_hops)][1]
+
+
+def _same_index(a: segview.SegIndex, b: segview.SegIndex) -> None:
+    """Equal node by node (an index patched after an append lists its new nodes last)."""
+    assert sorted(a.ids) == sorted(b.ids) and len(a.ids) == len(set(a.ids))
+    for i in b.ids:
+        x, y = a.pos[i], b.pos[i]
+        assert (a.parent[x], a.height[x], a.n_children[x], a.start[x]) == (b.parent[y], b.height[y], b.n_children[y],
+                                                                           b.start[y])
+        assert np.array_equal(a.centroids[x], b.centroids[y])
+
+
+def _assert_fresh(eng: MemoryEngine, question: str) -> list[tuple]:
+    """Recall through the cache; the index it used equals a fresh load, and a cold cache recalls the same."""
+    warm = _recall(eng, question)
+    _same_index(_cached(eng), segview.load_index(eng.store, "u1", eng.config.propagation_hops))
+    segview._CACHE.pop(eng.store, None)
+    assert _recall(eng, question) == warm
+    return warm
+
+
+def _leaf_ids(eng: MemoryEngine) -> set[str]:
+    return {n.id for n in segstore.load(eng.store, "u1") if n.is_leaf}
+
+
+def test_a_chat_turn_after_a_recall_is_seen_by_the_next_recall(eng, monkeypatch):
+    _assert_fresh(eng, "What is the puppy called?")
+    before = _cached(eng)
+    eng.add_exchange("u1", "chat", "I bought a red kayak for the lake trips.", "A kayak sounds fun!",
+                     datetime(2024, 4, 1, 9, tzinfo=UTC))
+    with monkeypatch.context() as m:  # an append is patched into the cached index, not reloaded
+        m.setattr(segview, "load_index", lambda *a: pytest.fail("the whole index was reloaded after an append"))
+        _recall(eng, "What colour is the kayak?")
+    assert _cached(eng) is not before and len(_cached(eng).ids) > len(before.ids)
+    cands = _assert_fresh(eng, "What colour is the kayak?")
+    new = [n.id for n in eng.store.nodes("u1", int(Level.SEGMENT)) if "kayak" in n.content]
+    assert new and set(new) <= _leaf_ids(eng) and any(c[0] in new for c in cands)
+
+
+def test_an_edit_after_a_recall_is_seen_by_the_next_recall(eng):
+    _assert_fresh(eng, "When is the cello recital?")
+    before = _cached(eng).centroids.copy()
+    victim = next(n for n in eng.store.nodes("u1", int(Level.SEGMENT)) if "recital is next Friday" in n.content)
+    eng.edit_memory(victim.id, "Ann: The cello recital moved to Sunday afternoon in the old church.")
+    _assert_fresh(eng, "When is the cello recital?")
+    assert not np.array_equal(_cached(eng).centroids, before)  # the edited vector reached the centroids
+
+
+@pytest.mark.parametrize("hard", [False, True], ids=["soft-delete", "erase"])
+def test_a_delete_or_erase_after_a_recall_is_seen_by_the_next_recall(eng, hard):
+    _assert_fresh(eng, "Where is the wedding?")
+    victim = next(n for n in eng.store.nodes("u1", int(Level.SEGMENT)) if "married in Lisbon" in n.content)
+    assert victim.id in _leaf_ids(eng)
+    eng.delete_memories([victim.id], hard=hard)
+    cands = _assert_fresh(eng, "Where is the wedding?")
+    assert victim.id not in _leaf_ids(eng) and victim.id not in {c[0] for c in cands}
+
+
+def test_a_rolled_back_write_is_not_served_from_the_cache(eng):
+    question = "What does Biscuit chew?"
+    _assert_fresh(eng, question)
+    with pytest.raises(RuntimeError), eng.store.transaction():
+        eng.add_exchange("u1", "chat", "Biscuit now chews the garden hose too.", "Oh no, Biscuit!",
+                         datetime(2024, 4, 2, 9, tzinfo=UTC))
+        inside = _recall(eng, question)  # cached at the uncommitted version
+        hose = [n.id for n in eng.store.nodes("u1", int(Level.SEGMENT)) if "hose" in n.content]
+        assert hose and _cached(eng).ids == segview.load_index(eng.store, "u1", eng.config.propagation_hops).ids
+        assert any(c[0] in hose for c in inside)
+        raise RuntimeError("abort")
+    assert not any("hose" in n.content for n in eng.store.nodes("u1", int(Level.SEGMENT)))
+    after = _assert_fresh(eng, question)
+    assert after != inside
+
+
+def test_versions_differ_for_every_sync_that_writes(eng):
+    v1 = segstore.version(eng.store, "u1", 0.3, 3)
+    segstore.sync(eng.store, "u1", 0.3, 3, rebuild=True)  # the same tree, rewritten
+    v2 = segstore.version(eng.store, "u1", 0.3, 3)
+    assert v1 is not None and v2 is not None and v1 != v2
+    assert segstore.version(eng.store, "u1", 0.4, 3) is None  # other settings: not current
+
+
+def _sql_top(store, user, qv, max_height, per_height, until):
+    """The per-height query the shortlist replaced (DuckDB's own ranking)."""
+    rows = store.con.execute(
+        f"SELECT id, height, array_cosine_similarity(centroid, ?::FLOAT[{store.dim}]) AS cos FROM segtree_nodes "
+        f"WHERE user_id = ? AND height BETWEEN 1 AND ? AND span_start <= ? "
+        f"QUALIFY row_number() OVER (PARTITION BY height ORDER BY cos DESC, id) <= {int(per_height)}",
+        [np.asarray(qv, dtype=np.float32).tolist(), user, max_height, until.replace(tzinfo=None)]).fetchall()
+    return sorted((r[0], int(r[1]), float(r[2])) for r in rows)
+
+
+@pytest.mark.parametrize("per_height", [1, 2, 5, 100])
+def test_shortlist_then_exact_equals_the_sql_ranking(eng, per_height):
+    index = segview.load_index(eng.store, "u1", 3)
+    assert len(index.ids) > per_height or per_height == 100
+    for q, until in [("puppy vet vaccine", QT), ("wedding suit Lisbon", QT), ("cello Bach", QT),
+                     ("cello Bach", datetime(2024, 3, 9, tzinfo=UTC))]:
+        qv = eng.embedder.embed([q])[0]
+        view = segview.TreeView(eng.store, index, {}, qv, per_height, until)
+        assert sorted(view.top) == _sql_top(eng.store, "u1", qv, 3, per_height, until)
+        sql_cos = dict(eng.store.con.execute(
+            f"SELECT id, array_cosine_similarity(centroid, ?::FLOAT[{eng.store.dim}]) FROM segtree_nodes "
+            "WHERE user_id = 'u1' AND height >= 1", [qv.tolist()]).fetchall())
+        assert view.cos and all(c == sql_cos[i] for i, c in view.cos.items())  # bit-identical to DuckDB's

@@ -1,0 +1,194 @@
+"""The memory service over real HTTP on 127.0.0.1: every endpoint, every bad-request class, tenant isolation.
+
+One uvicorn server per module over a real DuckDB file, the real MiniLM embedder, and a scripted LLM that
+answers only the answer endpoint (consolidation is extractive, no LLM).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from service_support import client, engine_factory, running
+
+from timem.service import KeyFile
+
+AT = "2024-05-02T09:00:00+00:00"
+PIXEL = "I adopted a grey cat called Pixel."
+
+
+@pytest.fixture(scope="module")
+def svc(tmp_path_factory, embedder):
+    tmp = tmp_path_factory.mktemp("svc")
+    kf = KeyFile(tmp / "timem.duckdb.keys.json")
+    keys = {t: kf.add(t) for t in ("acme", "beta")}
+    keys["revoked"] = kf.add("gamma")
+    kf.revoke("gamma")
+    factory = engine_factory(tmp / "timem.duckdb", embedder, answer=lambda req: "Your cat is called Pixel.")
+    with running(factory, kf) as base, client(base, keys["acme"]) as a, client(base, keys["beta"]) as b:
+        yield base, keys, a, b
+
+
+def _exchange(c, user, session="s1", message=PIXEL, reply="Lovely!", at=AT, **kw):
+    return c.post(f"/v1/users/{user}/turns", json={"session_id": session, "event_time": at, "message": message,
+                                                    "reply": reply, **kw})
+
+
+def _snapshot(c, user) -> str:
+    r = c.get(f"/v1/users/{user}/export")
+    if r.status_code == 404:
+        return "absent"
+    data = r.json()
+    return json.dumps([data["turns"], data["nodes"]], sort_keys=True)
+
+
+def test_health_needs_no_key(svc):
+    base, *_ = svc
+    with client(base, None) as c:
+        assert c.get("/v1/health").json() == {"status": "ok"}
+
+
+def test_turns_recall_answer_and_memories(svc):
+    _, _, a, _ = svc
+    r = _exchange(a, "mia")
+    assert r.status_code == 200, r.text
+    assert r.json()["turn_ids"] == ["mia:s1:0", "mia:s1:1"]
+    assert {m["level"] for m in r.json()["written"]} == {1}
+    # a message alone, then its reply
+    r = a.post("/v1/users/mia/turns", json={"session_id": "s1", "event_time": "2024-05-02T11:05:00+02:00",
+                                            "message": "My sister Ana lives in Lisbon."})
+    assert r.status_code == 200 and r.json()["turn_ids"] == ["mia:s1:2"] and r.json()["written"] == []
+    r = a.post("/v1/users/mia/turns", json={"session_id": "s1", "event_time": "2024-05-02T11:06:00+02:00",
+                                            "reply": "Nice city."})
+    assert r.json()["turn_ids"] == ["mia:s1:3"]
+
+    r = a.post("/v1/users/mia/recall", json={"query": "What is my cat called?"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert "Pixel" in body["context"] and body["mem_len"] > 0 and body["node_ids"]
+    assert body["trace"]["user_id"] == "mia" and body["trace"]["candidates"]
+
+    r = a.post("/v1/users/mia/answer", json={"query": "What is my cat called?",
+                                             "question_time": "2024-05-03T10:00:00Z"})
+    assert r.status_code == 200, r.text
+    assert r.json()["answer"] == "Your cat is called Pixel." and "Pixel" in r.json()["context"]
+
+    mems = a.get("/v1/users/mia/memories", params={"level": 1}).json()["memories"]
+    assert any("Pixel" in m["content"] for m in mems)
+    assert all(m["source_turn_ids"][0].startswith("mia:") for m in mems)
+    assert a.get("/v1/users").json()["users"] == ["mia"]
+
+
+def test_end_session_and_consolidate(svc):
+    _, _, a, _ = svc
+    _exchange(a, "leo", session="chat-1", message="I run every morning before work.", reply="Good habit.")
+    r = a.post("/v1/users/leo/sessions/chat-1/end")
+    assert r.status_code == 200, r.text
+    assert 2 in {m["level"] for m in r.json()["written"]}
+    assert a.post("/v1/users/leo/sessions/nope/end").status_code == 404
+    r = a.post("/v1/users/leo/consolidate", json={"flush": True})
+    assert r.status_code == 200 and {3, 4, 5} <= {m["level"] for m in r.json()["written"]}
+    levels = {m["level"] for m in a.get("/v1/users/leo/memories").json()["memories"]}
+    assert levels == {1, 2, 3, 4, 5}
+
+
+def test_edit_soft_delete_restore_and_hard_erase(svc):
+    _, _, a, _ = svc
+    _exchange(a, "zoe", message="My favourite colour is teal.", reply="Noted.")
+    node = next(m for m in a.get("/v1/users/zoe/memories", params={"level": 1}).json()["memories"])
+    nid = node["id"]
+    r = a.patch(f"/v1/users/zoe/memories/{nid}", json={"content": "My favourite colour is orange."})
+    assert r.status_code == 200 and r.json()["content"] == "My favourite colour is orange."
+    r = a.delete(f"/v1/users/zoe/memories/{nid}")
+    assert r.status_code == 200 and r.json()["status"] == "deleted"
+    assert nid not in {m["id"] for m in a.get("/v1/users/zoe/memories").json()["memories"]}
+    assert nid in {m["id"] for m in a.get("/v1/users/zoe/memories", params={"status": "deleted"}).json()["memories"]}
+    assert a.delete(f"/v1/users/zoe/memories/{nid}").status_code == 422  # already deleted
+    r = a.post(f"/v1/users/zoe/memories/{nid}/restore")
+    assert r.status_code == 200 and r.json()["status"] == "active"
+    assert a.post(f"/v1/users/zoe/memories/{nid}/restore").status_code == 422  # nothing to undo
+    r = a.delete(f"/v1/users/zoe/memories/{nid}", params={"hard": "true"})
+    assert r.status_code == 200 and r.json() == {"erased": nid}
+    assert nid not in {m["id"] for m in a.get("/v1/users/zoe/memories", params={"status": "all"}).json()["memories"]}
+    assert "orange" not in a.get("/v1/users/zoe/export").text
+
+
+def test_export_and_erase_user(svc):
+    _, _, a, _ = svc
+    _exchange(a, "eve", message="I work as a nurse in Porto.", reply="Interesting.")
+    data = a.get("/v1/users/eve/export").json()
+    assert data["user_id"] == "eve" and data["turns"][0]["text"] == "I work as a nurse in Porto."
+    assert {t["user_id"] for t in data["turns"]} == {"eve"} and data["nodes"] and data["sessions"]
+    r = a.delete("/v1/users/eve")
+    assert r.status_code == 200 and r.json()["counts"]["turns"] == 2
+    assert a.get("/v1/users/eve/export").status_code == 404
+    assert "eve" not in a.get("/v1/users").json()["users"]
+
+
+@pytest.mark.parametrize("case", ["malformed-json", "unknown-user", "oversized", "naive-time", "bad-time",
+                                  "empty-text", "bad-user-id", "extra-field", "no-key", "wrong-key", "revoked-key"])
+def test_bad_requests_get_4xx_with_one_line_and_change_nothing(svc, case):
+    base, keys, a, _ = svc
+    _exchange(a, "kim", message="I play the cello.", reply="Nice.")
+    before, users_before = _snapshot(a, "kim"), a.get("/v1/users").json()
+    url, body, headers, expect = "/v1/users/kim/turns", {"session_id": "s1", "event_time": AT,
+                                                          "message": "new text", "reply": "ok"}, None, 422
+    raw = None
+    if case == "malformed-json":
+        raw, expect = b'{"session_id": "s1", "event_time": ', 400
+    elif case == "unknown-user":
+        url, body, expect = "/v1/users/nobody/recall", {"query": "cello"}, 404
+    elif case == "oversized":
+        body["message"], expect = "x" * 16_001, 413
+    elif case == "naive-time":
+        body["event_time"] = "2024-05-02T09:00:00"
+    elif case == "bad-time":
+        body["event_time"] = "the second of May"
+    elif case == "empty-text":
+        body["message"] = "   "
+    elif case == "bad-user-id":
+        url = "/v1/users/kim:evil/turns"
+    elif case == "extra-field":
+        body["user_id"] = "acme/kim"
+    else:
+        expect = 401
+        headers = {} if case == "no-key" else {"Authorization": "Bearer " + (
+            keys["revoked"] if case == "revoked-key" else keys["acme"][:-2] + "xx")}
+    with client(base, None) as c:
+        h = {"Authorization": f"Bearer {keys['acme']}"} if headers is None else headers
+        r = c.post(url, content=raw, headers={**h, "Content-Type": "application/json"}) if raw is not None else \
+            c.post(url, json=body, headers=h)
+    assert r.status_code == expect, r.text
+    msg = r.json()["error"]
+    assert msg and "\n" not in msg
+    assert _snapshot(a, "kim") == before and a.get("/v1/users").json() == users_before
+
+
+def test_tenant_isolation(svc):
+    _, _, a, b = svc
+    _exchange(a, "sam", message="My bank PIN hint is the blue heron.", reply="I will remember.")
+    _exchange(b, "sam", message="I collect vintage stamps.", reply="Fun!")
+    secret = "heron"
+    a_node = a.get("/v1/users/sam/memories").json()["memories"][0]["id"]
+    responses = [
+        b.get("/v1/users"),
+        b.get("/v1/users/sam/memories", params={"status": "all"}),
+        b.post("/v1/users/sam/recall", json={"query": "What is my bank PIN hint? blue bird"}),
+        b.post("/v1/users/sam/answer", json={"query": "bank PIN hint"}),
+        b.get("/v1/users/sam/export"),
+        b.post("/v1/users/sam/consolidate", json={"flush": False}),
+    ]
+    for r in responses:
+        assert r.status_code == 200, r.text
+        assert secret not in r.text
+    assert "stamps" in responses[2].json()["context"] or "stamps" in responses[1].text
+    assert "mia" not in b.get("/v1/users").json()["users"]  # acme's users are invisible
+    # acme's memory and acme-only users look exactly like absent ones
+    for r in (b.patch(f"/v1/users/sam/memories/{a_node}", json={"content": "hacked"}),
+              b.delete(f"/v1/users/sam/memories/{a_node}"),
+              b.post(f"/v1/users/sam/memories/{a_node}/restore"),
+              b.get("/v1/users/mia/export"), b.delete("/v1/users/mia"),
+              b.post("/v1/users/mia/recall", json={"query": "cat"})):
+        assert r.status_code == 404, r.text
+        assert secret not in r.text and "acme" not in r.text
+    assert a.get("/v1/users/sam/memories").json()["memories"][0]["content"].count(secret) == 1

@@ -1,0 +1,64 @@
+"""The MCP server end to end: `timem mcp` started over stdio by the SDK's own client, each tool called."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _data(result):
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        sc = result.structured_content
+        return sc.get("result", sc) if isinstance(sc, dict) and set(sc) == {"result"} else sc
+    return json.loads(result.content[0].text)
+
+
+async def _session_run(tmp_path: Path, errlog) -> dict:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "timem.cli", "mcp", "--db", str(tmp_path / "m.duckdb"), "--user", "mia"],
+        env={"PYTHONPATH": str(REPO), "HOME": str(tmp_path), "TIMEM_CACHE_DIR": str(tmp_path / "cache"),
+             "PATH": os.environ.get("PATH", "")},
+        cwd=str(tmp_path))
+    out: dict = {}
+    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        out["tools"] = sorted(t.name for t in (await s.list_tools()).tools)
+        out["early_recall"] = await s.call_tool("recall", {"query": "cat"})  # no such user yet: a tool error
+        out["r1"] = _data(await s.call_tool("remember", {"text": "I adopted a grey cat called Pixel.",
+                                                         "event_time": "2024-05-02T09:00:00+00:00"}))
+        out["r2"] = _data(await s.call_tool("remember", {"text": "My sister Ana lives in Lisbon.",
+                                                         "event_time": "2024-05-02T09:10:00+00:00"}))
+        out["naive"] = await s.call_tool("remember", {"text": "x", "event_time": "2024-05-02T09:00:00"})
+        out["recall"] = _data(await s.call_tool("recall", {"query": "What is my cat called?"}))
+        out["list"] = _data(await s.call_tool("list", {"level": 1}))
+        pixel = next(m["id"] for m in out["list"] if "Pixel" in m["content"])
+        out["forget"] = _data(await s.call_tool("forget", {"memory_id": pixel}))
+        out["forget_again_unknown"] = await s.call_tool("forget", {"memory_id": "L1-doesnotexist"})
+        out["list_after"] = _data(await s.call_tool("list", {}))
+        out["recall_after"] = _data(await s.call_tool("recall", {"query": "What is my cat called?"}))
+    return out
+
+
+def test_mcp_tools_end_to_end_over_stdio(tmp_path):
+    with open(tmp_path / "mcp-stderr.log", "w") as errlog:  # the server's log (model loading) goes here
+        out = anyio.run(_session_run, tmp_path, errlog)
+    assert out["tools"] == ["forget", "list", "recall", "remember"]
+    assert out["early_recall"].is_error and "mia" in out["early_recall"].content[0].text
+    assert out["r1"]["turn_id"] == "mia:mcp-2024-05-02:0" and out["r1"]["memories_written"]
+    assert out["r2"]["turn_id"] == "mia:mcp-2024-05-02:1"
+    assert out["naive"].is_error and "offset" in out["naive"].content[0].text
+    assert "Pixel" in out["recall"]["context"] and out["recall"]["memory_ids"]
+    assert {m["level"] for m in out["list"]} == {1} and len(out["list"]) == 2
+    assert out["forget"]["deleted"] is True
+    assert out["forget_again_unknown"].is_error
+    assert not any("Pixel" in m["content"] for m in out["list_after"])
+    assert "Pixel" not in out["recall_after"]["context"] and "Lisbon" in out["list_after"][0]["content"]

@@ -1,0 +1,121 @@
+"""Long consolidation runs in the background: pages stay usable, progress shows, writes wait, cancel works.
+
+The scripted LLM blocks on an event, so the test decides when the first window's model call returns.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from helpers import ABSTRACTIVE
+from streamlit.testing.v1 import AppTest
+from studio_support import DEMO_USER, REPO, studio_answer
+
+from timem.llm.client import LLM
+from timem.llm.fake import ScriptedBackend
+from timem.models import Level
+from timem.ui import jobs
+from timem.ui.state import ENGINE_KEY, USER_KEY
+
+
+@pytest.fixture()
+def gated(tmp_path, embedder):
+    """An empty store whose L2-L5 a scripted LLM writes, each call waiting for ``gate``."""
+    from timem.config import load_config
+    from timem.engine import MemoryEngine
+    from timem.store import Store
+
+    gate = threading.Event()
+    calls = []
+
+    def answer(request):
+        calls.append(request)
+        assert gate.wait(120), "the test never opened the gate"
+        return studio_answer(request)
+
+    cfg = load_config(env={}, db_path=tmp_path / "jobs.duckdb", llm_backend="none", **ABSTRACTIVE)
+    store = Store(cfg.db_path, embedder.model_id, embedder.dim)
+    eng = MemoryEngine(cfg, store, embedder, LLM(ScriptedBackend(answer, model_id="scripted-gated"), store))
+    yield eng, gate, calls
+    gate.set()
+    job = jobs.current_job(eng)
+    if job is not None:
+        job.join(120)
+    eng.close()
+
+
+def _app(eng, page=None) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+    at.session_state[ENGINE_KEY] = eng
+    at.session_state[USER_KEY] = "me"
+    if page:
+        at.switch_page(f"timem/studio/views/{page}.py")
+    return at.run()
+
+
+def _wait_for_call(calls, n=1, timeout=60.0) -> None:
+    done = threading.Event()
+    for _ in range(int(timeout * 10)):
+        if len(calls) >= n:
+            return
+        done.wait(0.1)
+    raise AssertionError(f"the background job made {len(calls)} model call(s), expected {n}")
+
+
+def test_import_consolidates_in_the_background_and_pages_stay_usable(gated):
+    eng, gate, calls = gated
+    at = _app(eng)
+    at.button(key="sb_imp_go").click().run()  # the bundled demo, abstractive: L1 now, L2-L5 in a job
+    assert not at.exception, at.exception
+    job = jobs.busy(eng)
+    assert job is not None and job.user_ids == [DEMO_USER]
+    assert any("in the background" in s.value for s in at.success)
+    _wait_for_call(calls)  # the job is inside the first window's model call, the engine lock free
+    assert {int(n.level) for n in eng.nodes(DEMO_USER)} == {1}
+
+    at.run()  # the chat page: readable, the sidebar shows progress, the chat input waits
+    assert not at.exception, at.exception
+    assert at.session_state[USER_KEY] == DEMO_USER  # the sidebar counts are the imported user's
+    assert at.get("progress") and any("written so far" in c.value for c in at.caption)
+    assert at.chat_input[0].disabled
+    assert any("running in the background" in i.value for i in at.info)
+    assert at.button(key="sb_consolidate").disabled and at.button(key="sb_imp_go").disabled
+    at.switch_page("timem/studio/views/timeline.py").run()  # browsing what is written works meanwhile
+    assert not at.exception, at.exception
+
+    at.button(key="sb_job_cancel").click().run()
+    gate.set()
+    assert job.join(120) and job.cancelled
+    at.run()
+    assert any("cancelled" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert jobs.current_job(eng) is None
+    at.switch_page("timem/studio/views/chat.py").run()
+    assert not at.chat_input[0].disabled  # chatting works again
+    written = len(eng.nodes(DEMO_USER, int(Level.PROFILE)))
+    assert written < 3  # cancelled before the last windows: they stay due
+
+    at.checkbox(key="sb_flush").check().run()
+    at.button(key="sb_consolidate").click().run()  # the rest, again in the background
+    assert jobs.current_job(eng).join(300)
+    at.run()
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    assert len(eng.nodes(DEMO_USER, int(Level.PROFILE))) == 3
+    assert eng.check(DEMO_USER) == []
+
+
+def test_a_failing_job_is_reported_not_lost(gated):
+    eng, gate, calls = gated
+    from timem.errors import LLMError
+
+    def broken(request):
+        raise LLMError("the endpoint is unreachable; start it or pick another backend")
+
+    eng.llm.backend = ScriptedBackend(broken, model_id="scripted-broken")
+    at = _app(eng)
+    at.button(key="sb_imp_go").click().run()
+    job = jobs.current_job(eng)
+    assert job.join(120) and job.error and "unreachable" in job.error
+    at.run()
+    assert any("unreachable" in e.value for e in at.error), [e.value for e in at.error]
+    assert {int(n.level) for n in eng.nodes(DEMO_USER)} == {1}  # the import's L1 stays; L2-L5 stay due

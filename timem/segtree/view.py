@@ -1,0 +1,282 @@
+"""What relevance propagation over the segment tree reads (:mod:`timem.segtree.recall`), with few queries.
+
+**Index, cached per tree version.** :class:`SegIndex` holds one user's internal nodes of heights
+``1..H`` (ids, parents, heights, ``n_children``, span starts and the centroid matrix ``(n, dim)``
+float32), loaded in one query. It is cached per store and user, keyed by the stored tree's version
+(:func:`timem.segtree.store.version`: the ``segtree_state`` row, rewritten with a fresh, strictly
+increasing ``built_at`` by every :func:`~timem.segtree.store.sync` that writes, deleted by every
+erase, edit and drop). A recall whose version differs from the cached one reloads the index, so a
+write (add, edit, delete, erase, rebuild; committed or rolled back) is always seen by the next recall.
+After an append-only sync (a chat turn, an ingest) from the cached version, only the internal nodes
+that sync rewrote are read again (:func:`note_append`): ``O(log n)`` rows per new leaf, not the tree.
+
+**Exact cosines.** The cosines that enter the scores are DuckDB's ``array_cosine_similarity`` of the
+stored float32 centroids (as when they were read from the table: the same function on the same
+values, passed as an Arrow batch). numpy only shortlists: per height, every node whose numpy cosine
+is within :data:`MARGIN` of the ``k``-th best. Both computations are within ``γ₃₈₄ ≈ 2.3e-5`` of the
+real cosine (float32 sums of 384 products of unit-bounded terms), so the exact top ``k`` (ties by id)
+is always inside the shortlist; DuckDB then scores the shortlist and the candidates' ancestors.
+
+Queries per recall: the leaves' rows (one), the exact cosines (one), the routed leaves (one, in
+:mod:`timem.segtree.recall`); before, about ten (``bench/results/recall-latency-tree.md``).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from timem.errors import StoreError
+from timem.store import Store
+from timem.store.records import db_time
+
+_IN = "(SELECT unnest(?::VARCHAR[]))"
+#: numpy-vs-DuckDB cosine slack of the shortlist (the two differ by < 5e-5; measured 2.4e-7)
+MARGIN = 1e-3
+#: centroid bytes of the indexes one store keeps (least recently used dropped first; the latest always kept):
+#: 12 KB per 8 internal nodes at dim 384, e.g. 21 MB for a user of 10k L1 memories on the synthetic bench
+CACHE_BYTES = 256 * 2**20
+
+#: ``(parent id, or None at or above the view's max height; height; n_children; exact cosine with the
+#: question, or None for a leaf or a node not scored)``
+Row = tuple[str | None, int, int, float | None]
+
+
+@dataclass
+class SegIndex:
+    """One user's internal segment-tree nodes of heights ``1..max_height`` at one tree version.
+
+    ``start``: span starts as naive-UTC ``datetime64[us]``; ``centroids``: ``(n, dim)`` float32 as stored.
+    """
+
+    ids: list[str]
+    parent: list[str | None]
+    height: np.ndarray
+    n_children: np.ndarray
+    start: np.ndarray
+    centroids: np.ndarray
+    max_height: int
+    pos: dict[str, int] = field(init=False)
+    norms: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pos = {i: k for k, i in enumerate(self.ids)}
+        self.norms = np.linalg.norm(self.centroids, axis=1) if len(self.ids) else np.zeros(0, np.float32)
+
+
+_COLS = "id, parent_id, height, n_children, span_start, centroid"
+
+
+def _index(tbl: pa.Table, user_id: str, dim: int, max_height: int) -> SegIndex:
+    n = tbl.num_rows
+    cen = tbl.column("centroid").combine_chunks()
+    if n and cen.null_count:
+        raise StoreError(f"segment tree of {user_id} has an internal node without a centroid; rebuild it with "
+                         f"`timem segtree build --user {user_id} --rebuild`")
+    flat = cen.flatten().to_numpy() if n else np.zeros(0, np.float32)
+    return SegIndex(ids=tbl.column("id").to_pylist(), parent=tbl.column("parent_id").to_pylist(),
+                    height=tbl.column("height").to_numpy().astype(np.int64),
+                    n_children=tbl.column("n_children").to_numpy().astype(np.int64),
+                    start=tbl.column("span_start").to_numpy().astype("datetime64[us]"),
+                    centroids=np.asarray(flat, dtype=np.float32).reshape(n, dim), max_height=int(max_height))
+
+
+def load_index(store: Store, user_id: str, max_height: int) -> SegIndex:
+    """The user's internal nodes of heights ``1..max_height`` in one query (user filter in SQL; any order).
+
+    Raises:
+        StoreError: an internal node has no centroid (a damaged tree).
+    """
+    tbl = store.con.execute(f"SELECT {_COLS} FROM segtree_nodes WHERE user_id = ? AND height BETWEEN 1 AND ?",
+                            [user_id, int(max_height)]).to_arrow_table()
+    return _index(tbl, user_id, store.dim, max_height)
+
+
+def _patched(store: Store, user_id: str, old: SegIndex, changed: Sequence[str]) -> SegIndex:
+    """``old`` with the ``changed`` internal nodes read again (rewritten ones replaced, new ones appended)."""
+    tbl = store.con.execute(f"SELECT {_COLS} FROM segtree_nodes WHERE user_id = ? AND height BETWEEN 1 AND ? "
+                            f"AND id IN {_IN}", [user_id, old.max_height, list(changed)]).to_arrow_table()
+    new = _index(tbl, user_id, store.dim, old.max_height)
+    at = [old.pos.get(i, -1) for i in new.ids]
+    upd = np.array([k for k, p in enumerate(at) if p >= 0], dtype=np.int64)
+    add = np.array([k for k, p in enumerate(at) if p < 0], dtype=np.int64)
+    where = np.array([p for p in at if p >= 0], dtype=np.int64)
+    parent = list(old.parent)
+    for k, p in zip(upd.tolist(), where.tolist()):
+        parent[p] = new.parent[k]
+
+    def merged(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out = np.concatenate([a, b[add]])
+        out[where] = b[upd]
+        return out
+
+    return SegIndex(ids=old.ids + [new.ids[k] for k in add.tolist()], parent=parent + [new.parent[k] for k in add.tolist()],
+                    height=merged(old.height, new.height), n_children=merged(old.n_children, new.n_children),
+                    start=merged(old.start, new.start), centroids=merged(old.centroids, new.centroids),
+                    max_height=old.max_height)
+
+
+_CACHE: weakref.WeakKeyDictionary[Store, OrderedDict[tuple[str, int], tuple[Any, SegIndex]]] = \
+    weakref.WeakKeyDictionary()
+#: per store and user, the latest append-only sync: ``(version before, version after, internal ids it wrote)``
+_APPENDS: weakref.WeakKeyDictionary[Store, dict[str, tuple[Any, Any, list[str]]]] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def note_append(store: Store, user_id: str, before: Any, after: Any, written: Sequence[str]) -> None:
+    """Record that a :func:`~timem.segtree.store.sync` turned the tree of version ``before`` into ``after`` by
+    appending leaves, rewriting (or creating) only the internal nodes ``written``: a cached index of
+    ``before`` is then patched with those rows instead of reloaded, once the store is at ``after``."""
+    if before is None or after is None:
+        return
+    with _LOCK:
+        _APPENDS.setdefault(store, {})[user_id] = (before, after, list(written))
+
+
+def cached_index(store: Store, user_id: str, max_height: int, version: Any) -> SegIndex:
+    """:func:`load_index`, reused while the tree's ``version`` (:func:`timem.segtree.store.version`) is
+    unchanged, patched after an append-only sync from the cached version (:func:`note_append`)."""
+    key = (user_id, int(max_height))
+    with _LOCK:
+        per_store = _CACHE.setdefault(store, OrderedDict())
+        hit = per_store.get(key)
+        if hit is not None and hit[0] == version:
+            per_store.move_to_end(key)
+            return hit[1]
+        step = _APPENDS.get(store, {}).get(user_id)
+    if hit is not None and step is not None and step[0] == hit[0] and step[1] == version \
+            and len(step[2]) <= max(64, len(hit[1].ids) // 4):
+        index = _patched(store, user_id, hit[1], step[2])
+    else:
+        index = load_index(store, user_id, max_height)
+    with _LOCK:
+        per_store[key] = (version, index)
+        per_store.move_to_end(key)
+        while len(per_store) > 1 and sum(ix.centroids.nbytes for _, ix in per_store.values()) > CACHE_BYTES:
+            per_store.popitem(last=False)
+    return index
+
+
+def exact_cosines(store: Store, centroids: np.ndarray, query_vec: np.ndarray) -> list[float]:
+    """DuckDB's ``array_cosine_similarity(centroid, query)`` (float32, as over the stored column) per row of
+    ``centroids`` ``(m, dim)``; one query over an Arrow batch."""
+    m, dim = centroids.shape
+    q = np.broadcast_to(np.asarray(query_vec, dtype=np.float32), (m, dim))
+    tbl = pa.table({"c": pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(centroids).ravel()), dim),
+                    "q": pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(q).ravel()), dim)})
+    rel = store.con.from_arrow(tbl).project(f"array_cosine_similarity(c::FLOAT[{dim}], q::FLOAT[{dim}])")
+    return [float(r[0]) for r in rel.fetchall()]
+
+
+def _desc(item: tuple[str, float]) -> tuple[int, float, str]:
+    """DuckDB's ``ORDER BY cos DESC, id``: NaN sorts above every number."""
+    i, c = item
+    return (0, 0.0, i) if math.isnan(c) else (1, -c, i)
+
+
+class TreeView:
+    """The segment tree for one question: the cached index, the candidate leaves' rows and exact cosines.
+
+    Args:
+        index: the user's :class:`SegIndex`.
+        leaves: leaf id -> ``(parent id, n_children)`` for the candidate leaves (and routed ones, added later).
+        query_vec: ``(dim,)`` unit vector.
+        per_height: how many best centroids per height :attr:`top` holds.
+        until: UTC-aware; nodes starting after it are left out of :attr:`top`.
+    """
+
+    def __init__(self, store: Store, index: SegIndex, leaves: dict[str, tuple[str | None, int]],
+                 query_vec: np.ndarray, per_height: int, until: datetime | None) -> None:
+        self.index, self.leaves = index, dict(leaves)
+        ix = index
+        approx = (ix.centroids @ np.asarray(query_vec, dtype=np.float32)) / np.maximum(ix.norms, 1e-30) \
+            if ix.ids else np.zeros(0, np.float32)
+        approx[ix.norms == 0] = np.nan
+        eligible = (ix.height >= 1) & (ix.height <= ix.max_height)
+        if until is not None:
+            eligible &= ix.start <= np.datetime64(db_time(until), "us")
+        short: set[int] = set()
+        for h in np.unique(ix.height[eligible]):
+            idx = np.flatnonzero(eligible & (ix.height == h))
+            vals = approx[idx]
+            finite = vals[~np.isnan(vals)]
+            if len(finite) > per_height:
+                kth = np.partition(finite, len(finite) - per_height)[len(finite) - per_height]
+                keep = np.isnan(vals) | (vals >= kth - MARGIN)
+                short.update(idx[keep].tolist())
+            else:
+                short.update(idx.tolist())
+        lineage = {ix.pos[i] for i in self._internal_lineage(self.leaves)}
+        score = sorted(short | lineage)
+        exact = exact_cosines(store, ix.centroids[score], query_vec) if score else []
+        self.cos: dict[str, float] = {ix.ids[k]: c for k, c in zip(score, exact)}
+        by_height: dict[int, list[tuple[str, float]]] = {}
+        for k in sorted(short):
+            by_height.setdefault(int(ix.height[k]), []).append((ix.ids[k], self.cos[ix.ids[k]]))
+        #: the ``per_height`` best internal nodes of each height by exact cosine (ties: id), ``(id, height, cos)``
+        self.top: list[tuple[str, int, float]] = []
+        for h, scored in sorted(by_height.items()):
+            scored.sort(key=_desc)
+            self.top += [(i, h, c) for i, c in scored[:per_height]]
+
+    def _internal_lineage(self, leaves: Iterable[str]) -> list[str]:
+        out: dict[str, None] = {}
+        for leaf in leaves:
+            p = self.leaves[leaf][0] if 0 < self.index.max_height else None
+            while p is not None and p in self.index.pos and p not in out:
+                out[p] = None
+                k = self.index.pos[p]
+                p = self.index.parent[k] if self.index.height[k] < self.index.max_height else None
+        return list(out)
+
+    def row(self, i: str) -> Row | None:
+        """The :data:`Row` of a leaf of the view or an internal node of the index, else None."""
+        if i in self.leaves:
+            p, n = self.leaves[i]
+            return (p if 0 < self.index.max_height else None, 0, n, None)
+        k = self.index.pos.get(i)
+        if k is None:
+            return None
+        h = int(self.index.height[k])
+        return (self.index.parent[k] if h < self.index.max_height else None, h, int(self.index.n_children[k]),
+                self.cos.get(i))
+
+    def lineage(self, ids: Iterable[str]) -> dict[str, Row]:
+        """``ids`` found in the view and their ancestors up to the max height, as ``id -> Row``."""
+        out: dict[str, Row] = {}
+        frontier = list(dict.fromkeys(ids))
+        while frontier:
+            found = [(i, r) for i in frontier if (r := self.row(i)) is not None]
+            out.update(found)
+            frontier = sorted({r[0] for _, r in found if r[0]} - out.keys())
+        return out
+
+
+def leaf_rows(store: Store, user_id: str, leaf_ids: Sequence[str]) -> dict[str, tuple[str | None, int]]:
+    """``leaf id -> (parent id, n_children)`` for the user's leaves among ``leaf_ids`` (one query)."""
+    if not leaf_ids:
+        return {}
+    rows = store.con.execute(f"SELECT id, parent_id, n_children FROM segtree_nodes WHERE user_id = ? AND height = 0 "
+                             f"AND id IN {_IN}", [user_id, list(leaf_ids)]).fetchall()
+    return {r[0]: (r[1], int(r[2])) for r in rows}
+
+
+def leaves_under(store: Store, user_id: str, parent_ids: Sequence[str]
+                 ) -> list[tuple[str, str, int, datetime]]:
+    """The leaves whose parent is one of ``parent_ids`` (height-1 nodes), as ``(leaf id, parent id,
+    n_children, span_start UTC)``, in leaf order (one query)."""
+    if not parent_ids:
+        return []
+    rows = store.con.execute(f"SELECT id, parent_id, n_children, span_start FROM segtree_nodes WHERE user_id = ? "
+                             f"AND height = 0 AND parent_id IN {_IN} ORDER BY first_seq",
+                             [user_id, list(parent_ids)]).fetchall()
+    return [(r[0], r[1], int(r[2]), r[3].replace(tzinfo=UTC)) for r in rows]

@@ -1,0 +1,411 @@
+"""The memory service: a FastAPI app over one :class:`~timem.engine.MemoryEngine` (HTTP API, ``/v1``).
+
+One writer per DuckDB file: the app owns the engine (built by ``engine_factory`` at startup, closed at
+shutdown) and runs every engine call under one lock. The store keeps a single DuckDB connection, which
+must not be used from two threads at once, so reads are serialised with the writes too; requests are
+still served concurrently up to that point (auth, validation, JSON encoding run in parallel).
+
+Tenancy: every ``/v1`` route but ``/v1/health`` needs ``Authorization: Bearer <key>`` (or ``X-API-Key``)
+with a key from the keys file (:mod:`timem.service.keys`); without a valid key the answer is 401 and the
+engine is not touched. A tenant's user ``bob`` is stored as user id ``<tenant>/bob``; a tenant sees only
+user ids with its own prefix, shown without it. Another tenant's user, or a memory node of another
+tenant, answers 404 exactly like one that does not exist.
+
+Errors: every :class:`~timem.errors.TimemError` maps to a status in :data:`STATUS` (the first match along
+the exception's class hierarchy); request validation errors give 422 (malformed JSON 400); every error
+body is ``{"error": "<one line>"}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Annotated, Literal
+
+import anyio.to_thread
+from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi import Path as PathParam
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from timem.config import Config
+from timem.engine import MemoryEngine
+from timem.errors import (
+    AuthError,
+    ChatTurnError,
+    ConfigError,
+    ConsolidationIncomplete,
+    EmbeddingError,
+    InputError,
+    InvariantError,
+    LLMError,
+    NotFoundError,
+    StoreError,
+    TextTooLongError,
+    TimemError,
+)
+from timem.models import NodeStatus, WriteRequest
+from timem.service.keys import KeyFile
+from timem.service.models import (
+    ID_PATTERN,
+    IDEMPOTENCY_KEY_PATTERN,
+    AnswerOut,
+    ConsolidateIn,
+    EditIn,
+    ErasedOut,
+    ErrorOut,
+    MemoriesOut,
+    MemoryOut,
+    RecallIn,
+    RecallOut,
+    TurnsIn,
+    UsersOut,
+    WrittenOut,
+)
+
+#: HTTP status per error class; the most specific class listed along the exception's MRO wins
+STATUS: dict[type[TimemError], int] = {
+    AuthError: 401,
+    NotFoundError: 404,
+    TextTooLongError: 413,
+    InputError: 422,
+    ConfigError: 409,
+    InvariantError: 409,
+    ChatTurnError: 502,
+    LLMError: 502,
+    EmbeddingError: 503,
+    StoreError: 500,
+    TimemError: 500,
+}
+
+UserPath = Annotated[str, PathParam(pattern=ID_PATTERN, description="your user id")]
+IdemHeader = Annotated[str | None, Header(alias="Idempotency-Key", pattern=IDEMPOTENCY_KEY_PATTERN,
+                                         description="retry-safe write: the same key is stored once")]
+NodePath = Annotated[str, PathParam(max_length=64, description="a memory node id, e.g. L1-0123456789abcdef")]
+
+
+def status_of(exc: TimemError) -> int:
+    """The HTTP status of a TiMem error (:data:`STATUS`)."""
+    for cls in type(exc).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return 500
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse(ErrorOut(error=_one_line(message)).model_dump(), status_code=status)
+
+
+class Tenant:
+    """The calling tenant and its view of the store's user ids (``<tenant>/<user>``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.prefix = f"{name}/"
+
+    def internal(self, user: str) -> str:
+        return self.prefix + user
+
+    def users(self, eng: MemoryEngine) -> list[str]:
+        return [u[len(self.prefix):] for u in eng.users() if u.startswith(self.prefix)]
+
+
+class Service:
+    """The engine and the lock every engine call holds."""
+
+    def __init__(self, engine: MemoryEngine) -> None:
+        self.engine = engine
+        self.max_text = engine.config.service_max_text_chars
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def use(self) -> Iterator[MemoryEngine]:
+        with self._lock:
+            yield self.engine
+
+    def check_text(self, what: str, text: str | None) -> None:
+        if text is not None and len(text) > self.max_text:
+            raise TextTooLongError(f"the {what} has {len(text)} characters, more than the limit of {self.max_text} "
+                                   "(service_max_text_chars); split it or raise the limit", field=what)
+
+    def require_user(self, eng: MemoryEngine, t: Tenant, user: str) -> str:
+        internal = t.internal(user)
+        if internal not in eng.users():
+            raise NotFoundError(f"no user {user!r}; add turns first (POST /v1/users/{user}/turns)")
+        return internal
+
+    def require_node(self, eng: MemoryEngine, internal: str, user: str, node_id: str):
+        n = eng.node(node_id)
+        if n is None or n.user_id != internal:
+            raise NotFoundError(f"no memory {node_id!r} for user {user!r}; list them with GET /v1/users/{user}/memories")
+        return n
+
+
+def write_request(user: str, body: TurnsIn, header: str | None) -> WriteRequest | None:
+    """The idempotency key of a turns request (header or body field; 422 if both differ) with the SHA-256
+    of its user and canonical body, or None without a key."""
+    key = body.idempotency_key or header
+    if body.idempotency_key and header and body.idempotency_key != header:
+        raise InputError("the Idempotency-Key header and the idempotency_key field differ; send one of them",
+                         field="idempotency_key")
+    if key is None:
+        return None
+    canon = json.dumps({"user": user, **body.model_dump(mode="json", exclude={"idempotency_key"})}, sort_keys=True)
+    return WriteRequest(key=key, fingerprint=hashlib.sha256(canon.encode()).hexdigest())
+
+
+def _svc(request: Request) -> Service:
+    return request.app.state.service
+
+
+def _tenant(request: Request) -> Tenant:
+    return request.state.tenant
+
+
+S = Annotated[Service, Depends(_svc)]
+T = Annotated[Tenant, Depends(_tenant)]
+
+
+def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFile | str | Path) -> FastAPI:
+    """The service app. ``engine_factory`` builds the engine at startup (it owns the DuckDB file until
+    shutdown); a :class:`Config` instead opens ``config.db_path`` with :meth:`MemoryEngine.open` (with the
+    configured LLM unless ``llm_backend="none"``). ``keys`` is the keys file (path or :class:`KeyFile`)."""
+    keyfile = keys if isinstance(keys, KeyFile) else KeyFile(keys)
+    if isinstance(engine_factory, Config):
+        cfg = engine_factory
+        engine_factory = lambda: MemoryEngine.open(cfg, with_llm=cfg.llm_backend != "none")
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        app.state.service = Service(engine_factory())
+        try:
+            yield
+        finally:
+            app.state.service.engine.close()
+
+    app = FastAPI(title="TiMem memory service", version="1", lifespan=lifespan,
+                  responses={k: {"model": ErrorOut} for k in (400, 401, 404, 409, 413, 422)})
+    app.state.keys = keyfile
+
+    @app.exception_handler(TimemError)
+    async def _timem_error(request: Request, exc: TimemError) -> JSONResponse:
+        msg = str(exc)
+        if isinstance(exc, NotFoundError):  # engine messages list every user of the store: not for tenants
+            msg = re.sub(r";\s*(known )?users:.*$", "", msg)
+        return _error(status_of(exc), msg)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errs = exc.errors()
+        first = errs[0] if errs else {"loc": (), "msg": "invalid request", "type": ""}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        if first.get("type") == "json_invalid":
+            return _error(400, f"the body is not valid JSON ({first.get('msg')}); send a JSON object")
+        more = f" (and {len(errs) - 1} more problem(s))" if len(errs) > 1 else ""
+        return _error(422, f"{where or 'request'}: {first.get('msg')}{more}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail))
+
+    @app.middleware("http")
+    async def _auth(request: Request, call_next):
+        path = request.url.path
+        if path.startswith("/v1/") and path != "/v1/health":
+            header = request.headers.get("authorization", "")
+            key = header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-api-key")
+            tenant = await anyio.to_thread.run_sync(keyfile.tenant_of, key)  # scrypt: off the event loop
+            if tenant is None:
+                return _error(STATUS[AuthError], str(AuthError("missing or invalid API key; send 'Authorization: Bearer <key>' "
+                                                 "with a key from `timem keys add TENANT`")))
+            request.state.tenant = Tenant(tenant)
+            limit = 4 * request.app.state.service.max_text + 64 * 1024
+            if int(request.headers.get("content-length") or 0) > limit:
+                return _error(413, f"the request body is larger than {limit} bytes; send shorter texts")
+        return await call_next(request)
+
+    @app.get("/v1/health")
+    def health() -> dict[str, str]:
+        """Liveness: ``{"status": "ok"}`` (no key needed, no data)."""
+        return {"status": "ok"}
+
+    @app.get("/v1/users")
+    def list_users(s: S, t: T) -> UsersOut:
+        """Your users (ids without the tenant prefix), sorted."""
+        with s.use() as eng:
+            return UsersOut(users=t.users(eng))
+
+    @app.post("/v1/users/{user}/turns")
+    def add_turns(user: UserPath, body: TurnsIn, s: S, t: T, idempotency_key: IdemHeader = None) -> WrittenOut:
+        """Store a user message, an assistant reply, or an exchange (both) at ``event_time``; a new user id
+        is created by its first turn. Writes the L1 segment and consolidates closed windows (unless
+        ``consolidate`` is false or only a message is sent). With an idempotency key (``Idempotency-Key``
+        header or ``idempotency_key`` field), a retry of a stored write is answered with its turn ids
+        (``replayed``) and stores nothing more (it consolidates what is due, in case the first attempt was cut
+        short after its turns were stored); the same key with another body is 422."""
+        if body.message is None and body.reply is None:
+            raise InputError("send a message, a reply, or both", field="message")
+        s.check_text("message", body.message)
+        s.check_text("reply", body.reply)
+        request = write_request(user, body, idempotency_key)
+        internal, warning = t.internal(user), None
+        with s.use() as eng:
+            done = eng.write_request(internal, request.key) if request else None
+            if done is not None:
+                if done[0] != request.fingerprint:
+                    raise InputError(f"idempotency key {request.key!r} was used for another write of user {user!r}; "
+                                     "send a new key for a new write", field="idempotency_key")
+                # the first attempt's turns are stored; finish its consolidation if a crash cut it short
+                finish = body.consolidate and body.reply is not None
+                out = _written(user, internal, lambda: eng.consolidate(internal) if finish else [])
+                return out.model_copy(update={"turn_ids": [x.replace(internal, user) for x in done[1]], "replayed": True})
+            before = {x.id for x in eng.turns(internal, body.session_id)}
+            try:
+                if body.message is not None and body.reply is not None:
+                    written = eng.add_exchange(internal, body.session_id, body.message, body.reply, body.event_time,
+                                               user_name=body.user_name, assistant_name=body.assistant_name,
+                                               consolidate=body.consolidate, request=request)
+                elif body.message is not None:
+                    eng.add_message(internal, body.session_id, body.message, body.event_time, user_name=body.user_name,
+                                    request=request)
+                    written = []
+                else:
+                    written = eng.add_reply(internal, body.session_id, body.reply, body.event_time,
+                                            assistant_name=body.assistant_name, consolidate=body.consolidate,
+                                            request=request)
+            except ConsolidationIncomplete as exc:  # the turns are stored (acknowledged); a window stays due
+                written, warning = list(exc.written), str(exc)
+            turns = sorted((x for x in eng.turns(internal, body.session_id) if x.id not in before), key=lambda x: x.seq)
+        return WrittenOut(user=user, turn_ids=[x.id.replace(internal, user) for x in turns],
+                          written=[MemoryOut.of(n, internal, user) for n in written], warning=warning)
+
+    def _written(user: str, internal: str, run: Callable[[], list]) -> WrittenOut:
+        try:
+            nodes, warning = run(), None
+        except ConsolidationIncomplete as exc:
+            nodes, warning = list(exc.written), str(exc)
+        return WrittenOut(user=user, written=[MemoryOut.of(n, internal, user) for n in nodes], warning=warning)
+
+    @app.post("/v1/users/{user}/sessions/{session_id}/end")
+    def end_session(user: UserPath, session_id: Annotated[str, PathParam(pattern=ID_PATTERN)], s: S, t: T) -> WrittenOut:
+        """Mark a session ended and consolidate what that closes (its L2 session memory at least)."""
+        with s.use() as eng:
+            internal = s.require_user(eng, t, user)
+            if session_id not in {x["session_id"] for x in eng.sessions(internal)}:
+                raise NotFoundError(f"user {user!r} has no session {session_id!r}")
+            return _written(user, internal, lambda: eng.end_session(internal, session_id))
+
+    @app.post("/v1/users/{user}/consolidate")
+    def consolidate(user: UserPath, body: ConsolidateIn, s: S, t: T) -> WrittenOut:
+        """Consolidate the user's due windows (every open one with ``flush``)."""
+        with s.use() as eng:
+            internal = s.require_user(eng, t, user)
+            return _written(user, internal, lambda: eng.consolidate(internal, flush=body.flush))
+
+    def _recall_out(cls, user: str, internal: str, res, **extra):
+        trace = res.trace.model_dump(mode="json")
+        trace["user_id"] = user
+        return cls(user=user, context=res.context, node_ids=[n.id for n in res.nodes], mem_len=res.trace.context_tokens,
+                   trace=trace, **extra)
+
+    @app.post("/v1/users/{user}/recall")
+    def recall(user: UserPath, body: RecallIn, s: S, t: T) -> RecallOut:
+        """Recall the user's memories for ``query`` as of ``question_time``: the context and the recall trace."""
+        s.check_text("query", body.query)
+        with s.use() as eng:
+            internal = s.require_user(eng, t, user)
+            qt = body.question_time or eng.default_question_time(internal)
+            res = eng.recall(internal, body.query, qt, complexity=body.complexity, gate=body.gate)
+        return _recall_out(RecallOut, user, internal, res)
+
+    @app.post("/v1/users/{user}/answer")
+    def answer(user: UserPath, body: RecallIn, s: S, t: T) -> AnswerOut:
+        """Recall, then answer from the context with the service's LLM (409 if it has none)."""
+        s.check_text("query", body.query)
+        with s.use() as eng:
+            internal = s.require_user(eng, t, user)
+            qt = body.question_time or eng.default_question_time(internal)
+            out = eng.ask(internal, body.query, qt, complexity=body.complexity, gate=body.gate)
+        return _recall_out(AnswerOut, user, internal, out.recall, answer=out.answer)
+
+    @app.get("/v1/users/{user}/memories")
+    def list_memories(user: UserPath, s: S, t: T, level: Annotated[int | None, Query(ge=1, le=5)] = None,
+                      status: Literal["active", "deleted", "superseded", "all"] = "active") -> MemoriesOut:
+        """The user's memories in conversation order (active ones unless ``status`` says otherwise)."""
+        with s.use() as eng:
+            internal = s.require_user(eng, t, user)
+            nodes = eng.nodes(internal, level, status=None if status == "all" else NodeStatus(status))
+        return MemoriesOut(user=user, memories=[MemoryOut.of(n, internal, user) for n in nodes])
+
+    @app.patch("/v1/users/{user}/memories/{node_id}")
+    def edit_memory(user: UserPath, node_id: NodePath, body: EditIn, s: S, t: T) -> MemoryOut:
+        """New content for a memory; its ancestors are re-consolidated."""
+        s.check_text("content", body.content)
+        with s.use() as eng:
+            internal = s.require_user(eng, t, user)
+            node = s.require_node(eng, internal, user, node_id)
+            if node.status != NodeStatus.ACTIVE:
+                raise InputError(f"memory {node_id} is {node.status.value}; only active memories can be edited",
+                                 field="status")
+            return MemoryOut.of(eng.edit_memory(node_id, body.content, actor=f"api:{t.name}"), internal, user)
+
+    @app.delete("/v1/users/{user}/memories/{node_id}")
+    def delete_memory(user: UserPath, node_id: NodePath, s: S, t: T, hard: bool = False) -> dict:
+        """Soft-delete a memory (undo with ``POST .../restore``), or with ``hard=true`` erase it for good
+        (its source turns too; the file is rewritten)."""
+        with s.use() as eng:
+            internal = s.require_user(eng, t, user)
+            node = s.require_node(eng, internal, user, node_id)
+            if not hard and node.status != NodeStatus.ACTIVE:
+                raise InputError(f"memory {node_id} is {node.status.value}, not active; nothing to delete",
+                                 field="status")
+            eng.delete_memories([node_id], hard=hard, actor=f"api:{t.name}")
+            if hard:
+                return {"erased": node_id}
+            return MemoryOut.of(eng.node(node_id), internal, user).model_dump(mode="json")
+
+    @app.post("/v1/users/{user}/memories/{node_id}/restore")
+    def restore_memory(user: UserPath, node_id: NodePath, s: S, t: T) -> MemoryOut:
+        """Undo a soft delete."""
+        with s.use() as eng:
+            internal = s.require_user(eng, t, user)
+            s.require_node(eng, internal, user, node_id)
+            eng.restore_memory(node_id, actor=f"api:{t.name}")
+            return MemoryOut.of(eng.node(node_id), internal, user)
+
+    @app.get("/v1/users/{user}/export")
+    def export_user(user: UserPath, s: S, t: T) -> dict:
+        """Everything stored of the user as JSON: sessions, turns, memories (every status), recall traces."""
+        with s.use() as eng:
+            internal = s.require_user(eng, t, user)
+            data = eng.export_user(internal)
+        ext = lambda v: v.replace(internal, user) if isinstance(v, str) else v
+        data["user_id"] = user
+        for row in data["turns"] + data["nodes"] + data["traces"]:
+            for k in ("id", "user_id", "window_key"):
+                if k in row:
+                    row[k] = ext(row[k])
+            if "source_turn_ids" in row:
+                row["source_turn_ids"] = [ext(x) for x in row["source_turn_ids"]]
+        return data
+
+    @app.delete("/v1/users/{user}")
+    def erase_user(user: UserPath, s: S, t: T) -> ErasedOut:
+        """Erase everything of the user (turns, memories, traces, caches); the file is rewritten."""
+        with s.use() as eng:
+            internal = s.require_user(eng, t, user)
+            out = eng.erase_user(internal, actor=f"api:{t.name}")
+            return ErasedOut(user=user, counts={k: int(v) for k, v in out.items() if not k.startswith("file_")},
+                             file={k[5:]: v for k, v in out.items() if k.startswith("file_")})
+
+    return app

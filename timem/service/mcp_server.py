@@ -1,0 +1,150 @@
+"""MCP server (official ``mcp`` SDK, :class:`mcp.server.mcpserver.MCPServer`): one user's memory as agent tools.
+
+Tools, all for the user given at start (``timem mcp --db FILE --user ID``):
+
+* ``remember(text, event_time?, session_id?)`` — store ``text`` as the user's message (event time: now, UTC,
+  unless given with an offset; session: ``mcp-<UTC date>``), then consolidate: its L1 segment is written at
+  once and whatever windows closed in event time are consolidated.
+* ``recall(query, question_time?)`` — the recalled context (dated lines), its memory ids, Mem Len, trace id.
+* ``forget(memory_id, hard=False)`` — soft-delete a memory (undoable from the studio, CLI or HTTP API), or
+  with ``hard`` erase it and its source turns for good.
+* ``list(level?, limit=50)`` — the user's newest active memories: id, level, span (UTC), content.
+
+The process owns the DuckDB file while it runs (one writer per file: do not point ``timem serve`` or the
+studio at the same file meanwhile). Errors come back as MCP tool errors with TiMem's one-line message.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from timem.config import Config
+from timem.engine import MemoryEngine
+from timem.errors import InputError, NotFoundError, TextTooLongError, TimemError
+
+
+def _time(value: str | None, what: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise InputError(f"cannot read {what} {value!r}; use ISO 8601 with an offset, e.g. 2024-05-02T09:00:00+02:00",
+                         field=what) from exc
+    if at.tzinfo is None:
+        raise InputError(f"{what} {value!r} has no UTC offset; add one, e.g. +00:00", field=what)
+    return at
+
+
+def _says_why(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Report a :class:`TimemError` to the client as a tool error with its message (the SDK hides the text
+    of any other exception)."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        try:
+            return fn(*args, **kw)
+        except TimemError as exc:
+            raise ToolError(str(exc)) from exc
+    return wrapper
+
+
+def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
+    """The MCP server with the four tools over ``engine`` for ``user_id`` (see the module docstring)."""
+    server = MCPServer(name="timem", instructions=(
+        f"Long-term memory of user {user_id!r} (TiMem, a Temporal Memory Tree). Call recall before answering "
+        "questions about the user's past; call remember for facts worth keeping; forget removes a memory."))
+    lock = threading.Lock()
+    limit = engine.config.service_max_text_chars
+
+    def check(what: str, text: str) -> None:
+        if len(text) > limit:
+            raise TextTooLongError(f"the {what} has {len(text)} characters, more than {limit} "
+                                   "(service_max_text_chars); split it", field=what)
+
+    @server.tool()
+    @_says_why
+    def remember(text: str, event_time: str | None = None, session_id: str | None = None) -> dict[str, Any]:
+        """Store a fact or message of the user in long-term memory.
+
+        Args:
+            text: what to remember, in the user's words.
+            event_time: when it was said or happened, ISO 8601 with offset (default: now).
+            session_id: conversation to add it to (default: one per UTC day, mcp-YYYY-MM-DD).
+        """
+        check("text", text)
+        at = _time(event_time, "event_time") or datetime.now(UTC)
+        sid = session_id or f"mcp-{at.astimezone(UTC).date().isoformat()}"
+        with lock:
+            turn = engine.add_message(user_id, sid, text, at)
+            written = engine.consolidate(user_id)
+        return {"turn_id": turn.id, "session_id": sid, "memories_written": [n.id for n in written]}
+
+    @server.tool()
+    @_says_why
+    def recall(query: str, question_time: str | None = None) -> dict[str, Any]:
+        """Recall what is remembered about the user that bears on ``query``.
+
+        Args:
+            query: the question or topic.
+            question_time: "as of" time, ISO 8601 with offset (default: the user's latest memory).
+        """
+        check("query", query)
+        with lock:
+            engine.require_user(user_id)
+            qt = _time(question_time, "question_time") or engine.default_question_time(user_id)
+            res = engine.recall(user_id, query, qt)
+        return {"context": res.context or "(nothing relevant remembered)", "memory_ids": [n.id for n in res.nodes],
+                "mem_len": res.trace.context_tokens, "trace_id": res.trace.trace_id}
+
+    @server.tool()
+    @_says_why
+    def forget(memory_id: str, hard: bool = False) -> dict[str, Any]:
+        """Forget one memory: soft delete (can be undone) or, with hard=true, erase it for good.
+
+        Args:
+            memory_id: an id from recall or list, e.g. L1-0123456789abcdef.
+            hard: erase the memory and its source messages irreversibly.
+        """
+        with lock:
+            node = engine.node(memory_id)
+            if node is None or node.user_id != user_id:
+                raise NotFoundError(f"no memory {memory_id!r} for this user; see the list tool")
+            engine.delete_memories([memory_id], hard=hard, actor="mcp")
+        return {"memory_id": memory_id, "erased" if hard else "deleted": True}
+
+    @server.tool(name="list")
+    @_says_why
+    def list_memories(level: int | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        """The user's newest active memories (newest first).
+
+        Args:
+            level: 1 segment, 2 session, 3 day, 4 week, 5 profile (default: all).
+            limit: how many, at most (1-500).
+        """
+        if level is not None and not 1 <= level <= 5:
+            raise InputError(f"level {level} is not 1-5", field="level")
+        with lock:
+            engine.require_user(user_id)
+            nodes = engine.nodes(user_id, level)
+        return [{"id": n.id, "level": int(n.level), "span_start": n.span_start.isoformat(),
+                 "span_end": n.span_end.isoformat(), "content": n.content}
+                for n in reversed(nodes[-max(1, min(limit, 500)):])]
+
+    return server
+
+
+def run_stdio(config: Config, user_id: str) -> None:
+    """Open the engine over ``config.db_path`` (with the configured LLM unless ``llm_backend="none"``) and
+    serve the tools over stdio until the client disconnects."""
+    engine = MemoryEngine.open(config, with_llm=config.llm_backend != "none")
+    try:
+        build_server(engine, user_id).run("stdio")
+    finally:
+        engine.close()

@@ -1,0 +1,134 @@
+"""Request and response bodies of the memory service (pydantic; they make the OpenAPI schema).
+
+Times are ISO 8601 with an offset (``AwareDatetime``: a naive time is refused with 422); responses give
+UTC. Ids visible to a tenant are its own user ids (``user``), never the namespaced store ids.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from timem.models import MemoryNode
+
+#: user and session ids a tenant may use: letters, digits, ``.``, ``_``, ``-`` (no ``/`` or ``:``, which
+#: the store uses in namespaced user ids and turn ids)
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+#: idempotency keys: 1-255 printable ASCII characters without spaces (a UUID is the usual choice)
+IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TurnsIn(_In):
+    """Add the user's ``message``, the assistant's ``reply``, or both (one exchange) to ``session_id``.
+
+    ``message`` alone stores the user turn (no consolidation yet: its L1 segment waits for the reply);
+    ``reply`` alone stores the assistant's answer to it and consolidates; both store the exchange at once.
+    ``event_time`` is when it was said (not when it is sent), with an offset.
+
+    ``idempotency_key`` (or the ``Idempotency-Key`` header): send the same key when you retry this write
+    (after a timeout, a dropped connection or a restart of the service) and it is stored once; the retry
+    gets the first answer's ``turn_ids`` with ``replayed`` true. The same key with a different body is 422.
+    """
+
+    session_id: str = Field(pattern=ID_PATTERN)
+    event_time: AwareDatetime
+    message: str | None = None
+    reply: str | None = None
+    user_name: str = Field(default="User", min_length=1, max_length=100)
+    assistant_name: str = Field(default="Assistant", min_length=1, max_length=100)
+    consolidate: bool = True
+    idempotency_key: str | None = Field(default=None, pattern=IDEMPOTENCY_KEY_PATTERN)
+
+
+class ConsolidateIn(_In):
+    flush: bool = False  #: close every open window (session, day, week, month), not only the due ones
+
+
+class RecallIn(_In):
+    query: str
+    question_time: AwareDatetime | None = None  #: default: the user's latest event
+    complexity: Literal["simple", "hybrid", "complex"] | None = None
+    gate: Literal["score", "off", "llm"] | None = None
+
+
+class EditIn(_In):
+    content: str
+
+
+class MemoryOut(BaseModel):
+    """One memory node as a tenant sees it."""
+
+    id: str
+    level: int
+    window_key: str
+    span_start: datetime
+    span_end: datetime
+    content: str
+    status: str
+    mode: str
+    stale: bool
+    session_id: str | None
+    child_ids: list[str]
+    source_turn_ids: list[str]
+
+    @classmethod
+    def of(cls, n: MemoryNode, internal: str, user: str) -> MemoryOut:
+        """``n`` with the namespaced user id ``internal`` shown as ``user`` in its keys and turn ids."""
+        ext = lambda s: s.replace(internal, user)
+        return cls(id=n.id, level=int(n.level), window_key=ext(n.window_key), span_start=n.span_start,
+                   span_end=n.span_end, content=n.content, status=n.status.value, mode=n.mode, stale=n.stale,
+                   session_id=n.session_id, child_ids=list(n.child_ids),
+                   source_turn_ids=[ext(t) for t in n.source_turn_ids])
+
+
+class WrittenOut(BaseModel):
+    """What a write did: the turns stored (ids), the memories written, and a warning if consolidation of some
+    window failed (the turns and every other memory are stored; the window stays due)."""
+
+    user: str
+    turn_ids: list[str] = Field(default_factory=list)
+    written: list[MemoryOut] = Field(default_factory=list)
+    warning: str | None = None
+    #: true when this answers a retry: the write with this idempotency key was stored before (``turn_ids``
+    #: are its turns; ``written`` holds only memories consolidated now, e.g. when a crash cut the first
+    #: attempt short after its turns were stored; the others were reported the first time)
+    replayed: bool = False
+
+
+class RecallOut(BaseModel):
+    user: str
+    context: str
+    node_ids: list[str]
+    mem_len: int  #: cl100k tokens of the context
+    trace: dict[str, Any]  #: the recall trace (:class:`timem.recall.trace.RecallTrace` as JSON)
+
+
+class AnswerOut(RecallOut):
+    answer: str
+
+
+class MemoriesOut(BaseModel):
+    user: str
+    memories: list[MemoryOut]
+
+
+class UsersOut(BaseModel):
+    users: list[str]
+
+
+class ErasedOut(BaseModel):
+    user: str
+    counts: dict[str, int]  #: rows removed per table
+    file: dict[str, float]  #: the file rewrite: seconds, bytes_before, bytes_after
+
+
+class ErrorOut(BaseModel):
+    """Every error response: one line saying what is wrong and what to do."""
+
+    error: str
