@@ -4,6 +4,8 @@ PY311  ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.timem-installed
+LLAMA_VERSION    = $(shell sed -n 's/.*"llama-cpp-python==\([0-9.]*\)".*/\1/p' pyproject.toml)
+LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
 
 .PHONY: install studio test test-fast browser-deps model
 
@@ -13,7 +15,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	# the CPU build of torch first, so nothing pulls a multi-GB CUDA build
 	$(BIN)/pip install -q torch==2.13.0
-	# llama-cpp-python builds from source (about 5 min on 2 cores, once; pip caches the wheel)
+	# llama-cpp-python builds from source (about 4 min on 2 cores, once per venv) for AVX2, not -march=native:
+	# the native build segfaults in ggml-cpu on AVX-512 CPUs such as this machine's (general protection fault in
+	# decode); --no-cache-dir so that a natively built wheel in pip's cache is never reused
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir llama-cpp-python==$(LLAMA_VERSION)
 	$(BIN)/pip install -q -e '.[model,dev]'
 	touch $(STAMP)
 

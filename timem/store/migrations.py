@@ -102,26 +102,23 @@ def _v5(con: duckdb.DuckDBPyConnection, dim: int) -> None:
             threshold DOUBLE NOT NULL, max_children INTEGER NOT NULL, built_at TIMESTAMP NOT NULL)""")
 
 
-def _v7_idempotency(con: duckdb.DuckDBPyConnection, dim: int) -> None:
+def _v6_idempotency(con: duckdb.DuckDBPyConnection, dim: int) -> None:
     """``write_requests``: one row per write a client sent with an idempotency key (the memory service's
     ``Idempotency-Key``), committed in the same transaction as its turns, so a retried write (after a
     timeout or a crash of the service) is answered from here instead of being stored twice. Holds the
-    key, a SHA-256 of the request body and the turn ids written, never the text; erased with the user.
-
-    Schema version 6 (named before the merge settled the order; the memory items, ``_v8_memory_items``, are 7)."""
+    key, a SHA-256 of the request body and the turn ids written, never the text; erased with the user."""
     con.execute("""
         CREATE TABLE IF NOT EXISTS write_requests (
             user_id VARCHAR NOT NULL, key VARCHAR NOT NULL, fingerprint VARCHAR NOT NULL,
             turn_ids VARCHAR[] NOT NULL, created_at TIMESTAMP NOT NULL, PRIMARY KEY (user_id, key))""")
 
 
-def _v8_memory_items(con: duckdb.DuckDBPyConnection, dim: int) -> None:
+def _v7_memory_items(con: duckdb.DuckDBPyConnection, dim: int) -> None:
     """The memory layer (:mod:`timem.memory`): ``memory_items`` (facts, preferences, events and plans
     about a subject, each with its validity interval ``[valid_from, valid_to)`` in UTC, ``valid_to`` NULL
     while it holds, its source L1 segment ids, supersession link, decay bookkeeping and an embedding of
     "subject attribute: value") and ``memory_extractions`` (which L1 segment / closed session was already
-    read, so that extraction is resumable and runs once per unit). Schema version 7: it came after
-    ``_v7_idempotency``, which files written by main already hold as version 6."""
+    read, so that extraction is resumable and runs once per unit)."""
     con.execute(f"""
         CREATE TABLE IF NOT EXISTS memory_items (
             id VARCHAR PRIMARY KEY, user_id VARCHAR NOT NULL, kind VARCHAR NOT NULL, subject VARCHAR NOT NULL,
@@ -137,8 +134,8 @@ def _v8_memory_items(con: duckdb.DuckDBPyConnection, dim: int) -> None:
             extracted_at TIMESTAMP NOT NULL, PRIMARY KEY (user_id, unit_id, mode))""")
 
 
-MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2, _v3, _v4, _v5, _v7_idempotency,
-                                                                     _v8_memory_items]
+MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2, _v3, _v4, _v5, _v6_idempotency,
+                                                                     _v7_memory_items]
 
 
 def migrate(con: duckdb.DuckDBPyConnection, dim: int) -> int:
