@@ -235,6 +235,25 @@ def test_llm_extraction_one_call_per_closed_session(tmp_path, store, embedder):
     assert calls.count("memory-items") == 1
 
 
+def test_a_statement_read_again_after_it_was_superseded_adds_no_second_item(tmp_path, store, embedder):
+    """A database whose items the LLM extractor wrote, opened without an LLM: the rules read the same
+    segments again, and a statement whose item is already superseded must merge into it (it used to fail
+    on the primary key, in the studio's chat)."""
+    eng = _engine(tmp_path, store, embedder)
+    _ingest(eng, tmp_path, "mia", EN[:1])
+    seg = eng.nodes("mia", 1)[0].id
+    t1, t2 = datetime(2024, 1, 10, 9, tzinfo=UTC), datetime(2024, 3, 1, 9, tzinfo=UTC)
+    (lisbon,) = extract_statements("I live in Lisbon now.")
+    (porto,) = extract_statements("I moved to Porto.")
+    with store.transaction():
+        first = eng.item_writer.apply("mia", "Mia", lisbon, t1, seg, source="stated", confidence=0.8)
+        eng.item_writer.apply("mia", "Mia", porto, t2, seg, source="stated", confidence=0.8)
+        again = eng.item_writer.apply("mia", "Mia", lisbon, t1, seg, source="stated", confidence=0.8)
+    assert first is not None and again is not None and again.id == first.id and not again.is_open
+    values = [i.value for i in eng.memory_items("mia") if i.attribute == "home city"]
+    assert sorted(values) == ["Lisbon", "Porto"]
+
+
 @pytest.mark.parametrize("bad", ["not json at all", json.dumps({"items": [{"turn": 1, "kind": "fact", "subject": "Bob",
                                                                             "attribute": "home city", "value": "Oslo"}]})])
 def test_bad_llm_extraction_leaves_the_store_unchanged_and_is_audited(tmp_path, store, embedder, bad):

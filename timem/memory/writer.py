@@ -217,6 +217,11 @@ class ItemWriter:
                 report.merged += 1
             return self.store.item(dup.id)
         new_id = _item_id(user_id, subject, attribute, st.value, at)
+        known = next(iter(self.store.items(ids=[new_id], status=None)), None)
+        if known is not None:  # the same statement read again (e.g. by the rules after the LLM read it): no new item
+            if segment_id not in known.source_ids:
+                self.store.update_item(known.id, source_ids=[*known.source_ids, segment_id])
+            return known
         valid_from = corrected.valid_from if corrected is not None and corrected.attribute == attribute else at
         item = MemoryItem(id=new_id, user_id=user_id, kind=kind, subject=subject, attribute=attribute,  # type: ignore[arg-type]
                           value=st.value, event_time=at, valid_from=valid_from, confidence=confidence,
