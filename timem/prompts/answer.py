@@ -10,7 +10,10 @@ for the conversation's language). Version
 history: v2 added that note; an English question's messages are byte-identical to v1, so cached
 English answers stay valid. v3 (the memory layer, :mod:`timem.memory`) adds to the system message, only
 when they apply, a note on memory-item lines (``[fact, valid … – now] …``), the pinned profile and who
-is asking in a chat; without them the messages are byte-identical to v2.
+is asking in a chat; without them the messages are byte-identical to v2. v4 asks a chat answer for one
+short sentence to "you", with an example and a closing cue "Answer (one sentence to NAME, who is
+"you"):" (the embedded 1.5B model answered the demo's "What do I usually
+drink in the morning these days?" with a bare "green tea"); messages without an asker are unchanged.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from datetime import datetime
 from timem.llm.protocol import Message
 from timem.prompts.common import cjk_language
 
-PROMPT_VERSION = "answer-v3"
+PROMPT_VERSION = "answer-v4"
 
 
 _SYSTEM = """You answer questions about a user's past conversations using only the memories given.
@@ -50,8 +53,9 @@ def build_messages(question: str, context: str, question_date: datetime, *, pinn
     memories = context.strip() or "(no memories found)"
     lang = cjk_language(question)
     note = f"\n(The question is in {lang}: answer in {lang}, even if the memories are in English.)" if lang else ""
+    cue = f"Answer (one sentence to {asker}, who is \"you\"):" if asker else "Answer:"
     user = (f"Memories:\n{memories}\n\nToday is {question_date:%A, %d %B %Y, %H:%M}.\n"
-            f"Question: {question}{note}\nAnswer:")
+            f"Question: {question}{note}\n{cue}")
     system = _SYSTEM
     if _ITEM_LINE.search(context):
         system += _ITEMS
@@ -59,5 +63,6 @@ def build_messages(question: str, context: str, question_date: datetime, *, pinn
         system += "\nPinned profile (stable facts the person confirmed):\n" + "\n".join(f"- {p}" for p in pinned)
     if asker:
         system += (f"\nThe question comes from {asker}, talking with you in a chat: the memories are about them; "
-                   "address them as \"you\" and never answer as if you were them.")
+                   "address them as \"you\" in one short sentence (e.g. \"You moved to Berlin in May.\") and never "
+                   "answer as if you were them.")
     return [Message(role="system", content=system), Message(role="user", content=user)]
