@@ -420,19 +420,19 @@ def model(config: ConfigOpt = None) -> None:
 
 @app.command()
 def studio(db: DbOpt = None, port: int = 8501) -> None:
-    """Start the Streamlit studio (headless) on 127.0.0.1."""
-    import subprocess
+    """Start the Streamlit studio (headless) on 127.0.0.1.
+
+    The process becomes the Streamlit server (exec), so a signal to ``timem studio`` (Ctrl-C, SIGTERM from a
+    supervisor) stops the server itself instead of leaving it running orphaned."""
+    import os
 
     from timem.studio import APP_PY
 
     args = [sys.executable, "-m", "streamlit", "run", str(APP_PY), "--server.address", "127.0.0.1",
             "--server.port", str(port), "--server.headless", "true"]
-    env = None
-    if db:
-        import os
-
-        env = {**os.environ, "TIMEM_DB_PATH": str(db)}
-    raise typer.Exit(subprocess.call(args, env=env))
+    env = {**os.environ, **({"TIMEM_DB_PATH": str(db)} if db else {})}
+    sys.stdout.flush()
+    os.execve(sys.executable, args, env)
 
 
 KeysOpt = Annotated[Path | None, typer.Option("--keys", help="API keys file (default: <db>.keys.json beside the DB)")]
