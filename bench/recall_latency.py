@@ -310,7 +310,7 @@ he her here hers herself him himself his how i if in into is it its itself just 
 myself no nor not now of off on once only or other our ours ourselves out over own same she should
 so some such than that the their theirs them themselves then there these they this those through to
 too under until up very was we were what when where which while who whom why will with would you
-your yours yourself yourselves""".split())  # noqa: SIM905
+your yours yourself yourselves""".split())
 _TOK = re.compile(r"[a-z0-9]+")
 
 

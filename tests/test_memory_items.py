@@ -299,8 +299,11 @@ def test_forget_purges_the_llm_cache_of_the_forgotten_turns(tmp_path, store, emb
                                   "value": "Blue Harbor"}]})
     eng = _engine(tmp_path, store, embedder, responses=_llm_answer(good))
     _ingest(eng, tmp_path, "mia", [EN[4]])
-    cached = lambda: store.con.execute("SELECT count(*) FROM llm_cache WHERE contains(request, 'Blue Harbor') "
-                                       "OR contains(response, 'Blue Harbor')").fetchone()[0]
+
+    def cached():
+        return store.con.execute("SELECT count(*) FROM llm_cache WHERE contains(request, 'Blue Harbor') "
+                                 "OR contains(response, 'Blue Harbor')").fetchone()[0]
+
     assert cached() == 1
     eng.forget("mia", "I work at Blue Harbor", confirm=True)
     assert cached() == 0 and eng.memory_items("mia") == []

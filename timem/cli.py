@@ -297,7 +297,10 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
         typer.echo(f"  {'category':<16} {'n':>4} {'n ev':>5} {'ev.recall':>9} {'full cov':>8} {'n ans':>5} "
                    f"{'ans∈ctx':>8} {'Mem Len':>8}")
         for name, s in [*r["per_category"].items(), ("all", r["overall"])]:
-            f = lambda v: "   -" if v is None else f"{v:.3f}"
+
+            def f(v: float | None) -> str:
+                return "   -" if v is None else f"{v:.3f}"
+
             typer.echo(f"  {name:<16} {s['n']:>4} {s['n_evidence']:>5} {f(s['evidence_recall']):>9} "
                        f"{f(s['full_coverage']):>8} {s['n_answer']:>5} {f(s['answer_in_context']):>8} "
                        f"{s['mean_mem_len'] or 0:>8.0f}")

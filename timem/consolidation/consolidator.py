@@ -116,7 +116,7 @@ class Consolidator:
             level=Level.SEGMENT, window_key=f"segment:{seg[0].id}", session_id=session_id,
             span_start=seg[0].event_time, span_end=max(t.event_time for t in seg), content=text,
             source_turn_ids=[t.id for t in seg], model_id=model, prompt_version=version)
-            for seg, (text, model, version) in zip(todo, contents)]
+            for seg, (text, model, version) in zip(todo, contents, strict=True)]
         self.store.add_nodes(written, vecs)
         return written
 

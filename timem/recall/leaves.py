@@ -59,7 +59,7 @@ def _max_normalise(scores: Mapping[str, float]) -> dict[str, float]:
     """``max(0, x) / max`` over the values; all zeros when the maximum is not positive."""
     top = max((v for v in scores.values()), default=0.0)
     if top <= 0:
-        return {k: 0.0 for k in scores}
+        return dict.fromkeys(scores, 0.0)
     return {k: max(0.0, v) / top for k, v in scores.items()}
 
 

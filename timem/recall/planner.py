@@ -229,7 +229,7 @@ def evaluate_planner(planner: Planner, items: Iterable[Mapping[str, str] | Any] 
     config = config or Config()
     question_time = question_time or datetime.now(UTC)
     rows = list(items if items is not None else load_eval_set())
-    confusion: dict[str, dict[str, int]] = {c: {p: 0 for p in (*COMPLEXITIES, "error")} for c in COMPLEXITIES}
+    confusion: dict[str, dict[str, int]] = {c: dict.fromkeys((*COMPLEXITIES, "error"), 0) for c in COMPLEXITIES}
     errors = []
     for it in rows:
         q = it["question"] if isinstance(it, Mapping) else it.question

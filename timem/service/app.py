@@ -183,7 +183,9 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
     keyfile = keys if isinstance(keys, KeyFile) else KeyFile(keys)
     if isinstance(engine_factory, Config):
         cfg = engine_factory
-        engine_factory = lambda: MemoryEngine.open(cfg, with_llm=cfg.llm_backend != "none")
+
+        def engine_factory() -> MemoryEngine:
+            return MemoryEngine.open(cfg, with_llm=cfg.llm_backend != "none")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -389,7 +391,10 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
         with s.use() as eng:
             internal = s.require_user(eng, t, user)
             data = eng.export_user(internal)
-        ext = lambda v: v.replace(internal, user) if isinstance(v, str) else v
+
+        def ext(v: object) -> object:
+            return v.replace(internal, user) if isinstance(v, str) else v
+
         data["user_id"] = user
         for row in data["turns"] + data["nodes"] + data["traces"]:
             for k in ("id", "user_id", "window_key"):

@@ -267,7 +267,7 @@ class Store(RecordTables, ItemTables):
         """Sessions of a user: ``session_id``, ``started_at``, ``last_event_at`` (UTC-aware), ``ended``."""
         rows = self.con.execute("SELECT session_id, started_at, last_event_at, ended FROM sessions "
                                 "WHERE user_id = ? ORDER BY started_at, session_id", [user_id]).fetchall()
-        return [dict(session_id=r[0], started_at=_py(r[1]), last_event_at=_py(r[2]), ended=r[3]) for r in rows]
+        return [{"session_id": r[0], "started_at": _py(r[1]), "last_event_at": _py(r[2]), "ended": r[3]} for r in rows]
 
     def end_session(self, user_id: str, session_id: str) -> None:
         self.con.execute("UPDATE sessions SET ended = TRUE WHERE user_id = ? AND session_id = ?", [user_id, session_id])
@@ -304,7 +304,7 @@ class Store(RecordTables, ItemTables):
                                      n.history_ids, n.source_turn_ids, None, n.model_id, n.prompt_version,
                                      db_time(n.created_at), n.status.value, n.stale, n.mode, v.tolist(),
                                      search_text(n.content)]
-                                     for n, v in zip(nodes, vecs)])
+                                     for n, v in zip(nodes, vecs, strict=True)])
             for n in nodes:
                 if n.child_ids:
                     self.con.execute(f"UPDATE nodes SET parent_id = ? WHERE id IN {_IN_LIST}", [n.id, n.child_ids])

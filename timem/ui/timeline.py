@@ -46,7 +46,7 @@ def render() -> None:
         st.session_state["_tl_last_pick"] = picked
         st.session_state[NODE_KEY] = picked
     by_id = {n.id: n for n in nodes}
-    ids = [i for i in shown.sort_values(["level", "start", "order"], ascending=[False, True, True], kind="stable")["id"]]
+    ids = list(shown.sort_values(["level", "start", "order"], ascending=[False, True, True], kind="stable")["id"])
     if st.session_state.get(NODE_KEY) not in ids:
         st.session_state.pop(NODE_KEY, None)
     if not ids:
