@@ -76,5 +76,5 @@ def speaker_offset(at: datetime, zone: ZoneInfo) -> int:
 
 def make_turn(user_id: str, session_id: str, seq: int, speaker: str, role: Role, text: str, at: datetime,
           offset: int | None = None) -> Turn:
-    return Turn(id=turn_id(user_id, session_id, seq), user_id=user_id, session_id=session_id, seq=seq, speaker=speaker, role=role,
-                text=text, event_time=at.astimezone(UTC), utc_offset_minutes=offset)
+    return Turn(id=turn_id(user_id, session_id, seq), user_id=user_id, session_id=session_id, seq=seq, speaker=speaker,
+                role=role, text=text, event_time=at.astimezone(UTC), utc_offset_minutes=offset)

@@ -313,7 +313,8 @@ class MemoryEngine(MemoryLayer):
         return {}
 
     def compact(self) -> dict[str, float]:
-        """Rewrite the database file (what every hard erase does last): ``seconds``, ``bytes_before``, ``bytes_after``."""
+        """Rewrite the database file (what every hard erase does last): ``seconds``, ``bytes_before``,
+        ``bytes_after``."""
         return self.store.compact()
 
     def stats(self) -> dict[str, Any]:
@@ -450,8 +451,9 @@ class MemoryEngine(MemoryLayer):
         if self.llm is None:
             raise ConfigError("answering needs an LLM; set llm_backend to 'local' or 'openai', "
                               "or ask for the context alone (--recall-only / MemoryEngine.recall).")
-        return pipeline.answer(self.store, self.embedder, self.llm, config or self.config, user_id, query, question_time,
-                               complexity_override=complexity, gate_override=gate,  # type: ignore[arg-type]
+        return pipeline.answer(self.store, self.embedder, self.llm, config or self.config, user_id, query,
+                               question_time, complexity_override=complexity,
+                               gate_override=gate,  # type: ignore[arg-type]
                                planner_override=planner, participants=participants, persist=persist, asker=asker)
 
     def chat_turn(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
@@ -476,8 +478,9 @@ class MemoryEngine(MemoryLayer):
         if what is not None:
             return self._forget_turn(user_id, session_id, what, event_time)
         self.add_message(user_id, session_id, text, event_time, user_name=user_name)
-        chat_config = self.config.with_overrides(  # forgetting by decay is on in chat (Config.memory_chat_half_life_days)
-            memory_decay_half_life_days=self.config.memory_decay_half_life_days or self.config.memory_chat_half_life_days)
+        # forgetting by decay is on in chat (Config.memory_chat_half_life_days)
+        half_life = self.config.memory_decay_half_life_days or self.config.memory_chat_half_life_days
+        chat_config = self.config.with_overrides(memory_decay_half_life_days=half_life)
         try:
             if self.llm is None:
                 res = self.recall(user_id, text, event_time, config=chat_config)
@@ -493,9 +496,11 @@ class MemoryEngine(MemoryLayer):
         except ConsolidationIncomplete as exc:  # the exchange and its L1 segment are stored
             written, warning = list(exc.written), str(exc)
         except InputError as exc:  # refused before anything was written (e.g. an empty reply)
-            raise ChatTurnError("reply", f"your message was recorded, but the answer could not be stored: {exc}") from exc
+            raise ChatTurnError("reply",
+                                f"your message was recorded, but the answer could not be stored: {exc}") from exc
         except TimemError as exc:  # the reply is stored; consolidation stopped
-            raise ChatTurnError("memories", f"the exchange was recorded, but writing its memories failed: {exc}") from exc
+            raise ChatTurnError("memories",
+                                f"the exchange was recorded, but writing its memories failed: {exc}") from exc
         return ChatTurn(session_id=session_id, trace=trace, reply=reply, written=written, warning=warning)
 
     def evaluate_recall(self, user_id: str, questions: Iterable[Any], *, complexity: str | None = None,

@@ -332,9 +332,9 @@ class Consolidator:
             dropped += lost
             if content:
                 return content, shown, dropped
-        raise UnusableAnswerError(f"L{int(level)} consolidation of {key}: no sentence of the model's answer is supported by "
-                       f"its inputs (model {llm.model_id}); nothing was written. Use a larger model or an "
-                       "OpenAI-compatible endpoint (TIMEM_LLM_BACKEND=openai).")
+        raise UnusableAnswerError(f"L{int(level)} consolidation of {key}: no sentence of the model's answer is "
+                                  f"supported by its inputs (model {llm.model_id}); nothing was written. Use a "
+                                  "larger model or an OpenAI-compatible endpoint (TIMEM_LLM_BACKEND=openai).")
 
     def _user_speakers(self, user_id: str) -> list[str]:
         """Every speaker name of the user's turns (cached for one :meth:`consolidate` call)."""

@@ -199,7 +199,8 @@ class LLMPlanner:
 
     def __init__(self, llm: LLMClient, examples_per_class: int = 3) -> None:
         self.llm = llm
-        self.examples = {c: qs[:examples_per_class] for c, qs in load_examples().items()} if examples_per_class else None
+        self.examples = ({c: qs[:examples_per_class] for c, qs in load_examples().items()}
+                         if examples_per_class else None)
 
     def plan(self, question: str, question_time: datetime, config: Config, *,
              participants: Sequence[str] = (), user_id: str | None = None) -> RecallPlan:

@@ -104,7 +104,8 @@ def propagate_leaves(store: Store, config: Config, user_id: str, query: str, que
     """Re-rank leaf selection by propagated relevance (``Config.propagation``); returns the new selection
     and the local score of every upper-level node that took part (for the trace).
 
-    Upper levels 2..min(5, 1 + H) are searched like L1 (higher ones cannot reach a leaf in H hops) (top ``recall_candidates // 2`` by cosine and by BM25,
+    Upper levels 2..min(5, 1 + H) are searched like L1 (higher ones cannot reach a leaf in H hops)
+    (top ``recall_candidates // 2`` by cosine and by BM25,
     fused with λ, normalised per level). The children of the ``propagation_route`` best L2 nodes
     join the leaf candidates (their cosine from the stored vectors; BM25 0), so the upper levels act
     as an index that routes to leaves the flat search missed.

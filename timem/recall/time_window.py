@@ -110,7 +110,8 @@ def resolve_time_window(question: str, question_time: datetime, tz: ZoneInfo) ->
         month = _month_index(m[1])
         year = today.year if month <= today.month else today.year - 1
         return m[0], _unit_window(date(year, month, 1), "month", tz)
-    if m := re.search(r"(?:((?:19|20)\d{2})年)?(1[0-2]|[1-9]|十[一二]?|[一二三四五六七八九])月份?(?![前后底初\d日号])", q):
+    if m := re.search(r"(?:((?:19|20)\d{2})年)?(1[0-2]|[1-9]|十[一二]?|[一二三四五六七八九])"
+                      r"月份?(?![前后底初\d日号])", q):
         month = _ZH_MONTHS.index(m[2]) + 1 if not m[2].isdigit() else int(m[2])
         year = int(m[1]) if m[1] else (today.year if month <= today.month else today.year - 1)
         return m[0], _unit_window(date(year, month, 1), "month", tz)

@@ -90,7 +90,8 @@ def version(store: Store, user_id: str, threshold: float, max_children: int) -> 
         "SELECT s.n_leaves, s.next_id, s.threshold, s.max_children, s.built_at, (SELECT count(*) FROM nodes "
         "WHERE user_id = ? AND level = 1 AND status = 'active') FROM segtree_state s WHERE s.user_id = ?",
         [user_id, user_id]).fetchone()
-    if row is None or (float(row[2]), int(row[3])) != (float(threshold), int(max_children)) or int(row[5]) != int(row[0]):
+    if row is None or (float(row[2]), int(row[3])) != (float(threshold), int(max_children)) \
+            or int(row[5]) != int(row[0]):
         return None
     return tuple(row[:5])  # as _state reads it
 

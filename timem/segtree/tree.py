@@ -179,7 +179,8 @@ class SegTree:
             touched.append(top.id)
         else:
             admissible = [k for k in range(1, h + 2) if self._admissible(k)]
-            fits = [k for k in admissible if k <= h and _cos(e, self.nodes[self.frontier[k - 1]].centroid) >= self.threshold]
+            fits = [k for k in admissible
+                    if k <= h and _cos(e, self.nodes[self.frontier[k - 1]].centroid) >= self.threshold]
             if fits:
                 attach, compatible = fits[0], True
             elif h + 1 in admissible:

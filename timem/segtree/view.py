@@ -119,7 +119,8 @@ def _patched(store: Store, user_id: str, old: SegIndex, changed: Sequence[str]) 
         out[where] = b[upd]
         return out
 
-    return SegIndex(ids=old.ids + [new.ids[k] for k in add.tolist()], parent=parent + [new.parent[k] for k in add.tolist()],
+    return SegIndex(ids=old.ids + [new.ids[k] for k in add.tolist()],
+                    parent=parent + [new.parent[k] for k in add.tolist()],
                     height=merged(old.height, new.height), n_children=merged(old.n_children, new.n_children),
                     start=merged(old.start, new.start), centroids=merged(old.centroids, new.centroids),
                     max_height=old.max_height)

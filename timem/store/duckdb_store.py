@@ -5,7 +5,8 @@
   ``duckdb-extension-vss`` packages (never ``INSTALL`` from the network).
 * The FTS index (and the BM25 postings table derived from it, :mod:`timem.store.search`) is a
   snapshot of ``nodes.search_text`` (the content with Chinese, Japanese and Korean runs cut into
-  words, :mod:`timem.store.segmenter`; equal to ``content`` for other text): writes mark it dirty and :meth:`Store.refresh_fts` rebuilds it
+  words, :mod:`timem.store.segmenter`; equal to ``content`` for other text): writes mark it dirty and
+  :meth:`Store.refresh_fts` rebuilds it
   once per batch (a full rebuild, roughly linear in the number of nodes; about 1 s for 23k short
   nodes, 4-5 s for 228k, on 2 cores). BM25 queries refresh it lazily.
 * The embedder's model id and dimension are recorded on creation; opening the file with another
@@ -248,7 +249,8 @@ class Store(RecordTables, ItemTables):
     def relink(self, child_id: str, parent_id: str) -> None:
         """Set ``child_id``'s parent to ``parent_id`` if the child has none and the parent lists it."""
         self.con.execute("UPDATE nodes SET parent_id = ? WHERE id = ? AND parent_id IS NULL AND EXISTS "
-                         "(SELECT 1 FROM nodes p WHERE p.id = ? AND p.status = 'active' AND list_contains(p.child_ids, ?))",
+                         "(SELECT 1 FROM nodes p WHERE p.id = ? AND p.status = 'active' "
+                         "AND list_contains(p.child_ids, ?))",
                          [parent_id, child_id, parent_id, child_id])
 
     def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]:
@@ -369,8 +371,9 @@ class Store(RecordTables, ItemTables):
             raise NotFoundError(f"no memory node {node_id!r}; list nodes with `timem tree --user U`")
         return found[0]
 
-    def nodes(self, user_id: str | None = None, level: int | None = None, *, status: NodeStatus | None = NodeStatus.ACTIVE,
-              ids: Sequence[str] | None = None, session_id: str | None = None) -> list[MemoryNode]:
+    def nodes(self, user_id: str | None = None, level: int | None = None, *,
+              status: NodeStatus | None = NodeStatus.ACTIVE, ids: Sequence[str] | None = None,
+              session_id: str | None = None) -> list[MemoryNode]:
         """Nodes filtered by user, level, status (``None`` = any), ids, session; in conversation order (span
         start, level, then session and turn seq at equal times: :mod:`timem.tree.order`)."""
         where, args = ["TRUE"], []
@@ -436,7 +439,8 @@ class Store(RecordTables, ItemTables):
                                                "WHERE user_id = ?", [user_id, user_id, user_id]).fetchall()]
 
     def erase_user(self, user_id: str) -> dict[str, int]:
-        """Remove every row of ``user_id`` (turns, sessions, nodes, segment tree, traces, cache entries of its calls)."""
+        """Remove every row of ``user_id`` (turns, sessions, nodes, segment tree, traces, cache entries of its
+        calls)."""
         counts: dict[str, int] = {}
         with self.transaction():
             texts = self.user_texts(user_id)

@@ -91,7 +91,8 @@ class ItemTables:
         return found[0]
 
     def item_embeddings(self, item_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        rows = self.con.execute(f"SELECT id, embedding FROM memory_items WHERE id IN {_IN}", [list(item_ids)]).fetchall()
+        rows = self.con.execute(f"SELECT id, embedding FROM memory_items WHERE id IN {_IN}",
+                                [list(item_ids)]).fetchall()
         return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
 
     def touch_items(self, item_ids: Sequence[str], at: datetime) -> None:
@@ -102,8 +103,8 @@ class ItemTables:
 
     def items_from_sources(self, node_ids: Sequence[str]) -> list[MemoryItem]:
         """Items (any status) citing any of ``node_ids`` as a source."""
-        rows = self.con.execute(f"SELECT {_COLS} FROM memory_items WHERE len(list_intersect(source_ids, ?::VARCHAR[])) > 0",
-                                [list(node_ids)]).fetchall()
+        rows = self.con.execute(f"SELECT {_COLS} FROM memory_items "
+                                "WHERE len(list_intersect(source_ids, ?::VARCHAR[])) > 0", [list(node_ids)]).fetchall()
         return [_item(r) for r in rows]
 
     def drop_item_sources(self, node_ids: Sequence[str]) -> dict[str, int]:

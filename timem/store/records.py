@@ -69,7 +69,8 @@ class RecordTables:
         out = {"recall_traces": 0, "audit_redacted": 0}
         if conds:
             where = " OR ".join(conds)
-            out["recall_traces"] = self.con.execute(f"SELECT count(*) FROM recall_traces WHERE {where}", args).fetchone()[0]
+            out["recall_traces"] = self.con.execute(f"SELECT count(*) FROM recall_traces WHERE {where}",
+                                                    args).fetchone()[0]
             self.con.execute(f"DELETE FROM recall_traces WHERE {where}", args)
         aconds = ["contains(detail, ?)"] * len(probes) + (["user_id = ?"] if user_id is not None else [])
         aargs: list[Any] = [*probes, *([user_id] if user_id is not None else [])]
@@ -92,7 +93,8 @@ class RecordTables:
     def cache_put(self, key: str, model_id: str, request: str, response: str,
                   prompt_tokens: int | None, completion_tokens: int | None) -> None:
         self.con.execute("INSERT OR REPLACE INTO llm_cache VALUES (?,?,?,?,?,?,?)",
-                         [key, model_id, request, response, prompt_tokens, completion_tokens, db_time(datetime.now(UTC))])
+                         [key, model_id, request, response, prompt_tokens, completion_tokens,
+                          db_time(datetime.now(UTC))])
 
     def log_llm_call(self, model_id: str, purpose: str, user_id: str | None, cached: bool,
                      prompt_tokens: int | None, completion_tokens: int | None, latency_ms: float,

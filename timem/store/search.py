@@ -7,7 +7,8 @@ user's node can ever be returned.
 accents stripped, lower-cased) builds an inverted index in schema ``fts_main_nodes`` over
 ``nodes.search_text`` of every row: the content, with Chinese / Japanese / Korean runs cut into
 space-separated words by :mod:`timem.store.segmenter` (the fts tokenizer splits on whitespace and
-ASCII punctuation only); text without CJK characters is indexed exactly as written. Its ``match_bm25`` macro scores *every row* of the table and only then lets the
+ASCII punctuation only); text without CJK characters is indexed exactly as written. Its ``match_bm25``
+macro scores *every row* of the table and only then lets the
 user filter apply (165 ms p50 at 228k rows, ``bench/results/recall-latency.md``). So after each
 fts build :func:`build_bm25_postings` derives one more table from the fts index,
 ``fts_main_nodes.postings(user_id, level, status, termid, node_id, tf, len)``, sorted by
@@ -153,7 +154,8 @@ def vector_top(con: duckdb.DuckDBPyConnection, dim: int, user_id: str, query_vec
             "WHERE user_id = ? AND level = ? AND status = 'active' ORDER BY score DESC, id LIMIT ?",
             [vec, user_id, level, limit]).fetchall()
         return [(r[0], float(r[1])) for r in rows]
-    total, mine = con.execute("SELECT count(*), count(*) FILTER (WHERE user_id = ? AND level = ? AND status = 'active') "
+    total, mine = con.execute("SELECT count(*), "
+                              "count(*) FILTER (WHERE user_id = ? AND level = ? AND status = 'active') "
                               "FROM nodes", [user_id, level]).fetchone()
     if not mine:
         return []

@@ -88,7 +88,8 @@ def _details(ctx: state.StudioContext, node: MemoryNode, by_id: dict[str, Memory
         st.markdown(node.content)
     with c2:
         st.markdown(
-            f"**Span** {node.span_start.astimezone(tz):%Y-%m-%d %H:%M} → {node.span_end.astimezone(tz):%Y-%m-%d %H:%M}  \n"
+            f"**Span** {node.span_start.astimezone(tz):%Y-%m-%d %H:%M} → "
+            f"{node.span_end.astimezone(tz):%Y-%m-%d %H:%M}  \n"
             f"**Written by** `{node.model_id}` · mode `{node.mode}` · prompt `{node.prompt_version}`  \n"
             f"**Created** {node.created_at.astimezone(tz):%Y-%m-%d %H:%M} · **status** {node.status.value}"
             + (" · stale" if node.stale else "") + f"  \n**Id** `{node.id}`"
