@@ -182,7 +182,8 @@ def test_soft_delete_restore_and_hard_erase(engine):
     engine.delete_memories([a.id], hard=True)
     with pytest.raises(NotFoundError):
         engine.store.node(a.id)
-    assert engine.store.con.execute("SELECT count(*) FROM llm_cache WHERE contains(request, 'Lisbon')").fetchone()[0] == 0
+    assert engine.store.con.execute(
+        "SELECT count(*) FROM llm_cache WHERE contains(request, 'Lisbon')").fetchone()[0] == 0
     assert check_store(engine.store, engine.config, "u") == []
 
 

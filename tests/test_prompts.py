@@ -67,7 +67,8 @@ def test_title_prompt_is_short_names_the_language_and_refuses_non_titles():
     from timem.prompts import title
 
     msgs = title.build_messages(Level.SESSION, "小明: 我上个月搬到了杭州。")
-    assert "conversation session" in msgs[0].content and msgs[-1].content.endswith("write the memory in Chinese, not English.")
+    assert "conversation session" in msgs[0].content
+    assert msgs[-1].content.endswith("write the memory in Chinese, not English.")
     assert title.MAX_TOKENS <= 64
     assert title.render(title.NodeTitle(title="Title: Ann adopts a cat.")) == "Ann adopts a cat."
     with pytest.raises(ValueError):
