@@ -14,7 +14,7 @@ from typing import Any
 
 from timem import editing
 from timem.chat_turns import ChatTurn, check_chat, check_turn, make_turn, reply_without_llm, speaker_offset
-from timem.config import Config
+from timem.config import Complexity, Config
 from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
 from timem.datasets.base import ImportedUser
 from timem.embed.protocol import Embedder
@@ -32,6 +32,7 @@ from timem.memory.facade import MemoryLayer
 from timem.memory.writer import ItemWriter
 from timem.models import MemoryNode, Role, Turn, WriteRequest
 from timem.recall import pipeline
+from timem.recall.gating import GateMode
 from timem.recall.pipeline import AnswerResult, RecallResult
 from timem.recall.trace import RecallTrace
 from timem.segtree import store as segtree_store
@@ -344,8 +345,9 @@ class MemoryEngine(MemoryLayer):
         """Undo a soft delete."""
         editing.restore(self.store, self.consolidator, node_id, actor=actor)
 
-    def erase_user(self, user_id: str, *, actor: str = "user") -> dict[str, int]:
-        """Erase every trace of a user (turns, nodes, vectors, FTS, traces, LLM cache)."""
+    def erase_user(self, user_id: str, *, actor: str = "user") -> dict[str, float]:
+        """Erase every trace of a user (turns, nodes, vectors, FTS, traces, LLM cache); returns the rows removed
+        per table and the compaction cost (``file_seconds``, ``file_bytes_before``, ``file_bytes_after``)."""
         return editing.erase_user(self.store, user_id, actor=actor)
 
     # ------------------------------------------------------------------ recall and answers
@@ -419,7 +421,7 @@ class MemoryEngine(MemoryLayer):
         return max(s["last_event_at"] for s in sessions) if sessions else None
 
     def recall(self, user_id: str, query: str, question_time: datetime | None = None, *,
-               complexity: str | None = None, gate: str | None = None, planner: str | None = None,
+               complexity: Complexity | None = None, gate: GateMode | None = None, planner: str | None = None,
                participants: Sequence[str] = (), persist: bool = True, config: Config | None = None) -> RecallResult:
         """Recall ``user_id``'s memories for ``query`` (plan → leaves → propagation → gate → context).
 
@@ -433,11 +435,11 @@ class MemoryEngine(MemoryLayer):
             EmbeddingError: the query cannot be embedded.
         """
         return pipeline.recall(self.store, self.embedder, self.llm, config or self.config, user_id, query,
-                               question_time, complexity_override=complexity, gate_override=gate,  # type: ignore[arg-type]
+                               question_time, complexity_override=complexity, gate_override=gate,
                                planner_override=planner, participants=participants, persist=persist)
 
     def ask(self, user_id: str, query: str, question_time: datetime | None = None, *,
-            complexity: str | None = None, gate: str | None = None, planner: str | None = None,
+            complexity: Complexity | None = None, gate: GateMode | None = None, planner: str | None = None,
             participants: Sequence[str] = (), persist: bool = True, config: Config | None = None,
             asker: str | None = None) -> AnswerResult:
         """Recall (as :meth:`recall`), then answer from the context with one LLM call; the trace holds both.
@@ -452,8 +454,7 @@ class MemoryEngine(MemoryLayer):
             raise ConfigError("answering needs an LLM; set llm_backend to 'local' or 'openai', "
                               "or ask for the context alone (--recall-only / MemoryEngine.recall).")
         return pipeline.answer(self.store, self.embedder, self.llm, config or self.config, user_id, query,
-                               question_time, complexity_override=complexity,
-                               gate_override=gate,  # type: ignore[arg-type]
+                               question_time, complexity_override=complexity, gate_override=gate,
                                planner_override=planner, participants=participants, persist=persist, asker=asker)
 
     def chat_turn(self, user_id: str, session_id: str, text: str, event_time: datetime, *,

@@ -96,7 +96,7 @@ def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: 
     t_all = time.perf_counter()
     qt = datetime.now(UTC) if question_time is None else to_utc(question_time, config.tz)
     planner_name = planner_override or config.planner
-    gate_mode: GateMode = gate_override or config.gate  # type: ignore[assignment]
+    gate_mode: GateMode = gate_override or config.gate
     if planner_name not in ("centroid", "llm"):
         raise ConfigError(f"unknown planner {planner_name!r}; use centroid or llm.")
     if gate_mode not in ("llm", "score", "off"):

@@ -136,7 +136,7 @@ def sync(store: Store, user_id: str, threshold: float, max_children: int, *, reb
     resume = state is not None and len(stored) == state[0] and stored == [x[0] for x in leaves[:len(stored)]] \
         and (len(stored) > 0 or state[0] == 0)
     with store.transaction():
-        if resume:
+        if state is not None and resume:
             frontier = [_row(r) for r in store.con.execute(
                 f"SELECT {_COLS} FROM segtree_nodes WHERE user_id = ? AND height > 0 AND last_seq = ?",
                 [user_id, state[0] - 1]).fetchall()]

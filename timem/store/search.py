@@ -42,6 +42,7 @@ import duckdb
 import numpy as np
 
 from timem.errors import StoreError
+from timem.store.rows import one_row
 from timem.store.segmenter import search_text
 
 
@@ -58,6 +59,9 @@ def extension_path(name: str) -> Path:
     except ImportError as exc:
         raise StoreError(f"DuckDB extension package duckdb-extension-{name} is not installed; "
                          f"pip install duckdb-extension-{name}=={duckdb.__version__}") from exc
+    if mod.__file__ is None:
+        raise StoreError(f"DuckDB extension package duckdb-extension-{name} has no files (a namespace package?); "
+                         f"reinstall it: pip install --force-reinstall duckdb-extension-{name}=={duckdb.__version__}")
     path = Path(mod.__file__).parent / "extensions" / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
     if not path.exists():
         raise StoreError(f"{path} not found: duckdb-extension-{name} must have the same version as duckdb "
@@ -132,7 +136,7 @@ def ensure_hnsw(con: duckdb.DuckDBPyConnection) -> None:
 
 def drop_hnsw(con: duckdb.DuckDBPyConnection) -> bool:
     """Drop the HNSW index if present; returns whether there was one."""
-    there = con.execute("SELECT count(*) FROM duckdb_indexes() WHERE index_name = ?", [HNSW_INDEX]).fetchone()[0]
+    there = one_row(con.execute("SELECT count(*) FROM duckdb_indexes() WHERE index_name = ?", [HNSW_INDEX]))[0]
     if there:
         con.execute(f"DROP INDEX {HNSW_INDEX}")
     return bool(there)
@@ -154,9 +158,9 @@ def vector_top(con: duckdb.DuckDBPyConnection, dim: int, user_id: str, query_vec
             "WHERE user_id = ? AND level = ? AND status = 'active' ORDER BY score DESC, id LIMIT ?",
             [vec, user_id, level, limit]).fetchall()
         return [(r[0], float(r[1])) for r in rows]
-    total, mine = con.execute("SELECT count(*), "
-                              "count(*) FILTER (WHERE user_id = ? AND level = ? AND status = 'active') "
-                              "FROM nodes", [user_id, level]).fetchone()
+    total, mine = one_row(con.execute("SELECT count(*), "
+                                      "count(*) FILTER (WHERE user_id = ? AND level = ? AND status = 'active') "
+                                      "FROM nodes", [user_id, level]))
     if not mine:
         return []
     fetch = max(limit, math.ceil(limit * total / mine * overfetch))
