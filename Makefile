@@ -7,7 +7,7 @@ STAMP   = $(VENV)/.timem-installed
 LLAMA_VERSION    = $(shell sed -n 's/.*"llama-cpp-python==\([0-9.]*\)".*/\1/p' pyproject.toml)
 LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
 
-.PHONY: install studio test test-fast browser-deps model
+.PHONY: install studio lint test test-fast browser-deps model
 
 $(STAMP): pyproject.toml
 	@$(PY311) -c "import sys; assert sys.version_info[:2] == (3, 11), sys.version" || { echo "Python 3.11 is required"; exit 1; }
@@ -37,7 +37,17 @@ browser-deps:
 	@{ command -v chromium >/dev/null && dpkg -s fonts-noto-cjk >/dev/null 2>&1; } || { apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk >/dev/null; }
 
-test: install browser-deps model
+# Static checks, run first by `make test` (so by CI): ruff with the rule set in pyproject.toml over the code and
+# its tests, and mypy --strict over the core (entry points, studio, service and bench are not type-checked yet).
+MYPY_CORE = timem/tree timem/models.py timem/errors.py timem/config.py timem/recall timem/consolidation timem/store \
+            timem/engine.py timem/chat_turns.py timem/segtree timem/prompts timem/llm timem/embed timem/memory \
+            timem/reldates.py timem/datasets timem/editing.py
+
+lint: install
+	$(BIN)/ruff check timem tests bench app.py
+	$(BIN)/mypy $(MYPY_CORE)
+
+test: install lint browser-deps model
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 test-fast: install

@@ -1,4 +1,5 @@
-"""Thin entry for ``streamlit run app.py`` from a checkout: runs the packaged studio, :mod:`timem.studio` (``timem/studio/app.py``)."""
+"""Thin entry for ``streamlit run app.py`` from a checkout: runs the packaged studio, :mod:`timem.studio`
+(``timem/studio/app.py``)."""
 
 import runpy
 

@@ -176,7 +176,8 @@ QUESTION_TEMPLATES = [
 
 def _fill(template: str, rng: random.Random, **fixed: str) -> str:
     values = {"person": rng.choice(PEOPLE), "place": rng.choice(PLACES), "act": rng.choice(ACTIVITIES),
-                  "obj": rng.choice(OBJECTS), "topic": rng.choice(TOPICS), "event": rng.choice(EVENTS), "pet": rng.choice(PETS),
+                  "obj": rng.choice(OBJECTS), "topic": rng.choice(TOPICS), "event": rng.choice(EVENTS),
+                  "pet": rng.choice(PETS),
                   "petname": rng.choice(PETNAMES), "rel": rng.choice(RELATIONS), "cuisine": rng.choice(CUISINES),
                   "sport": rng.choice(SPORTS), "org": rng.choice(ORGS), "colour": rng.choice(COLOURS),
                   "month": rng.choice(MONTHS), "weekday": rng.choice(WEEKDAYS), "n": str(rng.randint(2, 400)),
@@ -225,13 +226,14 @@ def build_user(user: str, n_l1: int, pool_size: int, seg_per_session: int, sessi
                        "content": f"{_header(t)}\n{s1}: {pool[a]}\n{s2}: {pool[b]}"})
     parents: list[dict[str, Any]] = []  # level, id, key, span, child ids, child rows (for embeddings)
 
-    def group(children: list[dict[str, Any]], level: int, key_of: Callable[[dict[str, Any]], str]) -> list[dict[str, Any]]:
+    def group(children: list[dict[str, Any]], level: int,
+              key_of: Callable[[dict[str, Any]], str]) -> list[dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         for c in children:
             key = key_of(c)
-            g = out.setdefault(key, {"level": level, "id": f"{user}:L{level}:{key}", "key": key, "kids": [], "t": c["t"],
-                                         "t_end": c.get("t_end", c["t"]), "session": c.get("session") if level == 2 else None,
-                                         "rows": []})
+            g = out.setdefault(key, {"level": level, "id": f"{user}:L{level}:{key}", "key": key, "kids": [],
+                                     "t": c["t"], "t_end": c.get("t_end", c["t"]),
+                                     "session": c.get("session") if level == 2 else None, "rows": []})
             g["kids"].append(c["id"])
             g["t_end"] = max(g["t_end"], c.get("t_end", c["t"]))
             g["rows"].extend(c["rows"] if "rows" in c else [c["idx"]])
@@ -249,7 +251,8 @@ def build_user(user: str, n_l1: int, pool_size: int, seg_per_session: int, sessi
             h = zlib.crc32(g["id"].encode())
             acts = {ACTIVITIES[h % len(ACTIVITIES)], ACTIVITIES[(h // 31) % len(ACTIVITIES)]}
             place = PLACES[(h // 961) % len(PLACES)]
-            g["content"] = (f"{names[lvl].capitalize()} {g['key']}: {s1} and {s2} talked about {' and '.join(sorted(acts))}, "
+            g["content"] = (f"{names[lvl].capitalize()} {g['key']}: {s1} and {s2} talked about "
+                            f"{' and '.join(sorted(acts))}, "
                             f"plans in {place} and {len(g['kids'])} other things.")
             parents.append(g)
     return {"l1": l1, "parents": parents}
@@ -310,7 +313,7 @@ he her here hers herself him himself his how i if in into is it its itself just 
 myself no nor not now of off on once only or other our ours ourselves out over own same she should
 so some such than that the their theirs them themselves then there these they this those through to
 too under until up very was we were what when where which while who whom why will with would you
-your yours yourself yourselves""".split())  # noqa: SIM905
+your yours yourself yourselves""".split())
 _TOK = re.compile(r"[a-z0-9]+")
 
 
@@ -366,7 +369,8 @@ def run_size(n: int, args: argparse.Namespace, emb: MiniLMEmbedder, planner: Cen
     rate = pool_cache["rate"]
     projected = n_texts / rate
     mode = args.embed if args.embed != "auto" else ("full" if projected <= args.embed_budget_s else "pool")
-    res["embedding"] = {"mode": mode, "requested": args.embed, "l1_texts": n_texts, "minilm_texts_per_s": round(rate, 1),
+    res["embedding"] = {"mode": mode, "requested": args.embed, "l1_texts": n_texts,
+                        "minilm_texts_per_s": round(rate, 1),
                         "minilm_texts_per_cpu_s": round(pool_cache["cpu_rate"], 1),
                             "projected_full_embed_s": round(projected, 1), "budget_s": args.embed_budget_s,
                             "pool_turn_texts": len(pool)}
@@ -617,7 +621,8 @@ def hnsw_experiment(store: Store, db: Path, qvecs: np.ndarray, args: argparse.Na
     out["overfetch_limit"], out["user_l1_share"] = over, round(float(share), 3)
     sqls: dict[str, tuple[str, Callable[[list[float]], list[Any]]]] = {
         "store_search_vector": ((f"SELECT id, array_cosine_similarity(embedding, {vec}) AS score FROM nodes "
-                                 "WHERE user_id = ? AND level = ? AND status = 'active' ORDER BY score DESC, id LIMIT ?"),
+                                 "WHERE user_id = ? AND level = ? AND status = 'active' "
+                                 "ORDER BY score DESC, id LIMIT ?"),
                                 lambda q: [q, USER, 1, K_CAND]),
         "unfiltered_distance_topk": ((f"SELECT id, array_cosine_distance(embedding, {vec}) AS d FROM nodes "
                                       "ORDER BY d LIMIT ?"), lambda q: [q, K_CAND]),
@@ -777,7 +782,8 @@ def markdown(doc: dict[str, Any]) -> str:
                    if e["mode"] == "pool" else "") + ".",
                 (f"* `add_nodes`, L1 of both users in batches of {m['args']['batch']}: {r['insert_l1']['wall_s']} / "
                 f"{r['insert_l1']['cpu_s']} s ({_f(r['insert_l1']['rows_per_cpu_s'])} rows per CPU s)."),
-                f"* {r['parents']:,} L2-L5 parents: {r['insert_parents']['wall_s']} / {r['insert_parents']['cpu_s']} s. "
+                f"* {r['parents']:,} L2-L5 parents: {r['insert_parents']['wall_s']} / "
+                f"{r['insert_parents']['cpu_s']} s. "
                 f"`add_nodes` with `child_ids` (one `UPDATE ... WHERE id IN (unnest)` per parent) measured on "
                 f"{ln.get('sampled_parents', 0)} parents: {ln.get('add_nodes_with_links_per_parent_ms')} ms per "
                 "parent; the rest were inserted by `add_nodes` without children and linked by one set-based "
@@ -795,16 +801,19 @@ def markdown(doc: dict[str, Any]) -> str:
         h = r.get("hnsw")
         if h:
             out += [f"### vss HNSW index at {r['n_l1_user']:,}", "",
-                    (f"`CREATE INDEX ... USING HNSW (embedding) WITH (metric = 'cosine')` over all {h['indexed_rows']:,} "
+                    (f"`CREATE INDEX ... USING HNSW (embedding) WITH (metric = 'cosine')` over all "
+                     f"{h['indexed_rows']:,} "
                     f"rows (an index cannot be partial or per user): **{h['build_s']} s wall / {h['build_cpu_s']} s "
                     f"CPU**; RSS +{h['rss_growth_mb']:.0f} MB; file {r['db_bytes_before_hnsw'] / 1e6:.0f} -> "
                     f"{h['db_bytes_after'] / 1e6:.0f} MB after CHECKPOINT ({h['checkpoint_s']} s). "
                     f"`add_nodes` of {h['write_batch']} new nodes: {h['add_nodes_with_index']} with the index vs "
-                    f"{h['add_nodes_without_index']} without; `delete_nodes` of them: {h['delete_nodes_with_index']} vs "
+                    f"{h['add_nodes_without_index']} without; `delete_nodes` of them: "
+                    f"{h['delete_nodes_with_index']} vs "
                     f"{h['delete_nodes_without_index']}."), "",
                     (f"HNSW_INDEX_SCAN in the plan: {h['uses_hnsw']}. Over-fetch limit {h['overfetch_limit']:,} = "
                     f"40 / (user's L1 share of the table {h['user_l1_share']}) x {m['args']['overfetch']}."), "",
-                    "| query | wall p50 | wall p95 | CPU p50 | CPU p95 | rows returned | recall@40 vs exact user top-40 |",
+                    "| query | wall p50 | wall p95 | CPU p50 | CPU p95 | rows returned "
+                    "| recall@40 vs exact user top-40 |",
                     "|---|---:|---:|---:|---:|---:|---:|"]
             for k, s in h["latency_ms"].items():
                 out.append(_lat_row(f"`{k}`", s, f"{h['rows_returned_mean'][k]} | "
@@ -812,12 +821,14 @@ def markdown(doc: dict[str, Any]) -> str:
             sm = h.get("store_hnsw_mode")
             if sm:
                 out += ["", (f"**The store in HNSW mode** (`Store(vector_index=\"hnsw\")`: over-fetch "
-                             f"{m['args']['overfetch']}x the user's share, doubling until 40 rows), same questions:"), "",
+                             f"{m['args']['overfetch']}x the user's share, doubling until 40 rows), "
+                             "same questions:"), "",
                         "| method | wall p50 | wall p95 | CPU p50 | CPU p95 |", "|---|---:|---:|---:|---:|"]
                 for k, s in sm["latency_ms"].items():
                     out.append(_lat_row(f"`{k}` (hnsw)", s))
                 out += ["", "`recall_full` (hnsw) stages, wall ms p50 / p95: "
-                        + ", ".join(f"{k} {_f(v['p50'])} / {_f(v['p95'])}" for k, v in sm["recall_stages_wall_ms"].items())
+                        + ", ".join(f"{k} {_f(v['p50'])} / {_f(v['p95'])}"
+                                    for k, v in sm["recall_stages_wall_ms"].items())
                         + f". Kept-20 leaves shared with exact search: {sm.get('kept20_overlap_vs_exact')}."]
             out.append("")
     out += ["EXPLAIN plans, questions and every raw number: `recall-latency.json`.", ""]
@@ -879,7 +890,8 @@ def main() -> None:
                               cwd=Path(__file__).parent).stdout.strip(),
         "command": (f"nice -n {os.nice(0)} " if os.nice(0) else "") + ".venv/bin/python bench/recall_latency.py "
         + " ".join(sys.argv[1:]),
-        "machine": f"{platform.machine()} {platform.system()}", "cpus": os.cpu_count(), "python": platform.python_version(),
+        "machine": f"{platform.machine()} {platform.system()}", "cpus": os.cpu_count(),
+        "python": platform.python_version(),
         "duckdb": duckdb.__version__, "nice": os.nice(0), "load_start": _loadavg(),
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
     log(f"load {meta['load_start']}, nice {meta['nice']}, sizes {sizes}")

@@ -90,7 +90,8 @@ def _check_isolation(stats: Stats, tenant: str, user: str, endpoint: str, text: 
                 stats.breaches.append(f"{endpoint} for {tenant}/{user} returned a memory of {t}/{u}")
 
 
-def _write(c: httpx.Client, user: str, body: dict, key: str, stats: Stats, give_up: float) -> tuple[httpx.Response | None, float]:
+def _write(c: httpx.Client, user: str, body: dict, key: str, stats: Stats,
+           give_up: float) -> tuple[httpx.Response | None, float]:
     """POST the turns with ``key`` until answered below 500 (transport errors and 5xx counted, then resent
     after 0.2 s); returns the answer and the latency of the answered attempt (ms), or (None, 0) past ``give_up``."""
     endpoint = "POST turns"
@@ -143,7 +144,8 @@ def _client(idx: int, base: str, keys: dict[str, str], users: int, deadline: flo
                 endpoint = "POST recall"
                 t0 = time.perf_counter()
                 try:
-                    r = c.post(f"/v1/users/{user}/recall", json={"query": f"What did I say about my {rng.choice(WORDS)}?"})
+                    r = c.post(f"/v1/users/{user}/recall",
+                               json={"query": f"What did I say about my {rng.choice(WORDS)}?"})
                 except httpx.HTTPError as exc:
                     stats.errors[(endpoint, type(exc).__name__)] += 1
                     continue
@@ -183,7 +185,8 @@ def _verify(base: str, keys: dict[str, str], stats: Stats) -> tuple[int, list[st
                 for tid, text in stats.acked.get((tenant, user), {}).items():
                     checked += 1
                     if counts[tid] != 1 or texts.get(tid) != text:
-                        problems.append(f"{tenant}/{user} turn {tid}: stored {counts[tid]}x, text ok={texts.get(tid) == text}")
+                        problems.append(f"{tenant}/{user} turn {tid}: stored {counts[tid]}x, "
+                                        f"text ok={texts.get(tid) == text}")
                 extra += sum(1 for tid in counts if tid not in stats.acked.get((tenant, user), {}))
                 dup_text = [m for m, k in Counter(texts.values()).items() if k > 1]
                 problems += [f"{tenant}/{user}: text stored twice: {m[:60]}" for m in dup_text]

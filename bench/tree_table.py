@@ -9,7 +9,8 @@ import csv
 import sys
 from pathlib import Path
 
-ORDER = ["timem", "timem-l1", "timem-index", "segtree-top-down", "segtree-bottom-up", "segtree-both", "segtree-h1", "segtree-noroute", "segtree-index", "segtree-index-both",
+ORDER = ["timem", "timem-l1", "timem-index", "segtree-top-down", "segtree-bottom-up", "segtree-both", "segtree-h1",
+         "segtree-noroute", "segtree-index", "segtree-index-both",
          "tider-semantic", "tider-channel", "neighbours-none", "neighbours-reply", "context-lines", "unit-exchange",
          "timem-context", "timem-paper", "bm25-turns", "dense-turns", "hybrid-turns"]
 
@@ -30,7 +31,8 @@ def main(root: Path) -> None:
             rows = {r["group"]: r for r in csv.DictReader((d / "summary.csv").open())}
             o, t, m = rows["overall"], rows.get("2 temporal", {}), rows.get("1 multi-hop", {})
             print(f"| {name} | {b[1:]} | {_pct(o['full_coverage'])} | {_pct(o['evidence_recall'])} | "
-                  f"{_pct(o['answer_in_context'])} | {_pct(t.get('date_in_context'))} | {_pct(m.get('full_coverage'))} | "
+                  f"{_pct(o['answer_in_context'])} | {_pct(t.get('date_in_context'))} | "
+                  f"{_pct(m.get('full_coverage'))} | "
                   f"{float(o['mem_len']):.0f} |")
 
 

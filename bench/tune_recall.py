@@ -54,9 +54,12 @@ def main() -> None:
     for var in args.variant or ["{}"]:
         over = json.loads(var)
         for budget in (int(b) for b in args.budgets.split(",")):
-            extra = {"quotas": quotas} if quotas and "quotas" not in over and "quotas" not in json.loads(args.base) else {}
-            cfg = base.with_overrides(**{"gate": "score", "planner": "centroid", "token_budget": budget, **extra, **over})
-            recipe = Recipe(name="tune", method="timem", group="tune", description="", context_levels=levels or ALL_LEVELS)
+            extra = ({"quotas": quotas} if quotas and "quotas" not in over and "quotas" not in json.loads(args.base)
+                     else {})
+            cfg = base.with_overrides(**{"gate": "score", "planner": "centroid", "token_budget": budget, **extra,
+                                         **over})
+            recipe = Recipe(name="tune", method="timem", group="tune", description="",
+                            context_levels=levels or ALL_LEVELS)
             retr = TimemRetriever(store, embedder, None, cfg, recipe, run_key="tune")
             rows, lat = [], []
             for user, q in items:

@@ -105,7 +105,8 @@ def build_demo_db(path: Path, embedder, **config_overrides) -> Path:
     from timem.store import Store
 
     # the scripted LLM writes L2-L5 (without a backend the default mode would be extractive)
-    cfg = load_config(env={}, db_path=path, llm_backend="none", **{"consolidation_mode": "abstractive", **config_overrides})
+    cfg = load_config(env={}, db_path=path, llm_backend="none",
+                      **{"consolidation_mode": "abstractive", **config_overrides})
     store = Store(path, embedder.model_id, embedder.dim)
     try:
         llm, _ = studio_llm(store)

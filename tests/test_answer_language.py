@@ -44,4 +44,5 @@ def test_cjk_question_asks_for_an_answer_in_its_language(question, lang):
     user = answer.build_messages(question, CONTEXT, WHEN)[-1].content
     assert f"Question: {question}\n(The question is in {lang}: answer in {lang}, even if the memories are in " \
            f"English.)\nAnswer:" in user
-    assert answer.PROMPT_VERSION == "answer-v4"  # v3: memory-item note, pinned profile, chat asker; v4: one sentence to "you" in chat
+    # v3: memory-item note, pinned profile, chat asker; v4: one sentence to "you" in chat
+    assert answer.PROMPT_VERSION == "answer-v4"

@@ -122,10 +122,12 @@ def test_recipes_cover_the_ablations():
 
 def test_summary_counts_unparseable_as_wrong():
     rows = [
-        {"category": 1, "judge_label": "CORRECT", "judge_correct": True, "f1": 1.0, "mem_len": 10, "evidence_recall": 1.0},
+        {"category": 1, "judge_label": "CORRECT", "judge_correct": True, "f1": 1.0, "mem_len": 10,
+         "evidence_recall": 1.0},
         {"category": 1, "judge_label": "UNPARSEABLE", "judge_correct": False, "f1": 0.0, "mem_len": 20,
          "evidence_recall": None},
-        {"category": 2, "judge_label": "WRONG", "judge_correct": False, "f1": 0.5, "mem_len": 30, "evidence_recall": 0.0},
+        {"category": 2, "judge_label": "WRONG", "judge_correct": False, "f1": 0.5, "mem_len": 30,
+         "evidence_recall": 0.0},
     ]
     table = report.summarize(rows, "locomo")
     assert [r["group"] for r in table] == ["1 multi-hop", "2 temporal", "overall"]

@@ -131,8 +131,9 @@ def test_english_bm25_scores_are_identical_to_the_index_over_content(tmp_path, e
 def test_migration_fills_search_text_of_existing_rows(tmp_path, embedder):
     path = tmp_path / "old.duckdb"
     store = Store(path, embedder.model_id, embedder.dim)
-    node = MemoryNode(id="n1", user_id="li", level=Level.SEGMENT, window_key="k", span_start=datetime(2024, 1, 1, tzinfo=UTC),
-                      span_end=datetime(2024, 1, 1, tzinfo=UTC), content="我的狗叫小白", model_id="verbatim",
+    node = MemoryNode(id="n1", user_id="li", level=Level.SEGMENT, window_key="k",
+                      span_start=datetime(2024, 1, 1, tzinfo=UTC), span_end=datetime(2024, 1, 1, tzinfo=UTC),
+                      content="我的狗叫小白", model_id="verbatim",
                       prompt_version="t")
     store.add_node(node, embedder.embed([node.content])[0])
     version = store.schema_version

@@ -22,8 +22,8 @@ TURNS = [
 @pytest.fixture()
 def chat_file(tmp_path):
     path = tmp_path / "chat.jsonl"
-    path.write_text("".join(json.dumps({"user_id": "zoe", "session_id": s, "role": r, "text": t, "timestamp": ts}) + "\n"
-                            for s, r, t, ts in TURNS))
+    path.write_text("".join(json.dumps({"user_id": "zoe", "session_id": s, "role": r, "text": t, "timestamp": ts})
+                            + "\n" for s, r, t, ts in TURNS))
     return path
 
 
@@ -86,7 +86,8 @@ def test_ask_recall_only_and_answer_over_http(cli_env, chat_file):
     try:
         server.replies.append((200, completion("Rex, adopted on 1 May 2024."), 0.0))
         cli_env.joinpath("timem.toml").write_text(
-            f'llm_backend = "openai"\nopenai_base_url = "{server.url}"\nopenai_model = "served-model"\nopenai_api_key = "k"\n'
+            f'llm_backend = "openai"\nopenai_base_url = "{server.url}"\nopenai_model = "served-model"\n'
+            'openai_api_key = "k"\n'
             'gate = "score"\n')
         code, out = run("ask", "When did I adopt my dog?", "--user", "zoe", "--db", db, "--trace")
     finally:

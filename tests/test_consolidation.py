@@ -10,7 +10,7 @@ from helpers import ABSTRACTIVE, EXCHANGE, consolidation_answer, make_turn, scri
 from timem.config import load_config
 from timem.consolidation.segments import exchanges
 from timem.engine import MemoryEngine
-from timem.errors import ConsolidationIncomplete, InputError, LLMError, UnusableAnswerError
+from timem.errors import ConsolidationIncomplete, InputError, LLMError, NotFoundError, UnusableAnswerError
 from timem.llm.client import LLM
 from timem.llm.fake import ScriptedBackend
 from timem.models import Level, NodeStatus, Role
@@ -30,7 +30,7 @@ def engine(store, embedder, tmp_path):
 
 
 def levels(eng, user="u"):
-    counts = {lv: 0 for lv in Level}
+    counts = dict.fromkeys(Level, 0)
     for n in eng.store.nodes(user):
         counts[n.level] += 1
     return counts
@@ -180,9 +180,10 @@ def test_soft_delete_restore_and_hard_erase(engine):
     engine.restore_memory(a.id)
     assert sorted(engine.store.nodes("u", 2)[0].child_ids) == sorted([a.id, b.id])
     engine.delete_memories([a.id], hard=True)
-    with pytest.raises(Exception):
+    with pytest.raises(NotFoundError):
         engine.store.node(a.id)
-    assert engine.store.con.execute("SELECT count(*) FROM llm_cache WHERE contains(request, 'Lisbon')").fetchone()[0] == 0
+    assert engine.store.con.execute(
+        "SELECT count(*) FROM llm_cache WHERE contains(request, 'Lisbon')").fetchone()[0] == 0
     assert check_store(engine.store, engine.config, "u") == []
 
 

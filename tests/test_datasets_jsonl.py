@@ -77,7 +77,10 @@ def _same(a, b) -> None:
     assert [u.user_id for u in a] == [u.user_id for u in b]
     for ua, ub in zip(a, b, strict=True):
         assert [s.session_id for s in ua.sessions] == [s.session_id for s in ub.sessions]
-        key = lambda t: (t.id, t.speaker, t.role, t.text, t.event_time, t.source_ref, t.image_caption)
+
+        def key(t):
+            return t.id, t.speaker, t.role, t.text, t.event_time, t.source_ref, t.image_caption
+
         assert [key(t) for t in ua.turns] == [key(t) for t in ub.turns]
 
 

@@ -200,7 +200,10 @@ def test_a_chinese_session_gives_chinese_extracts(store, embedder, tmp_path):
 
 def test_salience_prefers_facts_over_fillers_in_any_script():
     day = T0.date()
-    unit = lambda text, sp="Ann": extractive.Unit(sp, text, day, (0, 0), 0)
+
+    def unit(text, sp="Ann"):
+        return extractive.Unit(sp, text, day, (0, 0), 0)
+
     fact = extractive.salience(unit("I adopted a cat named Miso on 7 May 2023."), ["Ann"])
     filler = extractive.salience(unit("Thanks, see you soon!"), ["Ann"])
     question = extractive.salience(unit("How have you been lately, Ann?"), ["Ann"])
@@ -210,15 +213,17 @@ def test_salience_prefers_facts_over_fillers_in_any_script():
 
 
 def test_units_skip_l1_headers_and_hybrid_titles_and_keep_speakers():
-    mk = lambda content, lv=1, mode=None, nid="n": MemoryNode(
-        id=nid, user_id="u", level=Level(lv), window_key="w", span_start=T0, span_end=T0, content=content,
-        model_id="verbatim" if lv == 1 else "x", prompt_version="p", mode=mode)
+    def mk(content, lv=1, mode=None, nid="n"):
+        return MemoryNode(id=nid, user_id="u", level=Level(lv), window_key="w", span_start=T0, span_end=T0,
+                          content=content, model_id="verbatim" if lv == 1 else "x", prompt_version="p", mode=mode)
+
     l1 = mk("On 8 May 2023 (Monday) 13:00:\nAnn: I moved. Bob said hi.\nBob: Ann: no.")
     hybrid = mk("Moving and greetings\n\nAnn: I moved.", lv=2, mode="hybrid", nid="h")
     units = extractive.parse_units([l1, hybrid], ["Ann", "Bob"], UTC)
     assert [(u.speaker, u.text) for u in units] == [("Ann", "I moved."), ("Ann", "Bob said hi."), ("Bob", "Ann: no.")]
     week = mk("8 May: Ann: I moved.\n9 May: Bob: Hi.", lv=4, nid="w")
-    assert [(u.day.day, u.speaker) for u in extractive.parse_units([week], ["Ann", "Bob"], UTC)] == [(8, "Ann"), (9, "Bob")]
+    units = extractive.parse_units([week], ["Ann", "Bob"], UTC)
+    assert [(u.day.day, u.speaker) for u in units] == [(8, "Ann"), (9, "Bob")]
 
 
 def test_config_validates_modes_levels_and_caps(tmp_path):

@@ -52,6 +52,7 @@ def test_demo_question_is_answered_from_the_open_item_addressed_to_the_user(engi
     system = engine.llm.backend.calls[-1].messages[0].content
     assert 'address them as "you"' in system
     text = render_trace(turn.trace)
-    assert "memory items (1, first in the context)" in text and "espresso (" in text and "superseded 2024-04-21 by" in text
+    assert "memory items (1, first in the context)" in text and "espresso (" in text
+    assert "superseded 2024-04-21 by" in text
     at = make_app(engine, page="chat")  # the chat page shows the stored exchange's trace with its items table
     assert_clean(at)

@@ -72,7 +72,8 @@ def test_a_copying_model_is_asked_again_without_history_and_the_drop_is_audited(
         eng.store.end_session("zoe", s)
     eng.consolidate("zoe", flush=True)
     l2 = eng.store.nodes("zoe", 2)
-    assert [n.content for n in l2] == ["Zoe adopted a rescue dog called Rex.", "Zoe ran five kilometres along the river."]
+    assert [n.content for n in l2] == ["Zoe adopted a rescue dog called Rex.",
+                                       "Zoe ran five kilometres along the river."]
     assert l2[1].history_ids == []  # the surviving answer was written without history
     assert answers[:3] == ["fresh", "copy", "fresh"]
     audit = eng.store.con.execute("SELECT node_id, detail FROM audit WHERE action = 'grounding-drop'").fetchall()

@@ -94,7 +94,8 @@ def test_different_max_tokens_is_a_cache_miss(store):
     (VALID, VALID),
     ("Sure! Here it is:\n```json\n" + VALID + "\n```\nHope this helps {not json}", VALID),
     ("The answer is " + VALID + " and that's it.", VALID),
-    ('{"facts": ["a } brace", "quote \\" {"], "confidence": 1}', '{"facts": ["a } brace", "quote \\" {"], "confidence": 1}'),
+    ('{"facts": ["a } brace", "quote \\" {"], "confidence": 1}',
+     '{"facts": ["a } brace", "quote \\" {"], "confidence": 1}'),
     ('noise {bad} then {"facts": [], "confidence": 0}', '{"facts": [], "confidence": 0}'),
 ])
 def test_extract_json_object(text, expected):

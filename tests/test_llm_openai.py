@@ -42,7 +42,8 @@ class FakeServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
+                outer.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
+                                       "body": body})
                 status, payload, delay = outer.replies.pop(0) if outer.replies else (
                     500, {"error": {"message": "no reply scripted"}}, 0.0)
                 time.sleep(delay)

@@ -128,7 +128,8 @@ def test_supersession_keeps_history_and_near_duplicates_merge(tmp_path, store, e
     assert coffee.valid_to == tea.event_time and coffee.superseded_by == tea.id  # closed, not deleted
     cities = {i.value: i for i in items if i.attribute == "home city"}
     assert set(cities) == {"Lisbon", "Porto", "Braga"}
-    assert cities["Porto"].valid_to == cities["Porto"].valid_from and cities["Porto"].superseded_by == cities["Braga"].id
+    assert cities["Porto"].valid_to == cities["Porto"].valid_from
+    assert cities["Porto"].superseded_by == cities["Braga"].id
     assert cities["Braga"].valid_from == cities["Porto"].valid_from  # the correction holds since the move
     assert all(i.subject == "Mia" for i in items)  # never the assistant's turns
     audit = [r[0] for r in store.con.execute("SELECT action FROM audit").fetchall()]
@@ -146,7 +147,8 @@ def test_recall_trace_records_items_and_what_they_superseded(tmp_path, store, em
     assert [(s.value, s.superseded_by) for s in use.superseded] == [("black coffee", use.item_id)]
     stored = eng.store.item(use.item_id)
     assert stored.access_count == 1 and stored.last_access == AT  # recall records the access
-    assert json.loads(eng.store.con.execute("SELECT trace FROM recall_traces").fetchone()[0])["items"][0]["value"] == "green tea"
+    trace = json.loads(eng.store.con.execute("SELECT trace FROM recall_traces").fetchone()[0])
+    assert trace["items"][0]["value"] == "green tea"
 
 
 def test_decay_weight_and_floor(tmp_path, store, embedder):
@@ -168,11 +170,13 @@ def _leftovers(eng: MemoryEngine, needle: str) -> dict[str, object]:
     vec = eng.embedder.embed([f"Mia works at {needle}"])[0]
     hits: dict[str, object] = {}
     for level in range(1, 6):
-        ids = [i for i, _ in s.search_vector("mia", vec, level, 50)] + [i for i, _ in s.search_bm25("mia", needle, level, 50)]
+        ids = ([i for i, _ in s.search_vector("mia", vec, level, 50)]
+               + [i for i, _ in s.search_bm25("mia", needle, level, 50)])
         hits[f"L{level}"] = [n.content for n in s.nodes(ids=ids) if needle.lower() in n.content.lower()]
     hits["tree"] = [n.id for n in s.nodes("mia") if needle.lower() in n.content.lower()]
     hits["items"] = [i.label() for i in s.items("mia") if needle.lower() in i.value.lower()]
-    hits["context"] = needle.lower() in eng.recall("mia", f"Where does Mia work? {needle}", AT, persist=False).context.lower()
+    context = eng.recall("mia", f"Where does Mia work? {needle}", AT, persist=False).context
+    hits["context"] = needle.lower() in context.lower()
     return hits
 
 
@@ -254,8 +258,9 @@ def test_a_statement_read_again_after_it_was_superseded_adds_no_second_item(tmp_
     assert sorted(values) == ["Lisbon", "Porto"]
 
 
-@pytest.mark.parametrize("bad", ["not json at all", json.dumps({"items": [{"turn": 1, "kind": "fact", "subject": "Bob",
-                                                                            "attribute": "home city", "value": "Oslo"}]})])
+@pytest.mark.parametrize("bad", ["not json at all",
+                                 json.dumps({"items": [{"turn": 1, "kind": "fact", "subject": "Bob",
+                                                        "attribute": "home city", "value": "Oslo"}]})])
 def test_bad_llm_extraction_leaves_the_store_unchanged_and_is_audited(tmp_path, store, embedder, bad):
     eng = _engine(tmp_path, store, embedder, responses=_llm_answer(bad))
     _ingest(eng, tmp_path, "mia", EN[:1])
@@ -299,8 +304,11 @@ def test_forget_purges_the_llm_cache_of_the_forgotten_turns(tmp_path, store, emb
                                   "value": "Blue Harbor"}]})
     eng = _engine(tmp_path, store, embedder, responses=_llm_answer(good))
     _ingest(eng, tmp_path, "mia", [EN[4]])
-    cached = lambda: store.con.execute("SELECT count(*) FROM llm_cache WHERE contains(request, 'Blue Harbor') "
-                                       "OR contains(response, 'Blue Harbor')").fetchone()[0]
+
+    def cached():
+        return store.con.execute("SELECT count(*) FROM llm_cache WHERE contains(request, 'Blue Harbor') "
+                                 "OR contains(response, 'Blue Harbor')").fetchone()[0]
+
     assert cached() == 1
     eng.forget("mia", "I work at Blue Harbor", confirm=True)
     assert cached() == 0 and eng.memory_items("mia") == []

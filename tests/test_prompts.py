@@ -33,9 +33,13 @@ def test_clean_summary_keeps_chinese_and_refuses_empty():
 
 def test_session_prompt_dates_children_and_shows_history():
     tz = ZoneInfo("Europe/Berlin")
-    mk = lambda i, day, text, lv=Level.SEGMENT: MemoryNode(
-        id=f"n{i}", user_id="u", level=lv, window_key=f"w{i}", span_start=datetime(2023, 5, day, 22, 30, tzinfo=UTC),
-        span_end=datetime(2023, 5, day, 22, 31, tzinfo=UTC), content=text, model_id="m", prompt_version="p")
+
+    def mk(i, day, text, lv=Level.SEGMENT):
+        return MemoryNode(id=f"n{i}", user_id="u", level=lv, window_key=f"w{i}",
+                          span_start=datetime(2023, 5, day, 22, 30, tzinfo=UTC),
+                          span_end=datetime(2023, 5, day, 22, 31, tzinfo=UTC), content=text, model_id="m",
+                          prompt_version="p")
+
     msgs = session.build_messages([mk(1, 8, "Ann: hi")], [mk(2, 1, "Earlier summary", Level.SESSION)], tz)
     assert "[2023-05-09 (Tue)]" in msgs[-1].content  # 22:30 UTC is the next day in Berlin
     text = msgs[-1].content  # the history comes after the children (small models copied it when it came first)
@@ -63,7 +67,8 @@ def test_title_prompt_is_short_names_the_language_and_refuses_non_titles():
     from timem.prompts import title
 
     msgs = title.build_messages(Level.SESSION, "小明: 我上个月搬到了杭州。")
-    assert "conversation session" in msgs[0].content and msgs[-1].content.endswith("write the memory in Chinese, not English.")
+    assert "conversation session" in msgs[0].content
+    assert msgs[-1].content.endswith("write the memory in Chinese, not English.")
     assert title.MAX_TOKENS <= 64
     assert title.render(title.NodeTitle(title="Title: Ann adopts a cat.")) == "Ann adopts a cat."
     with pytest.raises(ValueError):

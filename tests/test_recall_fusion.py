@@ -90,10 +90,12 @@ def test_context_grouped_by_level_dated_and_time_ordered():
                  "Anna: second\nline")
     early = _node("l1a", 1, "segment:a", datetime(2023, 5, 8, 14, 0, tzinfo=UTC),
                   datetime(2023, 5, 8, 14, 5, tzinfo=UTC), "Anna: first")
-    day = _node("d", 3, "day:2023-05-08", datetime(2023, 5, 8, 4, tzinfo=UTC), datetime(2023, 5, 9, 4, tzinfo=UTC), "Day.")
+    day = _node("d", 3, "day:2023-05-08", datetime(2023, 5, 8, 4, tzinfo=UTC), datetime(2023, 5, 9, 4, tzinfo=UTC),
+                "Day.")
     week = _node("w", 4, "week:2023-05-08..2023-05-14", datetime(2023, 5, 8, 4, tzinfo=UTC),
                  datetime(2023, 5, 15, 4, tzinfo=UTC), "Week.")
-    month = _node("m", 5, "month:2023-05", datetime(2023, 5, 1, 4, tzinfo=UTC), datetime(2023, 6, 1, 4, tzinfo=UTC), "Month.")
+    month = _node("m", 5, "month:2023-05", datetime(2023, 5, 1, 4, tzinfo=UTC), datetime(2023, 6, 1, 4, tzinfo=UTC),
+                  "Month.")
     text = render_context([month, late, day, week, early], tz, layout="lines")
     assert text.splitlines() == [
         "L1 segments:",

@@ -146,7 +146,8 @@ def test_cross_user_parent_link_is_never_followed(two_users, embedder):
     _add(store, embedder, _mk("u2", "evil", 2, "session:evil", datetime(2023, 5, 8, 10, 1, tzinfo=UTC),
                               datetime(2023, 5, 8, 10, 1, tzinfo=UTC), "u2 session [u2]", children=[]))
     store.con.execute("UPDATE nodes SET parent_id = 'u2:evil' WHERE id = 'u1:S2-1'")
-    res = recall(store, embedder, None, Config(gate="off"), "u1", "LGBTQ support group", QT, complexity_override="simple")
+    res = recall(store, embedder, None, Config(gate="off"), "u1", "LGBTQ support group", QT,
+                 complexity_override="simple")
     assert "u2:evil" not in [a.node_id for a in res.trace.ancestors]
     assert "[u2]" not in res.context
 
@@ -193,8 +194,8 @@ def test_missing_level_is_skipped_not_the_end_of_the_climb(store, embedder):
 
 def test_llm_gate_keeps_what_the_model_says(two_users, embedder):
     llm, _ = scripted(two_users, gate_keep=[1, 99])
-    res = recall(two_users, embedder, llm, Config(recall_neighbours="none"), "u1", "LGBTQ support group", QT, complexity_override="simple",
-                 gate_override="llm")
+    res = recall(two_users, embedder, llm, Config(recall_neighbours="none"), "u1", "LGBTQ support group", QT,
+                 complexity_override="simple", gate_override="llm")
     gate = res.trace.gate
     assert gate.applied == "llm" and gate.fallback is None and gate.invalid_numbers == [99]
     assert res.trace.node_ids == [res.trace.candidates[0].node_id]
@@ -252,8 +253,8 @@ def test_token_budget_caps_context(two_users, embedder):
     assert full.mem_len > 60 and full.mem_len <= 1000
     assert {n.level for n in full.nodes} == {1, 2, 3, 4, 5}
     for budget in (5, 25, 45, 90, 150, 230):
-        r = recall(two_users, embedder, None, Config(token_budget=budget, **TIMEM_QUOTAS), "u1", "What did Melanie do?", QT,
-                   complexity_override="complex", gate_override="off", persist=False)
+        r = recall(two_users, embedder, None, Config(token_budget=budget, **TIMEM_QUOTAS), "u1",
+                   "What did Melanie do?", QT, complexity_override="complex", gate_override="off", persist=False)
         assert r.mem_len <= budget and count_tokens(r.context) == r.mem_len
         assert (r.context == "") == (r.nodes == [])
 
@@ -270,7 +271,8 @@ def test_trace_is_persisted_and_reloadable(two_users, embedder):
     saved = load_traces(two_users, "u1")
     assert len(saved) == 1 and saved[0].model_dump(mode="json") == t.model_dump(mode="json")
     assert load_traces(two_users, "u2") == []
-    assert recall(two_users, embedder, None, Config(), "u1", "x", QT, persist=False) and len(load_traces(two_users)) == 1
+    assert recall(two_users, embedder, None, Config(), "u1", "x", QT, persist=False)
+    assert len(load_traces(two_users)) == 1
 
 
 def test_answer_uses_context_and_question_date_and_saves_the_answer(two_users, embedder):

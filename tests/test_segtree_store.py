@@ -34,8 +34,9 @@ def _user(uid: str, secret: str) -> ImportedUser:
         when = datetime(2024, 3, 1, 9, tzinfo=UTC) + timedelta(days=7 * i)
         sid = f"S{i + 1}"
         texts = [*lines, f"The code word for {uid} is {secret}."] if i == 0 else lines
-        turns = [Turn(id=turn_id(uid, sid, j), user_id=uid, session_id=sid, seq=j, speaker="Ann" if j % 2 == 0 else "Bo",
-                      role=Role.USER if j % 2 == 0 else Role.ASSISTANT, text=t, event_time=when + timedelta(minutes=j))
+        turns = [Turn(id=turn_id(uid, sid, j), user_id=uid, session_id=sid, seq=j,
+                      speaker="Ann" if j % 2 == 0 else "Bo", role=Role.USER if j % 2 == 0 else Role.ASSISTANT,
+                      text=t, event_time=when + timedelta(minutes=j))
                  for j, t in enumerate(texts)]
         sessions.append(ImportedSession(session_id=sid, turns=turns, date_label=when.isoformat()))
     return ImportedUser(user_id=uid, participants=["Ann", "Bo"], sessions=sessions)

@@ -60,7 +60,8 @@ class Writer(threading.Thread):
     def write(self, n: int) -> None:
         key = f"w{self.idx}-{n}"
         body = {"session_id": f"w{self.idx}", "event_time": (BASE + timedelta(minutes=2 * n)).isoformat(),
-                "message": f"[w{self.idx}.{n}] I watered the tomatoes in the garden.", "reply": f"[w{self.idx}.{n}] Noted."}
+                "message": f"[w{self.idx}.{n}] I watered the tomatoes in the garden.",
+                "reply": f"[w{self.idx}.{n}] Noted."}
         give_up = time.monotonic() + 180
         while True:
             try:

@@ -22,8 +22,8 @@ def test_ask_trace_candidate_lines_are_readable(tmp_path, monkeypatch):
     monkeypatch.setenv("TIMEM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "zoe.jsonl"
-    path.write_text("".join(json.dumps({"user_id": "zoe", "session_id": s, "role": r, "text": t, "timestamp": ts}) + "\n"
-                            for s, ts, text in TURNS for r, t in (("user", text), ("assistant", "Nice!"))))
+    path.write_text("".join(json.dumps({"user_id": "zoe", "session_id": s, "role": r, "text": t, "timestamp": ts})
+                            + "\n" for s, ts, text in TURNS for r, t in (("user", text), ("assistant", "Nice!"))))
     db = str(tmp_path / "t.duckdb")
     runner = CliRunner()
     res = runner.invoke(app, ["ingest", str(path), "--format", "jsonl", "--l1-only", "--llm", "none", "--db", db])

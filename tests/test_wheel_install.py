@@ -79,9 +79,10 @@ def test_installed_wheel_starts_the_studio_and_imports_the_demo(wheel_venv, tmp_
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=5) as r:
                     assert r.read() == b"ok"
                     break
-            except OSError:
+            except OSError as exc:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"timem studio did not start: {proc.stdout.read() if proc.stdout else ''}")
+                    raise AssertionError(
+                        f"timem studio did not start: {proc.stdout.read() if proc.stdout else ''}") from exc
                 time.sleep(0.5)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/timeline", timeout=10) as r:
             assert r.status == 200 and b"<html" in r.read().lower()

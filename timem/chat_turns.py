@@ -69,12 +69,15 @@ def check_chat(text: str, event_time: datetime, what: str = "message") -> None:
 def speaker_offset(at: datetime, zone: ZoneInfo) -> int:
     """The speaker's UTC offset for a chat turn: ``at``'s own offset when it carries a zone other than UTC
     (an explicit local time), else the user's zone's offset at that instant."""
-    if at.utcoffset() and at.utcoffset().total_seconds() != 0:
-        return int(at.utcoffset().total_seconds() // 60)
-    return int(at.astimezone(zone).utcoffset().total_seconds() // 60)
+    own = at.utcoffset()
+    if own:  # a non-zero offset (a zero timedelta is false)
+        return int(own.total_seconds() // 60)
+    local = at.astimezone(zone).utcoffset()
+    assert local is not None  # a datetime in a ZoneInfo zone always has an offset
+    return int(local.total_seconds() // 60)
 
 
 def make_turn(user_id: str, session_id: str, seq: int, speaker: str, role: Role, text: str, at: datetime,
           offset: int | None = None) -> Turn:
-    return Turn(id=turn_id(user_id, session_id, seq), user_id=user_id, session_id=session_id, seq=seq, speaker=speaker, role=role,
-                text=text, event_time=at.astimezone(UTC), utc_offset_minutes=offset)
+    return Turn(id=turn_id(user_id, session_id, seq), user_id=user_id, session_id=session_id, seq=seq, speaker=speaker,
+                role=role, text=text, event_time=at.astimezone(UTC), utc_offset_minutes=offset)

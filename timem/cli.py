@@ -297,7 +297,10 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
         typer.echo(f"  {'category':<16} {'n':>4} {'n ev':>5} {'ev.recall':>9} {'full cov':>8} {'n ans':>5} "
                    f"{'ans∈ctx':>8} {'Mem Len':>8}")
         for name, s in [*r["per_category"].items(), ("all", r["overall"])]:
-            f = lambda v: "   -" if v is None else f"{v:.3f}"
+
+            def f(v: float | None) -> str:
+                return "   -" if v is None else f"{v:.3f}"
+
             typer.echo(f"  {name:<16} {s['n']:>4} {s['n_evidence']:>5} {f(s['evidence_recall']):>9} "
                        f"{f(s['full_coverage']):>8} {s['n_answer']:>5} {f(s['answer_in_context']):>8} "
                        f"{s['mean_mem_len'] or 0:>8.0f}")
@@ -311,8 +314,10 @@ app.add_typer(segtree_app, name="segtree")
 
 
 @segtree_app.command("build")
-def segtree_build(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user", help="one user (default: all)")] = None,
-                  rebuild: Annotated[bool, typer.Option(help="from scratch, even if the stored tree is current")] = False,
+def segtree_build(db: DbOpt = None,
+                  user: Annotated[str | None, typer.Option("--user", help="one user (default: all)")] = None,
+                  rebuild: Annotated[bool, typer.Option(
+                      help="from scratch, even if the stored tree is current")] = False,
                   config: ConfigOpt = None) -> None:
     """Build (or extend) the segment tree of a user, or of every user, with the configured segtree_threshold and
     segtree_max_children."""
@@ -326,7 +331,8 @@ def segtree_build(db: DbOpt = None, user: Annotated[str | None, typer.Option("--
     finally:
         eng.close()
     for uid, r in reports.items():
-        typer.echo(f"{uid}: {'rebuilt' if r.rebuilt else 'extended'}, {r.added} utterance(s) added, {r.rows} row(s) written")
+        typer.echo(f"{uid}: {'rebuilt' if r.rebuilt else 'extended'}, {r.added} utterance(s) added, "
+                   f"{r.rows} row(s) written")
 
 
 memories_app = typer.Typer(no_args_is_help=True, help="The memory layer: facts and preferences with their validity "
@@ -350,14 +356,15 @@ def memories_list(user: UserOpt, db: DbOpt = None,
         typer.echo(f"no memory items for {user}")
     for i in items:
         until = i.valid_to.astimezone(cfg.tz).date().isoformat() if i.valid_to else "now"
-        flags = "".join([f" superseded by {i.superseded_by}" if i.superseded_by else "", " [pinned]" if i.pinned else "",
-                         " [forgotten]" if i.status == "deleted" else ""])
+        flags = "".join([f" superseded by {i.superseded_by}" if i.superseded_by else "",
+                         " [pinned]" if i.pinned else "", " [forgotten]" if i.status == "deleted" else ""])
         typer.echo(f"{i.id}  [{i.kind}, {i.valid_from.astimezone(cfg.tz).date()} – {until}] {i.label()} "
                    f"({len(i.source_ids)} source(s), {i.source}){flags}")
 
 
 @memories_app.command("extract")
-def memories_extract(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user", help="one user (default: all)")] = None,
+def memories_extract(db: DbOpt = None,
+                     user: Annotated[str | None, typer.Option("--user", help="one user (default: all)")] = None,
                      llm: LlmOpt = None, config: ConfigOpt = None) -> None:
     """Read the L1 segments (rules) or closed sessions (with an LLM) not read yet into memory items, e.g. for a file
     written before the memory layer; resumable (each segment or session is one transaction)."""
@@ -371,7 +378,8 @@ def memories_extract(db: DbOpt = None, user: Annotated[str | None, typer.Option(
         eng.close()
     for uid, r in reports.items():
         typer.echo(f"{uid}: {r.units} unit(s) read, {r.added} item(s) added, {r.merged} merged, {r.superseded} "
-                   f"superseded, {r.ended} ended" + (f"; {len(r.failures)} session(s) failed (audited)" if r.failures else ""))
+                   f"superseded, {r.ended} ended"
+                   + (f"; {len(r.failures)} session(s) failed (audited)" if r.failures else ""))
 
 
 @memories_app.command("pin")
@@ -400,7 +408,8 @@ def forget(text: Annotated[str, typer.Argument(help='what to forget, e.g. "I wor
         typer.echo(plan.describe())
         if plan.empty:
             return
-        if not yes and not typer.confirm(f"forget these {len(plan.items)} item(s) and {len(plan.segments)} segment(s)?"):
+        if not yes and not typer.confirm(
+                f"forget these {len(plan.items)} item(s) and {len(plan.segments)} segment(s)?"):
             typer.echo("nothing forgotten")
             return
         eng.forget(user, text, confirm=True, actor="cli")
@@ -486,7 +495,8 @@ def keys_add(tenant: str, db: DbOpt = None, keys: KeysOpt = None, config: Config
 def keys_list(db: DbOpt = None, keys: KeysOpt = None, config: ConfigOpt = None) -> None:
     """Key ids, tenants, creation and revocation times (never the keys)."""
     for k in _keyfile(_config(config, db), keys).list():
-        typer.echo(f"{k.key_id}  {k.tenant:<20} created {k.created_at}" + (f"  REVOKED {k.revoked_at}" if k.revoked_at else ""))
+        typer.echo(f"{k.key_id}  {k.tenant:<20} created {k.created_at}"
+                   + (f"  REVOKED {k.revoked_at}" if k.revoked_at else ""))
 
 
 @keys_app.command("revoke")

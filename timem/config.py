@@ -28,7 +28,8 @@ Complexity = Literal["simple", "hybrid", "complex"]
 #: The consolidation mode of L2-L5 when none is set, per LLM backend (chosen from
 #: bench/results/consolidation.md and recall-tree.md): the embedded model and no LLM get
 #: "extractive" (seconds per conversation, grounded by construction; abstractive took 16 min per
-#: LoCoMo conversation with the 1.5B model and its summaries cost evidence when they share the budget); an OpenAI-compatible endpoint gets "abstractive".
+#: LoCoMo conversation with the 1.5B model and its summaries cost evidence when they share the
+#: budget); an OpenAI-compatible endpoint gets "abstractive".
 #: With ``llm_backend = "none"``, levels whose mode needs an LLM (hybrid, abstractive) are not
 #: consolidated: only extractive works without one.
 DEFAULT_CONSOLIDATION_MODES: dict[str, ConsolidationMode] = {"local": "extractive", "none": "extractive",
@@ -165,8 +166,8 @@ class Config(BaseModel):
     memory_decay_half_life_days: float | None = Field(default=None, gt=0)
     memory_chat_half_life_days: float | None = Field(default=180.0, gt=0)
     memory_decay_floor: float = Field(default=0.05, ge=0.0, le=1.0)  #: items weighing less leave default recall
-    memory_item_limit: int = Field(default=6, ge=0)
-    memory_pinned_tokens: int = Field(default=200, ge=0)  #: cap of the pinned profile in the answer prompt  #: item lines at most at the head of the context
+    memory_item_limit: int = Field(default=6, ge=0)  #: item lines at most at the head of the context
+    memory_pinned_tokens: int = Field(default=200, ge=0)  #: cap of the pinned profile in the answer prompt
     #: an item joins the context when its cosine with the question reaches this, or the question names it
     memory_item_min_cosine: float = Field(default=0.6, ge=-1.0, le=1.0)
     quotas: dict[str, dict[int, int]] = Field(default_factory=lambda: {k: dict(v) for k, v in DEFAULT_QUOTAS.items()})
@@ -208,7 +209,8 @@ class Config(BaseModel):
         :data:`DEFAULT_GATES`)."""
         if isinstance(values, dict) and values.get("consolidation_mode") is None:
             backend = values.get("llm_backend", "local")
-            values = {**values, "consolidation_mode": DEFAULT_CONSOLIDATION_MODES.get(backend, DEFAULT_CONSOLIDATION_MODE)}
+            mode = DEFAULT_CONSOLIDATION_MODES.get(backend, DEFAULT_CONSOLIDATION_MODE)
+            values = {**values, "consolidation_mode": mode}
         if isinstance(values, dict) and values.get("gate") is None:
             values = {**values, "gate": DEFAULT_GATES.get(values.get("llm_backend", "local"), "score")}
         return values

@@ -146,7 +146,7 @@ def erase(store: Store, cons: Consolidator, node_ids: Sequence[str], *, actor: s
     return _compact(store, actor)
 
 
-def erase_user(store: Store, user_id: str, *, actor: str = "user") -> dict[str, int]:
+def erase_user(store: Store, user_id: str, *, actor: str = "user") -> dict[str, float]:
     """Erase everything of one user: turns, sessions, nodes, traces, LLM cache and call log entries; audit
     rows of the user are redacted; then the file is rewritten (:meth:`Store.compact`).
 

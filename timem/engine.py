@@ -14,7 +14,7 @@ from typing import Any
 
 from timem import editing
 from timem.chat_turns import ChatTurn, check_chat, check_turn, make_turn, reply_without_llm, speaker_offset
-from timem.config import Config
+from timem.config import Complexity, Config
 from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
 from timem.datasets.base import ImportedUser
 from timem.embed.protocol import Embedder
@@ -32,6 +32,7 @@ from timem.memory.facade import MemoryLayer
 from timem.memory.writer import ItemWriter
 from timem.models import MemoryNode, Role, Turn, WriteRequest
 from timem.recall import pipeline
+from timem.recall.gating import GateMode
 from timem.recall.pipeline import AnswerResult, RecallResult
 from timem.recall.trace import RecallTrace
 from timem.segtree import store as segtree_store
@@ -313,7 +314,8 @@ class MemoryEngine(MemoryLayer):
         return {}
 
     def compact(self) -> dict[str, float]:
-        """Rewrite the database file (what every hard erase does last): ``seconds``, ``bytes_before``, ``bytes_after``."""
+        """Rewrite the database file (what every hard erase does last): ``seconds``, ``bytes_before``,
+        ``bytes_after``."""
         return self.store.compact()
 
     def stats(self) -> dict[str, Any]:
@@ -343,8 +345,9 @@ class MemoryEngine(MemoryLayer):
         """Undo a soft delete."""
         editing.restore(self.store, self.consolidator, node_id, actor=actor)
 
-    def erase_user(self, user_id: str, *, actor: str = "user") -> dict[str, int]:
-        """Erase every trace of a user (turns, nodes, vectors, FTS, traces, LLM cache)."""
+    def erase_user(self, user_id: str, *, actor: str = "user") -> dict[str, float]:
+        """Erase every trace of a user (turns, nodes, vectors, FTS, traces, LLM cache); returns the rows removed
+        per table and the compaction cost (``file_seconds``, ``file_bytes_before``, ``file_bytes_after``)."""
         return editing.erase_user(self.store, user_id, actor=actor)
 
     # ------------------------------------------------------------------ recall and answers
@@ -418,7 +421,7 @@ class MemoryEngine(MemoryLayer):
         return max(s["last_event_at"] for s in sessions) if sessions else None
 
     def recall(self, user_id: str, query: str, question_time: datetime | None = None, *,
-               complexity: str | None = None, gate: str | None = None, planner: str | None = None,
+               complexity: Complexity | None = None, gate: GateMode | None = None, planner: str | None = None,
                participants: Sequence[str] = (), persist: bool = True, config: Config | None = None) -> RecallResult:
         """Recall ``user_id``'s memories for ``query`` (plan → leaves → propagation → gate → context).
 
@@ -432,11 +435,11 @@ class MemoryEngine(MemoryLayer):
             EmbeddingError: the query cannot be embedded.
         """
         return pipeline.recall(self.store, self.embedder, self.llm, config or self.config, user_id, query,
-                               question_time, complexity_override=complexity, gate_override=gate,  # type: ignore[arg-type]
+                               question_time, complexity_override=complexity, gate_override=gate,
                                planner_override=planner, participants=participants, persist=persist)
 
     def ask(self, user_id: str, query: str, question_time: datetime | None = None, *,
-            complexity: str | None = None, gate: str | None = None, planner: str | None = None,
+            complexity: Complexity | None = None, gate: GateMode | None = None, planner: str | None = None,
             participants: Sequence[str] = (), persist: bool = True, config: Config | None = None,
             asker: str | None = None) -> AnswerResult:
         """Recall (as :meth:`recall`), then answer from the context with one LLM call; the trace holds both.
@@ -450,8 +453,8 @@ class MemoryEngine(MemoryLayer):
         if self.llm is None:
             raise ConfigError("answering needs an LLM; set llm_backend to 'local' or 'openai', "
                               "or ask for the context alone (--recall-only / MemoryEngine.recall).")
-        return pipeline.answer(self.store, self.embedder, self.llm, config or self.config, user_id, query, question_time,
-                               complexity_override=complexity, gate_override=gate,  # type: ignore[arg-type]
+        return pipeline.answer(self.store, self.embedder, self.llm, config or self.config, user_id, query,
+                               question_time, complexity_override=complexity, gate_override=gate,
                                planner_override=planner, participants=participants, persist=persist, asker=asker)
 
     def chat_turn(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
@@ -476,8 +479,9 @@ class MemoryEngine(MemoryLayer):
         if what is not None:
             return self._forget_turn(user_id, session_id, what, event_time)
         self.add_message(user_id, session_id, text, event_time, user_name=user_name)
-        chat_config = self.config.with_overrides(  # forgetting by decay is on in chat (Config.memory_chat_half_life_days)
-            memory_decay_half_life_days=self.config.memory_decay_half_life_days or self.config.memory_chat_half_life_days)
+        # forgetting by decay is on in chat (Config.memory_chat_half_life_days)
+        half_life = self.config.memory_decay_half_life_days or self.config.memory_chat_half_life_days
+        chat_config = self.config.with_overrides(memory_decay_half_life_days=half_life)
         try:
             if self.llm is None:
                 res = self.recall(user_id, text, event_time, config=chat_config)
@@ -493,9 +497,11 @@ class MemoryEngine(MemoryLayer):
         except ConsolidationIncomplete as exc:  # the exchange and its L1 segment are stored
             written, warning = list(exc.written), str(exc)
         except InputError as exc:  # refused before anything was written (e.g. an empty reply)
-            raise ChatTurnError("reply", f"your message was recorded, but the answer could not be stored: {exc}") from exc
+            raise ChatTurnError("reply",
+                                f"your message was recorded, but the answer could not be stored: {exc}") from exc
         except TimemError as exc:  # the reply is stored; consolidation stopped
-            raise ChatTurnError("memories", f"the exchange was recorded, but writing its memories failed: {exc}") from exc
+            raise ChatTurnError("memories",
+                                f"the exchange was recorded, but writing its memories failed: {exc}") from exc
         return ChatTurn(session_id=session_id, trace=trace, reply=reply, written=written, warning=warning)
 
     def evaluate_recall(self, user_id: str, questions: Iterable[Any], *, complexity: str | None = None,

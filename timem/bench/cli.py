@@ -182,7 +182,8 @@ def list_recipes() -> None:
 
 
 @bench_app.command()
-def report(run_dirs: list[Path], metric: Annotated[str, typer.Option(help="summary column to tabulate")] = "evidence_recall",
+def report(run_dirs: list[Path],
+           metric: Annotated[str, typer.Option(help="summary column to tabulate")] = "evidence_recall",
            out: Annotated[Path | None, typer.Option("--out", help="write the markdown table here")] = None) -> None:
     """Tabulate finished runs side by side (one row per run, one column per category)."""
     from timem.bench.report import compare_markdown
@@ -194,7 +195,8 @@ def report(run_dirs: list[Path], metric: Annotated[str, typer.Option(help="summa
 
 
 @bench_app.command()
-def publish(run_dirs: list[Path], to: Annotated[Path, typer.Option("--to", help="results folder, e.g. bench/results/X")],
+def publish(run_dirs: list[Path],
+            to: Annotated[Path, typer.Option("--to", help="results folder, e.g. bench/results/X")],
             title: Annotated[str, typer.Option(help="heading of the generated README")] = "Benchmark results",
             metrics: Annotated[str, typer.Option(help="comma-separated summary columns to tabulate")] =
             "evidence_recall,full_coverage,answer_in_context") -> None:

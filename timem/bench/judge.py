@@ -31,7 +31,8 @@ def judge_messages(dataset: str, question: Question, hypothesis: str):
         qtype = str(question.extra.get("question_type", question.category))
         abstention = bool(question.extra.get("abstention", False))
         rule = judge_prompt.lme_rule_key(qtype, abstention)
-        msgs = judge_prompt.build_longmemeval_messages(question.question, question.answer, hypothesis, qtype, abstention)
+        msgs = judge_prompt.build_longmemeval_messages(question.question, question.answer, hypothesis, qtype,
+                                                       abstention)
         return msgs, rule
     if question.category == 5:
         return (judge_prompt.build_locomo_adversarial_messages(question.question, question.answer, hypothesis),

@@ -75,7 +75,8 @@ def _r(name: str, method: Method, group: str, description: str, **kw: Any) -> Re
 
 _L1 = {"quotas": L1_ONLY_QUOTAS}
 _PAPER = {"quotas": PAPER_QUOTAS}
-_TIMEM_INDEX = {"recall_index": "timem"}  # the level ablation needs L2-L5 in the context; the default quotas are L1-only
+# the level ablation needs L2-L5 in the context; the default quotas are L1-only
+_TIMEM_INDEX = {"recall_index": "timem"}
 _RECIPES: list[Recipe] = [
     _r("timem", "timem", "default", "recall with the configured defaults (turn leaves, relevance propagation "
        "over the segment tree, TIDER decay, next-turn neighbours, L1-only context quotas)"),
@@ -103,7 +104,8 @@ _RECIPES: list[Recipe] = [
     *[_r(f"lambda-{x:.1f}", "timem", "lambda", f"λ = {x:.1f} (semantic weight of the fused leaf score)",
          overrides={"recall_lambda": x}) for x in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)],
     *[_r(f"lambda-{x:.1f}-l1", "timem", "lambda (L1 only)", f"λ = {x:.1f}, L1-only quotas (no L2-L5 needed)",
-         overrides={"recall_lambda": x, **_L1}, context_levels=(1,)) for x in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)],
+         overrides={"recall_lambda": x, **_L1}, context_levels=(1,))
+      for x in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)],
     # L1 granularity (a separate database per value)
     *[_r(f"gran-{n}", "timem", "granularity", f"{n} exchange(s) per L1 segment, full TiMem recall",
          overrides={"l1_segment_exchanges": n}) for n in (1, 2, 4, 8)],
@@ -122,7 +124,8 @@ _RECIPES: list[Recipe] = [
        "the TiMem tree (top-down, H=2, α=0.2; timem.segtree)", overrides={"recall_index": "segtree"}),  # = the default
     _r("segtree-index-both", "timem", "tree", "the segment tree as the index, propagation in both directions",
        overrides={"recall_index": "segtree", "propagation": "both"}),
-    _r("segtree-h1", "timem", "tree", "top-down propagation, one hop (sessions only)", overrides={"propagation_hops": 1, **_TIMEM_INDEX}),
+    _r("segtree-h1", "timem", "tree", "top-down propagation, one hop (sessions only)",
+       overrides={"propagation_hops": 1, **_TIMEM_INDEX}),
     _r("segtree-noroute", "timem", "tree", "top-down propagation without routing leaves from the best session",
        overrides={"propagation_route": 0, **_TIMEM_INDEX}),
     _r("tider-semantic", "timem", "tree", "TIDER ablation: semantic + BM25 only (no time channel)",
@@ -131,7 +134,8 @@ _RECIPES: list[Recipe] = [
        overrides={"time_channel": "channel", **_TIMEM_INDEX}),
     _r("tider-decay", "timem", "tree", "TIDER ablation: + distance decay (= timem-index)",
        overrides={"time_channel": "decay", **_TIMEM_INDEX}),
-    _r("neighbours-none", "timem", "tree", "no neighbour turns", overrides={"recall_neighbours": "none", **_TIMEM_INDEX}),
+    _r("neighbours-none", "timem", "tree", "no neighbour turns",
+       overrides={"recall_neighbours": "none", **_TIMEM_INDEX}),
     _r("neighbours-reply", "timem", "tree", "neighbour only after a leaf that asks a question",
        overrides={"recall_neighbours": "reply", **_TIMEM_INDEX}),
     _r("context-lines", "timem", "tree", "one date per memory line instead of one header per session",
@@ -160,7 +164,8 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in _RECIPES}
 #: Named lists of recipes for ``timem bench suite``.
 SUITES: dict[str, list[str]] = {
     # everything that runs on verbatim L1 without an LLM
-    "no-llm": ["l1-flat", "l1-hier", *[f"lambda-{x:.1f}-l1" for x in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)],
+    "no-llm": ["l1-flat", "l1-hier",
+               *[f"lambda-{x:.1f}-l1" for x in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)],
                *[f"gran-{n}-l1" for n in (1, 2, 4, 8)], "bm25-turns", "dense-turns", "hybrid-turns", "full-context"],
     # needs L2-L5 in the store (pass --db with an LLM-ingested database)
     "hierarchical": ["timem", "planner-centroid", "fixed-simple", "fixed-hybrid", "fixed-complex", "gate-score",

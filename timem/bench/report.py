@@ -19,8 +19,8 @@ from statistics import mean, median
 from typing import Any
 
 COLUMNS = ["group", "n", "judge_acc", "unparseable", "f1", "rouge_l", "evidence_recall", "full_coverage",
-           "tree_evidence_recall", "session_recall", "answer_in_context", "date_in_context", "mem_len", "llm_calls", "llm_tokens",
-           "judge_tokens", "truncated"]
+           "tree_evidence_recall", "session_recall", "answer_in_context", "date_in_context", "mem_len", "llm_calls",
+           "llm_tokens", "judge_tokens", "truncated"]
 _PCT = {"judge_acc", "f1", "rouge_l", "evidence_recall", "full_coverage", "tree_evidence_recall", "session_recall",
         "answer_in_context", "date_in_context", "truncated"}
 LOCOMO_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}

@@ -118,8 +118,9 @@ class TimemRetriever:
         notes = list(trace.notes)
         if self.restrict:
             allowed = [n for n in nodes if int(n.level) in self.recipe.context_levels]
-            nodes, context, tokens = fit_budget(allowed, lambda ns: render_context(ns, self.config.tz, self.config.context_layout),
-                                                self.config.token_budget)
+            nodes, context, tokens = fit_budget(
+                allowed, lambda ns: render_context(ns, self.config.tz, self.config.context_layout),
+                self.config.token_budget)
             notes.append(f"context restricted to levels {list(self.recipe.context_levels)}, then budgeted")
             trace = trace.model_copy(update={"node_ids": [n.id for n in nodes], "context": context,
                                              "context_tokens": tokens, "notes": notes})
@@ -161,9 +162,10 @@ class FlatRetriever:
         pool.sort(key=lambda t: (-t[0], t[1], t[2]))
         by_id = {n.id: n for n in self.store.nodes(user_id=user_id, ids=[p[2] for p in pool])} if pool else {}
         ranked = [by_id[p[2]] for p in pool if p[2] in by_id]
-        nodes, context, tokens = fit_budget(ranked, lambda ns: render_context(ns, cfg.tz, cfg.context_layout), cfg.token_budget)
-        return Retrieved(context=context, mem_len=tokens, notes=[f"flat over levels {list(self.recipe.context_levels)}"],
-                         **_describe(nodes, self.tree))
+        nodes, context, tokens = fit_budget(ranked, lambda ns: render_context(ns, cfg.tz, cfg.context_layout),
+                                            cfg.token_budget)
+        return Retrieved(context=context, mem_len=tokens,
+                         notes=[f"flat over levels {list(self.recipe.context_levels)}"], **_describe(nodes, self.tree))
 
 
 def level_counts(store: Store, user_id: str) -> dict[int, int]:

@@ -150,8 +150,8 @@ def check_l1_layout(store: Store, user: ImportedUser, config: Config) -> None:
     foreign = [n.window_key for n in existing if n.window_key not in expected]
     if foreign:
         raise BenchError(f"{store.path} holds L1 segments of {user.user_id} cut at another granularity than "
-                         f"l1_unit={config.l1_unit}, l1_segment_exchanges={size} (e.g. {foreign[0]}); use another --db (each granularity "
-                         "needs its own database) or leave --db out.")
+                         f"l1_unit={config.l1_unit}, l1_segment_exchanges={size} (e.g. {foreign[0]}); use another "
+                         "--db (each granularity needs its own database) or leave --db out.")
     verbatim = all(n.model_id == "verbatim" for n in existing)
     if config.l1_mode == "llm" and verbatim:
         raise BenchError(f"{store.path} holds verbatim L1 segments but l1_mode is 'llm'; use another --db.")
@@ -278,7 +278,8 @@ def _ingest(store: Store, embedder: Embedder, llm: LLMClient | None, cfg: Config
         missing = [u.user_id for u in users if level_counts(store, u.user_id)[2] == 0]
         if missing:
             raise BenchError(f"recipe {recipe.name!r} needs L2-L5 memories but {store.path} has none for "
-                             f"{missing[:3]}; ingest with an LLM (--llm local/openai) or pass --db with such a database.")
+                             f"{missing[:3]}; ingest with an LLM (--llm local/openai) or pass --db with such a "
+                             "database.")
 
 
 def _retriever(spec: RunSpec, cfg: Config, store: Store, embedder: Embedder, llm: LLMClient | None, data_sha: str):
@@ -317,7 +318,8 @@ def _loop(spec: RunSpec, cfg: Config, items, retriever, llm, judge_llm, progress
             gold = NOT_MENTIONED if adversarial else q.answer
             row: dict[str, Any] = {
                 "question_id": q.question_id, "user_id": user.user_id, "category": q.category,
-                "category_name": report.LOCOMO_NAMES.get(q.category, "") if spec.dataset == "locomo" else str(q.category),
+                "category_name": (report.LOCOMO_NAMES.get(q.category, "") if spec.dataset == "locomo"
+                                  else str(q.category)),
                 "abstention": bool(q.extra.get("abstention", False)), "question": q.question,
                 "question_time": qt.isoformat(), "gold": gold}
             if adversarial:

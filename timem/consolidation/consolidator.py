@@ -36,9 +36,9 @@ Without an LLM, windows whose mode needs one (hybrid, abstractive) are left as t
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from timem.config import Config
 from timem.consolidation import extractive
@@ -47,7 +47,7 @@ from timem.consolidation.segments import cut_segments, render_segment
 from timem.embed.protocol import Embedder
 from timem.errors import ConsolidationIncomplete, LLMError, UnusableAnswerError
 from timem.llm.protocol import LLMClient, Message
-from timem.models import CONSOLIDATION_MODES, Level, MemoryNode, NodeStatus, Role, TimeSpan, Turn
+from timem.models import CONSOLIDATION_MODES, Level, MemoryNode, NodeMode, NodeStatus, Role, TimeSpan, Turn
 from timem.prompts import segment, title
 from timem.prompts.common import assistant_note, render_nodes
 from timem.prompts.levels import level_prompts
@@ -55,7 +55,15 @@ from timem.store import Store
 from timem.tree.windows import check_containment, parent_span, parent_window
 
 T = TypeVar("T")
-Progress = Callable[[Iterable[T], str, int], Iterable[T]]
+
+
+class Progress(Protocol):
+    """A progress display around one consolidation stage, called as ``progress(items, desc, total)``; it yields
+    ``items`` unchanged (e.g. ``tqdm``, the studio's progress bar)."""
+
+    def __call__(self, items: Iterable[T], desc: str, total: int, /) -> Iterable[T]: ...
+
+
 VERBATIM_MODEL = "verbatim"
 VERBATIM_PROMPT = "l1-verbatim-v1"
 LEVEL_PROMPTS = level_prompts()
@@ -73,7 +81,8 @@ def session_closed(s: dict[str, Any], sessions: Sequence[dict[str, Any]], waterm
         return True
     if any(o["started_at"] > s["last_event_at"] for o in sessions):
         return True
-    return watermark - s["last_event_at"] >= idle
+    last_event: datetime = s["last_event_at"]
+    return watermark - last_event >= idle
 
 
 def node_id(user_id: str, level: Level, window_key: str, parts: Sequence[str]) -> str:
@@ -116,7 +125,7 @@ class Consolidator:
             level=Level.SEGMENT, window_key=f"segment:{seg[0].id}", session_id=session_id,
             span_start=seg[0].event_time, span_end=max(t.event_time for t in seg), content=text,
             source_turn_ids=[t.id for t in seg], model_id=model, prompt_version=version)
-            for seg, (text, model, version) in zip(todo, contents)]
+            for seg, (text, model, version) in zip(todo, contents, strict=True)]
         self.store.add_nodes(written, vecs)
         return written
 
@@ -192,13 +201,13 @@ class Consolidator:
             raise ConsolidationIncomplete(failures, written)
         return written
 
-    def _mode(self, level: Level, existing: MemoryNode | None) -> str:
+    def _mode(self, level: Level, existing: MemoryNode | None) -> NodeMode:
         """The mode a window is (re)consolidated in: its existing node's own, else the configured one."""
         if existing is not None and existing.mode in CONSOLIDATION_MODES:
             return existing.mode
         return self.config.mode_for(level)
 
-    def _due(self, user_id: str, level: Level, closed: dict[str, bool], watermark, flush: bool
+    def _due(self, user_id: str, level: Level, closed: dict[str, bool], watermark: datetime, flush: bool
              ) -> list[tuple[str, TimeSpan | None, list[MemoryNode], MemoryNode | None]]:
         """Windows at ``level`` to (re)consolidate: (key, calendar window or None, children, existing node)."""
         groups: dict[str, tuple[TimeSpan | None, bool, list[MemoryNode]]] = {}
@@ -226,7 +235,7 @@ class Consolidator:
         return sorted(due, key=lambda d: min(c.span_start for c in d[2]))
 
     def _write_parent(self, user_id: str, level: Level, key: str, window: TimeSpan | None,
-                      children: list[MemoryNode], existing: MemoryNode | None, mode: str = "abstractive"
+                      children: list[MemoryNode], existing: MemoryNode | None, mode: NodeMode = "abstractive"
                       ) -> MemoryNode:
         """Write the node of one window in ``mode`` (superseding ``existing``); see the module doc.
 
@@ -332,9 +341,9 @@ class Consolidator:
             dropped += lost
             if content:
                 return content, shown, dropped
-        raise UnusableAnswerError(f"L{int(level)} consolidation of {key}: no sentence of the model's answer is supported by "
-                       f"its inputs (model {llm.model_id}); nothing was written. Use a larger model or an "
-                       "OpenAI-compatible endpoint (TIMEM_LLM_BACKEND=openai).")
+        raise UnusableAnswerError(f"L{int(level)} consolidation of {key}: no sentence of the model's answer is "
+                                  f"supported by its inputs (model {llm.model_id}); nothing was written. Use a "
+                                  "larger model or an OpenAI-compatible endpoint (TIMEM_LLM_BACKEND=openai).")
 
     def _user_speakers(self, user_id: str) -> list[str]:
         """Every speaker name of the user's turns (cached for one :meth:`consolidate` call)."""

@@ -110,7 +110,7 @@ class EmbeddingCache:
         if missing:
             if len(self._vecs) + len(missing) > self.max_items:
                 self._vecs.clear()
-            for t, v in zip(missing, np.asarray(self.embedder.embed(missing), dtype=np.float32)):
+            for t, v in zip(missing, np.asarray(self.embedder.embed(missing), dtype=np.float32), strict=True):
                 self._vecs[t] = v
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

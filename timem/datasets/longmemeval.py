@@ -85,7 +85,7 @@ def load_longmemeval(path: str | Path, limit: int | None, tz: ZoneInfo,
 def _instance(item: Any, i: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo]) -> ImportedUser:
     qid = need(item, "question_id", str, file=file, record=f"[{i}]").strip()
     tz = user_tz.get(qid, tz)
-    req = dict(file=file, record=qid)
+    req = {"file": file, "record": qid}
     question = need(item, "question", str, **req)
     answer = need(item, "answer", (str, int, float), **req, allow_empty=True)
     qtype = need(item, "question_type", str, **req)
@@ -105,7 +105,7 @@ def _instance(item: Any, i: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, 
     seen: Counter[str] = Counter()
     parsed = []
     for k, (sid, date_raw, sess) in enumerate(zip(sids, dates, raw_sessions, strict=True)):
-        where = dict(file=file, record=f"{qid}/haystack_session_ids[{k}]")
+        where = {"file": file, "record": f"{qid}/haystack_session_ids[{k}]"}
         if not isinstance(sid, str) or not sid.strip():
             raise InputError("expected a non-empty string", **where, field="haystack_session_ids")
         date_rec = f"{qid}/haystack_dates[{k}]"

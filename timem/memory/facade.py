@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from timem.chat_turns import ChatTurn
-from timem.config import Config
+from timem.config import Complexity, Config
 from timem.consolidation.consolidator import Consolidator
 from timem.errors import ConfigError
 from timem.llm.protocol import LLMClient
@@ -19,6 +19,7 @@ from timem.models import MemoryItem
 from timem.store import Store
 
 if TYPE_CHECKING:
+    from timem.recall.gating import GateMode
     from timem.recall.pipeline import RecallResult
 
 
@@ -32,9 +33,14 @@ class MemoryLayer:
     item_writer: ItemWriter
     extraction_failures: dict[str, list[tuple[str, str]]]
 
-    def require_user(self, user_id: str) -> None: ...  # provided by MemoryEngine
+    def require_user(self, user_id: str) -> None:  # provided by MemoryEngine
+        raise NotImplementedError
 
-    def recall(self, user_id: str, query: str, question_time: datetime | None = None, **kw: Any) -> RecallResult: ...
+    def recall(self, user_id: str, query: str, question_time: datetime | None = None, *,
+               complexity: Complexity | None = None, gate: GateMode | None = None, planner: str | None = None,
+               participants: Sequence[str] = (), persist: bool = True,
+               config: Config | None = None) -> RecallResult:  # provided by MemoryEngine
+        raise NotImplementedError
 
     def extract_items(self, user_ids: Sequence[str], *, with_llm: bool = True) -> dict[str, ExtractionReport]:
         """Read the users' new L1 segments (rules) or closed sessions (LLM) into memory items, with merge and

@@ -27,7 +27,8 @@ from timem.store import Store
 
 _EN = re.compile(r"^\s*(?:please\s+|can\s+you\s+|could\s+you\s+)?forget\s+(?:that\s+|about\s+|the\s+fact\s+that\s+)?"
                  r"(?P<what>.+?)\s*[.!?]*\s*$", re.IGNORECASE | re.DOTALL)
-_ZH = re.compile(r"^\s*(?:请|请你|麻烦)?(?:忘掉|忘记|忘了|别记得|不要记得)(?:我说过的?|那个|这件事[：:，,]?)?(?P<what>.+?)[。！!？?]*\s*$", re.DOTALL)
+_ZH = re.compile(r"^\s*(?:请|请你|麻烦)?(?:忘掉|忘记|忘了|别记得|不要记得)(?:我说过的?|那个|这件事[：:，,]?)?"
+                 r"(?P<what>.+?)[。！!？?]*\s*$", re.DOTALL)
 
 
 def forget_request(text: str) -> str | None:
@@ -71,7 +72,8 @@ def preview(store: Store, user_id: str, text: str) -> ForgetPreview:
     stated = extract_statements(text)
     items = []
     for it in store.items(user_id):
-        if len(normalise(it.value)) >= 2 and mentions(text, it.value) or any(s.attribute == it.attribute and normalise(s.value) == normalise(it.value) for s in stated):
+        if len(normalise(it.value)) >= 2 and mentions(text, it.value) or any(
+                s.attribute == it.attribute and normalise(s.value) == normalise(it.value) for s in stated):
             items.append(it)
     probes = [normalise(i.value) for i in items] or [normalise(text)]
     source_ids = {s for i in items for s in i.source_ids}

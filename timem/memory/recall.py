@@ -35,7 +35,8 @@ from timem.store.segmenter import search_text
 
 #: question words that point at an attribute (English and Chinese)
 ATTRIBUTE_CUES: dict[str, tuple[str, ...]] = {
-    "home city": ("live", "living", "lives", "move", "moved", "city", "town", "home", "based", "住", "搬", "城市", "家"),
+    "home city": ("live", "living", "lives", "move", "moved", "city", "town", "home", "based",
+                  "住", "搬", "城市", "家"),
     "employer": ("work", "works", "working", "employer", "company", "job", "工作", "上班", "公司"),
     "job": ("job", "work", "works", "working", "profession", "occupation", "do for a living", "工作", "职业", "做什么"),
     "drink": ("drink", "drinks", "drinking", "coffee", "tea", "喝", "饮料", "咖啡", "茶"),

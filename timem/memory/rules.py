@@ -41,7 +41,8 @@ _DRINK = "(?P<{name}>" + "|".join(re.escape(d) for d in DRINKS if d.isascii()) +
 _ZH_DRINK = "(?P<{name}>" + "|".join(re.escape(d) for d in DRINKS if not d.isascii()) + ")"
 _ZH_VAL = r"(?P<{name}>[\u4e00-\u9fffA-Za-z0-9]{{1,12}}?)"
 _ZH_END = r"(?=[了啦呢吧啊]?(?:[，,。.！!？?；;、\s]|$))"
-_CORRECTION_EN = re.compile(r"^\s*(?:oh,?\s+)?(?:actually|sorry,?\s+i\s+meant|correction:?|no,?\s+wait)[,:]?\s*", re.IGNORECASE)
+_CORRECTION_EN = re.compile(r"^\s*(?:oh,?\s+)?(?:actually|sorry,?\s+i\s+meant|correction:?|no,?\s+wait)[,:]?\s*",
+                            re.IGNORECASE)
 _CORRECTION_ZH = re.compile(r"^\s*(?:不对|不是|其实|更正一下|说错了|纠正一下)[，,：:]?\s*")
 _SENTENCES = re.compile(r"(?<=[.!?;。！？；\n])\s*")
 
@@ -75,30 +76,35 @@ def _cap(name: str) -> str:
 
 
 _I = r"\b(?:[Ii]|[Ww]e)"
-_HOME = [re.compile(_I + r"(?i:'m|\s+am|\s+are|'re)?\s+(?i:now\s+|currently\s+|still\s+)?(?i:live|living|based)\s+(?i:in)\s+"
-                    + _cap("v") + _END_CAP),
-         re.compile(_I + r"(?i:'ve|\s+have)?\s+(?i:just\s+|finally\s+|recently\s+)?(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)\s+"
-                    + _cap("v") + _END_CAP)]
+_HOME = [re.compile(_I + r"(?i:'m|\s+am|\s+are|'re)?\s+(?i:now\s+|currently\s+|still\s+)?"
+                    r"(?i:live|living|based)\s+(?i:in)\s+" + _cap("v") + _END_CAP),
+         re.compile(_I + r"(?i:'ve|\s+have)?\s+(?i:just\s+|finally\s+|recently\s+)?"
+                    r"(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)\s+" + _cap("v") + _END_CAP)]
 _AS_JOB = r"(?:\s+(?i:as)\s+(?:(?i:an?)\s+)?" + _JOB + ")?"
-_WORK = [re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?i:at|for)\s+" + _cap("emp") + _AS_JOB + _END),
+_WORK = [re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?i:at|for)\s+" + _cap("emp")
+                    + _AS_JOB + _END),
          re.compile(r"\b[Ii]\s+(?i:just\s+|recently\s+)?(?i:started|got|took)\s+(?i:a\s+new\s+job|a\s+job|working|a\s+position)"
                     r"\s+(?i:at|with|for)\s+" + _cap("emp") + _AS_JOB + _END),
          re.compile(r"\b[Ii](?i:'m|\s+am)\s+(?i:now\s+)?(?i:an?\s+)" + _JOB + r"\s+(?i:at)\s+" + _cap("emp") + _END),
-         re.compile(r"\b[Ii]\s+(?i:now\s+)?(?i:work\s+as)\s+(?i:an?\s+)" + _JOB + r"(?:\s+(?i:at)\s+" + _cap("emp") + ")?" + _END)]
-_SWITCH = _p(r"\bi(?:'ve|\s+have)?\s+(?:switched|changed|moved|gone)\s+from\s+{old}\s+to\s+{new}\b", old=_DRINK, new=_DRINK)
-_STOP = _p(r"\bi\s+(?:don't|do\s+not|no\s+longer|never)\s+(?:even\s+)?(?:drink|want|have)\s+{old}(?:\s+(?:anymore|any\s+more))?\b", old=_DRINK)
+         re.compile(r"\b[Ii]\s+(?i:now\s+)?(?i:work\s+as)\s+(?i:an?\s+)" + _JOB + r"(?:\s+(?i:at)\s+" + _cap("emp")
+                    + ")?" + _END)]
+_SWITCH = _p(r"\bi(?:'ve|\s+have)?\s+(?:switched|changed|moved|gone)\s+from\s+{old}\s+to\s+{new}\b",
+             old=_DRINK, new=_DRINK)
+_STOP = _p(r"\bi\s+(?:don't|do\s+not|no\s+longer|never)\s+(?:even\s+)?(?:drink|want|have)\s+{old}"
+           r"(?:\s+(?:anymore|any\s+more))?\b", old=_DRINK)
 _ONLY_EN = _p(r"\bonly\s+(?:drink\s+)?{v}\b", v=_DRINK)
-_MORNING = _p(r"\bmy\s+mornings?\s+(?:start|starts|begin|begins)\s+with\s+(?:an?\s+)?(?:(?:double|strong|big|hot|cup\s+of)\s+)*{v}\b",
-              v=_DRINK)
+_MORNING = _p(r"\bmy\s+mornings?\s+(?:start|starts|begin|begins)\s+with\s+(?:an?\s+)?"
+              r"(?:(?:double|strong|big|hot|cup\s+of)\s+)*{v}\b", v=_DRINK)
 _JOB_AS = re.compile(r"\b(?:a\s+|my\s+)?(?:new\s+)?job\s+as\s+(?:an?\s+)" + _JOB + _END, re.IGNORECASE)
 _JOB_LOST = re.compile(r"\b(?:lost|quit|left)\s+my\s+job\s+as\s+(?:an?\s+)" + _JOB + _END, re.IGNORECASE)
 _GAVE_UP = _p(r"\bi(?:'ve|\s+have)?\s+(?:gave|given|give)\s+up\s+{old}\b", old=_DRINK)
-_DRINK_NOW = _p(r"\bi\s+(?:now\s+|usually\s+|always\s+|only\s+|just\s+|mostly\s+)*(?:drink|have|start\s+my\s+day\s+with)\s+{v}\b"
-                r"(?P<when>[^.!?]*\bmorning)?", v=_DRINK)
+_DRINK_NOW = _p(r"\bi\s+(?:now\s+|usually\s+|always\s+|only\s+|just\s+|mostly\s+)*"
+                r"(?:drink|have|start\s+my\s+day\s+with)\s+{v}\b(?P<when>[^.!?]*\bmorning)?", v=_DRINK)
 _DIET = re.compile(r"\bi(?:'m|\s+am|\s+became|\s+went|'ve\s+become|\s+have\s+become)\s+(?:now\s+|a\s+|fully\s+)*"
                    rf"(?P<v>{'|'.join(DIETS)})\b", re.IGNORECASE)
 _NO_MEAT = re.compile(r"\bi\s+(?:don't|do\s+not|no\s+longer)\s+eat\s+meat\b", re.IGNORECASE)
-_FAV = re.compile(r"\bmy\s+(?:new\s+)?favou?rite\s+(?P<a>[a-z][a-z ]{1,30}?)\s+(?:is|are)\s+(?:now\s+)?(?P<v>[^,.!?;]{1,60})", re.IGNORECASE)
+_FAV = re.compile(r"\bmy\s+(?:new\s+)?favou?rite\s+(?P<a>[a-z][a-z ]{1,30}?)\s+(?:is|are)\s+(?:now\s+)?"
+                  r"(?P<v>[^,.!?;]{1,60})", re.IGNORECASE)
 _MY = re.compile(r"\bmy\s+(?P<a>name|hometown|home\s+town|birthday|job|job\s+title|employer)\s+is\s+(?:now\s+)?"
                  r"(?P<v>[^,.!?;]{1,60})", re.IGNORECASE)
 _BARE = re.compile(r"^(?:it(?:'s|\s+is|\s+was)\s+|i\s+meant\s+)?(?P<v>[A-Z][\w'’&.-]*(?:\s+[A-Z][\w'’&.-]*)*)\s*"

@@ -29,8 +29,10 @@ PROMPT_VERSION = "answer-v4"
 
 
 _SYSTEM = """You answer questions about a user's past conversations using only the memories given.
-Each memory line starts with the date (and time) it refers to. When a memory says "yesterday", "last week" or similar, count from that memory's date, not from today, and give the resulting date.
-Answer briefly (one short sentence or a few words). If the memories do not contain the answer, say that you don't know."""
+Each memory line starts with the date (and time) it refers to. When a memory says "yesterday", "last week" or \
+similar, count from that memory's date, not from today, and give the resulting date.
+Answer briefly (one short sentence or a few words). If the memories do not contain the answer, say that you don't \
+know."""
 
 
 _ITEMS = ("\nLines like \"[fact, valid 2024-04-21 – now] Mia's home city: Porto\" are what the person stated, with "

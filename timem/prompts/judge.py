@@ -39,11 +39,19 @@ class JudgeVerdict(BaseModel):
 
 
 _LOCOMO = """You grade answers to questions about a long conversation between two people.
-You get the question, the gold answer and a generated answer. Label the generated answer CORRECT if it states the same fact as the gold answer, even if it is worded differently, longer, or adds harmless detail. Dates and times count as the same when they name the same day, month, year or period in another format (for example "7 May 2023" and "May 7th, 2023", or "the week before 9 June 2023" and "early June 2023"). Label it WRONG if it gives a different fact, misses the point of the gold answer, contradicts it, or says it does not know.
+You get the question, the gold answer and a generated answer. Label the generated answer CORRECT if it states the \
+same fact as the gold answer, even if it is worded differently, longer, or adds harmless detail. Dates and times \
+count as the same when they name the same day, month, year or period in another format (for example "7 May 2023" and \
+"May 7th, 2023", or "the week before 9 June 2023" and "early June 2023"). Label it WRONG if it gives a different \
+fact, misses the point of the gold answer, contradicts it, or says it does not know.
 """ + _FORMAT
 
 _LOCOMO_ADVERSARIAL = """You grade answers to trick questions about a long conversation between two people.
-The question assumes something the conversation never says (often it swaps who did what), so the right response is to say that this is not mentioned or not known. You get the question, a tempting wrong answer and a generated answer. Label the generated answer CORRECT if it says the information is not mentioned, not available or unknown, or points out the false assumption. Label it WRONG if it answers the question as asked, in particular with the tempting wrong answer.
+The question assumes something the conversation never says (often it swaps who did what), so the right response is \
+to say that this is not mentioned or not known. You get the question, a tempting wrong answer and a generated \
+answer. Label the generated answer CORRECT if it says the information is not mentioned, not available or unknown, or \
+points out the false assumption. Label it WRONG if it answers the question as asked, in particular with the tempting \
+wrong answer.
 """ + _FORMAT
 
 _LME_RULES: dict[str, str] = {
@@ -95,7 +103,8 @@ def build_longmemeval_messages(question: str, gold: str, hypothesis: str, questi
                                abstention: bool = False) -> list[Message]:
     """Messages for judging one LongMemEval response under its type's rule (see :func:`lme_rule_key`)."""
     key = lme_rule_key(question_type, abstention)
-    gold_name = {"abstention": "Why it cannot be answered", "single-session-preference": "Rubric"}.get(key, "Gold answer")
+    gold_name = {"abstention": "Why it cannot be answered",
+                 "single-session-preference": "Rubric"}.get(key, "Gold answer")
     user = f"Question: {question}\n{gold_name}: {gold}\nResponse: {hypothesis}\nVerdict (JSON):"
     system = _LME_SYSTEM.replace("{rule}", _LME_RULES[key])
     return [Message(role="system", content=system), Message(role="user", content=user)]

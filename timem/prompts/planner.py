@@ -27,15 +27,19 @@ class PlannerResponse(BaseModel):
         default=None, description="the words of the question that name a time (e.g. 'last week'), else null")
 
 
-_SYSTEM = """You plan memory lookups for a chat assistant. Given a question about past conversations, decide how much memory is needed to answer it.
+_SYSTEM = """You plan memory lookups for a chat assistant. Given a question about past conversations, decide how \
+much memory is needed to answer it.
 
 complexity:
 - "simple": the answer is one single fact that was stated once (a name, a place, an object, a job).
-- "hybrid": the answer combines several facts or needs dates: counting, listing everything, comparing, "when" something happened, what came first, what changed between occasions.
-- "complex": the answer needs judgement over many conversations: preferences, habits, personality, values, trends over time, predictions, "would ..." or "what if" questions.
+- "hybrid": the answer combines several facts or needs dates: counting, listing everything, comparing, "when" \
+something happened, what came first, what changed between occasions.
+- "complex": the answer needs judgement over many conversations: preferences, habits, personality, values, trends \
+over time, predictions, "would ..." or "what if" questions.
 
 keywords: 1 to 5 important content words from the question for a full-text search. Never include person names.
-time_expression: copy the words of the question that name a time period (for example "last week", "in May 2023", "two days ago"); null if there are none.
+time_expression: copy the words of the question that name a time period (for example "last week", "in May 2023", \
+"two days ago"); null if there are none.
 
 Reply with one JSON object only."""
 

@@ -59,7 +59,7 @@ def _max_normalise(scores: Mapping[str, float]) -> dict[str, float]:
     """``max(0, x) / max`` over the values; all zeros when the maximum is not positive."""
     top = max((v for v in scores.values()), default=0.0)
     if top <= 0:
-        return {k: 0.0 for k in scores}
+        return dict.fromkeys(scores, 0.0)
     return {k: max(0.0, v) / top for k, v in scores.items()}
 
 
@@ -133,7 +133,8 @@ def select_leaves(store: Store, embedder: Embedder, config: Config, user_id: str
             new = [i for i in timed if i not in vec_hits]
             vecs = store.embeddings(new) if new else {}
             vec_hits.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
-            notes.append(f"time channel: {len(timed)} leaves in the window(s) of {', '.join(repr(p) for p in loc.phrases)}, {len(new)} new")
+            notes.append(f"time channel: {len(timed)} leaves in the window(s) of "
+                         f"{', '.join(repr(p) for p in loc.phrases)}, {len(new)} new")
     nodes = {x.id: x for x in store.nodes(user_id=user_id, ids=list({*vec_hits, *lex_hits}))}
     if question_time is not None:
         late = {i for i, x in nodes.items() if x.span_start > question_time}

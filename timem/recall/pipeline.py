@@ -96,7 +96,7 @@ def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: 
     t_all = time.perf_counter()
     qt = datetime.now(UTC) if question_time is None else to_utc(question_time, config.tz)
     planner_name = planner_override or config.planner
-    gate_mode: GateMode = gate_override or config.gate  # type: ignore[assignment]
+    gate_mode: GateMode = gate_override or config.gate
     if planner_name not in ("centroid", "llm"):
         raise ConfigError(f"unknown planner {planner_name!r}; use centroid or llm.")
     if gate_mode not in ("llm", "score", "off"):
@@ -168,9 +168,11 @@ def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: 
 
     trace = RecallTrace(
         trace_id=uuid.uuid4().hex, user_id=user_id, query=query, question_time=qt, created_at=datetime.now(UTC),
-        settings={**_settings(config), "vector_index": store.vector_index}, plan=plan, bm25_query=leaves.bm25_query, candidates=leaves.candidates,
+        settings={**_settings(config), "vector_index": store.vector_index}, plan=plan,
+        bm25_query=leaves.bm25_query, candidates=leaves.candidates,
         ancestors=ancestors, gate=outcome, node_ids=[n.id for n in chosen], context=context,
-        context_tokens=tokens, items=items.used, latency_ms=latency, llm_calls=list(llm.calls) if llm else [], notes=notes)
+        context_tokens=tokens, items=items.used, latency_ms=latency, llm_calls=list(llm.calls) if llm else [],
+        notes=notes)
     return RecallResult(context=context, nodes=chosen, trace=trace)
 
 
@@ -269,7 +271,8 @@ def answer(store: Store, embedder: Embedder, llm: LLMClient, config: Config, use
         LLMError: the answer call failed.
     """
     if llm is None:
-        raise ConfigError("answering needs an LLM; set llm_backend to 'local' or 'openai', or pass --recall-only for the context alone.")
+        raise ConfigError("answering needs an LLM; set llm_backend to 'local' or 'openai', or pass --recall-only for "
+                          "the context alone.")
     rec = RecordingLLM(llm)
     result = _recall(store, embedder, rec, config, user_id, query, question_time, complexity_override,
                      gate_override, planner_override, participants)

@@ -199,7 +199,8 @@ class LLMPlanner:
 
     def __init__(self, llm: LLMClient, examples_per_class: int = 3) -> None:
         self.llm = llm
-        self.examples = {c: qs[:examples_per_class] for c, qs in load_examples().items()} if examples_per_class else None
+        self.examples = ({c: qs[:examples_per_class] for c, qs in load_examples().items()}
+                         if examples_per_class else None)
 
     def plan(self, question: str, question_time: datetime, config: Config, *,
              participants: Sequence[str] = (), user_id: str | None = None) -> RecallPlan:
@@ -229,7 +230,7 @@ def evaluate_planner(planner: Planner, items: Iterable[Mapping[str, str] | Any] 
     config = config or Config()
     question_time = question_time or datetime.now(UTC)
     rows = list(items if items is not None else load_eval_set())
-    confusion: dict[str, dict[str, int]] = {c: {p: 0 for p in (*COMPLEXITIES, "error")} for c in COMPLEXITIES}
+    confusion: dict[str, dict[str, int]] = {c: dict.fromkeys((*COMPLEXITIES, "error"), 0) for c in COMPLEXITIES}
     errors = []
     for it in rows:
         q = it["question"] if isinstance(it, Mapping) else it.question

@@ -32,6 +32,13 @@ from timem.store import Store
 Direction = Literal["top-down", "bottom-up", "both"]
 
 
+def direction_of(config: Config) -> Direction:
+    """``config.propagation`` as a direction. Raises ValueError when it is "off" (callers check that first)."""
+    if config.propagation == "off":
+        raise ValueError("unknown propagation direction 'off'; use top-down, bottom-up or both")
+    return config.propagation
+
+
 def propagate_relevance(local: Mapping[str, float], parent: Mapping[str, str | None],
                         n_children: Mapping[str, int], direction: Direction, hops: int, alpha: float
                         ) -> dict[str, float]:
@@ -104,7 +111,8 @@ def propagate_leaves(store: Store, config: Config, user_id: str, query: str, que
     """Re-rank leaf selection by propagated relevance (``Config.propagation``); returns the new selection
     and the local score of every upper-level node that took part (for the trace).
 
-    Upper levels 2..min(5, 1 + H) are searched like L1 (higher ones cannot reach a leaf in H hops) (top ``recall_candidates // 2`` by cosine and by BM25,
+    Upper levels 2..min(5, 1 + H) are searched like L1 (higher ones cannot reach a leaf in H hops)
+    (top ``recall_candidates // 2`` by cosine and by BM25,
     fused with λ, normalised per level). The children of the ``propagation_route`` best L2 nodes
     join the leaf candidates (their cosine from the stored vectors; BM25 0), so the upper levels act
     as an index that routes to leaves the flat search missed.
@@ -132,7 +140,7 @@ def propagate_leaves(store: Store, config: Config, user_id: str, query: str, que
         cands = {i: c for i, c in cands.items() if i in nodes and nodes[i].span_start <= question_time}
     n_children = {i: len(x.child_ids) for i, x in nodes.items()}
     local = {**{i: v for i, v in upper.items() if i in nodes}, **_normalised({i: c.fused for i, c in cands.items()})}
-    total = propagate_relevance(local, parent, n_children, config.propagation, config.propagation_hops,
+    total = propagate_relevance(local, parent, n_children, direction_of(config), config.propagation_hops,
                                 config.propagation_alpha)
     out = [c.model_copy(update={"local": round(local.get(i, 0.0), 6),
                                 "propagated": round(total.get(i, 0.0) - local.get(i, 0.0), 6),

@@ -52,7 +52,17 @@ def _unit_window(d: date, unit: str, tz: ZoneInfo) -> TimeSpan:
 
 
 def _shift(d: date, unit: str, n: int) -> date:
-    return d + relativedelta(**{f"{unit}s": n})
+    """``d`` moved by ``n`` days, weeks, months or years (``unit`` in the singular, as :data:`_UNIT` matches it)."""
+    match unit:
+        case "day":
+            return d + relativedelta(days=n)
+        case "week":
+            return d + relativedelta(weeks=n)
+        case "month":
+            return d + relativedelta(months=n)
+        case "year":
+            return d + relativedelta(years=n)
+    raise ValueError(f"unknown calendar unit {unit!r}")
 
 
 def _count(token: str) -> int:
@@ -100,9 +110,9 @@ def resolve_time_window(question: str, question_time: datetime, tz: ZoneInfo) ->
         return m[0], _days(d, d, tz)
     if m := (re.search(rf"\b(\d{{1,2}}){_ORD}\s+(?:of\s+)?{_MON}\b,?(\s+\d{{4}})?", q, flags)
              or re.search(rf"\b{_MON}\s+(\d{{1,2}}){_ORD}\b,?(\s+\d{{4}})?", q, flags)):
-        d = _explicit_day(m[0].replace("of ", ""), today)
-        if d is not None:
-            return m[0].strip(), _days(d, d, tz)
+        day = _explicit_day(m[0].replace("of ", ""), today)
+        if day is not None:
+            return m[0].strip(), _days(day, day, tz)
     if m := re.search(rf"\b(?:in\s+)?{_MON}\s+(\d{{4}})\b", q, flags):
         first = date(int(m[2]), _month_index(m[1]), 1)
         return m[0], _unit_window(first, "month", tz)
@@ -110,7 +120,8 @@ def resolve_time_window(question: str, question_time: datetime, tz: ZoneInfo) ->
         month = _month_index(m[1])
         year = today.year if month <= today.month else today.year - 1
         return m[0], _unit_window(date(year, month, 1), "month", tz)
-    if m := re.search(r"(?:((?:19|20)\d{2})年)?(1[0-2]|[1-9]|十[一二]?|[一二三四五六七八九])月份?(?![前后底初\d日号])", q):
+    if m := re.search(r"(?:((?:19|20)\d{2})年)?(1[0-2]|[1-9]|十[一二]?|[一二三四五六七八九])"
+                      r"月份?(?![前后底初\d日号])", q):
         month = _ZH_MONTHS.index(m[2]) + 1 if not m[2].isdigit() else int(m[2])
         year = int(m[1]) if m[1] else (today.year if month <= today.month else today.year - 1)
         return m[0], _unit_window(date(year, month, 1), "month", tz)
@@ -124,6 +135,6 @@ def resolve_time_window(question: str, question_time: datetime, tz: ZoneInfo) ->
         return m[0], TimeSpan(start=midnight(start, tz), end=question_time)
     found = resolve_relative_dates(q, question_time.astimezone(tz))[1]
     if found:
-        first = min(found, key=lambda r: r.start)
-        return first.phrase, _days(first.start_date, first.end_date, tz)
+        earliest = min(found, key=lambda r: r.start)
+        return earliest.phrase, _days(earliest.start_date, earliest.end_date, tz)
     return None

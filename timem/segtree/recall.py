@@ -34,7 +34,7 @@ import numpy as np
 from timem.config import Config
 from timem.errors import StoreError
 from timem.recall.leaves import LeafSelection, fuse, rerank
-from timem.recall.propagation import propagate_relevance, with_routed
+from timem.recall.propagation import direction_of, propagate_relevance, with_routed
 from timem.segtree import store as segstore
 from timem.segtree.view import TreeView, cached_index, leaf_rows, leaves_under
 from timem.store import Store
@@ -115,7 +115,7 @@ def propagate_segtree(store: Store, config: Config, user_id: str, query_vec: np.
     parent = {i: info[i][0] for i in tree_ids if i in info}
     n_children = {i: info[i][2] for i in tree_ids if i in info}
     local = {**upper, **_normalised({i: c.fused for i, c in cands.items()})}
-    total = propagate_relevance(local, parent, n_children, config.propagation, hops, config.propagation_alpha)
+    total = propagate_relevance(local, parent, n_children, direction_of(config), hops, config.propagation_alpha)
     out = [c.model_copy(update={"local": round(local.get(i, 0.0), 6),
                                 "propagated": round(total.get(i, 0.0) - local.get(i, 0.0), 6),
                                 "fused": round(total.get(i, 0.0), 6)}) for i, c in cands.items()]

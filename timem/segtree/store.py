@@ -90,7 +90,8 @@ def version(store: Store, user_id: str, threshold: float, max_children: int) -> 
         "SELECT s.n_leaves, s.next_id, s.threshold, s.max_children, s.built_at, (SELECT count(*) FROM nodes "
         "WHERE user_id = ? AND level = 1 AND status = 'active') FROM segtree_state s WHERE s.user_id = ?",
         [user_id, user_id]).fetchone()
-    if row is None or (float(row[2]), int(row[3])) != (float(threshold), int(max_children)) or int(row[5]) != int(row[0]):
+    if row is None or (float(row[2]), int(row[3])) != (float(threshold), int(max_children)) \
+            or int(row[5]) != int(row[0]):
         return None
     return tuple(row[:5])  # as _state reads it
 
@@ -135,7 +136,7 @@ def sync(store: Store, user_id: str, threshold: float, max_children: int, *, reb
     resume = state is not None and len(stored) == state[0] and stored == [x[0] for x in leaves[:len(stored)]] \
         and (len(stored) > 0 or state[0] == 0)
     with store.transaction():
-        if resume:
+        if state is not None and resume:
             frontier = [_row(r) for r in store.con.execute(
                 f"SELECT {_COLS} FROM segtree_nodes WHERE user_id = ? AND height > 0 AND last_seq = ?",
                 [user_id, state[0] - 1]).fetchall()]

@@ -45,7 +45,7 @@ from datetime import datetime
 
 import numpy as np
 
-from timem.errors import ConfigError, InputError
+from timem.errors import ConfigError, InputError, InvariantError
 
 
 @dataclass
@@ -72,6 +72,13 @@ class SegNode:
     @property
     def is_leaf(self) -> bool:
         return self.height == 0
+
+    def mean(self) -> np.ndarray:
+        """The centroid of an internal node. Raises :class:`InvariantError` for a node without one (a leaf)."""
+        if self.centroid is None:
+            raise InvariantError(f"segment tree node {self.id!r} (height {self.height}) has no centroid; "
+                                 "rebuild the tree with `timem segtree build --rebuild`")
+        return self.centroid
 
 
 @dataclass
@@ -179,7 +186,8 @@ class SegTree:
             touched.append(top.id)
         else:
             admissible = [k for k in range(1, h + 2) if self._admissible(k)]
-            fits = [k for k in admissible if k <= h and _cos(e, self.nodes[self.frontier[k - 1]].centroid) >= self.threshold]
+            fits = [k for k in admissible
+                    if k <= h and _cos(e, self.nodes[self.frontier[k - 1]].mean()) >= self.threshold]
             if fits:
                 attach, compatible = fits[0], True
             elif h + 1 in admissible:
@@ -190,7 +198,7 @@ class SegTree:
             if new_root:
                 old = self.nodes[self.frontier[-1]]
                 top = self._new_node(h + 1, None, old.first_seq, old.span_start, old.span_end, e.shape[0])
-                top.n_leaves, top.n_children, top.centroid = old.n_leaves, 1, old.centroid.copy()
+                top.n_leaves, top.n_children, top.centroid = old.n_leaves, 1, old.mean().copy()
                 old.parent_id = top.id
                 self.frontier.append(top.id)
                 touched += [top.id, old.id]
@@ -208,7 +216,7 @@ class SegTree:
                                       span_start=start, span_end=end)
         for nid in self.frontier:  # the leaf's ancestors: running mean, range and span end
             node = self.nodes[nid]
-            node.centroid = (node.centroid * node.n_leaves + e) / (node.n_leaves + 1)
+            node.centroid = (node.mean() * node.n_leaves + e) / (node.n_leaves + 1)
             node.n_leaves += 1
             node.last_seq = seq
             node.span_end = max(node.span_end, end)

@@ -111,7 +111,7 @@ def _patched(store: Store, user_id: str, old: SegIndex, changed: Sequence[str]) 
     add = np.array([k for k, p in enumerate(at) if p < 0], dtype=np.int64)
     where = np.array([p for p in at if p >= 0], dtype=np.int64)
     parent = list(old.parent)
-    for k, p in zip(upd.tolist(), where.tolist()):
+    for k, p in zip(upd.tolist(), where.tolist(), strict=True):
         parent[p] = new.parent[k]
 
     def merged(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -119,7 +119,8 @@ def _patched(store: Store, user_id: str, old: SegIndex, changed: Sequence[str]) 
         out[where] = b[upd]
         return out
 
-    return SegIndex(ids=old.ids + [new.ids[k] for k in add.tolist()], parent=parent + [new.parent[k] for k in add.tolist()],
+    return SegIndex(ids=old.ids + [new.ids[k] for k in add.tolist()],
+                    parent=parent + [new.parent[k] for k in add.tolist()],
                     height=merged(old.height, new.height), n_children=merged(old.n_children, new.n_children),
                     start=merged(old.start, new.start), centroids=merged(old.centroids, new.centroids),
                     max_height=old.max_height)
@@ -218,7 +219,7 @@ class TreeView:
         lineage = {ix.pos[i] for i in self._internal_lineage(self.leaves)}
         score = sorted(short | lineage)
         exact = exact_cosines(store, ix.centroids[score], query_vec) if score else []
-        self.cos: dict[str, float] = {ix.ids[k]: c for k, c in zip(score, exact)}
+        self.cos: dict[str, float] = {ix.ids[k]: c for k, c in zip(score, exact, strict=True)}
         by_height: dict[int, list[tuple[str, float]]] = {}
         for k in sorted(short):
             by_height.setdefault(int(ix.height[k]), []).append((ix.ids[k], self.cos[ix.ids[k]]))

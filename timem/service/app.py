@@ -147,7 +147,8 @@ class Service:
     def require_node(self, eng: MemoryEngine, internal: str, user: str, node_id: str):
         n = eng.node(node_id)
         if n is None or n.user_id != internal:
-            raise NotFoundError(f"no memory {node_id!r} for user {user!r}; list them with GET /v1/users/{user}/memories")
+            raise NotFoundError(f"no memory {node_id!r} for user {user!r}; "
+                                f"list them with GET /v1/users/{user}/memories")
         return n
 
 
@@ -183,7 +184,9 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
     keyfile = keys if isinstance(keys, KeyFile) else KeyFile(keys)
     if isinstance(engine_factory, Config):
         cfg = engine_factory
-        engine_factory = lambda: MemoryEngine.open(cfg, with_llm=cfg.llm_backend != "none")
+
+        def engine_factory() -> MemoryEngine:
+            return MemoryEngine.open(cfg, with_llm=cfg.llm_backend != "none")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -226,8 +229,9 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
             key = header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-api-key")
             tenant = await anyio.to_thread.run_sync(keyfile.tenant_of, key)  # scrypt: off the event loop
             if tenant is None:
-                return _error(STATUS[AuthError], str(AuthError("missing or invalid API key; send 'Authorization: Bearer <key>' "
-                                                 "with a key from `timem keys add TENANT`")))
+                return _error(STATUS[AuthError], str(AuthError(
+                    "missing or invalid API key; send 'Authorization: Bearer <key>' "
+                    "with a key from `timem keys add TENANT`")))
             request.state.tenant = Tenant(tenant)
             limit = 4 * request.app.state.service.max_text + 64 * 1024
             if int(request.headers.get("content-length") or 0) > limit:
@@ -268,7 +272,8 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
                 # the first attempt's turns are stored; finish its consolidation if a crash cut it short
                 finish = body.consolidate and body.reply is not None
                 out = _written(user, internal, lambda: eng.consolidate(internal) if finish else [])
-                return out.model_copy(update={"turn_ids": [x.replace(internal, user) for x in done[1]], "replayed": True})
+                return out.model_copy(update={"turn_ids": [x.replace(internal, user) for x in done[1]],
+                                              "replayed": True})
             before = {x.id for x in eng.turns(internal, body.session_id)}
             try:
                 if body.message is not None and body.reply is not None:
@@ -297,7 +302,8 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
         return WrittenOut(user=user, written=[MemoryOut.of(n, internal, user) for n in nodes], warning=warning)
 
     @app.post("/v1/users/{user}/sessions/{session_id}/end")
-    def end_session(user: UserPath, session_id: Annotated[str, PathParam(pattern=ID_PATTERN)], s: S, t: T) -> WrittenOut:
+    def end_session(user: UserPath, session_id: Annotated[str, PathParam(pattern=ID_PATTERN)], s: S,
+                    t: T) -> WrittenOut:
         """Mark a session ended and consolidate what that closes (its L2 session memory at least)."""
         with s.use() as eng:
             internal = s.require_user(eng, t, user)
@@ -389,7 +395,10 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
         with s.use() as eng:
             internal = s.require_user(eng, t, user)
             data = eng.export_user(internal)
-        ext = lambda v: v.replace(internal, user) if isinstance(v, str) else v
+
+        def ext(v: object) -> object:
+            return v.replace(internal, user) if isinstance(v, str) else v
+
         data["user_id"] = user
         for row in data["turns"] + data["nodes"] + data["traces"]:
             for k in ("id", "user_id", "window_key"):

@@ -80,7 +80,10 @@ class MemoryOut(BaseModel):
     @classmethod
     def of(cls, n: MemoryNode, internal: str, user: str) -> MemoryOut:
         """``n`` with the namespaced user id ``internal`` shown as ``user`` in its keys and turn ids."""
-        ext = lambda s: s.replace(internal, user)
+
+        def ext(s: str) -> str:
+            return s.replace(internal, user)
+
         return cls(id=n.id, level=int(n.level), window_key=ext(n.window_key), span_start=n.span_start,
                    span_end=n.span_end, content=n.content, status=n.status.value, mode=n.mode, stale=n.stale,
                    session_id=n.session_id, child_ids=list(n.child_ids),

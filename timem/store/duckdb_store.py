@@ -5,7 +5,8 @@
   ``duckdb-extension-vss`` packages (never ``INSTALL`` from the network).
 * The FTS index (and the BM25 postings table derived from it, :mod:`timem.store.search`) is a
   snapshot of ``nodes.search_text`` (the content with Chinese, Japanese and Korean runs cut into
-  words, :mod:`timem.store.segmenter`; equal to ``content`` for other text): writes mark it dirty and :meth:`Store.refresh_fts` rebuilds it
+  words, :mod:`timem.store.segmenter`; equal to ``content`` for other text): writes mark it dirty and
+  :meth:`Store.refresh_fts` rebuilds it
   once per batch (a full rebuild, roughly linear in the number of nodes; about 1 s for 23k short
   nodes, 4-5 s for 228k, on 2 cores). BM25 queries refresh it lazily.
 * The embedder's model id and dimension are recorded on creation; opening the file with another
@@ -30,6 +31,7 @@ from timem.models import Level, MemoryNode, NodeStatus, Role, Turn
 from timem.store.items import ItemTables
 from timem.store.migrations import migrate
 from timem.store.records import RecordTables, db_time
+from timem.store.rows import one_row
 from timem.store.search import (
     DERIVED_TABLES,
     FTS_PRAGMA,
@@ -144,7 +146,7 @@ class Store(RecordTables, ItemTables):
         for leftover in (tmp, Path(str(tmp) + ".wal")):
             leftover.unlink(missing_ok=True)
         had_hnsw = drop_hnsw(self.con)
-        name = self.con.execute("SELECT current_database()").fetchone()[0]
+        name = one_row(self.con.execute("SELECT current_database()"))[0]
         self.con.execute("CHECKPOINT")
         quoted = str(tmp).replace("'", "''")
         self.con.execute(f"ATTACH '{quoted}' AS timem_compact")
@@ -248,12 +250,14 @@ class Store(RecordTables, ItemTables):
     def relink(self, child_id: str, parent_id: str) -> None:
         """Set ``child_id``'s parent to ``parent_id`` if the child has none and the parent lists it."""
         self.con.execute("UPDATE nodes SET parent_id = ? WHERE id = ? AND parent_id IS NULL AND EXISTS "
-                         "(SELECT 1 FROM nodes p WHERE p.id = ? AND p.status = 'active' AND list_contains(p.child_ids, ?))",
+                         "(SELECT 1 FROM nodes p WHERE p.id = ? AND p.status = 'active' "
+                         "AND list_contains(p.child_ids, ?))",
                          [parent_id, child_id, parent_id, child_id])
 
     def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]:
         """Turns of a user (optionally one session or given ids), in event-time then seq order."""
-        sql, args = f"SELECT {_TURN_COLS} FROM turns WHERE user_id = ?", [user_id]
+        sql = f"SELECT {_TURN_COLS} FROM turns WHERE user_id = ?"
+        args: list[Any] = [user_id]
         if session_id is not None:
             sql, args = sql + " AND session_id = ?", args + [session_id]
         if ids is not None:
@@ -267,7 +271,7 @@ class Store(RecordTables, ItemTables):
         """Sessions of a user: ``session_id``, ``started_at``, ``last_event_at`` (UTC-aware), ``ended``."""
         rows = self.con.execute("SELECT session_id, started_at, last_event_at, ended FROM sessions "
                                 "WHERE user_id = ? ORDER BY started_at, session_id", [user_id]).fetchall()
-        return [dict(session_id=r[0], started_at=_py(r[1]), last_event_at=_py(r[2]), ended=r[3]) for r in rows]
+        return [{"session_id": r[0], "started_at": _py(r[1]), "last_event_at": _py(r[2]), "ended": r[3]} for r in rows]
 
     def end_session(self, user_id: str, session_id: str) -> None:
         self.con.execute("UPDATE sessions SET ended = TRUE WHERE user_id = ? AND session_id = ?", [user_id, session_id])
@@ -304,7 +308,7 @@ class Store(RecordTables, ItemTables):
                                      n.history_ids, n.source_turn_ids, None, n.model_id, n.prompt_version,
                                      db_time(n.created_at), n.status.value, n.stale, n.mode, v.tolist(),
                                      search_text(n.content)]
-                                     for n, v in zip(nodes, vecs)])
+                                     for n, v in zip(nodes, vecs, strict=True)])
             for n in nodes:
                 if n.child_ids:
                     self.con.execute(f"UPDATE nodes SET parent_id = ? WHERE id IN {_IN_LIST}", [n.id, n.child_ids])
@@ -369,11 +373,13 @@ class Store(RecordTables, ItemTables):
             raise NotFoundError(f"no memory node {node_id!r}; list nodes with `timem tree --user U`")
         return found[0]
 
-    def nodes(self, user_id: str | None = None, level: int | None = None, *, status: NodeStatus | None = NodeStatus.ACTIVE,
-              ids: Sequence[str] | None = None, session_id: str | None = None) -> list[MemoryNode]:
+    def nodes(self, user_id: str | None = None, level: int | None = None, *,
+              status: NodeStatus | None = NodeStatus.ACTIVE, ids: Sequence[str] | None = None,
+              session_id: str | None = None) -> list[MemoryNode]:
         """Nodes filtered by user, level, status (``None`` = any), ids, session; in conversation order (span
         start, level, then session and turn seq at equal times: :mod:`timem.tree.order`)."""
-        where, args = ["TRUE"], []
+        where: list[str] = ["TRUE"]
+        args: list[Any] = []
         for col, val in (("user_id", user_id), ("level", level), ("session_id", session_id)):
             if val is not None:
                 where.append(f"{col} = ?")
@@ -436,20 +442,21 @@ class Store(RecordTables, ItemTables):
                                                "WHERE user_id = ?", [user_id, user_id, user_id]).fetchall()]
 
     def erase_user(self, user_id: str) -> dict[str, int]:
-        """Remove every row of ``user_id`` (turns, sessions, nodes, segment tree, traces, cache entries of its calls)."""
+        """Remove every row of ``user_id`` (turns, sessions, nodes, segment tree, traces, cache entries of its
+        calls)."""
         counts: dict[str, int] = {}
         with self.transaction():
             texts = self.user_texts(user_id)
             keys = [r[0] for r in self.con.execute("SELECT DISTINCT cache_key FROM llm_calls WHERE user_id = ? "
                                                    "AND cache_key IS NOT NULL", [user_id]).fetchall()]
-            counts["llm_cache"] = self.con.execute(f"SELECT count(*) FROM llm_cache WHERE key IN {_IN_LIST}",
-                                                   [keys]).fetchone()[0]
+            counts["llm_cache"] = one_row(self.con.execute(f"SELECT count(*) FROM llm_cache WHERE key IN {_IN_LIST}",
+                                                           [keys]))[0]
             self.con.execute(f"DELETE FROM llm_cache WHERE key IN {_IN_LIST}", [keys])
             counts["llm_cache"] += self.purge_cache_mentioning(texts)
             for table in ("turns", "sessions", "nodes", "recall_traces", "llm_calls", "segtree_nodes", "segtree_state",
                           "write_requests", "memory_items", "memory_extractions"):
-                counts[table] = self.con.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?",
-                                                 [user_id]).fetchone()[0]
+                counts[table] = one_row(self.con.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?",
+                                                         [user_id]))[0]
                 self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
             self._set_meta("fts_dirty", "1")
         return counts
@@ -470,8 +477,9 @@ class Store(RecordTables, ItemTables):
     def _has_postings(self) -> bool:
         """Whether the tables derived from the fts index exist (``postings``, ``user_stats``; files written
         before one was introduced lack it)."""
-        return self.con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'fts_main_nodes' "
-                                f"AND table_name IN {DERIVED_TABLES}").fetchone()[0] == len(DERIVED_TABLES)
+        return bool(one_row(self.con.execute("SELECT count(*) FROM duckdb_tables() "
+                                             "WHERE schema_name = 'fts_main_nodes' "
+                                             f"AND table_name IN {DERIVED_TABLES}"))[0] == len(DERIVED_TABLES))
 
     def search_bm25(self, user_id: str, query: str, level: int, limit: int) -> list[tuple[str, float]]:
         """Top ``limit`` active nodes of one user and level by BM25 (higher is better); user filter in SQL.
@@ -498,12 +506,12 @@ class Store(RecordTables, ItemTables):
         """Counts: nodes per level, turns, users, LLM calls, tokens, cache hits."""
         per_level = dict(self.con.execute("SELECT level, count(*) FROM nodes WHERE status = 'active' "
                                           "GROUP BY level ORDER BY level").fetchall())
-        calls = self.con.execute("SELECT count(*) FILTER (WHERE NOT cached), count(*) FILTER (WHERE cached), "
-                                 "coalesce(sum(prompt_tokens) FILTER (WHERE NOT cached), 0), "
-                                 "coalesce(sum(completion_tokens) FILTER (WHERE NOT cached), 0) FROM llm_calls"
-                                 ).fetchone()
+        calls = one_row(self.con.execute("SELECT count(*) FILTER (WHERE NOT cached), count(*) FILTER (WHERE cached), "
+                                         "coalesce(sum(prompt_tokens) FILTER (WHERE NOT cached), 0), "
+                                         "coalesce(sum(completion_tokens) FILTER (WHERE NOT cached), 0) "
+                                         "FROM llm_calls"))
         return {
-            "turns": self.con.execute("SELECT count(*) FROM turns").fetchone()[0],
+            "turns": one_row(self.con.execute("SELECT count(*) FROM turns"))[0],
             "users": len(self.users()),
             "nodes_per_level": {f"L{k}": v for k, v in per_level.items()},
             "llm_calls": calls[0], "llm_cache_hits": calls[1],

@@ -18,6 +18,7 @@ import numpy as np
 from timem.errors import NotFoundError
 from timem.models import MemoryItem
 from timem.store.records import db_time
+from timem.store.rows import one_row
 
 _COLS = ("id, user_id, kind, subject, attribute, value, event_time, valid_from, valid_to, confidence, source, "
          "source_ids, superseded_by, status, pinned, last_access, access_count, created_at")
@@ -28,11 +29,16 @@ def _aware(dt: datetime | None) -> datetime | None:
     return None if dt is None else dt.replace(tzinfo=UTC)
 
 
+def _utc(dt: datetime) -> datetime:
+    """A NOT NULL TIMESTAMP column (naive UTC) as a UTC-aware datetime."""
+    return dt.replace(tzinfo=UTC)
+
+
 def _item(r: tuple[Any, ...]) -> MemoryItem:
     return MemoryItem(id=r[0], user_id=r[1], kind=r[2], subject=r[3], attribute=r[4], value=r[5],
-                      event_time=_aware(r[6]), valid_from=_aware(r[7]), valid_to=_aware(r[8]), confidence=r[9],
+                      event_time=_utc(r[6]), valid_from=_utc(r[7]), valid_to=_aware(r[8]), confidence=r[9],
                       source=r[10], source_ids=list(r[11]), superseded_by=r[12], status=r[13], pinned=r[14],
-                      last_access=_aware(r[15]), access_count=r[16], created_at=_aware(r[17]))
+                      last_access=_aware(r[15]), access_count=r[16], created_at=_utc(r[17]))
 
 
 def _t(dt: datetime | None) -> datetime | None:
@@ -45,7 +51,8 @@ class ItemTables:
     con: duckdb.DuckDBPyConnection
     dim: int
 
-    def transaction(self) -> AbstractContextManager[None]: ...  # provided by Store
+    def transaction(self) -> AbstractContextManager[None]:  # provided by Store
+        raise NotImplementedError
 
     def add_item(self, item: MemoryItem, embedding: np.ndarray) -> None:
         """Insert one item with its embedding (``float32[dim]`` of "subject attribute: value")."""
@@ -60,7 +67,7 @@ class ItemTables:
     def update_item(self, item_id: str, **fields: Any) -> None:
         """Set some columns of one item (``valid_to``, ``superseded_by``, ``status``, ``source_ids``,
         ``pinned``, ``confidence``); datetimes UTC-aware. Raises NotFoundError for an unknown id."""
-        if not self.con.execute("SELECT count(*) FROM memory_items WHERE id = ?", [item_id]).fetchone()[0]:
+        if not one_row(self.con.execute("SELECT count(*) FROM memory_items WHERE id = ?", [item_id]))[0]:
             raise NotFoundError(f"no memory item {item_id!r}; list them with `timem memories list --user U`")
         for col, val in fields.items():
             if col not in ("valid_to", "superseded_by", "status", "source_ids", "pinned", "confidence"):
@@ -71,7 +78,8 @@ class ItemTables:
     def items(self, user_id: str | None = None, *, status: str | None = "active", ids: Sequence[str] | None = None,
               subject: str | None = None, attribute: str | None = None) -> list[MemoryItem]:
         """Items (active only unless ``status`` is another value or ``None`` = any), oldest event first."""
-        conds, args = [], []
+        conds: list[str] = []
+        args: list[Any] = []
         for col, val in (("user_id", user_id), ("status", status), ("subject", subject), ("attribute", attribute)):
             if val is not None:
                 conds.append(f"{col} = ?")
@@ -91,7 +99,8 @@ class ItemTables:
         return found[0]
 
     def item_embeddings(self, item_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        rows = self.con.execute(f"SELECT id, embedding FROM memory_items WHERE id IN {_IN}", [list(item_ids)]).fetchall()
+        rows = self.con.execute(f"SELECT id, embedding FROM memory_items WHERE id IN {_IN}",
+                                [list(item_ids)]).fetchall()
         return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
 
     def touch_items(self, item_ids: Sequence[str], at: datetime) -> None:
@@ -102,8 +111,8 @@ class ItemTables:
 
     def items_from_sources(self, node_ids: Sequence[str]) -> list[MemoryItem]:
         """Items (any status) citing any of ``node_ids`` as a source."""
-        rows = self.con.execute(f"SELECT {_COLS} FROM memory_items WHERE len(list_intersect(source_ids, ?::VARCHAR[])) > 0",
-                                [list(node_ids)]).fetchall()
+        rows = self.con.execute(f"SELECT {_COLS} FROM memory_items "
+                                "WHERE len(list_intersect(source_ids, ?::VARCHAR[])) > 0", [list(node_ids)]).fetchall()
         return [_item(r) for r in rows]
 
     def drop_item_sources(self, node_ids: Sequence[str]) -> dict[str, int]:
@@ -134,8 +143,8 @@ class ItemTables:
 
     def was_forgotten(self, item_id: str) -> bool:
         """Whether the item was forgotten explicitly (an audit row ``forget-item``), not only with its sources."""
-        return bool(self.con.execute("SELECT count(*) FROM audit WHERE action = 'forget-item' AND node_id = ?",
-                                     [item_id]).fetchone()[0])
+        return bool(one_row(self.con.execute("SELECT count(*) FROM audit WHERE action = 'forget-item' "
+                                             "AND node_id = ?", [item_id]))[0])
 
     # ---------------------------------------------------------------- extraction log
     def extracted_units(self, user_id: str, mode: str) -> set[str]:

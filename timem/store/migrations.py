@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 import duckdb
 
+from timem.store.rows import one_row
+
 
 def _v1(con: duckdb.DuckDBPyConnection, dim: int) -> None:
     con.execute("""
@@ -141,8 +143,7 @@ MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2, 
 def migrate(con: duckdb.DuckDBPyConnection, dim: int) -> int:
     """Apply pending migrations inside one transaction each; returns the schema version."""
     con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-    row = con.execute("SELECT max(version) FROM schema_version").fetchone()
-    current = row[0] or 0
+    current = one_row(con.execute("SELECT max(version) FROM schema_version"))[0] or 0
     for version, step in enumerate(MIGRATIONS, start=1):
         if version <= current:
             continue

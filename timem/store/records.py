@@ -13,6 +13,8 @@ from typing import Any
 
 import duckdb
 
+from timem.store.rows import one_row
+
 
 def db_time(dt: datetime) -> datetime:
     """UTC-aware -> naive UTC for a TIMESTAMP column."""
@@ -43,8 +45,8 @@ class RecordTables:
         """Delete LLM-cache entries whose request or response contains any of ``texts`` (hard erase)."""
         n = 0
         for key in _probes(texts):
-            n += self.con.execute("SELECT count(*) FROM llm_cache WHERE contains(request, ?) OR contains(response, ?)",
-                                  [key, key]).fetchone()[0]
+            n += one_row(self.con.execute("SELECT count(*) FROM llm_cache WHERE contains(request, ?) "
+                                          "OR contains(response, ?)", [key, key]))[0]
             self.con.execute("DELETE FROM llm_cache WHERE contains(request, ?) OR contains(response, ?)", [key, key])
         return n
 
@@ -69,7 +71,8 @@ class RecordTables:
         out = {"recall_traces": 0, "audit_redacted": 0}
         if conds:
             where = " OR ".join(conds)
-            out["recall_traces"] = self.con.execute(f"SELECT count(*) FROM recall_traces WHERE {where}", args).fetchone()[0]
+            out["recall_traces"] = one_row(self.con.execute(f"SELECT count(*) FROM recall_traces WHERE {where}",
+                                                            args))[0]
             self.con.execute(f"DELETE FROM recall_traces WHERE {where}", args)
         aconds = ["contains(detail, ?)"] * len(probes) + (["user_id = ?"] if user_id is not None else [])
         aargs: list[Any] = [*probes, *([user_id] if user_id is not None else [])]
@@ -79,7 +82,7 @@ class RecordTables:
         if aconds:
             where = f"({' OR '.join(aconds)}) AND detail <> ?"
             aargs.append(REDACTED)
-            out["audit_redacted"] = self.con.execute(f"SELECT count(*) FROM audit WHERE {where}", aargs).fetchone()[0]
+            out["audit_redacted"] = one_row(self.con.execute(f"SELECT count(*) FROM audit WHERE {where}", aargs))[0]
             self.con.execute(f"UPDATE audit SET detail = ? WHERE {where}", [REDACTED, *aargs])
         return out
 
@@ -92,7 +95,8 @@ class RecordTables:
     def cache_put(self, key: str, model_id: str, request: str, response: str,
                   prompt_tokens: int | None, completion_tokens: int | None) -> None:
         self.con.execute("INSERT OR REPLACE INTO llm_cache VALUES (?,?,?,?,?,?,?)",
-                         [key, model_id, request, response, prompt_tokens, completion_tokens, db_time(datetime.now(UTC))])
+                         [key, model_id, request, response, prompt_tokens, completion_tokens,
+                          db_time(datetime.now(UTC))])
 
     def log_llm_call(self, model_id: str, purpose: str, user_id: str | None, cached: bool,
                      prompt_tokens: int | None, completion_tokens: int | None, latency_ms: float,

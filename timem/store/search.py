@@ -7,7 +7,8 @@ user's node can ever be returned.
 accents stripped, lower-cased) builds an inverted index in schema ``fts_main_nodes`` over
 ``nodes.search_text`` of every row: the content, with Chinese / Japanese / Korean runs cut into
 space-separated words by :mod:`timem.store.segmenter` (the fts tokenizer splits on whitespace and
-ASCII punctuation only); text without CJK characters is indexed exactly as written. Its ``match_bm25`` macro scores *every row* of the table and only then lets the
+ASCII punctuation only); text without CJK characters is indexed exactly as written. Its ``match_bm25``
+macro scores *every row* of the table and only then lets the
 user filter apply (165 ms p50 at 228k rows, ``bench/results/recall-latency.md``). So after each
 fts build :func:`build_bm25_postings` derives one more table from the fts index,
 ``fts_main_nodes.postings(user_id, level, status, termid, node_id, tf, len)``, sorted by
@@ -41,6 +42,7 @@ import duckdb
 import numpy as np
 
 from timem.errors import StoreError
+from timem.store.rows import one_row
 from timem.store.segmenter import search_text
 
 
@@ -57,6 +59,9 @@ def extension_path(name: str) -> Path:
     except ImportError as exc:
         raise StoreError(f"DuckDB extension package duckdb-extension-{name} is not installed; "
                          f"pip install duckdb-extension-{name}=={duckdb.__version__}") from exc
+    if mod.__file__ is None:
+        raise StoreError(f"DuckDB extension package duckdb-extension-{name} has no files (a namespace package?); "
+                         f"reinstall it: pip install --force-reinstall duckdb-extension-{name}=={duckdb.__version__}")
     path = Path(mod.__file__).parent / "extensions" / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
     if not path.exists():
         raise StoreError(f"{path} not found: duckdb-extension-{name} must have the same version as duckdb "
@@ -131,7 +136,7 @@ def ensure_hnsw(con: duckdb.DuckDBPyConnection) -> None:
 
 def drop_hnsw(con: duckdb.DuckDBPyConnection) -> bool:
     """Drop the HNSW index if present; returns whether there was one."""
-    there = con.execute("SELECT count(*) FROM duckdb_indexes() WHERE index_name = ?", [HNSW_INDEX]).fetchone()[0]
+    there = one_row(con.execute("SELECT count(*) FROM duckdb_indexes() WHERE index_name = ?", [HNSW_INDEX]))[0]
     if there:
         con.execute(f"DROP INDEX {HNSW_INDEX}")
     return bool(there)
@@ -153,8 +158,9 @@ def vector_top(con: duckdb.DuckDBPyConnection, dim: int, user_id: str, query_vec
             "WHERE user_id = ? AND level = ? AND status = 'active' ORDER BY score DESC, id LIMIT ?",
             [vec, user_id, level, limit]).fetchall()
         return [(r[0], float(r[1])) for r in rows]
-    total, mine = con.execute("SELECT count(*), count(*) FILTER (WHERE user_id = ? AND level = ? AND status = 'active') "
-                              "FROM nodes", [user_id, level]).fetchone()
+    total, mine = one_row(con.execute("SELECT count(*), "
+                                      "count(*) FILTER (WHERE user_id = ? AND level = ? AND status = 'active') "
+                                      "FROM nodes", [user_id, level]))
     if not mine:
         return []
     fetch = max(limit, math.ceil(limit * total / mine * overfetch))

@@ -54,7 +54,8 @@ def search_text(text: str) -> str:
     if _KANA_ANY.search(text):
         text = _JA_RUN.sub(lambda m: f" {_bigrams(m.group(), unigrams=_HAN_CHAR)} ", text)
     else:
-        text = _HAN_RUN.sub(lambda m: f" {' '.join(w for w in _jieba().lcut_for_search(m.group()) if w.strip())} ", text)
+        text = _HAN_RUN.sub(
+            lambda m: f" {' '.join(w for w in _jieba().lcut_for_search(m.group()) if w.strip())} ", text)
     text = _HANGUL_RUN.sub(lambda m: f" {_bigrams(m.group())} ", text)
     return " ".join(text.split())
 

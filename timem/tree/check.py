@@ -20,6 +20,7 @@ from timem.config import Config
 from timem.consolidation.consolidator import session_closed
 from timem.models import Level
 from timem.store import Store
+from timem.store.rows import one_row
 from timem.tree.windows import parent_window
 
 
@@ -87,9 +88,9 @@ def _check_indexes(store: Store) -> list[Violation]:
         out.append(Violation(None, None, "fts", "FTS snapshot is older than the last write; it rebuilds on the "
                                                 "next search or `timem check --repair`"))
     else:
-        n_nodes = store.con.execute("SELECT count(*) FROM nodes").fetchone()[0]
+        n_nodes = one_row(store.con.execute("SELECT count(*) FROM nodes"))[0]
         if n_nodes:
-            n_docs = store.con.execute("SELECT count(*) FROM fts_main_nodes.docs").fetchone()[0]
+            n_docs = one_row(store.con.execute("SELECT count(*) FROM fts_main_nodes.docs"))[0]
             if n_docs != n_nodes:
                 out.append(Violation(None, None, "fts", f"FTS holds {n_docs} documents for {n_nodes} nodes"))
     bad = store.con.execute(

@@ -142,7 +142,7 @@ def _setups(ctx: state.StudioContext) -> list[RecallSetup]:
     defaults = [RecallSetup(gate="llm" if has_llm else "score", **base),
                 RecallSetup(planner="fixed: complex", gate="off", **base)]
     cols = st.columns(2 if compare else 1)
-    return [_setup_form(ctx, col, name, d, has_llm) for col, name, d in zip(cols, "AB", defaults)]
+    return [_setup_form(ctx, col, name, d, has_llm) for col, name, d in zip(cols, "AB", defaults, strict=False)]
 
 
 def _question_time(ctx: state.StudioContext) -> datetime:
@@ -193,7 +193,7 @@ def _setup_form(ctx: state.StudioContext, col, name: str, d: RecallSetup, has_ll
 def _show(ctx: state.StudioContext, shown: dict) -> None:
     cols = st.columns(len(shown["results"]))
     dbs = shown.get("dbs") or [None] * len(cols)
-    for i, (col, label, res, db) in enumerate(zip(cols, shown["setups"], shown["results"], dbs)):
+    for i, (col, label, res, db) in enumerate(zip(cols, shown["setups"], shown["results"], dbs, strict=True)):
         with col:
             st.markdown(f"**{'AB'[i]}** · {label}")
             if isinstance(res, str):

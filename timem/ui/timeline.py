@@ -46,7 +46,7 @@ def render() -> None:
         st.session_state["_tl_last_pick"] = picked
         st.session_state[NODE_KEY] = picked
     by_id = {n.id: n for n in nodes}
-    ids = [i for i in shown.sort_values(["level", "start", "order"], ascending=[False, True, True], kind="stable")["id"]]
+    ids = list(shown.sort_values(["level", "start", "order"], ascending=[False, True, True], kind="stable")["id"])
     if st.session_state.get(NODE_KEY) not in ids:
         st.session_state.pop(NODE_KEY, None)
     if not ids:
@@ -88,7 +88,8 @@ def _details(ctx: state.StudioContext, node: MemoryNode, by_id: dict[str, Memory
         st.markdown(node.content)
     with c2:
         st.markdown(
-            f"**Span** {node.span_start.astimezone(tz):%Y-%m-%d %H:%M} → {node.span_end.astimezone(tz):%Y-%m-%d %H:%M}  \n"
+            f"**Span** {node.span_start.astimezone(tz):%Y-%m-%d %H:%M} → "
+            f"{node.span_end.astimezone(tz):%Y-%m-%d %H:%M}  \n"
             f"**Written by** `{node.model_id}` · mode `{node.mode}` · prompt `{node.prompt_version}`  \n"
             f"**Created** {node.created_at.astimezone(tz):%Y-%m-%d %H:%M} · **status** {node.status.value}"
             + (" · stale" if node.stale else "") + f"  \n**Id** `{node.id}`"

@@ -114,7 +114,7 @@ def timeline_figure(df: pd.DataFrame, *, links: bool = True, selected: str | Non
     for level in sorted(df["level"].unique()) if not df.empty else []:
         part = df[df["level"] == level]
         starts, widths = [], []
-        for s, e in zip(part["start"], part["end"]):
+        for s, e in zip(part["start"], part["end"], strict=True):
             dur = (e - s).to_pytimedelta() if hasattr(e - s, "to_pytimedelta") else e - s
             if dur < minw:
                 s = s + dur / 2 - minw / 2
