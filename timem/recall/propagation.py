@@ -84,7 +84,9 @@ def propagate_relevance(local: Mapping[str, float], parent: Mapping[str, str | N
     return total
 
 
-def _normalised(scores: Mapping[str, float]) -> dict[str, float]:
+def max_normalised(scores: Mapping[str, float]) -> dict[str, float]:
+    """Each score divided by the largest (SegTreeMem's per-level normalisation of local scores); all 0 when
+    the largest is not positive."""
     top = max(scores.values(), default=0.0)
     return {k: (v / top if top > 0 else 0.0) for k, v in scores.items()}
 
@@ -124,7 +126,7 @@ def propagate_leaves(store: Store, config: Config, user_id: str, query: str, que
     for level in range(2, min(5, 1 + config.propagation_hops) + 1):
         vec = dict(store.search_vector(user_id, query_vec, level, n))
         lex = dict(store.search_bm25(user_id, query, level, n))
-        upper.update(_normalised({c.node_id: c.fused for c in fuse(vec, lex, config.recall_lambda)}))
+        upper.update(max_normalised({c.node_id: c.fused for c in fuse(vec, lex, config.recall_lambda)}))
     if not upper:
         return selection, {}
     cands = {c.node_id: c for c in selection.candidates}
@@ -139,7 +141,7 @@ def propagate_leaves(store: Store, config: Config, user_id: str, query: str, que
     if question_time is not None:  # a routed leaf from after the question never becomes a candidate
         cands = {i: c for i, c in cands.items() if i in nodes and nodes[i].span_start <= question_time}
     n_children = {i: len(x.child_ids) for i, x in nodes.items()}
-    local = {**{i: v for i, v in upper.items() if i in nodes}, **_normalised({i: c.fused for i, c in cands.items()})}
+    local = {**{i: v for i, v in upper.items() if i in nodes}, **max_normalised({i: c.fused for i, c in cands.items()})}
     total = propagate_relevance(local, parent, n_children, direction_of(config), config.propagation_hops,
                                 config.propagation_alpha)
     out = [c.model_copy(update={"local": round(local.get(i, 0.0), 6),

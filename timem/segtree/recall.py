@@ -34,7 +34,7 @@ import numpy as np
 from timem.config import Config
 from timem.errors import StoreError
 from timem.recall.leaves import LeafSelection, fuse, rerank
-from timem.recall.propagation import direction_of, propagate_relevance, with_routed
+from timem.recall.propagation import direction_of, max_normalised, propagate_relevance, with_routed
 from timem.segtree import store as segstore
 from timem.segtree.view import TreeView, cached_index, leaf_rows, leaves_under
 from timem.store import Store
@@ -52,11 +52,6 @@ def ensure(store: Store, config: Config, user_id: str) -> tuple[segstore.SyncRep
         raise StoreError(f"the segment tree of {user_id} is not current right after a sync; rebuild it with "
                          f"`timem segtree build --user {user_id} --rebuild`")
     return report, current
-
-
-def _normalised(scores: dict[str, float]) -> dict[str, float]:
-    top = max(scores.values(), default=0.0)
-    return {k: (v / top if top > 0 else 0.0) for k, v in scores.items()}
 
 
 def propagate_segtree(store: Store, config: Config, user_id: str, query_vec: np.ndarray, selection: LeafSelection,
@@ -94,7 +89,7 @@ def propagate_segtree(store: Store, config: Config, user_id: str, query_vec: np.
     for h in range(1, hops + 1):
         sem = {i: v for i, v in cosine.items() if height.get(i) == h}
         lex = {i: v for i, v in best_bm25.items() if height.get(i) == h}
-        upper.update(_normalised({c.node_id: c.fused for c in fuse(sem, lex, config.recall_lambda)}))
+        upper.update(max_normalised({c.node_id: c.fused for c in fuse(sem, lex, config.recall_lambda)}))
     if not upper:
         note = f"segment tree of {user_id} has no node within {hops} hop(s) of a leaf: no relevance propagation"
         return selection._replace(notes=[*selection.notes, note]), {}
@@ -114,7 +109,7 @@ def propagate_segtree(store: Store, config: Config, user_id: str, query_vec: np.
         info.update({k: v for k, v in view.lineage(missing).items() if k not in info})
     parent = {i: info[i][0] for i in tree_ids if i in info}
     n_children = {i: info[i][2] for i in tree_ids if i in info}
-    local = {**upper, **_normalised({i: c.fused for i, c in cands.items()})}
+    local = {**upper, **max_normalised({i: c.fused for i, c in cands.items()})}
     total = propagate_relevance(local, parent, n_children, direction_of(config), hops, config.propagation_alpha)
     out = [c.model_copy(update={"local": round(local.get(i, 0.0), 6),
                                 "propagated": round(total.get(i, 0.0) - local.get(i, 0.0), 6),
