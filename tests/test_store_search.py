@@ -152,3 +152,48 @@ def test_a_file_from_before_the_postings_table_gets_it_on_the_first_query(tmp_pa
         got, ref = store.search_bm25(users[0], word, 1, 5), _reference_bm25(store, users[0], word, 1, 5)
         assert ref and [i for i, _ in got] == [i for i, _ in ref]
         assert np.allclose([x for _, x in got], [x for _, x in ref], rtol=0, atol=1e-9)
+
+
+KILLED_AFTER_REBUILD = """
+import os, sys
+import numpy as np
+from timem.store import Store
+store = Store(sys.argv[1], "sentence-transformers/all-MiniLM-L6-v2", 384)
+nodes = store.nodes(sys.argv[2], 1)
+for word, node in (("Zanzibar", nodes[0]), ("Mombasa", nodes[1])):  # two writes, each with its index rebuild
+    store.update_node(node.id, content=node.content + f" We flew to {word}.",
+                      embedding=np.asarray(store.embeddings([node.id])[node.id]))
+    store.refresh_fts()
+    if word == "Zanzibar":
+        store.con.execute("CHECKPOINT")  # the second rebuild is only in the write-ahead log
+print(nodes[1].id, flush=True)
+os._exit(0)  # as kill -9: no checkpoint, no close
+"""
+
+
+def test_a_kill_after_an_fts_rebuild_leaves_a_file_that_opens(tmp_path, embedder):
+    """DuckDB could not replay the fts pragma's ``overwrite`` (a DROP SCHEMA ... CASCADE) from its WAL: a service
+    killed after a write's index rebuild left a file that no longer opened. The rebuild drops object by object.
+    (A small store: a large rebuild's log passes DuckDB's checkpoint threshold and is checkpointed at once.)"""
+    import subprocess
+    import sys
+    from datetime import UTC, datetime
+
+    db = tmp_path / "small.duckdb"
+    store = Store(db, embedder.model_id, embedder.dim)
+    at = datetime(2024, 5, 1, tzinfo=UTC)
+    texts = ["Mia drinks green tea every morning.", "Bo runs on Sundays.", "Mia adopted a cat called Pixel."]
+    nodes = [MemoryNode(id=f"u:L1:{i}", user_id="u", level=Level.SEGMENT, window_key=f"w{i}", span_start=at,
+                        span_end=at, content=t, model_id="verbatim", prompt_version="test") for i, t in enumerate(texts)]
+    store.add_nodes(nodes, embedder.embed(texts))
+    store.refresh_fts()
+    store.close()  # checkpointed: no log
+    out = subprocess.run([sys.executable, "-c", KILLED_AFTER_REBUILD, str(db), "u"], capture_output=True,
+                         text=True, timeout=300, check=True)
+    assert (tmp_path / "small.duckdb.wal").exists()  # the rebuild is only in the log
+    node_id = out.stdout.split()[0]
+    reopened = Store(db, embedder.model_id, embedder.dim)
+    try:
+        assert [i for i, _ in reopened.search_bm25("u", "mombasa", 1, 5)] == [node_id]
+    finally:
+        reopened.close()

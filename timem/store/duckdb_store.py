@@ -34,12 +34,12 @@ from timem.store.records import RecordTables, db_time
 from timem.store.rows import one_row
 from timem.store.search import (
     DERIVED_TABLES,
-    FTS_PRAGMA,
     bm25_top,
     build_bm25_postings,
     drop_hnsw,
     ensure_hnsw,
     extension_path,
+    rebuild_fts,
     vector_top,
 )
 from timem.store.segmenter import search_text
@@ -469,7 +469,7 @@ class Store(RecordTables, ItemTables):
             self._postings_seen = True
             return False
         with self.transaction():
-            self.con.execute(FTS_PRAGMA)
+            rebuild_fts(self.con)
             build_bm25_postings(self.con)
             self._set_meta("fts_dirty", "0")
         return True

@@ -70,7 +70,27 @@ def extension_path(name: str) -> Path:
 
 
 FTS_PRAGMA = ("PRAGMA create_fts_index('nodes', 'id', 'search_text', stemmer = 'porter', "
-              "stopwords = 'english', strip_accents = 1, lower = 1, overwrite = 1)")
+              "stopwords = 'english', strip_accents = 1, lower = 1)")
+FTS_SCHEMA = "fts_main_nodes"
+
+
+def rebuild_fts(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop the fts index object by object, then create it again (call inside a transaction).
+
+    Not ``overwrite = 1``: that drops the index's schema with CASCADE, and DuckDB cannot replay that record
+    from its write-ahead log ("Cannot drop entry fts_main_nodes because there are entries that depend on
+    it"), so a process killed after such a rebuild committed but before the next checkpoint left a file that
+    no longer opens. Dropping each table and macro first, then the empty schema, replays cleanly
+    (``tests/test_store_search.py::test_a_kill_after_an_fts_rebuild_leaves_a_file_that_opens``)."""
+    tables = con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = ?", [FTS_SCHEMA]).fetchall()
+    for (name,) in tables:
+        con.execute(f'DROP TABLE {FTS_SCHEMA}."{name}"')
+    macros = con.execute("SELECT DISTINCT function_name FROM duckdb_functions() WHERE schema_name = ?",
+                         [FTS_SCHEMA]).fetchall()
+    for (name,) in macros:
+        con.execute(f'DROP MACRO IF EXISTS {FTS_SCHEMA}."{name}"')
+    con.execute(f"DROP SCHEMA IF EXISTS {FTS_SCHEMA}")
+    con.execute(FTS_PRAGMA)
 HNSW_INDEX = "nodes_embedding_hnsw"
 BM25_K1, BM25_B = 1.2, 0.75
 
