@@ -184,7 +184,8 @@ def test_a_kill_after_an_fts_rebuild_leaves_a_file_that_opens(tmp_path, embedder
     at = datetime(2024, 5, 1, tzinfo=UTC)
     texts = ["Mia drinks green tea every morning.", "Bo runs on Sundays.", "Mia adopted a cat called Pixel."]
     nodes = [MemoryNode(id=f"u:L1:{i}", user_id="u", level=Level.SEGMENT, window_key=f"w{i}", span_start=at,
-                        span_end=at, content=t, model_id="verbatim", prompt_version="test") for i, t in enumerate(texts)]
+                        span_end=at, content=t, model_id="verbatim", prompt_version="test")
+             for i, t in enumerate(texts)]
     store.add_nodes(nodes, embedder.embed(texts))
     store.refresh_fts()
     store.close()  # checkpointed: no log
