@@ -586,7 +586,8 @@ def test_bad_database_path_errors_on_that_page_only(tmp_path, monkeypatch):
     try:
         at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180).run()
         assert not at.exception, [e.value for e in at.exception]
-        for bad in (tmp_path / "folder", tmp_path / "notes.txt", tmp_path / "notes.txt" / "x.duckdb"):
+        for bad in (tmp_path / "folder", tmp_path / "notes.txt", tmp_path / "notes.txt" / "x.duckdb",
+                    tmp_path / "typo" / "dir" / "x.duckdb"):
             if bad.name == "folder":
                 bad.mkdir()
             at.text_input(key="sb_db_other").set_value(str(bad)).run()
@@ -599,6 +600,7 @@ def test_bad_database_path_errors_on_that_page_only(tmp_path, monkeypatch):
             for page in ("chat", "memories"):
                 at.switch_page(f"timem/studio/views/{page}.py").run()
                 assert not at.exception and not at.error, page
+        assert not (tmp_path / "typo").exists()  # a mistyped path creates no folder and no file
     finally:
         st.cache_resource.clear()
 

@@ -155,3 +155,18 @@ def test_segtree_build(cli_env, chat_file):
     assert code == 0 and "zoe: rebuilt, 4 utterance(s) added" in out, out
     code, out = run("segtree", "build", "--user", "nobody", "--db", db)
     assert code == 1 and "no user 'nobody'" in out, out
+
+
+def test_unrepresentable_event_times_and_reserved_user_ids_write_nothing(cli_env):
+    """A year-9999 timestamp used to crash in the calendar windows after L1/L2 were written; a user id with
+    '/' would have been readable by the memory service's tenant of that name."""
+    db = str(cli_env / "y.duckdb")
+    for user, ts, needle in (("zoe", "9999-12-31T23:59:00+00:00", "outside the years"),
+                             ("acme/eve", "2024-05-01T10:00:00", "reserved for the memory service")):
+        f = cli_env / f"{user.replace('/', '_')}.jsonl"
+        f.write_text(json.dumps({"user_id": user, "session_id": "s1", "role": "user", "text": "My PIN is 4711.",
+                                 "timestamp": ts}) + "\n")
+        code, out = run("ingest", str(f), "--format", "jsonl", "--llm", "none", "--db", db)
+        assert code == 1 and needle in out and "Traceback" not in out, out
+    code, out = run("consolidate", "--user", "ghost", "--db", db, "--llm", "none")
+    assert code == 1 and "no user 'ghost'" in out, out

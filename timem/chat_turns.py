@@ -56,6 +56,13 @@ def check_turn(turn: Turn) -> None:
     if is_blank(turn.text) and (turn.image_caption is None or is_blank(turn.image_caption)):
         raise InputError("empty text (only whitespace or invisible characters); drop the turn or give it text",
                          record=record, field="text")
+    if not MIN_YEAR <= turn.event_time.year <= MAX_YEAR:  # its day, week and month windows must exist
+        raise InputError(f"event time {turn.event_time.isoformat()} is outside the years {MIN_YEAR}-{MAX_YEAR} "
+                         "that calendar windows can hold; fix the timestamp", record=record, field="timestamp")
+
+
+#: the event-time years a turn may have: the L3-L5 windows around it (a week, a month) must be representable
+MIN_YEAR, MAX_YEAR = 2, 9998
 
 
 def check_chat(text: str, event_time: datetime, what: str = "message") -> None:

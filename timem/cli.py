@@ -109,6 +109,8 @@ def consolidate(db: DbOpt = None, user: Annotated[str | None, typer.Option("--us
     cfg = _config(config, db, llm_backend=llm, consolidation_mode=mode)
     eng = _engine(cfg)
     try:
+        if user is not None:
+            eng.require_user(user)
         nodes = eng.consolidate(user, flush=flush, progress=terminal_progress)
     finally:
         eng.close()

@@ -130,6 +130,9 @@ class MemoryEngine(MemoryLayer):
         failures: list[tuple[int, str, str]] = []
         written: list[MemoryNode] = []
         for user in users:
+            if "/" in user.user_id:
+                raise InputError(f"user id {user.user_id!r} holds '/', which is reserved for the memory service's "
+                                 "tenants (tenant/user); rename the user", field="user_id")
             for t in user.turns:
                 check_turn(t)
         changed = self.store.changed_turns([t for u in users for t in u.turns])

@@ -152,6 +152,9 @@ def open_context() -> StudioContext:
         ctx = None
         if requested and requested != current:
             try:
+                folder = Path(requested).expanduser().parent
+                if not folder.is_dir():  # a typo must not create folders and an empty store
+                    raise InputError(f"the folder {folder} does not exist")
                 ctx = _context_for(base, requested)
                 st.session_state[DB_KEY] = requested
             except TimemError as exc:
