@@ -86,6 +86,8 @@ def test_end_session_and_consolidate(svc):
     assert r.status_code == 200, r.text
     assert 2 in {m["level"] for m in r.json()["written"]}
     assert a.post("/v1/users/leo/sessions/nope/end").status_code == 404
+    r = a.post("/v1/users/leo/consolidate")  # no body: flush false, as the docs show it
+    assert r.status_code == 200, r.text
     r = a.post("/v1/users/leo/consolidate", json={"flush": True})
     assert r.status_code == 200 and {3, 4, 5} <= {m["level"] for m in r.json()["written"]}
     levels = {m["level"] for m in a.get("/v1/users/leo/memories").json()["memories"]}

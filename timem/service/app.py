@@ -312,11 +312,12 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
             return _written(user, internal, lambda: eng.end_session(internal, session_id))
 
     @app.post("/v1/users/{user}/consolidate")
-    def consolidate(user: UserPath, body: ConsolidateIn, s: S, t: T) -> WrittenOut:
-        """Consolidate the user's due windows (every open one with ``flush``)."""
+    def consolidate(user: UserPath, s: S, t: T, body: ConsolidateIn | None = None) -> WrittenOut:
+        """Consolidate the user's due windows (every open one with ``flush``); no body means ``flush: false``."""
+        flush = body.flush if body is not None else False
         with s.use() as eng:
             internal = s.require_user(eng, t, user)
-            return _written(user, internal, lambda: eng.consolidate(internal, flush=body.flush))
+            return _written(user, internal, lambda: eng.consolidate(internal, flush=flush))
 
     def _recall_out(cls, user: str, internal: str, res, **extra):
         trace = res.trace.model_dump(mode="json")
