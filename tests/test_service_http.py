@@ -194,3 +194,12 @@ def test_tenant_isolation(svc):
         assert r.status_code == 404, r.text
         assert secret not in r.text and "acme" not in r.text
     assert a.get("/v1/users/sam/memories").json()["memories"][0]["content"].count(secret) == 1
+
+
+def test_answer_without_an_llm_says_how_to_start_one(tmp_path, embedder):
+    kf = KeyFile(tmp_path / "timem.duckdb.keys.json")
+    key = kf.add("acme")
+    with running(engine_factory(tmp_path / "timem.duckdb", embedder), kf) as base, client(base, key) as c:
+        assert _exchange(c, "mia").status_code == 200
+        r = c.post("/v1/users/mia/answer", json={"query": "What is my cat called?"})
+        assert r.status_code == 409 and "timem serve --llm local" in r.text and "/recall" in r.text, r.text

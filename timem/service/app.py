@@ -341,6 +341,9 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
         s.check_text("query", body.query)
         with s.use() as eng:
             internal = s.require_user(eng, t, user)
+            if not eng.has_llm:
+                raise ConfigError("this service has no LLM to answer with; start it with `timem serve --llm local` "
+                                  "(or openai), or POST /v1/users/{user}/recall for the context alone")
             qt = body.question_time or eng.default_question_time(internal)
             out = eng.ask(internal, body.query, qt, complexity=body.complexity, gate=body.gate)
         return _recall_out(AnswerOut, user, internal, out.recall, answer=out.answer)
