@@ -5,43 +5,20 @@ shortlist-then-exact scoring equals the per-height SQL it replaced (real DuckDB 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
+from test_segtree_store import _user
 
 from timem.config import Config
-from timem.datasets.base import ImportedSession, ImportedUser, turn_id
 from timem.engine import MemoryEngine
-from timem.models import Level, Role, Turn
+from timem.models import Level
 from timem.recall import recall
 from timem.segtree import store as segstore
 from timem.segtree import view as segview
 
 QT = datetime(2024, 6, 1, tzinfo=UTC)
-TOPICS = [
-    ["I adopted a puppy called Biscuit last week.", "Biscuit chews every shoe in the house.",
-     "The vet said Biscuit needs his second vaccine soon.", "We walk Biscuit by the river every morning."],
-    ["My sister is getting married in Lisbon in June.", "The wedding dinner will be at a seafood place.",
-     "I still need a suit for the wedding.", "We booked flights to Lisbon for the ceremony."],
-    ["I started learning the cello in January.", "My cello teacher makes me practise scales daily.",
-     "The cello recital is next Friday evening.", "I am nervous about playing Bach at the recital."],
-]
-
-
-def _user(uid: str) -> ImportedUser:
-    sessions = []
-    for i, lines in enumerate(TOPICS):
-        when = datetime(2024, 3, 1, 9, tzinfo=UTC) + timedelta(days=7 * i)
-        sid = f"S{i + 1}"
-        turns = [Turn(id=turn_id(uid, sid, j), user_id=uid, session_id=sid, seq=j,
-                      speaker="Ann" if j % 2 == 0 else "Bo", role=Role.USER if j % 2 == 0 else Role.ASSISTANT,
-                      text=t, event_time=when + timedelta(minutes=j))
-                 for j, t in enumerate(lines)]
-        sessions.append(ImportedSession(session_id=sid, turns=turns, date_label=when.isoformat()))
-    return ImportedUser(user_id=uid, participants=["Ann", "Bo"], sessions=sessions)
-
-
 @pytest.fixture()
 def eng(store, embedder):
     cfg = Config(db_path=store.path, llm_backend="none", gate="score", gate_threshold=0.0, recall_index="segtree",

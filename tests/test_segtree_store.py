@@ -28,12 +28,13 @@ TOPICS = [
 ]
 
 
-def _user(uid: str, secret: str) -> ImportedUser:
+def _user(uid: str, secret: str | None = None) -> ImportedUser:
+    """Four weekly sessions of TOPICS between Ann and Bo; with ``secret``, a code-word line ends the first."""
     sessions = []
     for i, lines in enumerate(TOPICS):
         when = datetime(2024, 3, 1, 9, tzinfo=UTC) + timedelta(days=7 * i)
         sid = f"S{i + 1}"
-        texts = [*lines, f"The code word for {uid} is {secret}."] if i == 0 else lines
+        texts = [*lines, f"The code word for {uid} is {secret}."] if i == 0 and secret else lines
         turns = [Turn(id=turn_id(uid, sid, j), user_id=uid, session_id=sid, seq=j,
                       speaker="Ann" if j % 2 == 0 else "Bo", role=Role.USER if j % 2 == 0 else Role.ASSISTANT,
                       text=t, event_time=when + timedelta(minutes=j))
