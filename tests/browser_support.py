@@ -9,13 +9,17 @@ page, let plotly draw, then ``Page.captureScreenshot``. Uses the ``websockets`` 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Self
 
@@ -141,3 +145,27 @@ class Browser:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def studio_server(db: Path, work: Path, llm_backend: str) -> Iterator[str]:
+    """``streamlit run app.py`` on a free 127.0.0.1 port over DuckDB file ``db`` with ``llm_backend``; yields
+    the base URL; the server log is ``work / "server.log"``."""
+    port = free_port()
+    env = {**os.environ, "TIMEM_DB_PATH": str(db), "TIMEM_LLM_BACKEND": llm_backend,
+           "TIMEM_CACHE_DIR": str(work / "cache"), "PYTHONUNBUFFERED": "1"}
+    env.pop("TIMEM_CONFIG", None)
+    with (work / "server.log").open("w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.address",
+                                 "127.0.0.1", "--server.port", str(port), "--server.headless", "true"],
+                                cwd=Path(__file__).resolve().parents[1], env=env, stdout=log,
+                                stderr=subprocess.STDOUT)
+        try:
+            wait_http(f"http://127.0.0.1:{port}/_stcore/health", 90)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import time
 
 import pytest
-from browser_support import Browser, find_chromium, free_port, wait_http
-from studio_support import DEMO_USER, REPO, build_demo_db
+from browser_support import Browser, find_chromium, studio_server
+from studio_support import DEMO_USER, build_demo_db
 from test_browser_screenshots import OPEN_TRACE_JS, SHOTS, TYPE_AND_SEND_JS, _wait_for, _wait_ready
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -41,24 +39,8 @@ def local_server(tmp_path_factory, embedder):
     work = tmp_path_factory.mktemp("memory-demo")
     db = work / "studio.duckdb"
     build_demo_db(db, embedder, consolidation_mode="extractive")  # the tree and the memory items, no model
-    port = free_port()
-    env = {**os.environ, "TIMEM_DB_PATH": str(db), "TIMEM_LLM_BACKEND": "local",
-           "TIMEM_CACHE_DIR": str(work / "cache"), "PYTHONUNBUFFERED": "1"}
-    env.pop("TIMEM_CONFIG", None)
-    log = (work / "server.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-                             "--server.port", str(port), "--server.headless", "true"],
-                            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_http(f"http://127.0.0.1:{port}/_stcore/health", 90)
-        yield f"http://127.0.0.1:{port}", work
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    with studio_server(db, work, "local") as base:
+        yield base, work
 
 
 def test_demo_morning_drink_is_tea_for_you_with_coffee_superseded(local_server):

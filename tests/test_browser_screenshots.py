@@ -21,13 +21,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from browser_support import Browser, find_chromium, free_port, wait_http
+from browser_support import Browser, find_chromium, studio_server
 from PIL import Image
 from studio_support import DEMO_USER, REPO, build_demo_db
 
@@ -92,25 +90,8 @@ def server(tmp_path_factory, embedder):
         shutil.copy(given, db)
     else:
         build_demo_db(db, embedder)
-    port = free_port()
-    env = {**os.environ, "TIMEM_DB_PATH": str(db),
-           "TIMEM_LLM_BACKEND": os.environ.get("TIMEM_SCREENSHOT_LLM", "none"),
-           "TIMEM_CACHE_DIR": str(work / "cache"), "PYTHONUNBUFFERED": "1"}
-    env.pop("TIMEM_CONFIG", None)
-    log = (work / "server.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-                             "--server.port", str(port), "--server.headless", "true"],
-                            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_http(f"http://127.0.0.1:{port}/_stcore/health", 90)
-        yield f"http://127.0.0.1:{port}", work / "server.log"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    with studio_server(db, work, os.environ.get("TIMEM_SCREENSHOT_LLM", "none")) as base:
+        yield base, work / "server.log"
 
 
 @pytest.fixture(scope="module")
