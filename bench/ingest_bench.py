@@ -36,13 +36,21 @@ def main() -> None:
     ap.add_argument("--sample", default=None)
     ap.add_argument("--llm", default="local", choices=["local", "openai", "none"])
     ap.add_argument("--l1-mode", default="verbatim", choices=["verbatim", "llm"])
+    ap.add_argument("--mode", default=None, choices=["extractive", "hybrid", "abstractive"],
+                    help="L2-L5 consolidation mode (default: the backend's, extractive for local/none)")
+    ap.add_argument("--local-model", default=None, choices=["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"],
+                    help="embedded model (default: the configured one, 1.5B)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="any other config field, e.g. memory_extractor=rules (repeatable)")
     ap.add_argument("--db", type=Path, default=None, help="default: a new temp file")
     ap.add_argument("--note", default="")
     args = ap.parse_args()
 
     db = args.db or Path(tempfile.mkdtemp()) / "bench.duckdb"
     fresh_db = not db.exists()
-    cfg = load_config(db_path=str(db), llm_backend=args.llm, l1_mode=args.l1_mode)
+    overrides: dict[str, str] = dict(kv.split("=", 1) for kv in args.set)
+    overrides |= {k: v for k, v in (("consolidation_mode", args.mode), ("local_model", args.local_model)) if v}
+    cfg = load_config(db_path=str(db), llm_backend=args.llm, l1_mode=args.l1_mode, **overrides)
     users = load_dataset(args.file, args.format, sample_ids=args.sample.split(",") if args.sample else None,
                          tz=cfg.tz)
     n_turns = sum(len(s.turns) for u in users for s in u.sessions)
@@ -65,7 +73,9 @@ def main() -> None:
         "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False, capture_output=True,
                                  text=True).stdout.strip(),
         "machine": f"{platform.machine()} {platform.node()}", "file": args.file.name, "sample": args.sample,
-        "llm": args.llm, "l1_mode": args.l1_mode, "turns": n_turns, "nodes": report.nodes_added,
+        "llm": args.llm, "l1_mode": args.l1_mode,
+        "mode": cfg.consolidation_mode, "set": args.set,
+        "local_model": cfg.local_model if args.llm == "local" else None, "turns": n_turns, "nodes": report.nodes_added,
         "wall_s": round(wall, 1), "open_s": round(open_s, 1), "turns_per_s": round(n_turns / wall, 1),
         "llm_calls": stats["llm_calls"], "llm_calls_per_turn": round(stats["llm_calls"] / n_turns, 3),
         "prompt_tokens": stats["prompt_tokens"], "completion_tokens": stats["completion_tokens"],

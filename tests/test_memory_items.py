@@ -346,3 +346,47 @@ def test_cli_memories_extract_list_forget_and_pin(cli_env, monkeypatch):  # noqa
     code, out = run("forget", "I work at Blue Harbor", "--user", "mia", "--db", db, "--yes")
     assert code == 0 and "Blue Harbor" in out and "forgot 1 item(s)" in out, out
     assert "Blue Harbor" not in run("memories", "list", "--user", "mia", "--db", db)[1]
+
+
+def test_each_month_profile_lists_the_items_that_hold_at_its_end(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder)
+    _ingest(eng, tmp_path, "mia", EN)
+    profiles = {n.window_key: n.content for n in eng.nodes("mia", 5)}
+    facts = {k: c.split("Facts as of ")[1] for k, c in profiles.items()}
+    jan, mar, apr, jun = (next(v for k, v in facts.items() if m in k) for m in ("2024-01", "2024-03", "2024-04",
+                                                                              "2024-06"))
+    assert jan.startswith("2024-01-31:")
+    for line in ("Mia's home city: Lisbon", "Mia's employer: Acme Studio", "Mia's morning drink: black coffee"):
+        assert line in jan, jan
+    assert "Mia's employer: Blue Harbor" in mar and "Acme Studio" not in mar and "black coffee" in mar
+    # April ends after the move and the switch to tea; the move was corrected to Braga in June (the
+    # corrected value never held), and the whole file was read before the profiles were written
+    assert "Mia's morning drink: green tea" in apr and "coffee" not in apr
+    assert "Mia's home city: Braga (since 2024-04-28)" in apr and "Porto" not in apr and "Lisbon" not in apr
+    assert "Braga" in jun and "Blue Harbor" in jun and "green tea" in jun
+
+
+def test_profile_facts_block_edges():
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+
+    from timem.memory.profile import facts_as_of
+    from timem.models import MemoryItem
+
+    t = lambda d: datetime(2024, 3, d, tzinfo=UTC)  # noqa: E731
+    old = MemoryItem(id="a", user_id="u", kind="fact", subject="Ana", attribute="home city", value="Faro",
+                     event_time=t(1), valid_from=t(1), valid_to=t(10), superseded_by="b")
+    new = MemoryItem(id="b", user_id="u", kind="fact", subject="Ana", attribute="home city", value="Porto",
+                     event_time=t(10), valid_from=t(10))
+    gone = MemoryItem(id="c", user_id="u", kind="preference", subject="Ana", attribute="drink", value="tea",
+                      event_time=t(2), valid_from=t(2), status="deleted")
+    other = MemoryItem(id="d", user_id="u", kind="fact", subject="Bo", attribute="job", value="baker",
+                       event_time=t(3), valid_from=t(3))
+    items = [old, new, gone, other]
+    tz = ZoneInfo("Europe/Lisbon")
+    assert facts_as_of(items, t(10), tz, ["Ana"]) == (
+        "Facts as of 2024-03-09:\n- Ana's home city: Faro (since 2024-03-01)")
+    assert "Porto" in facts_as_of(items, t(11), tz, ["Ana"])  # valid_to is exclusive, as the window's end
+    assert facts_as_of(items, t(20), tz, ["Bo", "Ana"]).splitlines()[1:] == [
+        "- Bo's job: baker (since 2024-03-03)", "- Ana's home city: Porto (since 2024-03-10)"]
+    assert facts_as_of(items, t(20), tz, ["Cy"]) == "" and facts_as_of(items, t(20), tz, limit=1).count("\n") == 1

@@ -212,3 +212,49 @@ def test_an_over_long_turn_reaches_the_context_as_its_best_passage(store, embedd
                  datetime(2024, 2, 1, tzinfo=UTC), persist=False)
     assert "departs at 07:40 from gate B12" in res.context and "Mon 1 January 2024" in res.context
     assert res.trace.context_tokens <= 1000
+
+
+def _llm_localiser(eng, answers):
+    from timem.llm.client import LLM
+    from timem.llm.fake import ScriptedBackend
+
+    backend = ScriptedBackend(answers)
+    return backend, LLM(backend, eng.store), eng.config.with_overrides(time_localiser="llm")
+
+
+def test_llm_localiser_places_an_event_window_with_dated_summaries(turn_engine):
+    eng = turn_engine
+    qt = datetime(2024, 4, 25, 9, tzinfo=UTC)
+    q = "What did Bo say about the food the time after they planned lunch?"  # no time expression the rules know
+    backend, llm, cfg = _llm_localiser(eng, ['{"detect": true, "windows": [{"start": "2024-03-21", '
+                                             '"end": "2024-03-21"}]}'])
+    res = recall(eng.store, eng.embedder, llm, cfg, "u1", q, qt, persist=False)
+    prompt = backend.calls[0].messages[-1].content
+    assert "[2024-03-01]" in prompt and "[2024-03-21]" in prompt and "Today is 2024-04-25." in prompt
+    assert "Taco Hut" not in prompt  # the summaries are the asking user's only
+    assert any("LLM: 2024-03-21 to 2024-03-21" in n for n in res.trace.notes), res.trace.notes
+    by_day = {eng.store.node(c.node_id).span_start.date(): c.time_bonus for c in res.trace.candidates}
+    assert by_day[datetime(2024, 3, 21).date()] == 0.3 and by_day[datetime(2024, 3, 1).date()] == 0.0
+    assert [c.purpose for c in res.trace.llm_calls] == ["time-localiser"]
+    # a window the rules can resolve needs no LLM call
+    backend, llm, cfg = _llm_localiser(eng, [])
+    res = recall(eng.store, eng.embedder, llm, cfg, "u1", "What did Bo say about food in March 2024?", qt,
+                 persist=False)
+    assert backend.calls == [] and any("'in March 2024'" in n for n in res.trace.notes)
+
+
+@pytest.mark.parametrize(("answer", "note"), [
+    ('{"detect": true, "windows": [{"start": "2024-03-22", "end": "2024-03-21"}]}', "impossible window"),
+    ('{"detect": true, "windows": [{"start": "2024-05-01", "end": "2024-05-02"}]}', "impossible window"),
+    ("not json at all", "LLM time localiser failed"),
+])
+def test_llm_localiser_falls_back_to_the_rules_and_says_why(turn_engine, answer, note):
+    eng = turn_engine
+    _, llm, cfg = _llm_localiser(eng, [answer] * 3)
+    res = recall(eng.store, eng.embedder, llm, cfg, "u1", "What did Bo say after the lunch plan?",
+                 datetime(2024, 4, 25, 9, tzinfo=UTC), persist=False)
+    assert any(note in n for n in res.trace.notes), res.trace.notes
+    assert {c.time_bonus for c in res.trace.candidates} == {0.0}
+    res = recall(eng.store, eng.embedder, None, cfg, "u1", "What did Bo say after the lunch plan?",
+                 datetime(2024, 4, 25, 9, tzinfo=UTC), persist=False)
+    assert any("no LLM available; rule-based localiser used" in n for n in res.trace.notes)

@@ -24,7 +24,8 @@ def svc(tmp_path_factory, embedder):
     keys = {t: kf.add(t) for t in ("acme", "beta")}
     keys["revoked"] = kf.add("gamma")
     kf.revoke("gamma")
-    factory = engine_factory(tmp / "timem.duckdb", embedder, answer=lambda req: "Your cat is called Pixel.")
+    factory = engine_factory(tmp / "timem.duckdb", embedder, answer=lambda req: "Your cat is called Pixel.",
+                             memory_extractor="rules")  # the scripted LLM only answers
     with running(factory, kf) as base, client(base, keys["acme"]) as a, client(base, keys["beta"]) as b:
         yield base, keys, a, b
 
@@ -203,3 +204,35 @@ def test_answer_without_an_llm_says_how_to_start_one(tmp_path, embedder):
         assert _exchange(c, "mia").status_code == 200
         r = c.post("/v1/users/mia/answer", json={"query": "What is my cat called?"})
         assert r.status_code == 409 and "timem serve --llm local" in r.text and "/recall" in r.text, r.text
+
+
+def test_items_list_forget_preview_confirm_and_delete_one(svc):
+    _, _, a, b = svc
+    _exchange(a, "lea", message="I work at Blue Harbor.", reply="Nice.")
+    _exchange(a, "lea", message="I live in Porto.", reply="Lovely city.", at="2024-05-02T09:05:00+00:00")
+    items = a.get("/v1/users/lea/items").json()["items"]
+    job = next(i for i in items if i["value"] == "Blue Harbor")
+    city = next(i for i in items if i["value"] == "Porto")
+    assert job["valid_to"] is None and job["source_ids"] and job["status"] == "active"
+    before = _snapshot(a, "lea")
+    preview = a.post("/v1/users/lea/forget", json={"text": "forget that I work at Blue Harbor"})
+    assert preview.status_code == 200, preview.text
+    assert preview.json()["forgotten"] is False and [i["id"] for i in preview.json()["items"]] == [job["id"]]
+    assert preview.json()["segments"] and _snapshot(a, "lea") == before  # a preview changes nothing
+    # another tenant cannot see or forget lea's items
+    assert b.get("/v1/users/lea/items").status_code == 404
+    assert b.post("/v1/users/lea/forget", json={"text": "Blue Harbor", "confirm": True}).status_code == 404
+    assert b.delete(f"/v1/users/lea/items/{city['id']}").status_code == 404
+    done = a.post("/v1/users/lea/forget", json={"text": "I work at Blue Harbor", "confirm": True}).json()
+    assert done["forgotten"] is True
+    left = {i["value"] for i in a.get("/v1/users/lea/items").json()["items"]}
+    assert "Blue Harbor" not in left and "Porto" in left
+    ctx = a.post("/v1/users/lea/recall", json={"query": "Where do I work? Blue Harbor"}).json()["context"]
+    assert "Blue Harbor" not in ctx
+    # one item alone: its segment stays
+    r = a.delete(f"/v1/users/lea/items/{city['id']}")
+    assert r.status_code == 200 and r.json()["status"] == "deleted", r.text
+    assert a.delete("/v1/users/lea/items/item-0000000000000000").status_code == 404
+    assert any("Porto" in m["content"] for m in a.get("/v1/users/lea/memories").json()["memories"])
+    assert {i["status"] for i in a.get("/v1/users/lea/items", params={"status": "deleted"}).json()["items"]} \
+        == {"deleted"}

@@ -45,13 +45,20 @@ async def _session_run(tmp_path: Path, errlog) -> dict:
         out["forget_again_unknown"] = await s.call_tool("forget", {"memory_id": "L1-doesnotexist"})
         out["list_after"] = _data(await s.call_tool("list", {}))
         out["recall_after"] = _data(await s.call_tool("recall", {"query": "What is my cat called?"}))
+        out["r3"] = _data(await s.call_tool("remember", {"text": "I work at Blue Harbor.",
+                                                         "event_time": "2024-05-02T09:20:00+00:00"}))
+        out["facts"] = _data(await s.call_tool("facts", {}))
+        out["forget_both"] = await s.call_tool("forget", {"memory_id": pixel, "text": "x"})
+        out["forget_text"] = _data(await s.call_tool("forget", {"text": "forget that I work at Blue Harbor"}))
+        out["facts_after"] = _data(await s.call_tool("facts", {}))
+        out["recall_job"] = _data(await s.call_tool("recall", {"query": "Where do I work? Blue Harbor"}))
     return out
 
 
 def test_mcp_tools_end_to_end_over_stdio(tmp_path):
     with open(tmp_path / "mcp-stderr.log", "w") as errlog:  # the server's log (model loading) goes here
         out = anyio.run(_session_run, tmp_path, errlog)
-    assert out["tools"] == ["forget", "list", "recall", "remember"]
+    assert out["tools"] == ["facts", "forget", "list", "recall", "remember"]
     assert out["early_recall"].is_error and "mia" in out["early_recall"].content[0].text
     assert out["r1"]["turn_id"] == "mia:mcp-2024-05-02:0" and out["r1"]["memories_written"]
     assert out["r2"]["turn_id"] == "mia:mcp-2024-05-02:1"
@@ -62,3 +69,10 @@ def test_mcp_tools_end_to_end_over_stdio(tmp_path):
     assert out["forget_again_unknown"].is_error
     assert not any("Pixel" in m["content"] for m in out["list_after"])
     assert "Pixel" not in out["recall_after"]["context"] and "Lisbon" in out["list_after"][0]["content"]
+    # facts (memory items) and forgetting by what a sentence says
+    assert any("Blue Harbor" in f["fact"] and f["valid_to"] is None for f in out["facts"])
+    assert out["forget_both"].is_error and "one of them" in out["forget_both"].content[0].text
+    assert out["forget_text"]["forgotten"] is True and out["forget_text"]["text"] == "I work at Blue Harbor"
+    assert any("Blue Harbor" in f for f in out["forget_text"]["facts"]) and out["forget_text"]["memory_ids"]
+    assert not any("Blue Harbor" in f["fact"] for f in out["facts_after"])
+    assert "Blue Harbor" not in out["recall_job"]["context"]

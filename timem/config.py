@@ -57,7 +57,7 @@ DEFAULT_QUOTAS: dict[str, dict[int, int]] = {c: {1: 60} for c in ("simple", "hyb
 
 #: Config fields that shape recall; :meth:`Config.recall_settings` records them in every trace.
 RECALL_FIELDS = ("recall_lambda", "recall_top_k", "recall_candidates", "recall_neighbours", "neighbour_priority",
-                 "speaker_boost", "time_channel", "propagation", "propagation_hops",
+                 "speaker_boost", "time_channel", "time_localiser", "propagation", "propagation_hops",
                  "propagation_alpha", "propagation_route", "recall_index", "segtree_threshold",
                  "segtree_max_children", "near_duplicates", "near_duplicate_jaccard", "gate_threshold", "gate_floor",
                  "token_budget", "context_layout", "timezone", "planner", "gate",
@@ -125,6 +125,10 @@ class Config(BaseModel):
     #: TIDER time channel (arXiv 2610.23598): "off"; "channel" (leaves in the question's time
     #: windows join the candidates, +0.3 when they overlap a window); "decay" (also distance decay)
     time_channel: Literal["off", "channel", "decay"] = "decay"
+    #: the channel's localiser: "rules" (time expressions resolved in code) or "llm" (TIDER's LLM localiser,
+    #: which also sees the 30 most relevant dated L2/L3 memories; only asked when the rules find no window;
+    #: falls back to the rules without an LLM, noted in the trace). :mod:`timem.recall.localiser`
+    time_localiser: Literal["rules", "llm"] = "rules"
     #: SegTreeMem relevance propagation over the tree (arXiv 2606.04555): "off" or a direction
     propagation: Literal["off", "top-down", "bottom-up", "both"] = "top-down"
     propagation_hops: int = Field(default=2, ge=0, le=5)  #: H

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 
 from timem.consolidation.consolidator import Consolidator
 from timem.errors import InputError, NotFoundError
-from timem.models import MemoryNode, NodeStatus
+from timem.memory.profile import last_instant, listed_in
+from timem.models import Level, MemoryItem, MemoryNode, NodeStatus
 from timem.segtree import store as segtree_store
 from timem.store import Store
 
@@ -46,7 +47,28 @@ def _mark_stale(store: Store, node_ids: Sequence[str]) -> set[str]:
     return users
 
 
-def _reconsolidate(store: Store, cons: Consolidator, users: set[str]) -> list[MemoryNode]:
+def profiles_of(store: Store, items: Sequence[MemoryItem]) -> list[MemoryNode]:
+    """Active L5 profiles whose facts block lists one of ``items`` or should (the item holds at the window's
+    end, :mod:`timem.memory.profile`): the profiles to rewrite when those items are forgotten or restored."""
+    out: dict[str, MemoryNode] = {}
+    for uid in sorted({i.user_id for i in items}):
+        for p in store.nodes(uid, Level.PROFILE):
+            if any(listed_in(i, p.content) or i.valid_at(last_instant(p.span_end)) for i in items):
+                out[p.id] = p
+    return list(out.values())
+
+
+def mark_profiles_stale(store: Store, items: Sequence[MemoryItem]) -> set[str]:
+    """Mark :func:`profiles_of` ``items`` stale (re-consolidated in their own mode); returns their users."""
+    profiles = profiles_of(store, items)
+    for p in profiles:
+        store.update_node(p.id, stale=True)
+    return {p.user_id for p in profiles}
+
+
+def reconsolidate(store: Store, cons: Consolidator, users: set[str]) -> list[MemoryNode]:
+    """Re-consolidate the stale nodes of ``users`` (each in its own mode), rebuild their segment trees and
+    refresh the BM25 index; returns the nodes written."""
     written: list[MemoryNode] = []
     for uid in sorted(users):  # each stale ancestor in its own mode; without an LLM only extractive ones
         written += cons.consolidate(uid)
@@ -71,7 +93,7 @@ def edit_memory(store: Store, cons: Consolidator, node_id: str, content: str, *,
         store.update_node(node_id, content=content.strip(), embedding=vec)
         store.audit("edit", node.user_id, node_id, {"actor": actor, "old_chars": len(node.content)})
         users = _mark_stale(store, [node_id]) | {node.user_id}
-    _reconsolidate(store, cons, users)
+    reconsolidate(store, cons, users)
     return store.node(node_id)
 
 
@@ -84,10 +106,12 @@ def soft_delete(store: Store, cons: Consolidator, node_ids: Sequence[str], *, ac
             users |= _mark_stale(store, [nid]) | {node.user_id}
             store.update_node(nid, status=NodeStatus.DELETED)
             store.audit("soft-delete", node.user_id, nid, {"actor": actor})
-        for item in store.items_without_active_source(node_ids):  # memory items read only from them go too
+        orphans = store.items_without_active_source(node_ids)
+        for item in orphans:  # memory items read only from them go too
             store.update_item(item.id, status="deleted")
             store.audit("item-sources-deleted", item.user_id, item.id, {"actor": actor, "segments": list(node_ids)})
-    _reconsolidate(store, cons, users)
+        users |= mark_profiles_stale(store, orphans)
+    reconsolidate(store, cons, users)
 
 
 def restore(store: Store, cons: Consolidator, node_id: str, *, actor: str = "user") -> None:
@@ -102,12 +126,13 @@ def restore(store: Store, cons: Consolidator, node_id: str, *, actor: str = "use
     with store.transaction():
         store.update_node(node_id, status=NodeStatus.ACTIVE)
         store.audit("restore", node.user_id, node_id, {"actor": actor})
-        for item in store.items_from_sources([node_id]):  # back with their source, unless forgotten explicitly
-            if item.status == "deleted" and not store.was_forgotten(item.id):
-                store.update_item(item.id, status="active")
-                store.audit("item-restored", item.user_id, item.id, {"actor": actor, "segment": node_id})
-        users = _mark_stale(store, [node_id]) | {node.user_id}
-    _reconsolidate(store, cons, users)
+        back = [i for i in store.items_from_sources([node_id])  # back with their source, unless forgotten
+                if i.status == "deleted" and not store.was_forgotten(i.id)]
+        for item in back:
+            store.update_item(item.id, status="active")
+            store.audit("item-restored", item.user_id, item.id, {"actor": actor, "segment": node_id})
+        users = _mark_stale(store, [node_id]) | {node.user_id} | mark_profiles_stale(store, back)
+    reconsolidate(store, cons, users)
 
 
 def erase(store: Store, cons: Consolidator, node_ids: Sequence[str], *, actor: str = "user") -> dict[str, float]:
@@ -124,16 +149,20 @@ def erase(store: Store, cons: Consolidator, node_ids: Sequence[str], *, actor: s
     nodes = [store.node(n) for n in node_ids]
     users: set[str] = set()
     old_ancestors = {a.id: a for n in nodes for a in ancestors(store, n.id)}
+    erased = set(node_ids)  # items read only from erased segments go; the profiles listing them are rewritten
+    lost = [i for i in store.items_from_sources(list(node_ids)) if set(i.source_ids) <= erased]
+    old_ancestors |= {p.id: p for p in profiles_of(store, lost)}
     turns = [t for n in nodes if n.source_turn_ids for t in store.turns(n.user_id, ids=n.source_turn_ids)]
     texts = [n.content for n in nodes] + [t.text for t in turns] + [t.image_caption for t in turns if t.image_caption]
     with store.transaction():
         for n in nodes:
             users |= _mark_stale(store, [n.id]) | {n.user_id}
+        users |= mark_profiles_stale(store, lost)
         store.purge_cache_mentioning(texts)
         store.delete_nodes([n.id for n in nodes])
         for n in nodes:
             store.audit("erase", n.user_id, n.id, {"actor": actor, "level": int(n.level)})
-    _reconsolidate(store, cons, users)
+    reconsolidate(store, cons, users)
     # the versions of the ancestors that summarised the erased memories go too
     gone = store.nodes(ids=list(old_ancestors), status=NodeStatus.SUPERSEDED)  # erased ones are absent
     with store.transaction():

@@ -78,6 +78,7 @@ class MemoryEngine(MemoryLayer):
         self.item_writer = ItemWriter(store, embedder, llm, config)
         #: per user, the failures of the last memory-item extraction (``(session id, error)``; also audited)
         self.extraction_failures: dict[str, list[tuple[str, str]]] = {}
+        self._items_read: set[str] = set()  #: users whose items :meth:`_consolidate` read in the current write
 
     @classmethod
     def open(cls, config: Config, *, with_llm: bool = True) -> MemoryEngine:
@@ -163,7 +164,7 @@ class MemoryEngine(MemoryLayer):
                 written += nodes
             for child, parent in relinks:  # the parent was not rewritten (no LLM / --l1-only): same id, same link
                 self.store.relink(child, parent)
-            self.extract_items(report.users, with_llm=upper_levels)
+            self._extract_rest(report.users, with_llm=upper_levels)
             self.sync_segtree(report.users)
         finally:
             self.store.refresh_fts()
@@ -177,10 +178,36 @@ class MemoryEngine(MemoryLayer):
         into ``failures`` (window keys prefixed with the user id if ``name_user``) so that the caller
         can go on with other users and raise once. Returns the nodes written either way."""
         try:
-            return self.consolidator.consolidate(user_id, **kw)
+            return self._consolidate(user_id, **kw)
         except ConsolidationIncomplete as exc:
             failures += [(lv, f"{user_id} {key}" if name_user else key, msg) for lv, key, msg in exc.failures]
             return exc.written
+
+    def _extract_rest(self, user_ids: Sequence[str], *, with_llm: bool = True) -> None:
+        """:meth:`extract_items` for the users whose items :meth:`_consolidate` did not read in this write
+        (each write reads them once: an LLM extraction that fails is not asked twice)."""
+        rest = [u for u in user_ids if u not in self._items_read]
+        self._items_read.clear()
+        if rest:
+            self.extract_items(rest, with_llm=with_llm)
+
+    def _consolidate(self, user_id: str, **kw: Any) -> list[MemoryNode]:
+        """:meth:`Consolidator.consolidate`, with the memory items read between L1 and L2-L5 so that an L5
+        profile lists the items that hold at its window's end (:mod:`timem.memory.profile`).
+
+        Raises:
+            ConsolidationIncomplete: as the consolidator; ``.written`` includes the L1 nodes of the first pass.
+        """
+        if not (self.config.memory_items and kw.get("upper_levels", True)):
+            return self.consolidator.consolidate(user_id, **kw)
+        first = self.consolidator.consolidate(user_id, **{**kw, "upper_levels": False})
+        self.extract_items([user_id])
+        self._items_read.add(user_id)
+        try:
+            return first + self.consolidator.consolidate(user_id, **kw)
+        except ConsolidationIncomplete as exc:
+            exc.written[:0] = first
+            raise
 
     # ------------------------------------------------------------------ online chat
     def add_exchange(self, user_id: str, session_id: str, user_text: str, assistant_text: str,
@@ -253,9 +280,9 @@ class MemoryEngine(MemoryLayer):
         if not consolidate:
             return []
         try:
-            return self.consolidator.consolidate(user_id)
+            return self._consolidate(user_id)
         finally:
-            self.extract_items([user_id])
+            self._extract_rest([user_id])
             self.sync_segtree([user_id])
             self.store.refresh_fts()
 
@@ -267,9 +294,9 @@ class MemoryEngine(MemoryLayer):
         """
         self.store.end_session(user_id, session_id)
         try:
-            return self.consolidator.consolidate(user_id)
+            return self._consolidate(user_id)
         finally:
-            self.extract_items([user_id])
+            self._extract_rest([user_id])
             self.sync_segtree([user_id])
             self.store.refresh_fts()
 
@@ -288,7 +315,7 @@ class MemoryEngine(MemoryLayer):
                 nodes += self._consolidate_user(uid, failures, name_user=user_id is None, flush=flush,
                                                 progress=progress)
         finally:
-            self.extract_items([user_id] if user_id else self.store.users())
+            self._extract_rest([user_id] if user_id else self.store.users())
             self.sync_segtree([user_id] if user_id else self.store.users())
             self.store.refresh_fts()
         if failures:

@@ -47,6 +47,7 @@ from timem.consolidation.segments import cut_segments, render_segment
 from timem.embed.protocol import Embedder
 from timem.errors import ConsolidationIncomplete, LLMError, UnusableAnswerError
 from timem.llm.protocol import LLMClient, Message
+from timem.memory.profile import facts_as_of
 from timem.models import CONSOLIDATION_MODES, Level, MemoryNode, NodeMode, NodeStatus, Role, TimeSpan, Turn
 from timem.prompts import segment, title
 from timem.prompts.common import assistant_note, render_nodes
@@ -274,6 +275,9 @@ class Consolidator:
                 if problem:
                     audits.append(("hybrid-title-missing" if not head else "grounding-drop",
                                    {"level": int(level), "window": key, "model": llm.model_id, **problem}))
+        if level == Level.PROFILE and self.config.memory_items:  # issue 14: the items that hold at its end
+            facts = facts_as_of(self.store.items(user_id), span.end, self.tz, self._participants(user_id, span))
+            content = f"{content}\n\n{facts}" if facts else content
         vec = self._sentence_vecs.embed([content])[0]  # cached: an L3 of one session repeats its L2
         node = MemoryNode(
             id=node_id(user_id, level, key, [c.id for c in children] + [content, existing.id if existing else ""]),

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from timem import editing
 from timem.chat_turns import ChatTurn
 from timem.config import Complexity, Config
 from timem.consolidation.consolidator import Consolidator
@@ -80,8 +81,17 @@ class MemoryLayer:
         """The user's memory items (active only unless ``status`` is ``"deleted"`` or ``None`` = all), oldest first."""
         return self.store.items(user_id, status=status)
 
+    def memory_item(self, item_id: str) -> MemoryItem:
+        """One memory item by id, whatever its status.
+
+        Raises:
+            NotFoundError: unknown item id.
+        """
+        return self.store.item(item_id)
+
     def forget_items(self, item_ids: Sequence[str], *, actor: str = "user") -> None:
-        """Soft-delete memory items alone (their segments stay; audit ``forget-item``), e.g. the studio's Facts view.
+        """Soft-delete memory items alone (their segments stay; audit ``forget-item``; the L5 profiles listing them
+        are rewritten), e.g. the studio's Facts view.
 
         Raises:
             NotFoundError: an unknown item id (nothing is changed).
@@ -91,6 +101,8 @@ class MemoryLayer:
             for item in items:
                 self.store.update_item(item.id, status="deleted")
                 self.store.audit("forget-item", item.user_id, item.id, {"actor": actor, "segments": []})
+            users = editing.mark_profiles_stale(self.store, items)  # the L5 profiles listing them
+        editing.reconsolidate(self.store, self.consolidator, users)
 
     def pin_item(self, item_id: str, pinned: bool = True, *, actor: str = "user") -> MemoryItem:
         """Pin (or unpin) a memory item: pinned open items go into every answer's system message, within

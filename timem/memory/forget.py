@@ -6,7 +6,8 @@
   read by :mod:`timem.memory.rules`: "I work at Blue Harbor" names employer Blue Harbor) and the active L1
   segments that hold those values (their sources, and any segment quoting a value); with no item matched,
   the segments quoting the text itself.
-* :func:`apply` soft-deletes them: items ``status = deleted`` (audit ``forget-item``, ids only), segments
+* :func:`apply` soft-deletes them: items ``status = deleted`` (audit ``forget-item``, ids only; the L5 profiles
+  listing them are rewritten), segments
   through :func:`timem.editing.soft_delete` (ancestors re-consolidated without them, segment tree rebuilt),
   and the LLM-cache entries quoting the segments are purged. Undo: :func:`timem.editing.restore` for the
   segments; hard erase stays :func:`timem.editing.erase`.
@@ -90,6 +91,9 @@ def apply(store: Store, cons: Consolidator, plan: ForgetPreview, *, actor: str =
             store.update_item(it.id, status="deleted")
             store.audit("forget-item", plan.user_id, it.id, {"actor": actor, "segments": [n.id for n in plan.segments]})
         store.purge_cache_mentioning([n.content for n in plan.segments] + [t.text for t in turns])
+        editing.mark_profiles_stale(store, plan.items)  # the L5 profiles listing them are rewritten
     if plan.segments:
         editing.soft_delete(store, cons, [n.id for n in plan.segments], actor=actor)
+    elif plan.items:
+        editing.reconsolidate(store, cons, {plan.user_id})
     return plan

@@ -102,7 +102,8 @@ def bm25_query(question: str, plan: RecallPlan) -> str:
 
 def select_leaves(store: Store, embedder: Embedder, config: Config, user_id: str, question: str,
                   plan: RecallPlan, query_vec: np.ndarray | None = None, participants: Sequence[str] = (),
-                  question_time: datetime | None = None) -> LeafSelection:
+                  question_time: datetime | None = None, localisation: TimeLocalisation | None = None
+                  ) -> LeafSelection:
     """Top-k L1 leaves of ``user_id`` for ``question`` (see the module docstring).
 
     Args:
@@ -112,6 +113,8 @@ def select_leaves(store: Store, embedder: Embedder, config: Config, user_id: str
         question_time: when the question is asked (UTC-aware). Leaves that start after it are
             never candidates (nothing from after the question reaches the context), and the TIDER
             time channel (``Config.time_channel``) localises the question's windows against it.
+        localisation: the question's time localisation if already made (the LLM localiser,
+            :mod:`timem.recall.localiser`); ``None`` = the rule-based localiser.
 
     Raises:
         EmbeddingError: the embedder fails (nothing is searched then).
@@ -126,7 +129,7 @@ def select_leaves(store: Store, embedder: Embedder, config: Config, user_id: str
     notes: list[str] = []
     loc = TimeLocalisation(detect=False)
     if config.time_channel != "off" and question_time is not None:
-        loc = localise(question, question_time, config.tz)
+        loc = localisation if localisation is not None else localise(question, question_time, config.tz)
         if loc.detect:
             spans = [(w.start, w.end) for w in loc.windows]
             timed = [i for i, _, _ in store.segments_in_windows(user_id, spans, n, until=question_time)]

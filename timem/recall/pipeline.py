@@ -36,6 +36,7 @@ from timem.recall.ancestors import fetch_lineage, propagate
 from timem.recall.context import count_context_tokens
 from timem.recall.gating import GateMode, apply_budget, run_gate
 from timem.recall.leaves import Candidate, select_leaves
+from timem.recall.localiser import localise_question
 from timem.recall.planner import CentroidPlanner, LLMPlanner, RecallPlan, make_plan
 from timem.recall.propagation import propagate_leaves
 from timem.recall.trace import RecallTrace
@@ -115,7 +116,11 @@ def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: 
     latency["plan"] = _ms(t0)
 
     t0 = time.perf_counter()
-    leaves = select_leaves(store, embedder, config, user_id, query, plan, query_vec, participants, qt)
+    loc = None
+    if config.time_channel != "off" and config.time_localiser == "llm":
+        query_vec = query_vec if query_vec is not None else embedder.embed([query])[0]
+        loc = localise_question(store, llm, config, user_id, query, qt, query_vec, notes)
+    leaves = select_leaves(store, embedder, config, user_id, query, plan, query_vec, participants, qt, loc)
     if config.propagation != "off":
         qv = query_vec if query_vec is not None else embedder.embed([query])[0]
         top_k = min(config.recall_top_k, plan.levels.get(1, config.recall_top_k))

@@ -38,7 +38,7 @@ _UNIT = r"(day|week|month|year)s?"
 _ORD = r"(?:st|nd|rd|th)?"
 
 
-def _days(first: date, last: date, tz: ZoneInfo) -> TimeSpan:
+def day_window(first: date, last: date, tz: ZoneInfo) -> TimeSpan:
     """``[midnight of first, midnight after last)`` in ``tz``, as UTC."""
     return TimeSpan(start=midnight(first, tz), end=midnight(last + timedelta(days=1), tz))
 
@@ -47,8 +47,8 @@ def _unit_window(d: date, unit: str, tz: ZoneInfo) -> TimeSpan:
     """The calendar month or year holding ``d``."""
     if unit == "month":
         first = d.replace(day=1)
-        return _days(first, first + relativedelta(months=1) - timedelta(days=1), tz)
-    return _days(date(d.year, 1, 1), date(d.year, 12, 31), tz)
+        return day_window(first, first + relativedelta(months=1) - timedelta(days=1), tz)
+    return day_window(date(d.year, 1, 1), date(d.year, 12, 31), tz)
 
 
 def _shift(d: date, unit: str, n: int) -> date:
@@ -107,12 +107,12 @@ def resolve_time_window(question: str, question_time: datetime, tz: ZoneInfo) ->
     flags = re.IGNORECASE
     if m := re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", q):
         d = date(int(m[1]), int(m[2]), int(m[3]))
-        return m[0], _days(d, d, tz)
+        return m[0], day_window(d, d, tz)
     if m := (re.search(rf"\b(\d{{1,2}}){_ORD}\s+(?:of\s+)?{_MON}\b,?(\s+\d{{4}})?", q, flags)
              or re.search(rf"\b{_MON}\s+(\d{{1,2}}){_ORD}\b,?(\s+\d{{4}})?", q, flags)):
         day = _explicit_day(m[0].replace("of ", ""), today)
         if day is not None:
-            return m[0].strip(), _days(day, day, tz)
+            return m[0].strip(), day_window(day, day, tz)
     if m := re.search(rf"\b(?:in\s+)?{_MON}\s+(\d{{4}})\b", q, flags):
         first = date(int(m[2]), _month_index(m[1]), 1)
         return m[0], _unit_window(first, "month", tz)
@@ -136,5 +136,5 @@ def resolve_time_window(question: str, question_time: datetime, tz: ZoneInfo) ->
     found = resolve_relative_dates(q, question_time.astimezone(tz))[1]
     if found:
         earliest = min(found, key=lambda r: r.start)
-        return earliest.phrase, _days(earliest.start_date, earliest.end_date, tz)
+        return earliest.phrase, day_window(earliest.start_date, earliest.end_date, tz)
     return None

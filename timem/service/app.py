@@ -50,6 +50,7 @@ from timem.errors import (
     TextTooLongError,
     TimemError,
 )
+from timem.memory.forget import forget_request
 from timem.models import NodeStatus, WriteRequest
 from timem.service.keys import KeyFile
 from timem.service.models import (
@@ -60,6 +61,10 @@ from timem.service.models import (
     EditIn,
     ErasedOut,
     ErrorOut,
+    ForgetIn,
+    ForgetOut,
+    ItemOut,
+    ItemsOut,
     MemoriesOut,
     MemoryOut,
     RecallIn,
@@ -392,6 +397,40 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
             s.require_node(eng, internal, user, node_id)
             eng.restore_memory(node_id, actor=f"api:{t.name}")
             return MemoryOut.of(eng.node(node_id), internal, user)
+
+    @app.get("/v1/users/{user}/items")
+    def list_items(user: UserPath, s: S, t: T,
+                   status: Literal["active", "deleted", "all"] = "active") -> ItemsOut:
+        """The user's memory items (facts, preferences, events, plans), oldest first; superseded items are
+        active with ``valid_to`` set (history), forgotten ones ``deleted``."""
+        with s.use() as eng:
+            internal = s.require_user(eng, t, user)
+            items = eng.memory_items(internal, status=None if status == "all" else status)
+        return ItemsOut(user=user, items=[ItemOut.of(i) for i in items])
+
+    @app.delete("/v1/users/{user}/items/{item_id}")
+    def delete_item(user: UserPath, item_id: Annotated[str, PathParam(pattern=r"^item-[0-9a-f]{16}$")], s: S,
+                    t: T) -> ItemOut:
+        """Forget one memory item alone (soft delete; its source segments stay)."""
+        with s.use() as eng:
+            internal = s.require_user(eng, t, user)
+            if item_id not in {i.id for i in eng.memory_items(internal, status=None)}:
+                raise NotFoundError(f"no memory item {item_id!r} for user {user!r}; "
+                                    f"list them with GET /v1/users/{user}/items")
+            eng.forget_items([item_id], actor=f"api:{t.name}")
+            return ItemOut.of(eng.memory_item(item_id))
+
+    @app.post("/v1/users/{user}/forget")
+    def forget(user: UserPath, body: ForgetIn, s: S, t: T) -> ForgetOut:
+        """Explicit forgetting: the items and L1 segments that match ``text``; with ``confirm`` they are
+        soft-deleted (segments undoable with ``POST .../memories/{id}/restore``), else only listed."""
+        s.check_text("text", body.text)
+        what = forget_request(body.text) or body.text
+        with s.use() as eng:
+            internal = s.require_user(eng, t, user)
+            plan = eng.forget(internal, what, confirm=body.confirm, actor=f"api:{t.name}")
+        return ForgetOut(user=user, text=what, forgotten=body.confirm and not plan.empty,
+                         items=[ItemOut.of(i) for i in plan.items], segments=[n.id for n in plan.segments])
 
     @app.get("/v1/users/{user}/export")
     def export_user(user: UserPath, s: S, t: T) -> dict:

@@ -6,8 +6,11 @@ Tools, all for the user given at start (``timem mcp --db FILE --user ID``):
   unless given with an offset; session: ``mcp-<UTC date>``), then consolidate: its L1 segment is written at
   once and whatever windows closed in event time are consolidated.
 * ``recall(query, question_time?)`` — the recalled context (dated lines), its memory ids, Mem Len, trace id.
-* ``forget(memory_id, hard=False)`` — soft-delete a memory (undoable from the studio, CLI or HTTP API), or
-  with ``hard`` erase it and its source turns for good.
+* ``forget(memory_id=None, text=None, hard=False)`` — soft-delete a memory (undoable from the studio, CLI or
+  HTTP API), or with ``hard`` erase it and its source turns for good; or, with ``text`` ("I work at Blue
+  Harbor"), soft-delete the memory items (facts) and L1 segments that match it.
+* ``facts(include_history=False)`` — the user's memory items (facts, preferences, events, plans) that hold
+  now, with the superseded ones on request.
 * ``list(level?, limit=50)`` — the user's newest active memories: id, level, span (UTC), content.
 
 The process owns the DuckDB file while it runs (one writer per file: do not point ``timem serve`` or the
@@ -28,6 +31,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from timem.config import Config
 from timem.engine import MemoryEngine
 from timem.errors import InputError, NotFoundError, TextTooLongError, TimemError
+from timem.memory.forget import forget_request
 
 
 def _time(value: str | None, what: str) -> datetime | None:
@@ -105,19 +109,46 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
 
     @server.tool()
     @_says_why
-    def forget(memory_id: str, hard: bool = False) -> dict[str, Any]:
-        """Forget one memory: soft delete (can be undone) or, with hard=true, erase it for good.
+    def forget(memory_id: str | None = None, text: str | None = None, hard: bool = False) -> dict[str, Any]:
+        """Forget a memory by id (soft delete, or with hard=true erase it for good), or forget what a
+        sentence says ("I work at Blue Harbor"): the matching facts and the messages holding them.
 
         Args:
             memory_id: an id from recall or list, e.g. L1-0123456789abcdef.
-            hard: erase the memory and its source messages irreversibly.
+            text: what to forget, instead of an id; facts and messages that match it are soft-deleted.
+            hard: with memory_id only: erase the memory and its source messages irreversibly.
         """
+        if (memory_id is None) == (text is None):
+            raise InputError("give memory_id or text (one of them)", field="memory_id")
+        if text is not None:
+            check("text", text)
+            with lock:
+                engine.require_user(user_id)
+                plan = engine.forget(user_id, forget_request(text) or text, confirm=True, actor="mcp")
+            return {"text": plan.text, "forgotten": not plan.empty,
+                    "facts": [i.label() for i in plan.items], "memory_ids": [n.id for n in plan.segments]}
         with lock:
-            node = engine.node(memory_id)
+            node = engine.node(memory_id or "")
             if node is None or node.user_id != user_id:
                 raise NotFoundError(f"no memory {memory_id!r} for this user; see the list tool")
-            engine.delete_memories([memory_id], hard=hard, actor="mcp")
+            engine.delete_memories([node.id], hard=hard, actor="mcp")
         return {"memory_id": memory_id, "erased" if hard else "deleted": True}
+
+    @server.tool()
+    @_says_why
+    def facts(include_history: bool = False) -> list[dict[str, Any]]:
+        """The user's remembered facts and preferences (memory items), oldest first: those that hold now, and
+        with include_history=true also the superseded ones (valid_to set).
+
+        Args:
+            include_history: also list values that were superseded by a newer one.
+        """
+        with lock:
+            engine.require_user(user_id)
+            items = engine.memory_items(user_id)
+        return [{"id": i.id, "fact": i.label(), "kind": i.kind, "valid_from": i.valid_from.isoformat(),
+                 "valid_to": i.valid_to.isoformat() if i.valid_to else None}
+                for i in items if include_history or i.is_open]
 
     @server.tool(name="list")
     @_says_why

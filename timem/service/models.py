@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from timem.models import MemoryNode
+from timem.models import MemoryItem, MemoryNode
 
 #: user and session ids a tenant may use: letters, digits, ``.``, ``_``, ``-`` (no ``/`` or ``:``, which
 #: the store uses in namespaced user ids and turn ids)
@@ -59,6 +59,50 @@ class RecallIn(_In):
 
 class EditIn(_In):
     content: str
+
+
+class ForgetIn(_In):
+    text: str  #: what to forget, e.g. "I work at Blue Harbor" (a "forget that ..." prefix is allowed)
+    confirm: bool = False  #: false: only say what would go; true: soft-delete it
+
+
+class ItemOut(BaseModel):
+    """One memory item (a fact, preference, event or plan above the tree) as a tenant sees it."""
+
+    id: str
+    kind: str
+    subject: str
+    attribute: str
+    value: str
+    event_time: datetime
+    valid_from: datetime
+    valid_to: datetime | None  #: None while the item holds
+    superseded_by: str | None
+    confidence: float
+    source: str
+    source_ids: list[str]  #: the L1 segments it was read from
+    status: str
+    pinned: bool
+
+    @classmethod
+    def of(cls, i: MemoryItem) -> ItemOut:
+        return cls(id=i.id, kind=i.kind, subject=i.subject, attribute=i.attribute, value=i.value,
+                   event_time=i.event_time, valid_from=i.valid_from, valid_to=i.valid_to,
+                   superseded_by=i.superseded_by, confidence=i.confidence, source=i.source,
+                   source_ids=list(i.source_ids), status=i.status, pinned=i.pinned)
+
+
+class ItemsOut(BaseModel):
+    user: str
+    items: list[ItemOut]
+
+
+class ForgetOut(BaseModel):
+    user: str
+    text: str
+    forgotten: bool  #: true when ``confirm`` was given and something matched
+    items: list[ItemOut]  #: the items that go (or would go)
+    segments: list[str]  #: the L1 segment ids that go (or would go), undoable with .../restore
 
 
 class MemoryOut(BaseModel):
