@@ -57,16 +57,13 @@ def main() -> None:
     t_open = time.perf_counter()
     engine = MemoryEngine.open(cfg)
     open_s = time.perf_counter() - t_open
-    before = engine.store.stats()  # a reused --db: count only this run's calls and tokens
-    started = datetime.now(UTC).replace(tzinfo=None)
+    before = engine.stats()  # a reused --db: count only this run's calls and tokens
+    started = datetime.now(UTC)
     t0 = time.perf_counter()
     report = engine.ingest(users)
     wall = time.perf_counter() - t0
-    stats = {k: (v - before.get(k, 0) if isinstance(v, int) else v) for k, v in engine.store.stats().items()}
-    per_purpose = {p: {"calls": n, "seconds": round(ms / 1000, 1)} for p, n, ms in engine.store.con.execute(
-        "SELECT purpose, count(*), sum(latency_ms) FROM llm_calls WHERE called_at >= ? AND NOT cached "
-        "GROUP BY purpose ORDER BY purpose", [started]).fetchall()}
-    engine.store.con.execute("CHECKPOINT")
+    stats = {k: (v - before.get(k, 0) if isinstance(v, int) else v) for k, v in engine.stats().items()}
+    per_purpose = engine.llm_usage(started)
     engine.close()
     row = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"),

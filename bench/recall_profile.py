@@ -45,7 +45,7 @@ from recall_latency import T0, USER, questions
 from timem.config import Config
 from timem.embed.minilm import MiniLMEmbedder
 from timem.recall.pipeline import recall
-from timem.segtree import store as segstore
+from timem.store import segtree_tables as segstore
 from timem.store.duckdb_store import Store
 
 

@@ -17,7 +17,7 @@ for run in $RUNS; do
   done
   $PY bench/consolidation_density.py --db "$db" --data "$DATA" --json > "$OUT/$model-$mode.density.json"
   for budget in 500 1000; do
-    for recipe in timem l1l5-hier; do
+    for recipe in timem-index timem-context; do
       $PY -m timem.bench.cli locomo "$DATA" --recipe $recipe --retrieval-only --llm none --db "$db" \
         --set token_budget=$budget --set consolidation_mode=$mode --out "$OUT/recall-$model-$mode-$recipe-$budget" \
         > "$OUT/recall-$model-$mode-$recipe-$budget.log" 2>&1

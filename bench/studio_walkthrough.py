@@ -54,7 +54,7 @@ def main() -> None:
 
     db = str(Path(state.base_config().db_path).expanduser().resolve())
     engine = state._open_engine(db, state.base_config().with_overrides(db_path=Path(db))).engine
-    per = {lv.label: len(engine.store.nodes("conv-30", int(lv))) for lv in Level}
+    per = {lv.label: len(engine.nodes("conv-30", int(lv))) for lv in Level}
     step(f"conv-30 nodes per level: {per}")
 
     t = time.perf_counter()
@@ -70,17 +70,18 @@ def main() -> None:
         fail_on_errors(at, page)
         step(f"{page}: rendered in {time.perf_counter() - t:.0f} s; title {at.title[0].value!r}")
 
-    leaf = next(n for n in engine.store.nodes("conv-30", int(Level.SEGMENT)) if "ad campaign" in n.content.lower())
+    leaf = next(n for n in engine.nodes("conv-30", int(Level.SEGMENT)) if "ad campaign" in n.content.lower())
     at.text_input(key="mem_q").set_value("ad campaign").run()
     at.multiselect(key="mem_selected").set_value([leaf.id]).run()
     at.button(key="mem_soft").click().run()
     fail_on_errors(at, "delete")
-    assert engine.store.node(leaf.id).status == NodeStatus.DELETED
+    node = engine.node(leaf.id)
+    assert node is not None and node.status == NodeStatus.DELETED
     at.switch_page("timem/studio/views/timeline.py").run()
     from timem.ui.timeline import _label
 
     gone_tl = _label(leaf, engine.config.tz) not in at.selectbox(key="tl_node").options
-    res = recall(engine.store, engine.embedder, None, engine.config, "conv-30", QUESTION, persist=False)
+    res = engine.recall("conv-30", QUESTION, persist=False)
     gone_recall = leaf.id not in [c.node_id for c in res.trace.candidates]
     step(f"soft-deleted {leaf.id}: gone from timeline={gone_tl}, gone from recall={gone_recall}")
     engine.restore_memory(leaf.id)

@@ -20,6 +20,7 @@ from timem.config import load_config
 
 ray = pytest.importorskip("ray")
 DATA = Path(__file__).parent / "fixtures" / "locomo_tiny.json"
+LME = Path(__file__).parent / "fixtures" / "longmemeval_tiny.json"
 
 
 @pytest.fixture(scope="module")
@@ -69,12 +70,29 @@ def test_ray_run_is_byte_identical_to_local_runs(tmp_path, embedder, cluster):
                                                                             "conv-b:q0"]
 
 
-def test_ray_refuses_db_and_longmemeval(tmp_path):
+def test_ray_refuses_db_and_jsonl(tmp_path):
     with pytest.raises(BenchError, match="leave --db out"):
         run_on_ray(_spec(tmp_path / "o", db=tmp_path / "x.duckdb"), _cfg(tmp_path / "c"), "local")
-    spec = RunSpec(dataset="longmemeval", data_file=DATA, recipe=get_recipe("timem"), out_dir=tmp_path / "o")
-    with pytest.raises(BenchError, match="LongMemEval without --ray"):
+    spec = RunSpec(dataset="jsonl", data_file=DATA, recipe=get_recipe("timem"), out_dir=tmp_path / "o")  # type: ignore[arg-type]
+    with pytest.raises(BenchError, match="not jsonl"):
         run_on_ray(spec, _cfg(tmp_path / "c"), "local")
+
+
+@pytest.mark.slow
+def test_ray_longmemeval_one_task_per_instance_is_byte_identical_to_a_local_run(tmp_path, embedder, cluster):
+    def spec(out, **kw):
+        return RunSpec(dataset="longmemeval", data_file=LME, recipe=get_recipe("timem"), out_dir=out,
+                       retrieval_only=True, **kw)
+
+    res = run_on_ray(spec(tmp_path / "ray", limit=2), _cfg(tmp_path / "cache"), "local", progress=False)
+    got = (res.out_dir / "questions.jsonl").read_bytes()
+    local = run_benchmark(spec(tmp_path / "local", limit=2), _cfg(tmp_path / "cache-local"), embedder=embedder,
+                          progress=False)
+    assert got == (local.out_dir / "questions.jsonl").read_bytes()
+    rows = [json.loads(line) for line in got.splitlines()]
+    assert len(rows) == 2 and len({r["question_id"] for r in rows}) == 2
+    man = json.loads((res.out_dir / "manifest.json").read_text())
+    assert man["selection"]["limit"] == 2 and "2 tasks" in man["db"]
 
 
 def test_cli_passes_ray_through(tmp_path, monkeypatch):

@@ -143,3 +143,10 @@ def test_bad_json_and_duplicate_ids(raw, tmp_path: Path) -> None:
         load_longmemeval(dup, None, UTCZ)
     with pytest.raises(InputError, match="limit"):
         load_longmemeval(FIXTURE, 0, UTCZ)
+
+
+def test_sample_ids_select_instances_after_limit() -> None:
+    got = load_dataset(FIXTURE, "longmemeval", sample_ids=["tiny0003", "tiny0001"], tz=UTCZ)
+    assert [u.user_id for u in got] == ["tiny0001", "tiny0003"]  # file order
+    with pytest.raises(InputError, match="tiny0003"):  # cut away by the limit first
+        load_dataset(FIXTURE, "longmemeval", sample_ids=["tiny0003"], limit=2, tz=UTCZ)

@@ -258,3 +258,40 @@ def test_llm_localiser_falls_back_to_the_rules_and_says_why(turn_engine, answer,
     res = recall(eng.store, eng.embedder, None, cfg, "u1", "What did Bo say after the lunch plan?",
                  datetime(2024, 4, 25, 9, tzinfo=UTC), persist=False)
     assert any("no LLM available; rule-based localiser used" in n for n in res.trace.notes)
+
+
+def _unit(*xs):
+    import numpy as np
+
+    v = np.array(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_event_pool_merges_within_7_days_and_cosine_085_at_most_40_per_event():
+    from timem.recall.events import build_events
+
+    d = datetime(2024, 3, 1, tzinfo=UTC)
+    a, near, far = _unit(1, 0), _unit(1, 0.45), _unit(1, 1.5)  # cosines with a: 1, 0.912, 0.555
+    leaves = [("a", d, d, a), ("b", d + timedelta(days=3), d + timedelta(days=3), near),  # joins a
+              ("c", d + timedelta(days=4), d + timedelta(days=4), far),  # cosine < 0.85 with the event: new
+              ("e", d + timedelta(days=12), d + timedelta(days=12), a)]  # 8 days after b: new
+    events = build_events(leaves)
+    assert [e.members for e in events] == [["a", "b"], ["c"], ["e"]]
+    assert events[0].end == d + timedelta(days=3)
+    edge = build_events([("a", d, d, a), ("b", d + timedelta(days=7), d + timedelta(days=7), a)])
+    assert [e.members for e in edge] == [["a", "b"]]  # exactly 7 days apart still merges
+    many = build_events([(f"x{i:02d}", d, d, a) for i in range(41)])
+    assert [len(e.members) for e in many] == [40, 1]
+
+
+def test_event_channel_brings_the_best_events_members_for_this_user_only(turn_engine):
+    eng = turn_engine
+    cfg = eng.config.with_overrides(event_pool=1, time_channel="off")
+    qt = datetime(2024, 4, 25, 9, tzinfo=UTC)
+    res = recall(eng.store, eng.embedder, None, cfg, "u2", "Where should we have lunch?", qt, persist=False)
+    note = next(n for n in res.trace.notes if n.startswith("event pool:"))
+    assert "the best 1" in note and all(n.user_id == "u2" for n in res.nodes)
+    assert {eng.store.node(c.node_id).user_id for c in res.trace.candidates} == {"u2"}
+    early = datetime(2024, 3, 2, tzinfo=UTC)  # events that start after the question time are skipped
+    res = recall(eng.store, eng.embedder, None, cfg, "u2", "Any plans for April?", early, persist=False)
+    assert all(eng.store.node(c.node_id).span_start <= early for c in res.trace.candidates)

@@ -1,4 +1,4 @@
-"""The per-user cache of segment-tree internal nodes (timem.segtree.view) never serves a stale tree: after
+"""The per-user cache of segment-tree internal nodes (timem.store.segtree_view) never serves a stale tree: after
 every kind of write (chat turn added, memory edited, soft-deleted, erased, a rolled-back write) the next
 recall uses an index equal to a fresh load and recalls exactly what a cold cache recalls; and the
 shortlist-then-exact scoring equals the per-height SQL it replaced (real DuckDB file, real MiniLM, no LLM)."""
@@ -15,8 +15,8 @@ from timem.config import Config
 from timem.engine import MemoryEngine
 from timem.models import Level
 from timem.recall import recall
-from timem.segtree import store as segstore
-from timem.segtree import view as segview
+from timem.store import segtree_tables as segstore
+from timem.store import segtree_view as segview
 
 QT = datetime(2024, 6, 1, tzinfo=UTC)
 @pytest.fixture()

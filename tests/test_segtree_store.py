@@ -1,4 +1,4 @@
-"""The segment tree in DuckDB (timem.segtree.store) and recall over it (recall_index="segtree"): built online
+"""The segment tree in DuckDB (timem.store.segtree_tables) and recall over it (recall_index="segtree"): built online
 at ingest and chat, equal to the tree built in memory, rebuilt after an erase, gone with its user, and never
 crossing users (real DuckDB file, real MiniLM, no LLM)."""
 
@@ -14,7 +14,7 @@ from timem.datasets.base import ImportedSession, ImportedUser, turn_id
 from timem.engine import MemoryEngine
 from timem.models import Level, Role, Turn
 from timem.recall import recall
-from timem.segtree import store as segstore
+from timem.store import segtree_tables as segstore
 from timem.segtree.recall import propagate_segtree
 from timem.segtree.tree import SegTree
 

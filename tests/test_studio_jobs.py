@@ -119,3 +119,44 @@ def test_a_failing_job_is_reported_not_lost(gated):
     at.run()
     assert any("unreachable" in e.value for e in at.error), [e.value for e in at.error]
     assert {int(n.level) for n in eng.nodes(DEMO_USER)} == {1}  # the import's L1 stays; L2-L5 stay due
+
+
+def test_a_chat_answer_is_shown_before_the_llm_consolidates_the_day_it_closed(gated):
+    """Issue 15 #13: the consolidation a new session triggers must not hold up the answer."""
+    eng, gate, calls = gated
+    gate.set()  # day 1: a message and its session's L2, nothing held
+    at = _app(eng, "chat")
+    at.radio(key="chat_time_mode").set_value("Simulated").run()
+    at.chat_input[0].set_value("I adopted a grey cat called Pixel.").run()
+    job = jobs.current_job(eng)
+    assert job is not None and job.join(120) and not job.error, job and job.error
+    at.run()
+    at.button(key="chat_end").click().run()
+    assert not at.exception, at.exception
+    assert eng.nodes("me", int(Level.SESSION)) and not eng.nodes("me", int(Level.DAY))
+    at.button(key="chat_plus_+1 day").click().run()
+
+    gate.clear()  # day 2: the answer is never held; the day-1 memory (L3) waits for the gate
+    answered = threading.Event()
+
+    def answer(request):
+        calls.append(request)
+        if request.json_schema is None and "Question:" in request.messages[-1].content:
+            answered.set()
+            return studio_answer(request)
+        assert gate.wait(120), "the test never opened the gate"
+        return studio_answer(request)
+
+    eng.llm.backend = ScriptedBackend(answer, model_id="scripted-gated-2")
+    at.chat_input[0].set_value("What is my cat called?").run()  # returns while L3 waits for the gate
+    assert not at.exception, at.exception
+    assert answered.is_set()
+    assert any("Scripted answer to: What is my cat called?" in m.value for m in at.markdown), \
+        [m.value for m in at.markdown]
+    job = jobs.busy(eng)
+    assert job is not None and job.title == "Memories of the last exchange"
+    assert any("written in the background" in c.value for c in at.caption)
+    assert at.chat_input[0].disabled  # the next message waits for the memories
+    gate.set()
+    assert job.join(120) and not job.error, job.error
+    assert eng.nodes("me", int(Level.DAY))  # day 1's memory, written after the answer was shown

@@ -66,16 +66,28 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
            update_changed: Annotated[bool, typer.Option(
                "--update-changed", help="replace the text of stored turns whose text differs in FILE "
                "(re-embed, re-index, re-consolidate; old text in the audit log)")] = False,
-           mode: ModeOpt = None, config: ConfigOpt = None) -> None:
+           mode: ModeOpt = None, config: ConfigOpt = None,
+           ray: Annotated[str | None, typer.Option("--ray", help="one task per user (conversation) on Ray: "
+                                                   "'local', 'auto' or a cluster ADDRESS (new users only); "
+                                                   "see docs/cluster.md")] = None) -> None:
     """Import a conversation file and consolidate it into the Temporal Memory Tree (idempotent)."""
     from timem.datasets import load_dataset
 
     cfg = _config(config, db, llm_backend=llm, l1_mode=l1_mode, consolidation_mode=mode)
+    if ray and (update_changed or not flush):
+        raise InputError("--ray ingests new users as the file holds them; leave out --update-changed and "
+                         "--no-flush", field="ray")
     users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.tz, user_tz=cfg.user_tz)
     eng = _engine(cfg)
     try:
-        report = eng.ingest(users, flush=flush, upper_levels=upper_levels, update_changed=update_changed,
-                            progress=terminal_progress)
+        if ray:
+            from timem.ingest_cluster import ingest_on_ray
+
+            report = ingest_on_ray(eng, file, fmt, ray, sample_ids=_samples(sample), limit=limit,
+                                   upper_levels=upper_levels)
+        else:
+            report = eng.ingest(users, flush=flush, upper_levels=upper_levels, update_changed=update_changed,
+                                progress=terminal_progress)
     except ConsolidationIncomplete as exc:
         report = exc.report
         _echo_ingested(report, cfg)

@@ -57,7 +57,7 @@ DEFAULT_QUOTAS: dict[str, dict[int, int]] = {c: {1: 60} for c in ("simple", "hyb
 
 #: Config fields that shape recall; :meth:`Config.recall_settings` records them in every trace.
 RECALL_FIELDS = ("recall_lambda", "recall_top_k", "recall_candidates", "recall_neighbours", "neighbour_priority",
-                 "speaker_boost", "time_channel", "time_localiser", "propagation", "propagation_hops",
+                 "speaker_boost", "time_channel", "time_localiser", "event_pool", "propagation", "propagation_hops",
                  "propagation_alpha", "propagation_route", "recall_index", "segtree_threshold",
                  "segtree_max_children", "near_duplicates", "near_duplicate_jaccard", "gate_threshold", "gate_floor",
                  "token_budget", "context_layout", "timezone", "planner", "gate",
@@ -129,6 +129,9 @@ class Config(BaseModel):
     #: which also sees the 30 most relevant dated L2/L3 memories; only asked when the rules find no window;
     #: falls back to the rules without an LLM, noted in the trace). :mod:`timem.recall.localiser`
     time_localiser: Literal["rules", "llm"] = "rules"
+    #: TIDER's event pool over the L1 leaves (:mod:`timem.recall.events`): the members of this many events
+    #: most similar to the question join the leaf candidates (0 = off, the default by measurement)
+    event_pool: int = Field(default=0, ge=0, le=20)
     #: SegTreeMem relevance propagation over the tree (arXiv 2606.04555): "off" or a direction
     propagation: Literal["off", "top-down", "bottom-up", "both"] = "top-down"
     propagation_hops: int = Field(default=2, ge=0, le=5)  #: H

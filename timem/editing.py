@@ -22,8 +22,8 @@ from timem.consolidation.consolidator import Consolidator
 from timem.errors import InputError, NotFoundError
 from timem.memory.profile import last_instant, listed_in
 from timem.models import Level, MemoryItem, MemoryNode, NodeStatus
-from timem.segtree import store as segtree_store
 from timem.store import Store
+from timem.store import segtree_tables as segtree_store
 
 
 def ancestors(store: Store, node_id: str) -> list[MemoryNode]:

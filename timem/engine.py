@@ -7,10 +7,13 @@ from one :class:`~timem.config.Config`. It contains no SQL and no prompt text; t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+import numpy as np
 
 from timem import editing
 from timem.chat_turns import ChatTurn, check_chat, check_turn, make_turn, reply_without_llm, speaker_offset
@@ -35,8 +38,9 @@ from timem.recall import pipeline
 from timem.recall.gating import GateMode
 from timem.recall.pipeline import AnswerResult, RecallResult
 from timem.recall.trace import RecallTrace
-from timem.segtree import store as segtree_store
+from timem.segtree.tree import SegNode
 from timem.store import Store
+from timem.store import segtree_tables as segtree_store
 
 #: speaker label of the assistant's chat turns (role ``assistant``); consolidation never presents
 #: assistant turns as the user's facts (see :mod:`timem.consolidation.extractive`)
@@ -324,7 +328,7 @@ class MemoryEngine(MemoryLayer):
 
     def sync_segtree(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, segtree_store.SyncReport]:
         """Append the users' new L1 memories to their SegTreeMem segment trees online (or rebuild them when the
-        L1 memories changed otherwise); see :func:`timem.segtree.store.sync`."""
+        L1 memories changed otherwise); see :func:`timem.store.segtree_tables.sync`."""
         return segtree_store.sync_users(self.store, user_ids, self.config.segtree_threshold,
                                         self.config.segtree_max_children, rebuild=rebuild)
 
@@ -418,6 +422,50 @@ class MemoryEngine(MemoryLayer):
         found = self.store.nodes(ids=[node_id], status=None)
         return found[0] if found else None
 
+    def embeddings(self, node_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored unit vectors of ``node_ids`` (float32, shape ``(dim,)`` each), by id; unknown ids are absent."""
+        return self.store.embeddings(node_ids)
+
+    @property
+    def dim(self) -> int:
+        """The embedder's vector dimension."""
+        return self.embedder.dim
+
+    def segment_tree(self, user_id: str) -> tuple[list[SegNode], segtree_store.SyncReport | None]:
+        """The user's SegTreeMem segment tree (:mod:`timem.segtree`), synced first if it is behind the L1
+        memories: ``(nodes, the sync's report or None)``."""
+        cfg = self.config
+        report = None
+        if not segtree_store.is_current(self.store, user_id, cfg.segtree_threshold, cfg.segtree_max_children):
+            report = self.sync_segtree([user_id])[user_id]
+        return segtree_store.load(self.store, user_id), report
+
+    def llm_usage(self, since: datetime) -> dict[str, dict[str, float]]:
+        """LLM calls made (not answered from the cache) since ``since`` (UTC-aware), per purpose:
+        ``{"consolidate-L2": {"calls": n, "seconds": s}, ...}`` (seconds: the sum of call latencies)."""
+        return self.store.llm_usage(since)
+
+    @contextmanager
+    def llm_backend_wrapped(self, wrap: Callable[[Any], Any]) -> Iterator[None]:
+        """Within the block, the LLM's chat backend is ``wrap(backend)`` (e.g. to release a lock while the model
+        computes, :mod:`timem.ui.jobs`); nothing happens without an LLM or a client without a backend."""
+        backend = getattr(self.llm, "backend", None) if self.llm is not None else None
+        if backend is None:
+            yield
+            return
+        self.llm.backend = wrap(backend)  # type: ignore[union-attr]
+        try:
+            yield
+        finally:
+            self.llm.backend = backend  # type: ignore[union-attr]
+
+    @property
+    def local_model_path(self) -> str | None:
+        """The GGUF file of the embedded model when the LLM is the local backend, else ``None``."""
+        backend = getattr(self.llm, "backend", None) if self.llm is not None else None
+        path = getattr(backend, "model_path", None)
+        return None if path is None else str(path)
+
     def export_user(self, user_id: str, *, traces: int = 1000) -> dict[str, Any]:
         """Everything stored of one user as JSON-ready data: ``user_id``, ``sessions``, ``turns`` (conversation
         order), ``nodes`` (every status, conversation order) and the newest ``traces`` recall traces.
@@ -488,8 +536,12 @@ class MemoryEngine(MemoryLayer):
                                planner_override=planner, participants=participants, persist=persist, asker=asker)
 
     def chat_turn(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
-                  user_name: str = "User", assistant_name: str = ASSISTANT_NAME) -> ChatTurn:
+                  user_name: str = "User", assistant_name: str = ASSISTANT_NAME, consolidate: bool = True) -> ChatTurn:
         """One chat exchange: store the message, recall and answer it, store the reply, consolidate.
+
+        ``consolidate=False`` stores the reply without writing memories, so that the caller can show the
+        answer first and consolidate afterwards (:meth:`consolidate`; the studio does it in a background
+        job when L2–L5 consolidation calls the LLM).
 
         The message is stored before it is answered, so it survives an answer that fails. Without an
         LLM the reply is :func:`reply_without_llm` and the trace still shows what recall found. The
@@ -523,7 +575,8 @@ class MemoryEngine(MemoryLayer):
             raise ChatTurnError("answer", f"your message was recorded, but answering it failed: {exc}") from exc
         warning = None
         try:
-            written = self.add_reply(user_id, session_id, reply, event_time, assistant_name=assistant_name)
+            written = self.add_reply(user_id, session_id, reply, event_time, assistant_name=assistant_name,
+                                     consolidate=consolidate)
         except ConsolidationIncomplete as exc:  # the exchange and its L1 segment are stored
             written, warning = list(exc.written), str(exc)
         except InputError as exc:  # refused before anything was written (e.g. an empty reply)

@@ -36,7 +36,7 @@ SetOpt = Annotated[list[str] | None, typer.Option("--set", help="config override
                                                                 "e.g. --set token_budget=2000")]
 SettingsOpt = Annotated[Path | None, typer.Option("--settings", help="TOML config file (the usual timem config)")]
 MaxQOpt = Annotated[int | None, typer.Option("--max-questions", help="stop after the first N selected questions")]
-RayOpt = Annotated[str | None, typer.Option("--ray", help="run one task per conversation on Ray: 'local' (a 2-CPU "
+RayOpt = Annotated[str | None, typer.Option("--ray", help="one task per conversation/instance on Ray: 'local' (a 2-CPU "
                                                       "cluster started here), 'auto' (this machine's cluster) or "
                                                       "a cluster ADDRESS; see docs/cluster.md")]
 WindowOpt = Annotated[int | None, typer.Option("--window", help="full-context: model window in tokens "
@@ -125,11 +125,12 @@ def longmemeval(file: Path, limit: Annotated[int | None, typer.Option("--limit",
                 recipe: RecipeOpt = "timem", llm: LlmOpt = None, judge: JudgeOpt = None,
                 judge_base_url: JudgeUrlOpt = None, retrieval_only: RetrOpt = False, out: OutOpt = None,
                 db: DbOpt = None, max_questions: MaxQOpt = None, window: WindowOpt = None, sets: SetOpt = None,
-                settings: SettingsOpt = None) -> None:
-    """Run one recipe on a LongMemEval file (all types; abstention reported separately)."""
+                settings: SettingsOpt = None, ray: RayOpt = None) -> None:
+    """Run one recipe on a LongMemEval file (all types; abstention reported separately); with --ray one task
+    per instance."""
     _run("longmemeval", file, recipe, limit=limit, max_questions=max_questions, retrieval_only=retrieval_only,
          llm=llm, judge=judge, judge_base_url=judge_base_url, out=out, db=db, window=window, sets=sets,
-         settings=settings)
+         settings=settings, ray=ray)
 
 
 @bench_app.command()

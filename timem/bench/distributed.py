@@ -1,4 +1,4 @@
-"""Benchmark runs spread over a Ray cluster: one task per LoCoMo conversation.
+"""Benchmark runs spread over a Ray cluster: one task per LoCoMo conversation or LongMemEval instance.
 
 Each task runs :func:`timem.bench.runner.run_benchmark` on its one conversation with its own cache
 folder, hence its own DuckDB file (ingest, LLM cache, recall traces) in a temporary folder of the
@@ -8,11 +8,8 @@ questions in order) and writes the run folder with the runner's own writer, so `
 the bytes a local run writes for the same LLM answers: recall of one conversation does not depend on
 the others in its database (BM25 statistics are per user, :mod:`timem.store.search`).
 
-Addresses (``--ray``): ``local`` starts a small cluster in this process (``ray.init(num_cpus=2)``) and
-stops it afterwards; ``auto`` joins the cluster this machine belongs to (``ray start --head`` /
-``ray start --address …`` ran before); anything else is a cluster address (``ray://host:10001`` or
-``host:6379``). Workers must be able to import ``timem`` and read the data file at the same path; the
-MiniLM embedder and, for end-to-end runs, the configured LLM are built on the worker.
+Addresses (``--ray``): see :mod:`timem.cluster`. Workers must be able to import ``timem`` and read the data
+file at the same path; the MiniLM embedder and, for end-to-end runs, the configured LLM are built on the worker.
 """
 
 from __future__ import annotations
@@ -30,6 +27,7 @@ from tqdm import tqdm
 
 from timem.bench.manifest import config_record
 from timem.bench.runner import BenchError, RunResult, RunSpec, _write, resolve_config, select_questions
+from timem.cluster import connect
 from timem.config import Config
 from timem.datasets import load_dataset
 
@@ -52,34 +50,9 @@ def run_conversation(spec: RunSpec, base_config: Config) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def connect(address: str) -> bool:
-    """``ray.init`` for ``address`` (``local``, ``auto`` or a cluster address); returns whether a local
-    cluster was started here (stop it with ``ray.shutdown()``).
-
-    Raises:
-        BenchError: Ray is not installed (``pip install 'timem[cluster]'``) or the cluster cannot be reached.
-    """
-    try:
-        import ray
-    except ImportError as exc:
-        raise BenchError("--ray needs Ray: pip install 'timem[cluster]' (or pip install ray)") from exc
-    if ray.is_initialized():
-        return False
-    pkg_root = str(Path(__file__).resolve().parents[2])
-    try:
-        if address == "local":
-            ray.init(num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024 * 1024,
-                     runtime_env={"env_vars": {"PYTHONPATH": pkg_root}}, log_to_driver=False)
-            return True
-        ray.init(address=address, log_to_driver=False)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise BenchError(f"cannot reach the Ray cluster at {address!r} ({exc}); start one with `ray start --head` "
-                         "or use --ray local") from exc
-    return False
-
-
 def run_on_ray(spec: RunSpec, base_config: Config, address: str, *, progress: bool = True) -> RunResult:
-    """Run ``spec`` (LoCoMo) as one Ray task per conversation and write the merged run folder.
+    """Run ``spec`` as one Ray task per LoCoMo conversation or LongMemEval instance (each a user) and write
+    the merged run folder.
 
     Args:
         spec: as for :func:`run_benchmark`; ``spec.db`` must be None (each task builds its own database).
@@ -87,22 +60,25 @@ def run_on_ray(spec: RunSpec, base_config: Config, address: str, *, progress: bo
         address: ``local``, ``auto`` or a cluster address (see the module docstring).
 
     Raises:
-        BenchError: not LoCoMo, ``--db`` given, no question selected, Ray missing or unreachable; and
-            whatever a task raised (the first failing task's error, re-raised by ``ray.get``).
+        BenchError: not LoCoMo or LongMemEval, ``--db`` given, or no question selected.
+        ClusterError: Ray is missing or unreachable.
+        TimemError: whatever a task raised (the first failing task's error, re-raised by ``ray.get``).
     """
-    if spec.dataset != "locomo":
-        raise BenchError("--ray runs LoCoMo conversations as tasks; run LongMemEval without --ray")
+    if spec.dataset not in ("locomo", "longmemeval"):
+        raise BenchError(f"--ray runs LoCoMo conversations or LongMemEval instances as tasks, not {spec.dataset}")
     if spec.db is not None:
         raise BenchError("--ray builds one database per conversation (one per task); leave --db out")
     cfg, _ = resolve_config(base_config, spec.recipe, spec.retrieval_only)
-    users = load_dataset(spec.data_file, "locomo", sample_ids=spec.samples, tz=cfg.tz)
+    lme = spec.dataset == "longmemeval"
+    users = load_dataset(spec.data_file, spec.dataset, sample_ids=spec.samples, limit=spec.limit if lme else None,
+                         tz=cfg.tz)
     items = select_questions(users, spec)
     if not items:
-        raise BenchError("no questions selected; check --samples / --include-adversarial")
+        raise BenchError("no questions selected; check --sample / --limit / --include-adversarial")
     per_user = Counter(u.user_id for u, _ in items)  # max_questions cuts the global order: a prefix per user
     order = list(per_user)
-    tasks = [replace(spec, samples=[uid], max_questions=per_user[uid] if spec.max_questions else None, notes=[])
-             for uid in order]
+    tasks = [replace(spec, samples=[uid], limit=None, max_questions=per_user[uid] if spec.max_questions else None,
+                     notes=[]) for uid in order]
 
     import ray
 
@@ -111,7 +87,7 @@ def run_on_ray(spec: RunSpec, base_config: Config, address: str, *, progress: bo
         remote = ray.remote(num_cpus=1, max_retries=0)(run_conversation)
         refs = [remote.remote(t, base_config) for t in tasks]
         pending = list(refs)
-        with tqdm(total=len(refs), desc=f"{spec.recipe.name} on ray", unit="conv", file=sys.stderr,
+        with tqdm(total=len(refs), desc=f"{spec.recipe.name} on ray", unit="task", file=sys.stderr,
                   disable=not progress) as bar:
             while pending:
                 done, pending = ray.wait(pending, num_returns=1)
@@ -131,13 +107,15 @@ def merge(spec: RunSpec, cfg: Config, results: list[dict[str, Any]], address: st
     timings = [t for res in results for t in res["timings"]]
     manifest = dict(results[0]["manifest"])
     manifest.update(
-        selection={**manifest["selection"], "samples": spec.samples, "max_questions": spec.max_questions},
+        selection={**manifest["selection"], "samples": spec.samples, "limit": spec.limit,
+                   "max_questions": spec.max_questions},
         n_questions=len(rows), config=config_record(cfg),
-        db=f"one DuckDB file per conversation, in each Ray task's temporary folder ({len(results)} tasks)",
+        db=f"one DuckDB file per task (conversation or instance), in its temporary folder ({len(results)} tasks)",
         models={**manifest["models"], "memory_nodes": sorted({m for res in results
                                                                for m in res["manifest"]["models"]["memory_nodes"]})},
         notes=[*spec.notes, *manifest["notes"],
-               f"ran on Ray ({address}): one task per conversation, each with its own DuckDB file and LLM cache"])
+               f"ran on Ray ({address}): one task per conversation or instance, each with its own DuckDB file and "
+               "LLM cache"])
     spec.out_dir.mkdir(parents=True, exist_ok=True)
     with (spec.out_dir / "questions.jsonl").open("w", encoding="utf-8") as out:
         for row in rows:

@@ -134,6 +134,9 @@ _RECIPES: list[Recipe] = [
        overrides={"time_channel": "channel", **_TIMEM_INDEX}),
     _r("tider-decay", "timem", "tree", "TIDER ablation: + distance decay (= timem-index)",
        overrides={"time_channel": "decay", **_TIMEM_INDEX}),
+    *[_r(f"tider-events-{n}", "timem", "tree", f"TIDER's event pool over the L1 leaves (7 days, cosine 0.85, "
+         f"40 per event): the members of the best {n} event(s) join the leaf candidates (timem.recall.events)",
+         overrides={"event_pool": n}) for n in (1, 3)],
     _r("neighbours-none", "timem", "tree", "no neighbour turns",
        overrides={"recall_neighbours": "none", **_TIMEM_INDEX}),
     _r("neighbours-reply", "timem", "tree", "neighbour only after a leaf that asks a question",
@@ -176,7 +179,8 @@ SUITES: dict[str, list[str]] = {
 #: (the default consolidation without one is extractive)
 SUITES["tree"] = ["timem", "timem-l1", *[f"segtree-{d}" for d in ("top-down", "bottom-up", "both")], "segtree-h1",
                   "segtree-index", "segtree-index-both", "timem-index",
-                  "segtree-noroute", "tider-semantic", "tider-channel", "neighbours-none", "neighbours-reply",
+                  "segtree-noroute", "tider-semantic", "tider-channel", "tider-events-1", "tider-events-3",
+                  "neighbours-none", "neighbours-reply",
                   "context-lines", "unit-exchange", "timem-context", "timem-paper", "bm25-turns", "dense-turns",
                   "hybrid-turns"]
 SUITES["retrieval"] = SUITES["no-llm"] + SUITES["hierarchical"]

@@ -206,7 +206,8 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
     cfg, notes = resolve_config(base_config, recipe, spec.retrieval_only)
     notes = [*spec.notes, *notes]
     data_sha = sha256_file(spec.data_file)
-    users = load_dataset(spec.data_file, spec.dataset, sample_ids=spec.samples if spec.dataset == "locomo" else None,
+    users = load_dataset(spec.data_file, spec.dataset,
+                         sample_ids=spec.samples if spec.dataset in ("locomo", "longmemeval") else None,
                          limit=spec.limit if spec.dataset == "longmemeval" else None, tz=cfg.tz)
     items = select_questions(users, spec)
     if not items:

@@ -53,7 +53,7 @@ from timem.prompts import segment, title
 from timem.prompts.common import assistant_note, render_nodes
 from timem.prompts.levels import level_prompts
 from timem.store import Store
-from timem.tree.windows import check_containment, parent_span, parent_window
+from timem.tree.windows import check_containment, parent_span, parent_window, session_closed
 
 T = TypeVar("T")
 
@@ -73,17 +73,6 @@ NEEDS_LLM = ("hybrid", "abstractive")  #: consolidation modes that call the LLM
 
 def _no_progress(items: Iterable[T], desc: str, total: int) -> Iterable[T]:
     return items
-
-
-def session_closed(s: dict[str, Any], sessions: Sequence[dict[str, Any]], watermark: datetime, idle: timedelta,
-                   flush: bool = False) -> bool:
-    """Whether session ``s`` (a row of ``Store.sessions``) is closed in event time (see module doc)."""
-    if flush or s["ended"]:
-        return True
-    if any(o["started_at"] > s["last_event_at"] for o in sessions):
-        return True
-    last_event: datetime = s["last_event_at"]
-    return watermark - last_event >= idle
 
 
 def node_id(user_id: str, level: Level, window_key: str, parts: Sequence[str]) -> str:

@@ -33,7 +33,8 @@ def load_dataset(path: str | Path, fmt: DatasetFormat, *, sample_ids: list[str] 
         path: the dataset file.
         fmt: ``"locomo"`` (``locomo10.json`` layout), ``"longmemeval"`` (any of the three LongMemEval
             files) or ``"jsonl"`` (TiMem JSONL, see :mod:`timem.datasets.jsonl`).
-        sample_ids: LoCoMo only: the conversations to import (``None`` = all).
+        sample_ids: LoCoMo: the conversations to import; LongMemEval: the instances (``question_id``),
+            after ``limit`` (``None`` = all).
         limit: LongMemEval only: import the first ``limit`` instances (``None`` = all).
         tz: the users' zone; naive dataset times are read as wall-clock time there.
         user_tz: zones of particular users (by user id), used instead of ``tz`` for them
@@ -46,12 +47,12 @@ def load_dataset(path: str | Path, fmt: DatasetFormat, *, sample_ids: list[str] 
     """
     if fmt not in FORMATS:
         raise InputError(f"unknown dataset format {fmt!r}; use one of {', '.join(FORMATS)}", field="fmt")
-    if sample_ids is not None and fmt != "locomo":
-        raise InputError(f"sample_ids applies to LoCoMo only, not {fmt}", field="sample_ids")
+    if sample_ids is not None and fmt not in ("locomo", "longmemeval"):
+        raise InputError(f"sample_ids applies to LoCoMo and LongMemEval only, not {fmt}", field="sample_ids")
     if limit is not None and fmt != "longmemeval":
         raise InputError(f"limit applies to LongMemEval only, not {fmt}", field="limit")
     if fmt == "locomo":
         return load_locomo(path, sample_ids, tz, user_tz)
     if fmt == "longmemeval":
-        return load_longmemeval(path, limit, tz, user_tz)
+        return load_longmemeval(path, limit, tz, user_tz, sample_ids)
     return load_jsonl(path, tz, user_tz)

@@ -50,12 +50,14 @@ _ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT}
 
 
 def load_longmemeval(path: str | Path, limit: int | None, tz: ZoneInfo,
-                     user_tz: Mapping[str, ZoneInfo] | None = None) -> list[ImportedUser]:
+                     user_tz: Mapping[str, ZoneInfo] | None = None,
+                     sample_ids: list[str] | None = None) -> list[ImportedUser]:
     """Read LongMemEval instances into one :class:`ImportedUser` each (see the module docstring).
 
     Args:
         path: a LongMemEval JSON file (a list of instances; one instance object is also accepted).
         limit: import only the first ``limit`` instances (``None`` = all).
+        sample_ids: then only the instances with these ``question_id`` values, in file order (``None`` = all).
         tz: zone of the naive ``haystack_dates``/``question_date``; returned datetimes are UTC-aware.
         user_tz: zones of particular instances (by ``question_id``), used instead of ``tz``.
 
@@ -79,6 +81,12 @@ def load_longmemeval(path: str | Path, limit: int | None, tz: ZoneInfo,
     dup = sorted(k for k, n in Counter(u.user_id for u in users).items() if n > 1)
     if dup:
         raise InputError(f"duplicate question ids {dup}", file=file, field="question_id")
+    if sample_ids is not None:
+        unknown = sorted(set(sample_ids) - {u.user_id for u in users})
+        if unknown:
+            raise InputError(f"no instance with question_id {unknown[:5]} (among the selected ones)", file=file,
+                             field="question_id")
+        users = [u for u in users if u.user_id in set(sample_ids)]
     return users
 
 

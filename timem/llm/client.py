@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from timem.errors import LLMError, UnusableAnswerError
 from timem.llm.protocol import ChatBackend, ChatRequest, ChatResponse, Message
-from timem.store.duckdb_store import Store
+from timem.store.ports import LLMCache
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -125,7 +125,7 @@ class LLM:
     without calling the backend. Every attempt (hit or miss) is logged with ``store.log_llm_call``.
     """
 
-    def __init__(self, backend: ChatBackend, store: Store | None, max_retries: int = 2,
+    def __init__(self, backend: ChatBackend, store: LLMCache | None, max_retries: int = 2,
                  max_tokens: int = 1024) -> None:
         if max_retries < 0:
             raise LLMError(f"max_retries must be >= 0, got {max_retries}")

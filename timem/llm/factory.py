@@ -10,7 +10,7 @@ from timem.llm.client import LLM
 from timem.llm.local import LocalLlamaBackend, ensure_model_file, model_spec
 from timem.llm.openai_backend import OpenAIBackend, endpoint_label
 from timem.llm.protocol import ChatBackend
-from timem.store.duckdb_store import Store
+from timem.store.ports import LLMCache
 
 
 def _check_openai(config: Config) -> None:
@@ -42,7 +42,7 @@ def make_backend(config: Config) -> ChatBackend | None:
     raise ConfigError(f"unknown llm_backend {config.llm_backend!r}; use 'local', 'openai' or 'none'.")
 
 
-def make_llm(config: Config, store: Store | None) -> LLM | None:
+def make_llm(config: Config, store: LLMCache | None) -> LLM | None:
     """The LLM client for ``config`` with cache/log in ``store``; ``None`` when ``llm_backend="none"``.
 
     Raises:

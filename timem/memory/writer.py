@@ -5,7 +5,7 @@ supersession.
   ``memory_extractions`` with mode ``rules``), in event-time order; only people's turns (never a turn
   of role ``assistant`` or of a speaker who only speaks as the assistant).
 * **LLM** (when an LLM is configured and ``Config.memory_extractor`` is ``auto`` or ``llm``): one
-  ``complete_json`` call per *closed* session (:func:`timem.consolidation.consolidator.session_closed`),
+  ``complete_json`` call per *closed* session (:func:`timem.tree.windows.session_closed`),
   prompt :mod:`timem.prompts.memory`. An unusable answer (no valid JSON, a subject who is not a speaker
   of the session, a turn number out of range) writes nothing for that session, is audited as
   ``memory-extraction-failed`` and the session is tried again on the next write; the error is returned
@@ -38,6 +38,7 @@ from timem.memory.values import mentions, normalise
 from timem.models import Level, MemoryItem, MemoryNode, Role, Turn
 from timem.prompts import memory as memory_prompt
 from timem.store import Store
+from timem.tree.windows import session_closed
 
 SUPERSEDING_KINDS = ("fact", "preference")
 #: attributes that name the same slot: a statement on one joins an open item on the other
@@ -125,8 +126,6 @@ class ItemWriter:
 
     # ------------------------------------------------------------------ LLM
     def _extract_llm(self, user_id: str, report: ExtractionReport) -> None:
-        from timem.consolidation.consolidator import session_closed  # (import cycle: consolidation -> recall)
-
         assert self.llm is not None
         sessions = self.store.sessions(user_id)
         if not sessions:

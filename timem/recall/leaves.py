@@ -25,6 +25,7 @@ from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.models import Level, MemoryNode
 from timem.recall.duplicates import near_duplicates
+from timem.recall.events import event_channel
 from timem.recall.planner import RecallPlan
 from timem.recall.time_channel import TimeLocalisation, localise, tider_score
 from timem.store.duckdb_store import Store
@@ -138,6 +139,13 @@ def select_leaves(store: Store, embedder: Embedder, config: Config, user_id: str
             vec_hits.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
             notes.append(f"time channel: {len(timed)} leaves in the window(s) of "
                          f"{', '.join(repr(p) for p in loc.phrases)}, {len(new)} new")
+    if config.event_pool > 0:  # TIDER's event pool (timem.recall.events): the best events' members join
+        members, note = event_channel(store, config, user_id, query_vec, question_time)
+        new = [i for i in dict.fromkeys(members) if i not in vec_hits]
+        vecs = store.embeddings(new) if new else {}
+        vec_hits.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
+        if note:
+            notes.append(f"{note}, {len(new)} new candidates")
     nodes = {x.id: x for x in store.nodes(user_id=user_id, ids=list({*vec_hits, *lex_hits}))}
     if question_time is not None:
         late = {i for i, x in nodes.items() if x.span_start > question_time}

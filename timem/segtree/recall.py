@@ -15,10 +15,10 @@ unchanged: ``s̃ = s⁽⁰⁾ + Σ αᵏ s⁽ᵏ⁾`` with the row-normalised ``
   (cosine from their stored vectors, BM25 0), as the best sessions' children do over the TiMem tree.
 
 The tree is brought in step first when its leaf count or settings differ from the store
-(:func:`timem.segtree.store.sync`; a write, like the lazy BM25 refresh). Nodes that start after the
+(:func:`timem.store.segtree_tables.sync`; a write, like the lazy BM25 refresh). Nodes that start after the
 question time are not scored; a node that spans it keeps its centroid over all its leaves.
 
-Reads (:mod:`timem.segtree.view`): the version check, the candidate leaves' rows, the exact centroid
+Reads (:mod:`timem.store.segtree_view`): the version check, the candidate leaves' rows, the exact centroid
 cosines of the shortlisted and ancestor nodes, the routed leaves, their vectors: five DuckDB queries
 at most whatever the tree's depth (was about ten); the internal nodes come from a cache kept per tree
 version, reloaded in one query by the first recall after a write (and a lazy sync, if due, before).
@@ -35,13 +35,13 @@ from timem.config import Config
 from timem.errors import StoreError
 from timem.recall.leaves import LeafSelection, fuse, rerank
 from timem.recall.propagation import direction_of, max_normalised, propagate_relevance, with_routed
-from timem.segtree import store as segstore
-from timem.segtree.view import TreeView, cached_index, leaf_rows, leaves_under
 from timem.store import Store
+from timem.store import segtree_tables as segstore
+from timem.store.segtree_view import TreeView, cached_index, leaf_rows, leaves_under
 
 
 def ensure(store: Store, config: Config, user_id: str) -> tuple[segstore.SyncReport | None, tuple[Any, ...]]:
-    """Sync the user's segment tree if it is not current (:func:`timem.segtree.store.version`); returns what
+    """Sync the user's segment tree if it is not current (:func:`timem.store.segtree_tables.version`); returns what
     the sync did (``None``: nothing to do) and the tree's version."""
     current = segstore.version(store, user_id, config.segtree_threshold, config.segtree_max_children)
     if current is not None:

@@ -502,6 +502,25 @@ class Store(RecordTables, ItemTables):
         as ``(id, span_start, span_end)`` (see :mod:`timem.store.tree_queries`)."""
         return [(i, _py(a), _py(b)) for i, a, b in segments_in_windows(self.con, user_id, windows, limit, until)]
 
+    def index_health(self) -> dict[str, Any]:
+        """What ``timem check`` reads: active and other nodes (``nodes``), documents in the BM25 index
+        (``fts_documents``, ``None`` before the first build) and ids of nodes whose vector is missing or
+        not unit-length (``non_unit_vectors``)."""
+        n_nodes = one_row(self.con.execute("SELECT count(*) FROM nodes"))[0]
+        try:
+            n_docs = one_row(self.con.execute("SELECT count(*) FROM fts_main_nodes.docs"))[0]
+        except duckdb.CatalogException:
+            n_docs = None
+        bad = [r[0] for r in self.con.execute(
+            "SELECT id FROM nodes WHERE len(embedding) IS NULL OR abs(list_dot_product(embedding::FLOAT[], "
+            "embedding::FLOAT[]) - 1) > 1e-3").fetchall()]
+        return {"nodes": int(n_nodes), "fts_documents": None if n_docs is None else int(n_docs),
+                "non_unit_vectors": bad}
+
+    def checkpoint(self) -> None:
+        """Write the WAL into the database file (before the file is copied or sent elsewhere)."""
+        self.con.execute("CHECKPOINT")
+
     def stats(self) -> dict[str, Any]:
         """Counts: nodes per level, turns, users, LLM calls, tokens, cache hits."""
         per_level = dict(self.con.execute("SELECT level, count(*) FROM nodes WHERE status = 'active' "

@@ -106,6 +106,12 @@ class RecordTables:
                           completion_tokens, latency_ms, cache_key])
 
     # ---------------------------------------------------------------- traces and audit
+    def llm_usage(self, since: datetime) -> dict[str, dict[str, float]]:
+        """LLM calls not answered from the cache since ``since`` (UTC-aware), per purpose: calls and seconds."""
+        rows = self.con.execute("SELECT purpose, count(*), sum(latency_ms) FROM llm_calls WHERE called_at >= ? AND "
+                                "NOT cached GROUP BY purpose ORDER BY purpose", [db_time(since)]).fetchall()
+        return {p: {"calls": int(n), "seconds": round(float(ms or 0) / 1000, 1)} for p, n, ms in rows}
+
     def save_trace(self, trace_id: str, user_id: str, query: str, trace: dict[str, Any]) -> None:
         self.con.execute("INSERT OR REPLACE INTO recall_traces VALUES (?,?,?,?,?)",
                          [trace_id, user_id, query, db_time(datetime.now(UTC)), json.dumps(trace, default=str)])

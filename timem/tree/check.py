@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from timem.config import Config
-from timem.consolidation.consolidator import session_closed
 from timem.models import Level
 from timem.store import Store
-from timem.store.rows import one_row
-from timem.tree.windows import parent_window
+from timem.store.ports import IndexHealth
+from timem.tree.windows import parent_window, session_closed
 
 
 @dataclass(frozen=True)
@@ -82,19 +81,14 @@ def _check_user(store: Store, config: Config, uid: str) -> list[Violation]:
     return out
 
 
-def _check_indexes(store: Store) -> list[Violation]:
+def _check_indexes(store: IndexHealth) -> list[Violation]:
     out: list[Violation] = []
+    health = store.index_health()
     if store.get_meta("fts_dirty") not in (None, "0"):
         out.append(Violation(None, None, "fts", "FTS snapshot is older than the last write; it rebuilds on the "
                                                 "next search or `timem check --repair`"))
-    else:
-        n_nodes = one_row(store.con.execute("SELECT count(*) FROM nodes"))[0]
-        if n_nodes:
-            n_docs = one_row(store.con.execute("SELECT count(*) FROM fts_main_nodes.docs"))[0]
-            if n_docs != n_nodes:
-                out.append(Violation(None, None, "fts", f"FTS holds {n_docs} documents for {n_nodes} nodes"))
-    bad = store.con.execute(
-        "SELECT id FROM nodes WHERE len(embedding) IS NULL OR abs(list_dot_product(embedding::FLOAT[], "
-        "embedding::FLOAT[]) - 1) > 1e-3").fetchall()
-    out += [Violation(None, r[0], "vector", "embedding is not a unit vector") for r in bad]
+    elif health["nodes"] and health["fts_documents"] != health["nodes"]:
+        out.append(Violation(None, None, "fts", f"FTS holds {health['fts_documents']} documents for "
+                                                f"{health['nodes']} nodes"))
+    out += [Violation(None, i, "vector", "embedding is not a unit vector") for i in health["non_unit_vectors"]]
     return out

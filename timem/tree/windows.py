@@ -14,8 +14,10 @@ Rules:
 from __future__ import annotations
 
 import calendar
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from timem.errors import InvariantError
@@ -128,3 +130,16 @@ def check_containment(parent: TimeSpan, children: list[TimeSpan], what: str = "p
                 f"temporal containment violated: {what} span {parent.start.isoformat()}..{parent.end.isoformat()} "
                 f"does not contain child span {c.start.isoformat()}..{c.end.isoformat()}. "
                 "This is a bug in window assignment; run `timem check` and report it.")
+
+
+def session_closed(s: dict[str, Any], sessions: Sequence[dict[str, Any]], watermark: datetime, idle: timedelta,
+                   flush: bool = False) -> bool:
+    """Whether session ``s`` (a row of ``Store.sessions``: ``ended``, ``started_at``, ``last_event_at``, UTC-aware)
+    is closed in event time: it was ended, a later session of the user has started, the user's latest event
+    (``watermark``) is ``idle`` past its last turn, or ``flush``. Its L2 session memory is written then."""
+    if flush or s["ended"]:
+        return True
+    if any(o["started_at"] > s["last_event_at"] for o in sessions):
+        return True
+    last_event: datetime = s["last_event_at"]
+    return watermark - last_event >= idle

@@ -35,6 +35,7 @@ SIM_KEY = "chat_sim_time"  #: simulated local wall-clock time (naive, user's zon
 MODE_KEY = "chat_time_mode"
 _PENDING_KEY = "_chat_pending_advance"
 _CLOCK_KEYS = (MODE_KEY, SIM_KEY, "chat_sim_date", "chat_sim_clock", _PENDING_KEY)
+BACKGROUND_TITLE = "Memories of the last exchange"
 MISSING_ANSWER = ("No answer was recorded for this message (the answer failed, or the page was left while it was "
                   "being written). Send it again to get one.")
 
@@ -125,7 +126,7 @@ def render() -> None:
     busy = jobs.busy(ctx.engine)
     if busy:
         st.info(f"'{busy.title}' is running in the background (progress in the sidebar); chatting waits until it "
-                "ends, because a chat turn consolidates too. The other pages show what is written so far.",
+                "ends, because a chat turn writes memories too. The other pages show what is written so far.",
                 icon=":material/hourglass_top:")
     prompt = st.chat_input(f"Message the assistant as {ctx.user}", disabled=bool(busy))
     if prompt:
@@ -232,11 +233,12 @@ def _exchange(ctx: state.StudioContext, text: str) -> None:
     session_id = sessions.get(ctx.user) or new_session_id(at.astimezone(ctx.tz))
     with st.chat_message("user"):
         st.markdown(text)
+    later = jobs.slow_consolidation(ctx.engine)  # L2-L5 by the LLM: the answer first, memories in the background
     with st.chat_message("assistant"), ctx.lock:
         try:
-            with st.spinner("Recalling memories, answering, writing the L1 segment … "
-                            "(the embedded model needs about 5–15 s)"):
-                turn = ctx.engine.chat_turn(ctx.user, session_id, text, at, user_name=_speaker_name(ctx))
+            with st.spinner("Recalling memories and answering … (the embedded model needs about 5–15 s)"):
+                turn = ctx.engine.chat_turn(ctx.user, session_id, text, at, user_name=_speaker_name(ctx),
+                                            consolidate=not later)
         except ChatTurnError as exc:
             sessions[ctx.user] = session_id
             st.error(str(exc)[0].upper() + str(exc)[1:])
@@ -251,8 +253,11 @@ def _exchange(ctx: state.StudioContext, text: str) -> None:
         st.session_state["chat_forgotten"] = turn.reply
         st.rerun()
     seq = len(ctx.engine.turns(ctx.user, session_id)) - 1  # the reply's seq
-    _meta()[(ctx.user, session_id, seq)] = {"trace": turn.trace, "written": [written_summary(turn.written)],
-                                            "warning": turn.warning}
+    summary = (f"Memories of this exchange are written in the background ('{BACKGROUND_TITLE}', in the sidebar)."
+               if later else written_summary(turn.written))
+    _meta()[(ctx.user, session_id, seq)] = {"trace": turn.trace, "written": [summary], "warning": turn.warning}
+    if later:
+        jobs.start_consolidation(ctx.engine, ctx.lock, [ctx.user], flush=False, title=BACKGROUND_TITLE)
     if st.session_state.get(MODE_KEY) == "Simulated":
         st.session_state[_PENDING_KEY] = timedelta(minutes=1)  # applied before the clock widgets next run
     st.rerun()

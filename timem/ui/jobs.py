@@ -21,10 +21,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from timem.consolidation.consolidator import NEEDS_LLM
 from timem.engine import MemoryEngine
 from timem.errors import ConsolidationCancelled, ConsolidationIncomplete, TimemError
 
@@ -75,6 +76,13 @@ class Job:
         end = ("cancelled; the windows not yet written stay due" if self.cancelled
                else f"stopped: {self.error}" if self.error else "finished")
         return f"{self.title}: {end} ({wrote})."
+
+
+def slow_consolidation(engine: MemoryEngine) -> bool:
+    """Whether L2-L5 consolidation calls the LLM (minutes with the embedded model), so it runs as a
+    background job; the extractive mode takes seconds and runs at once."""
+    cfg = engine.config
+    return engine.has_llm and any(cfg.mode_for(level) in NEEDS_LLM for level in (2, 3, 4, 5))
 
 
 def current_job(engine: MemoryEngine | None) -> Job | None:
@@ -179,14 +187,5 @@ class _UnlockedBackend:
             self.lock.acquire()
 
 
-@contextmanager
-def _unlocked_model_calls(engine: MemoryEngine, lock: threading.RLock) -> Iterator[None]:
-    llm = engine.llm
-    backend = getattr(llm, "backend", None) if llm is not None else None
-    if backend is not None:
-        llm.backend = _UnlockedBackend(backend, lock)  # type: ignore[union-attr]
-    try:
-        yield
-    finally:
-        if backend is not None:
-            llm.backend = backend  # type: ignore[union-attr]
+def _unlocked_model_calls(engine: MemoryEngine, lock: threading.RLock) -> AbstractContextManager[None]:
+    return engine.llm_backend_wrapped(lambda backend: _UnlockedBackend(backend, lock))

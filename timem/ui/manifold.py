@@ -48,7 +48,7 @@ def render() -> None:
     if not chosen or not levels:
         st.info("Pick at least one user and one level.")
         return
-    X, meta = mf.node_table(ctx.engine.store, chosen, ctx.tz, levels)
+    X, meta = mf.node_table(ctx.engine, chosen, ctx.tz, levels)
     if len(X) == 0:
         st.info("These users have no memories at these levels.")
         return

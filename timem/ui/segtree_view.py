@@ -5,23 +5,21 @@ from __future__ import annotations
 
 import streamlit as st
 
-from timem.segtree import store as segstore
 from timem.ui import state
 from timem.viz import segtree as sv
 
 
 def render_segtree(ctx: state.StudioContext) -> None:
     """Draw the user's segment tree, building or extending it first if it is behind the L1 memories."""
-    cfg, store = ctx.config, ctx.engine.store
-    if not segstore.is_current(store, ctx.user, cfg.segtree_threshold, cfg.segtree_max_children):
-        report = ctx.engine.sync_segtree([ctx.user])[ctx.user]
+    cfg = ctx.config
+    nodes, report = ctx.engine.segment_tree(ctx.user)
+    if report is not None:
         st.caption(f"segment tree {'built' if report.rebuilt else 'extended'}: {report.added} utterance(s) added")
-    nodes = segstore.load(store, ctx.user)
     leaves = [n.id for n in nodes if n.is_leaf]
     if not leaves:
         st.info(f"User `{ctx.user}` has no L1 memories yet, so no segment tree.")
         return
-    texts = {n.id: n.content for n in store.nodes(ctx.user, 1, ids=leaves)}
+    texts = {n.id: n.content for n in ctx.engine.nodes(ctx.user, 1, ids=leaves)}
     df = sv.segtree_frame(nodes, ctx.tz, texts)
     top = int(df["height"].max())
     segments = df[df["height"] == 1]

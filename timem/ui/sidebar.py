@@ -212,7 +212,7 @@ def run_import(ctx: state.StudioContext, path: Path | None, fmt: str, *, sample_
         raise named from exc
     total = sum(len(s.turns) for u in users for s in u.sessions)
     progress = StreamlitProgress(title=f"Importing {len(users)} user(s), {total} turns")
-    background = upper_levels and slow_consolidation(ctx)  # L1 now, L2-L5 in a background job
+    background = upper_levels and jobs.slow_consolidation(ctx.engine)  # L1 now, L2-L5 in a background job
     try:
         report = ctx.engine.ingest(users, upper_levels=upper_levels and not background, progress=progress)
     except ConsolidationIncomplete as exc:  # everything else is stored: say what is missing, go on
@@ -263,7 +263,7 @@ def _consolidate(ctx: state.StudioContext, mode: str) -> None:
     busy = jobs.busy(ctx.engine)
     if st.button("Consolidate now", key="sb_consolidate", disabled=no_llm or bool(busy),
                  help="needs an LLM (or the extractive mode)" if no_llm else None):
-        if slow_consolidation(ctx):
+        if jobs.slow_consolidation(ctx.engine):
             with user_errors("Consolidation could not start"):
                 jobs.start_consolidation(ctx.engine, ctx.lock, [ctx.user], flush=flush,
                                          title=f"Consolidating {ctx.user}")
@@ -280,13 +280,6 @@ def _consolidate(ctx: state.StudioContext, mode: str) -> None:
             flash(f"Consolidation wrote {len(nodes)} memories"
                   + (f" ({', '.join(sorted({n.level.label for n in nodes}))})." if nodes else "."))
             st.rerun()
-
-
-def slow_consolidation(ctx: state.StudioContext) -> bool:
-    """Whether L2-L5 consolidation calls the LLM (minutes with the embedded model), so it runs as a
-    background job (:mod:`timem.ui.jobs`); the extractive mode takes seconds and runs at once."""
-    cfg = ctx.engine.config
-    return ctx.engine.has_llm and any(cfg.mode_for(level) in NEEDS_LLM for level in (2, 3, 4, 5))
 
 
 @st.fragment(run_every=2)

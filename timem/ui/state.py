@@ -66,12 +66,11 @@ class StudioContext:
             return "error"
         if self.engine is None or not self.engine.has_llm:
             return "off"
-        backend = getattr(self.engine.llm, "backend", None)
-        path = getattr(backend, "model_path", None)
+        path = self.engine.local_model_path
         if path is not None:
             from timem.llm import local
 
-            loaded = any(k[0] == path for k in local._LLAMAS)
+            loaded = any(str(k[0]) == path for k in local._LLAMAS)
             return "loaded" if loaded else "loads on first use"
         return "ready"
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -27,7 +28,6 @@ import plotly.graph_objects as go
 
 from timem.errors import TimemError
 from timem.models import MemoryNode, Role, Turn
-from timem.store import Store
 from timem.viz.timeline import LEVEL_COLOURS
 
 LABELS = ("user_id", "session_id", "month")
@@ -35,7 +35,20 @@ COLOUR_BY = ("level", "user_id", "speaker", "session_id", "month")
 SUMMARY_SPEAKER = "(summary)"
 
 
-def node_table(store: Store, user_ids: Sequence[str], tz: ZoneInfo, levels: Sequence[int] = (1, 2, 3, 4, 5)
+class NodeSource(Protocol):
+    """What :func:`node_table` reads (the :class:`~timem.engine.MemoryEngine` facade provides it)."""
+
+    @property
+    def dim(self) -> int: ...
+
+    def nodes(self, user_id: str | None = None, level: int | None = None, **kw: Any) -> list[MemoryNode]: ...
+
+    def embeddings(self, node_ids: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]: ...
+
+
+def node_table(store: NodeSource, user_ids: Sequence[str], tz: ZoneInfo, levels: Sequence[int] = (1, 2, 3, 4, 5)
                ) -> tuple[np.ndarray, pd.DataFrame]:
     """Embeddings and metadata of the active nodes of ``user_ids`` at ``levels``.
 

@@ -26,9 +26,9 @@ import numpy as np
 
 from timem.errors import StoreError
 from timem.segtree.tree import SegNode, SegTree
-from timem.segtree.view import note_append
-from timem.store import Store
+from timem.store.duckdb_store import Store
 from timem.store.records import db_time
+from timem.store.segtree_view import note_append
 from timem.tree.order import SQL_ORDER
 
 _COLS = ("id, user_id, parent_id, height, first_seq, last_seq, span_start, span_end, n_leaves, n_children, "
@@ -84,7 +84,7 @@ def version(store: Store, user_id: str, threshold: float, max_children: int) -> 
     erase and edit paths -- keep the order in step; :func:`sync` compares the ids themselves). The
     version is the ``segtree_state`` row, which every :func:`sync` that writes rewrites with a
     strictly increasing ``built_at`` and every erase, edit and drop deletes: equal versions, equal trees
-    (what :mod:`timem.segtree.view` caches by).
+    (what :mod:`timem.store.segtree_view` caches by).
     """
     row = store.con.execute(
         "SELECT s.n_leaves, s.next_id, s.threshold, s.max_children, s.built_at, (SELECT count(*) FROM nodes "

@@ -3,8 +3,8 @@
 **Index, cached per tree version.** :class:`SegIndex` holds one user's internal nodes of heights
 ``1..H`` (ids, parents, heights, ``n_children``, span starts and the centroid matrix ``(n, dim)``
 float32), loaded in one query. It is cached per store and user, keyed by the stored tree's version
-(:func:`timem.segtree.store.version`: the ``segtree_state`` row, rewritten with a fresh, strictly
-increasing ``built_at`` by every :func:`~timem.segtree.store.sync` that writes, deleted by every
+(:func:`timem.store.segtree_tables.version`: the ``segtree_state`` row, rewritten with a fresh, strictly
+increasing ``built_at`` by every :func:`~timem.store.segtree_tables.sync` that writes, deleted by every
 erase, edit and drop). A recall whose version differs from the cached one reloads the index, so a
 write (add, edit, delete, erase, rebuild; committed or rolled back) is always seen by the next recall.
 After an append-only sync (a chat turn, an ingest) from the cached version, only the internal nodes
@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from timem.errors import StoreError
-from timem.store import Store
+from timem.store.duckdb_store import Store
 from timem.store.records import db_time
 
 _IN = "(SELECT unnest(?::VARCHAR[]))"
@@ -134,7 +134,7 @@ _LOCK = threading.Lock()
 
 
 def note_append(store: Store, user_id: str, before: Any, after: Any, written: Sequence[str]) -> None:
-    """Record that a :func:`~timem.segtree.store.sync` turned the tree of version ``before`` into ``after`` by
+    """Record that a :func:`~timem.store.segtree_tables.sync` turned the tree of version ``before`` into ``after`` by
     appending leaves, rewriting (or creating) only the internal nodes ``written``: a cached index of
     ``before`` is then patched with those rows instead of reloaded, once the store is at ``after``."""
     if before is None or after is None:
@@ -144,7 +144,7 @@ def note_append(store: Store, user_id: str, before: Any, after: Any, written: Se
 
 
 def cached_index(store: Store, user_id: str, max_height: int, version: Any) -> SegIndex:
-    """:func:`load_index`, reused while the tree's ``version`` (:func:`timem.segtree.store.version`) is
+    """:func:`load_index`, reused while the tree's ``version`` (:func:`timem.store.segtree_tables.version`) is
     unchanged, patched after an append-only sync from the cached version (:func:`note_append`)."""
     key = (user_id, int(max_height))
     with _LOCK:
