@@ -13,20 +13,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-
 from timem import editing
 from timem.chat_turns import ChatTurn, check_chat, check_turn, make_turn, reply_without_llm, speaker_offset
 from timem.config import Complexity, Config
 from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
 from timem.datasets.base import ImportedUser
 from timem.embed.protocol import Embedder
+from timem.engine_reads import StoreReads
 from timem.errors import (
     ChatTurnError,
     ConfigError,
     ConsolidationIncomplete,
     InputError,
-    NotFoundError,
     TimemError,
 )
 from timem.llm.protocol import LLMClient
@@ -37,7 +35,6 @@ from timem.models import MemoryNode, Role, Turn, WriteRequest
 from timem.recall import pipeline
 from timem.recall.gating import GateMode
 from timem.recall.pipeline import AnswerResult, RecallResult
-from timem.recall.trace import RecallTrace
 from timem.segtree.tree import SegNode
 from timem.store import Store
 from timem.store import segtree_tables as segtree_store
@@ -65,7 +62,7 @@ class IngestReport:
             self.nodes_added[key] = self.nodes_added.get(key, 0) + 1
 
 
-class MemoryEngine(MemoryLayer):
+class MemoryEngine(StoreReads, MemoryLayer):
     """Temporal Memory Tree engine over one DuckDB store.
 
     Args:
@@ -332,6 +329,15 @@ class MemoryEngine(MemoryLayer):
         return segtree_store.sync_users(self.store, user_ids, self.config.segtree_threshold,
                                         self.config.segtree_max_children, rebuild=rebuild)
 
+    def segment_tree(self, user_id: str) -> tuple[list[SegNode], segtree_store.SyncReport | None]:
+        """The user's SegTreeMem segment tree (:mod:`timem.segtree`), synced first if it is behind the L1
+        memories: ``(nodes, the sync's report or None)``."""
+        cfg = self.config
+        report = None
+        if not segtree_store.is_current(self.store, user_id, cfg.segtree_threshold, cfg.segtree_max_children):
+            report = self.sync_segtree([user_id])[user_id]
+        return segtree_store.load(self.store, user_id), report
+
     # ------------------------------------------------------------------ correcting and erasing
     def edit_memory(self, node_id: str, content: str, *, actor: str = "user") -> MemoryNode:
         """New content for a memory; ancestors re-consolidated (see :mod:`timem.editing`)."""
@@ -352,29 +358,6 @@ class MemoryEngine(MemoryLayer):
         ``bytes_after``."""
         return self.store.compact()
 
-    def stats(self) -> dict[str, Any]:
-        """Nodes per level, turns, LLM calls, tokens and cache hits (:meth:`timem.store.Store.stats`)."""
-        return self.store.stats()
-
-    def check(self, user_id: str | None = None, *, repair: bool = False) -> list[Any]:
-        """Tree invariant violations (:func:`timem.tree.check.check_store`) of one user or all; ``repair``
-        first rebuilds a stale FTS snapshot. Raises :class:`NotFoundError` for an unknown user."""
-        from timem.tree.check import check_store
-
-        if user_id is not None:
-            self.require_user(user_id)
-        if repair:
-            self.store.refresh_fts()
-        return check_store(self.store, self.config, user_id)
-
-    def tree_text(self, user_id: str, *, level: int | None = None, width: int = 100) -> str:
-        """The user's tree as text, top level first (:func:`timem.viz.tree_text.render_tree`).
-        Raises :class:`NotFoundError` for an unknown user."""
-        from timem.viz.tree_text import render_tree
-
-        self.require_user(user_id)
-        return render_tree(self.store, user_id, self.config.tz, level=level, width=width)
-
     def restore_memory(self, node_id: str, *, actor: str = "user") -> None:
         """Undo a soft delete."""
         editing.restore(self.store, self.consolidator, node_id, actor=actor)
@@ -385,66 +368,6 @@ class MemoryEngine(MemoryLayer):
         return editing.erase_user(self.store, user_id, actor=actor)
 
     # ------------------------------------------------------------------ recall and answers
-    @property
-    def has_llm(self) -> bool:
-        """Whether an LLM is configured (answers, LLM planner / gate, hybrid and abstractive consolidation)."""
-        return self.llm is not None
-
-    @property
-    def db_path(self) -> str:
-        """The DuckDB file this engine owns (``":memory:"`` for an in-memory store)."""
-        return self.store.path
-
-    def traces(self, user_id: str | None = None, limit: int = 100) -> list[RecallTrace]:
-        """Saved recall traces (of one user, or all), newest first."""
-        from timem.recall.trace import load_traces
-
-        return load_traces(self.store, user_id, limit=limit)
-
-    def users(self) -> list[str]:
-        """Ids of the users in the store, sorted."""
-        return self.store.users()
-
-    def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]:
-        """The user's stored turns (one session's if ``session_id``; only ``ids`` if given), in conversation order."""
-        return self.store.turns(user_id, session_id, ids)
-
-    def sessions(self, user_id: str) -> list[dict[str, Any]]:
-        """The user's sessions: ``session_id``, ``started_at`` / ``last_event_at`` (UTC), ``ended``."""
-        return self.store.sessions(user_id)
-
-    def nodes(self, user_id: str | None = None, level: int | None = None, **kw: Any) -> list[MemoryNode]:
-        """Memory nodes, as :meth:`timem.store.Store.nodes` (active only unless ``status=None``)."""
-        return self.store.nodes(user_id, level, **kw)
-
-    def node(self, node_id: str) -> MemoryNode | None:
-        """One memory node by id, in any status (active, deleted, superseded), or ``None`` if absent."""
-        found = self.store.nodes(ids=[node_id], status=None)
-        return found[0] if found else None
-
-    def embeddings(self, node_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """The stored unit vectors of ``node_ids`` (float32, shape ``(dim,)`` each), by id; unknown ids are absent."""
-        return self.store.embeddings(node_ids)
-
-    @property
-    def dim(self) -> int:
-        """The embedder's vector dimension."""
-        return self.embedder.dim
-
-    def segment_tree(self, user_id: str) -> tuple[list[SegNode], segtree_store.SyncReport | None]:
-        """The user's SegTreeMem segment tree (:mod:`timem.segtree`), synced first if it is behind the L1
-        memories: ``(nodes, the sync's report or None)``."""
-        cfg = self.config
-        report = None
-        if not segtree_store.is_current(self.store, user_id, cfg.segtree_threshold, cfg.segtree_max_children):
-            report = self.sync_segtree([user_id])[user_id]
-        return segtree_store.load(self.store, user_id), report
-
-    def llm_usage(self, since: datetime) -> dict[str, dict[str, float]]:
-        """LLM calls made (not answered from the cache) since ``since`` (UTC-aware), per purpose:
-        ``{"consolidate-L2": {"calls": n, "seconds": s}, ...}`` (seconds: the sum of call latencies)."""
-        return self.store.llm_usage(since)
-
     @contextmanager
     def llm_backend_wrapped(self, wrap: Callable[[Any], Any]) -> Iterator[None]:
         """Within the block, the LLM's chat backend is ``wrap(backend)`` (e.g. to release a lock while the model
@@ -458,45 +381,6 @@ class MemoryEngine(MemoryLayer):
             yield
         finally:
             self.llm.backend = backend  # type: ignore[union-attr]
-
-    @property
-    def local_model_path(self) -> str | None:
-        """The GGUF file of the embedded model when the LLM is the local backend, else ``None``."""
-        backend = getattr(self.llm, "backend", None) if self.llm is not None else None
-        path = getattr(backend, "model_path", None)
-        return None if path is None else str(path)
-
-    def export_user(self, user_id: str, *, traces: int = 1000) -> dict[str, Any]:
-        """Everything stored of one user as JSON-ready data: ``user_id``, ``sessions``, ``turns`` (conversation
-        order), ``nodes`` (every status, conversation order) and the newest ``traces`` recall traces.
-        Times are ISO 8601 UTC.
-
-        Raises:
-            NotFoundError: the user is not in the store.
-        """
-        self.require_user(user_id)
-        sessions = [{**s, "started_at": s["started_at"].isoformat(), "last_event_at": s["last_event_at"].isoformat()}
-                    for s in self.store.sessions(user_id)]
-        return {
-            "user_id": user_id,
-            "sessions": sessions,
-            "turns": [t.model_dump(mode="json") for t in self.store.turns(user_id)],
-            "nodes": [n.model_dump(mode="json") for n in self.store.nodes(user_id, status=None)],
-            "traces": self.store.traces(user_id, limit=traces),
-        }
-
-    def require_user(self, user_id: str) -> None:
-        """Raise :class:`NotFoundError` (naming the users there are) unless ``user_id`` is in the store."""
-        users = self.store.users()
-        if user_id not in users:
-            raise NotFoundError(f"no user {user_id!r} in {self.config.db_path}; users: {', '.join(users) or 'none'}")
-
-    def default_question_time(self, user_id: str) -> datetime | None:
-        """The time a question is asked "as of" when none is given: the user's latest event (UTC), or
-        ``None`` (= now) for a user without turns. LoCoMo-style logs have no question dates; asking at
-        the wall clock would make "last week" mean the wrong week."""
-        sessions = self.store.sessions(user_id)
-        return max(s["last_event_at"] for s in sessions) if sessions else None
 
     def recall(self, user_id: str, query: str, question_time: datetime | None = None, *,
                complexity: Complexity | None = None, gate: GateMode | None = None, planner: str | None = None,

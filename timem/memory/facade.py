@@ -34,7 +34,7 @@ class MemoryLayer:
     item_writer: ItemWriter
     extraction_failures: dict[str, list[tuple[str, str]]]
 
-    def require_user(self, user_id: str) -> None:  # provided by MemoryEngine
+    def require_user(self, user_id: str) -> None:  # provided by StoreReads
         raise NotImplementedError
 
     def recall(self, user_id: str, query: str, question_time: datetime | None = None, *,

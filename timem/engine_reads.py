@@ -1,0 +1,141 @@
+"""Read methods of the engine facade (:class:`timem.engine.MemoryEngine`): users, turns, sessions, nodes,
+vectors, traces, statistics, checks and exports. Nothing here writes, except :meth:`check` with ``repair``
+(rebuilds a stale BM25 snapshot)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from timem.config import Config
+from timem.embed.protocol import Embedder
+from timem.errors import NotFoundError
+from timem.llm.protocol import LLMClient
+from timem.models import MemoryNode, Turn
+from timem.recall.trace import RecallTrace
+from timem.store import Store
+
+
+class StoreReads:
+    """What the CLI, studio, service and bench read through the facade."""
+
+    config: Config
+    store: Store
+    embedder: Embedder
+    llm: LLMClient | None
+
+    def stats(self) -> dict[str, Any]:
+        """Nodes per level, turns, LLM calls, tokens and cache hits (:meth:`timem.store.Store.stats`)."""
+        return self.store.stats()
+
+    def check(self, user_id: str | None = None, *, repair: bool = False) -> list[Any]:
+        """Tree invariant violations (:func:`timem.tree.check.check_store`) of one user or all; ``repair``
+        first rebuilds a stale FTS snapshot. Raises :class:`NotFoundError` for an unknown user."""
+        from timem.tree.check import check_store
+
+        if user_id is not None:
+            self.require_user(user_id)
+        if repair:
+            self.store.refresh_fts()
+        return check_store(self.store, self.config, user_id)
+
+    def tree_text(self, user_id: str, *, level: int | None = None, width: int = 100) -> str:
+        """The user's tree as text, top level first (:func:`timem.viz.tree_text.render_tree`).
+        Raises :class:`NotFoundError` for an unknown user."""
+        from timem.viz.tree_text import render_tree
+
+        self.require_user(user_id)
+        return render_tree(self.store, user_id, self.config.tz, level=level, width=width)
+
+    @property
+    def has_llm(self) -> bool:
+        """Whether an LLM is configured (answers, LLM planner / gate, hybrid and abstractive consolidation)."""
+        return self.llm is not None
+
+    @property
+    def db_path(self) -> str:
+        """The DuckDB file this engine owns (``":memory:"`` for an in-memory store)."""
+        return self.store.path
+
+    def traces(self, user_id: str | None = None, limit: int = 100) -> list[RecallTrace]:
+        """Saved recall traces (of one user, or all), newest first."""
+        from timem.recall.trace import load_traces
+
+        return load_traces(self.store, user_id, limit=limit)
+
+    def users(self) -> list[str]:
+        """Ids of the users in the store, sorted."""
+        return self.store.users()
+
+    def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]:
+        """The user's stored turns (one session's if ``session_id``; only ``ids`` if given), in conversation order."""
+        return self.store.turns(user_id, session_id, ids)
+
+    def sessions(self, user_id: str) -> list[dict[str, Any]]:
+        """The user's sessions: ``session_id``, ``started_at`` / ``last_event_at`` (UTC), ``ended``."""
+        return self.store.sessions(user_id)
+
+    def nodes(self, user_id: str | None = None, level: int | None = None, **kw: Any) -> list[MemoryNode]:
+        """Memory nodes, as :meth:`timem.store.Store.nodes` (active only unless ``status=None``)."""
+        return self.store.nodes(user_id, level, **kw)
+
+    def node(self, node_id: str) -> MemoryNode | None:
+        """One memory node by id, in any status (active, deleted, superseded), or ``None`` if absent."""
+        found = self.store.nodes(ids=[node_id], status=None)
+        return found[0] if found else None
+
+    def embeddings(self, node_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored unit vectors of ``node_ids`` (float32, shape ``(dim,)`` each), by id; unknown ids are absent."""
+        return self.store.embeddings(node_ids)
+
+    @property
+    def dim(self) -> int:
+        """The embedder's vector dimension."""
+        return self.embedder.dim
+
+    def llm_usage(self, since: datetime) -> dict[str, dict[str, float]]:
+        """LLM calls made (not answered from the cache) since ``since`` (UTC-aware), per purpose:
+        ``{"consolidate-L2": {"calls": n, "seconds": s}, ...}`` (seconds: the sum of call latencies)."""
+        return self.store.llm_usage(since)
+
+    @property
+    def local_model_path(self) -> str | None:
+        """The GGUF file of the embedded model when the LLM is the local backend, else ``None``."""
+        backend = getattr(self.llm, "backend", None) if self.llm is not None else None
+        path = getattr(backend, "model_path", None)
+        return None if path is None else str(path)
+
+    def export_user(self, user_id: str, *, traces: int = 1000) -> dict[str, Any]:
+        """Everything stored of one user as JSON-ready data: ``user_id``, ``sessions``, ``turns`` (conversation
+        order), ``nodes`` (every status, conversation order) and the newest ``traces`` recall traces.
+        Times are ISO 8601 UTC.
+
+        Raises:
+            NotFoundError: the user is not in the store.
+        """
+        self.require_user(user_id)
+        sessions = [{**s, "started_at": s["started_at"].isoformat(), "last_event_at": s["last_event_at"].isoformat()}
+                    for s in self.store.sessions(user_id)]
+        return {
+            "user_id": user_id,
+            "sessions": sessions,
+            "turns": [t.model_dump(mode="json") for t in self.store.turns(user_id)],
+            "nodes": [n.model_dump(mode="json") for n in self.store.nodes(user_id, status=None)],
+            "traces": self.store.traces(user_id, limit=traces),
+        }
+
+    def require_user(self, user_id: str) -> None:
+        """Raise :class:`NotFoundError` (naming the users there are) unless ``user_id`` is in the store."""
+        users = self.store.users()
+        if user_id not in users:
+            raise NotFoundError(f"no user {user_id!r} in {self.config.db_path}; users: {', '.join(users) or 'none'}")
+
+    def default_question_time(self, user_id: str) -> datetime | None:
+        """The time a question is asked "as of" when none is given: the user's latest event (UTC), or
+        ``None`` (= now) for a user without turns. LoCoMo-style logs have no question dates; asking at
+        the wall clock would make "last week" mean the wrong week."""
+        sessions = self.store.sessions(user_id)
+        return max(s["last_event_at"] for s in sessions) if sessions else None
