@@ -295,3 +295,15 @@ def test_event_channel_brings_the_best_events_members_for_this_user_only(turn_en
     early = datetime(2024, 3, 2, tzinfo=UTC)  # events that start after the question time are skipped
     res = recall(eng.store, eng.embedder, None, cfg, "u2", "Any plans for April?", early, persist=False)
     assert all(eng.store.node(c.node_id).span_start <= early for c in res.trace.candidates)
+
+
+def test_pseudo_relevance_feedback_adds_words_of_the_best_leaves_not_names(turn_engine):
+    eng = turn_engine
+    cfg = eng.config.with_overrides(prf_terms=3)
+    res = recall(eng.store, eng.embedder, None, cfg, "u1", "Where should we have lunch tomorrow?",
+                 datetime(2024, 4, 25, 9, tzinfo=UTC), persist=False)
+    note = next(n for n in res.trace.notes if n.startswith("pseudo-relevance feedback"))
+    added = note.split("+ ")[1].split(" (")[0].split(", ")
+    assert 1 <= len(added) <= 3 and "lunch" not in added and "ann" not in added and "bo" not in added, note
+    assert res.trace.bm25_query.endswith(" ".join(added)), res.trace.bm25_query
+    assert all(n.user_id == "u1" for n in res.nodes)

@@ -57,7 +57,8 @@ DEFAULT_QUOTAS: dict[str, dict[int, int]] = {c: {1: 60} for c in ("simple", "hyb
 
 #: Config fields that shape recall; :meth:`Config.recall_settings` records them in every trace.
 RECALL_FIELDS = ("recall_lambda", "recall_top_k", "recall_candidates", "recall_neighbours", "neighbour_priority",
-                 "speaker_boost", "time_channel", "time_localiser", "event_pool", "propagation", "propagation_hops",
+                 "speaker_boost", "time_channel", "time_localiser", "event_pool", "prf_terms", "propagation",
+                 "propagation_hops",
                  "propagation_alpha", "propagation_route", "recall_index", "segtree_threshold",
                  "segtree_max_children", "near_duplicates", "near_duplicate_jaccard", "gate_threshold", "gate_floor",
                  "token_budget", "context_layout", "timezone", "planner", "gate",
@@ -132,6 +133,9 @@ class Config(BaseModel):
     #: TIDER's event pool over the L1 leaves (:mod:`timem.recall.events`): the members of this many events
     #: most similar to the question join the leaf candidates (0 = off, the default by measurement)
     event_pool: int = Field(default=0, ge=0, le=20)
+    #: pseudo-relevance feedback: this many content words of the best first-pass leaves are added to the BM25
+    #: query, which runs again (0 = off; :func:`timem.recall.leaves._feedback`)
+    prf_terms: int = Field(default=0, ge=0, le=30)
     #: SegTreeMem relevance propagation over the tree (arXiv 2606.04555): "off" or a direction
     propagation: Literal["off", "top-down", "bottom-up", "both"] = "top-down"
     propagation_hops: int = Field(default=2, ge=0, le=5)  #: H

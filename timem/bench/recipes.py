@@ -137,6 +137,8 @@ _RECIPES: list[Recipe] = [
     *[_r(f"tider-events-{n}", "timem", "tree", f"TIDER's event pool over the L1 leaves (7 days, cosine 0.85, "
          f"40 per event): the members of the best {n} event(s) join the leaf candidates (timem.recall.events)",
          overrides={"event_pool": n}) for n in (1, 3)],
+    *[_r(f"prf-{n}", "timem", "tree", f"pseudo-relevance feedback: {n} words of the best 5 first-pass leaves "
+         "added to the BM25 query (RM3-style)", overrides={"prf_terms": n}) for n in (3, 8)],
     _r("neighbours-none", "timem", "tree", "no neighbour turns",
        overrides={"recall_neighbours": "none", **_TIMEM_INDEX}),
     _r("neighbours-reply", "timem", "tree", "neighbour only after a leaf that asks a question",

@@ -14,6 +14,7 @@ are kept. No time-window boost is applied (the plan's window is recorded in the 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
@@ -26,6 +27,7 @@ from timem.embed.protocol import Embedder
 from timem.models import Level, MemoryNode
 from timem.recall.duplicates import near_duplicates
 from timem.recall.events import event_channel
+from timem.recall.keywords import extract_keywords, person_names
 from timem.recall.planner import RecallPlan
 from timem.recall.time_channel import TimeLocalisation, localise, tider_score
 from timem.store.duckdb_store import Store
@@ -146,6 +148,9 @@ def select_leaves(store: Store, embedder: Embedder, config: Config, user_id: str
         vec_hits.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
         if note:
             notes.append(f"{note}, {len(new)} new candidates")
+    if config.prf_terms > 0 and (vec_hits or lex_hits):  # pseudo-relevance feedback (RM3-style expansion)
+        query, lex_hits, note = _feedback(store, config, user_id, query, vec_hits, lex_hits, participants, n)
+        notes.append(note)
     nodes = {x.id: x for x in store.nodes(user_id=user_id, ids=list({*vec_hits, *lex_hits}))}
     if question_time is not None:
         late = {i for i, x in nodes.items() if x.span_start > question_time}
@@ -173,6 +178,31 @@ def select_leaves(store: Store, embedder: Embedder, config: Config, user_id: str
             notes.append(f"{len(dup)} near-duplicate candidates collapsed")
             candidates = rerank([c.model_copy(update={"duplicate_of": dup.get(c.node_id)}) for c in candidates], k)
     return LeafSelection(candidates, [c for c in candidates if c.kept], query, loc, notes)
+
+
+PRF_DOCS = 5  #: leaves read for pseudo-relevance feedback
+
+
+def _feedback(store: Store, config: Config, user_id: str, query: str, vec_hits: Mapping[str, float],
+              lex_hits: Mapping[str, float], participants: Sequence[str], n: int
+              ) -> tuple[str, dict[str, float], str]:
+    """Pseudo-relevance feedback (Lavrenko & Croft's relevance model, as RM3 keeps the original query): the
+    ``Config.prf_terms`` content words most frequent in the :data:`PRF_DOCS` best leaves of the first pass
+    (fused score), not in the query and not a person's name, are added to the BM25 query, which is run again.
+    Returns the expanded query, its BM25 hits and a trace note."""
+    first = fuse(dict(vec_hits), dict(lex_hits), config.recall_lambda, top_k=PRF_DOCS)
+    top = [c.node_id for c in first if c.kept]
+    texts = [x.content for x in store.nodes(user_id=user_id, ids=top)]
+    asked = set(extract_keywords(query, participants, limit=50)) | {w.lower() for w in query.split()}
+    names = person_names(" ".join(texts), participants) | {p.lower() for name in participants for p in name.split()}
+    counts = Counter(w for t in texts for w in extract_keywords(t, participants, limit=1000)
+                     if len(w) > 2 and w not in asked and w not in names)
+    terms = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:config.prf_terms]]
+    if not terms:
+        return query, dict(lex_hits), "pseudo-relevance feedback: no new term in the best leaves"
+    expanded = f"{query} {' '.join(terms)}"
+    return expanded, dict(store.search_bm25(user_id, expanded, int(Level.SEGMENT), n)), \
+        f"pseudo-relevance feedback: BM25 query + {', '.join(terms)} (from the best {len(top)} leaves)"
 
 
 def rerank(candidates: Sequence[Candidate], top_k: int | None) -> list[Candidate]:
