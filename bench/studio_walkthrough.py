@@ -37,7 +37,6 @@ def fail_on_errors(at: AppTest, where: str) -> None:
 
 def main() -> None:
     from timem.models import Level, NodeStatus
-    from timem.recall import recall
 
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=3600).run()
     fail_on_errors(at, "start")

@@ -41,3 +41,13 @@ def test_bad_flags_are_reported(tmp_path):
     assert "unknown recipe" in str(res.exception)
     res = runner.invoke(bench_app, ["locomo", str(tmp_path / "x.json"), "--judge", "gpt"])
     assert "--judge must be" in str(res.exception)
+
+
+def test_a_toml_file_given_as_recipe_points_to_settings():
+    import pytest
+
+    from timem.bench.recipes import get_recipe
+    from timem.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--settings"):
+        get_recipe("my-settings.toml")

@@ -191,3 +191,10 @@ def test_error_in_later_conversation_raises_before_returning(raw, tmp_path: Path
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot read"):
         load_locomo(tmp_path / "nope.json", None, NY)
+
+
+def test_a_jsonl_file_read_as_locomo_says_to_use_format_jsonl(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    path.write_text('{"user_id": "u", "text": "hi"}\n{"user_id": "u", "text": "ho"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match="--format jsonl"):
+        load_dataset(path, "locomo", tz=ZoneInfo("UTC"))

@@ -14,9 +14,9 @@ from timem.datasets.base import ImportedSession, ImportedUser, turn_id
 from timem.engine import MemoryEngine
 from timem.models import Level, Role, Turn
 from timem.recall import recall
-from timem.store import segtree_tables as segstore
 from timem.segtree.recall import propagate_segtree
 from timem.segtree.tree import SegTree
+from timem.store import segtree_tables as segstore
 
 TOPICS = [
     ["I adopted a puppy called Biscuit last week.", "Biscuit chews every shoe in the house.",

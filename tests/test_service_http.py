@@ -129,7 +129,8 @@ def test_export_and_erase_user(svc):
 
 
 @pytest.mark.parametrize("case", ["malformed-json", "unknown-user", "oversized", "naive-time", "bad-time",
-                                  "empty-text", "bad-user-id", "extra-field", "no-key", "wrong-key", "revoked-key"])
+                                  "empty-text", "bad-user-id", "extra-field", "out-of-order", "no-key", "wrong-key",
+                                  "revoked-key"])
 def test_bad_requests_get_4xx_with_one_line_and_change_nothing(svc, case):
     base, keys, a, _ = svc
     _exchange(a, "kim", message="I play the cello.", reply="Nice.")
@@ -149,6 +150,8 @@ def test_bad_requests_get_4xx_with_one_line_and_change_nothing(svc, case):
         body["event_time"] = "the second of May"
     elif case == "empty-text":
         body["message"] = "   "
+    elif case == "out-of-order":  # earlier than the session's last turn, as a JSONL import refuses it
+        body["event_time"] = "2024-05-01T09:00:00+00:00"
     elif case == "bad-user-id":
         url = "/v1/users/kim:evil/turns"
     elif case == "extra-field":

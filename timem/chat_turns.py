@@ -66,8 +66,9 @@ MIN_YEAR, MAX_YEAR = 2, 9998
 
 
 def check_chat(text: str, event_time: datetime, what: str = "message") -> None:
+    """Refuse an empty ``what`` (``message`` or ``reply``; the error names that field) or a naive time."""
     if is_blank(text):
-        raise InputError(f"the {what} is empty; type something to say", field="text")
+        raise InputError(f"the {what} is empty; type something to say", field=what)
     if event_time.tzinfo is None:
         raise InputError("event_time must be timezone-aware; convert with timem.tree.windows.to_utc",
                          field="event_time")

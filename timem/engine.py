@@ -274,6 +274,11 @@ class MemoryEngine(StoreReads, MemoryLayer):
                         request: WriteRequest | None = None) -> list[MemoryNode]:
         for t in turns:
             check_turn(t)
+        before = self.store.turns(user_id, turns[0].session_id) if turns else []
+        if before and turns[0].event_time < before[-1].event_time:  # as a JSONL import refuses it
+            raise InputError(f"event time {turns[0].event_time.isoformat()} is earlier than the last turn of session "
+                             f"{turns[0].session_id!r} ({before[-1].event_time.isoformat()}); send turns in order "
+                             "or start a new session", field="event_time")
         with self.store.transaction():  # the turns and their idempotency key: both or neither
             self.store.add_turns(turns)
             if request is not None:

@@ -193,5 +193,8 @@ def get_recipe(name: str) -> Recipe:
     try:
         return RECIPES[name]
     except KeyError:
+        if name.endswith(".toml"):
+            raise ConfigError(f"{name!r} is a TOML file, not a recipe; pass settings files with --settings "
+                              "(`timem bench --config` names a recipe, the deprecated spelling of --recipe)") from None
         raise ConfigError(f"unknown recipe {name!r}; known: {', '.join(RECIPES)} "
                           "(list them with `timem bench recipes`)") from None

@@ -146,8 +146,20 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data" and _looks_like_jsonl(text):
+            raise InputError("this is JSON Lines (one object per line), not one JSON document; use --format jsonl "
+                             "for TiMem JSONL", file=str(path), record=f"line {exc.lineno}") from exc
         raise InputError(f"invalid JSON: {exc.msg}. Fix the file or re-download it.", file=str(path),
                          record=f"line {exc.lineno} column {exc.colno}") from exc
+
+
+def _looks_like_jsonl(text: str) -> bool:
+    """Whether the first two non-empty lines each parse as a JSON object."""
+    lines = [ln for ln in text.splitlines() if ln.strip()][:2]
+    try:
+        return len(lines) == 2 and all(isinstance(json.loads(ln), dict) for ln in lines)
+    except json.JSONDecodeError:
+        return False
 
 
 def need(obj: Any, key: str, kind: type | tuple[type, ...], *, file: str, record: str,
