@@ -4,6 +4,7 @@ crossing users (real DuckDB file, real MiniLM, no LLM)."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -141,3 +142,55 @@ def test_erase_rebuilds_and_erase_user_drops_the_tree(seg_engine):
     assert segstore.load(eng.store, "u1") == []
     assert eng.store.con.execute("SELECT count(*) FROM segtree_state WHERE user_id = 'u1'").fetchone()[0] == 0
     assert segstore.load(eng.store, "u2")
+
+
+def _topic_answer(request) -> str:
+    """A grounded topic: the first four words of the node's first utterance (an invented one for 'Bach')."""
+    lines = request.messages[-1].content.split("Lines of the conversation:\n")[1].split("\n\n")[0].splitlines()
+    if any("Bach" in x for x in lines):
+        return json.dumps({"title": "Quantum chromodynamics lecture notes"})  # not in the lines: dropped
+    words = lines[0].split(": ", 1)[-1].split()[:4]
+    return json.dumps({"title": " ".join(words)})
+
+
+def test_llm_topics_for_closed_nodes_grounded_resumable_and_erased_with_the_tree(seg_engine):
+    from timem.llm.client import LLM
+    from timem.llm.fake import ScriptedBackend
+    from timem.segtree.summaries import summarise
+
+    eng = seg_engine
+    llm = LLM(ScriptedBackend(_topic_answer), eng.store)
+    nodes = segstore.load(eng.store, "u1")
+    last = max(x.last_seq for x in nodes)
+    closed = [x for x in nodes if x.height >= 1 and x.last_seq < last]
+    assert closed, "the fixture must have closed internal nodes"
+    report = summarise(eng.store, llm, "u1", min_height=1)
+    topics = segstore.summaries(eng.store, "u1")
+    assert report.written == len(topics) > 0 and set(topics) <= {x.id for x in closed}
+    assert all(x.id not in topics for x in nodes if x.last_seq == last)  # the right frontier may still grow
+    leaves = [x for x in nodes if x.is_leaf]
+    content = {n.id: n.content for n in eng.store.nodes("u1", 1)}
+    for node_id, line in topics.items():
+        node = next(x for x in nodes if x.id == node_id)
+        assert line.split()[0] in content[leaves[node.first_seq].id]
+    assert all("Quantum" not in t for t in topics.values())
+    assert all(reason == "not supported by the node's utterances" for _, reason in report.failed)
+    assert segstore.summaries(eng.store, "u2") == {}  # per user
+    def logged() -> int:
+        return eng.store.con.execute("SELECT count(*) FROM llm_calls WHERE purpose = 'segtree-topic'").fetchone()[0]
+
+    calls = logged()
+    again = summarise(eng.store, llm, "u1", min_height=1)
+    assert again.written == 0 and logged() - calls == len(report.failed)  # only the failed nodes are asked again
+    # an erased memory drops the tree and its topics
+    eng.delete_memories([leaves[0].id], hard=True)
+    assert segstore.summaries(eng.store, "u1") == {}
+    rows = eng.store.con.execute("SELECT count(*) FROM segtree_summaries WHERE user_id = 'u1'").fetchone()
+    assert rows == (0,)
+
+
+def test_summarise_needs_an_llm(seg_engine):
+    from timem.errors import LLMError
+
+    with pytest.raises(LLMError, match="need an LLM"):
+        seg_engine.summarise_segment_tree("u1")

@@ -349,6 +349,26 @@ def segtree_build(db: DbOpt = None,
                    f"{r.rows} row(s) written")
 
 
+@segtree_app.command("summarise")
+def segtree_summarise(user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
+                      min_height: Annotated[int, typer.Option(help="summarise nodes of this height and above")] = 2,
+                      limit: Annotated[int | None, typer.Option(help="at most N nodes in this run")] = None,
+                      config: ConfigOpt = None) -> None:
+    """Write a one-line LLM topic for each closed segment-tree node of the user (resumable; shown on the
+    Timeline's segment-tree view)."""
+    cfg = _config(config, db, llm_backend=llm)
+    eng = _engine(cfg, must_exist=True)
+    try:
+        report = eng.summarise_segment_tree(user, min_height=min_height, limit=limit)
+        topics = eng.segment_topics(user)
+    finally:
+        eng.close()
+    typer.echo(f"{user}: {report.written} topic(s) written, {len(report.failed)} failed, {report.pending} pending; "
+               f"{len(topics)} node(s) have a topic")
+    for node_id, reason in report.failed[:10]:
+        typer.echo(f"  {node_id}: {reason}", err=True)
+
+
 memories_app = typer.Typer(no_args_is_help=True, help="The memory layer: facts and preferences with their validity "
                            "(supersession keeps the old ones as history).")
 app.add_typer(memories_app, name="memories")

@@ -25,6 +25,7 @@ from timem.errors import (
     ConfigError,
     ConsolidationIncomplete,
     InputError,
+    LLMError,
     TimemError,
 )
 from timem.llm.protocol import LLMClient
@@ -35,6 +36,7 @@ from timem.models import MemoryNode, Role, Turn, WriteRequest
 from timem.recall import pipeline
 from timem.recall.gating import GateMode
 from timem.recall.pipeline import AnswerResult, RecallResult
+from timem.segtree.summaries import TopicReport
 from timem.segtree.tree import SegNode
 from timem.store import Store
 from timem.store import segtree_tables as segtree_store
@@ -342,6 +344,21 @@ class MemoryEngine(StoreReads, MemoryLayer):
         if not segtree_store.is_current(self.store, user_id, cfg.segtree_threshold, cfg.segtree_max_children):
             report = self.sync_segtree([user_id])[user_id]
         return segtree_store.load(self.store, user_id), report
+
+    def summarise_segment_tree(self, user_id: str, *, min_height: int = 2, limit: int | None = None) -> TopicReport:
+        """One-line LLM topics for the user's closed segment-tree nodes (:mod:`timem.segtree.summaries`);
+        the tree is synced first.
+
+        Raises:
+            NotFoundError: unknown user. LLMError: no LLM is configured, or it could not be reached.
+        """
+        from timem.segtree.summaries import summarise
+
+        self.require_user(user_id)
+        if self.llm is None:
+            raise LLMError("segment-tree topics need an LLM; pass --llm local or --llm openai")
+        self.segment_tree(user_id)
+        return summarise(self.store, self.llm, user_id, min_height=min_height, limit=limit)
 
     # ------------------------------------------------------------------ correcting and erasing
     def edit_memory(self, node_id: str, content: str, *, actor: str = "user") -> MemoryNode:

@@ -108,6 +108,12 @@ class StoreReads:
         path = getattr(backend, "model_path", None)
         return None if path is None else str(path)
 
+    def segment_topics(self, user_id: str) -> dict[str, str]:
+        """LLM topic lines of the user's segment-tree nodes, by node id (:mod:`timem.segtree.summaries`)."""
+        from timem.store import segtree_tables
+
+        return segtree_tables.summaries(self.store, user_id)
+
     def export_user(self, user_id: str, *, traces: int = 1000) -> dict[str, Any]:
         """Everything stored of one user as JSON-ready data: ``user_id``, ``sessions``, ``turns`` (conversation
         order), ``nodes`` (every status, conversation order) and the newest ``traces`` recall traces.

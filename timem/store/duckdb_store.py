@@ -355,6 +355,7 @@ class Store(RecordTables, ItemTables):
             owners = f"(SELECT DISTINCT user_id FROM nodes WHERE id IN {_IN_LIST} AND level = 1)"
             self.con.execute(f"DELETE FROM segtree_state WHERE user_id IN {owners}", [list(node_ids)])
             self.con.execute(f"DELETE FROM segtree_nodes WHERE user_id IN {owners}", [list(node_ids)])
+            self.con.execute(f"DELETE FROM segtree_summaries WHERE user_id IN {owners}", [list(node_ids)])
             self.drop_item_sources(node_ids)  # items read only from erased segments go with them
             self.con.execute(f"DELETE FROM nodes WHERE id IN {_IN_LIST}", [list(node_ids)])
             self._set_meta("fts_dirty", "1")
@@ -454,7 +455,7 @@ class Store(RecordTables, ItemTables):
             self.con.execute(f"DELETE FROM llm_cache WHERE key IN {_IN_LIST}", [keys])
             counts["llm_cache"] += self.purge_cache_mentioning(texts)
             for table in ("turns", "sessions", "nodes", "recall_traces", "llm_calls", "segtree_nodes", "segtree_state",
-                          "write_requests", "memory_items", "memory_extractions"):
+                          "segtree_summaries", "write_requests", "memory_items", "memory_extractions"):
                 counts[table] = one_row(self.con.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?",
                                                          [user_id]))[0]
                 self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [user_id])

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 #: tables copied row by row, in an order that keeps foreign ids resolvable for a reader mid-way
 TABLES = ("turns", "sessions", "nodes", "memory_items", "memory_extractions", "segtree_nodes", "segtree_state",
-          "recall_traces", "write_requests", "llm_calls", "audit")
+          "segtree_summaries", "recall_traces", "write_requests", "llm_calls", "audit")
 
 
 def merge_file(store: Store, other: str | Path) -> dict[str, int]:

@@ -136,8 +136,19 @@ def _v7_memory_items(con: duckdb.DuckDBPyConnection, dim: int) -> None:
             extracted_at TIMESTAMP NOT NULL, PRIMARY KEY (user_id, unit_id, mode))""")
 
 
+def _v8_segtree_summaries(con: duckdb.DuckDBPyConnection, dim: int) -> None:
+    """``segtree_summaries``: a one-line topic per closed segment-tree node, written by an LLM on request
+    (:func:`timem.store.segtree_tables.save_summary`), keyed by the node's id *and* leaf range so that a
+    summary of a node that later grew or was rebuilt is never shown for it."""
+    con.execute("""
+        CREATE TABLE IF NOT EXISTS segtree_summaries (
+            user_id VARCHAR NOT NULL, node_id VARCHAR NOT NULL, first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL,
+            summary VARCHAR NOT NULL, model_id VARCHAR NOT NULL, prompt_version VARCHAR NOT NULL,
+            written_at TIMESTAMP NOT NULL, PRIMARY KEY (user_id, node_id))""")
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2, _v3, _v4, _v5, _v6_idempotency,
-                                                                     _v7_memory_items]
+                                                                     _v7_memory_items, _v8_segtree_summaries]
 
 
 def migrate(con: duckdb.DuckDBPyConnection, dim: int) -> int:

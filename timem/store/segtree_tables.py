@@ -70,10 +70,26 @@ def l1_leaves(store: Store, user_id: str) -> list[tuple[str, datetime, datetime]
 
 
 def drop(store: Store, user_ids: Sequence[str]) -> None:
-    """Delete the segment tree of each user (rows and state); the next :func:`sync` rebuilds it."""
+    """Delete the segment tree of each user (rows, state and summaries); the next :func:`sync` rebuilds it."""
     if user_ids:
-        store.con.execute(f"DELETE FROM segtree_nodes WHERE user_id IN {_IN}", [list(user_ids)])
-        store.con.execute(f"DELETE FROM segtree_state WHERE user_id IN {_IN}", [list(user_ids)])
+        for table in ("segtree_nodes", "segtree_state", "segtree_summaries"):
+            store.con.execute(f"DELETE FROM {table} WHERE user_id IN {_IN}", [list(user_ids)])
+
+
+def summaries(store: Store, user_id: str) -> dict[str, str]:
+    """The LLM topic lines of the user's segment-tree nodes whose leaf range is still the one summarised."""
+    rows = store.con.execute(
+        "SELECT s.node_id, s.summary FROM segtree_summaries s JOIN segtree_nodes n ON n.user_id = s.user_id AND "
+        "n.id = s.node_id AND n.first_seq = s.first_seq AND n.last_seq = s.last_seq WHERE s.user_id = ?",
+        [user_id]).fetchall()
+    return {r[0]: r[1] for r in rows}
+
+
+def save_summary(store: Store, user_id: str, node: SegNode, summary: str, model_id: str, prompt_version: str) -> None:
+    """Store (or replace) the topic line of ``node`` for its current leaf range."""
+    store.con.execute("INSERT OR REPLACE INTO segtree_summaries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                      [user_id, node.id, node.first_seq, node.last_seq, summary, model_id, prompt_version,
+                       db_time(datetime.now(UTC))])
 
 
 def version(store: Store, user_id: str, threshold: float, max_children: int) -> tuple[Any, ...] | None:

@@ -20,7 +20,7 @@ def render_segtree(ctx: state.StudioContext) -> None:
         st.info(f"User `{ctx.user}` has no L1 memories yet, so no segment tree.")
         return
     texts = {n.id: n.content for n in ctx.engine.nodes(ctx.user, 1, ids=leaves)}
-    df = sv.segtree_frame(nodes, ctx.tz, texts)
+    df = sv.segtree_frame(nodes, ctx.tz, texts, ctx.engine.segment_topics(ctx.user))
     top = int(df["height"].max())
     segments = df[df["height"] == 1]
     st.caption(f"Segment tree (SegTreeMem): {len(leaves)} utterances, {len(segments)} segments "

@@ -26,17 +26,20 @@ def lane(height: int) -> str:
     return "segment (h1)" if height == 1 else f"h{height}"
 
 
-def segtree_frame(nodes: Sequence[SegNode], tz: ZoneInfo, texts: Mapping[str, str] | None = None) -> pd.DataFrame:
+def segtree_frame(nodes: Sequence[SegNode], tz: ZoneInfo, texts: Mapping[str, str] | None = None,
+                  topics: Mapping[str, str] | None = None) -> pd.DataFrame:
     """One row per internal node (leaves dropped) with :data:`COLUMNS`, in leaf order, lowest height first
     at equal positions. ``start`` / ``end``: the span as naive wall-clock time in ``tz``; ``preview``:
-    the text of the node's first leaf from ``texts`` (leaf id -> L1 content), if given."""
+    the node's LLM topic from ``topics`` (node id -> line) if it has one, else the text of its first leaf
+    from ``texts`` (leaf id -> L1 content), if given."""
     first_leaf = {x.first_seq: x.id for x in nodes if x.is_leaf}
-    texts = texts or {}
+    texts, topics = texts or {}, topics or {}
     rows = [{"id": x.id, "height": x.height, "lane": lane(x.height), "first_seq": x.first_seq,
              "last_seq": x.last_seq, "n_leaves": x.n_leaves, "n_children": x.n_children,
              "start": x.span_start.astimezone(tz).replace(tzinfo=None),
              "end": x.span_end.astimezone(tz).replace(tzinfo=None),
-             "preview": " ".join(texts.get(first_leaf.get(x.first_seq, ""), "").split())[:140]}
+             "preview": (f"topic: {topics[x.id]}" if x.id in topics else
+                         " ".join(texts.get(first_leaf.get(x.first_seq, ""), "").split())[:140])}
             for x in sorted(nodes, key=lambda n: (n.first_seq, n.height)) if not x.is_leaf]
     return pd.DataFrame(rows, columns=COLUMNS)
 
