@@ -58,12 +58,18 @@ def profiles_of(store: Store, items: Sequence[MemoryItem]) -> list[MemoryNode]:
     return list(out.values())
 
 
-def mark_profiles_stale(store: Store, items: Sequence[MemoryItem]) -> set[str]:
-    """Mark :func:`profiles_of` ``items`` stale (re-consolidated in their own mode); returns their users."""
-    profiles = profiles_of(store, items)
-    for p in profiles:
-        store.update_node(p.id, stale=True)
-    return {p.user_id for p in profiles}
+def refresh_profiles(store: Store, cons: Consolidator, items: Sequence[MemoryItem], *, actor: str = "user") -> int:
+    """Rewrite, in place and in every mode, the facts block of :func:`profiles_of` ``items`` from the items that
+    hold now (an item was forgotten, restored or erased); the rest of each profile is unchanged, the vector
+    is re-embedded, and the audit names only ids (``profile-facts-refreshed``). Returns profiles changed."""
+    changed = 0
+    for p in profiles_of(store, items):
+        new = cons.with_profile_facts(p.user_id, p.span, p.content)
+        if new != p.content:
+            store.update_node(p.id, content=new, embedding=cons.embedder.embed([new])[0])
+            store.audit("profile-facts-refreshed", p.user_id, p.id, {"actor": actor, "items": [i.id for i in items]})
+            changed += 1
+    return changed
 
 
 def reconsolidate(store: Store, cons: Consolidator, users: set[str]) -> list[MemoryNode]:
@@ -110,7 +116,7 @@ def soft_delete(store: Store, cons: Consolidator, node_ids: Sequence[str], *, ac
         for item in orphans:  # memory items read only from them go too
             store.update_item(item.id, status="deleted")
             store.audit("item-sources-deleted", item.user_id, item.id, {"actor": actor, "segments": list(node_ids)})
-        users |= mark_profiles_stale(store, orphans)
+        refresh_profiles(store, cons, orphans, actor=actor)
     reconsolidate(store, cons, users)
 
 
@@ -131,7 +137,8 @@ def restore(store: Store, cons: Consolidator, node_id: str, *, actor: str = "use
         for item in back:
             store.update_item(item.id, status="active")
             store.audit("item-restored", item.user_id, item.id, {"actor": actor, "segment": node_id})
-        users = _mark_stale(store, [node_id]) | {node.user_id} | mark_profiles_stale(store, back)
+        users = _mark_stale(store, [node_id]) | {node.user_id}
+        refresh_profiles(store, cons, back, actor=actor)
     reconsolidate(store, cons, users)
 
 
@@ -151,17 +158,16 @@ def erase(store: Store, cons: Consolidator, node_ids: Sequence[str], *, actor: s
     old_ancestors = {a.id: a for n in nodes for a in ancestors(store, n.id)}
     erased = set(node_ids)  # items read only from erased segments go; the profiles listing them are rewritten
     lost = [i for i in store.items_from_sources(list(node_ids)) if set(i.source_ids) <= erased]
-    old_ancestors |= {p.id: p for p in profiles_of(store, lost)}
     turns = [t for n in nodes if n.source_turn_ids for t in store.turns(n.user_id, ids=n.source_turn_ids)]
     texts = [n.content for n in nodes] + [t.text for t in turns] + [t.image_caption for t in turns if t.image_caption]
     with store.transaction():
         for n in nodes:
             users |= _mark_stale(store, [n.id]) | {n.user_id}
-        users |= mark_profiles_stale(store, lost)
         store.purge_cache_mentioning(texts)
         store.delete_nodes([n.id for n in nodes])
         for n in nodes:
             store.audit("erase", n.user_id, n.id, {"actor": actor, "level": int(n.level)})
+        refresh_profiles(store, cons, lost, actor=actor)
     reconsolidate(store, cons, users)
     # the versions of the ancestors that summarised the erased memories go too
     gone = store.nodes(ids=list(old_ancestors), status=NodeStatus.SUPERSEDED)  # erased ones are absent

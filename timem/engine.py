@@ -131,6 +131,7 @@ class MemoryEngine(StoreReads, MemoryLayer):
                 segments and every other window are stored.
         """
         report = IngestReport()
+        self._items_read.clear()
         failures: list[tuple[int, str, str]] = []
         written: list[MemoryNode] = []
         for user in users:
@@ -281,6 +282,7 @@ class MemoryEngine(StoreReads, MemoryLayer):
             raise InputError(f"event time {turns[0].event_time.isoformat()} is earlier than the last turn of session "
                              f"{turns[0].session_id!r} ({before[-1].event_time.isoformat()}); send turns in order "
                              "or start a new session", field="event_time")
+        self._items_read.clear()
         with self.store.transaction():  # the turns and their idempotency key: both or neither
             self.store.add_turns(turns)
             if request is not None:
@@ -301,6 +303,7 @@ class MemoryEngine(StoreReads, MemoryLayer):
             ConsolidationIncomplete: see :meth:`Consolidator.consolidate`; the session is ended anyway.
         """
         self.store.end_session(user_id, session_id)
+        self._items_read.clear()
         try:
             return self._consolidate(user_id)
         finally:
@@ -317,6 +320,7 @@ class MemoryEngine(StoreReads, MemoryLayer):
                 :meth:`Consolidator.consolidate`).
         """
         nodes: list[MemoryNode] = []
+        self._items_read.clear()
         failures: list[tuple[int, str, str]] = []
         try:
             for uid in [user_id] if user_id else self.store.users():

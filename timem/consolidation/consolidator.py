@@ -47,7 +47,7 @@ from timem.consolidation.segments import cut_segments, render_segment
 from timem.embed.protocol import Embedder
 from timem.errors import ConsolidationIncomplete, LLMError, UnusableAnswerError
 from timem.llm.protocol import LLMClient, Message
-from timem.memory.profile import facts_as_of
+from timem.memory.profile import FACTS_SEPARATOR, facts_as_of
 from timem.models import CONSOLIDATION_MODES, Level, MemoryNode, NodeMode, NodeStatus, Role, TimeSpan, Turn
 from timem.prompts import segment, title
 from timem.prompts.common import assistant_note, render_nodes
@@ -264,9 +264,8 @@ class Consolidator:
                 if problem:
                     audits.append(("hybrid-title-missing" if not head else "grounding-drop",
                                    {"level": int(level), "window": key, "model": llm.model_id, **problem}))
-        if level == Level.PROFILE and self.config.memory_items:  # issue 14: the items that hold at its end
-            facts = facts_as_of(self.store.items(user_id), span.end, self.tz, self._participants(user_id, span))
-            content = f"{content}\n\n{facts}" if facts else content
+        if level == Level.PROFILE:  # issue 14: the items that hold at its end
+            content = self.with_profile_facts(user_id, span, content)
         vec = self._sentence_vecs.embed([content])[0]  # cached: an L3 of one session repeats its L2
         node = MemoryNode(
             id=node_id(user_id, level, key, [c.id for c in children] + [content, existing.id if existing else ""]),
@@ -281,6 +280,17 @@ class Consolidator:
             for action, detail in audits:
                 self.store.audit(action, user_id, node.id, detail)
         return node
+
+    def with_profile_facts(self, user_id: str, span: TimeSpan, content: str) -> str:
+        """``content`` of an L5 profile over ``span`` with its facts block (:mod:`timem.memory.profile`) set to
+        the user's items that hold at the span's end: an old block is replaced, none is added when no item
+        holds (or ``Config.memory_items`` is off). Deterministic; no LLM."""
+        body, sep, _old = content.rpartition(FACTS_SEPARATOR)
+        body = body if sep else content
+        if not self.config.memory_items:
+            return body
+        facts = facts_as_of(self.store.items(user_id), span.end, self.tz, self._participants(user_id, span))
+        return f"{body}{FACTS_SEPARATOR}{facts.removeprefix('Facts as of ')}" if facts else body
 
     def _title(self, llm: LLMClient, user_id: str, level: Level, extract: str
                ) -> tuple[str | None, dict[str, Any] | None]:

@@ -101,8 +101,7 @@ class MemoryLayer:
             for item in items:
                 self.store.update_item(item.id, status="deleted")
                 self.store.audit("forget-item", item.user_id, item.id, {"actor": actor, "segments": []})
-            users = editing.mark_profiles_stale(self.store, items)  # the L5 profiles listing them
-        editing.reconsolidate(self.store, self.consolidator, users)
+            editing.refresh_profiles(self.store, self.consolidator, items, actor=actor)  # the L5 profiles listing them
 
     def pin_item(self, item_id: str, pinned: bool = True, *, actor: str = "user") -> MemoryItem:
         """Pin (or unpin) a memory item: pinned open items go into every answer's system message, within

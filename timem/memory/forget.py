@@ -91,9 +91,7 @@ def apply(store: Store, cons: Consolidator, plan: ForgetPreview, *, actor: str =
             store.update_item(it.id, status="deleted")
             store.audit("forget-item", plan.user_id, it.id, {"actor": actor, "segments": [n.id for n in plan.segments]})
         store.purge_cache_mentioning([n.content for n in plan.segments] + [t.text for t in turns])
-        editing.mark_profiles_stale(store, plan.items)  # the L5 profiles listing them are rewritten
+        editing.refresh_profiles(store, cons, plan.items, actor=actor)  # the L5 profiles listing them
     if plan.segments:
         editing.soft_delete(store, cons, [n.id for n in plan.segments], actor=actor)
-    elif plan.items:
-        editing.reconsolidate(store, cons, {plan.user_id})
     return plan

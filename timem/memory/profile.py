@@ -22,6 +22,7 @@ from timem.models import MemoryItem
 
 PROFILE_FACT_LIMIT = 12  #: items at most in one profile block (the most recently said win)
 HEADER = "Facts as of {day}:"
+FACTS_SEPARATOR = "\n\nFacts as of "  #: where the block starts in a profile's content (blank line, header)
 
 
 def last_instant(window_end: datetime) -> datetime:
