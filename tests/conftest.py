@@ -20,6 +20,18 @@ def embedder():
     return MiniLMEmbedder()
 
 
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local 2-CPU Ray cluster for every test that needs it (``--ray local`` then joins it)."""
+    ray = pytest.importorskip("ray")
+    from timem.cluster import connect
+
+    started = connect("local")
+    yield
+    if started:
+        ray.shutdown()
+
+
 @pytest.fixture()
 def store(tmp_path, embedder):
     from timem.store import Store

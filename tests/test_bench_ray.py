@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from timem.bench import manifest as manifest_mod
-from timem.bench.distributed import connect, run_on_ray
+from timem.bench.distributed import run_on_ray
 from timem.bench.recipes import get_recipe
 from timem.bench.runner import BenchError, RunSpec, run_benchmark
 from timem.config import load_config
@@ -23,12 +23,9 @@ DATA = Path(__file__).parent / "fixtures" / "locomo_tiny.json"
 LME = Path(__file__).parent / "fixtures" / "longmemeval_tiny.json"
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    started = connect("local")
-    yield
-    if started:
-        ray.shutdown()
+@pytest.fixture()
+def cluster(ray_cluster):
+    return ray_cluster
 
 
 @pytest.fixture(autouse=True)

@@ -29,7 +29,7 @@ def _rows(db: Path) -> dict[str, list]:
 
 
 @pytest.mark.slow
-def test_ingest_on_ray_writes_what_a_local_ingest_writes(cli_env):  # noqa: F811
+def test_ingest_on_ray_writes_what_a_local_ingest_writes(cli_env, ray_cluster):  # noqa: F811
     base = ["ingest", str(DATA), "--format", "locomo", "--llm", "none", "--mode", "extractive"]
     code, out = run(*base, "--db", str(cli_env / "local.duckdb"))
     assert code == 0, out
