@@ -25,6 +25,7 @@ from pathlib import Path
 from timem.config import load_config
 from timem.datasets import load_dataset
 from timem.engine import MemoryEngine
+from timem.errors import ConsolidationIncomplete
 
 RESULTS = Path(__file__).parent / "results" / "ingest.jsonl"
 
@@ -60,7 +61,11 @@ def main() -> None:
     before = engine.stats()  # a reused --db: count only this run's calls and tokens
     started = datetime.now(UTC)
     t0 = time.perf_counter()
-    report = engine.ingest(users)
+    failed: list[str] = []
+    try:
+        report = engine.ingest(users)
+    except ConsolidationIncomplete as exc:  # a real outcome (windows whose answer was unusable): recorded
+        report, failed = exc.report, [f"L{lv} {key}" for lv, key, _ in exc.failures]
     wall = time.perf_counter() - t0
     stats = {k: (v - before.get(k, 0) if isinstance(v, int) else v) for k, v in engine.stats().items()}
     per_purpose = engine.llm_usage(started)
@@ -79,6 +84,7 @@ def main() -> None:
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "llm_by_purpose": per_purpose,
         "db_bytes_per_turn": round(db.stat().st_size / n_turns) if fresh_db else None, "note": args.note,
+        "failed_windows": failed,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     with RESULTS.open("a") as fh:

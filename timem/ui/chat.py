@@ -233,7 +233,7 @@ def _exchange(ctx: state.StudioContext, text: str) -> None:
     session_id = sessions.get(ctx.user) or new_session_id(at.astimezone(ctx.tz))
     with st.chat_message("user"):
         st.markdown(text)
-    later = jobs.slow_consolidation(ctx.engine)  # L2-L5 by the LLM: the answer first, memories in the background
+    later = jobs.chat_consolidates_later(ctx.engine)  # embedded LLM: the answer first, memories in the background
     with st.chat_message("assistant"), ctx.lock:
         try:
             with st.spinner("Recalling memories and answering … (the embedded model needs about 5–15 s)"):

@@ -85,6 +85,13 @@ def slow_consolidation(engine: MemoryEngine) -> bool:
     return engine.has_llm and any(cfg.mode_for(level) in NEEDS_LLM for level in (2, 3, 4, 5))
 
 
+def chat_consolidates_later(engine: MemoryEngine) -> bool:
+    """Whether a chat turn shows its answer first and writes its memories in a background job: when
+    :func:`slow_consolidation` and the LLM is the embedded model (a window closed by the turn costs it a
+    minute or more); with an endpoint the turn consolidates at once (seconds) and reports the outcome inline."""
+    return slow_consolidation(engine) and engine.local_model_path is not None
+
+
 def current_job(engine: MemoryEngine | None) -> Job | None:
     """The engine's running job, or its last one until its end was reported; ``None`` otherwise."""
     if engine is None:
