@@ -58,7 +58,8 @@ def test_online_chat_writes_l1_at_once_and_upper_levels_when_windows_close(engin
 
 
 def test_rerun_adds_nothing_and_a_failed_run_resumes_without_duplicates(store, embedder, tmp_path):
-    cfg = load_config(env={}, db_path=str(tmp_path / "x.duckdb"), **EXCHANGE, **ABSTRACTIVE)
+    cfg = load_config(env={}, db_path=str(tmp_path / "x.duckdb"), **EXCHANGE, **ABSTRACTIVE,
+                      memory_extractor="rules")  # the LLM calls counted are consolidation's only
     turns = [make_turn("u", f"s{d}", i, "AB"[i % 2], f"day {d} turn {i}", T0 + timedelta(days=d, minutes=i))
              for d in range(4) for i in range(4)]
     store.add_turns(turns)

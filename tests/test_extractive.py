@@ -45,6 +45,15 @@ CHINESE = [("小明", "我上个月搬到了杭州，现在在一家医院当护
            ("小明", "祝你顺利！回来给我讲讲。"), ("小红", "好的，我会带烤鸭回来。")]
 
 
+def _body(content: str) -> str:
+    """A node's extractive selection: an L5 profile's facts block (memory items, timem.memory.profile) is
+    rendered from the items after the selection and is outside the extractive cap."""
+    from timem.memory.profile import FACTS_SEPARATOR
+
+    body, sep, _ = content.rpartition(FACTS_SEPARATOR)
+    return body if sep else content
+
+
 def add_sessions(store: Store, user: str = "u", sessions=ENGLISH) -> None:
     for i, (day, turns) in enumerate(sessions):
         store.add_turns([make_turn(user, f"s{i}", j, sp, text, T0 + timedelta(days=day, minutes=j),
@@ -126,7 +135,7 @@ def test_every_memory_respects_its_levels_token_cap(store, embedder, tmp_path, c
     eng.consolidate("u", flush=True)
     for n in store.nodes("u"):
         if n.level > 1:
-            assert 0 < count_tokens(n.content) <= eng.config.extractive_cap(n.level), (n.level, n.content)
+            assert 0 < count_tokens(_body(n.content)) <= eng.config.extractive_cap(n.level), (n.level, n.content)
 
 
 def test_a_single_utterance_longer_than_the_cap_is_cut_not_dropped(store, embedder, tmp_path):
@@ -153,7 +162,7 @@ def test_no_sentence_is_attributed_to_another_speaker(store, embedder, tmp_path)
     for n in store.nodes("u"):
         if n.level == 1:
             continue
-        for line in n.content.splitlines():
+        for line in _body(n.content).splitlines():
             line = re.sub(r"^\d{1,2} [A-Z][a-z]{2}: ", "", line)  # L4/L5 date prefix
             speaker, _, text = line.partition(": ")
             assert speaker in sources, line
@@ -173,10 +182,10 @@ def test_l5_profiles_each_participant_from_first_person_statements(store, embedd
     store.end_session("u", "s9")
     extractive_engine(store, embedder, tmp_path).consolidate("u", flush=True)
     may = next(n for n in store.nodes("u", 5) if n.window_key == "month:2023-05")
-    speakers = [re.sub(r"^\d{1,2} [A-Z][a-z]{2}: ", "", ln).split(": ")[0] for ln in may.content.splitlines()]
+    speakers = [re.sub(r"^\d{1,2} [A-Z][a-z]{2}: ", "", ln).split(": ")[0] for ln in _body(may.content).splitlines()]
     assert set(speakers) == {"Ann", "Bob"}  # the assistant is not profiled
     assert speakers == sorted(speakers, key=lambda s: ["Ann", "Bob"].index(s))  # one block per person
-    assert all(re.match(r"^\d{1,2} (May|Jun): ", ln) for ln in may.content.splitlines())  # dated lines
+    assert all(re.match(r"^\d{1,2} (May|Jun): ", ln) for ln in _body(may.content).splitlines())  # dated lines
 
 
 def test_a_chinese_session_gives_chinese_extracts(store, embedder, tmp_path):
@@ -184,7 +193,7 @@ def test_a_chinese_session_gives_chinese_extracts(store, embedder, tmp_path):
     extractive_engine(store, embedder, tmp_path).consolidate("u", flush=True)
     sources = _source_lines(store, "u")
     for lv in (2, 3, 4, 5):
-        content = store.nodes("u", lv)[0].content
+        content = _body(store.nodes("u", lv)[0].content)
         body = re.sub(r"^\d{1,2} [A-Z][a-z]{2}: ", "", content, flags=re.MULTILINE)
         body = re.sub(r"^(小明|小红): ", "", body, flags=re.MULTILINE)
         body = re.sub(r"\[=[^\]]*\]", "", body)

@@ -63,7 +63,8 @@ def test_a_copying_model_is_asked_again_without_history_and_the_drop_is_audited(
         return '{"summary": "Zoe adopted a rescue dog called Rex."}' if "Rex" in body else \
             '{"summary": "Zoe ran five kilometres along the river."}'
 
-    cfg = load_config(env={}, db_path=str(tmp_path / "timem.duckdb"), **ABSTRACTIVE)  # the LLM writes L2-L5
+    cfg = load_config(env={}, db_path=str(tmp_path / "timem.duckdb"), **ABSTRACTIVE,  # the LLM writes L2-L5
+                      memory_extractor="rules")  # and nothing else: the answers below are consolidation's
     eng = MemoryEngine(cfg, store, embedder, LLM(ScriptedBackend(copier, model_id="copier"), store))
     t1, t2 = datetime(2024, 5, 2, 9, tzinfo=UTC), datetime(2024, 5, 9, 7, tzinfo=UTC)
     eng.store.add_turns([make_turn("zoe", "s1", 0, "Zoe", "I adopted a rescue dog called Rex.", t1),

@@ -301,7 +301,7 @@ def test_pseudo_relevance_feedback_adds_words_of_the_best_leaves_not_names(turn_
     eng = turn_engine
     cfg = eng.config.with_overrides(prf_terms=3)
     res = recall(eng.store, eng.embedder, None, cfg, "u1", "Where should we have lunch tomorrow?",
-                 datetime(2024, 4, 25, 9, tzinfo=UTC), persist=False)
+                 datetime(2024, 4, 25, 9, tzinfo=UTC), participants=["Ann", "Bo"], persist=False)
     note = next(n for n in res.trace.notes if n.startswith("pseudo-relevance feedback"))
     added = note.split("+ ")[1].split(" (")[0].split(", ")
     assert 1 <= len(added) <= 3 and "lunch" not in added and "ann" not in added and "bo" not in added, note

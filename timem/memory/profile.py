@@ -2,7 +2,8 @@
 
 Issue 14 §2: "The L5 profile of a month uses the items valid at its end." The block is appended to the
 L5 node in every consolidation mode (extractive, hybrid, abstractive); it is rendered from the items,
-never written by a model, so it is grounded by construction. An item *holds at* ``t`` when
+never written by a model, so it is grounded by construction. It follows the selection and is outside the
+extractive token cap (at most :data:`PROFILE_FACT_LIMIT` lines). An item *holds at* ``t`` when
 ``valid_from <= t < valid_to`` (:meth:`timem.models.MemoryItem.valid_at`), as known when the profile is
 written: a superseded value is absent from the profile of a month that ended after its successor was
 said and present in the months before; a corrected value (``valid_to == valid_from``: it never held)

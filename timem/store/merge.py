@@ -34,7 +34,8 @@ def merge_file(store: Store, other: str | Path) -> dict[str, int]:
     if not path.is_file():
         raise StoreError(f"no DuckDB file at {path} to merge")
     con = store.con
-    con.execute("ATTACH ? AS merge_src (READ_ONLY)", [str(path)])
+    quoted = str(path).replace("'", "''")  # ATTACH takes no parameter; a literal with quotes doubled
+    con.execute(f"ATTACH '{quoted}' AS merge_src (READ_ONLY)")
     try:
         meta = dict(con.execute("SELECT key, value FROM merge_src.meta").fetchall())
         if (meta.get("embed_model_id"), meta.get("embed_dim")) != (store.embed_model_id, str(store.dim)):
