@@ -41,14 +41,15 @@ browser-deps:
 # its tests, and mypy --strict over the core (entry points, studio, service and bench are not type-checked yet).
 MYPY_CORE = timem/tree timem/models.py timem/errors.py timem/config.py timem/recall timem/consolidation timem/store \
             timem/engine.py timem/chat_turns.py timem/segtree timem/prompts timem/llm timem/embed timem/memory \
-            timem/reldates.py timem/datasets timem/editing.py
+            timem/reldates.py timem/datasets timem/editing.py timem/engine_reads.py timem/cluster.py \
+            timem/ingest_cluster.py
 
 lint: install
 	$(BIN)/ruff check timem tests bench app.py
 	$(BIN)/mypy $(MYPY_CORE)
 
 test: install lint browser-deps model
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow and not browser"

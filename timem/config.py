@@ -179,6 +179,10 @@ class Config(BaseModel):
     memory_decay_floor: float = Field(default=0.05, ge=0.0, le=1.0)  #: items weighing less leave default recall
     memory_item_limit: int = Field(default=6, ge=0)  #: item lines at most at the head of the context
     memory_pinned_tokens: int = Field(default=200, ge=0)  #: cap of the pinned profile in the answer prompt
+    #: context budget (cl100k tokens) of a chat answer when the LLM is the embedded model, if smaller than
+    #: ``token_budget``: its answer time grows with the prompt (studio, AVX2 build, idle: 596 prompt tokens
+    #: 13.0 s, 750 16.8 s, 1,246 33.6 s; ``bench/chat_latency.py``)
+    local_chat_token_budget: int = Field(default=500, ge=50)
     #: an item joins the context when its cosine with the question reaches this, or the question names it
     memory_item_min_cosine: float = Field(default=0.6, ge=-1.0, le=1.0)
     quotas: dict[str, dict[int, int]] = Field(default_factory=lambda: {k: dict(v) for k, v in DEFAULT_QUOTAS.items()})

@@ -455,7 +455,8 @@ class MemoryEngine(StoreReads, MemoryLayer):
 
         The message is stored before it is answered, so it survives an answer that fails. Without an
         LLM the reply is :func:`reply_without_llm` and the trace still shows what recall found. The
-        question time is ``event_time``. Memory items decay with ``Config.memory_chat_half_life_days``
+        question time is ``event_time``; with the embedded model the context budget is at most
+        ``Config.local_chat_token_budget``. Memory items decay with ``Config.memory_chat_half_life_days``
         unless ``memory_decay_half_life_days`` is set. A "forget that …" / "忘掉…" message is not answered
         from memory: what it names is forgotten (:meth:`forget` with ``confirm``), the reply lists it, and
         neither the message nor the reply is stored (``ChatTurn.forgotten`` holds the preview).
@@ -473,7 +474,10 @@ class MemoryEngine(StoreReads, MemoryLayer):
         self.add_message(user_id, session_id, text, event_time, user_name=user_name)
         # forgetting by decay is on in chat (Config.memory_chat_half_life_days)
         half_life = self.config.memory_decay_half_life_days or self.config.memory_chat_half_life_days
-        chat_config = self.config.with_overrides(memory_decay_half_life_days=half_life)
+        budget = self.config.token_budget
+        if self.local_model_path is not None:  # the embedded model answers in seconds only from a short prompt
+            budget = min(budget, self.config.local_chat_token_budget)
+        chat_config = self.config.with_overrides(memory_decay_half_life_days=half_life, token_budget=budget)
         try:
             if self.llm is None:
                 res = self.recall(user_id, text, event_time, config=chat_config)

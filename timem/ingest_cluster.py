@@ -14,18 +14,16 @@ call times aside).
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-
-from tqdm import tqdm
 
 from timem.cluster import connect
 from timem.config import Config
 from timem.datasets import load_dataset
 from timem.engine import IngestReport, MemoryEngine
 from timem.errors import InputError
+from timem.progress import terminal_progress
 from timem.store.merge import merge_file
 
 
@@ -79,19 +77,17 @@ def ingest_on_ray(engine: MemoryEngine, file: Path, fmt: str, address: str, *, s
         report = IngestReport()
         work = Path(tempfile.mkdtemp(prefix="timem-ray-merge-"))
         try:
-            with tqdm(total=len(refs), desc="ingest on ray", unit="user", file=sys.stderr,
-                      disable=not progress) as bar:
-                for u, ref in zip(users, refs, strict=True):  # merged in file order
-                    out = ray.get(ref)
-                    part = work / f"{len(report.users)}.duckdb"
-                    part.write_bytes(out["db"])
-                    merge_file(engine.store, part)
-                    part.unlink()
-                    report.users.append(u.user_id)
-                    report.turns_added += out["turns_added"]
-                    for level, n in out["nodes_added"].items():
-                        report.nodes_added[level] = report.nodes_added.get(level, 0) + n
-                    bar.update(1)
+            pairs = list(zip(users, refs, strict=True))
+            for u, ref in terminal_progress(pairs, "ingest on ray", len(pairs)) if progress else pairs:
+                out = ray.get(ref)  # merged in file order
+                part = work / f"{len(report.users)}.duckdb"
+                part.write_bytes(out["db"])
+                merge_file(engine.store, part)
+                part.unlink()
+                report.users.append(u.user_id)
+                report.turns_added += out["turns_added"]
+                for level, n in out["nodes_added"].items():
+                    report.nodes_added[level] = report.nodes_added.get(level, 0) + n
         finally:
             shutil.rmtree(work, ignore_errors=True)
     finally:

@@ -13,4 +13,5 @@ T = TypeVar("T")
 
 def terminal_progress(items: Iterable[T], desc: str, total: int) -> Iterable[T]:
     """``items`` under a tqdm bar on stderr (cleared when done), e.g. ``desc="L2 session"``, ``total`` items."""
-    return tqdm(items, desc=desc, total=total, unit="item", leave=False, file=sys.stderr)
+    bar: Iterable[T] = tqdm(items, desc=desc, total=total, unit="item", leave=False, file=sys.stderr)
+    return bar
