@@ -20,9 +20,10 @@ def embedder():
     return MiniLMEmbedder()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster():
-    """One local 2-CPU Ray cluster for every test that needs it (``--ray local`` then joins it)."""
+    """A local 2-CPU Ray cluster for the tests of one module (``--ray local`` then joins it); stopped after the
+    module, because its idle workers cost the rest of the suite about 8 % of the CPU."""
     ray = pytest.importorskip("ray")
     from timem.cluster import connect
 
