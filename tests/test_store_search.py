@@ -198,3 +198,60 @@ def test_a_kill_after_an_fts_rebuild_leaves_a_file_that_opens(tmp_path, embedder
         assert [i for i, _ in reopened.search_bm25("u", "mombasa", 1, 5)] == [node_id]
     finally:
         reopened.close()
+
+
+def test_in_memory_search_returns_exactly_what_the_sql_returns(real, embedder):
+    """The per-user copies (:mod:`timem.store.memory_index`) give the SQL's rows, scores and order."""
+    from timem.store.search import bm25_top
+
+    store, users, questions = real
+    qvecs = embedder.embed(questions)
+    hits = 0
+    for q, qv in zip(questions, qvecs, strict=True):
+        for uid in users:
+            for level in (1, 2):
+                assert store.search_vector(uid, qv, level, 40) == vector_top(store.con, store.dim, uid, qv, level, 40)
+                got, ref = store.search_bm25(uid, q, level, 40), bm25_top(store.con, uid, q, level, 40)
+                # DuckDB sums a node's terms in scan order (~0.3 % of sums differ from numpy's in the last bit)
+                assert [i for i, _ in got] == [i for i, _ in ref], q
+                assert np.allclose([s for _, s in got], [s for _, s in ref], rtol=1e-15, atol=0), q
+                hits += len(got)
+    assert hits > 200
+
+
+def test_in_memory_copies_follow_appends_edits_deletes_and_rollbacks(tmp_path, embedder, real):
+    from timem.store.search import bm25_top
+
+    src, users, _ = real
+    nodes = src.nodes(users[0], 1)
+    vecs = src.embeddings([n.id for n in nodes])
+    q = "What did Caroline research about adoption agencies?"
+    qv = embedder.embed([q])[0]
+
+    def same() -> list[str]:
+        got = store.search_vector(users[0], qv, 1, 15)
+        assert got == vector_top(store.con, store.dim, users[0], qv, 1, 15)
+        lex, ref = store.search_bm25(users[0], q, 1, 15), bm25_top(store.con, users[0], q, 1, 15)
+        assert [i for i, _ in lex] == [i for i, _ in ref] and np.allclose([s for _, s in lex], [s for _, s in ref])
+        return [i for i, _ in got]
+
+    with Store(tmp_path / "follow.duckdb", embedder.model_id, embedder.dim) as store:
+        store.add_nodes(nodes[:60], np.stack([vecs[n.id] for n in nodes[:60]]))
+        first = same()
+        loads = store.memory_index.loads["vec"]
+        store.add_nodes(nodes[60:], np.stack([vecs[n.id] for n in nodes[60:]]))  # an append: patched, not reloaded
+        after = same()
+        assert store.memory_index.loads["vec"] == loads
+        assert set(after) - set(first)  # the appended nodes compete
+        extra = nodes[0].model_copy(update={"id": f"{users[0]}:L1:zz", "window_key": "zz"})
+        with pytest.raises(RuntimeError), store.transaction():  # a rolled-back append is never seen
+            store.add_nodes([extra], vecs[nodes[0].id][None, :])
+            raise RuntimeError("abort")
+        assert extra.id not in same()
+        top = after[0]
+        store.update_node(top, status=NodeStatus.DELETED)  # not an append: reloaded
+        assert top not in same() and store.memory_index.loads["vec"] == loads + 1
+        store.update_node(top, status=NodeStatus.ACTIVE)
+        assert same() == after
+        store.erase_user(users[0])
+        assert store.search_vector(users[0], qv, 1, 15) == [] and store.search_bm25(users[0], q, 1, 15) == []

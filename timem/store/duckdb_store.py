@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -29,16 +30,17 @@ import numpy as np
 from timem.errors import NotFoundError, StoreError
 from timem.models import Level, MemoryNode, NodeStatus, Role, Turn
 from timem.store.items import ItemTables
+from timem.store.memory_index import MemoryIndex
 from timem.store.migrations import migrate
 from timem.store.records import RecordTables, db_time
 from timem.store.rows import one_row
 from timem.store.search import (
     DERIVED_TABLES,
-    bm25_top,
     build_bm25_postings,
     drop_hnsw,
     ensure_hnsw,
     extension_path,
+    query_termids,
     rebuild_fts,
     vector_top,
 )
@@ -98,6 +100,8 @@ class Store(RecordTables, ItemTables):
         self.schema_version = migrate(self.con, dim)
         self._in_tx = False
         self._postings_seen = False
+        #: in-memory copies of each user's vectors and BM25 postings per level (:mod:`timem.store.memory_index`)
+        self.memory_index = MemoryIndex(dim)
         if vector_index not in ("exact", "hnsw"):
             raise StoreError(f"unknown vector_index {vector_index!r}; use 'exact' or 'hnsw'")
         self.vector_index = vector_index
@@ -176,6 +180,13 @@ class Store(RecordTables, ItemTables):
     def _set_meta(self, key: str, value: str) -> None:
         self.con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, value])
 
+    def mark_nodes_written(self) -> str:
+        """Mark ``nodes`` changed (call inside the writing transaction): the fts index is dirty and the nodes
+        version (:mod:`timem.store.memory_index`) is a fresh token, returned."""
+        version = uuid.uuid4().hex
+        self.con.execute("INSERT OR REPLACE INTO meta VALUES ('fts_dirty', '1'), ('nodes_version', ?)", [version])
+        return version
+
     def get_meta(self, key: str) -> str | None:
         row = self.con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
         return row[0] if row else None
@@ -244,7 +255,7 @@ class Store(RecordTables, ItemTables):
             self.con.execute(f"DELETE FROM nodes WHERE id IN {_IN_LIST}", [[r[0] for r in rows]])
             for table in ("segtree_nodes", "segtree_state"):  # its centroids hold the old text's vector
                 self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [turn.user_id])
-            self._set_meta("fts_dirty", "1")
+            self.mark_nodes_written()
         return [(r[0], r[1]) for r in rows]
 
     def relink(self, child_id: str, parent_id: str) -> None:
@@ -312,7 +323,10 @@ class Store(RecordTables, ItemTables):
             for n in nodes:
                 if n.child_ids:
                     self.con.execute(f"UPDATE nodes SET parent_id = ? WHERE id IN {_IN_LIST}", [n.id, n.child_ids])
-            self._set_meta("fts_dirty", "1")
+            before = self.get_meta("nodes_version")
+            live = [k for k, n in enumerate(nodes) if n.status == NodeStatus.ACTIVE]
+            self.memory_index.note_append(before, self.mark_nodes_written(), [nodes[k].user_id for k in live],
+                                          [int(nodes[k].level) for k in live], [nodes[k].id for k in live], vecs[live])
 
     def window_keys(self, user_id: str, level: Level, session_id: str | None = None, *,
                     include_deleted: bool = False) -> set[str]:
@@ -341,7 +355,7 @@ class Store(RecordTables, ItemTables):
             args.append(stale)
         if sets:
             self.con.execute(f"UPDATE nodes SET {', '.join(sets)} WHERE id = ?", args + [node_id])
-            self._set_meta("fts_dirty", "1")
+            self.mark_nodes_written()
 
     def delete_nodes(self, node_ids: Sequence[str]) -> None:
         """Hard-erase nodes (rows, vectors; FTS on next refresh) and the source turns of erased L1
@@ -358,7 +372,7 @@ class Store(RecordTables, ItemTables):
             self.con.execute(f"DELETE FROM segtree_summaries WHERE user_id IN {owners}", [list(node_ids)])
             self.drop_item_sources(node_ids)  # items read only from erased segments go with them
             self.con.execute(f"DELETE FROM nodes WHERE id IN {_IN_LIST}", [list(node_ids)])
-            self._set_meta("fts_dirty", "1")
+            self.mark_nodes_written()
 
     def _nodes(self, where: str, args: list[Any], order: str = SQL_ORDER, limit: int | None = None
                ) -> list[MemoryNode]:
@@ -459,7 +473,7 @@ class Store(RecordTables, ItemTables):
                 counts[table] = one_row(self.con.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?",
                                                          [user_id]))[0]
                 self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
-            self._set_meta("fts_dirty", "1")
+            self.mark_nodes_written()
         return counts
 
     # ---------------------------------------------------------------- search
@@ -472,7 +486,8 @@ class Store(RecordTables, ItemTables):
         with self.transaction():
             rebuild_fts(self.con)
             build_bm25_postings(self.con)
-            self._set_meta("fts_dirty", "0")
+            self.con.execute("INSERT OR REPLACE INTO meta VALUES ('fts_dirty', '0'), ('postings_version', ?)",
+                             [uuid.uuid4().hex])
         return True
 
     def _has_postings(self) -> bool:
@@ -486,12 +501,17 @@ class Store(RecordTables, ItemTables):
         """Top ``limit`` active nodes of one user and level by BM25 (higher is better); user filter in SQL.
         Scores equal the fts extension's ``match_bm25`` over this user's rows alone (see :mod:`timem.store.search`)."""
         self.refresh_fts()
-        return bm25_top(self.con, user_id, query, level, limit)
+        termids = query_termids(self.con, query)
+        if not termids:
+            return []
+        return self.memory_index.bm25_top(self.con, self.get_meta("postings_version"), user_id, termids, level, limit)
 
     def search_vector(self, user_id: str, query_vec: np.ndarray, level: int, limit: int) -> list[tuple[str, float]]:
         """Top ``limit`` active nodes of one user and level by cosine similarity; user filter in SQL.
         Exact unless the store was opened with ``vector_index="hnsw"`` (see :mod:`timem.store.search`)."""
-        return vector_top(self.con, self.dim, user_id, query_vec, level, limit, hnsw=self.vector_index == "hnsw")
+        if self.vector_index == "hnsw":
+            return vector_top(self.con, self.dim, user_id, query_vec, level, limit, hnsw=True)
+        return self.memory_index.vector_top(self.con, self.get_meta("nodes_version"), user_id, query_vec, level, limit)
 
     def adjacent_segments(self, user_id: str, node_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
         """``(previous, next)`` L1 node of the same session per L1 node (see :mod:`timem.store.tree_queries`)."""

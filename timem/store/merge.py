@@ -62,7 +62,7 @@ def merge_file(store: Store, other: str | Path) -> dict[str, int]:
             con.execute("INSERT INTO main.llm_cache BY NAME SELECT * FROM merge_src.llm_cache "
                         "WHERE key NOT IN (SELECT key FROM main.llm_cache)")
             counts["llm_cache"] = int(n[0]) if n else 0
-            con.execute("INSERT OR REPLACE INTO main.meta VALUES ('fts_dirty', '1')")
+            store.mark_nodes_written()
         return counts
     finally:
         con.execute("DETACH merge_src")

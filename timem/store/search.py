@@ -117,6 +117,15 @@ def build_bm25_postings(con: duckdb.DuckDBPyConnection) -> None:
         GROUP BY n.user_id""")
 
 
+def query_termids(con: duckdb.DuckDBPyConnection, query: str) -> list[int]:
+    """Term ids (``fts_main_nodes.dict``) of a BM25 query: cut like the indexed text
+    (:func:`timem.store.segmenter.search_text`), tokenised and stemmed by the fts index's own macros; terms
+    absent from the index (and stop words, which it never indexes) are left out."""
+    return [int(r[0]) for r in con.execute(
+        "SELECT d.termid FROM fts_main_nodes.dict d WHERE d.term IN "
+        "(SELECT DISTINCT stem(unnest(fts_main_nodes.tokenize(?)), 'porter'))", [search_text(query)]).fetchall()]
+
+
 def bm25_top(con: duckdb.DuckDBPyConnection, user_id: str, query: str, level: int, limit: int
              ) -> list[tuple[str, float]]:
     """Top ``limit`` active nodes of one user and level by BM25 (higher is better), as ``(id, score)``.
@@ -127,9 +136,7 @@ def bm25_top(con: duckdb.DuckDBPyConnection, user_id: str, query: str, level: in
     decimals (summation order differs from ``match_bm25`` by ~1e-15), ties broken by node id. ``N``,
     ``df`` and ``avgdl`` are the user's own (see the module docstring).
     """
-    termids = [r[0] for r in con.execute(
-        "SELECT d.termid FROM fts_main_nodes.dict d WHERE d.term IN "
-        "(SELECT DISTINCT stem(unnest(fts_main_nodes.tokenize(?)), 'porter'))", [search_text(query)]).fetchall()]
+    termids = query_termids(con, query)
     if not termids:
         return []
     rows = con.execute(f"""

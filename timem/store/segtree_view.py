@@ -37,6 +37,7 @@ import pyarrow as pa
 
 from timem.errors import StoreError
 from timem.store.duckdb_store import Store
+from timem.store.memory_index import exact_cosines
 from timem.store.records import db_time
 
 _IN = "(SELECT unnest(?::VARCHAR[]))"
@@ -167,17 +168,6 @@ def cached_index(store: Store, user_id: str, max_height: int, version: Any) -> S
     return index
 
 
-def exact_cosines(store: Store, centroids: np.ndarray, query_vec: np.ndarray) -> list[float]:
-    """DuckDB's ``array_cosine_similarity(centroid, query)`` (float32, as over the stored column) per row of
-    ``centroids`` ``(m, dim)``; one query over an Arrow batch."""
-    m, dim = centroids.shape
-    q = np.broadcast_to(np.asarray(query_vec, dtype=np.float32), (m, dim))
-    tbl = pa.table({"c": pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(centroids).ravel()), dim),
-                    "q": pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(q).ravel()), dim)})
-    rel = store.con.from_arrow(tbl).project(f"array_cosine_similarity(c::FLOAT[{dim}], q::FLOAT[{dim}])")
-    return [float(r[0]) for r in rel.fetchall()]
-
-
 def _desc(item: tuple[str, float]) -> tuple[int, float, str]:
     """DuckDB's ``ORDER BY cos DESC, id``: NaN sorts above every number."""
     i, c = item
@@ -218,7 +208,7 @@ class TreeView:
                 short.update(idx.tolist())
         lineage = {ix.pos[i] for i in self._internal_lineage(self.leaves)}
         score = sorted(short | lineage)
-        exact = exact_cosines(store, ix.centroids[score], query_vec) if score else []
+        exact = exact_cosines(store.con, ix.centroids[score], query_vec) if score else []
         self.cos: dict[str, float] = {ix.ids[k]: c for k, c in zip(score, exact, strict=True)}
         by_height: dict[int, list[tuple[str, float]]] = {}
         for k in sorted(short):
