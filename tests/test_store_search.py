@@ -255,3 +255,21 @@ def test_in_memory_copies_follow_appends_edits_deletes_and_rollbacks(tmp_path, e
         assert same() == after
         store.erase_user(users[0])
         assert store.search_vector(users[0], qv, 1, 15) == [] and store.search_bm25(users[0], q, 1, 15) == []
+
+
+def test_exact_cosines_reproduce_duckdb_bit_for_bit(real, embedder):
+    """numpy's in-order float32 sums give DuckDB's array_cosine_similarity exactly (real vectors, random ones,
+    a vector equal or opposite to the query, and a zero vector, which DuckDB clamps to -1)."""
+    from timem.store.memory_index import exact_cosines
+
+    store, users, questions = real
+    rng = np.random.default_rng(7)
+    vecs = np.stack(list(store.embeddings([n.id for n in store.nodes(users[0], 1)]).values()))
+    for q in [*embedder.embed(questions[:5]), *rng.normal(size=(5, store.dim)).astype(np.float32)]:
+        rows = np.concatenate([vecs, rng.normal(size=(50, store.dim)).astype(np.float32),
+                               np.stack([q, -q, 3 * q, np.zeros_like(q)])]).astype(np.float32)
+        ref = [r[0] for r in store.con.execute(
+            f"SELECT array_cosine_similarity(v::FLOAT[{store.dim}], ?::FLOAT[{store.dim}]) "
+            "FROM (SELECT unnest(?::FLOAT[][]) AS v, generate_subscripts(?::FLOAT[][], 1) AS k) ORDER BY k",
+            [np.asarray(q, np.float32).tolist(), rows.tolist(), rows.tolist()]).fetchall()]
+        assert exact_cosines(rows, q) == ref

@@ -18,8 +18,9 @@ store, user and level:
 
 **Same answers as the SQL.** numpy only shortlists vectors: every node whose numpy cosine is within
 :data:`MARGIN` of the ``k``-th best (float32 sums of 384 products differ from DuckDB's by less
-than ``γ₃₈₄ ≈ 2.3e-5``), then DuckDB's ``array_cosine_similarity`` scores the shortlist (one query
-over an Arrow batch, not over ``nodes``), so the cosines and their order (ties by id) are those of
+than ``γ₃₈₄ ≈ 2.3e-5``), then the shortlist is
+scored with DuckDB's ``array_cosine_similarity`` arithmetic reproduced bit for bit
+(:func:`exact_cosines`), so the cosines and their order (ties by id) are those of
 :func:`timem.store.search.vector_top`. BM25 repeats :func:`timem.store.search.bm25_top`'s formula in
 float64 with the same operations (Robertson/Sparck Jones BM25, ``k1 = 1.2``, ``b = 0.75``,
 ``idf = log10((N − df + 0.5) / (df + 0.5) + 1)``; a node's terms summed in ascending term id, as DuckDB
@@ -41,7 +42,6 @@ from dataclasses import dataclass
 
 import duckdb
 import numpy as np
-import pyarrow as pa
 
 from timem.store.search import BM25_B, BM25_K1
 
@@ -53,15 +53,27 @@ CACHE_BYTES = 768 * 2**20
 MAX_STEPS = 4096
 
 
-def exact_cosines(con: duckdb.DuckDBPyConnection, rows: np.ndarray, query_vec: np.ndarray) -> list[float]:
-    """DuckDB's ``array_cosine_similarity(row, query)`` (float32, as over a stored ``FLOAT[dim]`` column) per
-    row of ``rows`` ``(m, dim)``; one query over an Arrow batch."""
-    m, dim = rows.shape
-    q = np.broadcast_to(np.asarray(query_vec, dtype=np.float32), (m, dim))
-    tbl = pa.table({"c": pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(rows).ravel()), dim),
-                    "q": pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(q).ravel()), dim)})
-    rel = con.from_arrow(tbl).project(f"array_cosine_similarity(c::FLOAT[{dim}], q::FLOAT[{dim}])")
-    return [float(r[0]) for r in rel.fetchall()]
+def exact_cosines(rows: np.ndarray, query_vec: np.ndarray) -> list[float]:
+    """DuckDB's ``array_cosine_similarity(row, query)`` over ``FLOAT[dim]`` values, bit for bit, per row of
+    ``rows`` ``(m, dim)``, computed in numpy.
+
+    DuckDB (``CosineSimilarityOp``) sums ``x·y``, ``x·x`` and ``y·y`` in float32, element by element in order,
+    divides the dot product by ``sqrt(|x|²·|y|²)`` and clamps with ``max(-1, min(s, 1))`` (so a zero vector,
+    whose ratio is NaN, gives -1). ``np.cumsum`` along a row accumulates in the same order, so the results are
+    identical (``tests/test_store_search.py`` checks it against DuckDB on real and random vectors), without a
+    query per call."""
+    v = np.asarray(rows, dtype=np.float32)
+    q = np.asarray(query_vec, dtype=np.float32)
+    if not len(v):
+        return []
+    dot = np.cumsum(v * q, axis=1, dtype=np.float32)[:, -1]
+    nl = np.cumsum(v * v, axis=1, dtype=np.float32)[:, -1]
+    nr = np.cumsum(q * q, dtype=np.float32)[-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sim = dot / np.sqrt(nl * nr)
+    sim = np.where(np.float32(1) < sim, np.float32(1), sim)  # std::min(s, 1): NaN stays NaN
+    sim = np.where(np.float32(-1) < sim, sim, np.float32(-1))  # std::max(-1, s): NaN becomes -1
+    return [float(x) for x in sim]
 
 
 @dataclass
@@ -204,7 +216,7 @@ class MemoryIndex:
             short = np.flatnonzero(approx >= kth - MARGIN)
         else:
             short = np.arange(n)
-        exact = exact_cosines(con, v.vecs[short], query_vec)
+        exact = exact_cosines(v.vecs[short], query_vec)
         scored = sorted(zip(exact, short.tolist(), strict=True), key=lambda t: (-t[0], t[1]))
         return [(v.ids[k], c) for c, k in scored[:limit]]
 

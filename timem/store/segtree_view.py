@@ -11,13 +11,14 @@ After an append-only sync (a chat turn, an ingest) from the cached version, only
 that sync rewrote are read again (:func:`note_append`): ``O(log n)`` rows per new leaf, not the tree.
 
 **Exact cosines.** The cosines that enter the scores are DuckDB's ``array_cosine_similarity`` of the
-stored float32 centroids (as when they were read from the table: the same function on the same
-values, passed as an Arrow batch). numpy only shortlists: per height, every node whose numpy cosine
+stored float32 centroids (as when they were read from the table), reproduced bit for bit in numpy by
+:func:`timem.store.memory_index.exact_cosines`. A BLAS product only shortlists:
+per height, every node whose numpy cosine
 is within :data:`MARGIN` of the ``k``-th best. Both computations are within ``γ₃₈₄ ≈ 2.3e-5`` of the
 real cosine (float32 sums of 384 products of unit-bounded terms), so the exact top ``k`` (ties by id)
-is always inside the shortlist; DuckDB then scores the shortlist and the candidates' ancestors.
+is always inside the shortlist; the exact arithmetic then scores the shortlist and the candidates' ancestors.
 
-Queries per recall: the leaves' rows (one), the exact cosines (one), the routed leaves (one, in
+Queries per recall: the leaves' rows (one), the routed leaves (one, in
 :mod:`timem.segtree.recall`); before, about ten (``bench/results/recall-latency-tree.md``).
 """
 
@@ -208,7 +209,7 @@ class TreeView:
                 short.update(idx.tolist())
         lineage = {ix.pos[i] for i in self._internal_lineage(self.leaves)}
         score = sorted(short | lineage)
-        exact = exact_cosines(store.con, ix.centroids[score], query_vec) if score else []
+        exact = exact_cosines(ix.centroids[score], query_vec) if score else []
         self.cos: dict[str, float] = {ix.ids[k]: c for k, c in zip(score, exact, strict=True)}
         by_height: dict[int, list[tuple[str, float]]] = {}
         for k in sorted(short):
