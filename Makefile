@@ -6,6 +6,7 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.timem-installed
 LLAMA_VERSION    = $(shell sed -n 's/.*"llama-cpp-python==\([0-9.]*\)".*/\1/p' pyproject.toml)
 LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
+LLAMA_WHEELS     = $(HOME)/.cache/timem/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(shell echo '$(LLAMA_CMAKE_ARGS)' | sha1sum | cut -c1-12)
 
 .PHONY: install studio lint test test-fast browser-deps model
 
@@ -15,10 +16,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	# the CPU build of torch first, so nothing pulls a multi-GB CUDA build
 	$(BIN)/pip install -q torch==2.13.0
-	# llama-cpp-python builds from source (about 4 min on 2 cores, once per venv) for AVX2, not -march=native:
-	# the native build segfaults in ggml-cpu on AVX-512 CPUs such as this machine's (general protection fault in
-	# decode); --no-cache-dir so that a natively built wheel in pip's cache is never reused
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir llama-cpp-python==$(LLAMA_VERSION)
+	# llama-cpp-python builds from source (about 4 min on 2 cores) for AVX2, not -march=native: the native build
+	# segfaults in ggml-cpu on AVX-512 CPUs such as this machine's (general protection fault in decode).
+	# --no-cache-dir so that a natively built wheel in pip's cache is never reused; our own wheel is kept in
+	# LLAMA_WHEELS, a folder named by the version and the build flags, so a second venv (or a fresh clone) on the
+	# same machine installs it in seconds
+	test -n "$$(ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl 2>/dev/null)" || \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel -q --no-deps --no-cache-dir -w $(LLAMA_WHEELS) \
+	    llama-cpp-python==$(LLAMA_VERSION)
+	$(BIN)/pip install -q $(LLAMA_WHEELS)/llama_cpp_python-*.whl
 	$(BIN)/pip install -q -e '.[model,dev]'
 	touch $(STAMP)
 

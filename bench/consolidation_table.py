@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/consolidation_table.py /work/runs/modes "1.5b:hybrid 1.5b:abstractive none:extractive"
 
+A run ``model:mode:conv-30`` reads the files of a ``CONVS=conv-30`` run (names ending ``-conv-30``).
+
 Reads, per ``model:mode``: the ``ingest.jsonl`` rows the run appended (by their note), the density JSON
 (``MODEL-MODE.density.json``) and the recall run folders (``recall-MODEL-MODE-RECIPE-BUDGET``).
 """
@@ -37,13 +39,14 @@ def main(out: Path, runs: list[str]) -> None:
     print("|---|---|---|---|---|---|---|---|")
     recall_rows = []
     for run in runs:
-        model, mode = run.split(":")
-        ing = _ingest_rows(model, mode)
+        model, mode, *conv = run.split(":")
+        tag = f"-{conv[0]}" if conv else ""
+        ing = [r for r in _ingest_rows(model, mode) if not conv or r["sample"] == conv[0]]
         walls = " / ".join(f"{r['wall_s'] / 60:.1f} min" for r in ing) or "–"
         calls = sum(r["llm_calls"] for r in ing)
         turns = sum(r["turns"] for r in ing) or 1
         rss = max((r["peak_rss_mb"] for r in ing), default=0)
-        dens = json.loads((out / f"{model}-{mode}.density.json").read_text())
+        dens = json.loads((out / f"{model}-{mode}{tag}.density.json").read_text())
         nodes = {lv: sum(d["levels"][lv]["nodes"] for d in dens.values()) for lv in ("L2", "L3", "L4", "L5")}
         toks = {lv: sum(d["levels"][lv]["mean_tokens"] * d["levels"][lv]["nodes"] for d in dens.values())
                 / max(1, nodes[lv]) for lv in nodes}
@@ -53,17 +56,17 @@ def main(out: Path, runs: list[str]) -> None:
             agg[cat] = {lv: sum((d["density"][cat][lv] or 0) * d["density"][cat]["n"] for d in dens.values())
                         for lv in ("L2", "L3")} | {"n": n}
         l2 = " / ".join(f"{round(agg[c]['L2'])}/{agg[c]['n']}" for c in ("cat 1", "cat 4", "all"))
-        print(f"| {model} · {mode} | {walls} | {calls} ({calls / turns:.3f}) | {rss / 1024:.1f} GB | "
+        print(f"| {model} · {mode}{tag} | {walls} | {calls} ({calls / turns:.3f}) | {rss / 1024:.1f} GB | "
               f"{'/'.join(str(nodes[lv]) for lv in nodes)} | {'/'.join(f'{toks[lv]:.0f}' for lv in toks)} | "
               f"{l2} | {round(agg['all']['L3'])}/{agg['all']['n']} |")
         for recipe in RECIPES:
             for budget in (500, 1000):
-                d = out / f"recall-{model}-{mode}-{recipe}-{budget}"
+                d = out / f"recall-{model}-{mode}{tag}-{recipe}-{budget}"
                 if not (d / "summary.csv").exists():
                     continue
                 rows = {r["group"]: r for r in csv.DictReader((d / "summary.csv").open())}
                 o = rows["overall"]
-                recall_rows.append(f"| {model} · {mode} | {recipe} | {budget} | {_pct(o['full_coverage'])} | "
+                recall_rows.append(f"| {model} · {mode}{tag} | {recipe} | {budget} | {_pct(o['full_coverage'])} | "
                                    f"{_pct(o['evidence_recall'])} | {_pct(o['answer_in_context'])} | "
                                    f"{float(o['mem_len']):.0f} |")
     print()
