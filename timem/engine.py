@@ -81,7 +81,6 @@ class MemoryEngine(StoreReads, MemoryLayer):
         self.item_writer = ItemWriter(store, embedder, llm, config)
         #: per user, the failures of the last memory-item extraction (``(session id, error)``; also audited)
         self.extraction_failures: dict[str, list[tuple[str, str]]] = {}
-        self._items_read: set[str] = set()  #: users whose items :meth:`_consolidate` read in the current write
 
     @classmethod
     def open(cls, config: Config, *, with_llm: bool = True) -> MemoryEngine:
@@ -131,7 +130,7 @@ class MemoryEngine(StoreReads, MemoryLayer):
                 segments and every other window are stored.
         """
         report = IngestReport()
-        self._items_read.clear()
+        read: set[str] = set()  # users whose memory items _consolidate read in this write
         failures: list[tuple[int, str, str]] = []
         written: list[MemoryNode] = []
         for user in users:
@@ -162,13 +161,13 @@ class MemoryEngine(StoreReads, MemoryLayer):
         try:
             for user in users:
                 report.users.append(user.user_id)
-                nodes = self._consolidate_user(user.user_id, failures, flush=flush, upper_levels=upper_levels,
+                nodes = self._consolidate_user(user.user_id, failures, read, flush=flush, upper_levels=upper_levels,
                                                progress=progress)
                 report.add_nodes(nodes)
                 written += nodes
             for child, parent in relinks:  # the parent was not rewritten (no LLM / --l1-only): same id, same link
                 self.store.relink(child, parent)
-            self._extract_rest(report.users, with_llm=upper_levels)
+            self._extract_rest(report.users, read, with_llm=upper_levels)
             self.sync_segtree(report.users)
         finally:
             self.store.refresh_fts()
@@ -176,28 +175,28 @@ class MemoryEngine(StoreReads, MemoryLayer):
             raise ConsolidationIncomplete(failures, written, report=report)
         return report
 
-    def _consolidate_user(self, user_id: str, failures: list[tuple[int, str, str]], *, name_user: bool = True,
-                          **kw: Any) -> list[MemoryNode]:
+    def _consolidate_user(self, user_id: str, failures: list[tuple[int, str, str]], read: set[str], *,
+                          name_user: bool = True, **kw: Any) -> list[MemoryNode]:
         """:meth:`Consolidator.consolidate` for one user; a :class:`ConsolidationIncomplete` is folded
         into ``failures`` (window keys prefixed with the user id if ``name_user``) so that the caller
         can go on with other users and raise once. Returns the nodes written either way."""
         try:
-            return self._consolidate(user_id, **kw)
+            return self._consolidate(user_id, read, **kw)
         except ConsolidationIncomplete as exc:
             failures += [(lv, f"{user_id} {key}" if name_user else key, msg) for lv, key, msg in exc.failures]
             return exc.written
 
-    def _extract_rest(self, user_ids: Sequence[str], *, with_llm: bool = True) -> None:
-        """:meth:`extract_items` for the users whose items :meth:`_consolidate` did not read in this write
-        (each write reads them once: an LLM extraction that fails is not asked twice)."""
-        rest = [u for u in user_ids if u not in self._items_read]
-        self._items_read.clear()
+    def _extract_rest(self, user_ids: Sequence[str], read: set[str], *, with_llm: bool = True) -> None:
+        """:meth:`extract_items` for the users not in ``read``, those whose items :meth:`_consolidate` did not
+        read in this write (each write reads them once: an LLM extraction that fails is not asked twice)."""
+        rest = [u for u in user_ids if u not in read]
         if rest:
             self.extract_items(rest, with_llm=with_llm)
 
-    def _consolidate(self, user_id: str, **kw: Any) -> list[MemoryNode]:
+    def _consolidate(self, user_id: str, read: set[str], **kw: Any) -> list[MemoryNode]:
         """:meth:`Consolidator.consolidate`, with the memory items read between L1 and L2-L5 so that an L5
-        profile lists the items that hold at its window's end (:mod:`timem.memory.profile`).
+        profile lists the items that hold at its window's end (:mod:`timem.memory.profile`); ``user_id`` is
+        added to ``read`` once they are (the caller's :meth:`_extract_rest` then skips it).
 
         Raises:
             ConsolidationIncomplete: as the consolidator; ``.written`` includes the L1 nodes of the first pass.
@@ -206,7 +205,7 @@ class MemoryEngine(StoreReads, MemoryLayer):
             return self.consolidator.consolidate(user_id, **kw)
         first = self.consolidator.consolidate(user_id, **{**kw, "upper_levels": False})
         self.extract_items([user_id])
-        self._items_read.add(user_id)
+        read.add(user_id)
         try:
             return first + self.consolidator.consolidate(user_id, **kw)
         except ConsolidationIncomplete as exc:
@@ -282,17 +281,17 @@ class MemoryEngine(StoreReads, MemoryLayer):
             raise InputError(f"event time {turns[0].event_time.isoformat()} is earlier than the last turn of session "
                              f"{turns[0].session_id!r} ({before[-1].event_time.isoformat()}); send turns in order "
                              "or start a new session", field="event_time")
-        self._items_read.clear()
         with self.store.transaction():  # the turns and their idempotency key: both or neither
             self.store.add_turns(turns)
             if request is not None:
                 self.store.record_write_request(user_id, request.key, request.fingerprint, [t.id for t in turns])
         if not consolidate:
             return []
+        read: set[str] = set()
         try:
-            return self._consolidate(user_id)
+            return self._consolidate(user_id, read)
         finally:
-            self._extract_rest([user_id])
+            self._extract_rest([user_id], read)
             self.sync_segtree([user_id])
             self.store.refresh_fts()
 
@@ -303,11 +302,11 @@ class MemoryEngine(StoreReads, MemoryLayer):
             ConsolidationIncomplete: see :meth:`Consolidator.consolidate`; the session is ended anyway.
         """
         self.store.end_session(user_id, session_id)
-        self._items_read.clear()
+        read: set[str] = set()
         try:
-            return self._consolidate(user_id)
+            return self._consolidate(user_id, read)
         finally:
-            self._extract_rest([user_id])
+            self._extract_rest([user_id], read)
             self.sync_segtree([user_id])
             self.store.refresh_fts()
 
@@ -320,14 +319,14 @@ class MemoryEngine(StoreReads, MemoryLayer):
                 :meth:`Consolidator.consolidate`).
         """
         nodes: list[MemoryNode] = []
-        self._items_read.clear()
+        read: set[str] = set()
         failures: list[tuple[int, str, str]] = []
         try:
             for uid in [user_id] if user_id else self.store.users():
-                nodes += self._consolidate_user(uid, failures, name_user=user_id is None, flush=flush,
+                nodes += self._consolidate_user(uid, failures, read, name_user=user_id is None, flush=flush,
                                                 progress=progress)
         finally:
-            self._extract_rest([user_id] if user_id else self.store.users())
+            self._extract_rest([user_id] if user_id else self.store.users(), read)
             self.sync_segtree([user_id] if user_id else self.store.users())
             self.store.refresh_fts()
         if failures:

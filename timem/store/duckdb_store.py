@@ -9,6 +9,10 @@
   :meth:`Store.refresh_fts` rebuilds it
   once per batch (a full rebuild, roughly linear in the number of nodes; about 1 s for 23k short
   nodes, 4-5 s for 228k, on 2 cores). BM25 queries refresh it lazily.
+* Leaf searches (:meth:`Store.search_vector`, :meth:`Store.search_bm25`) read per-user in-memory copies of
+  the vectors and BM25 postings (:mod:`timem.store.memory_index`), loaded on the first search after a
+  change and extended in place after writes that only add nodes; the SQL they replace
+  (:mod:`timem.store.search`) gives the same rows.
 * The embedder's model id and dimension are recorded on creation; opening the file with another
   embedder raises :class:`StoreError` rather than mixing vector spaces.
 """
