@@ -37,7 +37,7 @@ from timem.store.items import ItemTables
 from timem.store.memory_index import MemoryIndex
 from timem.store.migrations import migrate
 from timem.store.records import RecordTables, db_time
-from timem.store.rows import one_row
+from timem.store.rows import in_list, one_row
 from timem.store.search import (
     DERIVED_TABLES,
     build_bm25_postings,
@@ -276,7 +276,8 @@ class Store(RecordTables, ItemTables):
         if session_id is not None:
             sql, args = sql + " AND session_id = ?", args + [session_id]
         if ids is not None:
-            sql, args = sql + f" AND id IN {_IN_LIST}", args + [list(ids)]
+            frag, vals = in_list(ids)
+            sql, args = sql + f" AND id IN {frag}", args + vals
         rows = self.con.execute(sql + " ORDER BY event_time, session_id, seq", args).fetchall()
         return [Turn(id=r[0], user_id=r[1], session_id=r[2], seq=r[3], speaker=r[4], role=Role(r[5]), text=r[6],
                      event_time=_py(r[7]), source_ref=r[8], image_caption=r[9], ingested_at=_py(r[10]),
@@ -407,8 +408,9 @@ class Store(RecordTables, ItemTables):
             where.append("status = ?")
             args.append(status.value)
         if ids is not None:
-            where.append(f"id IN {_IN_LIST}")
-            args.append(list(ids))
+            frag, vals = in_list(ids)
+            where.append(f"id IN {frag}")
+            args += vals
         return self._nodes(" AND ".join(where), args)
 
     def node_for_window(self, user_id: str, level: Level, window_key: str) -> MemoryNode | None:
@@ -424,8 +426,8 @@ class Store(RecordTables, ItemTables):
         return rows[::-1]
 
     def parent_ids(self, node_ids: Sequence[str]) -> dict[str, str | None]:
-        rows = self.con.execute(f"SELECT id, parent_id FROM nodes WHERE id IN {_IN_LIST}", [list(node_ids)]).fetchall()
-        return dict(rows)
+        frag, vals = in_list(node_ids)
+        return dict(self.con.execute(f"SELECT id, parent_id FROM nodes WHERE id IN {frag}", vals).fetchall())
 
     def lineage(self, user_id: str, node_ids: Sequence[str], top_level: int
                 ) -> tuple[dict[str, MemoryNode], dict[str, str | None]]:
@@ -442,8 +444,9 @@ class Store(RecordTables, ItemTables):
         parent: dict[str, str | None] = {}
         frontier = list(dict.fromkeys(node_ids))
         while frontier:
-            rows = self.con.execute(f"SELECT {_NODE_COLS} FROM nodes WHERE id IN {_IN_LIST} "
-                                    "AND user_id = ?", [frontier, user_id]).fetchall()
+            frag, vals = in_list(frontier)
+            rows = self.con.execute(f"SELECT {_NODE_COLS} FROM nodes WHERE id IN {frag} AND user_id = ?",
+                                    [*vals, user_id]).fetchall()
             for r in rows:
                 nodes[r[0]] = _node(r)
                 parent[r[0]] = r[11]
@@ -451,7 +454,8 @@ class Store(RecordTables, ItemTables):
         return nodes, {nid: (pid if pid in nodes else None) for nid, pid in parent.items()}
 
     def embeddings(self, node_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        rows = self.con.execute(f"SELECT id, embedding FROM nodes WHERE id IN {_IN_LIST}", [list(node_ids)]).fetchall()
+        frag, vals = in_list(node_ids)
+        rows = self.con.execute(f"SELECT id, embedding FROM nodes WHERE id IN {frag}", vals).fetchall()
         return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
 
     def user_texts(self, user_id: str) -> list[str]:

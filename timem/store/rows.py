@@ -1,7 +1,8 @@
-"""The one row of a DuckDB query that always yields one (``count(*)``, ``max(...)`` and other aggregates)."""
+"""Small query helpers: the one row of a query that always yields one, and id lists bound for ``IN``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
@@ -20,3 +21,18 @@ def one_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
         raise StoreError("a query that always yields one row returned none; the database file may be damaged "
                          "(check it with `timem check`)")
     return row
+
+
+#: id lists up to this length are bound as ``IN (?, ?, …)``: constants, which DuckDB answers from the
+#: primary-key index; longer ones as a semi-join over ``unnest(?)``, which reads the whole id column
+#: (80 ids out of 228k rows: 2.6 ms against 17 ms)
+MAX_PLACEHOLDERS = 512
+
+
+def in_list(values: Sequence[str]) -> tuple[str, list[Any]]:
+    """``(sql, params)`` for ``col IN <sql>`` matching ``values`` (see :data:`MAX_PLACEHOLDERS`); the params go
+    where the fragment sits in the query. An empty list matches nothing."""
+    vals = list(values)
+    if 0 < len(vals) <= MAX_PLACEHOLDERS:
+        return "(" + ", ".join("?" * len(vals)) + ")", vals
+    return "(SELECT unnest(?::VARCHAR[]))", [vals]

@@ -40,8 +40,8 @@ from timem.errors import StoreError
 from timem.store.duckdb_store import Store
 from timem.store.memory_index import exact_cosines
 from timem.store.records import db_time
+from timem.store.rows import in_list
 
-_IN = "(SELECT unnest(?::VARCHAR[]))"
 #: numpy-vs-DuckDB cosine slack of the shortlist (the two differ by < 5e-5; measured 2.4e-7)
 MARGIN = 1e-3
 #: centroid bytes of the indexes one store keeps (least recently used dropped first; the latest always kept):
@@ -105,8 +105,9 @@ def load_index(store: Store, user_id: str, max_height: int) -> SegIndex:
 
 def _patched(store: Store, user_id: str, old: SegIndex, changed: Sequence[str]) -> SegIndex:
     """``old`` with the ``changed`` internal nodes read again (rewritten ones replaced, new ones appended)."""
+    frag, vals = in_list(changed)
     tbl = store.con.execute(f"SELECT {_COLS} FROM segtree_nodes WHERE user_id = ? AND height BETWEEN 1 AND ? "
-                            f"AND id IN {_IN}", [user_id, old.max_height, list(changed)]).to_arrow_table()
+                            f"AND id IN {frag}", [user_id, old.max_height, *vals]).to_arrow_table()
     new = _index(tbl, user_id, store.dim, old.max_height)
     at = [old.pos.get(i, -1) for i in new.ids]
     upd = np.array([k for k, p in enumerate(at) if p >= 0], dtype=np.int64)
@@ -257,8 +258,9 @@ def leaf_rows(store: Store, user_id: str, leaf_ids: Sequence[str]) -> dict[str, 
     """``leaf id -> (parent id, n_children)`` for the user's leaves among ``leaf_ids`` (one query)."""
     if not leaf_ids:
         return {}
+    frag, vals = in_list(leaf_ids)
     rows = store.con.execute(f"SELECT id, parent_id, n_children FROM segtree_nodes WHERE user_id = ? AND height = 0 "
-                             f"AND id IN {_IN}", [user_id, list(leaf_ids)]).fetchall()
+                             f"AND id IN {frag}", [user_id, *vals]).fetchall()
     return {r[0]: (r[1], int(r[2])) for r in rows}
 
 
@@ -268,7 +270,8 @@ def leaves_under(store: Store, user_id: str, parent_ids: Sequence[str]
     n_children, span_start UTC)``, in leaf order (one query)."""
     if not parent_ids:
         return []
+    frag, vals = in_list(parent_ids)
     rows = store.con.execute(f"SELECT id, parent_id, n_children, span_start FROM segtree_nodes WHERE user_id = ? "
-                             f"AND height = 0 AND parent_id IN {_IN} ORDER BY first_seq",
-                             [user_id, list(parent_ids)]).fetchall()
+                             f"AND height = 0 AND parent_id IN {frag} ORDER BY first_seq",
+                             [user_id, *vals]).fetchall()
     return [(r[0], r[1], int(r[2]), r[3].replace(tzinfo=UTC)) for r in rows]

@@ -11,8 +11,7 @@ from datetime import datetime
 import duckdb
 
 from timem.store.records import db_time
-
-_IN = "(SELECT unnest(?::VARCHAR[]))"
+from timem.store.rows import in_list
 
 
 def adjacent_segments(con: duckdb.DuckDBPyConnection, user_id: str, node_ids: Sequence[str]
@@ -26,11 +25,12 @@ def adjacent_segments(con: duckdb.DuckDBPyConnection, user_id: str, node_ids: Se
     """
     if not node_ids:
         return {}
+    frag, vals = in_list(node_ids)
     rows = con.execute(f"""
         WITH k AS (
             SELECT n.id, n.session_id, tf.seq AS first_seq, tl.seq AS last_seq
             FROM nodes n JOIN turns tf ON tf.id = n.source_turn_ids[1] JOIN turns tl ON tl.id = n.source_turn_ids[-1]
-            WHERE n.id IN {_IN} AND n.user_id = ? AND n.level = 1),
+            WHERE n.id IN {frag} AND n.user_id = ? AND n.level = 1),
         s AS (
             SELECT n.id, n.session_id, t.seq AS first_seq
             FROM nodes n JOIN turns t ON t.id = n.source_turn_ids[1]
@@ -41,7 +41,7 @@ def adjacent_segments(con: duckdb.DuckDBPyConnection, user_id: str, node_ids: Se
                 ORDER BY s.first_seq DESC LIMIT 1),
                (SELECT s.id FROM s WHERE s.session_id = k.session_id AND s.first_seq > k.last_seq
                 ORDER BY s.first_seq LIMIT 1)
-        FROM k""", [list(node_ids), user_id, user_id]).fetchall()
+        FROM k""", [*vals, user_id, user_id]).fetchall()
     return {r[0]: (r[1], r[2]) for r in rows}
 
 
