@@ -49,6 +49,8 @@ from timem.store.search import BM25_B, BM25_K1
 MARGIN = 1e-3
 #: bytes of cached vectors and postings per store (least recently used first out; the latest always kept)
 CACHE_BYTES = 768 * 2**20
+#: ``k1 + 1`` in tenths (the SQL's decimal literal ``1.2 + 1``), derived so the two formulas cannot drift apart
+_K1_PLUS_1_TENTHS = round((BM25_K1 + 1) * 10)
 #: append steps remembered per store (an ingest writes one per batch of nodes)
 MAX_STEPS = 4096
 
@@ -265,8 +267,8 @@ class MemoryIndex:
             s, e = span
             idf = math.log10((p.num_docs - df + 0.5) / (df + 0.5) + 1)
             tf = p.tf[s:e]
-            # DuckDB: tf * (1.2 + 1) is an exact decimal, then a double: (tf * 22) / 10
-            num = (tf * 22).astype(np.float64) / 10.0
+            # DuckDB: tf * (k1 + 1) is an exact one-decimal product, then a double: (tf * 22) / 10 for k1 = 1.2
+            num = (tf * _K1_PLUS_1_TENTHS).astype(np.float64) / 10.0
             norm = num / (tf + BM25_K1 * ((1 - BM25_B) + BM25_B * (p.dlen[s:e] / p.avgdl)))
             docs = p.doc[s:e]
             score[docs] += idf * norm
