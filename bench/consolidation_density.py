@@ -26,18 +26,19 @@ from timem.embed.minilm import MODEL_ID
 from timem.models import MemoryNode
 from timem.recall.context import count_tokens
 from timem.recall.evaluate import answer_in_context, evidence_ids
-from timem.store import Store
+from timem.store import open_store
+from timem.store.ports import MemoryStore
 
 CATEGORIES = (1, 4)
 
 
-def _parents(store: Store, user: str, nodes: list[MemoryNode]) -> list[MemoryNode]:
+def _parents(store: MemoryStore, user: str, nodes: list[MemoryNode]) -> list[MemoryNode]:
     """The active parents of ``nodes`` (deduplicated, in time order)."""
     pids = {p for p in store.parent_ids([n.id for n in nodes]).values() if p}
     return store.nodes(user, ids=sorted(pids)) if pids else []
 
 
-def density(store: Store, user: str, questions: list[Any]) -> dict[str, Any]:
+def density(store: MemoryStore, user: str, questions: list[Any]) -> dict[str, Any]:
     """Per category and overall: questions, and the share dense at L1 (ceiling), L2 and L3."""
     turns = {t.source_ref: t.id for t in store.turns(user) if t.source_ref}
     seg_of: dict[str, MemoryNode] = {t: n for n in store.nodes(user, 1) for t in n.source_turn_ids}
@@ -62,7 +63,7 @@ def density(store: Store, user: str, questions: list[Any]) -> dict[str, Any]:
     return out
 
 
-def level_stats(store: Store, user: str) -> dict[str, dict[str, float]]:
+def level_stats(store: MemoryStore, user: str) -> dict[str, dict[str, float]]:
     """Active nodes and mean cl100k tokens per level, with the modes found there."""
     out = {}
     for lv in range(1, 6):
@@ -79,7 +80,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     cfg = load_config(env={}, db_path=args.db)
-    store = Store(args.db, MODEL_ID, 384)
+    store = open_store(args.db, MODEL_ID, 384)
     try:
         result = {}
         for u in load_dataset(args.data, "locomo", tz=cfg.tz):

@@ -24,7 +24,7 @@ from timem.config import load_config
 from timem.embed.minilm import MiniLMEmbedder
 from timem.llm.factory import describe_llm, make_llm
 from timem.recall.planner import COMPLEXITIES, CentroidPlanner, LLMPlanner, evaluate_planner, load_eval_set
-from timem.store import Store
+from timem.store import open_store
 
 RESULTS = Path(__file__).parent / "results"
 QUESTION_TIME = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)  # fixed, so cached LLM prompts match on rerun
@@ -56,7 +56,7 @@ def main() -> None:
     cfg = load_config(llm_backend=args.llm)
     embedder = MiniLMEmbedder()
     args.cache.parent.mkdir(parents=True, exist_ok=True)
-    store = Store(args.cache, embedder.model_id, embedder.dim)
+    store = open_store(args.cache, embedder.model_id, embedder.dim)
     items = load_eval_set()
     results = []
     try:

@@ -28,14 +28,15 @@ from zoneinfo import ZoneInfo
 from timem.consolidation.segments import turn_line
 from timem.embed.minilm import MODEL_ID
 from timem.prompts.common import split_sentences
-from timem.store import Store
+from timem.store import open_store
+from timem.store.ports import MemoryStore
 
 
 def _words(text: str) -> set[str]:
     return {w.strip(".,!?'\"():;").lower() for w in text.split() if len(w) > 3}
 
 
-def hybrid_title_sample(store: Store, n: int) -> None:
+def hybrid_title_sample(store: MemoryStore, n: int) -> None:
     """Write the hybrid title sample (see the module docstring) as CSV to stdout."""
     rows = []
     for user in store.users():
@@ -51,7 +52,7 @@ def hybrid_title_sample(store: Store, n: int) -> None:
         out.writerow([user, f"L{int(node.level)}", node.id, lines[0], " | ".join(lines[2:]), "", ""])
 
 
-def abstractive_sample(store: Store, n: int) -> None:
+def abstractive_sample(store: MemoryStore, n: int) -> None:
     """Write the abstractive sample (see the module docstring) as CSV to stdout."""
     rows = []
     for user in store.users():
@@ -80,7 +81,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=40)
     ap.add_argument("--mode", choices=["extractive", "abstractive", "hybrid-titles"], default="extractive")
     args = ap.parse_args()
-    store = Store(args.db, MODEL_ID, 384)
+    store = open_store(args.db, MODEL_ID, 384)
     tz = ZoneInfo("UTC")
     if args.mode != "extractive":
         try:

@@ -26,7 +26,7 @@ from timem.config import load_config
 from timem.datasets import load_dataset
 from timem.embed.minilm import MiniLMEmbedder
 from timem.engine import MemoryEngine
-from timem.store import Store
+from timem.store import open_store
 
 
 def main() -> None:
@@ -43,7 +43,7 @@ def main() -> None:
     base = load_config(None, llm_backend="none", **json.loads(args.base))
     users = load_dataset(Path(args.data), "locomo", tz=base.tz)
     embedder = MiniLMEmbedder(batch_size=base.embed_batch_size)
-    store = Store(args.db, embedder.model_id, embedder.dim)
+    store = open_store(args.db, embedder.model_id, embedder.dim)
     t0 = time.perf_counter()
     MemoryEngine(base, store, embedder, None).ingest(users, flush=True, upper_levels=args.upper)
     print(f"ingest {time.perf_counter() - t0:.1f} s; {store.stats()['nodes_per_level']}")

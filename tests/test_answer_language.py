@@ -44,5 +44,22 @@ def test_cjk_question_asks_for_an_answer_in_its_language(question, lang):
     user = answer.build_messages(question, CONTEXT, WHEN)[-1].content
     assert f"Question: {question}\n(The question is in {lang}: answer in {lang}, even if the memories are in " \
            f"English.)\nAnswer:" in user
-    # v3: memory-item note, pinned profile, chat asker; v4: one sentence to "you" in chat
-    assert answer.PROMPT_VERSION == "answer-v4"
+    # v3: memory-item note, pinned profile, chat asker; v4: one sentence to "you" in chat; v5: chat prefix
+    assert answer.PROMPT_VERSION == "answer-v5"
+
+
+def test_a_chat_answer_has_the_same_system_message_on_every_turn():
+    """v5: with an asker, the system message does not depend on the question or the context, so that the
+    local model reuses its evaluated prefix from one chat turn to the next (issue 15 #13)."""
+    items = "[fact, valid 2024-04-21 – now] Mia's home city: Porto"
+    turns = [answer.build_messages(q, ctx, WHEN, asker="Mia", pinned=["Mia's morning drink: green tea"])
+             for q, ctx in [("Where do I live?", items), ("What did I say yesterday?", CONTEXT), ("???", "")]]
+    systems = {msgs[0].content for msgs in turns}
+    assert len(systems) == 1
+    (system,) = systems
+    assert system.index("now\" means it still holds") < system.index("The question comes from Mia") \
+        < system.index("- Mia's morning drink: green tea")  # the pinned profile, which can change, comes last
+    assert [msgs[1].content.splitlines()[1] for msgs in turns] == [items, CONTEXT.splitlines()[0],
+                                                                   "(no memories found)"]
+    # without an asker the item note still appears only when item lines do (v2-v4 bytes)
+    assert "now\" means it still holds" not in answer.build_messages("Where?", CONTEXT, WHEN)[0].content

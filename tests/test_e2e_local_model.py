@@ -4,6 +4,7 @@ four model calls, L2 to L5, about 2 minutes on the AVX2 build; the whole convers
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,30 @@ def test_local_model_builds_a_checked_tree_from_real_sessions(tmp_path, locomo_d
         assert again.turns_added == 0 and again.nodes_added == {}
     finally:
         engine.close()
+
+
+def test_warming_the_local_model_leaves_only_the_rest_of_the_next_prompt_to_evaluate(tmp_path):
+    """Issue 15 #13: after :meth:`LocalLlamaBackend.warm` with a chat's system message, the answer call
+    evaluates only the tokens after the shared prefix (llama.cpp's prompt evaluation count says so)."""
+    import llama_cpp
+
+    from timem.llm.factory import make_backend
+    from timem.llm.local import LocalLlamaBackend, _load_llama
+    from timem.llm.protocol import ChatRequest
+    from timem.prompts import answer
+
+    cache = Path(os.environ.get("TIMEM_CACHE_DIR", Path.home() / ".cache" / "timem"))
+    backend = make_backend(load_config(env={}, llm_backend="local", cache_dir=str(cache)))
+    assert isinstance(backend, LocalLlamaBackend)
+    when = datetime(2023, 5, 8, 13, 56)
+    backend.chat(ChatRequest(messages=answer.build_messages("What is 2 + 2?", "", when), max_tokens=4))  # other
+    warmed = backend.warm(answer.build_messages("", "", when, asker="Mia", pinned=["Mia's home city: Porto"]))
+    llm, _ = _load_llama(backend.model_path, backend.n_ctx, backend.n_threads)
+    llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
+    context = "[L1 segment]\n2024-04-21 (Sun) 10:00 Mia: I moved to Porto last week [= 14 April 2024]."
+    msgs = answer.build_messages("Where do I live?", context, when, asker="Mia", pinned=["Mia's home city: Porto"])
+    out = backend.chat(ChatRequest(messages=msgs, max_tokens=24))
+    evaluated = llama_cpp.llama_perf_context(llm._ctx.ctx).n_p_eval
+    assert out.prompt_tokens is not None and warmed > 150
+    assert evaluated <= out.prompt_tokens - 150, (evaluated, out.prompt_tokens, warmed)  # the system was reused
+    assert "Porto" in out.text

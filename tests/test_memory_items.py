@@ -16,6 +16,7 @@ from timem.datasets import load_dataset
 from timem.engine import MemoryEngine
 from timem.llm.client import LLM
 from timem.llm.fake import ScriptedBackend
+from timem.llm.protocol import Message
 from timem.memory.recall import decay_weight
 from timem.memory.rules import extract_statements
 from timem.models import Level
@@ -328,6 +329,23 @@ def test_pinned_items_and_the_asker_go_into_the_chat_answer_prompt(tmp_path, sto
     eng.pin_item(tea.id, False)
     eng.ask("mia", "What does Mia drink?", AT)
     assert "Pinned profile" not in eng.llm.backend.calls[-1].messages[0].content  # type: ignore[union-attr]
+
+
+def test_warming_the_chat_prompt_evaluates_the_system_message_the_answer_then_sends(tmp_path, store, embedder):
+    """Issue 15 #13: the studio warms the embedded model with this person's chat system message; it must be
+    byte-identical to the system message of the next answer (else llama.cpp reuses nothing)."""
+    eng = _engine(tmp_path, store, embedder, responses=lambda req: "You drink green tea.", memory_extractor="rules")
+    _ingest(eng, tmp_path, "mia", EN)
+    assert eng.warm_chat("mia", "Mia") is None  # the scripted backend keeps no prompt cache
+    warmed: list[list[Message]] = []
+    eng.llm.backend.warm = lambda msgs: warmed.append(list(msgs)) or 321  # type: ignore[union-attr]
+    (tea,) = eng.pin_candidates("mia")
+    eng.pin_item(tea.id)
+    assert eng.warm_chat("mia", "Mia") == 321
+    eng.chat_turn("mia", "chat", "What do I usually drink in the morning these days?", AT, user_name="Mia")
+    answer_system = eng.llm.backend.calls[-1].messages[0].content  # type: ignore[union-attr]
+    assert warmed[0][0].content == answer_system and "- Mia's morning drink: green tea" in answer_system
+    assert warmed[0][1].content.startswith("Memories:\n")  # the answer's user message starts the same way
 
 
 def test_cli_memories_extract_list_forget_and_pin(cli_env, monkeypatch):  # noqa: F811

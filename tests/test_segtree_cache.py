@@ -134,7 +134,7 @@ def test_shortlist_then_exact_equals_the_sql_ranking(eng, per_height):
     for q, until in [("puppy vet vaccine", QT), ("wedding suit Lisbon", QT), ("cello Bach", QT),
                      ("cello Bach", datetime(2024, 3, 9, tzinfo=UTC))]:
         qv = eng.embedder.embed([q])[0]
-        view = segview.TreeView(eng.store, index, {}, qv, per_height, until)
+        view = segview.TreeView(index, {}, qv, per_height, until)
         assert sorted(view.top) == _sql_top(eng.store, "u1", qv, 3, per_height, until)
         sql_cos = dict(eng.store.con.execute(
             f"SELECT id, array_cosine_similarity(centroid, ?::FLOAT[{eng.store.dim}]) FROM segtree_nodes "

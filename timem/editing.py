@@ -22,11 +22,10 @@ from timem.consolidation.consolidator import Consolidator
 from timem.errors import InputError, NotFoundError
 from timem.memory.profile import last_instant, listed_in
 from timem.models import Level, MemoryItem, MemoryNode, NodeStatus
-from timem.store import Store
-from timem.store import segtree_tables as segtree_store
+from timem.store.ports import MemoryStore
 
 
-def ancestors(store: Store, node_id: str) -> list[MemoryNode]:
+def ancestors(store: MemoryStore, node_id: str) -> list[MemoryNode]:
     """Active ancestors of a node, nearest first."""
     out: list[MemoryNode] = []
     pid = store.parent_ids([node_id]).get(node_id)
@@ -38,7 +37,7 @@ def ancestors(store: Store, node_id: str) -> list[MemoryNode]:
     return out
 
 
-def _mark_stale(store: Store, node_ids: Sequence[str]) -> set[str]:
+def _mark_stale(store: MemoryStore, node_ids: Sequence[str]) -> set[str]:
     users = set()
     for nid in node_ids:
         for a in ancestors(store, nid):
@@ -47,7 +46,7 @@ def _mark_stale(store: Store, node_ids: Sequence[str]) -> set[str]:
     return users
 
 
-def profiles_of(store: Store, items: Sequence[MemoryItem]) -> list[MemoryNode]:
+def profiles_of(store: MemoryStore, items: Sequence[MemoryItem]) -> list[MemoryNode]:
     """Active L5 profiles whose facts block lists one of ``items`` or should (the item holds at the window's
     end, :mod:`timem.memory.profile`): the profiles to rewrite when those items are forgotten or restored."""
     out: dict[str, MemoryNode] = {}
@@ -58,7 +57,8 @@ def profiles_of(store: Store, items: Sequence[MemoryItem]) -> list[MemoryNode]:
     return list(out.values())
 
 
-def refresh_profiles(store: Store, cons: Consolidator, items: Sequence[MemoryItem], *, actor: str = "user") -> int:
+def refresh_profiles(store: MemoryStore, cons: Consolidator, items: Sequence[MemoryItem], *,
+                     actor: str = "user") -> int:
     """Rewrite, in place and in every mode, the facts block of :func:`profiles_of` ``items`` from the items that
     hold now (an item was forgotten, restored or erased); the rest of each profile is unchanged, the vector
     is re-embedded, and the audit names only ids (``profile-facts-refreshed``). Returns profiles changed."""
@@ -72,20 +72,21 @@ def refresh_profiles(store: Store, cons: Consolidator, items: Sequence[MemoryIte
     return changed
 
 
-def reconsolidate(store: Store, cons: Consolidator, users: set[str]) -> list[MemoryNode]:
+def reconsolidate(store: MemoryStore, cons: Consolidator, users: set[str]) -> list[MemoryNode]:
     """Re-consolidate the stale nodes of ``users`` (each in its own mode), rebuild their segment trees and
     refresh the BM25 index; returns the nodes written."""
     written: list[MemoryNode] = []
     for uid in sorted(users):  # each stale ancestor in its own mode; without an LLM only extractive ones
         written += cons.consolidate(uid)
     # the segment trees average the L1 vectors: rebuilt without (or with) the changed memories
-    segtree_store.sync_users(store, sorted(users), cons.config.segtree_threshold, cons.config.segtree_max_children,
+    store.segment_tree.sync_users(sorted(users), cons.config.segtree_threshold, cons.config.segtree_max_children,
                              rebuild=True)
     store.refresh_fts()
     return written
 
 
-def edit_memory(store: Store, cons: Consolidator, node_id: str, content: str, *, actor: str = "user") -> MemoryNode:
+def edit_memory(store: MemoryStore, cons: Consolidator, node_id: str, content: str, *,
+                actor: str = "user") -> MemoryNode:
     """Replace a node's content; returns the updated node.
 
     Raises:
@@ -103,7 +104,7 @@ def edit_memory(store: Store, cons: Consolidator, node_id: str, content: str, *,
     return store.node(node_id)
 
 
-def soft_delete(store: Store, cons: Consolidator, node_ids: Sequence[str], *, actor: str = "user") -> None:
+def soft_delete(store: MemoryStore, cons: Consolidator, node_ids: Sequence[str], *, actor: str = "user") -> None:
     """Mark nodes deleted (undo with :func:`restore`); parents are re-consolidated without them."""
     users: set[str] = set()
     with store.transaction():
@@ -120,7 +121,7 @@ def soft_delete(store: Store, cons: Consolidator, node_ids: Sequence[str], *, ac
     reconsolidate(store, cons, users)
 
 
-def restore(store: Store, cons: Consolidator, node_id: str, *, actor: str = "user") -> None:
+def restore(store: MemoryStore, cons: Consolidator, node_id: str, *, actor: str = "user") -> None:
     """Undo a soft delete.
 
     Raises:
@@ -142,14 +143,14 @@ def restore(store: Store, cons: Consolidator, node_id: str, *, actor: str = "use
     reconsolidate(store, cons, users)
 
 
-def erase(store: Store, cons: Consolidator, node_ids: Sequence[str], *, actor: str = "user") -> dict[str, float]:
+def erase(store: MemoryStore, cons: Consolidator, node_ids: Sequence[str], *, actor: str = "user") -> dict[str, float]:
     """Hard-erase nodes (L1: with their source turns) and every LLM-cache entry quoting them; ancestors are
     re-consolidated without them and the superseded ancestor versions that summarised them are erased too.
     Erasing an L2–L5 node whose children remain regenerates it from those children.
 
     Then the recall traces that name or quote an erased node are deleted and audit details quoting it
-    redacted (:meth:`Store.forget_text`, audited as ``erase-traces`` with counts only), the FTS index is
-    rebuilt, and the database file is rewritten (:meth:`Store.compact`) so that the erased text is
+    redacted (:meth:`MemoryStore.forget_text`, audited as ``erase-traces`` with counts only), the FTS index is
+    rebuilt, and the database file is rewritten (:meth:`MemoryStore.compact`) so that the erased text is
     not left in freed blocks of the file. Returns the compaction's ``seconds``, ``bytes_before``,
     ``bytes_after``.
     """
@@ -181,9 +182,9 @@ def erase(store: Store, cons: Consolidator, node_ids: Sequence[str], *, actor: s
     return _compact(store, actor)
 
 
-def erase_user(store: Store, user_id: str, *, actor: str = "user") -> dict[str, float]:
+def erase_user(store: MemoryStore, user_id: str, *, actor: str = "user") -> dict[str, float]:
     """Erase everything of one user: turns, sessions, nodes, traces, LLM cache and call log entries; audit
-    rows of the user are redacted; then the file is rewritten (:meth:`Store.compact`).
+    rows of the user are redacted; then the file is rewritten (:meth:`MemoryStore.compact`).
 
     Returns counts of removed rows (and ``audit_redacted``). Raises NotFoundError for an unknown user.
     """
@@ -199,7 +200,7 @@ def erase_user(store: Store, user_id: str, *, actor: str = "user") -> dict[str, 
     return {**counts, **{f"file_{k}": v for k, v in cost.items()}}
 
 
-def _compact(store: Store, actor: str) -> dict[str, float]:
+def _compact(store: MemoryStore, actor: str) -> dict[str, float]:
     cost = store.compact()
     store.audit("compact", None, None, {"actor": actor, **{k: round(v, 3) for k, v in cost.items()}})
     return cost

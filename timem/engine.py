@@ -8,9 +8,9 @@ from one :class:`~timem.config.Config`. It contains no SQL and no prompt text; t
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from timem import editing
@@ -33,13 +33,15 @@ from timem.memory import forget as forget_mod
 from timem.memory.facade import MemoryLayer
 from timem.memory.writer import ItemWriter
 from timem.models import MemoryNode, Role, Turn, WriteRequest
+from timem.prompts import answer as answer_prompt
 from timem.recall import pipeline
 from timem.recall.gating import GateMode
 from timem.recall.pipeline import AnswerResult, RecallResult
 from timem.segtree.summaries import TopicReport
 from timem.segtree.tree import SegNode
-from timem.store import Store
-from timem.store import segtree_tables as segtree_store
+from timem.store import open_store
+from timem.store.ports import MemoryStore
+from timem.store.segtree_tables import SyncReport
 
 #: speaker label of the assistant's chat turns (role ``assistant``); consolidation never presents
 #: assistant turns as the user's facts (see :mod:`timem.consolidation.extractive`)
@@ -75,7 +77,7 @@ class MemoryEngine(StoreReads, MemoryLayer):
             only where the consolidation mode is extractive.
     """
 
-    def __init__(self, config: Config, store: Store, embedder: Embedder, llm: LLMClient | None) -> None:
+    def __init__(self, config: Config, store: MemoryStore, embedder: Embedder, llm: LLMClient | None) -> None:
         self.config, self.store, self.embedder, self.llm = config, store, embedder, llm
         self.consolidator = Consolidator(store, embedder, llm, config)
         self.item_writer = ItemWriter(store, embedder, llm, config)
@@ -89,7 +91,7 @@ class MemoryEngine(StoreReads, MemoryLayer):
         from timem.llm.factory import make_llm
 
         embedder = MiniLMEmbedder(batch_size=config.embed_batch_size)
-        store = Store(config.db_path, embedder.model_id, embedder.dim, config.vector_index)
+        store = open_store(config.db_path, embedder.model_id, embedder.dim, config.vector_index)
         llm = make_llm(config, store) if with_llm else None
         return cls(config, store, embedder, llm)
 
@@ -333,20 +335,20 @@ class MemoryEngine(StoreReads, MemoryLayer):
             raise ConsolidationIncomplete(failures, nodes)
         return nodes
 
-    def sync_segtree(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, segtree_store.SyncReport]:
+    def sync_segtree(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, SyncReport]:
         """Append the users' new L1 memories to their SegTreeMem segment trees online (or rebuild them when the
         L1 memories changed otherwise); see :func:`timem.store.segtree_tables.sync`."""
-        return segtree_store.sync_users(self.store, user_ids, self.config.segtree_threshold,
+        return self.store.segment_tree.sync_users(user_ids, self.config.segtree_threshold,
                                         self.config.segtree_max_children, rebuild=rebuild)
 
-    def segment_tree(self, user_id: str) -> tuple[list[SegNode], segtree_store.SyncReport | None]:
+    def segment_tree(self, user_id: str) -> tuple[list[SegNode], SyncReport | None]:
         """The user's SegTreeMem segment tree (:mod:`timem.segtree`), synced first if it is behind the L1
         memories: ``(nodes, the sync's report or None)``."""
         cfg = self.config
         report = None
-        if not segtree_store.is_current(self.store, user_id, cfg.segtree_threshold, cfg.segtree_max_children):
+        if not self.store.segment_tree.is_current(user_id, cfg.segtree_threshold, cfg.segtree_max_children):
             report = self.sync_segtree([user_id])[user_id]
-        return segtree_store.load(self.store, user_id), report
+        return self.store.segment_tree.load(user_id), report
 
     def summarise_segment_tree(self, user_id: str, *, min_height: int = 2, limit: int | None = None) -> TopicReport:
         """One-line LLM topics for the user's closed segment-tree nodes (:mod:`timem.segtree.summaries`);
@@ -499,6 +501,30 @@ class MemoryEngine(StoreReads, MemoryLayer):
             raise ChatTurnError("memories",
                                 f"the exchange was recorded, but writing its memories failed: {exc}") from exc
         return ChatTurn(session_id=session_id, trace=trace, reply=reply, written=written, warning=warning)
+
+    def warm_chat(self, user_id: str, user_name: str = "User", *,
+                  store_lock: AbstractContextManager[Any] | None = None) -> int | None:
+        """Prepare the embedded model for ``user_name``'s next chat answer: evaluate the answer prompt's
+        system message for this person (instructions, asker and pinned profile, the same on every turn:
+        :mod:`timem.prompts.answer` v5) into llama.cpp's cache, so the answer evaluates only the memories
+        and the question (:meth:`timem.llm.local.LocalLlamaBackend.warm`). The studio calls it in a
+        background thread when the Chat page opens. ``store_lock`` is held while the store is read.
+
+        Returns:
+            The prompt tokens now cached, or ``None`` when the backend keeps no prompt cache (no LLM, an
+            OpenAI-compatible endpoint, or a wrapped backend).
+
+        Raises:
+            LLMError: the model cannot be loaded.
+        """
+        warm = getattr(getattr(self.llm, "backend", None), "warm", None)
+        if warm is None:
+            return None
+        with store_lock or nullcontext():
+            pinned = pipeline.pinned_lines(self.store, self.config, user_id)
+        at = datetime.now(UTC).astimezone(self.config.tz)
+        n: int = warm(answer_prompt.build_messages("", "", at, pinned=pinned, asker=user_name))
+        return n
 
     def evaluate_recall(self, user_id: str, questions: Iterable[Any], *, complexity: str | None = None,
                         gate: str | None = None, participants: Sequence[str] = ()) -> dict[str, Any]:

@@ -14,16 +14,16 @@ from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.errors import NotFoundError
 from timem.llm.protocol import LLMClient
-from timem.models import MemoryNode, Turn
+from timem.models import MemoryNode, SessionInfo, Turn
 from timem.recall.trace import RecallTrace
-from timem.store import Store
+from timem.store.ports import MemoryStore
 
 
 class StoreReads:
     """What the CLI, studio, service and bench read through the facade."""
 
     config: Config
-    store: Store
+    store: MemoryStore
     embedder: Embedder
     llm: LLMClient | None
 
@@ -74,8 +74,8 @@ class StoreReads:
         """The user's stored turns (one session's if ``session_id``; only ``ids`` if given), in conversation order."""
         return self.store.turns(user_id, session_id, ids)
 
-    def sessions(self, user_id: str) -> list[dict[str, Any]]:
-        """The user's sessions: ``session_id``, ``started_at`` / ``last_event_at`` (UTC), ``ended``."""
+    def sessions(self, user_id: str) -> list[SessionInfo]:
+        """The user's sessions, by start."""
         return self.store.sessions(user_id)
 
     def nodes(self, user_id: str | None = None, level: int | None = None, **kw: Any) -> list[MemoryNode]:
@@ -110,9 +110,8 @@ class StoreReads:
 
     def segment_topics(self, user_id: str) -> dict[str, str]:
         """LLM topic lines of the user's segment-tree nodes, by node id (:mod:`timem.segtree.summaries`)."""
-        from timem.store import segtree_tables
 
-        return segtree_tables.summaries(self.store, user_id)
+        return self.store.segment_tree.summaries(user_id)
 
     def export_user(self, user_id: str, *, traces: int = 1000) -> dict[str, Any]:
         """Everything stored of one user as JSON-ready data: ``user_id``, ``sessions``, ``turns`` (conversation
@@ -123,8 +122,8 @@ class StoreReads:
             NotFoundError: the user is not in the store.
         """
         self.require_user(user_id)
-        sessions = [{**s, "started_at": s["started_at"].isoformat(), "last_event_at": s["last_event_at"].isoformat()}
-                    for s in self.store.sessions(user_id)]
+        sessions = [{**s.model_dump(), "started_at": s.started_at.isoformat(),
+                     "last_event_at": s.last_event_at.isoformat()} for s in self.store.sessions(user_id)]
         return {
             "user_id": user_id,
             "sessions": sessions,
@@ -144,4 +143,4 @@ class StoreReads:
         ``None`` (= now) for a user without turns. LoCoMo-style logs have no question dates; asking at
         the wall clock would make "last week" mean the wrong week."""
         sessions = self.store.sessions(user_id)
-        return max(s["last_event_at"] for s in sessions) if sessions else None
+        return max(s.last_event_at for s in sessions) if sessions else None

@@ -24,7 +24,6 @@ from timem.datasets import load_dataset
 from timem.engine import IngestReport, MemoryEngine
 from timem.errors import InputError
 from timem.progress import terminal_progress
-from timem.store.merge import merge_file
 
 
 def ingest_task(file: str, fmt: str, user_id: str, config: Config, sample_ids: list[str] | None,
@@ -82,7 +81,7 @@ def ingest_on_ray(engine: MemoryEngine, file: Path, fmt: str, address: str, *, s
                 out = ray.get(ref)  # merged in file order
                 part = work / f"{len(report.users)}.duckdb"
                 part.write_bytes(out["db"])
-                merge_file(engine.store, part)
+                engine.store.merge_file(part)
                 part.unlink()
                 report.users.append(u.user_id)
                 report.turns_added += out["turns_added"]

@@ -114,6 +114,20 @@ class Turn(BaseModel):
         return self.event_time.astimezone(timezone(timedelta(minutes=self.utc_offset_minutes)))
 
 
+class SessionInfo(BaseModel):
+    """One session of a user as stored: when its first and latest turns were said (UTC-aware event
+    times) and whether it was ended explicitly (``timem`` ``end_session``; a session also closes in event
+    time, see :func:`timem.tree.windows.session_closed`)."""
+
+    model_config = ConfigDict(frozen=True)
+    session_id: str
+    started_at: datetime
+    last_event_at: datetime
+    ended: bool = False
+
+    _v = field_validator("started_at", "last_event_at")(lambda cls, v: _utc(v))
+
+
 class MemoryNode(BaseModel):
     """A node of the Temporal Memory Tree.
 

@@ -29,7 +29,7 @@ from timem.recall.context import fit_budget, render_context
 from timem.recall.keywords import extract_keywords
 from timem.recall.leaves import fuse
 from timem.recall.trace import LLMCall
-from timem.store.duckdb_store import Store
+from timem.store.ports import MemoryStore
 
 T = TypeVar("T")
 
@@ -59,7 +59,7 @@ class Retrieved(BaseModel):
 class TreeIndex:
     """Turn ids under memory nodes (walking ``child_ids`` down to L1 ``source_turn_ids``), memoised."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: MemoryStore) -> None:
         self.store = store
         self._turns: dict[str, list[str]] = {}
 
@@ -100,7 +100,7 @@ class TimemRetriever:
     other levels are dropped, and the budget is applied to what remains in recall's priority order.
     """
 
-    def __init__(self, store: Store, embedder: Embedder, llm: LLMClient | None, config: Config, recipe: Recipe,
+    def __init__(self, store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config: Config, recipe: Recipe,
                  run_key: str, gate_override: str | None = None, planner_override: str | None = None) -> None:
         self.store, self.embedder, self.llm, self.config, self.recipe = store, embedder, llm, config, recipe
         self.run_key, self.gate_override, self.planner_override = run_key, gate_override, planner_override
@@ -141,7 +141,7 @@ class FlatRetriever:
     and cut by the token budget.
     """
 
-    def __init__(self, store: Store, embedder: Embedder, config: Config, recipe: Recipe) -> None:
+    def __init__(self, store: MemoryStore, embedder: Embedder, config: Config, recipe: Recipe) -> None:
         self.store, self.embedder, self.config, self.recipe = store, embedder, config, recipe
         self.tree = TreeIndex(store)
 
@@ -168,6 +168,6 @@ class FlatRetriever:
                          notes=[f"flat over levels {list(self.recipe.context_levels)}"], **_describe(nodes, self.tree))
 
 
-def level_counts(store: Store, user_id: str) -> dict[int, int]:
+def level_counts(store: MemoryStore, user_id: str) -> dict[int, int]:
     """Active nodes per level of one user."""
     return {int(lv): len(store.nodes(user_id=user_id, level=int(lv))) for lv in Level}

@@ -50,10 +50,11 @@ from timem.llm.recording import RecordingLLM
 from timem.models import Level
 from timem.progress import terminal_progress
 from timem.prompts import answer as answer_prompt
-from timem.store.duckdb_store import Store
+from timem.store import open_store
+from timem.store.ports import MemoryStore
 
 Dataset = Literal["locomo", "longmemeval"]
-LLMFactory = Callable[[Config, Store], LLMClient | None]
+LLMFactory = Callable[[Config, MemoryStore], LLMClient | None]
 NOT_MENTIONED = "Not mentioned in the conversation"
 _NO_SHORT_GOLD = {"single-session-preference"}
 
@@ -89,7 +90,7 @@ class RunResult:
     rows: list[dict[str, Any]]
 
 
-def _default_llm_factory(config: Config, store: Store) -> LLMClient | None:
+def _default_llm_factory(config: Config, store: MemoryStore) -> LLMClient | None:
     from timem.llm.factory import make_llm
 
     return make_llm(config, store)
@@ -140,7 +141,7 @@ def default_db_path(config: Config, dataset: str, data_sha: str, ingest_llm: boo
     return Path(config.cache_dir) / "bench" / name
 
 
-def check_l1_layout(store: Store, user: ImportedUser, config: Config) -> None:
+def check_l1_layout(store: MemoryStore, user: ImportedUser, config: Config) -> None:
     """Refuse a store whose L1 segments were cut at another granularity or in another L1 mode."""
     existing = store.nodes(user_id=user.user_id, level=int(Level.SEGMENT))
     if not existing:
@@ -227,7 +228,7 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
                          "database ingested with an LLM.")
     spec.out_dir.mkdir(parents=True, exist_ok=True)
     existed = Path(db_path).exists()
-    store = Store(db_path, embedder.model_id, embedder.dim)
+    store = open_store(db_path, embedder.model_id, embedder.dim)
     try:
         reused = sorted(set(run_users) & set(store.users())) if existed and recipe.uses_store else []
         if reused and progress:  # said, not silent (the manifest stays byte-identical across re-runs)
@@ -268,7 +269,7 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
     return RunResult(spec.out_dir, table, manifest, rows)
 
 
-def _ingest(store: Store, embedder: Embedder, llm: LLMClient | None, cfg: Config, users: list[ImportedUser],
+def _ingest(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, cfg: Config, users: list[ImportedUser],
             recipe: Recipe) -> None:
     from timem.engine import MemoryEngine
 
@@ -283,7 +284,8 @@ def _ingest(store: Store, embedder: Embedder, llm: LLMClient | None, cfg: Config
                              "database.")
 
 
-def _retriever(spec: RunSpec, cfg: Config, store: Store, embedder: Embedder, llm: LLMClient | None, data_sha: str):
+def _retriever(spec: RunSpec, cfg: Config, store: MemoryStore, embedder: Embedder, llm: LLMClient | None,
+               data_sha: str):
     m = spec.recipe.method
     if m == "timem":
         run_key = f"{spec.dataset}|{data_sha[:12]}|{spec.recipe.name}|{'ret' if spec.retrieval_only else 'e2e'}"

@@ -52,7 +52,7 @@ from timem.models import CONSOLIDATION_MODES, Level, MemoryNode, NodeMode, NodeS
 from timem.prompts import segment, title
 from timem.prompts.common import assistant_note, render_nodes
 from timem.prompts.levels import level_prompts
-from timem.store import Store
+from timem.store.ports import MemoryStore
 from timem.tree.windows import check_containment, parent_span, parent_window, session_closed
 
 T = TypeVar("T")
@@ -89,7 +89,7 @@ class Consolidator:
             and extractive L2–L5 are written, and windows in the other modes wait.
     """
 
-    def __init__(self, store: Store, embedder: Embedder, llm: LLMClient | None, config: Config) -> None:
+    def __init__(self, store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config: Config) -> None:
         self.store, self.embedder, self.llm, self.config = store, embedder, llm, config
         self.tz = config.tz
         self._speakers: dict[str, list[str]] = {}  #: user -> speaker names, per consolidate() call
@@ -164,11 +164,11 @@ class Consolidator:
         sessions = self.store.sessions(user_id)
         if not sessions:
             return written
-        watermark = max(s["last_event_at"] for s in sessions)
+        watermark = max(s.last_event_at for s in sessions)
         idle = timedelta(minutes=self.config.session_idle_timeout_minutes)
-        closed = {s["session_id"]: session_closed(s, sessions, watermark, idle, flush) for s in sessions}
+        closed = {s.session_id: session_closed(s, sessions, watermark, idle, flush) for s in sessions}
         for s in progress(sessions, "L1 segments", len(sessions)):
-            written += self.write_segments(user_id, s["session_id"], closed=closed[s["session_id"]])
+            written += self.write_segments(user_id, s.session_id, closed=closed[s.session_id])
         if not upper_levels:
             return written
         self._speakers.pop(user_id, None)  # speakers may have been added since the last call

@@ -17,7 +17,7 @@ from timem.memory import forget as forget_mod
 from timem.memory.forget import ForgetPreview
 from timem.memory.writer import ExtractionReport, ItemWriter
 from timem.models import MemoryItem
-from timem.store import Store
+from timem.store.ports import MemoryStore
 
 if TYPE_CHECKING:
     from timem.recall.gating import GateMode
@@ -28,7 +28,7 @@ class MemoryLayer:
     """Memory-item methods of the engine facade."""
 
     config: Config
-    store: Store
+    store: MemoryStore
     llm: LLMClient | None
     consolidator: Consolidator
     item_writer: ItemWriter

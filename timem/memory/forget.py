@@ -24,7 +24,7 @@ from timem.errors import InputError
 from timem.memory.rules import extract_statements
 from timem.memory.values import mentions, normalise
 from timem.models import Level, MemoryItem, MemoryNode
-from timem.store import Store
+from timem.store.ports import MemoryStore
 
 _EN = re.compile(r"^\s*(?:please\s+|can\s+you\s+|could\s+you\s+)?forget\s+(?:that\s+|about\s+|the\s+fact\s+that\s+)?"
                  r"(?P<what>.+?)\s*[.!?]*\s*$", re.IGNORECASE | re.DOTALL)
@@ -62,7 +62,7 @@ class ForgetPreview:
         return "\n".join(lines)
 
 
-def preview(store: Store, user_id: str, text: str) -> ForgetPreview:
+def preview(store: MemoryStore, user_id: str, text: str) -> ForgetPreview:
     """The items and segments matching ``text`` (see the module doc); nothing is changed.
 
     Raises:
@@ -83,7 +83,7 @@ def preview(store: Store, user_id: str, text: str) -> ForgetPreview:
     return ForgetPreview(user_id=user_id, text=text, items=items, segments=segments)
 
 
-def apply(store: Store, cons: Consolidator, plan: ForgetPreview, *, actor: str = "user") -> ForgetPreview:
+def apply(store: MemoryStore, cons: Consolidator, plan: ForgetPreview, *, actor: str = "user") -> ForgetPreview:
     """Soft-delete what ``plan`` lists (see the module doc); returns ``plan``."""
     turns = [t for n in plan.segments for t in store.turns(plan.user_id, ids=n.source_turn_ids)]
     with store.transaction():

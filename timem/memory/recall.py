@@ -30,7 +30,7 @@ from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.memory.values import mentions, normalise
 from timem.models import MemoryItem, TimeSpan
-from timem.store import Store
+from timem.store.ports import MemoryStore
 from timem.store.segmenter import search_text
 
 #: question words that point at an attribute (English and Chinese)
@@ -136,12 +136,12 @@ def _line(item: MemoryItem, history: list[MemoryItem], config: Config, by: Memor
     return head + (f" ({'; '.join(notes)})" if notes else "")
 
 
-def recall_items(store: Store, embedder: Embedder, config: Config, user_id: str, query: str,
+def recall_items(store: MemoryStore, embedder: Embedder, config: Config, user_id: str, query: str,
                  query_vec: np.ndarray | None, window: TimeSpan | None, question_time: datetime) -> ItemRecall:
     """The items answering ``query`` asked at ``question_time`` (UTC-aware), see the module doc.
 
     ``window`` is the recall plan's time window (half-open, UTC) or ``None``. Nothing is written here (the
-    caller records the access with :meth:`Store.touch_items` when the trace is persisted).
+    caller records the access with :meth:`MemoryStore.touch_items` when the trace is persisted).
     """
     out = ItemRecall()
     items = store.items(user_id)

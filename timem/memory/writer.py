@@ -37,7 +37,7 @@ from timem.memory.rules import Statement, extract_statements
 from timem.memory.values import mentions, normalise
 from timem.models import Level, MemoryItem, MemoryNode, Role, Turn
 from timem.prompts import memory as memory_prompt
-from timem.store import Store
+from timem.store.ports import MemoryStore
 from timem.tree.windows import session_closed
 
 SUPERSEDING_KINDS = ("fact", "preference")
@@ -70,7 +70,7 @@ class ItemWriter:
         llm: used when ``config.memory_extractor`` allows it; ``None`` = rules.
     """
 
-    def __init__(self, store: Store, embedder: Embedder, llm: LLMClient | None, config: Config) -> None:
+    def __init__(self, store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config: Config) -> None:
         self.store, self.embedder, self.llm, self.config = store, embedder, llm, config
 
     @property
@@ -131,15 +131,15 @@ class ItemWriter:
         if not sessions:
             return
         done = self.store.extracted_units(user_id, "llm")
-        watermark = max(s["last_event_at"] for s in sessions)
+        watermark = max(s.last_event_at for s in sessions)
         idle = timedelta(minutes=self.config.session_idle_timeout_minutes)
         segs = self.store.nodes(user_id, Level.SEGMENT)
-        for s in sorted(sessions, key=lambda s: s["started_at"]):
-            unit = f"session:{s['session_id']}"
+        for s in sorted(sessions, key=lambda s: s.started_at):
+            unit = f"session:{s.session_id}"
             if unit in done or not session_closed(s, sessions, watermark, idle):
                 continue
-            turns = self._person_turns(user_id, self.store.turns(user_id, s["session_id"]))
-            seg_of = {tid: n.id for n in segs if n.session_id == s["session_id"] for tid in n.source_turn_ids}
+            turns = self._person_turns(user_id, self.store.turns(user_id, s.session_id))
+            seg_of = {tid: n.id for n in segs if n.session_id == s.session_id for tid in n.source_turn_ids}
             turns = [t for t in turns if t.id in seg_of]  # a turn without an active segment is not read
             if not turns:
                 with self.store.transaction():
@@ -158,9 +158,9 @@ class ItemWriter:
                         raise ValueError(f"turn {it.turn} is out of range (the session has {len(turns)} turns)")
             except (LLMError, ValueError) as exc:
                 msg = f"{type(exc).__name__}: {exc}"
-                report.failures.append((s["session_id"], msg))
+                report.failures.append((s.session_id, msg))
                 self.store.audit("memory-extraction-failed", user_id, None, {
-                    "session_id": s["session_id"], "prompt_version": memory_prompt.PROMPT_VERSION, "error": msg})
+                    "session_id": s.session_id, "prompt_version": memory_prompt.PROMPT_VERSION, "error": msg})
                 continue
             with self.store.transaction():
                 for it in result.items:
@@ -240,7 +240,7 @@ class ItemWriter:
         return item
 
 
-def source_segments(store: Store, items: list[MemoryItem]) -> list[MemoryNode]:
+def source_segments(store: MemoryStore, items: list[MemoryItem]) -> list[MemoryNode]:
     """The active L1 segments the ``items`` were read from."""
     ids = sorted({s for i in items for s in i.source_ids})
     return store.nodes(ids=ids) if ids else []

@@ -14,6 +14,10 @@ is asking in a chat; without them the messages are byte-identical to v2. v4 asks
 short sentence to "you", with an example and a closing cue "Answer (one sentence to NAME, who is
 "you"):" (the embedded 1.5B model answered the demo's "What do I usually
 drink in the morning these days?" with a bare "green tea"); messages without an asker are unchanged.
+v5 makes a chat answer's system message a stable prefix, so that llama.cpp reuses its evaluated tokens
+from one chat turn to the next (issue 15 #13; the embedded model evaluates a prompt at ~24 ms per token):
+with an asker the item note is always there, and the order is: instructions, item note, asker, pinned
+profile (which changes only when the person pins). Messages without an asker are unchanged.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from datetime import datetime
 from timem.llm.protocol import Message
 from timem.prompts.common import cjk_language
 
-PROMPT_VERSION = "answer-v4"
+PROMPT_VERSION = "answer-v5"
 
 
 _SYSTEM = """You answer questions about a user's past conversations using only the memories given.
@@ -58,13 +62,12 @@ def build_messages(question: str, context: str, question_date: datetime, *, pinn
     cue = f"Answer (one sentence to {asker}, who is \"you\"):" if asker else "Answer:"
     user = (f"Memories:\n{memories}\n\nToday is {question_date:%A, %d %B %Y, %H:%M}.\n"
             f"Question: {question}{note}\n{cue}")
-    system = _SYSTEM
-    if _ITEM_LINE.search(context):
-        system += _ITEMS
-    if pinned:
-        system += "\nPinned profile (stable facts the person confirmed):\n" + "\n".join(f"- {p}" for p in pinned)
-    if asker:
-        system += (f"\nThe question comes from {asker}, talking with you in a chat: the memories are about them; "
-                   "address them as \"you\" in one short sentence (e.g. \"You moved to Berlin in May.\") and never "
-                   "answer as if you were them.")
+    pinned_note = ("\nPinned profile (stable facts the person confirmed):\n" + "\n".join(f"- {p}" for p in pinned)
+                   if pinned else "")
+    if asker:  # v5: the same system message on every turn of this person's chat (a reusable prefix)
+        system = (_SYSTEM + _ITEMS + f"\nThe question comes from {asker}, talking with you in a chat: the memories "
+                  "are about them; address them as \"you\" in one short sentence (e.g. \"You moved to Berlin in "
+                  "May.\") and never answer as if you were them." + pinned_note)
+    else:
+        system = _SYSTEM + (_ITEMS if _ITEM_LINE.search(context) else "") + pinned_note
     return [Message(role="system", content=system), Message(role="user", content=user)]

@@ -9,7 +9,7 @@ plan includes is added if that level's quota is not yet full and it is new; a le
 leaves out, or that is absent from the tree (e.g. an L1 linked straight to an L3), is passed
 through, not the end of the climb. Inactive (deleted / superseded) nodes are passed through
 without being added. The walk for a leaf ends at a node without parent or above the plan's top
-level. Parents are fetched one store query per tree level (:meth:`Store.lineage`), with the user
+level. Parents are fetched one store query per tree level (:meth:`MemoryStore.lineage`), with the user
 filter in SQL.
 """
 
@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from timem.models import MemoryNode, NodeStatus
 from timem.recall.leaves import Candidate
 from timem.recall.planner import RecallPlan
-from timem.store.duckdb_store import Store
+from timem.store.ports import MemoryStore
 
 
 class AncestorRecord(BaseModel):
@@ -43,15 +43,15 @@ class AncestorRecord(BaseModel):
     path: list[str] = Field(default_factory=list)
 
 
-def fetch_lineage(store: Store, user_id: str, leaves: Sequence[Candidate], plan: RecallPlan
+def fetch_lineage(store: MemoryStore, user_id: str, leaves: Sequence[Candidate], plan: RecallPlan
                   ) -> tuple[dict[str, MemoryNode], dict[str, str | None]]:
     """The kept leaves and every ancestor up to the plan's top level, one query per tree level (see
-    :meth:`Store.lineage`): ``(nodes by id, parent id by node id)``."""
+    :meth:`MemoryStore.lineage`): ``(nodes by id, parent id by node id)``."""
     top = max([lv for lv, q in plan.levels.items() if q > 0] + [1])
     return store.lineage(user_id, [c.node_id for c in leaves], top)
 
 
-def propagate(store: Store, user_id: str, leaves: Sequence[Candidate], plan: RecallPlan,
+def propagate(store: MemoryStore, user_id: str, leaves: Sequence[Candidate], plan: RecallPlan,
               lineage: tuple[dict[str, MemoryNode], dict[str, str | None]] | None = None
               ) -> tuple[list[MemoryNode], list[AncestorRecord]]:
     """Ancestors of ``leaves`` at the plan's levels above L1, honouring ``plan.levels`` quotas.

@@ -28,7 +28,7 @@ from timem.llm.protocol import LLMClient
 from timem.models import Level
 from timem.recall.gating import GateMode
 from timem.recall.pipeline import RecallResult, recall
-from timem.store.duckdb_store import Store
+from timem.store.ports import MemoryStore
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 _PUNCT = re.compile(f"[{re.escape(string.punctuation)}‘’“”–—]")
@@ -107,7 +107,7 @@ def evidence_ids(evidence: Iterable[str] | str | None) -> list[str]:
     return out
 
 
-def covered_evidence(store: Store, user_id: str, result: RecallResult, evidence: Sequence[str]) -> list[str]:
+def covered_evidence(store: MemoryStore, user_id: str, result: RecallResult, evidence: Sequence[str]) -> list[str]:
     """The gold ids among ``evidence`` reached by the recalled L1 leaves' source turns."""
     turn_ids = [t for n in result.nodes if n.level == Level.SEGMENT for t in n.source_turn_ids]
     refs = {t.source_ref for t in store.turns(user_id, ids=turn_ids)} if turn_ids else set()
@@ -128,7 +128,7 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def evaluate_recall(store: Store, embedder: Embedder, llm: LLMClient | None, config: Config, user_id: str,
+def evaluate_recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config: Config, user_id: str,
                     questions: Iterable[Any], *, categories: Sequence[int] = (1, 2, 3, 4),
                     complexity_override: Complexity | None = None, gate_override: GateMode | None = None,
                     planner_override: str | None = None, participants: Sequence[str] = (),

@@ -31,8 +31,7 @@ import numpy as np
 
 from timem.config import Config
 from timem.models import Level
-from timem.store import Store
-from timem.store import segtree_tables as segtree_store
+from timem.store.ports import MemoryStore
 
 MERGE_DAYS = 7.0  #: TIDER: items at most this many days apart may merge
 MERGE_COSINE = 0.85  #: TIDER: ... and only with at least this cosine to the event
@@ -89,13 +88,13 @@ def build_events(leaves: Sequence[tuple[str, datetime, datetime, np.ndarray]]) -
     return events
 
 
-_CACHE: weakref.WeakKeyDictionary[Store, dict[str, tuple[Any, list[Event]]]] = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[MemoryStore, dict[str, tuple[Any, list[Event]]]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
-def user_events(store: Store, config: Config, user_id: str) -> list[Event]:
+def user_events(store: MemoryStore, config: Config, user_id: str) -> list[Event]:
     """The user's event pool over their active L1 leaves, cached by segment-tree version."""
-    ver = segtree_store.version(store, user_id, config.segtree_threshold, config.segtree_max_children)
+    ver = store.segment_tree.version(user_id, config.segtree_threshold, config.segtree_max_children)
     with _LOCK:
         hit = _CACHE.get(store, {}).get(user_id)
     if ver is not None and hit is not None and hit[0] == ver:
@@ -109,7 +108,7 @@ def user_events(store: Store, config: Config, user_id: str) -> list[Event]:
     return events
 
 
-def event_channel(store: Store, config: Config, user_id: str, query_vec: np.ndarray,
+def event_channel(store: MemoryStore, config: Config, user_id: str, query_vec: np.ndarray,
                   question_time: datetime | None) -> tuple[list[str], str]:
     """Member leaf ids of the ``Config.event_pool`` events most similar to the question, and a trace note.
 

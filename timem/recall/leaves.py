@@ -2,8 +2,8 @@
 
 Candidates are the union of the top ``Config.recall_candidates`` L1 nodes by cosine similarity
 and the top ``recall_candidates`` by BM25 (query: the question plus the plan's keywords), both
-computed in DuckDB with the user filter inside the SQL (:meth:`Store.search_vector`,
-:meth:`Store.search_bm25`), so no other user's node can become a candidate.
+computed in DuckDB with the user filter inside the SQL (:meth:`MemoryStore.search_vector`,
+:meth:`MemoryStore.search_bm25`), so no other user's node can become a candidate.
 
 Each component is max-normalised over the candidates and fused as in the paper:
 ``s = λ·semantic + (1 − λ)·bm25`` with ``λ = Config.recall_lambda`` (0.9); a component a
@@ -30,7 +30,7 @@ from timem.recall.events import event_channel
 from timem.recall.keywords import extract_keywords, person_names
 from timem.recall.planner import RecallPlan
 from timem.recall.time_channel import TimeLocalisation, localise, tider_score
-from timem.store.duckdb_store import Store
+from timem.store.ports import MemoryStore
 
 
 class Candidate(BaseModel):
@@ -103,7 +103,7 @@ def bm25_query(question: str, plan: RecallPlan) -> str:
     return " ".join([question, *plan.keywords]).strip()
 
 
-def select_leaves(store: Store, embedder: Embedder, config: Config, user_id: str, question: str,
+def select_leaves(store: MemoryStore, embedder: Embedder, config: Config, user_id: str, question: str,
                   plan: RecallPlan, query_vec: np.ndarray | None = None, participants: Sequence[str] = (),
                   question_time: datetime | None = None, localisation: TimeLocalisation | None = None
                   ) -> LeafSelection:
@@ -183,7 +183,7 @@ def select_leaves(store: Store, embedder: Embedder, config: Config, user_id: str
 PRF_DOCS = 5  #: leaves read for pseudo-relevance feedback
 
 
-def _feedback(store: Store, config: Config, user_id: str, query: str, vec_hits: Mapping[str, float],
+def _feedback(store: MemoryStore, config: Config, user_id: str, query: str, vec_hits: Mapping[str, float],
               lex_hits: Mapping[str, float], participants: Sequence[str], n: int
               ) -> tuple[str, dict[str, float], str]:
     """Pseudo-relevance feedback (Lavrenko & Croft's relevance model, as RM3 keeps the original query): the

@@ -25,12 +25,12 @@ from timem.models import Level
 from timem.prompts import time_localiser as prompt
 from timem.recall.time_channel import TimeLocalisation, localise
 from timem.recall.time_window import day_window
-from timem.store.duckdb_store import Store
+from timem.store.ports import MemoryStore
 
 N_SUMMARIES = 30  #: dated L2/L3 memories shown to the LLM localiser (TIDER: the 30 most relevant)
 
 
-def localise_question(store: Store, llm: LLMClient | None, config: Config, user_id: str, question: str,
+def localise_question(store: MemoryStore, llm: LLMClient | None, config: Config, user_id: str, question: str,
                       question_time: datetime, query_vec: np.ndarray, notes: list[str]) -> TimeLocalisation:
     """The question's time localisation by ``Config.time_localiser`` (see the module doc).
 

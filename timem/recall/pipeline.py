@@ -41,7 +41,7 @@ from timem.recall.planner import CentroidPlanner, LLMPlanner, RecallPlan, make_p
 from timem.recall.propagation import propagate_leaves
 from timem.recall.trace import RecallTrace
 from timem.segtree.recall import propagate_segtree
-from timem.store.duckdb_store import Store
+from timem.store.ports import MemoryStore
 from timem.tree.windows import to_utc
 
 
@@ -89,7 +89,7 @@ def _plan(config: Config, embedder: Embedder, llm: RecordingLLM | None, query: s
     return (plan.model_copy(update={"note": notes[-1]}) if notes else plan), query_vec
 
 
-def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: Config, user_id: str, query: str,
+def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, config: Config, user_id: str, query: str,
             question_time: datetime | None, complexity_override: Complexity | None, gate_override: GateMode | None,
             planner_override: str | None, participants: Sequence[str]) -> RecallResult:
     if not query.strip():
@@ -181,7 +181,7 @@ def _recall(store: Store, embedder: Embedder, llm: RecordingLLM | None, config: 
     return RecallResult(context=context, nodes=chosen, trace=trace)
 
 
-def neighbour_leaves(store: Store, config: Config, user_id: str, kept_leaves: Sequence[Candidate],
+def neighbour_leaves(store: MemoryStore, config: Config, user_id: str, kept_leaves: Sequence[Candidate],
                      nodes: dict[str, MemoryNode]) -> list[tuple[str, str, str]]:
     """The adjacent segments of kept leaves (``Config.recall_neighbours``) as ``(leaf, neighbour, reason)``,
     in leaf rank order; their nodes are added to ``nodes`` (one store query each way, user filter in SQL)."""
@@ -207,7 +207,7 @@ def _settings(config: Config) -> dict[str, Any]:
     return config.recall_settings()
 
 
-def recall(store: Store, embedder: Embedder, llm: LLMClient | None, config: Config, user_id: str, query: str,
+def recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config: Config, user_id: str, query: str,
            question_time: datetime | None = None, *, complexity_override: Complexity | None = None,
            gate_override: GateMode | None = None, planner_override: str | None = None,
            participants: Sequence[str] = (), persist: bool = True) -> RecallResult:
@@ -236,7 +236,7 @@ def recall(store: Store, embedder: Embedder, llm: LLMClient | None, config: Conf
     return result
 
 
-def pinned_lines(store: Store, config: Config, user_id: str) -> list[str]:
+def pinned_lines(store: MemoryStore, config: Config, user_id: str) -> list[str]:
     """The user's pinned, open, active items as ``"Mia's home city: Porto"`` lines, oldest first, within
     ``Config.memory_pinned_tokens`` (cl100k); none when the memory layer is off."""
     if not config.memory_items:
@@ -252,13 +252,13 @@ def pinned_lines(store: Store, config: Config, user_id: str) -> list[str]:
     return lines
 
 
-def _touch_items(store: Store, result: RecallResult) -> None:
+def _touch_items(store: MemoryStore, result: RecallResult) -> None:
     """Record the access of the items given (decay bookkeeping), at the question time."""
     if result.trace.items:
         store.touch_items([u.item_id for u in result.trace.items], result.trace.question_time)
 
 
-def answer(store: Store, embedder: Embedder, llm: LLMClient, config: Config, user_id: str, query: str,
+def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Config, user_id: str, query: str,
            question_time: datetime | None = None, *, complexity_override: Complexity | None = None,
            gate_override: GateMode | None = None, planner_override: str | None = None,
            participants: Sequence[str] = (), persist: bool = True, asker: str | None = None) -> AnswerResult:

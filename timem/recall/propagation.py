@@ -27,7 +27,7 @@ import numpy as np
 from timem.config import Config
 from timem.models import Level
 from timem.recall.leaves import Candidate, LeafSelection, fuse, rerank
-from timem.store import Store
+from timem.store.ports import MemoryStore
 
 Direction = Literal["top-down", "bottom-up", "both"]
 
@@ -91,7 +91,7 @@ def max_normalised(scores: Mapping[str, float]) -> dict[str, float]:
     return {k: (v / top if top > 0 else 0.0) for k, v in scores.items()}
 
 
-def with_routed(store: Store, config: Config, selection: LeafSelection, routed: Sequence[str],
+def with_routed(store: MemoryStore, config: Config, selection: LeafSelection, routed: Sequence[str],
                 query_vec: np.ndarray) -> dict[str, Candidate]:
     """The selection's candidates plus the ``routed`` leaves, by id, all re-fused from raw cosine and BM25.
 
@@ -107,7 +107,7 @@ def with_routed(store: Store, config: Config, selection: LeafSelection, routed: 
     return base
 
 
-def propagate_leaves(store: Store, config: Config, user_id: str, query: str, query_vec: np.ndarray,
+def propagate_leaves(store: MemoryStore, config: Config, user_id: str, query: str, query_vec: np.ndarray,
                      selection: LeafSelection, top_k: int, question_time: datetime | None = None
                      ) -> tuple[LeafSelection, dict[str, float]]:
     """Re-rank leaf selection by propagated relevance (``Config.propagation``); returns the new selection

@@ -16,7 +16,7 @@ from timem.recall.ancestors import AncestorRecord
 from timem.recall.gating import GateOutcome
 from timem.recall.leaves import Candidate
 from timem.recall.planner import RecallPlan
-from timem.store.duckdb_store import Store
+from timem.store.ports import MemoryStore
 
 
 class LLMCall(BaseModel):
@@ -75,11 +75,11 @@ class RecallTrace(BaseModel):
         """Prompt plus completion tokens over all LLM calls (unknown counts as 0)."""
         return sum((c.prompt_tokens or 0) + (c.completion_tokens or 0) for c in self.llm_calls)
 
-    def save(self, store: Store) -> None:
+    def save(self, store: MemoryStore) -> None:
         """Persist (insert or replace by ``trace_id``)."""
         store.save_trace(self.trace_id, self.user_id, self.query, self.model_dump(mode="json"))
 
 
-def load_traces(store: Store, user_id: str | None = None, limit: int = 100) -> list[RecallTrace]:
+def load_traces(store: MemoryStore, user_id: str | None = None, limit: int = 100) -> list[RecallTrace]:
     """Saved traces, newest first, validated back into :class:`RecallTrace`."""
     return [RecallTrace.model_validate(d) for d in store.traces(user_id, limit=limit)]

@@ -35,26 +35,25 @@ from timem.config import Config
 from timem.errors import StoreError
 from timem.recall.leaves import LeafSelection, fuse, rerank
 from timem.recall.propagation import direction_of, max_normalised, propagate_relevance, with_routed
-from timem.store import Store
-from timem.store import segtree_tables as segstore
-from timem.store.segtree_view import TreeView, cached_index, leaf_rows, leaves_under
+from timem.store.ports import MemoryStore
+from timem.store.segtree_tables import SyncReport
 
 
-def ensure(store: Store, config: Config, user_id: str) -> tuple[segstore.SyncReport | None, tuple[Any, ...]]:
+def ensure(store: MemoryStore, config: Config, user_id: str) -> tuple[SyncReport | None, tuple[Any, ...]]:
     """Sync the user's segment tree if it is not current (:func:`timem.store.segtree_tables.version`); returns what
     the sync did (``None``: nothing to do) and the tree's version."""
-    current = segstore.version(store, user_id, config.segtree_threshold, config.segtree_max_children)
+    current = store.segment_tree.version(user_id, config.segtree_threshold, config.segtree_max_children)
     if current is not None:
         return None, current
-    report = segstore.sync(store, user_id, config.segtree_threshold, config.segtree_max_children)
-    current = segstore.version(store, user_id, config.segtree_threshold, config.segtree_max_children)
+    report = store.segment_tree.sync(user_id, config.segtree_threshold, config.segtree_max_children)
+    current = store.segment_tree.version(user_id, config.segtree_threshold, config.segtree_max_children)
     if current is None:
         raise StoreError(f"the segment tree of {user_id} is not current right after a sync; rebuild it with "
                          f"`timem segtree build --user {user_id} --rebuild`")
     return report, current
 
 
-def propagate_segtree(store: Store, config: Config, user_id: str, query_vec: np.ndarray, selection: LeafSelection,
+def propagate_segtree(store: MemoryStore, config: Config, user_id: str, query_vec: np.ndarray, selection: LeafSelection,
                       top_k: int, question_time: datetime | None = None) -> tuple[LeafSelection, dict[str, float]]:
     """Re-rank the leaf selection by relevance propagated over the segment tree (module docstring).
 
@@ -71,8 +70,8 @@ def propagate_segtree(store: Store, config: Config, user_id: str, query_vec: np.
     synced, tree_version = ensure(store, config, user_id)
     hops = config.propagation_hops
     cands = {c.node_id: c for c in selection.candidates}
-    view = TreeView(store, cached_index(store, user_id, hops, tree_version), leaf_rows(store, user_id, list(cands)),
-                    query_vec, max(1, config.recall_candidates // 2), question_time)
+    view = store.segment_tree.view(user_id, tree_version, list(cands), query_vec,
+                                   max(1, config.recall_candidates // 2), question_time, hops)
     top = view.top
     info = view.lineage(cands)
     height = {i: h for i, h, _ in top} | {i: v[1] for i, v in info.items()}
@@ -96,7 +95,7 @@ def propagate_segtree(store: Store, config: Config, user_id: str, query_vec: np.
     routed: list[str] = []
     if config.propagation_route > 0:
         segments = sorted((i for i in upper if height[i] == 1), key=lambda i: (-upper[i], i))
-        under = leaves_under(store, user_id, segments[: config.propagation_route])
+        under = store.segment_tree.leaves_under(user_id, segments[: config.propagation_route])
         routed = [i for i, _, _, start in under if i not in cands
                   and (question_time is None or start <= question_time)]
         view.leaves.update({i: (p, n) for i, p, n, _ in under if i in routed})

@@ -20,8 +20,7 @@ from timem.errors import UnusableAnswerError
 from timem.llm.protocol import LLMClient
 from timem.models import Level
 from timem.prompts import segment_topic
-from timem.store import segtree_tables as segstore
-from timem.store.duckdb_store import Store
+from timem.store.ports import MemoryStore
 
 MAX_SPAN_CHARS = 4000  #: utterances of one node shown to the model, at most (whole lines, from the start)
 
@@ -47,7 +46,7 @@ def _span_text(texts: list[str]) -> str:
     return "\n".join(out)
 
 
-def summarise(store: Store, llm: LLMClient, user_id: str, *, min_height: int = 2, limit: int | None = None
+def summarise(store: MemoryStore, llm: LLMClient, user_id: str, *, min_height: int = 2, limit: int | None = None
               ) -> TopicReport:
     """Write the missing topics of the user's closed nodes of height ``>= min_height`` (module doc).
 
@@ -57,9 +56,9 @@ def summarise(store: Store, llm: LLMClient, user_id: str, *, min_height: int = 2
     Raises:
         LLMError: the model could not be reached (topics written before stay).
     """
-    nodes = segstore.load(store, user_id)
+    nodes = store.segment_tree.load(user_id)
     leaves = [x for x in nodes if x.is_leaf]
-    have = segstore.summaries(store, user_id)
+    have = store.segment_tree.summaries(user_id)
     last = len(leaves) - 1
     todo = [x for x in nodes if x.height >= min_height and x.last_seq < last and x.id not in have]
     report = TopicReport(pending=len(todo))
@@ -82,7 +81,7 @@ def summarise(store: Store, llm: LLMClient, user_id: str, *, min_height: int = 2
             store.audit("segtree-summary-failed", user_id, None, {"node": x.id, "reason": "unsupported"})
             continue
         with store.transaction():
-            segstore.save_summary(store, user_id, x, kept, llm.model_id, segment_topic.PROMPT_VERSION)
+            store.segment_tree.save_summary(user_id, x, kept, llm.model_id, segment_topic.PROMPT_VERSION)
         report.written += 1
         report.pending -= 1
     return report

@@ -312,7 +312,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
         """Mark a session ended and consolidate what that closes (its L2 session memory at least)."""
         with s.use() as eng:
             internal = s.require_user(eng, t, user)
-            if session_id not in {x["session_id"] for x in eng.sessions(internal)}:
+            if session_id not in {x.session_id for x in eng.sessions(internal)}:
                 raise NotFoundError(f"user {user!r} has no session {session_id!r}")
             return _written(user, internal, lambda: eng.end_session(internal, session_id))
 

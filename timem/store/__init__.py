@@ -1,5 +1,29 @@
-"""DuckDB persistence: one file holds turns, the tree, vectors, FTS, the LLM cache and recall traces."""
+"""DuckDB persistence: one file holds turns, the tree, vectors, FTS, the LLM cache and recall traces.
+
+Code outside this package holds a store through the ports of :mod:`timem.store.ports` (usually
+:class:`~timem.store.ports.MemoryStore`) and opens one with :func:`open_store`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 from timem.store.duckdb_store import Store
+from timem.store.ports import MemoryStore
 
-__all__ = ["Store"]
+
+def open_store(path: str | Path, embed_model_id: str, dim: int, vector_index: str = "exact") -> MemoryStore:
+    """Open (or create) the DuckDB memory store at ``path`` (``":memory:"`` for a throwaway one).
+
+    Args:
+        embed_model_id: id of the embedder whose vectors the file holds (refused if it holds another's).
+        dim: the embedding dimension.
+        vector_index: ``"exact"`` or ``"hnsw"`` (see :class:`~timem.store.duckdb_store.Store`).
+
+    Raises:
+        StoreError: the file cannot be opened (e.g. locked by another process) or holds another embedder's vectors.
+    """
+    return Store(path, embed_model_id, dim, vector_index)
+
+
+__all__ = ["MemoryStore", "Store", "open_store"]

@@ -26,13 +26,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np
 
 from timem.errors import NotFoundError, StoreError
-from timem.models import Level, MemoryNode, NodeStatus, Role, Turn
+from timem.models import Level, MemoryNode, NodeStatus, Role, SessionInfo, Turn
 from timem.store.items import ItemTables
 from timem.store.memory_index import MemoryIndex
 from timem.store.migrations import migrate
@@ -51,6 +51,9 @@ from timem.store.search import (
 from timem.store.segmenter import search_text
 from timem.store.tree_queries import adjacent_segments, segments_in_windows
 from timem.tree.order import SQL_ORDER
+
+if TYPE_CHECKING:
+    from timem.store.segtree_tables import SegmentTreeTables
 
 _NODE_COLS = ("id, user_id, level, window_key, session_id, span_start, span_end, content, child_ids, "
               "history_ids, source_turn_ids, parent_id, model_id, prompt_version, created_at, status, stale, mode")
@@ -113,6 +116,19 @@ class Store(RecordTables, ItemTables):
             ensure_hnsw(self.con)
         elif drop_hnsw(self.con):  # it would slow every insert and go stale; say so where edits are logged
             self.audit("hnsw-dropped", None, None, {"reason": "store opened with vector_index='exact'"})
+
+    @property
+    def segment_tree(self) -> SegmentTreeTables:
+        """The users' segment trees in this file (:class:`timem.store.ports.SegmentTreePort`)."""
+        from timem.store.segtree_tables import SegmentTreeTables  # it imports this module
+
+        return SegmentTreeTables(self)
+
+    def merge_file(self, other: str | Path) -> dict[str, int]:
+        """Copy every user of the TiMem file ``other`` into this one (:func:`timem.store.merge.merge_file`)."""
+        from timem.store.merge import merge_file
+
+        return merge_file(self, other)
 
     # ---------------------------------------------------------------- basics
     def _connect(self) -> duckdb.DuckDBPyConnection:
@@ -283,11 +299,12 @@ class Store(RecordTables, ItemTables):
                      event_time=_py(r[7]), source_ref=r[8], image_caption=r[9], ingested_at=_py(r[10]),
                      utc_offset_minutes=r[11]) for r in rows]
 
-    def sessions(self, user_id: str) -> list[dict[str, Any]]:
-        """Sessions of a user: ``session_id``, ``started_at``, ``last_event_at`` (UTC-aware), ``ended``."""
+    def sessions(self, user_id: str) -> list[SessionInfo]:
+        """Sessions of a user, by start (then id)."""
         rows = self.con.execute("SELECT session_id, started_at, last_event_at, ended FROM sessions "
                                 "WHERE user_id = ? ORDER BY started_at, session_id", [user_id]).fetchall()
-        return [{"session_id": r[0], "started_at": _py(r[1]), "last_event_at": _py(r[2]), "ended": r[3]} for r in rows]
+        return [SessionInfo(session_id=r[0], started_at=_py(r[1]), last_event_at=_py(r[2]), ended=bool(r[3]))
+                for r in rows]
 
     def end_session(self, user_id: str, session_id: str) -> None:
         self.con.execute("UPDATE sessions SET ended = TRUE WHERE user_id = ? AND session_id = ?", [user_id, session_id])

@@ -10,6 +10,12 @@ A module that needs one concern depends on its port, not on the DuckDB class, so
 * :class:`NodeRepository` — the Temporal Memory Tree's nodes and their vectors.
 * :class:`Search` — BM25 and vector search over nodes, and the time-window and neighbour queries.
 * :class:`IndexHealth` — what ``timem check`` reads about the indexes.
+* :class:`ItemRepository` — the memory layer's items (facts, preferences, events, plans) and their vectors.
+* :class:`SegmentTreePort` — the SegTreeMem segment tree's tables (``store.segment_tree``).
+* :class:`Maintenance` — erase, compaction, write-request idempotency, usage and statistics.
+* :class:`MemoryStore` — all of the above: what the engine facade, consolidation, editing and the
+  bench hold. Code outside ``timem.store`` names these ports, never the DuckDB class (open a store with
+  :func:`timem.store.open_store`).
 """
 
 from __future__ import annotations
@@ -17,11 +23,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from timem.models import Level, MemoryNode, NodeStatus, Turn
+from timem.models import Level, MemoryItem, MemoryNode, NodeStatus, SessionInfo, Turn
+from timem.segtree.tree import SegNode
+from timem.store.segtree_tables import SyncReport
+from timem.store.segtree_view import TreeView
 
 if TYPE_CHECKING:
     from timem.store.duckdb_store import Store
@@ -63,11 +73,15 @@ class TurnLog(Protocol):
 
     def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]: ...
 
-    def sessions(self, user_id: str) -> list[dict[str, Any]]: ...
+    def sessions(self, user_id: str) -> list[SessionInfo]: ...
 
     def end_session(self, user_id: str, session_id: str) -> None: ...
 
     def users(self) -> list[str]: ...
+
+    def changed_turns(self, turns: Sequence[Turn]) -> list[tuple[Turn, Turn]]: ...
+
+    def update_turn_text(self, turn: Turn) -> list[tuple[str, str | None]]: ...
 
 
 class NodeRepository(Protocol):
@@ -91,6 +105,22 @@ class NodeRepository(Protocol):
     def parent_ids(self, node_ids: Sequence[str]) -> dict[str, str | None]: ...
 
     def embeddings(self, node_ids: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def add_nodes(self, nodes: Sequence[MemoryNode], embeddings: np.ndarray) -> None: ...
+
+    def lineage(self, user_id: str, node_ids: Sequence[str], top_level: int
+                ) -> tuple[dict[str, MemoryNode], dict[str, str | None]]:
+        """``node_ids`` and their ancestors up to ``top_level`` (nodes by id, and each one's parent id)."""
+        ...
+
+    def history(self, user_id: str, level: Level, before: datetime, k: int) -> list[MemoryNode]: ...
+
+    def window_keys(self, user_id: str, level: Level, session_id: str | None = None, *,
+                    include_deleted: bool = False) -> set[str]: ...
+
+    def relink(self, child_id: str, parent_id: str) -> None: ...
+
+    def delete_nodes(self, node_ids: Sequence[str]) -> None: ...
 
 
 class Search(Protocol):
@@ -118,6 +148,117 @@ class IndexHealth(Protocol):
         ...
 
 
+class ItemRepository(Protocol):
+    """Memory items (:mod:`timem.memory`) with their vectors; writes inside ``transaction``."""
+
+    def add_item(self, item: MemoryItem, embedding: np.ndarray) -> None: ...
+
+    def update_item(self, item_id: str, **fields: Any) -> None: ...
+
+    def items(self, user_id: str | None = None, *, status: str | None = "active", ids: Sequence[str] | None = None,
+              subject: str | None = None, attribute: str | None = None) -> list[MemoryItem]: ...
+
+    def item(self, item_id: str) -> MemoryItem: ...
+
+    def item_embeddings(self, item_ids: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def touch_items(self, item_ids: Sequence[str], at: datetime) -> None: ...
+
+    def items_from_sources(self, node_ids: Sequence[str]) -> list[MemoryItem]: ...
+
+    def drop_item_sources(self, node_ids: Sequence[str]) -> dict[str, int]: ...
+
+    def items_without_active_source(self, node_ids: Sequence[str]) -> list[MemoryItem]: ...
+
+    def was_forgotten(self, item_id: str) -> bool: ...
+
+    def extracted_units(self, user_id: str, mode: str) -> set[str]: ...
+
+    def mark_extracted(self, user_id: str, unit_id: str, mode: str, n_items: int) -> None: ...
+
+
+class SegmentTreePort(Protocol):
+    """The segment tree of each user (SegTreeMem, arXiv 2606.04555), kept in step with the L1 memories;
+    see :mod:`timem.store.segtree_tables` for what each method does."""
+
+    def version(self, user_id: str, threshold: float, max_children: int) -> tuple[Any, ...] | None: ...
+
+    def is_current(self, user_id: str, threshold: float, max_children: int) -> bool: ...
+
+    def sync(self, user_id: str, threshold: float, max_children: int, *, rebuild: bool = False) -> SyncReport: ...
+
+    def sync_users(self, user_ids: Sequence[str], threshold: float, max_children: int, *,
+                   rebuild: bool = False) -> dict[str, SyncReport]: ...
+
+    def load(self, user_id: str) -> list[SegNode]: ...
+
+    def summaries(self, user_id: str) -> dict[str, str]: ...
+
+    def save_summary(self, user_id: str, node: SegNode, summary: str, model_id: str, prompt_version: str) -> None: ...
+
+    def view(self, user_id: str, version: Any, leaf_ids: Sequence[str], query_vec: np.ndarray, per_height: int,
+             until: datetime | None, max_height: int) -> TreeView: ...
+
+    def leaves_under(self, user_id: str, parent_ids: Sequence[str]) -> list[tuple[str, str, int, datetime]]: ...
+
+
+class Maintenance(Protocol):
+    """Erase and compaction, idempotent write requests, LLM usage and counts."""
+
+    @property
+    def path(self) -> str:
+        """The database file (or ``":memory:"``)."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """The embedding dimension of the vectors the store holds."""
+        ...
+
+    @property
+    def vector_index(self) -> str:
+        """``"exact"`` or ``"hnsw"``."""
+        ...
+
+    def close(self) -> None: ...
+
+    def compact(self) -> dict[str, float]: ...
+
+    def checkpoint(self) -> None: ...
+
+    def erase_user(self, user_id: str) -> dict[str, int]: ...
+
+    def user_texts(self, user_id: str) -> list[str]: ...
+
+    def forget_text(self, node_ids: Sequence[str], texts: Sequence[str], user_id: str | None = None
+                    ) -> dict[str, int]: ...
+
+    def purge_cache_mentioning(self, texts: Sequence[str]) -> int: ...
+
+    def write_request(self, user_id: str, key: str) -> tuple[str, list[str]] | None: ...
+
+    def record_write_request(self, user_id: str, key: str, fingerprint: str, turn_ids: Sequence[str]) -> None: ...
+
+    def llm_usage(self, since: datetime) -> dict[str, dict[str, float]]: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+    def merge_file(self, other: str | Path) -> dict[str, int]:
+        """Copy every row of another TiMem file's users into this store (``timem ingest --ray``)."""
+        ...
+
+
+class MemoryStore(LLMCache, TraceSink, AuditSink, TurnLog, NodeRepository, Search, IndexHealth, ItemRepository,
+                  Maintenance, Protocol):
+    """Everything TiMem persists (the DuckDB :class:`~timem.store.Store` is the one implementation)."""
+
+    @property
+    def segment_tree(self) -> SegmentTreePort:
+        """The users' segment trees in this store."""
+        ...
+
+
 if TYPE_CHECKING:  # mypy: the DuckDB store satisfies every port
-    def _checks(s: Store) -> tuple[LLMCache, TraceSink, AuditSink, TurnLog, NodeRepository, Search, IndexHealth]:
-        return s, s, s, s, s, s, s
+    def _checks(s: Store) -> tuple[LLMCache, TraceSink, AuditSink, TurnLog, NodeRepository, Search, IndexHealth,
+                                   ItemRepository, SegmentTreePort, Maintenance, MemoryStore]:
+        return s, s, s, s, s, s, s, s, s.segment_tree, s, s

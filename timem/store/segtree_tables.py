@@ -28,7 +28,7 @@ from timem.errors import StoreError
 from timem.segtree.tree import SegNode, SegTree
 from timem.store.duckdb_store import Store
 from timem.store.records import db_time
-from timem.store.segtree_view import note_append
+from timem.store.segtree_view import TreeView, cached_index, leaf_rows, leaves_under, note_append
 from timem.tree.order import SQL_ORDER
 
 _COLS = ("id, user_id, parent_id, height, first_seq, last_seq, span_start, span_end, n_leaves, n_children, "
@@ -190,3 +190,47 @@ def sync_users(store: Store, user_ids: Sequence[str], threshold: float, max_chil
                rebuild: bool = False) -> dict[str, SyncReport]:
     """:func:`sync` for each user (after an ingest, a chat turn, an edit or an erase)."""
     return {u: sync(store, u, threshold, max_children, rebuild=rebuild) for u in dict.fromkeys(user_ids)}
+
+
+class SegmentTreeTables:
+    """This module and :mod:`timem.store.segtree_view` bound to one store: the
+    :class:`~timem.store.ports.SegmentTreePort` that code outside ``timem.store`` uses (``store.segment_tree``).
+
+    Every method is the module function of the same name with ``store`` bound; see those for
+    arguments, units and errors.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def version(self, user_id: str, threshold: float, max_children: int) -> tuple[Any, ...] | None:
+        return version(self._store, user_id, threshold, max_children)
+
+    def is_current(self, user_id: str, threshold: float, max_children: int) -> bool:
+        return is_current(self._store, user_id, threshold, max_children)
+
+    def sync(self, user_id: str, threshold: float, max_children: int, *, rebuild: bool = False) -> SyncReport:
+        return sync(self._store, user_id, threshold, max_children, rebuild=rebuild)
+
+    def sync_users(self, user_ids: Sequence[str], threshold: float, max_children: int, *,
+                   rebuild: bool = False) -> dict[str, SyncReport]:
+        return sync_users(self._store, user_ids, threshold, max_children, rebuild=rebuild)
+
+    def load(self, user_id: str) -> list[SegNode]:
+        return load(self._store, user_id)
+
+    def summaries(self, user_id: str) -> dict[str, str]:
+        return summaries(self._store, user_id)
+
+    def save_summary(self, user_id: str, node: SegNode, summary: str, model_id: str, prompt_version: str) -> None:
+        save_summary(self._store, user_id, node, summary, model_id, prompt_version)
+
+    def view(self, user_id: str, version: Any, leaf_ids: Sequence[str], query_vec: np.ndarray, per_height: int,
+             until: datetime | None, max_height: int) -> TreeView:
+        """A :class:`~timem.store.segtree_view.TreeView` for one question: the user's cached index at
+        ``version`` (:func:`version`) up to ``max_height``, and the rows of the candidate ``leaf_ids``."""
+        return TreeView(cached_index(self._store, user_id, max_height, version),
+                        leaf_rows(self._store, user_id, leaf_ids), query_vec, per_height, until)
+
+    def leaves_under(self, user_id: str, parent_ids: Sequence[str]) -> list[tuple[str, str, int, datetime]]:
+        return leaves_under(self._store, user_id, parent_ids)

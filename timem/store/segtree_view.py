@@ -187,7 +187,7 @@ class TreeView:
         until: UTC-aware; nodes starting after it are left out of :attr:`top`.
     """
 
-    def __init__(self, store: Store, index: SegIndex, leaves: dict[str, tuple[str | None, int]],
+    def __init__(self, index: SegIndex, leaves: dict[str, tuple[str | None, int]],
                  query_vec: np.ndarray, per_height: int, until: datetime | None) -> None:
         self.index, self.leaves = index, dict(leaves)
         ix = index

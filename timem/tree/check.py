@@ -18,8 +18,7 @@ from datetime import timedelta
 
 from timem.config import Config
 from timem.models import Level
-from timem.store import Store
-from timem.store.ports import IndexHealth
+from timem.store.ports import IndexHealth, MemoryStore
 from timem.tree.windows import parent_window, session_closed
 
 
@@ -31,7 +30,7 @@ class Violation:
     detail: str
 
 
-def check_store(store: Store, config: Config, user_id: str | None = None) -> list[Violation]:
+def check_store(store: MemoryStore, config: Config, user_id: str | None = None) -> list[Violation]:
     """All invariant violations (empty list = healthy)."""
     out: list[Violation] = []
     for uid in [user_id] if user_id else store.users():
@@ -40,7 +39,7 @@ def check_store(store: Store, config: Config, user_id: str | None = None) -> lis
     return out
 
 
-def _check_user(store: Store, config: Config, uid: str) -> list[Violation]:
+def _check_user(store: MemoryStore, config: Config, uid: str) -> list[Violation]:
     out: list[Violation] = []
     nodes = {n.id: n for n in store.nodes(uid)}
     parents = store.parent_ids(list(nodes))
@@ -48,8 +47,8 @@ def _check_user(store: Store, config: Config, uid: str) -> list[Violation]:
     idle = timedelta(minutes=config.session_idle_timeout_minutes)
     closed: dict[str, bool] = {}
     if sessions:
-        watermark = max(s["last_event_at"] for s in sessions)
-        closed = {s["session_id"]: session_closed(s, sessions, watermark, idle) for s in sessions}
+        watermark = max(s.last_event_at for s in sessions)
+        closed = {s.session_id: session_closed(s, sessions, watermark, idle) for s in sessions}
     l1_only = all(n.level == Level.SEGMENT for n in nodes.values())
     for n in nodes.values():
         for cid in n.child_ids:

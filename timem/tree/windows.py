@@ -17,11 +17,10 @@ import calendar
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from timem.errors import InvariantError
-from timem.models import Level, TimeSpan
+from timem.models import Level, SessionInfo, TimeSpan
 
 
 def to_utc(dt: datetime, tz: ZoneInfo) -> datetime:
@@ -132,14 +131,13 @@ def check_containment(parent: TimeSpan, children: list[TimeSpan], what: str = "p
                 "This is a bug in window assignment; run `timem check` and report it.")
 
 
-def session_closed(s: dict[str, Any], sessions: Sequence[dict[str, Any]], watermark: datetime, idle: timedelta,
+def session_closed(s: SessionInfo, sessions: Sequence[SessionInfo], watermark: datetime, idle: timedelta,
                    flush: bool = False) -> bool:
-    """Whether session ``s`` (a row of ``Store.sessions``: ``ended``, ``started_at``, ``last_event_at``, UTC-aware)
-    is closed in event time: it was ended, a later session of the user has started, the user's latest event
-    (``watermark``) is ``idle`` past its last turn, or ``flush``. Its L2 session memory is written then."""
-    if flush or s["ended"]:
+    """Whether session ``s`` (one of the user's ``sessions``) is closed in event time: it was ended, a later
+    session of the user has started, the user's latest event (``watermark``, UTC-aware) is ``idle`` past its
+    last turn, or ``flush``. Its L2 session memory is written then."""
+    if flush or s.ended:
         return True
-    if any(o["started_at"] > s["last_event_at"] for o in sessions):
+    if any(o.started_at > s.last_event_at for o in sessions):
         return True
-    last_event: datetime = s["last_event_at"]
-    return watermark - last_event >= idle
+    return watermark - s.last_event_at >= idle

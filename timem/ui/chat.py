@@ -16,7 +16,9 @@ weeks) so that session, day, week and month consolidation can be demoed in minut
 
 from __future__ import annotations
 
+import logging
 import secrets
+import threading
 from datetime import UTC, datetime, timedelta
 
 import streamlit as st
@@ -52,10 +54,10 @@ def _sessions() -> dict[str, str | None]:
 def open_chat_session(engine, user_id: str) -> str | None:
     """The session a new browser session resumes: the user's latest session (by last event) if it is a
     studio chat session (``chat-…``) that was not ended, else ``None``."""
-    sessions = sorted(engine.sessions(user_id), key=lambda s: (s["last_event_at"], s["started_at"]))
+    sessions = sorted(engine.sessions(user_id), key=lambda s: (s.last_event_at, s.started_at))
     last = sessions[-1] if sessions else None
-    if last and last["session_id"].startswith("chat-") and not last["ended"]:
-        return last["session_id"]
+    if last and last.session_id.startswith("chat-") and not last.ended:
+        return last.session_id
     return None
 
 
@@ -124,6 +126,8 @@ def render() -> None:
     if not session_id:
         notice.info("No open session. Type a message to start one, or press **Start session**.")
     busy = jobs.busy(ctx.engine)
+    if not busy:
+        _warm(ctx)
     if busy:
         st.info(f"'{busy.title}' is running in the background (progress in the sidebar); chatting waits until it "
                 "ends, because a chat turn writes memories too. The other pages show what is written so far.",
@@ -226,6 +230,34 @@ def written_summary(nodes: list[MemoryNode]) -> str:
     return "Wrote " + ", ".join(f"{n.level.label} ({n.model_id})" for n in nodes) + "."
 
 
+_WARMED_KEY = "chat_warmed"
+_log = logging.getLogger(__name__)
+
+
+def _warm(ctx: state.StudioContext) -> None:
+    """With the embedded model, evaluate this person's chat system prompt into the model's cache in a
+    background thread (:meth:`MemoryEngine.warm_chat`), so that the first answer does not pay for it: once
+    per user and name, and again after a background job (which may have used the model)."""
+    engine = ctx.engine
+    if engine is None or engine.llm is None or engine.local_model_path is None:
+        return
+    name = _speaker_name(ctx)
+    key = (id(engine), ctx.user, name)
+    warmed: set[tuple[int, str, str]] = st.session_state.setdefault(_WARMED_KEY, set())
+    if key in warmed:
+        return
+    warmed.add(key)
+    threading.Thread(target=_warm_worker, args=(engine, ctx.user, name, ctx.lock), name="timem-chat-warm",
+                     daemon=True).start()
+
+
+def _warm_worker(engine, user_id: str, name: str, lock) -> None:
+    try:
+        engine.warm_chat(user_id, name, store_lock=lock)
+    except TimemError as exc:  # the answer loads the model itself and shows the error to the user
+        _log.warning("warming the chat prompt of %s failed: %s", user_id, exc)
+
+
 def _exchange(ctx: state.StudioContext, text: str) -> None:
     """One chat exchange through :meth:`MemoryEngine.chat_turn` (the message is kept even if answering fails)."""
     at = event_time(ctx)
@@ -258,6 +290,7 @@ def _exchange(ctx: state.StudioContext, text: str) -> None:
     _meta()[(ctx.user, session_id, seq)] = {"trace": turn.trace, "written": [summary], "warning": turn.warning}
     if later:
         jobs.start_consolidation(ctx.engine, ctx.lock, [ctx.user], flush=False, title=BACKGROUND_TITLE)
+        st.session_state.get(_WARMED_KEY, set()).clear()  # the job may use the model: warm again after it
     if st.session_state.get(MODE_KEY) == "Simulated":
         st.session_state[_PENDING_KEY] = timedelta(minutes=1)  # applied before the clock widgets next run
     st.rerun()

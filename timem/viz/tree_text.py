@@ -5,7 +5,7 @@ from __future__ import annotations
 from zoneinfo import ZoneInfo
 
 from timem.models import Level, MemoryNode
-from timem.store import Store
+from timem.store.ports import MemoryStore
 from timem.tree.order import conversation_key
 
 
@@ -14,7 +14,7 @@ def _span(n: MemoryNode, tz: ZoneInfo) -> str:
     return f"{a:%Y-%m-%d %H:%M} .. {b:%Y-%m-%d %H:%M}"
 
 
-def render_tree(store: Store, user_id: str, tz: ZoneInfo, *, level: int | None = None, width: int = 100) -> str:
+def render_tree(store: MemoryStore, user_id: str, tz: ZoneInfo, *, level: int | None = None, width: int = 100) -> str:
     """Indented tree, L5 roots first, children in conversation order (time, then turn sequence at equal
     times: :func:`timem.tree.order.conversation_key`); each line: level, span, model (and mode unless it is
     the model id, e.g. ``extractive``), content.
