@@ -60,7 +60,7 @@ def main() -> None:
                                          **over})
             recipe = Recipe(name="tune", method="timem", group="tune", description="",
                             context_levels=levels or ALL_LEVELS)
-            retr = TimemRetriever(store, embedder, None, cfg, recipe, run_key="tune")
+            retr = TimemRetriever(MemoryEngine(cfg, store, embedder, None), cfg, recipe, run_key="tune")
             rows, lat = [], []
             for user, q in items:
                 t1 = time.perf_counter()

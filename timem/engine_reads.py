@@ -60,6 +60,10 @@ class StoreReads:
         """The DuckDB file this engine owns (``":memory:"`` for an in-memory store)."""
         return self.store.path
 
+    def save_trace(self, trace: RecallTrace) -> None:
+        """Persist a recall trace (e.g. one recalled with ``persist=False``, under another trace id)."""
+        trace.save(self.store)
+
     def traces(self, user_id: str | None = None, limit: int = 100) -> list[RecallTrace]:
         """Saved recall traces (of one user, or all), newest first."""
         from timem.recall.trace import load_traces

@@ -12,9 +12,9 @@ a smaller later one may still fit — the rule of :func:`timem.recall.gating.app
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -22,14 +22,15 @@ from pydantic import BaseModel, Field
 from timem.bench.recipes import Recipe
 from timem.config import Config
 from timem.embed.protocol import Embedder
-from timem.llm.protocol import LLMClient
 from timem.models import Level, MemoryNode
-from timem.recall import recall
 from timem.recall.context import fit_budget, render_context
 from timem.recall.keywords import extract_keywords
 from timem.recall.leaves import fuse
 from timem.recall.trace import LLMCall
 from timem.store.ports import MemoryStore
+
+if TYPE_CHECKING:
+    from timem.engine import MemoryEngine
 
 T = TypeVar("T")
 
@@ -57,10 +58,13 @@ class Retrieved(BaseModel):
 
 
 class TreeIndex:
-    """Turn ids under memory nodes (walking ``child_ids`` down to L1 ``source_turn_ids``), memoised."""
+    """Turn ids under memory nodes (walking ``child_ids`` down to L1 ``source_turn_ids``), memoised.
 
-    def __init__(self, store: MemoryStore) -> None:
-        self.store = store
+    ``nodes_by_id``: the nodes of the given ids, any status (a store's or the engine's ``nodes``).
+    """
+
+    def __init__(self, nodes_by_id: Callable[[list[str]], list[MemoryNode]]) -> None:
+        self.nodes_by_id = nodes_by_id
         self._turns: dict[str, list[str]] = {}
 
     def turns_under(self, nodes: Sequence[MemoryNode]) -> list[str]:
@@ -74,7 +78,7 @@ class TreeIndex:
             if int(node.level) == 1:
                 self._turns[node.id] = list(node.source_turn_ids)
             else:
-                kids = self.store.nodes(ids=node.child_ids, status=None) if node.child_ids else []
+                kids = self.nodes_by_id(list(node.child_ids)) if node.child_ids else []
                 self._turns[node.id] = [t for k in kids for t in self._under(k)]
         return self._turns[node.id]
 
@@ -94,25 +98,26 @@ def trace_id_for(run_key: str, question_id: str) -> str:
 
 
 class TimemRetriever:
-    """TiMem recall (:func:`timem.recall.recall`) under a recipe; traces saved with deterministic ids.
+    """TiMem recall through the engine facade (:meth:`timem.engine.MemoryEngine.recall`: its store, embedder
+    and LLM, which is ``None`` in a retrieval-only run) under a recipe; traces saved with deterministic ids.
 
     With ``recipe.context_levels`` narrower than L1–L5, recall runs without a token budget, the
     other levels are dropped, and the budget is applied to what remains in recall's priority order.
     """
 
-    def __init__(self, store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config: Config, recipe: Recipe,
-                 run_key: str, gate_override: str | None = None, planner_override: str | None = None) -> None:
-        self.store, self.embedder, self.llm, self.config, self.recipe = store, embedder, llm, config, recipe
+    def __init__(self, engine: MemoryEngine, config: Config, recipe: Recipe, run_key: str,
+                 gate_override: str | None = None, planner_override: str | None = None) -> None:
+        self.engine, self.config, self.recipe = engine, config, recipe
         self.run_key, self.gate_override, self.planner_override = run_key, gate_override, planner_override
-        self.tree = TreeIndex(store)
+        self.tree = TreeIndex(lambda ids: engine.nodes(ids=ids, status=None))
         self.restrict = set(recipe.context_levels) != {1, 2, 3, 4, 5}
 
     def retrieve(self, user_id: str, question_id: str, question: str, question_time: datetime,
                  participants: Sequence[str]) -> Retrieved:
         cfg = self.config.with_overrides(token_budget=10**9) if self.restrict else self.config
-        res = recall(self.store, self.embedder, self.llm, cfg, user_id, question, question_time,
-                     complexity_override=self.recipe.complexity, gate_override=self.gate_override,  # type: ignore[arg-type]
-                     planner_override=self.planner_override, participants=participants, persist=False)
+        res = self.engine.recall(user_id, question, question_time, complexity=self.recipe.complexity,  # type: ignore[arg-type]
+                                 gate=self.gate_override, planner=self.planner_override,  # type: ignore[arg-type]
+                                 participants=participants, persist=False, config=cfg)
         nodes, context, tokens = res.nodes, res.context, res.mem_len
         trace = res.trace
         notes = list(trace.notes)
@@ -125,7 +130,7 @@ class TimemRetriever:
             trace = trace.model_copy(update={"node_ids": [n.id for n in nodes], "context": context,
                                              "context_tokens": tokens, "notes": notes})
         trace = trace.model_copy(update={"trace_id": trace_id_for(self.run_key, question_id)})
-        trace.save(self.store)
+        self.engine.save_trace(trace)
         return Retrieved(context=context, mem_len=tokens, complexity=trace.plan.complexity,
                          gate_applied=trace.gate.applied, trace_id=trace.trace_id, llm_calls=list(trace.llm_calls),
                          notes=notes, **_describe(nodes, self.tree))
@@ -143,7 +148,7 @@ class FlatRetriever:
 
     def __init__(self, store: MemoryStore, embedder: Embedder, config: Config, recipe: Recipe) -> None:
         self.store, self.embedder, self.config, self.recipe = store, embedder, config, recipe
-        self.tree = TreeIndex(store)
+        self.tree = TreeIndex(lambda ids: store.nodes(ids=ids, status=None))
 
     def retrieve(self, user_id: str, question_id: str, question: str, question_time: datetime,
                  participants: Sequence[str]) -> Retrieved:

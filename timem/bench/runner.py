@@ -44,6 +44,7 @@ from timem.consolidation.segments import cut_segments
 from timem.datasets import load_dataset
 from timem.datasets.base import ImportedUser, Question
 from timem.embed.protocol import Embedder
+from timem.engine import MemoryEngine
 from timem.errors import TimemError
 from timem.llm.protocol import LLMClient
 from timem.llm.recording import RecordingLLM
@@ -271,8 +272,6 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
 
 def _ingest(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, cfg: Config, users: list[ImportedUser],
             recipe: Recipe) -> None:
-    from timem.engine import MemoryEngine
-
     for u in users:
         check_l1_layout(store, u, cfg)
     MemoryEngine(cfg, store, embedder, llm).ingest(users, flush=True, progress=terminal_progress)
@@ -289,7 +288,8 @@ def _retriever(spec: RunSpec, cfg: Config, store: MemoryStore, embedder: Embedde
     m = spec.recipe.method
     if m == "timem":
         run_key = f"{spec.dataset}|{data_sha[:12]}|{spec.recipe.name}|{'ret' if spec.retrieval_only else 'e2e'}"
-        return TimemRetriever(store, embedder, None if spec.retrieval_only else llm, cfg, spec.recipe, run_key)
+        engine = MemoryEngine(cfg, store, embedder, None if spec.retrieval_only else llm)  # the facade recalls
+        return TimemRetriever(engine, cfg, spec.recipe, run_key)
     if m == "flat":
         return FlatRetriever(store, embedder, cfg, spec.recipe)
     if m == "full-context":
