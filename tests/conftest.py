@@ -20,6 +20,16 @@ def embedder():
     return MiniLMEmbedder()
 
 
+@pytest.fixture(scope="session")
+def fake_embedder():
+    """The deterministic hashing embedder (:mod:`timem.embed.fake`) for logic tests. A module that does not
+    depend on meaning overrides ``embedder`` with it (``embedder = fake_embedder_fixture``), and its
+    ``store`` then holds the fake's vectors."""
+    from timem.embed.fake import HashingEmbedder
+
+    return HashingEmbedder()
+
+
 @pytest.fixture(scope="module")
 def ray_cluster():
     """A local 2-CPU Ray cluster for the tests of one module (``--ray local`` then joins it); stopped after the

@@ -16,6 +16,12 @@ from timem.llm.fake import ScriptedBackend
 from timem.models import Level, NodeStatus, Role
 from timem.tree.check import check_store
 
+
+@pytest.fixture(scope="session")
+def embedder(fake_embedder):
+    """Logic tests: the deterministic hashing embedder instead of MiniLM (tests/conftest.py)."""
+    return fake_embedder
+
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday
 
 

@@ -16,6 +16,12 @@ from timem.store import Store
 from timem.viz.timeline import timeline_frame
 from timem.viz.tree_text import render_tree
 
+
+@pytest.fixture(scope="session")
+def embedder(fake_embedder):
+    """Logic tests: the deterministic hashing embedder instead of MiniLM (tests/conftest.py)."""
+    return fake_embedder
+
 CASE = Path(__file__).resolve().parents[2] / "shared" / "cases" / "found-by-trying" / "c11_same_ts.jsonl"
 LOCKERS = ["12", "7", "47", "Tuesdays", "83"]  # what each exchange says, in spoken order
 

@@ -18,6 +18,12 @@ from timem.recall.pipeline import recall
 from timem.store import Store
 from timem.tree.check import check_store
 
+
+@pytest.fixture(scope="session")
+def embedder(fake_embedder):
+    """Logic tests: the deterministic hashing embedder instead of MiniLM (tests/conftest.py)."""
+    return fake_embedder
+
 CASE = Path(__file__).resolve().parents[2] / "shared" / "cases" / "found-by-trying" / "c03_erase.jsonl"
 SECRETS = ("Quillfeather", "bank card PIN is 5519")
 

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
 from helpers import ABSTRACTIVE, make_turn
 
 from timem.consolidation.grounding import content_words, ground, ground_content
+
+
+@pytest.fixture(scope="session")
+def embedder(fake_embedder):
+    """Logic tests: the deterministic hashing embedder instead of MiniLM (tests/conftest.py)."""
+    return fake_embedder
 
 CHILDREN = ["[2023-06-09 (Fri)]\nOn 9 June 2023: Caroline: I gave a talk at my school event about my transition. "
             "Melanie: Wow! I took the kids camping at the beach last weekend."]

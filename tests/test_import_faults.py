@@ -22,6 +22,12 @@ from timem.datasets.base import ImportedSession, ImportedUser
 from timem.errors import InputError
 from timem.models import Role
 
+
+@pytest.fixture(scope="session")
+def embedder(fake_embedder):
+    """Logic tests: the deterministic hashing embedder instead of MiniLM (tests/conftest.py)."""
+    return fake_embedder
+
 REPO = Path(__file__).resolve().parents[1]
 CASES = REPO.parent / "shared" / "cases" / "found-by-trying"
 UTC_ZONE = __import__("zoneinfo").ZoneInfo("UTC")

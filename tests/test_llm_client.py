@@ -17,6 +17,12 @@ from timem.llm.protocol import ChatBackend, ChatRequest, LLMClient, Message
 from timem.store.duckdb_store import Store
 
 
+@pytest.fixture(scope="session")
+def embedder(fake_embedder):
+    """Logic tests: the deterministic hashing embedder instead of MiniLM (tests/conftest.py)."""
+    return fake_embedder
+
+
 class Facts(BaseModel):
     facts: list[str]
     confidence: float = Field(ge=0, le=1)

@@ -19,6 +19,12 @@ from timem.segtree.recall import propagate_segtree
 from timem.segtree.tree import SegTree
 from timem.store import segtree_tables as segstore
 
+
+@pytest.fixture(scope="session")
+def embedder(fake_embedder):
+    """Logic tests: the deterministic hashing embedder instead of MiniLM (tests/conftest.py)."""
+    return fake_embedder
+
 TOPICS = [
     ["I adopted a puppy called Biscuit last week.", "Biscuit chews every shoe in the house.",
      "The vet said Biscuit needs his second vaccine soon.", "We walk Biscuit by the river every morning."],

@@ -18,6 +18,12 @@ from timem.errors import ConfigError
 from timem.models import Level
 from timem.store import Store
 
+
+@pytest.fixture(scope="session")
+def embedder(fake_embedder):
+    """Logic tests: the deterministic hashing embedder instead of MiniLM (tests/conftest.py)."""
+    return fake_embedder
+
 CASE = Path(__file__).resolve().parents[2] / "shared" / "cases" / "found-by-trying" / "c05_tz.jsonl"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+import pytest
 from helpers import make_turn, scripted_llm
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,6 +16,12 @@ from timem.models import Level
 from timem.store import Store
 from timem.tree.check import check_store
 from timem.tree.windows import day_window, month_window, week_bounds, week_window
+
+
+@pytest.fixture(scope="session")
+def embedder(fake_embedder):
+    """Logic tests: the deterministic hashing embedder instead of MiniLM (tests/conftest.py)."""
+    return fake_embedder
 
 ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Shanghai"]
 # Anchors near DST switches and month/year ends, where window arithmetic usually breaks.
