@@ -32,24 +32,20 @@ import duckdb
 import numpy as np
 
 from timem.errors import NotFoundError, StoreError
-from timem.models import Level, MemoryNode, NodeStatus, Role, SessionInfo, Turn
+from timem.models import Level, MemoryNode, NodeStatus
 from timem.store.items import ItemTables
 from timem.store.memory_index import MemoryIndex
 from timem.store.migrations import migrate
 from timem.store.records import RecordTables, db_time
 from timem.store.rows import in_list, one_row
 from timem.store.search import (
-    DERIVED_TABLES,
-    build_bm25_postings,
     drop_hnsw,
     ensure_hnsw,
     extension_path,
-    query_termids,
-    rebuild_fts,
-    vector_top,
 )
+from timem.store.search_tables import SearchTables
 from timem.store.segmenter import search_text
-from timem.store.tree_queries import adjacent_segments, segments_in_windows
+from timem.store.turns import TurnTables
 from timem.tree.order import SQL_ORDER
 
 if TYPE_CHECKING:
@@ -59,8 +55,6 @@ _NODE_COLS = ("id, user_id, level, window_key, session_id, span_start, span_end,
               "history_ids, source_turn_ids, parent_id, model_id, prompt_version, created_at, status, stale, mode")
 #: ``col IN {_IN_LIST}`` with a list parameter: a semi-join; ``list_contains(?, col)`` scanned every row
 _IN_LIST = "(SELECT unnest(?::VARCHAR[]))"
-_TURN_COLS = ("id, user_id, session_id, seq, speaker, role, text, event_time, source_ref, image_caption, ingested_at, "
-              "utc_offset_minutes")
 
 
 def _py(dt: datetime) -> datetime:
@@ -68,7 +62,7 @@ def _py(dt: datetime) -> datetime:
     return dt.replace(tzinfo=UTC)
 
 
-class Store(RecordTables, ItemTables):
+class Store(TurnTables, SearchTables, RecordTables, ItemTables):
     """DuckDB adapter for everything TiMem persists.
 
     Args:
@@ -228,56 +222,7 @@ class Store(RecordTables, ItemTables):
         finally:
             self._in_tx = False
 
-    # ---------------------------------------------------------------- turns and sessions
-    def add_turns(self, turns: Sequence[Turn]) -> int:
-        """Insert turns whose id is new; returns how many were inserted (idempotent)."""
-        if not turns:
-            return 0
-        ids = [t.id for t in turns]
-        existing = {r[0] for r in self.con.execute(f"SELECT id FROM turns WHERE id IN {_IN_LIST}", [ids]).fetchall()}
-        new = [t for t in turns if t.id not in existing]
-        if new:
-            self.con.executemany(f"INSERT INTO turns ({_TURN_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", [
-                [t.id, t.user_id, t.session_id, t.seq, t.speaker, t.role.value, t.text, db_time(t.event_time),
-                 t.source_ref, t.image_caption, db_time(t.ingested_at), t.utc_offset_minutes] for t in new])
-            for (user, sess), ts in _group_sessions(new).items():
-                lo, hi = min(t.event_time for t in ts), max(t.event_time for t in ts)
-                self.con.execute("""
-                    INSERT INTO sessions VALUES (?, ?, ?, ?, FALSE)
-                    ON CONFLICT (user_id, session_id) DO UPDATE SET
-                      started_at = least(started_at, excluded.started_at),
-                      last_event_at = greatest(last_event_at, excluded.last_event_at)""",
-                                 [user, sess, db_time(lo), db_time(hi)])
-        return len(new)
-
-    def changed_turns(self, turns: Sequence[Turn]) -> list[tuple[Turn, Turn]]:
-        """``(new, stored)`` for each of ``turns`` whose id is stored with another text or image caption."""
-        if not turns:
-            return []
-        by_id = {t.id: t for t in turns}
-        rows = self.con.execute(f"SELECT id, user_id FROM turns WHERE id IN {_IN_LIST}", [list(by_id)]).fetchall()
-        out = []
-        for uid in sorted({r[1] for r in rows}):
-            for old in self.turns(uid, ids=[r[0] for r in rows if r[1] == uid]):
-                new = by_id[old.id]
-                if (new.text, new.image_caption) != (old.text, old.image_caption):
-                    out.append((new, old))
-        return out
-
-    def update_turn_text(self, turn: Turn) -> list[tuple[str, str | None]]:
-        """Store ``turn``'s new text and caption; the L1 segments made from it are removed (their turns
-        kept) so that consolidation writes them again. Returns ``[(L1 id, its parent id or None)]``."""
-        rows = self.con.execute("SELECT id, parent_id FROM nodes WHERE level = 1 AND list_contains(source_turn_ids, ?)",
-                                [turn.id]).fetchall()
-        self.con.execute("UPDATE turns SET text = ?, image_caption = ? WHERE id = ?",
-                         [turn.text, turn.image_caption, turn.id])
-        if rows:
-            self.con.execute(f"DELETE FROM nodes WHERE id IN {_IN_LIST}", [[r[0] for r in rows]])
-            for table in ("segtree_nodes", "segtree_state"):  # its centroids hold the old text's vector
-                self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [turn.user_id])
-            self.mark_nodes_written()
-        return [(r[0], r[1]) for r in rows]
-
+    # ---------------------------------------------------------------- nodes
     def relink(self, child_id: str, parent_id: str) -> None:
         """Set ``child_id``'s parent to ``parent_id`` if the child has none and the parent lists it."""
         self.con.execute("UPDATE nodes SET parent_id = ? WHERE id = ? AND parent_id IS NULL AND EXISTS "
@@ -285,36 +230,6 @@ class Store(RecordTables, ItemTables):
                          "AND list_contains(p.child_ids, ?))",
                          [parent_id, child_id, parent_id, child_id])
 
-    def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]:
-        """Turns of a user (optionally one session or given ids), in event-time then seq order."""
-        sql = f"SELECT {_TURN_COLS} FROM turns WHERE user_id = ?"
-        args: list[Any] = [user_id]
-        if session_id is not None:
-            sql, args = sql + " AND session_id = ?", args + [session_id]
-        if ids is not None:
-            frag, vals = in_list(ids)
-            sql, args = sql + f" AND id IN {frag}", args + vals
-        rows = self.con.execute(sql + " ORDER BY event_time, session_id, seq", args).fetchall()
-        return [Turn(id=r[0], user_id=r[1], session_id=r[2], seq=r[3], speaker=r[4], role=Role(r[5]), text=r[6],
-                     event_time=_py(r[7]), source_ref=r[8], image_caption=r[9], ingested_at=_py(r[10]),
-                     utc_offset_minutes=r[11]) for r in rows]
-
-    def sessions(self, user_id: str) -> list[SessionInfo]:
-        """Sessions of a user, by start (then id)."""
-        rows = self.con.execute("SELECT session_id, started_at, last_event_at, ended FROM sessions "
-                                "WHERE user_id = ? ORDER BY started_at, session_id", [user_id]).fetchall()
-        return [SessionInfo(session_id=r[0], started_at=_py(r[1]), last_event_at=_py(r[2]), ended=bool(r[3]))
-                for r in rows]
-
-    def end_session(self, user_id: str, session_id: str) -> None:
-        self.con.execute("UPDATE sessions SET ended = TRUE WHERE user_id = ? AND session_id = ?", [user_id, session_id])
-
-    def users(self) -> list[str]:
-        rows = self.con.execute("SELECT DISTINCT user_id FROM turns UNION SELECT DISTINCT user_id FROM nodes "
-                                "ORDER BY 1").fetchall()
-        return [r[0] for r in rows]
-
-    # ---------------------------------------------------------------- nodes
     def add_node(self, node: MemoryNode, embedding: np.ndarray) -> None:
         """Insert one node with its embedding and link its children to it (see :meth:`add_nodes`)."""
         self.add_nodes([node], np.asarray(embedding, dtype=np.float32)[None, :])
@@ -501,68 +416,6 @@ class Store(RecordTables, ItemTables):
             self.mark_nodes_written()
         return counts
 
-    # ---------------------------------------------------------------- search
-    def refresh_fts(self, force: bool = False) -> bool:
-        """Rebuild the BM25 index over ``nodes.search_text`` (and its postings table,
-        :func:`timem.store.search.build_bm25_postings`) if writes happened since the last build."""
-        if not force and self.get_meta("fts_dirty") == "0" and (self._postings_seen or self._has_postings()):
-            self._postings_seen = True
-            return False
-        with self.transaction():
-            rebuild_fts(self.con)
-            build_bm25_postings(self.con)
-            self.con.execute("INSERT OR REPLACE INTO meta VALUES ('fts_dirty', '0'), ('postings_version', ?)",
-                             [uuid.uuid4().hex])
-        return True
-
-    def _has_postings(self) -> bool:
-        """Whether the tables derived from the fts index exist (``postings``, ``user_stats``; files written
-        before one was introduced lack it)."""
-        return bool(one_row(self.con.execute("SELECT count(*) FROM duckdb_tables() "
-                                             "WHERE schema_name = 'fts_main_nodes' "
-                                             f"AND table_name IN {DERIVED_TABLES}"))[0] == len(DERIVED_TABLES))
-
-    def search_bm25(self, user_id: str, query: str, level: int, limit: int) -> list[tuple[str, float]]:
-        """Top ``limit`` active nodes of one user and level by BM25 (higher is better); user filter in SQL.
-        Scores equal the fts extension's ``match_bm25`` over this user's rows alone (see :mod:`timem.store.search`)."""
-        self.refresh_fts()
-        termids = query_termids(self.con, query)
-        if not termids:
-            return []
-        return self.memory_index.bm25_top(self.con, self.get_meta("postings_version"), user_id, termids, level, limit)
-
-    def search_vector(self, user_id: str, query_vec: np.ndarray, level: int, limit: int) -> list[tuple[str, float]]:
-        """Top ``limit`` active nodes of one user and level by cosine similarity; user filter in SQL.
-        Exact unless the store was opened with ``vector_index="hnsw"`` (see :mod:`timem.store.search`)."""
-        if self.vector_index == "hnsw":
-            return vector_top(self.con, self.dim, user_id, query_vec, level, limit, hnsw=True)
-        return self.memory_index.vector_top(self.con, self.get_meta("nodes_version"), user_id, query_vec, level, limit)
-
-    def adjacent_segments(self, user_id: str, node_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
-        """``(previous, next)`` L1 node of the same session per L1 node (see :mod:`timem.store.tree_queries`)."""
-        return adjacent_segments(self.con, user_id, node_ids)
-
-    def segments_in_windows(self, user_id: str, windows: Sequence[tuple[datetime, datetime]], limit: int,
-                            until: datetime | None = None) -> list[tuple[str, datetime, datetime]]:
-        """Active L1 nodes overlapping any ``[start, end)`` window, not starting after ``until`` (UTC-aware),
-        as ``(id, span_start, span_end)`` (see :mod:`timem.store.tree_queries`)."""
-        return [(i, _py(a), _py(b)) for i, a, b in segments_in_windows(self.con, user_id, windows, limit, until)]
-
-    def index_health(self) -> dict[str, Any]:
-        """What ``timem check`` reads: active and other nodes (``nodes``), documents in the BM25 index
-        (``fts_documents``, ``None`` before the first build) and ids of nodes whose vector is missing or
-        not unit-length (``non_unit_vectors``)."""
-        n_nodes = one_row(self.con.execute("SELECT count(*) FROM nodes"))[0]
-        try:
-            n_docs = one_row(self.con.execute("SELECT count(*) FROM fts_main_nodes.docs"))[0]
-        except duckdb.CatalogException:
-            n_docs = None
-        bad = [r[0] for r in self.con.execute(
-            "SELECT id FROM nodes WHERE len(embedding) IS NULL OR abs(list_dot_product(embedding::FLOAT[], "
-            "embedding::FLOAT[]) - 1) > 1e-3").fetchall()]
-        return {"nodes": int(n_nodes), "fts_documents": None if n_docs is None else int(n_docs),
-                "non_unit_vectors": bad}
-
     def checkpoint(self) -> None:
         """Write the WAL into the database file (before the file is copied or sent elsewhere)."""
         self.con.execute("CHECKPOINT")
@@ -583,13 +436,6 @@ class Store(RecordTables, ItemTables):
             "prompt_tokens": calls[2], "completion_tokens": calls[3],
             "schema_version": self.schema_version,
         }
-
-
-def _group_sessions(turns: Sequence[Turn]) -> dict[tuple[str, str], list[Turn]]:
-    out: dict[tuple[str, str], list[Turn]] = {}
-    for t in turns:
-        out.setdefault((t.user_id, t.session_id), []).append(t)
-    return out
 
 
 def _node(r: tuple[Any, ...]) -> MemoryNode:

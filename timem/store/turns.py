@@ -1,0 +1,122 @@
+"""The store's turn log (the :class:`~timem.store.ports.TurnLog` port): ``turns`` and ``sessions``.
+
+A mixin of :class:`timem.store.duckdb_store.Store` (it needs ``self.con`` and ``self.mark_nodes_written``).
+Times are UTC-aware at this boundary and naive UTC in the columns; event time is when a turn was said,
+``ingested_at`` when it was stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+
+from timem.models import Role, SessionInfo, Turn
+from timem.store.records import db_time
+from timem.store.rows import in_list
+
+#: ``col IN {_IN_LIST}`` with a list parameter (a semi-join)
+_IN_LIST = "(SELECT unnest(?::VARCHAR[]))"
+TURN_COLS = ("id, user_id, session_id, seq, speaker, role, text, event_time, source_ref, image_caption, ingested_at, "
+             "utc_offset_minutes")
+
+
+def _py(dt: datetime) -> datetime:
+    """Naive UTC from a TIMESTAMP column -> UTC-aware."""
+    return dt.replace(tzinfo=UTC)
+
+
+class TurnTables:
+    """Turns (what was said, in order) and their sessions over ``self.con``."""
+
+    con: duckdb.DuckDBPyConnection
+
+    def mark_nodes_written(self) -> str:  # provided by Store
+        raise NotImplementedError
+
+    def add_turns(self, turns: Sequence[Turn]) -> int:
+        """Insert turns whose id is new; returns how many were inserted (idempotent)."""
+        if not turns:
+            return 0
+        ids = [t.id for t in turns]
+        existing = {r[0] for r in self.con.execute(f"SELECT id FROM turns WHERE id IN {_IN_LIST}", [ids]).fetchall()}
+        new = [t for t in turns if t.id not in existing]
+        if new:
+            self.con.executemany(f"INSERT INTO turns ({TURN_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", [
+                [t.id, t.user_id, t.session_id, t.seq, t.speaker, t.role.value, t.text, db_time(t.event_time),
+                 t.source_ref, t.image_caption, db_time(t.ingested_at), t.utc_offset_minutes] for t in new])
+            for (user, sess), ts in _group_sessions(new).items():
+                lo, hi = min(t.event_time for t in ts), max(t.event_time for t in ts)
+                self.con.execute("""
+                    INSERT INTO sessions VALUES (?, ?, ?, ?, FALSE)
+                    ON CONFLICT (user_id, session_id) DO UPDATE SET
+                      started_at = least(started_at, excluded.started_at),
+                      last_event_at = greatest(last_event_at, excluded.last_event_at)""",
+                                 [user, sess, db_time(lo), db_time(hi)])
+        return len(new)
+
+    def changed_turns(self, turns: Sequence[Turn]) -> list[tuple[Turn, Turn]]:
+        """``(new, stored)`` for each of ``turns`` whose id is stored with another text or image caption."""
+        if not turns:
+            return []
+        by_id = {t.id: t for t in turns}
+        rows = self.con.execute(f"SELECT id, user_id FROM turns WHERE id IN {_IN_LIST}", [list(by_id)]).fetchall()
+        out = []
+        for uid in sorted({r[1] for r in rows}):
+            for old in self.turns(uid, ids=[r[0] for r in rows if r[1] == uid]):
+                new = by_id[old.id]
+                if (new.text, new.image_caption) != (old.text, old.image_caption):
+                    out.append((new, old))
+        return out
+
+    def update_turn_text(self, turn: Turn) -> list[tuple[str, str | None]]:
+        """Store ``turn``'s new text and caption; the L1 segments made from it are removed (their turns
+        kept) so that consolidation writes them again. Returns ``[(L1 id, its parent id or None)]``."""
+        rows = self.con.execute("SELECT id, parent_id FROM nodes WHERE level = 1 AND list_contains(source_turn_ids, ?)",
+                                [turn.id]).fetchall()
+        self.con.execute("UPDATE turns SET text = ?, image_caption = ? WHERE id = ?",
+                         [turn.text, turn.image_caption, turn.id])
+        if rows:
+            self.con.execute(f"DELETE FROM nodes WHERE id IN {_IN_LIST}", [[r[0] for r in rows]])
+            for table in ("segtree_nodes", "segtree_state"):  # its centroids hold the old text's vector
+                self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [turn.user_id])
+            self.mark_nodes_written()
+        return [(r[0], r[1]) for r in rows]
+
+    def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]:
+        """Turns of a user (optionally one session or given ids), in event-time then seq order."""
+        sql = f"SELECT {TURN_COLS} FROM turns WHERE user_id = ?"
+        args: list[Any] = [user_id]
+        if session_id is not None:
+            sql, args = sql + " AND session_id = ?", args + [session_id]
+        if ids is not None:
+            frag, vals = in_list(ids)
+            sql, args = sql + f" AND id IN {frag}", args + vals
+        rows = self.con.execute(sql + " ORDER BY event_time, session_id, seq", args).fetchall()
+        return [Turn(id=r[0], user_id=r[1], session_id=r[2], seq=r[3], speaker=r[4], role=Role(r[5]), text=r[6],
+                     event_time=_py(r[7]), source_ref=r[8], image_caption=r[9], ingested_at=_py(r[10]),
+                     utc_offset_minutes=r[11]) for r in rows]
+
+    def sessions(self, user_id: str) -> list[SessionInfo]:
+        """Sessions of a user, by start (then id)."""
+        rows = self.con.execute("SELECT session_id, started_at, last_event_at, ended FROM sessions "
+                                "WHERE user_id = ? ORDER BY started_at, session_id", [user_id]).fetchall()
+        return [SessionInfo(session_id=r[0], started_at=_py(r[1]), last_event_at=_py(r[2]), ended=bool(r[3]))
+                for r in rows]
+
+    def end_session(self, user_id: str, session_id: str) -> None:
+        self.con.execute("UPDATE sessions SET ended = TRUE WHERE user_id = ? AND session_id = ?", [user_id, session_id])
+
+    def users(self) -> list[str]:
+        rows = self.con.execute("SELECT DISTINCT user_id FROM turns UNION SELECT DISTINCT user_id FROM nodes "
+                                "ORDER BY 1").fetchall()
+        return [r[0] for r in rows]
+
+
+def _group_sessions(turns: Sequence[Turn]) -> dict[tuple[str, str], list[Turn]]:
+    out: dict[tuple[str, str], list[Turn]] = {}
+    for t in turns:
+        out.setdefault((t.user_id, t.session_id), []).append(t)
+    return out
