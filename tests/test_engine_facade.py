@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from timem.chat_turns import reply_without_llm
 from timem.config import load_config
-from timem.engine import MemoryEngine, reply_without_llm
+from timem.engine import MemoryEngine
 from timem.errors import ChatTurnError, ConfigError, InputError, NotFoundError
 from timem.llm.client import LLM
 from timem.llm.fake import ScriptedBackend

@@ -1,0 +1,219 @@
+"""The engine facade's online chat: store a message and its reply, answer a chat turn, warm the embedded model.
+
+A mixin of :class:`timem.engine.MemoryEngine` (it uses the engine's store, config, LLM, recall and
+consolidation). Event times are UTC-aware; the speaker's UTC offset is kept per turn.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from timem.chat_turns import ChatTurn, check_chat, check_turn, make_turn, reply_without_llm, speaker_offset
+from timem.config import Config
+from timem.errors import ChatTurnError, ConsolidationIncomplete, InputError, TimemError
+from timem.llm.protocol import LLMClient
+from timem.memory import forget as forget_mod
+from timem.models import MemoryNode, Role, Turn, WriteRequest
+from timem.prompts import answer as answer_prompt
+from timem.recall import pipeline
+from timem.store.ports import MemoryStore
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from timem.recall.pipeline import AnswerResult, RecallResult
+    from timem.store.segtree_tables import SyncReport
+
+#: speaker label of the assistant's chat turns (role ``assistant``); consolidation never presents
+#: assistant turns as the user's facts (see :mod:`timem.consolidation.extractive`)
+ASSISTANT_NAME = "Assistant"
+
+
+class OnlineChat:
+    """Chat methods of the engine facade."""
+
+    config: Config
+    store: MemoryStore
+    llm: LLMClient | None
+
+    if TYPE_CHECKING:  # provided by MemoryEngine, StoreReads and MemoryLayer
+        @property
+        def local_model_path(self) -> str | None: ...
+
+        def recall(self, user_id: str, query: str, question_time: datetime | None = None, *,
+                   config: Config | None = None) -> RecallResult: ...
+
+        def ask(self, user_id: str, query: str, question_time: datetime | None = None, *,
+                config: Config | None = None, asker: str | None = None) -> AnswerResult: ...
+
+        def _consolidate(self, user_id: str, read: set[str], **kw: Any) -> list[MemoryNode]: ...
+
+        def _extract_rest(self, user_ids: Sequence[str], read: set[str], *, with_llm: bool = True) -> None: ...
+
+        def sync_segtree(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, SyncReport]: ...
+
+        def _forget_turn(self, user_id: str, session_id: str, what: str, event_time: datetime) -> ChatTurn: ...
+
+    def add_exchange(self, user_id: str, session_id: str, user_text: str, assistant_text: str,
+                     event_time: datetime, *, user_name: str = "User", assistant_name: str = ASSISTANT_NAME,
+                     consolidate: bool = True, request: WriteRequest | None = None) -> list[MemoryNode]:
+        """Record one chat exchange (user turn + assistant reply, both at ``event_time``, UTC-aware).
+
+        Writes its L1 segment online and consolidates whatever windows closed in event time. Same as
+        :meth:`add_message` then :meth:`add_reply`, except that nothing is written if either text is refused.
+        ``request`` (an idempotency key) is stored in the turns' transaction; look it up with
+        :meth:`write_request` before writing again.
+
+        Raises:
+            InputError: empty text or a naive ``event_time`` (nothing is written).
+            ConsolidationIncomplete: the turns and the L1 segment were stored, but some closed window
+                could not be consolidated (see :meth:`Consolidator.consolidate`).
+        """
+        check_chat(user_text, event_time)
+        seq = len(self.store.turns(user_id, session_id))
+        offset = speaker_offset(event_time, self.config.tz_for(user_id))
+        turns = [
+            make_turn(user_id, session_id, seq, user_name, Role.USER, user_text, event_time, offset),
+            make_turn(user_id, session_id, seq + 1, assistant_name, Role.ASSISTANT, assistant_text, event_time, offset),
+        ]
+        return self._add_chat_turns(user_id, turns, consolidate, request)
+
+    def add_message(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
+                    user_name: str = "User", request: WriteRequest | None = None) -> Turn:
+        """Store the user's chat message alone, before it is answered (so that it survives an answer that
+        never completes); no consolidation runs (an open session's L1 waits for the reply).
+
+        Raises:
+            InputError: empty text or a naive ``event_time`` (nothing is written).
+        """
+        check_chat(text, event_time)
+        seq = len(self.store.turns(user_id, session_id))
+        turn = make_turn(user_id, session_id, seq, user_name, Role.USER, text, event_time,
+                     speaker_offset(event_time, self.config.tz_for(user_id)))
+        self._add_chat_turns(user_id, [turn], False, request)
+        return turn
+
+    def add_reply(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
+                  assistant_name: str = ASSISTANT_NAME, consolidate: bool = True,
+                  request: WriteRequest | None = None) -> list[MemoryNode]:
+        """Store the assistant's reply (role ``assistant``, speaker ``assistant_name``) after
+        :meth:`add_message`, then write the L1 segment and consolidate what closed (see :meth:`add_exchange`).
+
+        Raises:
+            InputError: empty text or a naive ``event_time`` (nothing is written).
+            ConsolidationIncomplete: see :meth:`add_exchange`.
+        """
+        check_chat(text, event_time, what="reply")
+        seq = len(self.store.turns(user_id, session_id))
+        turn = make_turn(user_id, session_id, seq, assistant_name, Role.ASSISTANT, text, event_time,
+                     speaker_offset(event_time, self.config.tz_for(user_id)))
+        return self._add_chat_turns(user_id, [turn], consolidate, request)
+
+    def write_request(self, user_id: str, key: str) -> tuple[str, list[str]] | None:
+        """The write stored earlier with idempotency ``key`` for ``user_id``: ``(fingerprint, turn ids)``, or None."""
+        return self.store.write_request(user_id, key)
+
+    def _add_chat_turns(self, user_id: str, turns: list[Turn], consolidate: bool,
+                        request: WriteRequest | None = None) -> list[MemoryNode]:
+        for t in turns:
+            check_turn(t)
+        before = self.store.turns(user_id, turns[0].session_id) if turns else []
+        if before and turns[0].event_time < before[-1].event_time:  # as a JSONL import refuses it
+            raise InputError(f"event time {turns[0].event_time.isoformat()} is earlier than the last turn of session "
+                             f"{turns[0].session_id!r} ({before[-1].event_time.isoformat()}); send turns in order "
+                             "or start a new session", field="event_time")
+        with self.store.transaction():  # the turns and their idempotency key: both or neither
+            self.store.add_turns(turns)
+            if request is not None:
+                self.store.record_write_request(user_id, request.key, request.fingerprint, [t.id for t in turns])
+        if not consolidate:
+            return []
+        read: set[str] = set()
+        try:
+            return self._consolidate(user_id, read)
+        finally:
+            self._extract_rest([user_id], read)
+            self.sync_segtree([user_id])
+            self.store.refresh_fts()
+
+    def chat_turn(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
+                  user_name: str = "User", assistant_name: str = ASSISTANT_NAME, consolidate: bool = True) -> ChatTurn:
+        """One chat exchange: store the message, recall and answer it, store the reply, consolidate.
+
+        ``consolidate=False`` stores the reply without writing memories, so that the caller can show the
+        answer first and consolidate afterwards (:meth:`consolidate`; the studio does it in a background
+        job when L2–L5 consolidation calls the LLM).
+
+        The message is stored before it is answered, so it survives an answer that fails. Without an
+        LLM the reply is :func:`reply_without_llm` and the trace still shows what recall found. The
+        question time is ``event_time``; with the embedded model the context budget is at most
+        ``Config.local_chat_token_budget``. Memory items decay with ``Config.memory_chat_half_life_days``
+        unless ``memory_decay_half_life_days`` is set. A "forget that …" / "忘掉…" message is not answered
+        from memory: what it names is forgotten (:meth:`forget` with ``confirm``), the reply lists it, and
+        neither the message nor the reply is stored (``ChatTurn.forgotten`` holds the preview).
+
+        Raises:
+            InputError: empty message or naive ``event_time`` (nothing is written).
+            ChatTurnError: the message is stored but answering failed (``stage="answer"``), the reply
+                was refused (``"reply"``), or the reply is stored and writing memories failed
+                (``"memories"``); ``__cause__`` is the original error.
+        """
+        check_chat(text, event_time)
+        what = forget_mod.forget_request(text)
+        if what is not None:
+            return self._forget_turn(user_id, session_id, what, event_time)
+        self.add_message(user_id, session_id, text, event_time, user_name=user_name)
+        # forgetting by decay is on in chat (Config.memory_chat_half_life_days)
+        half_life = self.config.memory_decay_half_life_days or self.config.memory_chat_half_life_days
+        budget = self.config.token_budget
+        if self.local_model_path is not None:  # the embedded model answers in seconds only from a short prompt
+            budget = min(budget, self.config.local_chat_token_budget)
+        chat_config = self.config.with_overrides(memory_decay_half_life_days=half_life, token_budget=budget)
+        try:
+            if self.llm is None:
+                res = self.recall(user_id, text, event_time, config=chat_config)
+                trace, reply = res.trace, reply_without_llm(len(res.nodes), res.trace.context_tokens)
+            else:
+                out = self.ask(user_id, text, event_time, config=chat_config, asker=user_name)
+                trace, reply = out.recall.trace, out.answer
+        except TimemError as exc:
+            raise ChatTurnError("answer", f"your message was recorded, but answering it failed: {exc}") from exc
+        warning = None
+        try:
+            written = self.add_reply(user_id, session_id, reply, event_time, assistant_name=assistant_name,
+                                     consolidate=consolidate)
+        except ConsolidationIncomplete as exc:  # the exchange and its L1 segment are stored
+            written, warning = list(exc.written), str(exc)
+        except InputError as exc:  # refused before anything was written (e.g. an empty reply)
+            raise ChatTurnError("reply",
+                                f"your message was recorded, but the answer could not be stored: {exc}") from exc
+        except TimemError as exc:  # the reply is stored; consolidation stopped
+            raise ChatTurnError("memories",
+                                f"the exchange was recorded, but writing its memories failed: {exc}") from exc
+        return ChatTurn(session_id=session_id, trace=trace, reply=reply, written=written, warning=warning)
+
+    def warm_chat(self, user_id: str, user_name: str = "User", *,
+                  store_lock: AbstractContextManager[Any] | None = None) -> int | None:
+        """Prepare the embedded model for ``user_name``'s next chat answer: evaluate the answer prompt's
+        system message for this person (instructions, asker and pinned profile, the same on every turn:
+        :mod:`timem.prompts.answer` v5) into llama.cpp's cache, so the answer evaluates only the memories
+        and the question (:meth:`timem.llm.local.LocalLlamaBackend.warm`). The studio calls it in a
+        background thread when the Chat page opens. ``store_lock`` is held while the store is read.
+
+        Returns:
+            The prompt tokens now cached, or ``None`` when the backend keeps no prompt cache (no LLM, an
+            OpenAI-compatible endpoint, or a wrapped backend).
+
+        Raises:
+            LLMError: the model cannot be loaded.
+        """
+        warm = getattr(getattr(self.llm, "backend", None), "warm", None)
+        if warm is None:
+            return None
+        with store_lock or nullcontext():
+            pinned = pipeline.pinned_lines(self.store, self.config, user_id)
+        at = datetime.now(UTC).astimezone(self.config.tz)
+        n: int = warm(answer_prompt.build_messages("", "", at, pinned=pinned, asker=user_name))
+        return n
