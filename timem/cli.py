@@ -9,50 +9,21 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Literal
 
 import typer
 from tqdm import tqdm
 
-from timem.config import Config, load_config
+from timem import cli_service
+from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, ModeOpt, UserOpt, _config, _engine, _samples
+from timem.cli_memory import memories_app, segtree_app
+from timem.config import Config
 from timem.errors import ConsolidationIncomplete, InputError, NotFoundError, TimemError
 from timem.progress import terminal_progress
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="TiMem: a Temporal Memory Tree for chat agents.")
-T = TypeVar("T")
-
-DbOpt = Annotated[Path | None, typer.Option("--db", help="DuckDB file (default: config db_path)")]
-UserOpt = Annotated[str, typer.Option("--user", help="user id (LoCoMo: the sample_id, e.g. conv-26)")]
-LlmOpt = Annotated[str | None, typer.Option("--llm", help="local | openai | none")]
-ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML config file")]
-ModeOpt = Annotated[str | None, typer.Option("--mode", help="L2-L5 consolidation of new windows: extractive (no "
-                                             "LLM) | hybrid (+ LLM title) | abstractive (LLM summary)")]
-
-
-def _config(config: Path | None, db: Path | None, **kw: object) -> Config:
-    return load_config(config, db_path=db, **kw)
-
-
-def _samples(sample: str | None) -> list[str] | None:
-    """``--sample`` as a list of ids (``None``: every conversation); an empty value is refused."""
-    if sample is None:
-        return None
-    ids = [s.strip() for s in sample.split(",") if s.strip()]
-    if not ids:
-        raise InputError(f"--sample {sample!r} names no conversation; omit it for all, or give ids like conv-26")
-    return ids
-
-
-def _engine(cfg: Config, with_llm: bool = True, *, must_exist: bool = False):
-    """The engine over ``cfg.db_path``; ``must_exist`` (commands that only read) refuses to create a file."""
-    from timem.engine import MemoryEngine
-
-    if must_exist and str(cfg.db_path) != ":memory:" and not Path(cfg.db_path).exists():
-        raise NotFoundError(f"no database at {cfg.db_path}; check --db (or TIMEM_DB_PATH), or create it with "
-                            "`timem ingest FILE --format ... --db PATH`")
-    return MemoryEngine.open(cfg, with_llm=with_llm)
-
-
+app.add_typer(segtree_app, name="segtree")
+app.add_typer(memories_app, name="memories")
 @app.command()
 def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"], typer.Option("--format")],
            sample: Annotated[str | None, typer.Option("--sample", help="LoCoMo sample_id(s), comma-separated")] = None,
@@ -322,114 +293,6 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
                    "'n ans' with a gold answer)")
 
 
-segtree_app = typer.Typer(no_args_is_help=True, help="SegTreeMem's segment tree over the L1 memories (the default "
-                          "recall index, recall_index = \"segtree\"; built online at ingest).")
-app.add_typer(segtree_app, name="segtree")
-
-
-@segtree_app.command("build")
-def segtree_build(db: DbOpt = None,
-                  user: Annotated[str | None, typer.Option("--user", help="one user (default: all)")] = None,
-                  rebuild: Annotated[bool, typer.Option(
-                      help="from scratch, even if the stored tree is current")] = False,
-                  config: ConfigOpt = None) -> None:
-    """Build (or extend) the segment tree of a user, or of every user, with the configured segtree_threshold and
-    segtree_max_children."""
-    cfg = _config(config, db)
-    eng = _engine(cfg, with_llm=False, must_exist=True)
-    try:
-        if user is not None:
-            eng.require_user(user)
-        users = [user] if user else eng.users()
-        reports = eng.sync_segtree(users, rebuild=rebuild)
-    finally:
-        eng.close()
-    for uid, r in reports.items():
-        typer.echo(f"{uid}: {'rebuilt' if r.rebuilt else 'extended'}, {r.added} utterance(s) added, "
-                   f"{r.rows} row(s) written")
-
-
-@segtree_app.command("summarise")
-def segtree_summarise(user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
-                      min_height: Annotated[int, typer.Option(help="summarise nodes of this height and above")] = 2,
-                      limit: Annotated[int | None, typer.Option(help="at most N nodes in this run")] = None,
-                      config: ConfigOpt = None) -> None:
-    """Write a one-line LLM topic for each closed segment-tree node of the user (resumable; shown on the
-    Timeline's segment-tree view)."""
-    cfg = _config(config, db, llm_backend=llm)
-    eng = _engine(cfg, must_exist=True)
-    try:
-        report = eng.summarise_segment_tree(user, min_height=min_height, limit=limit)
-        topics = eng.segment_topics(user)
-    finally:
-        eng.close()
-    typer.echo(f"{user}: {report.written} topic(s) written, {len(report.failed)} failed, {report.pending} pending; "
-               f"{len(topics)} node(s) have a topic")
-    for node_id, reason in report.failed[:10]:
-        typer.echo(f"  {node_id}: {reason}", err=True)
-
-
-memories_app = typer.Typer(no_args_is_help=True, help="The memory layer: facts and preferences with their validity "
-                           "(supersession keeps the old ones as history).")
-app.add_typer(memories_app, name="memories")
-
-
-@memories_app.command("list")
-def memories_list(user: UserOpt, db: DbOpt = None,
-                  deleted: Annotated[bool, typer.Option("--deleted", help="also forgotten items")] = False,
-                  config: ConfigOpt = None) -> None:
-    """The user's memory items, oldest first: kind, validity (local days), subject's attribute: value, sources."""
-    cfg = _config(config, db)
-    eng = _engine(cfg, with_llm=False, must_exist=True)
-    try:
-        eng.require_user(user)
-        items = eng.memory_items(user, status=None if deleted else "active")
-    finally:
-        eng.close()
-    if not items:
-        typer.echo(f"no memory items for {user}")
-    for i in items:
-        until = i.valid_to.astimezone(cfg.tz).date().isoformat() if i.valid_to else "now"
-        flags = "".join([f" superseded by {i.superseded_by}" if i.superseded_by else "",
-                         " [pinned]" if i.pinned else "", " [forgotten]" if i.status == "deleted" else ""])
-        typer.echo(f"{i.id}  [{i.kind}, {i.valid_from.astimezone(cfg.tz).date()} – {until}] {i.label()} "
-                   f"({len(i.source_ids)} source(s), {i.source}){flags}")
-
-
-@memories_app.command("extract")
-def memories_extract(db: DbOpt = None,
-                     user: Annotated[str | None, typer.Option("--user", help="one user (default: all)")] = None,
-                     llm: LlmOpt = None, config: ConfigOpt = None) -> None:
-    """Read the L1 segments (rules) or closed sessions (with an LLM) not read yet into memory items, e.g. for a file
-    written before the memory layer; resumable (each segment or session is one transaction)."""
-    cfg = _config(config, db, llm_backend=llm)
-    eng = _engine(cfg, with_llm=cfg.llm_backend != "none", must_exist=True)
-    try:
-        if user is not None:
-            eng.require_user(user)
-        reports = eng.extract_items([user] if user else eng.users())
-    finally:
-        eng.close()
-    for uid, r in reports.items():
-        typer.echo(f"{uid}: {r.units} unit(s) read, {r.added} item(s) added, {r.merged} merged, {r.superseded} "
-                   f"superseded, {r.ended} ended"
-                   + (f"; {len(r.failures)} session(s) failed (audited)" if r.failures else ""))
-
-
-@memories_app.command("pin")
-def memories_pin(item_id: Annotated[str, typer.Argument(help="item id (see `timem memories list`)")], db: DbOpt = None,
-                 unpin: Annotated[bool, typer.Option("--unpin", help="take it out of the pinned profile")] = False,
-                 config: ConfigOpt = None) -> None:
-    """Pin an item into the answer prompt's profile (or take it out with --unpin)."""
-    cfg = _config(config, db)
-    eng = _engine(cfg, with_llm=False, must_exist=True)
-    try:
-        item = eng.pin_item(item_id, not unpin, actor="cli")
-    finally:
-        eng.close()
-    typer.echo(f"{'unpinned' if unpin else 'pinned'}: {item.label()}")
-
-
 @app.command()
 def forget(text: Annotated[str, typer.Argument(help='what to forget, e.g. "I work at Blue Harbor"')], user: UserOpt,
            db: DbOpt = None, yes: Annotated[bool, typer.Option("--yes", help="forget without asking")] = False,
@@ -478,66 +341,7 @@ def studio(db: DbOpt = None, port: int = 8501) -> None:
     os.execve(sys.executable, args, env)
 
 
-KeysOpt = Annotated[Path | None, typer.Option("--keys", help="API keys file (default: <db>.keys.json beside the DB)")]
-
-
-def _keyfile(cfg: Config, keys: Path | None):
-    from timem.service.keys import KeyFile, default_keys_path
-
-    return KeyFile(keys or default_keys_path(cfg.db_path))
-
-
-@app.command()
-def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: KeysOpt = None, llm: LlmOpt = None,
-          config: ConfigOpt = None) -> None:
-    """Serve the memory HTTP API (docs/service.md) over --db; the service is the file's one writer while it runs."""
-    import uvicorn
-
-    from timem.service import create_app
-
-    cfg = _config(config, db, llm_backend=llm)
-    kf = _keyfile(cfg, keys)
-    if not kf.list():
-        typer.echo(f"warning: no API keys in {kf.path}; every request will get 401. Add one with "
-                   f"`timem keys add TENANT --db {cfg.db_path}`", err=True)
-    uvicorn.run(create_app(cfg, kf),
-                host=host, port=port, log_level="info")
-
-
-@app.command()
-def mcp(user: UserOpt, db: DbOpt = None, llm: LlmOpt = None, config: ConfigOpt = None) -> None:
-    """Serve one user's memory to an agent as MCP tools (remember / recall / forget / list) over stdio."""
-    from timem.service.mcp_server import run_stdio
-
-    run_stdio(_config(config, db, llm_backend=llm or "none"), user)
-
-
-keys_app = typer.Typer(no_args_is_help=True, help="API keys of the memory service (stored hashed beside the DB).")
-app.add_typer(keys_app, name="keys")
-
-
-@keys_app.command("add")
-def keys_add(tenant: str, db: DbOpt = None, keys: KeysOpt = None, config: ConfigOpt = None) -> None:
-    """Create a key for TENANT and print it once (only its scrypt hash is stored)."""
-    kf = _keyfile(_config(config, db), keys)
-    key = kf.add(tenant)
-    typer.echo(key)
-    typer.echo(f"(key for tenant {tenant} saved hashed in {kf.path}; it is not shown again)", err=True)
-
-
-@keys_app.command("list")
-def keys_list(db: DbOpt = None, keys: KeysOpt = None, config: ConfigOpt = None) -> None:
-    """Key ids, tenants, creation and revocation times (never the keys)."""
-    for k in _keyfile(_config(config, db), keys).list():
-        typer.echo(f"{k.key_id}  {k.tenant:<20} created {k.created_at}"
-                   + (f"  REVOKED {k.revoked_at}" if k.revoked_at else ""))
-
-
-@keys_app.command("revoke")
-def keys_revoke(key_id_or_tenant: str, db: DbOpt = None, keys: KeysOpt = None, config: ConfigOpt = None) -> None:
-    """Revoke one key (by id) or every key of a tenant; a running service refuses it from the next request."""
-    ids = _keyfile(_config(config, db), keys).revoke(key_id_or_tenant)
-    typer.echo(f"revoked {', '.join(ids)}")
+cli_service.register(app)  # serve, mcp, keys
 
 
 def _mount_bench() -> None:

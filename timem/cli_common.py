@@ -1,0 +1,46 @@
+"""What every ``timem`` subcommand module shares: option types, the config read, the engine opener."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+
+from timem.config import Config, load_config
+from timem.errors import InputError, NotFoundError
+
+T = TypeVar("T")
+
+DbOpt = Annotated[Path | None, typer.Option("--db", help="DuckDB file (default: config db_path)")]
+UserOpt = Annotated[str, typer.Option("--user", help="user id (LoCoMo: the sample_id, e.g. conv-26)")]
+LlmOpt = Annotated[str | None, typer.Option("--llm", help="local | openai | none")]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML config file")]
+ModeOpt = Annotated[str | None, typer.Option("--mode", help="L2-L5 consolidation of new windows: extractive (no "
+                                             "LLM) | hybrid (+ LLM title) | abstractive (LLM summary)")]
+
+
+def _config(config: Path | None, db: Path | None, **kw: object) -> Config:
+    return load_config(config, db_path=db, **kw)
+
+
+def _samples(sample: str | None) -> list[str] | None:
+    """``--sample`` as a list of ids (``None``: every conversation); an empty value is refused."""
+    if sample is None:
+        return None
+    ids = [s.strip() for s in sample.split(",") if s.strip()]
+    if not ids:
+        raise InputError(f"--sample {sample!r} names no conversation; omit it for all, or give ids like conv-26")
+    return ids
+
+
+def _engine(cfg: Config, with_llm: bool = True, *, must_exist: bool = False):
+    """The engine over ``cfg.db_path``; ``must_exist`` (commands that only read) refuses to create a file."""
+    from timem.engine import MemoryEngine
+
+    if must_exist and str(cfg.db_path) != ":memory:" and not Path(cfg.db_path).exists():
+        raise NotFoundError(f"no database at {cfg.db_path}; check --db (or TIMEM_DB_PATH), or create it with "
+                            "`timem ingest FILE --format ... --db PATH`")
+    return MemoryEngine.open(cfg, with_llm=with_llm)
+
+

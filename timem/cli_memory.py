@@ -1,0 +1,116 @@
+"""``timem segtree …`` and ``timem memories …``: the segment tree and the memory layer from the command line."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, UserOpt, _config, _engine
+
+segtree_app = typer.Typer(no_args_is_help=True, help="SegTreeMem's segment tree over the L1 memories (the default "
+                          "recall index, recall_index = \"segtree\"; built online at ingest).")
+
+
+@segtree_app.command("build")
+def segtree_build(db: DbOpt = None,
+                  user: Annotated[str | None, typer.Option("--user", help="one user (default: all)")] = None,
+                  rebuild: Annotated[bool, typer.Option(
+                      help="from scratch, even if the stored tree is current")] = False,
+                  config: ConfigOpt = None) -> None:
+    """Build (or extend) the segment tree of a user, or of every user, with the configured segtree_threshold and
+    segtree_max_children."""
+    cfg = _config(config, db)
+    eng = _engine(cfg, with_llm=False, must_exist=True)
+    try:
+        if user is not None:
+            eng.require_user(user)
+        users = [user] if user else eng.users()
+        reports = eng.sync_segtree(users, rebuild=rebuild)
+    finally:
+        eng.close()
+    for uid, r in reports.items():
+        typer.echo(f"{uid}: {'rebuilt' if r.rebuilt else 'extended'}, {r.added} utterance(s) added, "
+                   f"{r.rows} row(s) written")
+
+
+@segtree_app.command("summarise")
+def segtree_summarise(user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
+                      min_height: Annotated[int, typer.Option(help="summarise nodes of this height and above")] = 2,
+                      limit: Annotated[int | None, typer.Option(help="at most N nodes in this run")] = None,
+                      config: ConfigOpt = None) -> None:
+    """Write a one-line LLM topic for each closed segment-tree node of the user (resumable; shown on the
+    Timeline's segment-tree view)."""
+    cfg = _config(config, db, llm_backend=llm)
+    eng = _engine(cfg, must_exist=True)
+    try:
+        report = eng.summarise_segment_tree(user, min_height=min_height, limit=limit)
+        topics = eng.segment_topics(user)
+    finally:
+        eng.close()
+    typer.echo(f"{user}: {report.written} topic(s) written, {len(report.failed)} failed, {report.pending} pending; "
+               f"{len(topics)} node(s) have a topic")
+    for node_id, reason in report.failed[:10]:
+        typer.echo(f"  {node_id}: {reason}", err=True)
+
+
+memories_app = typer.Typer(no_args_is_help=True, help="The memory layer: facts and preferences with their validity "
+                           "(supersession keeps the old ones as history).")
+
+
+@memories_app.command("list")
+def memories_list(user: UserOpt, db: DbOpt = None,
+                  deleted: Annotated[bool, typer.Option("--deleted", help="also forgotten items")] = False,
+                  config: ConfigOpt = None) -> None:
+    """The user's memory items, oldest first: kind, validity (local days), subject's attribute: value, sources."""
+    cfg = _config(config, db)
+    eng = _engine(cfg, with_llm=False, must_exist=True)
+    try:
+        eng.require_user(user)
+        items = eng.memory_items(user, status=None if deleted else "active")
+    finally:
+        eng.close()
+    if not items:
+        typer.echo(f"no memory items for {user}")
+    for i in items:
+        until = i.valid_to.astimezone(cfg.tz).date().isoformat() if i.valid_to else "now"
+        flags = "".join([f" superseded by {i.superseded_by}" if i.superseded_by else "",
+                         " [pinned]" if i.pinned else "", " [forgotten]" if i.status == "deleted" else ""])
+        typer.echo(f"{i.id}  [{i.kind}, {i.valid_from.astimezone(cfg.tz).date()} – {until}] {i.label()} "
+                   f"({len(i.source_ids)} source(s), {i.source}){flags}")
+
+
+@memories_app.command("extract")
+def memories_extract(db: DbOpt = None,
+                     user: Annotated[str | None, typer.Option("--user", help="one user (default: all)")] = None,
+                     llm: LlmOpt = None, config: ConfigOpt = None) -> None:
+    """Read the L1 segments (rules) or closed sessions (with an LLM) not read yet into memory items, e.g. for a file
+    written before the memory layer; resumable (each segment or session is one transaction)."""
+    cfg = _config(config, db, llm_backend=llm)
+    eng = _engine(cfg, with_llm=cfg.llm_backend != "none", must_exist=True)
+    try:
+        if user is not None:
+            eng.require_user(user)
+        reports = eng.extract_items([user] if user else eng.users())
+    finally:
+        eng.close()
+    for uid, r in reports.items():
+        typer.echo(f"{uid}: {r.units} unit(s) read, {r.added} item(s) added, {r.merged} merged, {r.superseded} "
+                   f"superseded, {r.ended} ended"
+                   + (f"; {len(r.failures)} session(s) failed (audited)" if r.failures else ""))
+
+
+@memories_app.command("pin")
+def memories_pin(item_id: Annotated[str, typer.Argument(help="item id (see `timem memories list`)")], db: DbOpt = None,
+                 unpin: Annotated[bool, typer.Option("--unpin", help="take it out of the pinned profile")] = False,
+                 config: ConfigOpt = None) -> None:
+    """Pin an item into the answer prompt's profile (or take it out with --unpin)."""
+    cfg = _config(config, db)
+    eng = _engine(cfg, with_llm=False, must_exist=True)
+    try:
+        item = eng.pin_item(item_id, not unpin, actor="cli")
+    finally:
+        eng.close()
+    typer.echo(f"{'unpinned' if unpin else 'pinned'}: {item.label()}")
+
+

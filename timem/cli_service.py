@@ -1,0 +1,78 @@
+"""``timem serve``, ``timem mcp`` and ``timem keys …``: the memory service from the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, UserOpt, _config
+from timem.config import Config
+
+KeysOpt = Annotated[Path | None, typer.Option("--keys", help="API keys file (default: <db>.keys.json beside the DB)")]
+
+
+def _keyfile(cfg: Config, keys: Path | None):
+    from timem.service.keys import KeyFile, default_keys_path
+
+    return KeyFile(keys or default_keys_path(cfg.db_path))
+
+
+def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: KeysOpt = None, llm: LlmOpt = None,
+          config: ConfigOpt = None) -> None:
+    """Serve the memory HTTP API (docs/service.md) over --db; the service is the file's one writer while it runs."""
+    import uvicorn
+
+    from timem.service import create_app
+
+    cfg = _config(config, db, llm_backend=llm)
+    kf = _keyfile(cfg, keys)
+    if not kf.list():
+        typer.echo(f"warning: no API keys in {kf.path}; every request will get 401. Add one with "
+                   f"`timem keys add TENANT --db {cfg.db_path}`", err=True)
+    uvicorn.run(create_app(cfg, kf),
+                host=host, port=port, log_level="info")
+
+
+def mcp(user: UserOpt, db: DbOpt = None, llm: LlmOpt = None, config: ConfigOpt = None) -> None:
+    """Serve one user's memory to an agent as MCP tools (remember / recall / forget / list) over stdio."""
+    from timem.service.mcp_server import run_stdio
+
+    run_stdio(_config(config, db, llm_backend=llm or "none"), user)
+
+
+keys_app = typer.Typer(no_args_is_help=True, help="API keys of the memory service (stored hashed beside the DB).")
+
+
+@keys_app.command("add")
+def keys_add(tenant: str, db: DbOpt = None, keys: KeysOpt = None, config: ConfigOpt = None) -> None:
+    """Create a key for TENANT and print it once (only its scrypt hash is stored)."""
+    kf = _keyfile(_config(config, db), keys)
+    key = kf.add(tenant)
+    typer.echo(key)
+    typer.echo(f"(key for tenant {tenant} saved hashed in {kf.path}; it is not shown again)", err=True)
+
+
+@keys_app.command("list")
+def keys_list(db: DbOpt = None, keys: KeysOpt = None, config: ConfigOpt = None) -> None:
+    """Key ids, tenants, creation and revocation times (never the keys)."""
+    for k in _keyfile(_config(config, db), keys).list():
+        typer.echo(f"{k.key_id}  {k.tenant:<20} created {k.created_at}"
+                   + (f"  REVOKED {k.revoked_at}" if k.revoked_at else ""))
+
+
+@keys_app.command("revoke")
+def keys_revoke(key_id_or_tenant: str, db: DbOpt = None, keys: KeysOpt = None, config: ConfigOpt = None) -> None:
+    """Revoke one key (by id) or every key of a tenant; a running service refuses it from the next request."""
+    ids = _keyfile(_config(config, db), keys).revoke(key_id_or_tenant)
+    typer.echo(f"revoked {', '.join(ids)}")
+
+
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve``, ``mcp`` and ``keys`` to the ``timem`` app."""
+    app.command()(serve)
+    app.command()(mcp)
+    app.add_typer(keys_app, name="keys")
