@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -126,6 +127,40 @@ def test_eval_recall_names_every_missing_user_before_any_work(cli_env, locomo_de
     Store(db, "sentence-transformers/all-MiniLM-L6-v2", 384).close()  # exists, holds nobody
     code, out = run("eval-recall", str(locomo_dev), "--format", "locomo", "--db", str(db))
     assert code == 1 and "not in" in out and "ingest first" in out, out
+
+
+def test_eval_recall_reports_coverage_per_category(cli_env):
+    """The documented `timem eval-recall` on an ingested file (it crashed with a TypeError once: the CLI
+    passed keyword names the engine facade does not take)."""
+    data = str(Path(__file__).parent / "fixtures" / "locomo_tiny.json")
+    db = str(cli_env / "t.duckdb")
+    assert run("ingest", data, "--format", "locomo", "--llm", "none", "--mode", "extractive", "--db", db)[0] == 0
+    code, out = run("eval-recall", data, "--format", "locomo", "--db", db, "--json", "--gate", "score")
+    assert code == 0, out
+    report = json.loads(out[out.index("[\n"):])  # after the progress bars (stderr, mixed in by CliRunner)
+    assert [r["user_id"] for r in report] == ["conv-a", "conv-b"] and all(r["n"] > 0 for r in report), out
+
+
+def test_export_json_and_jsonl_that_imports_back(cli_env, chat_file):
+    """`timem export`: the README's promise that an exported JSONL can be read back, at each speaker's offset."""
+    db, again = str(cli_env / "t.duckdb"), str(cli_env / "again.duckdb")
+    assert run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--db", db)[0] == 0
+    code, out = run("export", "--user", "zoe", "--db", db)
+    assert code == 0 and json.loads(out)["user_id"] == "zoe" and json.loads(out)["turns"], out
+    path = cli_env / "zoe.jsonl"
+    code, out = run("export", "--user", "zoe", "--format", "jsonl", "--out", str(path), "--db", db)
+    assert code == 0 and f"wrote {len(TURNS)} turn(s)" in out, out
+    assert run("ingest", str(path), "--format", "jsonl", "--llm", "none", "--db", again)[0] == 0
+    from timem.store import Store
+
+    a, b = (Store(p, "sentence-transformers/all-MiniLM-L6-v2", 384) for p in (db, again))
+    try:
+        assert [(t.id, t.text, t.event_time) for t in a.turns("zoe")] == \
+            [(t.id, t.text, t.event_time) for t in b.turns("zoe")]
+    finally:
+        a.close()
+        b.close()
+    assert run("export", "--user", "nobody", "--db", db)[0] == 1
 
 
 def test_l1_only_ingest_makes_no_llm_call(cli_env, chat_file):

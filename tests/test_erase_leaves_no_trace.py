@@ -121,3 +121,24 @@ def test_compact_keeps_everything_and_refuses_inside_a_transaction(store):
     store.con.execute("INSERT INTO meta VALUES ('k', 'v')")
     with pytest.raises(Exception, match="(?i)constraint|duplicate"):
         store.con.execute("INSERT INTO meta VALUES ('k', 'w')")
+
+
+def test_erasing_a_forgotten_memory_also_erases_the_versions_that_summarised_it(tmp_path, embedder):
+    """Found by a new user: forget, then hard-erase the same L1 memory. The forget had re-consolidated its
+    day, week and month, so the versions quoting it were superseded and no longer reachable by parent links;
+    the erase left them (and the text) in the file. All of them go now."""
+    from memory_scenario import EN, write
+
+    db = tmp_path / "forget-erase.duckdb"
+    eng = open_engine(db, embedder, consolidation_mode="extractive", memory_extractor="rules")
+    eng.ingest(load_jsonl(write(tmp_path / "mia.jsonl", "mia", EN), eng.config.tz))
+    assert any("Blue Harbor" in n.content for n in eng.store.nodes("mia") if n.level > 1)
+    eng.forget("mia", "I work at Blue Harbor", confirm=True)
+    (seg,) = [n for n in eng.store.nodes("mia", 1, status=None) if "Blue Harbor" in n.content]
+    superseded = [n for n in eng.store.nodes("mia", status=None) if n.level > 1 and "Blue Harbor" in n.content]
+    assert superseded and all(n.status != "active" for n in superseded)  # the forget left these behind
+    eng.delete_memories([seg.id], hard=True)
+    assert not [n.id for n in eng.store.nodes("mia", status=None) if "Blue Harbor" in n.content]
+    assert check_store(eng.store, eng.config) == []
+    eng.store.close()
+    assert b"Blue Harbor" not in file_bytes(db)

@@ -85,3 +85,25 @@ def test_update_reconsolidates_the_ancestors(tmp_path, embedder):
     assert not any(n.stale for n in store.nodes("orla"))
     assert check_store(store, cfg) == []
     eng.close()
+
+
+def test_update_rereads_the_memory_items_of_the_changed_turn(tmp_path, embedder):
+    """Found by a new user: after --update-changed the tree said "cortado" but the memory items still said
+    "espresso", read from the old text (here: espresso, then green tea). The items of a rewritten segment go
+    and it is read again."""
+    from memory_scenario import write
+
+    cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none", memory_extractor="rules",
+                      consolidation_mode="extractive")
+    store = Store(cfg.db_path, embedder.model_id, embedder.dim)
+    eng = MemoryEngine(cfg, store, embedder, None)
+    rows = [("s1", "Mia", "I live in Lisbon now.", "2024-04-01T09:00:00"),
+            ("s2", "Mia", "I drink espresso every morning.", "2024-04-10T08:00:00")]
+    eng.ingest(load_jsonl(write(tmp_path / "v1.jsonl", "mia", rows), cfg.tz))
+    assert {i.value for i in eng.memory_items("mia")} == {"Lisbon", "espresso"}
+    rows[1] = ("s2", "Mia", "I drink green tea every morning.", "2024-04-10T08:00:00")
+    report = eng.ingest(load_jsonl(write(tmp_path / "v2.jsonl", "mia", rows), cfg.tz), update_changed=True)
+    assert report.turns_updated == 1
+    assert {i.value for i in eng.memory_items("mia")} == {"Lisbon", "green tea"}
+    assert check_store(store, cfg) == []
+    store.close()

@@ -58,7 +58,10 @@ def test_turns_recall_answer_and_memories(svc):
     # a message alone, then its reply
     r = a.post("/v1/users/mia/turns", json={"session_id": "s1", "event_time": "2024-05-02T11:05:00+02:00",
                                             "message": "My sister Ana lives in Lisbon."})
-    assert r.status_code == 200 and r.json()["turn_ids"] == ["mia:s1:2"] and r.json()["written"] == []
+    assert r.status_code == 200 and r.json()["turn_ids"] == ["mia:s1:2"], r.text
+    assert [m["level"] for m in r.json()["written"]] == [1]  # its L1 segment at once: recallable before a reply
+    r = a.post("/v1/users/mia/recall", json={"query": "Where does my sister live?"})
+    assert "Lisbon" in r.json()["context"], r.text
     r = a.post("/v1/users/mia/turns", json={"session_id": "s1", "event_time": "2024-05-02T11:06:00+02:00",
                                             "reply": "Nice city."})
     assert r.json()["turn_ids"] == ["mia:s1:3"]
@@ -87,6 +90,9 @@ def test_end_session_and_consolidate(svc):
     assert r.status_code == 200, r.text
     assert 2 in {m["level"] for m in r.json()["written"]}
     assert a.post("/v1/users/leo/sessions/nope/end").status_code == 404
+    before = _snapshot(a, "leo")  # a turn for the ended session (18 days later) would stretch its memories
+    late = _exchange(a, "leo", session="chat-1", message="Back again.", reply="Hi!", at="2024-05-20T09:00:00+00:00")
+    assert late.status_code == 422 and "was ended" in late.json()["error"] and _snapshot(a, "leo") == before
     r = a.post("/v1/users/leo/consolidate")  # no body: flush false, as the docs show it
     assert r.status_code == 200, r.text
     r = a.post("/v1/users/leo/consolidate", json={"flush": True})
@@ -119,9 +125,15 @@ def test_edit_soft_delete_restore_and_hard_erase(svc):
 def test_export_and_erase_user(svc):
     _, _, a, _ = svc
     _exchange(a, "eve", message="I work as a nurse in Porto.", reply="Interesting.")
-    data = a.get("/v1/users/eve/export").json()
+    assert a.post("/v1/users/eve/recall", json={"query": "Where do I work?"}).status_code == 200  # a trace
+    r = a.get("/v1/users/eve/export")
+    data = r.json()
     assert data["user_id"] == "eve" and data["turns"][0]["text"] == "I work as a nurse in Porto."
     assert {t["user_id"] for t in data["turns"]} == {"eve"} and data["nodes"] and data["sessions"]
+    assert data["traces"] and "acme/" not in r.text  # ids, window keys and trace notes without the tenant prefix
+    body = {"session_id": "s2", "event_time": "2024-05-03T09:00:00+00:00", "message": "broken \ud800 text"}
+    bad = a.post("/v1/users/eve/turns", content=json.dumps(body), headers={"content-type": "application/json"})
+    assert bad.status_code == 422 and "acme/" not in bad.text and "eve" in bad.json()["error"], bad.text
     r = a.delete("/v1/users/eve")
     assert r.status_code == 200 and r.json()["counts"]["turns"] == 2
     assert a.get("/v1/users/eve/export").status_code == 404

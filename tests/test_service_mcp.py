@@ -38,6 +38,7 @@ async def _session_run(tmp_path: Path, errlog) -> dict:
         out["r2"] = _data(await s.call_tool("remember", {"text": "My sister Ana lives in Lisbon.",
                                                          "event_time": "2024-05-02T09:10:00+00:00"}))
         out["naive"] = await s.call_tool("remember", {"text": "x", "event_time": "2024-05-02T09:00:00"})
+        out["blank"] = await s.call_tool("remember", {"text": " \u200b "})
         out["recall"] = _data(await s.call_tool("recall", {"query": "What is my cat called?"}))
         out["list"] = _data(await s.call_tool("list", {"level": 1}))
         pixel = next(m["id"] for m in out["list"] if "Pixel" in m["content"])
@@ -63,6 +64,7 @@ def test_mcp_tools_end_to_end_over_stdio(tmp_path):
     assert out["r1"]["turn_id"] == "mia:mcp-2024-05-02:0" and out["r1"]["memories_written"]
     assert out["r2"]["turn_id"] == "mia:mcp-2024-05-02:1"
     assert out["naive"].is_error and "offset" in out["naive"].content[0].text
+    assert out["blank"].is_error and "'text'" in out["blank"].content[0].text, out["blank"].content  # the tool's field
     assert "Pixel" in out["recall"]["context"] and out["recall"]["memory_ids"]
     assert {m["level"] for m in out["list"]} == {1} and len(out["list"]) == 2
     assert out["forget"]["deleted"] is True

@@ -83,3 +83,24 @@ def test_day_window_follows_dst_in_the_user_zone():
     assert w.end - w.start == timedelta(hours=23)
     ww = week_window(datetime(2023, 5, 31, 12, 0, tzinfo=UTC), berlin)  # Wednesday, last of May
     assert ww.key == "week:2023-05-29..2023-05-31"
+
+
+def test_check_flags_a_day_memory_stretched_past_its_day(tmp_path, embedder):
+    """Found by a new user: session "a" on 2 May, then "b" on 9 May, then "a" again on 20 June. The L3 "day"
+    of 2 May grew to span seven weeks (containment held, so `timem check` said ok). Now check names it."""
+    import json
+
+    from timem.datasets import load_jsonl
+    from timem.engine import MemoryEngine
+
+    rows = [("a", "2024-05-02T09:00:00"), ("b", "2024-05-09T09:00:00"), ("a", "2024-06-20T09:00:00")]
+    path = tmp_path / "zed.jsonl"
+    path.write_text("".join(json.dumps({"user_id": "zed", "session_id": s, "role": "user", "speaker": "Zed",
+                                        "text": f"Note number {i} about the garden.", "timestamp": ts}) + "\n"
+                            for i, (s, ts) in enumerate(rows)))
+    cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none", consolidation_mode="extractive")
+    eng = MemoryEngine(cfg, Store(cfg.db_path, embedder.model_id, embedder.dim), embedder, None)
+    eng.ingest(load_jsonl(path, cfg.tz))
+    rules = {(v.rule, eng.store.node(v.node_id).level) for v in check_store(eng.store, cfg) if v.node_id}
+    assert ("window", Level.DAY) in rules, rules
+    eng.close()

@@ -144,7 +144,7 @@ def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] 
         typer.echo(f"VIOLATION {p.rule}: user={p.user_id} node={p.node_id}: {p.detail}")
     if problems:
         raise typer.Exit(2)
-    typer.echo("ok: containment, links, source turns, orphans, FTS and vectors")
+    typer.echo("ok: containment, calendar windows, links, source turns, orphans, FTS and vectors")
 
 
 @app.command()
@@ -159,6 +159,30 @@ def erase(node_ids: Annotated[list[str], typer.Argument(help="memory node ids (s
         eng.close()
     typer.echo(f"erased {len(node_ids)} memory(ies); file rewritten in {cost['seconds']:.2f} s "
                f"({cost['bytes_before'] / 1e6:.1f} -> {cost['bytes_after'] / 1e6:.1f} MB)")
+
+
+@app.command()
+def export(user: UserOpt, db: DbOpt = None,
+           fmt: Annotated[Literal["json", "jsonl"], typer.Option("--format", help="json: everything stored of the "
+                          "user (as the HTTP export); jsonl: the turns, re-importable")] = "json",
+           out: Annotated[Path | None, typer.Option("--out", help="file to write (default: stdout for json)")] = None,
+           config: ConfigOpt = None) -> None:
+    """Export one user: everything stored as JSON, or the turns as JSONL (timestamps at the speaker's offset)."""
+    eng = _engine(_config(config, db), with_llm=False, must_exist=True)
+    try:
+        if fmt == "jsonl":
+            if out is None:
+                raise InputError("--format jsonl writes a file; pass --out PATH")
+            typer.echo(f"wrote {eng.export_jsonl(user, out)} turn(s) of {user} to {out}")
+            return
+        text = json.dumps(eng.export_user(user), ensure_ascii=False, indent=2)
+    finally:
+        eng.close()
+    if out is None:
+        typer.echo(text)
+    else:
+        out.write_text(text + "\n", encoding="utf-8")
+        typer.echo(f"wrote the export of {user} to {out}")
 
 
 @app.command("erase-user")
@@ -270,8 +294,8 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
             qt = eng.default_question_time(u.user_id)
             qs = [q if q.question_time else q.model_copy(update={"question_time": qt}) for q in u.questions]
             results.append(eng.evaluate_recall(u.user_id, tqdm(
-                qs, desc=u.user_id, leave=False, file=sys.stderr), complexity_override=complexity,
-                gate_override=gate, participants=u.participants))
+                qs, desc=u.user_id, leave=False, file=sys.stderr), complexity=complexity,
+                gate=gate, participants=u.participants))
     finally:
         eng.close()
     if as_json:

@@ -36,7 +36,7 @@ def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: Key
 
 
 def mcp(user: UserOpt, db: DbOpt = None, llm: LlmOpt = None, config: ConfigOpt = None) -> None:
-    """Serve one user's memory to an agent as MCP tools (remember / recall / forget / list) over stdio."""
+    """Serve one user's memory to an agent as MCP tools (remember / recall / forget / facts / list) over stdio."""
     from timem.service.mcp_server import run_stdio
 
     run_stdio(_config(config, db, llm_backend=llm or "none"), user)

@@ -157,6 +157,7 @@ def erase(store: MemoryStore, cons: Consolidator, node_ids: Sequence[str], *, ac
     nodes = [store.node(n) for n in node_ids]
     users: set[str] = set()
     old_ancestors = {a.id: a for n in nodes for a in ancestors(store, n.id)}
+    old_ancestors |= {a.id: a for a in _versions_above(store, node_ids)}
     erased = set(node_ids)  # items read only from erased segments go; the profiles listing them are rewritten
     lost = [i for i in store.items_from_sources(list(node_ids)) if set(i.source_ids) <= erased]
     turns = [t for n in nodes if n.source_turn_ids for t in store.turns(n.user_id, ids=n.source_turn_ids)]
@@ -171,7 +172,8 @@ def erase(store: MemoryStore, cons: Consolidator, node_ids: Sequence[str], *, ac
         refresh_profiles(store, cons, lost, actor=actor)
     reconsolidate(store, cons, users)
     # the versions of the ancestors that summarised the erased memories go too
-    gone = store.nodes(ids=list(old_ancestors), status=NodeStatus.SUPERSEDED)  # erased ones are absent
+    gone = [a for a in store.nodes(ids=list(old_ancestors), status=None)  # erased ones are absent
+            if a.status != NodeStatus.ACTIVE]
     with store.transaction():
         if gone:
             store.purge_cache_mentioning([a.content for a in gone])
@@ -180,6 +182,19 @@ def erase(store: MemoryStore, cons: Consolidator, node_ids: Sequence[str], *, ac
         store.audit("erase-traces", None, None, {"actor": actor, **forgotten})
     store.refresh_fts(force=True)
     return _compact(store, actor)
+
+
+def _versions_above(store: MemoryStore, node_ids: Sequence[str]) -> list[MemoryNode]:
+    """Every node, of any status, that lists one of ``node_ids`` as a child, then their parents the same way:
+    the versions that summarised them, including those superseded or soft-deleted by an earlier edit or
+    forget (whose parent links no longer lead to them)."""
+    seen: dict[str, MemoryNode] = {}
+    frontier = list(node_ids)
+    while frontier:
+        found = [p for p in store.nodes_listing(frontier) if p.id not in seen]
+        seen.update((p.id, p) for p in found)
+        frontier = [p.id for p in found]
+    return list(seen.values())
 
 
 def erase_user(store: MemoryStore, user_id: str, *, actor: str = "user") -> dict[str, float]:

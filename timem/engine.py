@@ -142,7 +142,10 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
         with self.store.transaction():  # all users of the input or none
             if update_changed:
                 for new, old in changed:
-                    for l1_id, parent in self.store.update_turn_text(new):
+                    rewritten = self.store.update_turn_text(new)
+                    # the memory items read from the old text go; the new segment and session are read again
+                    self.store.drop_item_sources([l1 for l1, _ in rewritten], [f"session:{new.session_id}"])
+                    for l1_id, parent in rewritten:
                         for a in editing.ancestors(self.store, parent) if parent else []:
                             self.store.update_node(a.id, stale=True)
                         if parent:

@@ -119,6 +119,10 @@ class OnlineChat:
                         request: WriteRequest | None = None) -> list[MemoryNode]:
         for t in turns:
             check_turn(t)
+        ended = {s.session_id for s in self.store.sessions(user_id) if s.ended}
+        if turns and turns[0].session_id in ended:  # its session memory is written: a later turn would stretch it
+            raise InputError(f"session {turns[0].session_id!r} was ended; send the turn in a new session",
+                             field="session_id")
         before = self.store.turns(user_id, turns[0].session_id) if turns else []
         if before and turns[0].event_time < before[-1].event_time:  # as a JSONL import refuses it
             raise InputError(f"event time {turns[0].event_time.isoformat()} is earlier than the last turn of session "

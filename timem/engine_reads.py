@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -59,6 +60,19 @@ class StoreReads:
     def db_path(self) -> str:
         """The DuckDB file this engine owns (``":memory:"`` for an in-memory store)."""
         return self.store.path
+
+    def export_jsonl(self, user_id: str, path: str | Path) -> int:
+        """Write the user's turns to ``path`` as TiMem JSONL (:func:`timem.datasets.jsonl.write_jsonl`:
+        timestamps at each speaker's offset), session by session; ``timem ingest --format jsonl`` reads it
+        back. Returns the number of turns. Raises :class:`NotFoundError` for an unknown user."""
+        from timem.datasets.base import ImportedSession, ImportedUser
+        from timem.datasets.jsonl import write_jsonl
+
+        self.require_user(user_id)
+        sessions = [ImportedSession(session_id=s.session_id, turns=turns, date_label="")
+                    for s in self.store.sessions(user_id) if (turns := self.store.turns(user_id, s.session_id))]
+        speakers = list(dict.fromkeys(t.speaker for s in sessions for t in s.turns))
+        return write_jsonl([ImportedUser(user_id=user_id, participants=speakers, sessions=sessions)], path)
 
     def save_trace(self, trace: RecallTrace) -> None:
         """Persist a recall trace (e.g. one recalled with ``persist=False``, under another trace id)."""

@@ -5,7 +5,8 @@
 * :func:`preview` finds the user's active items whose value the text names (or that the text states again,
   read by :mod:`timem.memory.rules`: "I work at Blue Harbor" names employer Blue Harbor) and the active L1
   segments that hold those values (their sources, and any segment quoting a value); with no item matched,
-  the segments quoting the text itself.
+  the segments quoting the text itself. Other items read only from those segments are listed too, since
+  they go with them.
 * :func:`apply` soft-deletes them: items ``status = deleted`` (audit ``forget-item``, ids only; the L5 profiles
   listing them are rewritten), segments
   through :func:`timem.editing.soft_delete` (ancestors re-consolidated without them, segment tree rebuilt),
@@ -80,6 +81,9 @@ def preview(store: MemoryStore, user_id: str, text: str) -> ForgetPreview:
     source_ids = {s for i in items for s in i.source_ids}
     segments = [n for n in store.nodes(user_id, Level.SEGMENT)
                 if n.id in source_ids or any(p and mentions(n.content, p) for p in probes)]
+    # items read only from those segments go with them (editing.soft_delete): the preview names them too
+    seg_ids, chosen = {n.id for n in segments}, {i.id for i in items}
+    items += [i for i in store.items(user_id) if i.id not in chosen and i.source_ids and set(i.source_ids) <= seg_ids]
     return ForgetPreview(user_id=user_id, text=text, items=items, segments=segments)
 
 

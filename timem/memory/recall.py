@@ -136,6 +136,16 @@ def _line(item: MemoryItem, history: list[MemoryItem], config: Config, by: Memor
     return head + (f" ({'; '.join(notes)})" if notes else "")
 
 
+def _as_of(items: list[MemoryItem], question_time: datetime) -> list[MemoryItem]:
+    """The items as they stood at ``question_time`` (UTC-aware): those stated by then (``event_time``), and a
+    supersession or correction stated later undone (``valid_to`` and ``superseded_by`` cleared), so that
+    nothing said after the question reaches its context (issue 15 #7)."""
+    known = {i.id for i in items if i.event_time <= question_time}
+    return [i if not i.superseded_by or i.superseded_by in known
+            else i.model_copy(update={"valid_to": None, "superseded_by": None})
+            for i in items if i.id in known]
+
+
 def recall_items(store: MemoryStore, embedder: Embedder, config: Config, user_id: str, query: str,
                  query_vec: np.ndarray | None, window: TimeSpan | None, question_time: datetime) -> ItemRecall:
     """The items answering ``query`` asked at ``question_time`` (UTC-aware), see the module doc.
@@ -144,7 +154,7 @@ def recall_items(store: MemoryStore, embedder: Embedder, config: Config, user_id
     caller records the access with :meth:`MemoryStore.touch_items` when the trace is persisted).
     """
     out = ItemRecall()
-    items = store.items(user_id)
+    items = _as_of(store.items(user_id), question_time)
     if not items or config.memory_item_limit == 0:
         return out
     qv = query_vec if query_vec is not None else embedder.embed([query])[0]

@@ -181,6 +181,10 @@ class ItemWriter:
         Call inside a transaction."""
         report = report if report is not None else ExtractionReport()
         open_items = [i for i in self.store.items(user_id, subject=subject) if i.is_open]
+        # items stated after this statement (an older session read later, e.g. by the LLM after the rules):
+        # it never closes them; it is closed by the first of them instead (below)
+        later = [i for i in open_items if i.event_time > at]
+        open_items = [i for i in open_items if i.event_time <= at]
         attribute, kind = st.attribute, st.kind
         ended = [i for i in open_items if st.replaces and mentions(i.value, st.replaces)]
         if ended and (attribute is None or not any(i.attribute == attribute for i in ended)):
@@ -205,9 +209,10 @@ class ItemWriter:
                                                              "reason": "a correction with nothing to correct"})
             return None
         same = [i for i in open_items if i.attribute == attribute]
+        same_later = sorted((i for i in later if i.attribute == attribute), key=lambda i: (i.event_time, i.created_at))
         # near-duplicate: the same value, or a less specific restatement of it ("tea" for "green tea")
-        dup = next((i for i in same if normalise(i.value) == normalise(st.value)), None) or next(
-            (i for i in same if mentions(i.value, st.value)), None)
+        dup = next((i for i in same + same_later if normalise(i.value) == normalise(st.value)), None) or next(
+            (i for i in same + same_later if mentions(i.value, st.value)), None)
         if dup is not None:
             if segment_id not in dup.source_ids:
                 self.store.update_item(dup.id, source_ids=[*dup.source_ids, segment_id],
@@ -237,6 +242,13 @@ class ItemWriter:
             report.superseded += 1
         self.store.audit("item-added", user_id, new_id, {"segment": segment_id, "kind": kind, "source": source})
         report.added += 1
+        if same_later and kind in SUPERSEDING_KINDS:  # read out of order: the newer statement supersedes this one
+            nxt = same_later[0]
+            self.store.update_item(new_id, valid_to=max(nxt.valid_from, valid_from), superseded_by=nxt.id)
+            self.store.audit("item-superseded", user_id, new_id, {"by": nxt.id, "at": nxt.event_time.isoformat(),
+                                                                  "correction": False, "read_out_of_order": True})
+            report.superseded += 1
+            return self.store.item(new_id)
         return item
 
 

@@ -236,14 +236,17 @@ def recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config
     return result
 
 
-def pinned_lines(store: MemoryStore, config: Config, user_id: str) -> list[str]:
+def pinned_lines(store: MemoryStore, config: Config, user_id: str, at: datetime | None = None) -> list[str]:
     """The user's pinned, open, active items as ``"Mia's home city: Porto"`` lines, oldest first, within
-    ``Config.memory_pinned_tokens`` (cl100k); none when the memory layer is off."""
+    ``Config.memory_pinned_tokens`` (cl100k); none when the memory layer is off. With ``at`` (UTC-aware, a
+    question's time): the pinned items stated by then and still holding then (nothing said later)."""
     if not config.memory_items:
         return []
     lines, used = [], 0
     for item in store.items(user_id):
-        if item.pinned and item.is_open:
+        holds = item.is_open if at is None else (item.event_time <= at
+                                                 and (item.valid_to is None or item.valid_to > at))
+        if item.pinned and holds:
             cost = count_context_tokens(item.label()) + 1
             if used + cost > config.memory_pinned_tokens:
                 break
@@ -284,7 +287,7 @@ def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Confi
     trace = result.trace
     t0 = time.perf_counter()
     msgs = answer_prompt.build_messages(query, result.context, trace.question_time.astimezone(config.tz),
-                                        pinned=pinned_lines(store, config, user_id), asker=asker)
+                                        pinned=pinned_lines(store, config, user_id, trace.question_time), asker=asker)
     try:
         text = rec.complete(msgs, purpose="answer", user_id=user_id).strip()
     except LLMError as exc:

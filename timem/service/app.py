@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import anyio.to_thread
 from fastapi import Depends, FastAPI, Header, Query, Request
@@ -210,6 +210,9 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
         msg = str(exc)
         if isinstance(exc, NotFoundError):  # engine messages list every user of the store: not for tenants
             msg = re.sub(r";\s*(known )?users:.*$", "", msg)
+        tenant = getattr(request.state, "tenant", None)
+        if tenant is not None:  # ids inside the message (e.g. "record turn acme/mia:chat-2:0"): as the tenant sees them
+            msg = msg.replace(tenant.prefix, "")
         return _error(status_of(exc), msg)
 
     @app.exception_handler(RequestValidationError)
@@ -275,7 +278,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
                     raise InputError(f"idempotency key {request.key!r} was used for another write of user {user!r}; "
                                      "send a new key for a new write", field="idempotency_key")
                 # the first attempt's turns are stored; finish its consolidation if a crash cut it short
-                finish = body.consolidate and body.reply is not None
+                finish = body.consolidate
                 out = _written(user, internal, lambda: eng.consolidate(internal) if finish else [])
                 return out.model_copy(update={"turn_ids": [x.replace(internal, user) for x in done[1]],
                                               "replayed": True})
@@ -285,10 +288,10 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
                     written = eng.add_exchange(internal, body.session_id, body.message, body.reply, body.event_time,
                                                user_name=body.user_name, assistant_name=body.assistant_name,
                                                consolidate=body.consolidate, request=request)
-                elif body.message is not None:
+                elif body.message is not None:  # its L1 segment at once (l1_unit "turn"; "exchange" waits for a reply)
                     eng.add_message(internal, body.session_id, body.message, body.event_time, user_name=body.user_name,
                                     request=request)
-                    written = []
+                    written = eng.consolidate(internal) if body.consolidate else []
                 else:
                     written = eng.add_reply(internal, body.session_id, body.reply, body.event_time,
                                             assistant_name=body.assistant_name, consolidate=body.consolidate,
@@ -439,17 +442,17 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
             internal = s.require_user(eng, t, user)
             data = eng.export_user(internal)
 
-        def ext(v: object) -> object:
-            return v.replace(internal, user) if isinstance(v, str) else v
+        def ext(v: Any, key: str = "") -> Any:
+            """Every id, note and key of the export without the tenant prefix (what was said stays as said)."""
+            if isinstance(v, str):
+                return v if key in _SAID else v.replace(internal, user)
+            if isinstance(v, list):
+                return [ext(x, key) for x in v]
+            if isinstance(v, dict):
+                return {ext(k): ext(x, k) for k, x in v.items()}
+            return v
 
-        data["user_id"] = user
-        for row in data["turns"] + data["nodes"] + data["traces"]:
-            for k in ("id", "user_id", "window_key"):
-                if k in row:
-                    row[k] = ext(row[k])
-            if "source_turn_ids" in row:
-                row["source_turn_ids"] = [ext(x) for x in row["source_turn_ids"]]
-        return data
+        return ext(data)
 
     @app.delete("/v1/users/{user}")
     def erase_user(user: UserPath, s: S, t: T) -> ErasedOut:
@@ -461,3 +464,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
                              file={k[5:]: v for k, v in out.items() if k.startswith("file_")})
 
     return app
+
+
+#: fields of an export that hold what was said or written as memory: never rewritten
+_SAID = frozenset({"text", "content", "image_caption", "query", "question", "answer", "context", "message", "reply"})

@@ -29,6 +29,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from timem.config import Config
+from timem.datasets.base import is_blank
 from timem.engine import MemoryEngine
 from timem.errors import InputError, NotFoundError, TextTooLongError, TimemError
 from timem.memory.forget import forget_request
@@ -68,6 +69,9 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
     limit = engine.config.service_max_text_chars
 
     def check(what: str, text: str) -> None:
+        if is_blank(text):
+            raise InputError(f"the {what} is empty (only whitespace or invisible characters); give some text",
+                             field=what)
         if len(text) > limit:
             raise TextTooLongError(f"the {what} has {len(text)} characters, more than {limit} "
                                    "(service_max_text_chars); split it", field=what)

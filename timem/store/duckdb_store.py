@@ -357,6 +357,13 @@ class Store(TurnTables, SearchTables, RecordTables, ItemTables):
                            [user_id, int(level), db_time(before)], order="span_start DESC, id DESC", limit=k)
         return rows[::-1]
 
+    def nodes_listing(self, child_ids: Sequence[str]) -> list[MemoryNode]:
+        """Nodes of any status whose ``child_ids`` include one of ``child_ids`` (every version that
+        summarised them, superseded ones included)."""
+        if not child_ids:
+            return []
+        return self._nodes("list_has_any(child_ids, ?::VARCHAR[])", [list(child_ids)])
+
     def parent_ids(self, node_ids: Sequence[str]) -> dict[str, str | None]:
         frag, vals = in_list(node_ids)
         return dict(self.con.execute(f"SELECT id, parent_id FROM nodes WHERE id IN {frag}", vals).fetchall())

@@ -115,9 +115,10 @@ class ItemTables:
                                 "WHERE len(list_intersect(source_ids, ?::VARCHAR[])) > 0", [list(node_ids)]).fetchall()
         return [_item(r) for r in rows]
 
-    def drop_item_sources(self, node_ids: Sequence[str]) -> dict[str, int]:
-        """Hard erase of L1 segments: items whose every source is among ``node_ids`` are deleted (rows
-        gone), the others lose those sources; extraction marks of the segments are removed. Returns counts."""
+    def drop_item_sources(self, node_ids: Sequence[str], units: Sequence[str] = ()) -> dict[str, int]:
+        """Hard erase (or rewrite) of L1 segments: items whose every source is among ``node_ids`` are deleted
+        (rows gone), the others lose those sources; extraction marks of the segments, and of the other
+        ``units`` (e.g. ``session:<id>``, read again by the LLM extractor), are removed. Returns counts."""
         gone = list(node_ids)
         out = {"items_deleted": 0, "items_trimmed": 0}
         with self.transaction():
@@ -130,7 +131,7 @@ class ItemTables:
                     self.con.execute("UPDATE memory_items SET superseded_by = NULL WHERE superseded_by = ?", [it.id])
                     self.con.execute("DELETE FROM memory_items WHERE id = ?", [it.id])
                     out["items_deleted"] += 1
-            self.con.execute(f"DELETE FROM memory_extractions WHERE unit_id IN {_IN}", [gone])
+            self.con.execute(f"DELETE FROM memory_extractions WHERE unit_id IN {_IN}", [gone + list(units)])
         return out
 
     def items_without_active_source(self, node_ids: Sequence[str]) -> list[MemoryItem]:

@@ -21,6 +21,10 @@ from timem.models import Level
 from timem.store.ports import IndexHealth, MemoryStore
 from timem.tree.windows import parent_window, session_closed
 
+#: how far past its calendar window an L3-L5 span may reach: a session is consolidated into the day it
+#: started, so a conversation going on past midnight stretches that day by hours, not by days
+OVERRUN = timedelta(days=1)
+
 
 @dataclass(frozen=True)
 class Violation:
@@ -59,6 +63,13 @@ def _check_user(store: MemoryStore, config: Config, uid: str) -> list[Violation]
                 out.append(Violation(uid, n.id, "containment", f"does not contain child {cid}"))
             if parents.get(cid) != n.id:
                 out.append(Violation(uid, cid, "link", f"listed by {n.id} but its parent_id is {parents.get(cid)}"))
+        if n.level >= Level.DAY:  # a day, week or month memory stays near its calendar window
+            win = parent_window(Level(n.level), n.span_start, config.tz)
+            if n.span_end > win.end + OVERRUN:
+                out.append(Violation(uid, n.id, "window", f"L{int(n.level)} spans {n.span_start:%Y-%m-%d %H:%M} .. "
+                                     f"{n.span_end:%Y-%m-%d %H:%M} UTC, more than a day past its calendar window (ends "
+                                     f"{win.end:%Y-%m-%d %H:%M}): a session continued on a later day; import "
+                                     "the later turns as a new session"))
         if n.level == Level.SEGMENT:
             if not n.source_turn_ids:
                 out.append(Violation(uid, n.id, "source-turns", "L1 segment without source turns"))
