@@ -209,6 +209,14 @@ def test_erase_user(engine):
     assert DEMO_USER not in engine.store.users()
 
 
+def test_no_erase_is_offered_for_a_user_with_nothing_stored(engine):
+    """Found by a new user: ?user=nobody offered "Erase a whole user" for a user that does not exist."""
+    at = make_app(engine, user="nobody", page="memories")
+    assert_clean(at)
+    assert "mem_erase_user" not in [b.key for b in at.button]
+    assert "mem_erase_user" in [b.key for b in make_app(engine, page="memories").button]
+
+
 def test_timeline_node_details(engine):
     l2 = engine.store.nodes(DEMO_USER, int(Level.SESSION))[0]
     at = make_app(engine, page="timeline")

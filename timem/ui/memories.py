@@ -78,6 +78,8 @@ def render() -> None:
     start = datetime.combine(dates[0], time.min, tzinfo=ctx.tz) if len(dates) > 0 else None
     end = datetime.combine(dates[1], time.max, tzinfo=ctx.tz) if len(dates) > 1 else None
     nodes = filter_nodes(all_nodes, text=text, levels=levels, models=picked_models, start=start, end=end)
+    # by start, a container before what it contains (month, week, day, session, segment); stable otherwise
+    nodes = sorted(nodes, key=lambda n: (n.span_start, -int(n.level)))
     st.caption(f"{len(nodes)} of {len(all_nodes)} {status} memories")
     st.dataframe(_table(nodes, ctx.tz), hide_index=True, key="mem_table",
                  column_config={"content": st.column_config.TextColumn(width="large")})
@@ -174,6 +176,8 @@ def _undo_bar(ctx: state.StudioContext) -> None:
 
 
 def _danger_zone(ctx: state.StudioContext) -> None:
+    if ctx.user not in ctx.engine.users():  # e.g. ?user=nobody: nothing stored, nothing to erase
+        return
     with st.expander("Erase a whole user"):
         st.warning(f"Removes every turn, memory, vector, trace and LLM-cache entry of `{ctx.user}`.")
         typed = st.text_input("Type the user id to confirm", key="mem_erase_user_typed")
