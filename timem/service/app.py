@@ -18,17 +18,14 @@ body is ``{"error": "<one line>"}``.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
-from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi import FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -38,24 +35,30 @@ from timem.config import Config
 from timem.engine import MemoryEngine
 from timem.errors import (
     AuthError,
-    ChatTurnError,
     ConfigError,
     ConsolidationIncomplete,
-    EmbeddingError,
     InputError,
-    InvariantError,
-    LLMError,
     NotFoundError,
-    StoreError,
-    TextTooLongError,
     TimemError,
 )
 from timem.memory.forget import forget_request
-from timem.models import NodeStatus, WriteRequest
+from timem.models import NodeStatus
+from timem.service.context import (
+    STATUS,
+    IdemHeader,
+    NodePath,
+    S,
+    Service,
+    T,
+    Tenant,
+    UserPath,
+    _error,
+    status_of,
+    write_request,
+)
 from timem.service.keys import KeyFile
 from timem.service.models import (
     ID_PATTERN,
-    IDEMPOTENCY_KEY_PATTERN,
     AnswerOut,
     ConsolidateIn,
     EditIn,
@@ -73,113 +76,6 @@ from timem.service.models import (
     UsersOut,
     WrittenOut,
 )
-
-#: HTTP status per error class; the most specific class listed along the exception's MRO wins
-STATUS: dict[type[TimemError], int] = {
-    AuthError: 401,
-    NotFoundError: 404,
-    TextTooLongError: 413,
-    InputError: 422,
-    ConfigError: 409,
-    InvariantError: 409,
-    ChatTurnError: 502,
-    LLMError: 502,
-    EmbeddingError: 503,
-    StoreError: 500,
-    TimemError: 500,
-}
-
-UserPath = Annotated[str, PathParam(pattern=ID_PATTERN, description="your user id")]
-IdemHeader = Annotated[str | None, Header(alias="Idempotency-Key", pattern=IDEMPOTENCY_KEY_PATTERN,
-                                         description="retry-safe write: the same key is stored once")]
-NodePath = Annotated[str, PathParam(max_length=64, description="a memory node id, e.g. L1-0123456789abcdef")]
-
-
-def status_of(exc: TimemError) -> int:
-    """The HTTP status of a TiMem error (:data:`STATUS`)."""
-    for cls in type(exc).__mro__:
-        if cls in STATUS:
-            return STATUS[cls]
-    return 500
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse(ErrorOut(error=_one_line(message)).model_dump(), status_code=status)
-
-
-class Tenant:
-    """The calling tenant and its view of the store's user ids (``<tenant>/<user>``)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.prefix = f"{name}/"
-
-    def internal(self, user: str) -> str:
-        return self.prefix + user
-
-    def users(self, eng: MemoryEngine) -> list[str]:
-        return [u[len(self.prefix):] for u in eng.users() if u.startswith(self.prefix)]
-
-
-class Service:
-    """The engine and the lock every engine call holds."""
-
-    def __init__(self, engine: MemoryEngine) -> None:
-        self.engine = engine
-        self.max_text = engine.config.service_max_text_chars
-        self._lock = threading.Lock()
-
-    @contextmanager
-    def use(self) -> Iterator[MemoryEngine]:
-        with self._lock:
-            yield self.engine
-
-    def check_text(self, what: str, text: str | None) -> None:
-        if text is not None and len(text) > self.max_text:
-            raise TextTooLongError(f"the {what} has {len(text)} characters, more than the limit of {self.max_text} "
-                                   "(service_max_text_chars); split it or raise the limit", field=what)
-
-    def require_user(self, eng: MemoryEngine, t: Tenant, user: str) -> str:
-        internal = t.internal(user)
-        if internal not in eng.users():
-            raise NotFoundError(f"no user {user!r}; add turns first (POST /v1/users/{user}/turns)")
-        return internal
-
-    def require_node(self, eng: MemoryEngine, internal: str, user: str, node_id: str):
-        n = eng.node(node_id)
-        if n is None or n.user_id != internal:
-            raise NotFoundError(f"no memory {node_id!r} for user {user!r}; "
-                                f"list them with GET /v1/users/{user}/memories")
-        return n
-
-
-def write_request(user: str, body: TurnsIn, header: str | None) -> WriteRequest | None:
-    """The idempotency key of a turns request (header or body field; 422 if both differ) with the SHA-256
-    of its user and canonical body, or None without a key."""
-    key = body.idempotency_key or header
-    if body.idempotency_key and header and body.idempotency_key != header:
-        raise InputError("the Idempotency-Key header and the idempotency_key field differ; send one of them",
-                         field="idempotency_key")
-    if key is None:
-        return None
-    canon = json.dumps({"user": user, **body.model_dump(mode="json", exclude={"idempotency_key"})}, sort_keys=True)
-    return WriteRequest(key=key, fingerprint=hashlib.sha256(canon.encode()).hexdigest())
-
-
-def _svc(request: Request) -> Service:
-    return request.app.state.service
-
-
-def _tenant(request: Request) -> Tenant:
-    return request.state.tenant
-
-
-S = Annotated[Service, Depends(_svc)]
-T = Annotated[Tenant, Depends(_tenant)]
 
 
 def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFile | str | Path) -> FastAPI:
