@@ -219,6 +219,11 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
             ConsolidationIncomplete: see :meth:`Consolidator.consolidate`; the session is ended anyway.
         """
         self.store.end_session(user_id, session_id)
+        return self._consolidate_online(user_id)
+
+    def _consolidate_online(self, user_id: str) -> list[MemoryNode]:
+        """After a chat write: consolidate what closed, then (also when that fails) read the memory items
+        left, bring the segment tree in step and refresh the BM25 index."""
         read: set[str] = set()
         try:
             return self._consolidate(user_id, read)

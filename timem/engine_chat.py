@@ -21,10 +21,8 @@ from timem.recall import pipeline
 from timem.store.ports import MemoryStore
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
 
     from timem.recall.pipeline import AnswerResult, RecallResult
-    from timem.store.segtree_tables import SyncReport
 
 #: speaker label of the assistant's chat turns (role ``assistant``); consolidation never presents
 #: assistant turns as the user's facts (see :mod:`timem.consolidation.extractive`)
@@ -48,11 +46,7 @@ class OnlineChat:
         def ask(self, user_id: str, query: str, question_time: datetime | None = None, *,
                 config: Config | None = None, asker: str | None = None) -> AnswerResult: ...
 
-        def _consolidate(self, user_id: str, read: set[str], **kw: Any) -> list[MemoryNode]: ...
-
-        def _extract_rest(self, user_ids: Sequence[str], read: set[str], *, with_llm: bool = True) -> None: ...
-
-        def sync_segtree(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, SyncReport]: ...
+        def _consolidate_online(self, user_id: str) -> list[MemoryNode]: ...
 
         def _forget_turn(self, user_id: str, session_id: str, what: str, event_time: datetime) -> ChatTurn: ...
 
@@ -132,15 +126,7 @@ class OnlineChat:
             self.store.add_turns(turns)
             if request is not None:
                 self.store.record_write_request(user_id, request.key, request.fingerprint, [t.id for t in turns])
-        if not consolidate:
-            return []
-        read: set[str] = set()
-        try:
-            return self._consolidate(user_id, read)
-        finally:
-            self._extract_rest([user_id], read)
-            self.sync_segtree([user_id])
-            self.store.refresh_fts()
+        return self._consolidate_online(user_id) if consolidate else []
 
     def chat_turn(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
                   user_name: str = "User", assistant_name: str = ASSISTANT_NAME, consolidate: bool = True) -> ChatTurn:
