@@ -161,6 +161,10 @@ def test_export_json_and_jsonl_that_imports_back(cli_env, chat_file):
         a.close()
         b.close()
     assert run("export", "--user", "nobody", "--db", db)[0] == 1
+    for bad in (cli_env / "missing" / "x.json", cli_env):  # one line, not a traceback
+        code, out = run("export", "--user", "zoe", "--out", str(bad), "--db", db)
+        assert code == 1 and "give a file path in an existing folder" in out, out
+    assert run("tree", "--user", "zoe", "--level", "9", "--db", db)[0] == 2  # typer's usage error
 
 
 def test_l1_only_ingest_makes_no_llm_call(cli_env, chat_file):

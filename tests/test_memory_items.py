@@ -348,6 +348,15 @@ def test_an_older_statement_read_later_does_not_supersede_a_newer_one(tmp_path, 
     new = next(v for k, v in items.items() if "tea" in k)
     assert new.is_open and old is not None and not old.is_open
     assert (old.valid_from, old.valid_to, old.superseded_by) == (t1, t2, new.id)
+    # a third statement between them, read last: it goes into the chain, no two values hold at once
+    (espresso,) = extract_statements("I drink espresso every morning.")
+    mid = datetime(2024, 4, 15, 8, tzinfo=UTC)
+    with store.transaction():
+        middle = eng.item_writer.apply("mia", "Mia", espresso, mid, "seg-3", source="stated", confidence=0.8)
+    chain = sorted(store.items("mia"), key=lambda i: i.valid_from)
+    assert middle is not None and [i.value for i in chain] == ["black coffee", "espresso", "green tea"]
+    assert [(i.valid_from, i.valid_to) for i in chain] == [(t1, mid), (mid, t2), (t2, None)]
+    assert [i.superseded_by for i in chain] == [middle.id, new.id, None]
 
 
 def test_items_stated_after_the_question_time_stay_out_of_its_context(tmp_path, store, embedder):

@@ -71,6 +71,7 @@ def test_turns_recall_answer_and_memories(svc):
     body = r.json()
     assert "Pixel" in body["context"] and body["mem_len"] > 0 and body["node_ids"]
     assert body["trace"]["user_id"] == "mia" and body["trace"]["candidates"]
+    assert "acme/" not in r.text  # trace notes name segment-tree nodes by user id: without the tenant prefix
 
     r = a.post("/v1/users/mia/answer", json={"query": "What is my cat called?",
                                              "question_time": "2024-05-03T10:00:00Z"})

@@ -101,7 +101,8 @@ def consolidate(db: DbOpt = None, user: Annotated[str | None, typer.Option("--us
 
 
 @app.command()
-def tree(user: UserOpt, db: DbOpt = None, level: Annotated[int | None, typer.Option(help="only this level")] = None,
+def tree(user: UserOpt, db: DbOpt = None,
+         level: Annotated[int | None, typer.Option(min=1, max=5, help="only this level (1-5)")] = None,
          width: Annotated[int, typer.Option(help="characters of content per node")] = 100,
          config: ConfigOpt = None) -> None:
     """Print a user's tree, top level first, each node with its span, model and id (for `timem erase`)."""
@@ -168,6 +169,9 @@ def export(user: UserOpt, db: DbOpt = None,
            out: Annotated[Path | None, typer.Option("--out", help="file to write (default: stdout for json)")] = None,
            config: ConfigOpt = None) -> None:
     """Export one user: everything stored as JSON, or the turns as JSONL (timestamps at the speaker's offset)."""
+    if out is not None and (out.is_dir() or not out.parent.is_dir()):
+        raise InputError(f"--out {out}: {'is a folder' if out.is_dir() else 'its folder does not exist'}; "
+                         "give a file path in an existing folder")
     eng = _engine(_config(config, db), with_llm=False, must_exist=True)
     try:
         if fmt == "jsonl":

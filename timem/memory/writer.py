@@ -242,13 +242,22 @@ class ItemWriter:
             report.superseded += 1
         self.store.audit("item-added", user_id, new_id, {"segment": segment_id, "kind": kind, "source": source})
         report.added += 1
-        if same_later and kind in SUPERSEDING_KINDS:  # read out of order: the newer statement supersedes this one
-            nxt = same_later[0]
-            self.store.update_item(new_id, valid_to=max(nxt.valid_from, valid_from), superseded_by=nxt.id)
-            self.store.audit("item-superseded", user_id, new_id, {"by": nxt.id, "at": nxt.event_time.isoformat(),
-                                                                  "correction": False, "read_out_of_order": True})
-            report.superseded += 1
-            return self.store.item(new_id)
+        if kind in SUPERSEDING_KINDS:
+            chain = [i for i in self.store.items(user_id, subject=subject)
+                     if i.attribute == attribute and i.id != new_id]
+            nxt = min((i for i in chain if i.event_time > at), key=lambda i: (i.event_time, i.created_at), default=None)
+            if nxt is not None:  # read out of order: it goes into the chain between what held before and after
+                for old in chain:  # the value that held at `at` (already closed by a newer one) ends here now
+                    if old.event_time <= at and old.valid_to is not None and old.valid_from <= at < old.valid_to:
+                        self.store.update_item(old.id, valid_to=max(at, old.valid_from), superseded_by=new_id)
+                        self.store.audit("item-superseded", user_id, old.id, {"by": new_id, "at": at.isoformat(),
+                                                                              "read_out_of_order": True})
+                        report.superseded += 1
+                self.store.update_item(new_id, valid_to=max(nxt.valid_from, valid_from), superseded_by=nxt.id)
+                self.store.audit("item-superseded", user_id, new_id, {"by": nxt.id, "at": nxt.event_time.isoformat(),
+                                                                      "correction": False, "read_out_of_order": True})
+                report.superseded += 1
+                return self.store.item(new_id)
         return item
 
 

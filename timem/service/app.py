@@ -224,8 +224,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
             return _written(user, internal, lambda: eng.consolidate(internal, flush=flush))
 
     def _recall_out(cls, user: str, internal: str, res, **extra):
-        trace = res.trace.model_dump(mode="json")
-        trace["user_id"] = user
+        trace = _as_tenant_sees(res.trace.model_dump(mode="json"), internal, user)
         return cls(user=user, context=res.context, node_ids=[n.id for n in res.nodes], mem_len=res.trace.context_tokens,
                    trace=trace, **extra)
 
@@ -338,17 +337,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
             internal = s.require_user(eng, t, user)
             data = eng.export_user(internal)
 
-        def ext(v: Any, key: str = "") -> Any:
-            """Every id, note and key of the export without the tenant prefix (what was said stays as said)."""
-            if isinstance(v, str):
-                return v if key in _SAID else v.replace(internal, user)
-            if isinstance(v, list):
-                return [ext(x, key) for x in v]
-            if isinstance(v, dict):
-                return {ext(k): ext(x, k) for k, x in v.items()}
-            return v
-
-        return ext(data)
+        return _as_tenant_sees(data, internal, user)
 
     @app.delete("/v1/users/{user}")
     def erase_user(user: UserPath, s: S, t: T) -> ErasedOut:
@@ -360,6 +349,18 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
                              file={k[5:]: v for k, v in out.items() if k.startswith("file_")})
 
     return app
+
+
+def _as_tenant_sees(v: Any, internal: str, user: str, key: str = "") -> Any:
+    """``v`` (JSON data: an export, a recall trace) with every id, note and key written without the tenant
+    prefix (``acme/mia`` -> ``mia``); what was said or written as memory (:data:`_SAID`) stays as it is."""
+    if isinstance(v, str):
+        return v if key in _SAID else v.replace(internal, user)
+    if isinstance(v, list):
+        return [_as_tenant_sees(x, internal, user, key) for x in v]
+    if isinstance(v, dict):
+        return {_as_tenant_sees(k, internal, user): _as_tenant_sees(x, internal, user, k) for k, x in v.items()}
+    return v
 
 
 #: fields of an export that hold what was said or written as memory: never rewritten
