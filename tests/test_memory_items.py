@@ -198,6 +198,17 @@ def test_forget_previews_then_soft_deletes_everywhere(tmp_path, store, embedder)
     assert {"forget-item", "soft-delete"} <= actions
 
 
+def test_a_jsonl_export_leaves_forgotten_turns_out(tmp_path, store, embedder):
+    """Found by a new user: export, then re-import, brought a forgotten fact back."""
+    eng = _engine(tmp_path, store, embedder)
+    _ingest(eng, tmp_path, "mia", EN)
+    n_all = eng.export_jsonl("mia", tmp_path / "all.jsonl")
+    eng.forget("mia", "I work at Blue Harbor", confirm=True)
+    n_after = eng.export_jsonl("mia", tmp_path / "after.jsonl")
+    text = (tmp_path / "after.jsonl").read_text(encoding="utf-8")
+    assert n_after == n_all - 1 and "Blue Harbor" not in text and "Thanks for telling me." in text
+
+
 def test_forget_typed_in_chat_is_answered_and_not_stored(tmp_path, store, embedder):
     eng = _engine(tmp_path, store, embedder)
     t0 = datetime(2024, 5, 2, 9, tzinfo=UTC)

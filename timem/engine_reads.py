@@ -15,7 +15,7 @@ from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.errors import NotFoundError
 from timem.llm.protocol import LLMClient
-from timem.models import MemoryNode, SessionInfo, Turn
+from timem.models import MemoryNode, NodeStatus, SessionInfo, Turn
 from timem.recall.trace import RecallTrace
 from timem.store.ports import MemoryStore
 
@@ -64,13 +64,20 @@ class StoreReads:
     def export_jsonl(self, user_id: str, path: str | Path) -> int:
         """Write the user's turns to ``path`` as TiMem JSONL (:func:`timem.datasets.jsonl.write_jsonl`:
         timestamps at each speaker's offset), session by session; ``timem ingest --format jsonl`` reads it
-        back. Returns the number of turns. Raises :class:`NotFoundError` for an unknown user."""
+        back. Turns whose L1 memories were all soft-deleted (forgotten) are left out. Returns the number of turns
+        written. Raises :class:`NotFoundError` for an unknown user."""
         from timem.datasets.base import ImportedSession, ImportedUser
         from timem.datasets.jsonl import write_jsonl
 
         self.require_user(user_id)
+        # turns the person asked to forget (their L1 segments soft-deleted, none active) are left out: a
+        # re-import would bring the forgotten facts back
+        deleted = {t for n in self.store.nodes(user_id, 1, status=NodeStatus.DELETED) for t in n.source_turn_ids}
+        kept = {t for n in self.store.nodes(user_id, 1) for t in n.source_turn_ids}
+        forgotten = deleted - kept
         sessions = [ImportedSession(session_id=s.session_id, turns=turns, date_label="")
-                    for s in self.store.sessions(user_id) if (turns := self.store.turns(user_id, s.session_id))]
+                    for s in self.store.sessions(user_id)
+                    if (turns := [t for t in self.store.turns(user_id, s.session_id) if t.id not in forgotten])]
         speakers = list(dict.fromkeys(t.speaker for s in sessions for t in s.turns))
         return write_jsonl([ImportedUser(user_id=user_id, participants=speakers, sessions=sessions)], path)
 
