@@ -98,12 +98,16 @@ def test_update_rereads_the_memory_items_of_the_changed_turn(tmp_path, embedder)
     store = Store(cfg.db_path, embedder.model_id, embedder.dim)
     eng = MemoryEngine(cfg, store, embedder, None)
     rows = [("s1", "Mia", "I live in Lisbon now.", "2024-04-01T09:00:00"),
+            ("s1", "Mia", "I drink black coffee every morning.", "2024-04-01T09:05:00"),
             ("s2", "Mia", "I drink espresso every morning.", "2024-04-10T08:00:00")]
     eng.ingest(load_jsonl(write(tmp_path / "v1.jsonl", "mia", rows), cfg.tz))
-    assert {i.value for i in eng.memory_items("mia")} == {"Lisbon", "espresso"}
-    rows[1] = ("s2", "Mia", "I drink green tea every morning.", "2024-04-10T08:00:00")
+    assert {i.value for i in eng.memory_items("mia")} == {"Lisbon", "black coffee", "espresso"}
+    rows[2] = ("s2", "Mia", "I drink green tea every morning.", "2024-04-10T08:00:00")
     report = eng.ingest(load_jsonl(write(tmp_path / "v2.jsonl", "mia", rows), cfg.tz), update_changed=True)
     assert report.turns_updated == 1
-    assert {i.value for i in eng.memory_items("mia")} == {"Lisbon", "green tea"}
+    items = {i.value: i for i in eng.memory_items("mia")}
+    assert set(items) == {"Lisbon", "black coffee", "green tea"}
+    # the history stays linked: black coffee is superseded by the rewritten statement (found by a new user)
+    assert items["black coffee"].superseded_by == items["green tea"].id and items["green tea"].is_open
     assert check_store(store, cfg) == []
     store.close()

@@ -128,7 +128,10 @@ class ItemTables:
                     self.con.execute("UPDATE memory_items SET source_ids = ? WHERE id = ?", [rest, it.id])
                     out["items_trimmed"] += 1
                 else:
-                    self.con.execute("UPDATE memory_items SET superseded_by = NULL WHERE superseded_by = ?", [it.id])
+                    # what it had superseded holds again (the newer statement is gone); a rewrite's new
+                    # statement, read next, supersedes it afresh
+                    self.con.execute("UPDATE memory_items SET superseded_by = NULL, valid_to = NULL "
+                                     "WHERE superseded_by = ?", [it.id])
                     self.con.execute("DELETE FROM memory_items WHERE id = ?", [it.id])
                     out["items_deleted"] += 1
             self.con.execute(f"DELETE FROM memory_extractions WHERE unit_id IN {_IN}", [gone + list(units)])
