@@ -135,7 +135,6 @@ class StoreReads:
 
     def segment_topics(self, user_id: str) -> dict[str, str]:
         """LLM topic lines of the user's segment-tree nodes, by node id (:mod:`timem.segtree.summaries`)."""
-
         return self.store.segment_tree.summaries(user_id)
 
     def export_user(self, user_id: str, *, traces: int = 1000) -> dict[str, Any]:

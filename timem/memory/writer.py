@@ -182,7 +182,7 @@ class ItemWriter:
         report = report if report is not None else ExtractionReport()
         open_items = [i for i in self.store.items(user_id, subject=subject) if i.is_open]
         # items stated after this statement (an older session read later, e.g. by the LLM after the rules):
-        # it never closes them; it is closed by the first of them instead (below)
+        # it never closes them; it goes into its chain before them instead (below)
         later = [i for i in open_items if i.event_time > at]
         open_items = [i for i in open_items if i.event_time <= at]
         attribute, kind = st.attribute, st.kind
@@ -209,7 +209,7 @@ class ItemWriter:
                                                              "reason": "a correction with nothing to correct"})
             return None
         same = [i for i in open_items if i.attribute == attribute]
-        same_later = sorted((i for i in later if i.attribute == attribute), key=lambda i: (i.event_time, i.created_at))
+        same_later = [i for i in later if i.attribute == attribute]  # a restatement of a newer value merges into it
         # near-duplicate: the same value, or a less specific restatement of it ("tea" for "green tea")
         dup = next((i for i in same + same_later if normalise(i.value) == normalise(st.value)), None) or next(
             (i for i in same + same_later if mentions(i.value, st.value)), None)

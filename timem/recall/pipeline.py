@@ -244,8 +244,7 @@ def pinned_lines(store: MemoryStore, config: Config, user_id: str, at: datetime 
         return []
     lines, used = [], 0
     for item in store.items(user_id):
-        holds = item.is_open if at is None else (item.event_time <= at
-                                                 and (item.valid_to is None or item.valid_to > at))
+        holds = item.is_open if at is None else item.event_time <= at and item.valid_at(at)
         if item.pinned and holds:
             cost = count_context_tokens(item.label()) + 1
             if used + cost > config.memory_pinned_tokens:

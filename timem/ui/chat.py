@@ -103,9 +103,9 @@ def event_time(ctx: state.StudioContext) -> datetime:
     return to_utc(sim, ctx.tz)
 
 
-def _speaker_name(ctx: state.StudioContext) -> str:
-    humans = [t.speaker for t in ctx.engine.turns(ctx.user) if t.role == Role.USER]
-    return humans[-1] if humans else ctx.user
+def _speaker_name(engine, user_id: str) -> str:
+    humans = [t.speaker for t in engine.turns(user_id) if t.role == Role.USER]
+    return humans[-1] if humans else user_id
 
 
 def render() -> None:
@@ -241,18 +241,19 @@ def _warm(ctx: state.StudioContext) -> None:
     engine = ctx.engine
     if engine is None or engine.llm is None or engine.local_model_path is None:
         return
-    name = _speaker_name(ctx)
-    key = (id(engine), ctx.user, name)
-    warmed: set[tuple[int, str, str]] = st.session_state.setdefault(_WARMED_KEY, set())
+    key = (id(engine), ctx.user)
+    warmed: set[tuple[int, str]] = st.session_state.setdefault(_WARMED_KEY, set())
     if key in warmed:
         return
     warmed.add(key)
-    threading.Thread(target=_warm_worker, args=(engine, ctx.user, name, ctx.lock), name="timem-chat-warm",
+    threading.Thread(target=_warm_worker, args=(engine, ctx.user, ctx.lock), name="timem-chat-warm",
                      daemon=True).start()
 
 
-def _warm_worker(engine, user_id: str, name: str, lock) -> None:
+def _warm_worker(engine, user_id: str, lock) -> None:
     try:
+        with lock:  # the speaker's name, as the next chat turn will give it, read off the page's run
+            name = _speaker_name(engine, user_id)
         engine.warm_chat(user_id, name, store_lock=lock)
     except TimemError as exc:  # the answer loads the model itself and shows the error to the user
         _log.warning("warming the chat prompt of %s failed: %s", user_id, exc)
@@ -269,8 +270,8 @@ def _exchange(ctx: state.StudioContext, text: str) -> None:
     with st.chat_message("assistant"), ctx.lock:
         try:
             with st.spinner("Recalling memories and answering … (the embedded model needs about 5–15 s)"):
-                turn = ctx.engine.chat_turn(ctx.user, session_id, text, at, user_name=_speaker_name(ctx),
-                                            consolidate=not later)
+                turn = ctx.engine.chat_turn(ctx.user, session_id, text, at,
+                                            user_name=_speaker_name(ctx.engine, ctx.user), consolidate=not later)
         except ChatTurnError as exc:
             sessions[ctx.user] = session_id
             st.error(str(exc)[0].upper() + str(exc)[1:])
