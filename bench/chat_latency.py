@@ -33,12 +33,13 @@ def main() -> None:
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=3600).run()
     t = time.perf_counter()
     at.button(key="sb_imp_go").click().run()  # the bundled demo
-    db = str(Path(state.base_config().db_path).expanduser().resolve())
+    db = str(Path(state.base_config().store.db_path).expanduser().resolve())
     engine = state._open_engine(db, state.base_config().with_overrides(db_path=Path(db))).engine
     job = jobs.current_job(engine)
     if job is not None:
         job.join(3600)
-    print(f"import: {time.perf_counter() - t:.0f} s; consolidation mode {engine.config.consolidation_mode}, "
+    mode = engine.config.consolidation.consolidation_mode
+    print(f"import: {time.perf_counter() - t:.0f} s; consolidation mode {mode}, "
           f"LLM {'on' if engine.has_llm else 'off'}", flush=True)
     at.run()
     at.radio(key="chat_time_mode").set_value("Simulated").run()

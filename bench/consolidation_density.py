@@ -83,7 +83,7 @@ def main() -> None:
     store = open_store(args.db, MODEL_ID, 384)
     try:
         result = {}
-        for u in load_dataset(args.data, "locomo", tz=cfg.tz):
+        for u in load_dataset(args.data, "locomo", tz=cfg.time.tz):
             result[u.user_id] = {"density": density(store, u.user_id, u.questions),
                                  "levels": level_stats(store, u.user_id)}
     finally:

@@ -53,7 +53,7 @@ def main() -> None:
     overrides |= {k: v for k, v in (("consolidation_mode", args.mode), ("local_model", args.local_model)) if v}
     cfg = load_config(db_path=str(db), llm_backend=args.llm, l1_mode=args.l1_mode, **overrides)
     users = load_dataset(args.file, args.format, sample_ids=args.sample.split(",") if args.sample else None,
-                         tz=cfg.tz)
+                         tz=cfg.time.tz)
     n_turns = sum(len(s.turns) for u in users for s in u.sessions)
     t_open = time.perf_counter()
     engine = MemoryEngine.open(cfg)
@@ -76,8 +76,9 @@ def main() -> None:
                                  text=True).stdout.strip(),
         "machine": f"{platform.machine()} {platform.node()}", "file": args.file.name, "sample": args.sample,
         "llm": args.llm, "l1_mode": args.l1_mode,
-        "mode": cfg.consolidation_mode, "set": args.set,
-        "local_model": cfg.local_model if args.llm == "local" else None, "turns": n_turns, "nodes": report.nodes_added,
+        "mode": cfg.consolidation.consolidation_mode, "set": args.set,
+        "local_model": cfg.llm.local_model if args.llm == "local" else None, "turns": n_turns,
+        "nodes": report.nodes_added,
         "wall_s": round(wall, 1), "open_s": round(open_s, 1), "turns_per_s": round(n_turns / wall, 1),
         "llm_calls": stats["llm_calls"], "llm_calls_per_turn": round(stats["llm_calls"] / n_turns, 3),
         "prompt_tokens": stats["prompt_tokens"], "completion_tokens": stats["completion_tokens"],

@@ -533,7 +533,7 @@ def run_size(n: int, args: argparse.Namespace, emb: MiniLMEmbedder, planner: Cen
             _, w, c = _timed(bm25_top, store.con, USER, bq, 1, K_CAND)
             if rep:
                 rec("duckdb_bm25", w, c)
-            bl, w, c = _timed(base.leaves, qv, bq, K_CAND, cfg.recall_lambda, cfg.recall_top_k)
+            bl, w, c = _timed(base.leaves, qv, bq, K_CAND, cfg.recall.recall_lambda, cfg.recall.recall_top_k)
             if rep:
                 rec("base_leaves", w, c)
             bv, w, c = _timed(base.vector, qv, K_CAND)

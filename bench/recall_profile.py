@@ -106,7 +106,7 @@ def main() -> None:
         store.con.execute(f"SET threads = {int(args.threads)}")
     cfg = Config(llm_backend="none", planner="centroid", gate="score",
                  **{k: json.loads(v) for k, _, v in (x.partition("=") for x in args.set)})
-    segstore.sync(store, USER, cfg.segtree_threshold, cfg.segtree_max_children)
+    segstore.sync(store, USER, cfg.recall.segtree_threshold, cfg.recall.segtree_max_children)
     store.refresh_fts()
     n_internal = store.con.execute("SELECT height, count(*) FROM segtree_nodes WHERE user_id = ? GROUP BY ALL "
                                    "ORDER BY ALL", [USER]).fetchall()

@@ -51,7 +51,7 @@ def main() -> None:
     step(f"import took {time.perf_counter() - t:.0f} s: " + " ".join(s.value for s in at.success))
     from timem.ui import state  # the studio's own cached engine for this DuckDB file (one per process)
 
-    db = str(Path(state.base_config().db_path).expanduser().resolve())
+    db = str(Path(state.base_config().store.db_path).expanduser().resolve())
     engine = state._open_engine(db, state.base_config().with_overrides(db_path=Path(db))).engine
     per = {lv.label: len(engine.nodes("conv-30", int(lv))) for lv in Level}
     step(f"conv-30 nodes per level: {per}")
@@ -79,7 +79,7 @@ def main() -> None:
     at.switch_page("timem/studio/views/timeline.py").run()
     from timem.ui.timeline import _label
 
-    gone_tl = _label(leaf, engine.config.tz) not in at.selectbox(key="tl_node").options
+    gone_tl = _label(leaf, engine.config.time.tz) not in at.selectbox(key="tl_node").options
     res = engine.recall("conv-30", QUESTION, persist=False)
     gone_recall = leaf.id not in [c.node_id for c in res.trace.candidates]
     step(f"soft-deleted {leaf.id}: gone from timeline={gone_tl}, gone from recall={gone_recall}")

@@ -41,14 +41,14 @@ def main() -> None:
     ap.add_argument("--dump", help="write the per-question rows of the last variant to this JSONL file")
     args = ap.parse_args()
     base = load_config(None, llm_backend="none", **json.loads(args.base))
-    users = load_dataset(Path(args.data), "locomo", tz=base.tz)
-    embedder = MiniLMEmbedder(batch_size=base.embed_batch_size)
+    users = load_dataset(Path(args.data), "locomo", tz=base.time.tz)
+    embedder = MiniLMEmbedder(batch_size=base.embedding.embed_batch_size)
     store = open_store(args.db, embedder.model_id, embedder.dim)
     t0 = time.perf_counter()
     MemoryEngine(base, store, embedder, None).ingest(users, flush=True, upper_levels=args.upper)
     print(f"ingest {time.perf_counter() - t0:.1f} s; {store.stats()['nodes_per_level']}")
     levels = tuple(int(x) for x in args.levels.split(","))
-    quotas = None if levels != (1,) else {c: {1: base.recall_top_k} for c in ("simple", "hybrid", "complex")}
+    quotas = None if levels != (1,) else {c: {1: base.recall.recall_top_k} for c in ("simple", "hybrid", "complex")}
     spec = RunSpec(dataset="locomo", data_file=Path(args.data), recipe=None, out_dir=Path("/tmp"))  # type: ignore[arg-type]
     items = select_questions(users, spec)
     for var in args.variant or ["{}"]:

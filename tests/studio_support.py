@@ -110,7 +110,7 @@ def build_demo_db(path: Path, embedder, **config_overrides) -> Path:
     store = Store(path, embedder.model_id, embedder.dim)
     try:
         llm, _ = studio_llm(store)
-        MemoryEngine(cfg, store, embedder, llm).ingest(load_dataset(DEMO, "jsonl", tz=cfg.tz))
+        MemoryEngine(cfg, store, embedder, llm).ingest(load_dataset(DEMO, "jsonl", tz=cfg.time.tz))
     finally:
         store.close()
     return path

@@ -140,7 +140,7 @@ def table_ids(at: AppTest) -> list[str]:
 def timeline_label(node, engine) -> str:
     from timem.ui.timeline import _label
 
-    return _label(node, engine.config.tz)
+    return _label(node, engine.config.time.tz)
 
 
 def _espresso_leaf(engine):
@@ -307,7 +307,7 @@ def test_import_demo_from_sidebar(tmp_path, embedder):
     from timem.store import Store
 
     cfg = load_config(env={}, db_path=tmp_path / "empty.duckdb", llm_backend="none")
-    store = Store(cfg.db_path, embedder.model_id, embedder.dim)
+    store = Store(cfg.store.db_path, embedder.model_id, embedder.dim)
     eng = MemoryEngine(cfg, store, embedder, studio_llm(store)[0])
     try:
         at = make_app(eng, user="me")
@@ -353,7 +353,7 @@ def _empty_engine(tmp_path, embedder, **overrides):
     from timem.store import Store
 
     cfg = load_config(env={}, db_path=tmp_path / "empty.duckdb", llm_backend="none", **overrides)
-    store = Store(cfg.db_path, embedder.model_id, embedder.dim)
+    store = Store(cfg.store.db_path, embedder.model_id, embedder.dim)
     return MemoryEngine(cfg, store, embedder, studio_llm(store)[0])
 
 
@@ -453,12 +453,13 @@ def test_extractive_mode_from_the_sidebar_without_an_llm(tmp_path, embedder):
 
     # configured abstractive, which needs an LLM: the sidebar's select switches to extractive
     cfg = load_config(env={}, db_path=tmp_path / "none.duckdb", llm_backend="none", **ABSTRACTIVE)
-    eng = MemoryEngine(cfg, Store(cfg.db_path, embedder.model_id, embedder.dim), embedder, None)
+    eng = MemoryEngine(cfg, Store(cfg.store.db_path, embedder.model_id, embedder.dim), embedder, None)
     try:
         at = make_app(eng, user="me")
         assert at.button(key="sb_consolidate").disabled  # abstractive needs an LLM
         at.selectbox(key="sb_mode").set_value("extractive").run()
-        assert eng.config.consolidation_mode == "extractive" and not at.button(key="sb_consolidate").disabled
+        assert eng.config.consolidation.consolidation_mode == "extractive"
+        assert not at.button(key="sb_consolidate").disabled
         at.button(key="sb_imp_go").click().run()
         assert_clean(at)
         nodes = eng.store.nodes(DEMO_USER)
@@ -622,7 +623,7 @@ def test_import_moves_the_chat_event_time_to_the_imported_conversation(empty_eng
     assert_clean(at)
     assert at.radio(key="chat_time_mode").value == "Simulated"
     last = empty_engine.store.turns(DEMO_USER)[-1].event_time
-    expected = (last + timedelta(hours=1)).astimezone(empty_engine.config.tz).replace(tzinfo=None, second=0)
+    expected = (last + timedelta(hours=1)).astimezone(empty_engine.config.time.tz).replace(tzinfo=None, second=0)
     assert at.session_state["chat_sim_time"] == expected
     assert at.session_state["chat_sim_time"] < datetime(2024, 7, 1)
 

@@ -27,7 +27,7 @@ def test_retrieval_only_run_and_publish(tmp_path, embedder):
     assert res.exit_code == 0, res.output
     assert "hybrid-turns: 4 questions, evidence_recall" in res.output
     man = json.loads((out / "manifest.json").read_text())
-    assert man["config"]["token_budget"] == 300 and man["config"]["llm_backend"] == "none"
+    assert man["config"]["recall"]["token_budget"] == 300 and man["config"]["llm"]["llm_backend"] == "none"
     res = runner.invoke(bench_app, ["publish", str(out), "--to", str(tmp_path / "results"), "--title", "T"])
     assert res.exit_code == 0, res.output
     assert "[hybrid-turns](run/summary.md)" in (tmp_path / "results" / "README.md").read_text()

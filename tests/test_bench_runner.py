@@ -165,7 +165,7 @@ def test_retrieval_only_needs_no_llm(tmp_path, cfg, embedder, locomo_file, recip
     assert len(res.rows) == 4
     for r in res.rows:
         assert r["hypothesis"] is None and r["judge_label"] is None and r["llm_calls"] == 0
-        assert 0 <= r["mem_len"] <= no_llm.token_budget  # BM25 returns nothing when no query term matches
+        assert 0 <= r["mem_len"] <= no_llm.recall.token_budget  # BM25 returns nothing when no query term matches
     assert res.rows[0]["evidence_recall"] == 1.0  # the beagle turn is found by every method
     md = (res.out_dir / "summary.md").read_text()
     assert "judge_acc" not in md and "evidence_recall" in md
@@ -188,7 +188,7 @@ def test_hierarchical_recipes_reuse_an_ingested_db(tmp_path, cfg, embedder, loco
         else:
             assert "L1" in levels
     gate = json.loads((tmp_path / "r-gate-llm" / "manifest.json").read_text())
-    assert gate["config"]["gate"] == "score" and any("score gate" in n for n in gate["notes"])
+    assert gate["config"]["recall"]["gate"] == "score" and any("score gate" in n for n in gate["notes"])
     with pytest.raises(BenchError, match="another granularity"):
         _run(tmp_path, none, embedder, locomo_file, "gran-2-l1", "g2", forbid, retrieval_only=True, db=db)
 
@@ -203,7 +203,7 @@ def test_extractive_mode_builds_the_tree_for_hierarchical_recipes_without_an_llm
         res = _run(tmp_path, ext, embedder, locomo_file, recipe, f"x-{recipe}", forbid, retrieval_only=True)
         assert any(r["level_counts"] for r in res.rows)
     man = json.loads((tmp_path / "x-timem" / "manifest.json").read_text())
-    assert man["config"]["consolidation_mode"] == "extractive"
+    assert man["config"]["consolidation"]["consolidation_mode"] == "extractive"
     assert any(m.startswith("L2 extractive extractive-v1 extractive") for m in man["models"]["memory_nodes"])
 
 

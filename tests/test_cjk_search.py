@@ -49,8 +49,8 @@ def _ingest(tmp_path, embedder, user: str, rows) -> MemoryEngine:
                                         "timestamp": f"2024-05-0{int(s[1:])}T10:00:0{i % 2}"}, ensure_ascii=False)
                             + "\n" for i, (s, sp, t) in enumerate(rows)), encoding="utf-8")
     cfg = load_config(env={}, db_path=tmp_path / f"{user}.duckdb", llm_backend="none", gate="score")
-    eng = MemoryEngine(cfg, Store(cfg.db_path, embedder.model_id, embedder.dim), embedder, None)
-    eng.ingest(load_jsonl(path, cfg.tz), upper_levels=False)
+    eng = MemoryEngine(cfg, Store(cfg.store.db_path, embedder.model_id, embedder.dim), embedder, None)
+    eng.ingest(load_jsonl(path, cfg.time.tz), upper_levels=False)
     return eng
 
 

@@ -23,7 +23,7 @@ def test_local_model_builds_a_checked_tree_from_real_sessions(tmp_path, locomo_d
     cfg = load_config(env={}, db_path=str(tmp_path / "e2e.duckdb"), llm_backend="local", cache_dir=str(cache),
                       consolidation_mode="abstractive",  # the model writes L2-L5 (the local default is extractive)
                       memory_extractor="rules")  # LLM item extraction has its own real-model test (CI time)
-    user = load_locomo(locomo_dev, ["conv-30"], cfg.tz)[0]
+    user = load_locomo(locomo_dev, ["conv-30"], cfg.time.tz)[0]
     user = user.model_copy(update={"sessions": user.sessions[:1]})
     engine = MemoryEngine.open(cfg)
     try:

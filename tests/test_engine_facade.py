@@ -50,10 +50,10 @@ def test_a_chat_turn_on_the_embedded_model_uses_the_short_context_budget(tmp_pat
     eng = _engine(tmp_path, store, embedder, responses=lambda req: "Pixel.")
     eng.add_exchange("mia", "chat-0", "I adopted a grey cat called Pixel.", "Lovely!", AT)
     endpoint = eng.chat_turn("mia", "chat-1", "What is my cat called?", AT.replace(hour=10))
-    assert endpoint.trace.settings["token_budget"] == eng.config.token_budget == 1000
+    assert endpoint.trace.settings["token_budget"] == eng.config.recall.token_budget == 1000
     eng.llm.backend.model_path = "qwen.gguf"  # type: ignore[union-attr]  # as the embedded model's backend has
     local = eng.chat_turn("mia", "chat-1", "And what colour is Pixel?", AT.replace(hour=11))
-    assert local.trace.settings["token_budget"] == eng.config.local_chat_token_budget == 500
+    assert local.trace.settings["token_budget"] == eng.config.recall.local_chat_token_budget == 500
     assert eng.recall("mia", "What colour is Pixel?", AT.replace(hour=12)).trace.settings["token_budget"] == 1000
 
 

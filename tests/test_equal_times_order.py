@@ -35,8 +35,8 @@ def pia(tmp_path, embedder):
     if not CASE.exists():
         pytest.fail(f"{CASE} is missing: the shared cases must sit at ../shared beside the repo")
     cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none", **EXCHANGE)  # a segment per exchange
-    eng = MemoryEngine(cfg, Store(cfg.db_path, embedder.model_id, embedder.dim), embedder, None)
-    eng.ingest(load_jsonl(CASE, cfg.tz), upper_levels=False)
+    eng = MemoryEngine(cfg, Store(cfg.store.db_path, embedder.model_id, embedder.dim), embedder, None)
+    eng.ingest(load_jsonl(CASE, cfg.time.tz), upper_levels=False)
     yield eng
     eng.close()
 
@@ -49,12 +49,13 @@ def test_store_lists_equal_time_segments_in_turn_order(pia):
 
 
 def test_tree_text_keeps_turn_order(pia):
-    for text in (render_tree(pia.store, "pia", pia.config.tz), render_tree(pia.store, "pia", pia.config.tz, level=1)):
+    tz = pia.config.time.tz
+    for text in (render_tree(pia.store, "pia", tz), render_tree(pia.store, "pia", tz, level=1)):
         lines = [ln for ln in text.splitlines() if ln.lstrip().startswith("L1 ")]
         assert [_first_marker(ln) for ln in lines] == LOCKERS, text
 
 
 def test_timeline_frame_keeps_turn_order(pia):
-    df = timeline_frame(list(reversed(pia.store.nodes("pia"))), pia.config.tz)
+    df = timeline_frame(list(reversed(pia.store.nodes("pia"))), pia.config.time.tz)
     assert [_first_marker(c) for c in df.sort_values(["level", "start", "order"], kind="stable")["content"]] == LOCKERS
     assert list(df["order"]) == list(range(len(df)))

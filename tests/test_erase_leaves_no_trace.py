@@ -44,7 +44,7 @@ def test_erase_removes_traces_audit_quotes_and_file_bytes(tmp_path, embedder):
         pytest.fail(f"{CASE} is missing: the shared cases must sit at ../shared beside the repo")
     db = tmp_path / "erase.duckdb"
     eng = open_engine(db, embedder, **EXCHANGE)  # the secret and its reply are one segment
-    eng.ingest(load_jsonl(CASE, eng.config.tz), upper_levels=False)
+    eng.ingest(load_jsonl(CASE, eng.config.time.tz), upper_levels=False)
     store = eng.store
     (secret,) = [n for n in store.nodes("ines") if "Quillfeather" in n.content]
     res = recall(store, embedder, None, eng.config, "ines", "What is my secret nickname?",
@@ -93,7 +93,7 @@ def test_erase_user_leaves_no_bytes_and_keeps_other_users(tmp_path, embedder):
                     encoding="utf-8")
     db = tmp_path / "users.duckdb"
     eng = open_engine(db, embedder)
-    eng.ingest(load_jsonl(path, eng.config.tz), upper_levels=False)
+    eng.ingest(load_jsonl(path, eng.config.time.tz), upper_levels=False)
     recall(eng.store, embedder, None, eng.config, "ada", "What is my locker code?", gate_override="score")
     eng.store.audit("grounding-drop", "ada", "L2-y", {"sentence": "Ada uses the Westbrook gym."})
     counts = eng.erase_user("ada")
@@ -131,7 +131,7 @@ def test_erasing_a_forgotten_memory_also_erases_the_versions_that_summarised_it(
 
     db = tmp_path / "forget-erase.duckdb"
     eng = open_engine(db, embedder, consolidation_mode="extractive", memory_extractor="rules")
-    eng.ingest(load_jsonl(write(tmp_path / "mia.jsonl", "mia", EN), eng.config.tz))
+    eng.ingest(load_jsonl(write(tmp_path / "mia.jsonl", "mia", EN), eng.config.time.tz))
     assert any("Blue Harbor" in n.content for n in eng.store.nodes("mia") if n.level > 1)
     eng.forget("mia", "I work at Blue Harbor", confirm=True)
     (seg,) = [n for n in eng.store.nodes("mia", 1, status=None) if "Blue Harbor" in n.content]

@@ -87,7 +87,7 @@ def test_without_an_llm_extractive_mode_writes_the_whole_tree(store, embedder, t
 def test_default_mode_without_an_llm_is_extractive_and_writes_the_whole_tree(store, embedder, tmp_path):
     add_sessions(store)
     cfg = load_config(env={}, db_path=str(tmp_path / "x.duckdb"), llm_backend="none")
-    assert cfg.consolidation_mode == DEFAULT_CONSOLIDATION_MODES["none"] == "extractive"
+    assert cfg.consolidation.consolidation_mode == DEFAULT_CONSOLIDATION_MODES["none"] == "extractive"
     MemoryEngine(cfg, store, embedder, None).consolidate("u", flush=True)
     assert {int(n.level) for n in store.nodes("u")} == {1, 2, 3, 4, 5}
     assert {n.mode for n in store.nodes("u") if n.level > 1} == {"extractive"}
@@ -96,11 +96,11 @@ def test_default_mode_without_an_llm_is_extractive_and_writes_the_whole_tree(sto
 def test_defaults_follow_the_backend_unless_set(tmp_path):
     db = str(tmp_path / "x.duckdb")
     local, remote = (load_config(env={}, db_path=db, llm_backend=b) for b in ("local", "openai"))
-    assert (local.gate, local.consolidation_mode) == ("score", "extractive")
-    assert (remote.gate, remote.consolidation_mode) == ("llm", "abstractive")
+    assert (local.recall.gate, local.consolidation.consolidation_mode) == ("score", "extractive")
+    assert (remote.recall.gate, remote.consolidation.consolidation_mode) == ("llm", "abstractive")
     forced = load_config(env={"TIMEM_GATE": "llm"}, db_path=db, llm_backend="local")
-    assert forced.gate == "llm" and forced.with_overrides(token_budget=500).gate == "llm"
-    assert local.with_overrides(llm_backend="openai").gate == "score"  # a copy keeps its resolved values
+    assert forced.recall.gate == "llm" and forced.with_overrides(token_budget=500).recall.gate == "llm"
+    assert local.with_overrides(llm_backend="openai").recall.gate == "score"  # a copy keeps its resolved values
 
 
 def test_abstractive_mode_without_an_llm_still_writes_l1_only(store, embedder, tmp_path):
@@ -135,7 +135,8 @@ def test_every_memory_respects_its_levels_token_cap(store, embedder, tmp_path, c
     eng.consolidate("u", flush=True)
     for n in store.nodes("u"):
         if n.level > 1:
-            assert 0 < count_tokens(_body(n.content)) <= eng.config.extractive_cap(n.level), (n.level, n.content)
+            cap = eng.config.consolidation.extractive_cap(n.level)
+            assert 0 < count_tokens(_body(n.content)) <= cap, (n.level, n.content)
 
 
 def test_a_single_utterance_longer_than_the_cap_is_cut_not_dropped(store, embedder, tmp_path):
@@ -237,11 +238,12 @@ def test_units_skip_l1_headers_and_hybrid_titles_and_keep_speakers():
 
 def test_config_validates_modes_levels_and_caps(tmp_path):
     cfg = load_config(env={"TIMEM_CONSOLIDATION_MODE": "extractive"})
-    assert cfg.mode_for(2) == "extractive" and cfg.extractive_cap(3) == 160
+    assert cfg.consolidation.mode_for(2) == "extractive" and cfg.consolidation.extractive_cap(3) == 160
     toml = tmp_path / "t.toml"
     toml.write_text('consolidation_mode = "hybrid"\n[level_modes]\n5 = "abstractive"\n[extractive_caps]\n2 = 90\n')
     cfg = load_config(toml, env={})
-    assert (cfg.mode_for(2), cfg.mode_for(5), cfg.extractive_cap(2), cfg.extractive_cap(5)) == (
+    cons = cfg.consolidation
+    assert (cons.mode_for(2), cons.mode_for(5), cons.extractive_cap(2), cons.extractive_cap(5)) == (
         "hybrid", "abstractive", 90, 240)
     for bad in ({"consolidation_mode": "summary"}, {"level_modes": {1: "extractive"}}, {"extractive_caps": {2: 3}}):
         with pytest.raises(ConfigError, match="Fix the config file"):

@@ -61,8 +61,8 @@ def test_merge_refuses_a_shared_user_or_another_embedder_and_copies_nothing(tmp_
     def build(name: str, sample: str) -> MemoryEngine:
         cfg = load_config(env={}, db_path=tmp_path / name, llm_backend="none", consolidation_mode="extractive",
                           cache_dir=tmp_path / "cache")
-        eng = MemoryEngine(cfg, Store(cfg.db_path, embedder.model_id, embedder.dim), embedder, None)
-        eng.ingest(load_dataset(DATA, "locomo", sample_ids=[sample], tz=cfg.tz))
+        eng = MemoryEngine(cfg, Store(cfg.store.db_path, embedder.model_id, embedder.dim), embedder, None)
+        eng.ingest(load_dataset(DATA, "locomo", sample_ids=[sample], tz=cfg.time.tz))
         return eng
 
     a, b = build("a.duckdb", "conv-a"), build("b.duckdb", "conv-a")

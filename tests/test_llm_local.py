@@ -184,7 +184,8 @@ def test_real_local_model_gives_schema_valid_json(tmp_path):
     cache = os.environ.get("TIMEM_CACHE_DIR") or str(Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "timem")
     config = Config(local_n_ctx=2048, cache_dir=Path(cache))
     path = ensure_model_file(config)
-    backend = LocalLlamaBackend(path, MODELS[config.local_model].name, config.local_n_ctx, config.local_n_threads)
+    llm_cfg = config.llm
+    backend = LocalLlamaBackend(path, MODELS[llm_cfg.local_model].name, llm_cfg.local_n_ctx, llm_cfg.local_n_threads)
     llm = LLM(backend, None, max_tokens=64)
     t0 = time.perf_counter()
     out = llm.complete_json([Message(role="system", content="You answer geography questions in JSON."),

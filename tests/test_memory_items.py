@@ -64,7 +64,7 @@ def _engine(tmp_path, store, embedder, responses=None, **overrides) -> MemoryEng
 
 def _ingest(eng: MemoryEngine, tmp_path, user_id: str, rows) -> None:
     f = write(tmp_path / f"{user_id}.jsonl", user_id, rows)
-    eng.ingest(load_dataset(f, "jsonl", tz=eng.config.tz, user_tz=eng.config.user_tz))
+    eng.ingest(load_dataset(f, "jsonl", tz=eng.config.time.tz, user_tz=eng.config.time.user_tz))
 
 
 def _first(context: str) -> str:

@@ -22,7 +22,7 @@ def test_local_model_extracts_items_or_says_why(tmp_path):
     path = write(tmp_path / "mia.jsonl", "mia", EN[:3])  # two sessions: home city, employer / job, morning drink
     engine = MemoryEngine.open(cfg)
     try:
-        engine.ingest(load_dataset(path, "jsonl", tz=cfg.tz))
+        engine.ingest(load_dataset(path, "jsonl", tz=cfg.time.tz))
         items = engine.memory_items("mia")
         failed = engine.extraction_failures.get("mia", [])
         done = engine.store.extracted_units("mia", "llm")

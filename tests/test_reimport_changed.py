@@ -71,12 +71,12 @@ def test_changed_turns_are_reported_then_updated_with_the_flag(cli_env, embedder
 def test_update_reconsolidates_the_ancestors(tmp_path, embedder):
     # one segment per exchange; the ancestors are written (and rewritten) by the scripted LLM
     cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none", **EXCHANGE, **ABSTRACTIVE)
-    store = Store(cfg.db_path, embedder.model_id, embedder.dim)
+    store = Store(cfg.store.db_path, embedder.model_id, embedder.dim)
     llm, _ = scripted_llm(store)
     eng = MemoryEngine(cfg, store, embedder, llm)
-    eng.ingest(load_jsonl(V1, cfg.tz))
+    eng.ingest(load_jsonl(V1, cfg.time.tz))
     old_l2 = store.nodes("orla", 2)[0]
-    report = eng.ingest(load_jsonl(V2, cfg.tz), update_changed=True)
+    report = eng.ingest(load_jsonl(V2, cfg.time.tz), update_changed=True)
     assert report.changed_turns == ["orla:s1:0", "orla:s1:1"] and report.turns_updated == 2
     (l1,) = store.nodes("orla", 1)
     (l2,) = store.nodes("orla", 2)
@@ -95,15 +95,15 @@ def test_update_rereads_the_memory_items_of_the_changed_turn(tmp_path, embedder)
 
     cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none", memory_extractor="rules",
                       consolidation_mode="extractive")
-    store = Store(cfg.db_path, embedder.model_id, embedder.dim)
+    store = Store(cfg.store.db_path, embedder.model_id, embedder.dim)
     eng = MemoryEngine(cfg, store, embedder, None)
     rows = [("s1", "Mia", "I live in Lisbon now.", "2024-04-01T09:00:00"),
             ("s1", "Mia", "I drink black coffee every morning.", "2024-04-01T09:05:00"),
             ("s2", "Mia", "I drink espresso every morning.", "2024-04-10T08:00:00")]
-    eng.ingest(load_jsonl(write(tmp_path / "v1.jsonl", "mia", rows), cfg.tz))
+    eng.ingest(load_jsonl(write(tmp_path / "v1.jsonl", "mia", rows), cfg.time.tz))
     assert {i.value for i in eng.memory_items("mia")} == {"Lisbon", "black coffee", "espresso"}
     rows[2] = ("s2", "Mia", "I drink green tea every morning.", "2024-04-10T08:00:00")
-    report = eng.ingest(load_jsonl(write(tmp_path / "v2.jsonl", "mia", rows), cfg.tz), update_changed=True)
+    report = eng.ingest(load_jsonl(write(tmp_path / "v2.jsonl", "mia", rows), cfg.time.tz), update_changed=True)
     assert report.turns_updated == 1
     items = {i.value: i for i in eng.memory_items("mia")}
     assert set(items) == {"Lisbon", "black coffee", "green tea"}

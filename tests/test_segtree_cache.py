@@ -34,7 +34,7 @@ def _recall(eng: MemoryEngine, question: str) -> list[tuple]:
 
 
 def _cached(eng: MemoryEngine) -> segview.SegIndex:
-    return segview._CACHE[eng.store][("u1", eng.config.propagation_hops)][1]
+    return segview._CACHE[eng.store][("u1", eng.config.recall.propagation_hops)][1]
 
 
 def _same_index(a: segview.SegIndex, b: segview.SegIndex) -> None:
@@ -50,7 +50,7 @@ def _same_index(a: segview.SegIndex, b: segview.SegIndex) -> None:
 def _assert_fresh(eng: MemoryEngine, question: str) -> list[tuple]:
     """Recall through the cache; the index it used equals a fresh load, and a cold cache recalls the same."""
     warm = _recall(eng, question)
-    _same_index(_cached(eng), segview.load_index(eng.store, "u1", eng.config.propagation_hops))
+    _same_index(_cached(eng), segview.load_index(eng.store, "u1", eng.config.recall.propagation_hops))
     segview._CACHE.pop(eng.store, None)
     assert _recall(eng, question) == warm
     return warm
@@ -101,7 +101,7 @@ def test_a_rolled_back_write_is_not_served_from_the_cache(eng):
                          datetime(2024, 4, 2, 9, tzinfo=UTC))
         inside = _recall(eng, question)  # cached at the uncommitted version
         hose = [n.id for n in eng.store.nodes("u1", int(Level.SEGMENT)) if "hose" in n.content]
-        assert hose and _cached(eng).ids == segview.load_index(eng.store, "u1", eng.config.propagation_hops).ids
+        assert hose and _cached(eng).ids == segview.load_index(eng.store, "u1", eng.config.recall.propagation_hops).ids
         assert any(c[0] in hose for c in inside)
         raise RuntimeError("abort")
     assert not any("hose" in n.content for n in eng.store.nodes("u1", int(Level.SEGMENT)))

@@ -60,7 +60,7 @@ def seg_engine(store, embedder):
 
 
 def _in_memory(eng: MemoryEngine, user: str) -> SegTree:
-    tree = SegTree(user, eng.config.segtree_threshold, eng.config.segtree_max_children)
+    tree = SegTree(user, eng.config.recall.segtree_threshold, eng.config.recall.segtree_max_children)
     leaves = segstore.l1_leaves(eng.store, user)
     vecs = eng.store.embeddings([i for i, _, _ in leaves])
     for nid, start, end in leaves:

@@ -30,7 +30,7 @@ CASE = Path(__file__).resolve().parents[2] / "shared" / "cases" / "found-by-tryi
 def engine(tmp_path, embedder, **settings) -> MemoryEngine:
     # one L1 segment per exchange: a statement and its reply are one segment (one text to check)
     cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none", **{**EXCHANGE, **settings})
-    return MemoryEngine(cfg, Store(cfg.db_path, embedder.model_id, embedder.dim), embedder, None)
+    return MemoryEngine(cfg, Store(cfg.store.db_path, embedder.model_id, embedder.dim), embedder, None)
 
 
 def l1_texts(eng: MemoryEngine, user: str) -> list[str]:
@@ -43,7 +43,7 @@ def test_explicit_offset_is_the_speakers_local_time(tmp_path, embedder):
         pytest.fail(f"{CASE} is missing: the shared cases must sit at ../shared beside the repo")
     for zone in ("UTC", "America/Los_Angeles"):
         eng = engine(tmp_path / zone.replace("/", "_"), embedder, timezone=zone)
-        users = load_dataset(CASE, "jsonl", tz=eng.config.tz, user_tz=eng.config.user_tz)
+        users = load_dataset(CASE, "jsonl", tz=eng.config.time.tz, user_tz=eng.config.time.user_tz)
         assert users[0].turns[0].utc_offset_minutes == 9 * 60
         eng.ingest(users, upper_levels=False)
         (text,) = l1_texts(eng, "kaito")
@@ -72,8 +72,8 @@ def _naive_file(tmp_path: Path, user: str, stamps: list[str]) -> Path:
 ])
 def test_per_user_zone_for_naive_input_across_dst(tmp_path, embedder, stamp, offset, expect):
     eng = engine(tmp_path, embedder, user_timezones={"berta": "Europe/Berlin"})
-    users = load_dataset(_naive_file(tmp_path, "berta", [stamp]), "jsonl", tz=eng.config.tz,
-                         user_tz=eng.config.user_tz)
+    users = load_dataset(_naive_file(tmp_path, "berta", [stamp]), "jsonl", tz=eng.config.time.tz,
+                         user_tz=eng.config.time.user_tz)
     turn = users[0].turns[0]
     assert turn.utc_offset_minutes == offset
     assert turn.event_time == datetime.fromisoformat(stamp).replace(tzinfo=ZoneInfo("Europe/Berlin")).astimezone(UTC)
@@ -85,7 +85,8 @@ def test_per_user_zone_for_naive_input_across_dst(tmp_path, embedder, stamp, off
 
 def test_other_users_keep_the_default_zone_and_old_turns_fall_back(tmp_path, embedder):
     eng = engine(tmp_path, embedder, user_timezones={"berta": "Europe/Berlin"})
-    (other,) = load_jsonl(_naive_file(tmp_path, "otto", ["2024-04-01T00:30:00"]), eng.config.tz, eng.config.user_tz)
+    when = eng.config.time
+    (other,) = load_jsonl(_naive_file(tmp_path, "otto", ["2024-04-01T00:30:00"]), when.tz, when.user_tz)
     assert other.turns[0].utc_offset_minutes == 0 and other.turns[0].event_time.hour == 0
     # a turn stored before offsets were kept (NULL) resolves in the configured zone, as before
     old = other.turns[0].model_copy(update={"utc_offset_minutes": None})
@@ -119,9 +120,9 @@ def test_jsonl_round_trip_keeps_the_speakers_offset(tmp_path):
 def test_user_timezones_setting_from_toml_and_env(tmp_path):
     toml = tmp_path / "timem.toml"
     toml.write_text('timezone = "UTC"\n[user_timezones]\nkaito = "Asia/Tokyo"\n')
-    assert load_config(toml, env={}).tz_for("kaito") == ZoneInfo("Asia/Tokyo")
+    assert load_config(toml, env={}).time.tz_for("kaito") == ZoneInfo("Asia/Tokyo")
     cfg = load_config(env={"TIMEM_USER_TIMEZONES": "kaito=Asia/Tokyo, berta=Europe/Berlin"})
-    assert cfg.tz_for("berta") == ZoneInfo("Europe/Berlin") and cfg.tz_for("x") == ZoneInfo("UTC")
+    assert cfg.time.tz_for("berta") == ZoneInfo("Europe/Berlin") and cfg.time.tz_for("x") == ZoneInfo("UTC")
     with pytest.raises(ConfigError, match="Mars/Olympus"):
         load_config(env={"TIMEM_USER_TIMEZONES": "kaito=Mars/Olympus"})
     with pytest.raises(ConfigError, match="USER=ZONE"):

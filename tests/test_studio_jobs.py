@@ -35,7 +35,7 @@ def gated(tmp_path, embedder):
         return studio_answer(request)
 
     cfg = load_config(env={}, db_path=tmp_path / "jobs.duckdb", llm_backend="none", **ABSTRACTIVE)
-    store = Store(cfg.db_path, embedder.model_id, embedder.dim)
+    store = Store(cfg.store.db_path, embedder.model_id, embedder.dim)
     eng = MemoryEngine(cfg, store, embedder, LLM(ScriptedBackend(answer, model_id="scripted-gated"), store))
     yield eng, gate, calls
     gate.set()

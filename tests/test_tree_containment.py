@@ -40,7 +40,7 @@ sessions_st = st.lists(
 @given(zone=st.sampled_from(ZONES), anchor=st.sampled_from(ANCHORS), sessions=sessions_st)
 def test_every_parent_contains_its_children(tmp_path_factory, embedder, zone, anchor, sessions):
     cfg = load_config(env={}, timezone=zone, db_path=str(tmp_path_factory.mktemp("db") / "t.duckdb"))
-    store = Store(cfg.db_path, embedder.model_id, embedder.dim)
+    store = Store(cfg.store.db_path, embedder.model_id, embedder.dim)
     try:
         llm, _ = scripted_llm(store)
         turns = []
@@ -99,8 +99,8 @@ def test_check_flags_a_day_memory_stretched_past_its_day(tmp_path, embedder):
                                         "text": f"Note number {i} about the garden.", "timestamp": ts}) + "\n"
                             for i, (s, ts) in enumerate(rows)))
     cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none", consolidation_mode="extractive")
-    eng = MemoryEngine(cfg, Store(cfg.db_path, embedder.model_id, embedder.dim), embedder, None)
-    eng.ingest(load_jsonl(path, cfg.tz))
+    eng = MemoryEngine(cfg, Store(cfg.store.db_path, embedder.model_id, embedder.dim), embedder, None)
+    eng.ingest(load_jsonl(path, cfg.time.tz))
     rules = {(v.rule, eng.store.node(v.node_id).level) for v in check_store(eng.store, cfg) if v.node_id}
     assert ("window", Level.DAY) in rules, rules
     eng.close()

@@ -48,7 +48,7 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
     if ray and (update_changed or not flush):
         raise InputError("--ray ingests new users as the file holds them; leave out --update-changed and "
                          "--no-flush", field="ray")
-    users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.tz, user_tz=cfg.user_tz)
+    users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.time.tz, user_tz=cfg.time.user_tz)
     eng = _engine(cfg)
     try:
         if ray:
@@ -70,7 +70,7 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
 
 def _echo_ingested(report, cfg: Config) -> None:
     typer.echo(f"ingested {len(report.users)} user(s): {report.turns_added} new turns, "
-               f"new nodes {report.nodes_added or 'none'} -> {cfg.db_path}")
+               f"new nodes {report.nodes_added or 'none'} -> {cfg.store.db_path}")
     if report.changed_turns:
         ids = ", ".join(report.changed_turns[:10]) + (" ..." if len(report.changed_turns) > 10 else "")
         if report.turns_updated:
@@ -214,7 +214,7 @@ def compact(db: DbOpt = None, config: ConfigOpt = None) -> None:
         cost = eng.compact()
     finally:
         eng.close()
-    typer.echo(f"rewrote {cfg.db_path} in {cost['seconds']:.2f} s ({cost['bytes_before'] / 1e6:.1f} -> "
+    typer.echo(f"rewrote {cfg.store.db_path} in {cost['seconds']:.2f} s ({cost['bytes_before'] / 1e6:.1f} -> "
                f"{cost['bytes_after'] / 1e6:.1f} MB)")
 
 
@@ -226,7 +226,7 @@ def _parse_time(at: str | None, cfg: Config):
     from timem.tree.windows import to_utc
 
     try:
-        return to_utc(dateparser.parse(at), cfg.tz)
+        return to_utc(dateparser.parse(at), cfg.time.tz)
     except (ValueError, OverflowError) as exc:
         raise typer.BadParameter(f"cannot read --at {at!r}; use e.g. 2023-08-20T10:00") from exc
 
@@ -266,7 +266,7 @@ def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
     if text is not None:
         typer.echo(f"answer: {text}")
     if show_trace or recall_only:
-        typer.echo(render_trace(res.trace, nodes=nodes, tz=cfg.tz) if show_trace else res.context
+        typer.echo(render_trace(res.trace, nodes=nodes, tz=cfg.time.tz) if show_trace else res.context
                    or "(no memory passed the gate for this question; --trace shows why)")
     typer.echo(f"(trace {res.trace.trace_id}; Mem Len {res.trace.context_tokens} tokens)")
 
@@ -286,14 +286,15 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
     from timem.datasets import load_dataset
 
     cfg = _config(config, db, llm_backend="none")
-    users = load_dataset(file, fmt, sample_ids=_samples(sample), tz=cfg.tz, user_tz=cfg.user_tz)
+    users = load_dataset(file, fmt, sample_ids=_samples(sample), tz=cfg.time.tz, user_tz=cfg.time.user_tz)
     eng = _engine(cfg, with_llm=False, must_exist=True)
     results = []
     try:
         missing = [u.user_id for u in users if u.user_id not in eng.users()]
         if missing:  # before any work, so that nothing is computed and thrown away
-            raise NotFoundError(f"{', '.join(missing)} not in {cfg.db_path}; ingest first (`timem ingest FILE "
-                                f"--format {fmt} --sample {','.join(missing)} --db {cfg.db_path}`) or pass --sample")
+            db = cfg.store.db_path
+            raise NotFoundError(f"{', '.join(missing)} not in {db}; ingest first (`timem ingest FILE "
+                                f"--format {fmt} --sample {','.join(missing)} --db {db}`) or pass --sample")
         for u in users:
             qt = eng.default_question_time(u.user_id)
             qs = [q if q.question_time else q.model_copy(update={"question_time": qt}) for q in u.questions]
@@ -349,7 +350,7 @@ def model(config: ConfigOpt = None) -> None:
     from timem.llm.local import ensure_model_file
 
     cfg = _config(config, None)
-    typer.echo(f"{cfg.local_model}: {ensure_model_file(cfg)} (SHA-256 verified)")
+    typer.echo(f"{cfg.llm.local_model}: {ensure_model_file(cfg)} (SHA-256 verified)")
 
 
 @app.command()

@@ -35,11 +35,11 @@ def _samples(sample: str | None) -> list[str] | None:
 
 
 def _engine(cfg: Config, with_llm: bool = True, *, must_exist: bool = False):
-    """The engine over ``cfg.db_path``; ``must_exist`` (commands that only read) refuses to create a file."""
+    """The engine over ``cfg.store.db_path``; ``must_exist`` (commands that only read) refuses to create a file."""
     from timem.engine import MemoryEngine
 
-    if must_exist and str(cfg.db_path) != ":memory:" and not Path(cfg.db_path).exists():
-        raise NotFoundError(f"no database at {cfg.db_path}; check --db (or TIMEM_DB_PATH), or create it with "
+    if must_exist and str(cfg.store.db_path) != ":memory:" and not Path(cfg.store.db_path).exists():
+        raise NotFoundError(f"no database at {cfg.store.db_path}; check --db (or TIMEM_DB_PATH), or create it with "
                             "`timem ingest FILE --format ... --db PATH`")
     return MemoryEngine.open(cfg, with_llm=with_llm)
 

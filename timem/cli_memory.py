@@ -73,10 +73,10 @@ def memories_list(user: UserOpt, db: DbOpt = None,
     if not items:
         typer.echo(f"no memory items for {user}")
     for i in items:
-        until = i.valid_to.astimezone(cfg.tz).date().isoformat() if i.valid_to else "now"
+        until = i.valid_to.astimezone(cfg.time.tz).date().isoformat() if i.valid_to else "now"
         flags = "".join([f" superseded by {i.superseded_by}" if i.superseded_by else "",
                          " [pinned]" if i.pinned else "", " [forgotten]" if i.status == "deleted" else ""])
-        typer.echo(f"{i.id}  [{i.kind}, {i.valid_from.astimezone(cfg.tz).date()} – {until}] {i.label()} "
+        typer.echo(f"{i.id}  [{i.kind}, {i.valid_from.astimezone(cfg.time.tz).date()} – {until}] {i.label()} "
                    f"({len(i.source_ids)} source(s), {i.source}){flags}")
 
 
@@ -87,7 +87,7 @@ def memories_extract(db: DbOpt = None,
     """Read the L1 segments (rules) or closed sessions (with an LLM) not read yet into memory items, e.g. for a file
     written before the memory layer; resumable (each segment or session is one transaction)."""
     cfg = _config(config, db, llm_backend=llm)
-    eng = _engine(cfg, with_llm=cfg.llm_backend != "none", must_exist=True)
+    eng = _engine(cfg, with_llm=cfg.llm.llm_backend != "none", must_exist=True)
     try:
         if user is not None:
             eng.require_user(user)

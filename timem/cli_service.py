@@ -16,7 +16,7 @@ KeysOpt = Annotated[Path | None, typer.Option("--keys", help="API keys file (def
 def _keyfile(cfg: Config, keys: Path | None):
     from timem.service.keys import KeyFile, default_keys_path
 
-    return KeyFile(keys or default_keys_path(cfg.db_path))
+    return KeyFile(keys or default_keys_path(cfg.store.db_path))
 
 
 def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: KeysOpt = None, llm: LlmOpt = None,
@@ -30,7 +30,7 @@ def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: Key
     kf = _keyfile(cfg, keys)
     if not kf.list():
         typer.echo(f"warning: no API keys in {kf.path}; every request will get 401. Add one with "
-                   f"`timem keys add TENANT --db {cfg.db_path}`", err=True)
+                   f"`timem keys add TENANT --db {cfg.store.db_path}`", err=True)
     uvicorn.run(create_app(cfg, kf),
                 host=host, port=port, log_level="info")
 

@@ -4,8 +4,23 @@ Precedence (lowest to highest): built-in defaults < TOML file < ``TIMEM_*`` envi
 variables < keyword overrides. Nothing here runs at import time: call :func:`load_config`
 once at the edge (CLI ``main``, the studio's ``app.py``, a test) and pass the result down.
 
-Environment variables are the field name upper-cased with a ``TIMEM_`` prefix, e.g.
-``TIMEM_DB_PATH``, ``TIMEM_LLM_BACKEND``, ``TIMEM_OPENAI_BASE_URL``, ``TIMEM_TIMEZONE``.
+:class:`Config` is nested by concern (:mod:`timem.settings`): ``config.store``, ``config.time``,
+``config.llm``, ``config.embedding``, ``config.consolidation``, ``config.recall``,
+``config.memory``, ``config.service``. A TOML file uses tables of the same names::
+
+    [llm]
+    llm_backend = "none"
+
+    [recall]
+    token_budget = 500
+
+    [recall.quotas.simple]
+    1 = 40
+
+A setting's name is unique across sections, so everything that names one setting at a time uses the
+plain name: ``TIMEM_*`` variables (the name upper-cased: ``TIMEM_DB_PATH``, ``TIMEM_LLM_BACKEND``,
+``TIMEM_TOKEN_BUDGET``), ``--set token_budget=500``, recipe overrides, :meth:`Config.with_overrides`,
+and keys at the top of a TOML file (the flat layout of earlier releases, still read).
 ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` are honoured when the ``TIMEM_`` ones are unset.
 """
 
@@ -15,269 +30,116 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from timem.errors import ConfigError
-from timem.models import ConsolidationMode
+from timem.settings import (
+    DEFAULT_CONSOLIDATION_MODE,
+    DEFAULT_CONSOLIDATION_MODES,
+    DEFAULT_EXTRACTIVE_CAPS,
+    DEFAULT_GATES,
+    DEFAULT_QUOTAS,
+    PAPER_QUOTAS,
+    SECTION_OF,
+    SECTIONS,
+    Complexity,
+    ConsolidationSettings,
+    EmbeddingSettings,
+    LLMSettings,
+    MemorySettings,
+    RecallSettings,
+    ServiceSettings,
+    StoreSettings,
+    TimeSettings,
+)
 
-Complexity = Literal["simple", "hybrid", "complex"]
-
-#: The consolidation mode of L2-L5 when none is set, per LLM backend (chosen from
-#: bench/results/consolidation.md and recall-tree.md): the embedded model and no LLM get
-#: "extractive" (seconds per conversation, grounded by construction; abstractive took 16 min per
-#: LoCoMo conversation with the 1.5B model and its summaries cost evidence when they share the
-#: budget); an OpenAI-compatible endpoint gets "abstractive".
-#: With ``llm_backend = "none"``, levels whose mode needs an LLM (hybrid, abstractive) are not
-#: consolidated: only extractive works without one.
-DEFAULT_CONSOLIDATION_MODES: dict[str, ConsolidationMode] = {"local": "extractive", "none": "extractive",
-                                                             "openai": "abstractive"}
-DEFAULT_CONSOLIDATION_MODE: ConsolidationMode = "extractive"
-#: The recall gate when none is set, per LLM backend: the embedded 1.5B model's LLM gate took 73 s
-#: of a 96 s chat turn (2,313 prompt tokens on 2 cores), so it gets the score gate (fused score and
-#: an absolute relevance floor, no LLM call); an OpenAI-compatible endpoint keeps the LLM gate.
-DEFAULT_GATES: dict[str, str] = {"local": "score", "none": "score", "openai": "llm"}
-#: Token caps (cl100k) of extractive / hybrid memories per level (L2 session .. L5 profile).
-DEFAULT_EXTRACTIVE_CAPS: dict[int, int] = {2: 120, 3: 160, 4: 200, 5: 240}
-
-#: Per-complexity level quotas (level -> max nodes) of the TiMem reference implementation: the
-#: ``timem-paper`` benchmark recipe uses them.
-PAPER_QUOTAS: dict[str, dict[int, int]] = {
-    "simple": {1: 20, 2: 4, 5: 1},
-    "hybrid": {1: 20, 2: 4, 3: 2, 5: 1},
-    "complex": {1: 20, 2: 4, 3: 2, 4: 2, 5: 1},
-}
-#: Default quotas: L1 leaves only in the context; the upper levels still shape which leaves are chosen
-#: (relevance propagation). Measured on LoCoMo dev (bench/results/recall-tree.md): L2-L5 in the
-#: context take the budget from evidence (full coverage 73.6 -> 55.8 % at 1,000 tokens).
-DEFAULT_QUOTAS: dict[str, dict[int, int]] = {c: {1: 60} for c in ("simple", "hybrid", "complex")}
-
-
-#: Config fields that shape recall; :meth:`Config.recall_settings` records them in every trace.
-RECALL_FIELDS = ("recall_lambda", "recall_top_k", "recall_candidates", "recall_neighbours", "neighbour_priority",
-                 "speaker_boost", "time_channel", "time_localiser", "event_pool", "prf_terms", "propagation",
-                 "propagation_hops",
-                 "propagation_alpha", "propagation_route", "recall_index", "segtree_threshold",
-                 "segtree_max_children", "near_duplicates", "near_duplicate_jaccard", "gate_threshold", "gate_floor",
-                 "token_budget", "context_layout", "timezone", "planner", "gate",
-                 "l1_unit", "memory_items", "memory_decay_half_life_days", "memory_decay_floor", "memory_item_limit",
-                 "memory_item_min_cosine")
+__all__ = ["DEFAULT_CONSOLIDATION_MODE", "DEFAULT_CONSOLIDATION_MODES", "DEFAULT_EXTRACTIVE_CAPS", "DEFAULT_GATES",
+           "DEFAULT_QUOTAS", "PAPER_QUOTAS", "SECTION_OF", "Complexity", "Config", "load_config", "setting_names"]
 
 
 class Config(BaseModel):
-    """Resolved settings. Immutable; build with :func:`load_config`."""
+    """Resolved settings, one typed section per concern. Immutable; build with :func:`load_config`.
+
+    The constructor takes sections (``Config(recall={"token_budget": 500})``) and plain setting names
+    (``Config(token_budget=500)``) alike. An unset ``consolidation_mode`` / ``gate`` follows
+    ``llm_backend`` (:data:`~timem.settings.DEFAULT_CONSOLIDATION_MODES`,
+    :data:`~timem.settings.DEFAULT_GATES`).
+
+    Raises:
+        pydantic.ValidationError: an unknown name or an invalid value (:func:`load_config` and
+            :meth:`with_overrides` turn it into :class:`~timem.errors.ConfigError`).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    # storage
-    db_path: Path = Path("timem.duckdb")
-    cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "timem")
-    # time
-    timezone: str = "UTC"  #: the users' zone for L3 days / L4 weeks / L5 months and for naive input
-    #: per-user zone for naive input and for resolving relative dates (user id -> IANA name); in TOML a
-    #: ``[user_timezones]`` table, in the environment ``TIMEM_USER_TIMEZONES="kaito=Asia/Tokyo,ana=Europe/Lisbon"``
-    user_timezones: dict[str, str] = Field(default_factory=dict)
-    session_idle_timeout_minutes: int = 120  #: event-time gap that closes an open session
-    # LLM
-    llm_backend: Literal["local", "openai", "none"] = "local"
-    local_model: Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"] = "qwen2.5-coder-1.5b"
-    local_model_path: Path | None = None  #: a GGUF to use instead of the packaged one (no SHA check)
-    local_n_ctx: int = 8192
-    local_n_threads: int = 2
-    openai_base_url: str | None = None
-    openai_api_key: str | None = None
-    openai_model: str = "gpt-4o-mini"
-    openai_timeout_s: float = 120.0
-    openai_json_mode: Literal["json_schema", "json_object"] = "json_schema"
-    llm_max_retries: int = 2  #: extra attempts after an invalid JSON answer
-    llm_max_tokens: int = 1024
-    # consolidation
-    l1_mode: Literal["verbatim", "llm"] = "verbatim"
-    l1_batch_exchanges: int = 4  #: L1 segments per LLM call (one JSON item per segment)
-    l1_segment_exchanges: int = 1  #: units per L1 segment (granularity; the benchmark varies 1/2/4/8)
-    #: the L1 leaf unit: "exchange" (a speaker's turn(s) and the reply) or "turn" (one utterance)
-    l1_unit: Literal["exchange", "turn"] = "turn"
-    history_k: int = 3  #: same-level history nodes each consolidation prompt sees
-    #: how L2-L5 are written: "extractive" (selected utterances, no LLM), "hybrid" (the same plus an LLM
-    #: title) or "abstractive" (LLM summaries); ``TIMEM_CONSOLIDATION_MODE``, ``--mode``
-    consolidation_mode: ConsolidationMode = DEFAULT_CONSOLIDATION_MODE
-    #: per-level overrides of ``consolidation_mode`` (level 2-5 -> mode; TOML table ``[level_modes]``)
-    level_modes: dict[int, ConsolidationMode] = Field(default_factory=dict)
-    #: cl100k token cap of an extractive / hybrid memory per level 2-5 (TOML table ``[extractive_caps]``)
-    extractive_caps: dict[int, int] = Field(default_factory=lambda: dict(DEFAULT_EXTRACTIVE_CAPS))
-    # embeddings
-    embed_batch_size: int = 64
-    # recall
-    planner: Literal["centroid", "llm"] = "centroid"
-    gate: Literal["llm", "score", "off"] = "score"  #: unset: by backend (:data:`DEFAULT_GATES`)
-    recall_lambda: float = 0.2  #: semantic weight λ of the fused leaf score (TiMem: 0.9; 0.2 measured best here)
-    recall_top_k: int = 60
-    recall_candidates: int = 80
-    #: adjacent L1 segments of the same session pulled in for each kept leaf when the budget allows
-    #: ("next": the next segment, often the answer; "reply": the next one only after a leaf that asks
-    #: a question; "both": the segments before and after)
-    recall_neighbours: Literal["none", "next", "reply", "both"] = "next"
-    #: where pulled neighbours go in the budget order: right after their leaf, or after every leaf
-    neighbour_priority: Literal["interleave", "after"] = "interleave"
-    #: added to the fused score of a leaf spoken by a participant the question names (0 = off)
-    speaker_boost: float = 0.0
-    #: TIDER time channel (arXiv 2610.23598): "off"; "channel" (leaves in the question's time
-    #: windows join the candidates, +0.3 when they overlap a window); "decay" (also distance decay)
-    time_channel: Literal["off", "channel", "decay"] = "decay"
-    #: the channel's localiser: "rules" (time expressions resolved in code) or "llm" (TIDER's LLM localiser,
-    #: which also sees the 30 most relevant dated L2/L3 memories; only asked when the rules find no window;
-    #: falls back to the rules without an LLM, noted in the trace). :mod:`timem.recall.localiser`
-    time_localiser: Literal["rules", "llm"] = "rules"
-    #: TIDER's event pool over the L1 leaves (:mod:`timem.recall.events`): the members of this many events
-    #: most similar to the question join the leaf candidates (0 = off, the default by measurement)
-    event_pool: int = Field(default=0, ge=0, le=20)
-    #: pseudo-relevance feedback: this many content words of the best first-pass leaves are added to the BM25
-    #: query, which runs again (0 = off; :func:`timem.recall.leaves._feedback`)
-    prf_terms: int = Field(default=0, ge=0, le=30)
-    #: SegTreeMem relevance propagation over the tree (arXiv 2606.04555): "off" or a direction
-    propagation: Literal["off", "top-down", "bottom-up", "both"] = "top-down"
-    propagation_hops: int = Field(default=2, ge=0, le=5)  #: H
-    propagation_alpha: float = Field(default=0.2, ge=0.0, le=1.0)  #: α
-    propagation_route: int = Field(default=1, ge=0)  #: children of the best N sessions join the leaf candidates
-    #: the tree relevance propagation runs over: "timem" (L1 leaves -> L2 session .. L5) or "segtree"
-    #: (SegTreeMem's own segment tree over the L1 leaves, :mod:`timem.segtree`; built online in the same file);
-    #: with ``propagation = "off"`` no tree is used either way. "segtree" by measurement on LoCoMo dev
-    #: (bench/results/recall-tree.md): full coverage 69.3 / 73.6 % at 500 / 1,000 tokens against 67.5 / 73.2
-    #: over the TiMem tree and 68.0 / 72.3 without propagation; a small gain (3 questions of 233)
-    recall_index: Literal["timem", "segtree"] = "segtree"
-    #: segment tree: a new utterance joins a frontier node whose centroid has at least this cosine with it.
-    #: 0.55 from a LoCoMo dev check: L1 text carries its date header and speaker, so an utterance's cosine
-    #: with its segment's centroid has median ~0.72; at 0.3-0.5 segments closed only when full (B leaves),
-    #: at 0.55 a quarter close early on a topic shift (mean 6 leaves per segment, height 5 for 419 turns)
-    segtree_threshold: float = Field(default=0.55, ge=-1.0, le=1.0)
-    #: segment tree: fan-out bound B (>= 3 keeps the depth <= log2(n) + 2, see :mod:`timem.segtree.tree`)
-    segtree_max_children: int = Field(default=8, ge=3, le=64)
-    #: near-duplicate leaf candidates (:mod:`timem.recall.duplicates`): "collapse" keeps the best-ranked
-    #: one and frees the others' top-k slots, "keep" leaves them all
-    near_duplicates: Literal["collapse", "keep"] = "collapse"
-    near_duplicate_jaccard: float = Field(default=0.9, gt=0.0, le=1.0)  #: word-set Jaccard threshold
-    #: "exact" cosine scan, or "hnsw": the vss HNSW index with over-fetch (approximate; pays off at
-    #: ~100k nodes per file, costs minutes to build and ~1 GB RAM there; bench/results/recall-latency.md)
-    vector_index: Literal["exact", "hnsw"] = "exact"
-    gate_threshold: float = 0.1  #: score gate: a leaf needs fused >= this (relative: fused is max-normalised)
-    #: score gate, absolute: a leaf also needs a keyword match or a raw cosine >= this (0 = off)
-    gate_floor: float = Field(default=0.25, ge=0.0, le=1.0)
-    token_budget: int = 1000
-    #: context layout: "grouped" (one dated header per session for L1) or "lines" (a date per memory)
-    context_layout: Literal["grouped", "lines"] = "grouped"
-    #: the memory layer (:mod:`timem.memory`): extract facts / preferences from people's turns and put the
-    #: matching items first in the recall context (``False``: neither; the benchmark ablation switch)
-    memory_items: bool = True
-    #: "auto" (one LLM call per closed session when an LLM is configured, else rules), "rules" or "llm"
-    memory_extractor: Literal["auto", "rules", "llm"] = "auto"
-    #: decay half-life of an item's weight in recall, days since its last support or access (None = no
-    #: decay: the default, so benchmarks are not affected); chat turns use ``memory_chat_half_life_days``
-    memory_decay_half_life_days: float | None = Field(default=None, gt=0)
-    memory_chat_half_life_days: float | None = Field(default=180.0, gt=0)
-    memory_decay_floor: float = Field(default=0.05, ge=0.0, le=1.0)  #: items weighing less leave default recall
-    memory_item_limit: int = Field(default=6, ge=0)  #: item lines at most at the head of the context
-    memory_pinned_tokens: int = Field(default=200, ge=0)  #: cap of the pinned profile in the answer prompt
-    #: context budget (cl100k tokens) of a chat answer when the LLM is the embedded model, if smaller than
-    #: ``token_budget``: its answer time grows with the prompt (studio, AVX2 build, idle: 596 prompt tokens
-    #: 13.0 s, 750 16.8 s, 1,246 33.6 s; ``bench/chat_latency.py``)
-    local_chat_token_budget: int = Field(default=500, ge=50)
-    #: an item joins the context when its cosine with the question reaches this, or the question names it
-    memory_item_min_cosine: float = Field(default=0.6, ge=-1.0, le=1.0)
-    quotas: dict[str, dict[int, int]] = Field(default_factory=lambda: {k: dict(v) for k, v in DEFAULT_QUOTAS.items()})
-    #: memory service (``timem serve`` / ``timem mcp``): longest message, reply, query or memory text
-    #: accepted, in characters; longer ones are refused (HTTP 413) and nothing is written
-    service_max_text_chars: int = Field(default=16_000, ge=1)
-
-    @field_validator("timezone")
-    @classmethod
-    def _known_zone(cls, v: str) -> str:
-        try:
-            ZoneInfo(v)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise ValueError(f"unknown time zone {v!r}; use an IANA name such as 'Europe/Berlin'") from exc
-        return v
-
-    @field_validator("user_timezones")
-    @classmethod
-    def _known_zones(cls, v: dict[str, str]) -> dict[str, str]:
-        for user, zone in v.items():
-            try:
-                ZoneInfo(zone)
-            except (ZoneInfoNotFoundError, ValueError) as exc:
-                raise ValueError(f"unknown time zone {zone!r} for user {user!r}; use an IANA name such as "
-                                 "'Asia/Tokyo'") from exc
-        return v
-
-    @field_validator("recall_lambda")
-    @classmethod
-    def _unit(cls, v: float) -> float:
-        if not 0.0 <= v <= 1.0:
-            raise ValueError("recall_lambda must lie in [0, 1]")
-        return v
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    time: TimeSettings = Field(default_factory=TimeSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
+    recall: RecallSettings = Field(default_factory=RecallSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    service: ServiceSettings = Field(default_factory=ServiceSettings)
 
     @model_validator(mode="before")
     @classmethod
-    def _mode_by_backend(cls, values: Any) -> Any:
-        """An unset ``consolidation_mode`` / ``gate`` follows the LLM backend (:data:`DEFAULT_CONSOLIDATION_MODES`,
-        :data:`DEFAULT_GATES`)."""
-        if isinstance(values, dict) and values.get("consolidation_mode") is None:
-            backend = values.get("llm_backend", "local")
-            mode = DEFAULT_CONSOLIDATION_MODES.get(backend, DEFAULT_CONSOLIDATION_MODE)
-            values = {**values, "consolidation_mode": mode}
-        if isinstance(values, dict) and values.get("gate") is None:
-            values = {**values, "gate": DEFAULT_GATES.get(values.get("llm_backend", "local"), "score")}
-        return values
+    def _sections(cls, values: Any) -> Any:
+        """Put plain setting names into their sections; fill the backend-dependent defaults."""
+        if not isinstance(values, dict):
+            return values
+        nested: dict[str, Any] = {}
+        for key, value in values.items():
+            if key in SECTIONS:
+                section = value.model_dump() if isinstance(value, BaseModel) else value
+                if not isinstance(section, Mapping):
+                    raise ValueError(f"[{key}] must be a table of settings, not {value!r}")
+                for name, v in section.items():
+                    _put(nested, key, name, v)
+            elif key in SECTION_OF:
+                _put(nested, SECTION_OF[key], key, value)
+            else:
+                nested[key] = value  # unknown: extra="forbid" names it
+        backend = nested.get("llm", {}).get("llm_backend", "local")
+        consolidation = nested.setdefault("consolidation", {})
+        if consolidation.get("consolidation_mode") is None:
+            consolidation["consolidation_mode"] = DEFAULT_CONSOLIDATION_MODES.get(backend, DEFAULT_CONSOLIDATION_MODE)
+        recall = nested.setdefault("recall", {})
+        if recall.get("gate") is None:
+            recall["gate"] = DEFAULT_GATES.get(backend, "score")
+        return nested
 
-    @field_validator("level_modes")
-    @classmethod
-    def _mode_levels(cls, v: dict[int, str]) -> dict[int, str]:
-        bad = sorted(k for k in v if k not in (2, 3, 4, 5))
-        if bad:
-            raise ValueError(f"level_modes names level(s) {bad}; only levels 2-5 are consolidated")
-        return v
+    def flat(self) -> dict[str, Any]:
+        """Every setting by its plain name (python values)."""
+        return {name: value for sec in SECTIONS for name, value in getattr(self, sec).model_dump().items()}
 
-    @field_validator("extractive_caps")
-    @classmethod
-    def _caps(cls, v: dict[int, int]) -> dict[int, int]:
-        bad = sorted(k for k in v if k not in (2, 3, 4, 5))
-        if bad:
-            raise ValueError(f"extractive_caps names level(s) {bad}; give caps for levels 2-5")
-        small = sorted(k for k, cap in v.items() if cap < 16)
-        if small:
-            raise ValueError(f"extractive_caps for level(s) {small} are below 16 tokens; no utterance fits")
-        return {**DEFAULT_EXTRACTIVE_CAPS, **v}
-
-    def mode_for(self, level: int) -> ConsolidationMode:
-        """The consolidation mode for new nodes of ``level`` (2-5): ``level_modes`` or ``consolidation_mode``."""
-        return self.level_modes.get(int(level), self.consolidation_mode)
-
-    def extractive_cap(self, level: int) -> int:
-        """The cl100k token cap of an extractive or hybrid memory at ``level`` (2-5)."""
-        return self.extractive_caps.get(int(level), DEFAULT_EXTRACTIVE_CAPS[int(level)])
-
-    @property
-    def tz(self) -> ZoneInfo:
-        """The users' time zone as a :class:`zoneinfo.ZoneInfo`."""
-        return ZoneInfo(self.timezone)
-
-    def recall_settings(self) -> dict[str, Any]:
-        """The settings that shape recall (recorded whole in every recall trace)."""
-        return {k: getattr(self, k) for k in RECALL_FIELDS}
-
-    def tz_for(self, user_id: str) -> ZoneInfo:
-        """The zone of one user: ``user_timezones[user_id]`` if set, else ``timezone``."""
-        return ZoneInfo(self.user_timezones.get(user_id, self.timezone))
-
-    @property
-    def user_tz(self) -> dict[str, ZoneInfo]:
-        """``user_timezones`` as :class:`zoneinfo.ZoneInfo` objects (for the importers)."""
-        return {u: ZoneInfo(z) for u, z in self.user_timezones.items()}
+    def trace_settings(self) -> dict[str, Any]:
+        """What shapes a recall, recorded in every recall trace: ``recall`` and ``memory`` whole, plus the
+        time zone and the L1 leaf unit (flat names, JSON-ready after ``model_dump(mode="json")``)."""
+        return {**self.recall.model_dump(), **self.memory.model_dump(), "timezone": self.time.timezone,
+                "l1_unit": self.consolidation.l1_unit}
 
     def with_overrides(self, **overrides: Any) -> Config:
-        """A copy with some fields replaced (validated)."""
-        return _build({**self.model_dump(), **{k: v for k, v in overrides.items() if v is not None}})
+        """A copy with some settings replaced, by plain name; ``None`` values are ignored.
+
+        Raises:
+            ConfigError: an unknown name or an invalid value.
+        """
+        return _build({**self.flat(), **{k: v for k, v in overrides.items() if v is not None}})
+
+
+def _put(nested: dict[str, Any], section: str, name: str, value: Any) -> None:
+    if SECTION_OF.get(name, section) != section:
+        raise ValueError(f"{name} belongs in [{SECTION_OF[name]}], not [{section}]")
+    if name in nested.get(section, {}):
+        raise ValueError(f"{name} is set twice (at the top and in [{section}]); set it once")
+    nested.setdefault(section, {})[name] = value
+
+
+def setting_names() -> tuple[str, ...]:
+    """The plain names of every setting (as ``TIMEM_*`` variables, ``--set`` and recipes use them)."""
+    return tuple(SECTION_OF)
 
 
 def _build(values: Mapping[str, Any]) -> Config:
@@ -294,7 +156,7 @@ _TABLE_FIELDS = ("quotas", "level_modes", "extractive_caps")
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name in Config.model_fields:
+    for name in SECTION_OF:
         if name in _TABLE_FIELDS:
             continue
         val = env.get(f"TIMEM_{name.upper()}")
@@ -319,17 +181,34 @@ def _pairs(text: str) -> dict[str, str]:
     return out
 
 
+def _flat_file(data: Mapping[str, Any], file: Path) -> dict[str, Any]:
+    """A TOML document as plain names: section tables are opened, top-level names kept."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        items = value.items() if key in SECTIONS and isinstance(value, Mapping) else [(key, value)]
+        for name, v in items:
+            if key in SECTIONS and SECTION_OF.get(name, key) != key:
+                raise ConfigError(f"{file}: {name} belongs in [{SECTION_OF[name]}], not [{key}]; move it there")
+            if name in out:
+                raise ConfigError(f"{file}: {name} is set twice; set it once, in [{SECTION_OF.get(name, '?')}]")
+            out[name] = v
+    if "quotas" in out:
+        out["quotas"] = {c: {int(k): int(v) for k, v in q.items()} for c, q in out["quotas"].items()}
+    return out
+
+
 def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None, **overrides: Any) -> Config:
     """Resolve the settings: defaults < TOML file < ``TIMEM_*`` env < ``overrides``.
 
     Args:
-        path: a TOML file with a flat table of fields (or a ``[timem]`` table). ``None`` reads
+        path: a TOML file with one table per section (``[store]``, ``[recall]``, ...; see the module doc),
+            or plain names at the top (optionally inside a ``[timem]`` table). ``None`` reads
             ``$TIMEM_CONFIG`` if set, else ``./timem.toml`` if it exists, else nothing.
         env: the environment to read (default ``os.environ``); tests pass a dict.
-        overrides: values from flags; ``None`` values are ignored.
+        overrides: values from flags, by plain name; ``None`` values are ignored.
 
     Raises:
-        ConfigError: the file is unreadable or a value is invalid.
+        ConfigError: the file is unreadable, a name is unknown or set twice, or a value is invalid.
     """
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
@@ -339,9 +218,7 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
             data = tomllib.loads(file.read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config file {file}: {exc}. Fix or remove it.") from exc
-        values.update(data.get("timem", data))
-        if "quotas" in values:
-            values["quotas"] = {c: {int(k): int(v) for k, v in q.items()} for c, q in values["quotas"].items()}
+        values.update(_flat_file(data.get("timem", data), file))
     values.update(_from_env(env))
     values.update({k: v for k, v in overrides.items() if v is not None})
     return _build(values)

@@ -79,8 +79,8 @@ def reconsolidate(store: MemoryStore, cons: Consolidator, users: set[str]) -> li
     for uid in sorted(users):  # each stale ancestor in its own mode; without an LLM only extractive ones
         written += cons.consolidate(uid)
     # the segment trees average the L1 vectors: rebuilt without (or with) the changed memories
-    store.segment_tree.sync_users(sorted(users), cons.config.segtree_threshold, cons.config.segtree_max_children,
-                             rebuild=True)
+    rc = cons.config.recall
+    store.segment_tree.sync_users(sorted(users), rc.segtree_threshold, rc.segtree_max_children, rebuild=True)
     store.refresh_fts()
     return written
 

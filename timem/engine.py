@@ -81,12 +81,12 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
 
     @classmethod
     def open(cls, config: Config, *, with_llm: bool = True) -> MemoryEngine:
-        """Build the embedder, open ``config.db_path`` and (if ``with_llm``) the configured LLM."""
+        """Build the embedder, open ``config.store.db_path`` and (if ``with_llm``) the configured LLM."""
         from timem.embed.minilm import MiniLMEmbedder
         from timem.llm.factory import make_llm
 
-        embedder = MiniLMEmbedder(batch_size=config.embed_batch_size)
-        store = open_store(config.db_path, embedder.model_id, embedder.dim, config.vector_index)
+        embedder = MiniLMEmbedder(batch_size=config.embedding.embed_batch_size)
+        store = open_store(config.store.db_path, embedder.model_id, embedder.dim, config.store.vector_index)
         llm = make_llm(config, store) if with_llm else None
         return cls(config, store, embedder, llm)
 
@@ -201,7 +201,7 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
         Raises:
             ConsolidationIncomplete: as the consolidator; ``.written`` includes the L1 nodes of the first pass.
         """
-        if not (self.config.memory_items and kw.get("upper_levels", True)):
+        if not (self.config.memory.memory_items and kw.get("upper_levels", True)):
             return self.consolidator.consolidate(user_id, **kw)
         first = self.consolidator.consolidate(user_id, **{**kw, "upper_levels": False})
         self.extract_items([user_id])
@@ -258,15 +258,16 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
     def sync_segtree(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, SyncReport]:
         """Append the users' new L1 memories to their SegTreeMem segment trees online (or rebuild them when the
         L1 memories changed otherwise); see :func:`timem.store.segtree_tables.sync`."""
-        return self.store.segment_tree.sync_users(user_ids, self.config.segtree_threshold,
-                                        self.config.segtree_max_children, rebuild=rebuild)
+        return self.store.segment_tree.sync_users(user_ids, self.config.recall.segtree_threshold,
+                                        self.config.recall.segtree_max_children, rebuild=rebuild)
 
     def segment_tree(self, user_id: str) -> tuple[list[SegNode], SyncReport | None]:
         """The user's SegTreeMem segment tree (:mod:`timem.segtree`), synced first if it is behind the L1
         memories: ``(nodes, the sync's report or None)``."""
         cfg = self.config
         report = None
-        if not self.store.segment_tree.is_current(user_id, cfg.segtree_threshold, cfg.segtree_max_children):
+        rc = cfg.recall
+        if not self.store.segment_tree.is_current(user_id, rc.segtree_threshold, rc.segtree_max_children):
             report = self.sync_segtree([user_id])[user_id]
         return self.store.segment_tree.load(user_id), report
 
@@ -335,7 +336,7 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
         """Recall ``user_id``'s memories for ``query`` (plan → leaves → propagation → gate → context).
 
         See :func:`timem.recall.pipeline.recall` for the stages and the trace. ``complexity`` / ``gate`` /
-        ``planner`` override the planner's complexity, ``config.gate`` and ``config.planner`` for this
+        ``planner`` override the planner's complexity, ``config.recall.gate`` and ``config.recall.planner`` for this
         call; ``config`` replaces the engine's settings for this call (e.g. a benchmark recipe).
         The LLM planner or gate uses the engine's LLM when one is configured.
 

@@ -67,7 +67,7 @@ class OnlineChat:
         """
         check_chat(user_text, event_time)
         seq = len(self.store.turns(user_id, session_id))
-        offset = speaker_offset(event_time, self.config.tz_for(user_id))
+        offset = speaker_offset(event_time, self.config.time.tz_for(user_id))
         turns = [
             make_turn(user_id, session_id, seq, user_name, Role.USER, user_text, event_time, offset),
             make_turn(user_id, session_id, seq + 1, assistant_name, Role.ASSISTANT, assistant_text, event_time, offset),
@@ -85,7 +85,7 @@ class OnlineChat:
         check_chat(text, event_time)
         seq = len(self.store.turns(user_id, session_id))
         turn = make_turn(user_id, session_id, seq, user_name, Role.USER, text, event_time,
-                     speaker_offset(event_time, self.config.tz_for(user_id)))
+                     speaker_offset(event_time, self.config.time.tz_for(user_id)))
         self._add_chat_turns(user_id, [turn], False, request)
         return turn
 
@@ -102,7 +102,7 @@ class OnlineChat:
         check_chat(text, event_time, what="reply")
         seq = len(self.store.turns(user_id, session_id))
         turn = make_turn(user_id, session_id, seq, assistant_name, Role.ASSISTANT, text, event_time,
-                     speaker_offset(event_time, self.config.tz_for(user_id)))
+                     speaker_offset(event_time, self.config.time.tz_for(user_id)))
         return self._add_chat_turns(user_id, [turn], consolidate, request)
 
     def write_request(self, user_id: str, key: str) -> tuple[str, list[str]] | None:
@@ -139,7 +139,7 @@ class OnlineChat:
         The message is stored before it is answered, so it survives an answer that fails. Without an
         LLM the reply is :func:`reply_without_llm` and the trace still shows what recall found. The
         question time is ``event_time``; with the embedded model the context budget is at most
-        ``Config.local_chat_token_budget``. Memory items decay with ``Config.memory_chat_half_life_days``
+        ``Config.recall.local_chat_token_budget``. Memory items decay with ``Config.memory.memory_chat_half_life_days``
         unless ``memory_decay_half_life_days`` is set. A "forget that …" / "忘掉…" message is not answered
         from memory: what it names is forgotten (:meth:`forget` with ``confirm``), the reply lists it, and
         neither the message nor the reply is stored (``ChatTurn.forgotten`` holds the preview).
@@ -155,11 +155,11 @@ class OnlineChat:
         if what is not None:
             return self._forget_turn(user_id, session_id, what, event_time)
         self.add_message(user_id, session_id, text, event_time, user_name=user_name)
-        # forgetting by decay is on in chat (Config.memory_chat_half_life_days)
-        half_life = self.config.memory_decay_half_life_days or self.config.memory_chat_half_life_days
-        budget = self.config.token_budget
+        # forgetting by decay is on in chat (Config.memory.memory_chat_half_life_days)
+        half_life = self.config.memory.memory_decay_half_life_days or self.config.memory.memory_chat_half_life_days
+        budget = self.config.recall.token_budget
         if self.local_model_path is not None:  # the embedded model answers in seconds only from a short prompt
-            budget = min(budget, self.config.local_chat_token_budget)
+            budget = min(budget, self.config.recall.local_chat_token_budget)
         chat_config = self.config.with_overrides(memory_decay_half_life_days=half_life, token_budget=budget)
         try:
             if self.llm is None:
@@ -204,6 +204,6 @@ class OnlineChat:
             return None
         with store_lock or nullcontext():
             pinned = pipeline.pinned_lines(self.store, self.config, user_id)
-        at = datetime.now(UTC).astimezone(self.config.tz)
+        at = datetime.now(UTC).astimezone(self.config.time.tz)
         n: int = warm(answer_prompt.build_messages("", "", at, pinned=pinned, asker=user_name))
         return n

@@ -49,7 +49,7 @@ class StoreReads:
         from timem.viz.tree_text import render_tree
 
         self.require_user(user_id)
-        return render_tree(self.store, user_id, self.config.tz, level=level, width=width)
+        return render_tree(self.store, user_id, self.config.time.tz, level=level, width=width)
 
     @property
     def has_llm(self) -> bool:
@@ -160,7 +160,8 @@ class StoreReads:
         """Raise :class:`NotFoundError` (naming the users there are) unless ``user_id`` is in the store."""
         users = self.store.users()
         if user_id not in users:
-            raise NotFoundError(f"no user {user_id!r} in {self.config.db_path}; users: {', '.join(users) or 'none'}")
+            db = self.config.store.db_path
+            raise NotFoundError(f"no user {user_id!r} in {db}; users: {', '.join(users) or 'none'}")
 
     def default_question_time(self, user_id: str) -> datetime | None:
         """The time a question is asked "as of" when none is given: the user's latest event (UTC), or

@@ -35,8 +35,8 @@ def ingest_task(file: str, fmt: str, user_id: str, config: Config, sample_ids: l
     work = Path(tempfile.mkdtemp(prefix="timem-ray-ingest-"))
     try:
         cfg = config.with_overrides(db_path=work / "task.duckdb")
-        users = load_dataset(file, fmt, sample_ids=sample_ids, limit=limit, tz=cfg.tz,  # type: ignore[arg-type]
-                             user_tz=cfg.user_tz)
+        users = load_dataset(file, fmt, sample_ids=sample_ids, limit=limit, tz=cfg.time.tz,  # type: ignore[arg-type]
+                             user_tz=cfg.time.user_tz)
         engine = MemoryEngine.open(cfg, with_llm=with_llm)
         try:
             report = engine.ingest([u for u in users if u.user_id == user_id], upper_levels=upper_levels)
@@ -60,7 +60,7 @@ def ingest_on_ray(engine: MemoryEngine, file: Path, fmt: str, address: str, *, s
         TimemError: whatever a task raised (the first failing task's error, re-raised by ``ray.get``).
     """
     cfg = engine.config
-    users = load_dataset(file, fmt, sample_ids=sample_ids, limit=limit, tz=cfg.tz, user_tz=cfg.user_tz)  # type: ignore[arg-type]
+    users = load_dataset(file, fmt, sample_ids=sample_ids, limit=limit, tz=cfg.time.tz, user_tz=cfg.time.user_tz)  # type: ignore[arg-type]
     known = sorted({u.user_id for u in users} & set(engine.users()))
     if known:
         raise InputError(f"the database already holds user(s) {known[:5]}; --ray ingests new users only (each "

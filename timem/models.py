@@ -1,7 +1,7 @@
 """Core records of the Temporal Memory Tree (TiMem, arXiv 2601.02845, §3).
 
 Time rule: every ``datetime`` here is timezone-aware UTC. Naive input is interpreted in the
-configured user time zone (``Config.timezone``) by :func:`timem.tree.windows.to_utc` at the edges
+configured user time zone (``Config.time.timezone``) by :func:`timem.tree.windows.to_utc` at the edges
 (importers, CLI, studio) and never reaches these models.
 """
 
@@ -85,8 +85,8 @@ class Turn(BaseModel):
     """One utterance. ``event_time`` is when it was said (UTC); ``ingested_at`` is when we stored it.
 
     ``utc_offset_minutes`` is the speaker's UTC offset at that moment: the offset written in the
-    input's timestamp, else the offset of the user's zone (``Config.user_timezones`` /
-    ``Config.timezone``) at that instant, recorded at import; ``None`` for turns stored before it
+    input's timestamp, else the offset of the user's zone (``Config.time.user_timezones`` /
+    ``Config.time.timezone``) at that instant, recorded at import; ``None`` for turns stored before it
     was kept. Relative dates in the text ("yesterday") are resolved in that local time
     (:meth:`local_time`).
     """

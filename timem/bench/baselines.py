@@ -6,10 +6,10 @@ questions can be answered: ``[Mon 8 May 2023, 13:56] Caroline: I went to ... [sh
 * ``bm25-turns``: Okapi BM25 (Robertson & Zaragoza 2009) via ``rank_bm25.BM25Okapi`` (k1 = 1.5,
   b = 0.75, its defaults) over lower-cased, Porter-stemmed word tokens without English stopwords.
 * ``dense-turns``: cosine similarity of MiniLM embeddings (the store's embedder).
-* ``hybrid-turns``: :func:`timem.recall.leaves.fuse` over the top ``Config.recall_candidates`` of
+* ``hybrid-turns``: :func:`timem.recall.leaves.fuse` over the top ``Config.recall.recall_candidates`` of
   each, ``λ·semantic + (1 − λ)·bm25`` with the configured λ — the fusion TiMem uses for leaves.
 
-The top ``recipe.top_k`` turns are then added by rank within ``Config.token_budget`` and shown in
+The top ``recipe.top_k`` turns are then added by rank within ``Config.recall.token_budget`` and shown in
 time order. ``full-context`` renders every turn by session and drops the oldest turns until the
 answer prompt fits the window: ``window − max answer tokens − prompt overhead``, minus 10 % because
 cl100k counts differ from the answering model's tokenizer.
@@ -54,7 +54,7 @@ def bm25_tokens(text: str) -> list[str]:
 
 
 def turn_date(turn: Turn, config: Config) -> str:
-    t = turn.event_time.astimezone(config.tz)
+    t = turn.event_time.astimezone(config.time.tz)
     return f"{t:%a} {t.day} {t:%B %Y}, {t:%H:%M}"
 
 
@@ -101,7 +101,7 @@ class TurnRetriever:
         """``(turn index, score)`` ranked best first (ties: earlier turn)."""
         idx = self._get(user)
         m = self.recipe.method
-        n = self.config.recall_candidates
+        n = self.config.recall.recall_candidates
         lex = sem = None
         if idx.bm25 is not None:
             lex = np.asarray(idx.bm25.get_scores(bm25_tokens(question)), dtype=np.float64)
@@ -116,7 +116,7 @@ class TurnRetriever:
         top_sem = sorted(range(len(idx.docs)), key=lambda i: (-sem[i], i))[:n]
         top_lex = [i for i in sorted(range(len(idx.docs)), key=lambda i: (-lex[i], i))[:n] if lex[i] > 0]
         fused = fuse({f"{i:08d}": float(sem[i]) for i in top_sem}, {f"{i:08d}": float(lex[i]) for i in top_lex},
-                     self.config.recall_lambda)
+                     self.config.recall.recall_lambda)
         return [(int(c.node_id), c.fused) for c in fused]
 
     def retrieve(self, user: ImportedUser, question: str, question_time: datetime) -> Retrieved:
@@ -126,7 +126,7 @@ class TurnRetriever:
         def render(ids: list[int]) -> str:
             return "Conversation turns:\n" + "\n".join(f"- {idx.docs[i]}" for i in sorted(ids)) if ids else ""
 
-        kept, context, tokens = fit_budget(ranked, render, self.config.token_budget)
+        kept, context, tokens = fit_budget(ranked, render, self.config.recall.token_budget)
         ids = [idx.turns[i].id for i in sorted(kept)]
         return Retrieved(context=context, mem_len=tokens, turn_ids=ids, tree_turn_ids=ids,
                          level_counts={"turns": len(kept)})
@@ -147,7 +147,7 @@ def render_full(turns: Sequence[Turn], config: Config) -> str:
 def window_budget(window: int, config: Config, question: str, question_time: datetime) -> int:
     """Context tokens that fit: ``(window − max answer tokens − prompt overhead) · (1 − margin)``."""
     overhead = sum(count_tokens(m.content) for m in answer_prompt.build_messages(question, "", question_time))
-    return max(0, int((window - config.llm_max_tokens - overhead - 16) * (1 - WINDOW_MARGIN)))
+    return max(0, int((window - config.llm.llm_max_tokens - overhead - 16) * (1 - WINDOW_MARGIN)))
 
 
 class FullContext:
@@ -158,7 +158,7 @@ class FullContext:
 
     def retrieve(self, user: ImportedUser, question: str, question_time: datetime) -> Retrieved:
         turns = sorted(user.turns, key=lambda t: (t.event_time, t.session_id, t.seq))
-        budget = window_budget(self.window, self.config, question, question_time.astimezone(self.config.tz))
+        budget = window_budget(self.window, self.config, question, question_time.astimezone(self.config.time.tz))
         lo, hi = 0, len(turns)  # smallest start index whose suffix fits
         while lo < hi:
             mid = (lo + hi) // 2

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from timem.bench.recipes import RECIPES, SUITES, get_recipe
-from timem.config import Config, load_config
+from timem.config import SECTION_OF, Config, load_config
 from timem.errors import ConfigError
 
 bench_app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -57,8 +57,8 @@ def _overrides(pairs: list[str] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for p in pairs or []:
         key, sep, val = p.partition("=")
-        if not sep or key.strip() not in Config.model_fields:
-            raise ConfigError(f"--set expects KEY=VALUE with KEY a config field, got {p!r}")
+        if not sep or key.strip() not in SECTION_OF:
+            raise ConfigError(f"--set expects KEY=VALUE with KEY a setting name (e.g. token_budget), got {p!r}")
         try:
             out[key.strip()] = json.loads(val)
         except ValueError:

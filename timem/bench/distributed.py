@@ -71,7 +71,7 @@ def run_on_ray(spec: RunSpec, base_config: Config, address: str, *, progress: bo
     cfg, _ = resolve_config(base_config, spec.recipe, spec.retrieval_only)
     lme = spec.dataset == "longmemeval"
     users = load_dataset(spec.data_file, spec.dataset, sample_ids=spec.samples, limit=spec.limit if lme else None,
-                         tz=cfg.tz)
+                         tz=cfg.time.tz)
     items = select_questions(users, spec)
     if not items:
         raise BenchError("no questions selected; check --sample / --limit / --include-adversarial")

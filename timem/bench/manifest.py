@@ -62,11 +62,10 @@ def package_versions() -> dict[str, str | None]:
 
 
 def config_record(config: Config) -> dict[str, Any]:
-    """The resolved config as JSON-ready data, with the API key masked."""
+    """The resolved config as JSON-ready data, one table per section (as in a TOML file), the API key masked."""
     data = config.model_dump(mode="json")
-    if data.get("openai_api_key"):
-        data["openai_api_key"] = "***"
-    data["quotas"] = {c: {str(k): v for k, v in q.items()} for c, q in config.quotas.items()}
+    if data["llm"].get("openai_api_key"):
+        data["llm"]["openai_api_key"] = "***"
     return data
 
 

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from timem.config import PAPER_QUOTAS, Complexity
+from timem.config import PAPER_QUOTAS, SECTION_OF, Complexity, Config
 from timem.errors import ConfigError
 
 Method = Literal["timem", "flat", "bm25-turns", "dense-turns", "hybrid-turns", "full-context"]
@@ -47,10 +47,21 @@ class Recipe(BaseModel):
     method: Method
     group: str  #: the ablation it belongs to ("default", "planner", "gating", "levels", "lambda", ...)
     description: str
-    overrides: dict[str, Any] = Field(default_factory=dict)  #: Config fields
+    #: settings by plain name (:data:`timem.config.SECTION_OF`), checked against their typed sections when the
+    #: recipe is made: an unknown name or an invalid value is an error there, not at run time
+    overrides: dict[str, Any] = Field(default_factory=dict)
     complexity: Complexity | None = None  #: timem only: fixed complexity instead of the planner
     context_levels: tuple[int, ...] = ALL_LEVELS  #: levels allowed in the context
     top_k: int = 40  #: raw-turn baselines: turns ranked before the token budget
+
+    @field_validator("overrides")
+    @classmethod
+    def _typed(cls, v: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(v) - set(SECTION_OF))
+        if unknown:
+            raise ValueError(f"unknown setting(s) {unknown}; a recipe overrides settings by name, e.g. token_budget")
+        Config(**v)  # each value against its section's type and bounds
+        return v
 
     @property
     def needs_upper_levels(self) -> bool:

@@ -5,7 +5,7 @@ Every retriever returns a :class:`Retrieved`: the context handed to the answerer
 baselines over raw turns live in :mod:`timem.bench.baselines` and return the same type.
 
 Token budget (all methods but ``full-context``): memories are added in priority order while the
-rendered context stays within ``Config.token_budget`` tokens; one that does not fit is skipped and
+rendered context stays within ``Config.recall.token_budget`` tokens; one that does not fit is skipped and
 a smaller later one may still fit — the rule of :func:`timem.recall.gating.apply_budget`.
 """
 
@@ -124,8 +124,8 @@ class TimemRetriever:
         if self.restrict:
             allowed = [n for n in nodes if int(n.level) in self.recipe.context_levels]
             nodes, context, tokens = fit_budget(
-                allowed, lambda ns: render_context(ns, self.config.tz, self.config.context_layout),
-                self.config.token_budget)
+                allowed, lambda ns: render_context(ns, self.config.time.tz, self.config.recall.context_layout),
+                self.config.recall.token_budget)
             notes.append(f"context restricted to levels {list(self.recipe.context_levels)}, then budgeted")
             trace = trace.model_copy(update={"node_ids": [n.id for n in nodes], "context": context,
                                              "context_tokens": tokens, "notes": notes})
@@ -139,7 +139,7 @@ class TimemRetriever:
 class FlatRetriever:
     """Each level of ``recipe.context_levels`` searched on its own (no planner, no tree walk, no gate).
 
-    Per level, the top ``Config.recall_candidates`` by cosine and by BM25 (query: the question and
+    Per level, the top ``Config.recall.recall_candidates`` by cosine and by BM25 (query: the question and
     its deterministic keywords) are fused with :func:`timem.recall.leaves.fuse`
     (``λ·semantic + (1 − λ)·bm25``, max-normalised per level) and the level's
     ``quotas["complex"]`` best are kept; the pool is ranked by fused score (ties: lower level, id)
@@ -155,20 +155,21 @@ class FlatRetriever:
         cfg = self.config
         qvec = np.asarray(self.embedder.embed([question])[0])
         query = " ".join([question, *extract_keywords(question, participants)])
-        quotas = cfg.quotas.get("complex", {})
+        quotas = cfg.recall.quotas.get("complex", {})
         pool: list[tuple[float, int, str]] = []
         for level in self.recipe.context_levels:
-            quota = min(cfg.recall_top_k, quotas.get(level, 0)) if level == 1 else quotas.get(level, 0)
+            quota = min(cfg.recall.recall_top_k, quotas.get(level, 0)) if level == 1 else quotas.get(level, 0)
             if quota <= 0:
                 continue
-            vec = dict(self.store.search_vector(user_id, qvec, level, cfg.recall_candidates))
-            lex = dict(self.store.search_bm25(user_id, query, level, cfg.recall_candidates))
-            pool += [(c.fused, level, c.node_id) for c in fuse(vec, lex, cfg.recall_lambda, top_k=quota) if c.kept]
+            vec = dict(self.store.search_vector(user_id, qvec, level, cfg.recall.recall_candidates))
+            lex = dict(self.store.search_bm25(user_id, query, level, cfg.recall.recall_candidates))
+            fused = fuse(vec, lex, cfg.recall.recall_lambda, top_k=quota)
+            pool += [(c.fused, level, c.node_id) for c in fused if c.kept]
         pool.sort(key=lambda t: (-t[0], t[1], t[2]))
         by_id = {n.id: n for n in self.store.nodes(user_id=user_id, ids=[p[2] for p in pool])} if pool else {}
         ranked = [by_id[p[2]] for p in pool if p[2] in by_id]
-        nodes, context, tokens = fit_budget(ranked, lambda ns: render_context(ns, cfg.tz, cfg.context_layout),
-                                            cfg.token_budget)
+        tz, layout = cfg.time.tz, cfg.recall.context_layout
+        nodes, context, tokens = fit_budget(ranked, lambda ns: render_context(ns, tz, layout), cfg.recall.token_budget)
         return Retrieved(context=context, mem_len=tokens,
                          notes=[f"flat over levels {list(self.recipe.context_levels)}"], **_describe(nodes, self.tree))
 

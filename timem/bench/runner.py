@@ -101,27 +101,27 @@ def resolve_config(base: Config, recipe: Recipe, retrieval_only: bool) -> tuple[
     """``base`` with the recipe's overrides; retrieval-only swaps the LLM planner / gate for offline ones."""
     cfg = base.with_overrides(**recipe.overrides)
     notes: list[str] = []
-    if retrieval_only and cfg.planner == "llm" and recipe.complexity is None:
+    if retrieval_only and cfg.recall.planner == "llm" and recipe.complexity is None:
         cfg = cfg.with_overrides(planner="centroid")
         notes.append("retrieval-only: LLM planner replaced by the centroid planner")
-    if retrieval_only and cfg.gate == "llm" and recipe.method == "timem":
+    if retrieval_only and cfg.recall.gate == "llm" and recipe.method == "timem":
         cfg = cfg.with_overrides(gate="score")
         notes.append("retrieval-only: LLM gate replaced by the score gate")
     return cfg, notes
 
 
 def llm_label(config: Config) -> str:
-    if config.llm_backend == "none":
+    if config.llm.llm_backend == "none":
         return "none"
-    name = config.openai_model if config.llm_backend == "openai" else (
-        Path(config.local_model_path).stem if config.local_model_path else config.local_model)
+    name = config.llm.openai_model if config.llm.llm_backend == "openai" else (
+        Path(config.llm.local_model_path).stem if config.llm.local_model_path else config.llm.local_model)
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
 
 def modes_label(config: Config) -> str:
     """``""`` when L2-L5 are abstractive (the names of databases made before modes existed), else e.g.
     ``"-extractive"`` or ``"-hybrid-hybrid-hybrid-abstractive"`` (the modes of L2..L5)."""
-    modes = [config.mode_for(lv) for lv in (2, 3, 4, 5)]
+    modes = [config.consolidation.mode_for(lv) for lv in (2, 3, 4, 5)]
     if set(modes) == {"abstractive"}:
         return ""
     return "-" + (modes[0] if len(set(modes)) == 1 else "-".join(modes))
@@ -129,17 +129,18 @@ def modes_label(config: Config) -> str:
 
 def upper_levels_need_llm(config: Config) -> bool:
     """Whether consolidating L2-L5 in the configured modes calls an LLM (extractive alone does not)."""
-    return any(config.mode_for(lv) in ("hybrid", "abstractive") for lv in (2, 3, 4, 5))
+    return any(config.consolidation.mode_for(lv) in ("hybrid", "abstractive") for lv in (2, 3, 4, 5))
 
 
 def default_db_path(config: Config, dataset: str, data_sha: str, ingest_llm: bool) -> Path:
     """One database per dataset file, L1 granularity, L1 mode, consolidating model (``none``: no LLM) and
     consolidation modes (:func:`modes_label`)."""
     label = llm_label(config) if ingest_llm else "none"
-    unit = "g" if config.l1_unit == "exchange" else "t"  # "g": the name files had before turn units existed
-    name = (f"{dataset}-{data_sha[:12]}-{unit}{config.l1_segment_exchanges}-{config.l1_mode}-{label}"
+    cons = config.consolidation
+    unit = "g" if cons.l1_unit == "exchange" else "t"  # "g": the name files had before turn units existed
+    name = (f"{dataset}-{data_sha[:12]}-{unit}{cons.l1_segment_exchanges}-{cons.l1_mode}-{label}"
             f"{modes_label(config)}.duckdb")
-    return Path(config.cache_dir) / "bench" / name
+    return Path(config.store.cache_dir) / "bench" / name
 
 
 def check_l1_layout(store: MemoryStore, user: ImportedUser, config: Config) -> None:
@@ -147,17 +148,17 @@ def check_l1_layout(store: MemoryStore, user: ImportedUser, config: Config) -> N
     existing = store.nodes(user_id=user.user_id, level=int(Level.SEGMENT))
     if not existing:
         return
-    size = config.l1_segment_exchanges
-    expected = {f"segment:{seg[0].id}" for s in user.sessions for seg in cut_segments(s.turns, config.l1_unit, size)}
+    size, unit = config.consolidation.l1_segment_exchanges, config.consolidation.l1_unit
+    expected = {f"segment:{seg[0].id}" for s in user.sessions for seg in cut_segments(s.turns, unit, size)}
     foreign = [n.window_key for n in existing if n.window_key not in expected]
     if foreign:
         raise BenchError(f"{store.path} holds L1 segments of {user.user_id} cut at another granularity than "
-                         f"l1_unit={config.l1_unit}, l1_segment_exchanges={size} (e.g. {foreign[0]}); use another "
+                         f"l1_unit={unit}, l1_segment_exchanges={size} (e.g. {foreign[0]}); use another "
                          "--db (each granularity needs its own database) or leave --db out.")
     verbatim = all(n.model_id == "verbatim" for n in existing)
-    if config.l1_mode == "llm" and verbatim:
+    if config.consolidation.l1_mode == "llm" and verbatim:
         raise BenchError(f"{store.path} holds verbatim L1 segments but l1_mode is 'llm'; use another --db.")
-    if config.l1_mode == "verbatim" and not verbatim:
+    if config.consolidation.l1_mode == "verbatim" and not verbatim:
         raise BenchError(f"{store.path} holds LLM-written L1 segments but l1_mode is 'verbatim'; use another --db.")
 
 
@@ -210,7 +211,7 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
     data_sha = sha256_file(spec.data_file)
     users = load_dataset(spec.data_file, spec.dataset,
                          sample_ids=spec.samples if spec.dataset in ("locomo", "longmemeval") else None,
-                         limit=spec.limit if spec.dataset == "longmemeval" else None, tz=cfg.tz)
+                         limit=spec.limit if spec.dataset == "longmemeval" else None, tz=cfg.time.tz)
     items = select_questions(users, spec)
     if not items:
         raise BenchError("no questions selected; check --samples / --limit / --include-adversarial")
@@ -219,11 +220,11 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
     if embedder is None:
         from timem.embed.minilm import MiniLMEmbedder
 
-        embedder = MiniLMEmbedder(batch_size=cfg.embed_batch_size)
+        embedder = MiniLMEmbedder(batch_size=cfg.embedding.embed_batch_size)
     ingest_llm_needed = recipe.uses_store and ((recipe.needs_upper_levels and upper_levels_need_llm(cfg))
-                                               or cfg.l1_mode == "llm")
+                                               or cfg.consolidation.l1_mode == "llm")
     db_path = spec.db or default_db_path(cfg, spec.dataset, data_sha, ingest_llm_needed)
-    if spec.retrieval_only and ingest_llm_needed and cfg.llm_backend == "none" and spec.db is None:
+    if spec.retrieval_only and ingest_llm_needed and cfg.llm.llm_backend == "none" and spec.db is None:
         raise BenchError(f"recipe {recipe.name!r} needs L2-L5 memories (an LLM at ingest); pass --llm local/openai "
                          "to consolidate them, TIMEM_CONSOLIDATION_MODE=extractive (no LLM), or --db with a "
                          "database ingested with an LLM.")
@@ -235,7 +236,7 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
         if reused and progress:  # said, not silent (the manifest stays byte-identical across re-runs)
             print(f"note: reusing the memory tree of {', '.join(reused)} in {db_path} (built by an earlier run; "
                   "only new turns are ingested); pass --db with a new file to rebuild", file=sys.stderr)
-        want_llm = not spec.retrieval_only or (ingest_llm_needed and cfg.llm_backend != "none")
+        want_llm = not spec.retrieval_only or (ingest_llm_needed and cfg.llm.llm_backend != "none")
         llm = llm_factory(cfg, store) if want_llm else None
         if not spec.retrieval_only and llm is None:
             raise BenchError("an end-to-end run needs an answering LLM; pass --llm local or --llm openai, "
@@ -262,7 +263,7 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
                     "judge_llm": judge_llm.model_id if judge_llm else None, "memory_nodes": node_models},
             db=str(db_path), window=spec.window,
             protocol={"question_time": "dataset question date; LoCoMo: time of the conversation's last turn",
-                      "token_budget": cfg.token_budget, "judge_temperature": 0.0},
+                      "token_budget": cfg.recall.token_budget, "judge_temperature": 0.0},
             notes=notes)
     finally:
         store.close()
@@ -293,7 +294,7 @@ def _retriever(spec: RunSpec, cfg: Config, store: MemoryStore, embedder: Embedde
     if m == "flat":
         return FlatRetriever(store, embedder, cfg, spec.recipe)
     if m == "full-context":
-        window = spec.window or (128000 if cfg.llm_backend == "openai" else cfg.local_n_ctx)
+        window = spec.window or (128000 if cfg.llm.llm_backend == "openai" else cfg.llm.local_n_ctx)
         spec.window = window
         return FullContext(cfg, window)
     return TurnRetriever(embedder, cfg, spec.recipe)
@@ -333,7 +334,7 @@ def _loop(spec: RunSpec, cfg: Config, items, retriever, llm, judge_llm, progress
             if not spec.retrieval_only:
                 rec = RecordingLLM(llm)
                 t0 = time.perf_counter()
-                msgs = answer_prompt.build_messages(q.question, r.context, qt.astimezone(cfg.tz))
+                msgs = answer_prompt.build_messages(q.question, r.context, qt.astimezone(cfg.time.tz))
                 hyp = rec.complete(msgs, purpose="answer", user_id=user.user_id).strip()
                 lat["answer"] = round((time.perf_counter() - t0) * 1000, 1)
                 answer_calls = rec.calls

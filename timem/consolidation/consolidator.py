@@ -23,7 +23,7 @@ logged in the ``audit`` table as ``grounding-drop``); if nothing survives, the l
 more without history (the node's ``history_ids`` are then empty), and if nothing survives again the
 call fails with an :class:`LLMError`: no placeholder is written.
 
-**Modes** (per level, ``Config.mode_for``; recorded as ``MemoryNode.mode``): ``abstractive`` is the
+**Modes** (per level, ``Config.consolidation.mode_for``; recorded as ``MemoryNode.mode``): ``abstractive`` is the
 LLM summary above; ``extractive`` selects the children's most informative sentences verbatim
 (:mod:`timem.consolidation.extractive`, no LLM, ``model_id = "extractive"``); ``hybrid`` is the
 extractive content under a one-line LLM title (:mod:`timem.prompts.title`), grounded like a summary
@@ -91,7 +91,7 @@ class Consolidator:
 
     def __init__(self, store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config: Config) -> None:
         self.store, self.embedder, self.llm, self.config = store, embedder, llm, config
-        self.tz = config.tz
+        self.tz = config.time.tz
         self._speakers: dict[str, list[str]] = {}  #: user -> speaker names, per consolidate() call
         self._assistant_names: dict[str, list[str]] = {}  #: user -> assistant speaker names, likewise
         self._sentence_vecs = extractive.EmbeddingCache(embedder)  #: extractive units, shared by all levels
@@ -100,12 +100,13 @@ class Consolidator:
     def write_segments(self, user_id: str, session_id: str, *, closed: bool) -> list[MemoryNode]:
         """Write the missing L1 segments of one session; returns the new nodes."""
         turns = self.store.turns(user_id, session_id)
-        segs = cut_segments(turns, self.config.l1_unit, self.config.l1_segment_exchanges, closed=closed)
+        cons = self.config.consolidation
+        segs = cut_segments(turns, cons.l1_unit, cons.l1_segment_exchanges, closed=closed)
         have = self.store.window_keys(user_id, Level.SEGMENT, session_id, include_deleted=True)
         todo = [s for s in segs if f"segment:{s[0].id}" not in have]
         if not todo:
             return []
-        if self.config.l1_mode == "llm":
+        if self.config.consolidation.l1_mode == "llm":
             contents = self._llm_segments(user_id, todo)
         else:
             contents = [(render_segment(s, self.tz), VERBATIM_MODEL, VERBATIM_PROMPT) for s in todo]
@@ -123,9 +124,9 @@ class Consolidator:
         """LLM facts per segment, batched; a segment without facts keeps its verbatim text (labelled so)."""
         llm = self._need_llm("L1 segments in llm mode")
         history = [n.content for n in self.store.history(user_id, Level.SEGMENT, segs[0][0].event_time,
-                                                         self.config.history_k)]
+                                                         self.config.consolidation.history_k)]
         out: list[tuple[str, str, str]] = []
-        step = self.config.l1_batch_exchanges
+        step = self.config.consolidation.l1_batch_exchanges
         for i in range(0, len(segs), step):
             batch = segs[i:i + step]
             rendered = [render_segment(s, self.tz) for s in batch]
@@ -142,7 +143,7 @@ class Consolidator:
                     out.append(("\n".join(uniq), llm.model_id, segment.PROMPT_VERSION))
                 else:
                     out.append((text, VERBATIM_MODEL, VERBATIM_PROMPT))
-            history = (history + [c for c, _, _ in out[-len(batch):]])[-self.config.history_k:]
+            history = (history + [c for c, _, _ in out[-len(batch):]])[-self.config.consolidation.history_k:]
         return out
 
     # ------------------------------------------------------------------ L2..L5
@@ -165,7 +166,7 @@ class Consolidator:
         if not sessions:
             return written
         watermark = max(s.last_event_at for s in sessions)
-        idle = timedelta(minutes=self.config.session_idle_timeout_minutes)
+        idle = timedelta(minutes=self.config.time.session_idle_timeout_minutes)
         closed = {s.session_id: session_closed(s, sessions, watermark, idle, flush) for s in sessions}
         for s in progress(sessions, "L1 segments", len(sessions)):
             written += self.write_segments(user_id, s.session_id, closed=closed[s.session_id])
@@ -195,7 +196,7 @@ class Consolidator:
         """The mode a window is (re)consolidated in: its existing node's own, else the configured one."""
         if existing is not None and existing.mode in CONSOLIDATION_MODES:
             return existing.mode
-        return self.config.mode_for(level)
+        return self.config.consolidation.mode_for(level)
 
     def _due(self, user_id: str, level: Level, closed: dict[str, bool], watermark: datetime, flush: bool
              ) -> list[tuple[str, TimeSpan | None, list[MemoryNode], MemoryNode | None]]:
@@ -239,8 +240,9 @@ class Consolidator:
         history: list[MemoryNode] = []
         if mode == "abstractive":
             llm = self._need_llm(f"L{int(level)} consolidation")
-            history = [h for h in self.store.history(user_id, level, span.start, self.config.history_k + 1)
-                       if existing is None or h.id != existing.id][-self.config.history_k:]
+            k = self.config.consolidation.history_k
+            history = [h for h in self.store.history(user_id, level, span.start, k + 1)
+                       if existing is None or h.id != existing.id][-k:]
             content, history, dropped = self._summarise(llm, user_id, level, key, span, children, history)
             model_id, version = llm.model_id, LEVEL_PROMPTS[level].version
             if dropped:
@@ -248,7 +250,7 @@ class Consolidator:
                     {"sentence": t, "reason": r} for t, r in dropped]}))
         else:
             content = extractive.extract(
-                level, children, self._sentence_vecs, self.config.extractive_cap(level), self.tz,
+                level, children, self._sentence_vecs, self.config.consolidation.extractive_cap(level), self.tz,
                 speakers=self._user_speakers(user_id), assistants=self._assistants(user_id),
                 participants=self._participants(user_id, span) if level == Level.PROFILE else ())
             model_id, version = extractive.MODEL_ID, extractive.PROMPT_VERSION
@@ -284,10 +286,10 @@ class Consolidator:
     def with_profile_facts(self, user_id: str, span: TimeSpan, content: str) -> str:
         """``content`` of an L5 profile over ``span`` with its facts block (:mod:`timem.memory.profile`) set to
         the user's items that hold at the span's end: an old block is replaced, none is added when no item
-        holds (or ``Config.memory_items`` is off). Deterministic; no LLM."""
+        holds (or ``Config.memory.memory_items`` is off). Deterministic; no LLM."""
         body, sep, _old = content.rpartition(FACTS_SEPARATOR)
         body = body if sep else content
-        if not self.config.memory_items:
+        if not self.config.memory.memory_items:
             return body
         facts = facts_as_of(self.store.items(user_id), span.end, self.tz, self._participants(user_id, span))
         return f"{body}{FACTS_SEPARATOR}{facts.removeprefix('Facts as of ')}" if facts else body

@@ -38,7 +38,7 @@ def load_dataset(path: str | Path, fmt: DatasetFormat, *, sample_ids: list[str] 
         limit: LongMemEval only: import the first ``limit`` instances (``None`` = all).
         tz: the users' zone; naive dataset times are read as wall-clock time there.
         user_tz: zones of particular users (by user id), used instead of ``tz`` for them
-            (``Config.user_tz``). Every turn records its UTC offset (``Turn.utc_offset_minutes``):
+            (``Config.time.user_tz``). Every turn records its UTC offset (``Turn.utc_offset_minutes``):
             the timestamp's own offset if it has one, else its user's zone's offset then.
 
     Raises:

@@ -18,7 +18,7 @@ Fields:
 * ``text`` (string, required, non-empty): what was said.
 * ``timestamp`` (string, required): ISO 8601 event time, e.g. ``2023-05-08T13:56:00`` or with an
   offset (``+02:00``, ``Z``). A timestamp without an offset is wall-clock time in the user's time
-  zone (``Config.user_timezones`` for that user, else ``Config.timezone``). The offset (written,
+  zone (``Config.time.user_timezones`` for that user, else ``Config.time.timezone``). The offset (written,
   or the zone's at that time) is kept on the turn: relative dates in its text are resolved in it.
 * ``image_caption``, ``source_ref`` (strings, optional): a caption of a shared image; your own
   reference for the turn (kept on the turn and shown as evidence).

@@ -59,8 +59,8 @@ MODELS: dict[str, ModelSpec] = {
 
 
 def model_spec(config: Config) -> ModelSpec:
-    """The :class:`ModelSpec` selected by ``config.local_model``."""
-    return MODELS[config.local_model]
+    """The :class:`ModelSpec` selected by ``config.llm.local_model``."""
+    return MODELS[config.llm.local_model]
 
 
 def _part_paths(spec: ModelSpec) -> list[Path]:
@@ -156,22 +156,22 @@ _JOIN_LOCK = threading.Lock()
 def ensure_model_file(config: Config) -> Path:
     """Path of a verified GGUF for ``config``, joining the packaged parts on first use.
 
-    ``config.local_model_path`` wins if set (it must exist; no hash check). Otherwise the parts
-    of ``config.local_model`` are joined into ``config.cache_dir / "models"``.
+    ``config.llm.local_model_path`` wins if set (it must exist; no hash check). Otherwise the parts
+    of ``config.llm.local_model`` are joined into ``config.store.cache_dir / "models"``.
 
     Raises:
         ModelFileError: a part package is missing (says which ``pip install`` fixes it), the
             file's size or SHA-256 does not match (it is never loaded then), or the override
             path does not exist.
     """
-    if config.local_model_path is not None:
-        path = Path(config.local_model_path).expanduser()
+    if config.llm.local_model_path is not None:
+        path = Path(config.llm.local_model_path).expanduser()
         if not path.is_file():
             raise ModelFileError(f"TIMEM_LOCAL_MODEL_PATH points to {path}, which is not a file; "
                                  "fix the path or unset it to use the packaged model.")
         return path
     spec = model_spec(config)
-    target = Path(config.cache_dir).expanduser() / "models" / spec.file_name
+    target = Path(config.store.cache_dir).expanduser() / "models" / spec.file_name
     with _JOIN_LOCK:
         if target.exists():
             _verify_existing(target, spec)

@@ -45,16 +45,16 @@ class MemoryLayer:
 
     def extract_items(self, user_ids: Sequence[str], *, with_llm: bool = True) -> dict[str, ExtractionReport]:
         """Read the users' new L1 segments (rules) or closed sessions (LLM) into memory items, with merge and
-        supersession (:mod:`timem.memory.writer`); nothing when ``Config.memory_items`` is off. ``with_llm=False``
-        defers LLM extraction (an L1-only ingest makes no LLM call). Failed LLM sessions are audited and kept in
-        :attr:`extraction_failures` (they are tried again on the next write).
+        supersession (:mod:`timem.memory.writer`); nothing when ``Config.memory.memory_items`` is off.
+        ``with_llm=False`` defers LLM extraction (an L1-only ingest makes no LLM call). Failed LLM sessions are
+        audited and kept in :attr:`extraction_failures` (they are tried again on the next write).
 
         Raises:
             ConfigError: ``memory_extractor = "llm"`` but no LLM is configured.
         """
-        if not self.config.memory_items:
+        if not self.config.memory.memory_items:
             return {}
-        if self.config.memory_extractor == "llm" and self.llm is None:
+        if self.config.memory.memory_extractor == "llm" and self.llm is None:
             raise ConfigError("memory_extractor is 'llm' but no LLM is configured; set llm_backend or "
                               "memory_extractor = 'rules'.")
         out: dict[str, ExtractionReport] = {}
@@ -105,7 +105,7 @@ class MemoryLayer:
 
     def pin_item(self, item_id: str, pinned: bool = True, *, actor: str = "user") -> MemoryItem:
         """Pin (or unpin) a memory item: pinned open items go into every answer's system message, within
-        ``Config.memory_pinned_tokens``. Audited (``item-pin`` / ``item-unpin``).
+        ``Config.memory.memory_pinned_tokens``. Audited (``item-pin`` / ``item-unpin``).
 
         Raises:
             NotFoundError: unknown item id.

@@ -1,7 +1,7 @@
 """Memory items in recall: which items answer a question, as of when, and how they read at the head of the context.
 
 * **Matching**: an item chain (the items of one subject and attribute, linked by supersession) joins when
-  the question's embedding has cosine >= ``Config.memory_item_min_cosine`` with one of its items (vector of
+  the question's embedding has cosine >= ``Config.memory.memory_item_min_cosine`` with one of its items (vector of
   "subject attribute: value", same embedder as the tree), or the question names its value or attribute
   (words, with a few attribute cues such as "live" -> home city, "喝" -> drink; Chinese cut by jieba). When
   some chain is named, only named chains are given (MiniLM's cosine is a weak signal across short items, and
@@ -11,10 +11,10 @@
   question is about the present: only the chain's *open* item is given, with what it superseded. When the
   recall planner resolved a window that ended before the question (:mod:`timem.recall.time_window`:
   "in March"), the items valid in that window are given instead, latest statement first.
-* **Decay** (:func:`decay_weight`; only when ``Config.memory_decay_half_life_days`` is set): items below
-  ``Config.memory_decay_floor`` leave default recall (they stay in the store); the weight scales the rank.
+* **Decay** (:func:`decay_weight`; only when ``Config.memory.memory_decay_half_life_days`` is set): items below
+  ``Config.memory.memory_decay_floor`` leave default recall (they stay in the store); the weight scales the rank.
 * Lines look like ``[preference, valid 2024-04-21 – now] Mia's morning drink: green tea (superseded:
-  black coffee, until 2024-04-21)``; dates are local days in ``Config.tz``.
+  black coffee, until 2024-04-21)``; dates are local days in ``Config.time.tz``.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def _words(text: str) -> set[str]:
 
 
 def _day(dt: datetime | None, config: Config) -> str:
-    return "now" if dt is None else dt.astimezone(config.tz).date().isoformat()
+    return "now" if dt is None else dt.astimezone(config.time.tz).date().isoformat()
 
 
 def _ref(i: MemoryItem) -> SupersededRef:
@@ -155,7 +155,7 @@ def recall_items(store: MemoryStore, embedder: Embedder, config: Config, user_id
     """
     out = ItemRecall()
     items = _as_of(store.items(user_id), question_time)
-    if not items or config.memory_item_limit == 0:
+    if not items or config.memory.memory_item_limit == 0:
         return out
     qv = query_vec if query_vec is not None else embedder.embed([query])[0]
     vecs = store.item_embeddings([i.id for i in items])
@@ -174,7 +174,7 @@ def recall_items(store: MemoryStore, embedder: Embedder, config: Config, user_id
         cues = ATTRIBUTE_CUES.get(attribute, tuple(attribute.split()))
         named = any(c in qwords or (not c.isascii() and c in query) for c in cues) or any(
             mentions(query, i.value) or normalise(i.value) in qwords for i in chain)
-        if not named and max(cos.values()) < config.memory_item_min_cosine:
+        if not named and max(cos.values()) < config.memory.memory_item_min_cosine:
             continue
         if past:
             assert window is not None
@@ -188,11 +188,11 @@ def recall_items(store: MemoryStore, embedder: Embedder, config: Config, user_id
                        and i.valid_to <= (item.valid_to or question_time) and i.id != item.id and not past]
             by = _successor(chain, item) if past else None
             weight = None
-            if config.memory_decay_half_life_days:
-                weight = decay_weight(item, question_time, config.memory_decay_half_life_days)
-                if weight < config.memory_decay_floor:
+            if config.memory.memory_decay_half_life_days:
+                weight = decay_weight(item, question_time, config.memory.memory_decay_half_life_days)
+                if weight < config.memory.memory_decay_floor:
                     out.notes.append(f"item {item.id} ({item.label()}) left out: decay weight {weight:.3f} "
-                                     f"< floor {config.memory_decay_floor}")
+                                     f"< floor {config.memory.memory_decay_floor}")
                     continue
             score = (max(cos.values()) + (0.5 if named else 0.0)) * (weight if weight is not None else 1.0)
             score -= 0.01 * rank_in_chain
@@ -205,6 +205,6 @@ def recall_items(store: MemoryStore, embedder: Embedder, config: Config, user_id
     if any(u.named for _, u in ranked):  # the question names a slot: those chains only
         ranked = [(sc, u) for sc, u in ranked if u.named]
     ranked.sort(key=lambda x: -x[0])
-    out.used = [u for _, u in ranked[:config.memory_item_limit]]
+    out.used = [u for _, u in ranked[:config.memory.memory_item_limit]]
     out.lines = [u.line for u in out.used]
     return out

@@ -4,7 +4,7 @@ supersession.
 * **Rules** (no LLM; :mod:`timem.memory.rules`): every new active L1 segment is read once (logged in
   ``memory_extractions`` with mode ``rules``), in event-time order; only people's turns (never a turn
   of role ``assistant`` or of a speaker who only speaks as the assistant).
-* **LLM** (when an LLM is configured and ``Config.memory_extractor`` is ``auto`` or ``llm``): one
+* **LLM** (when an LLM is configured and ``Config.memory.memory_extractor`` is ``auto`` or ``llm``): one
   ``complete_json`` call per *closed* session (:func:`timem.tree.windows.session_closed`),
   prompt :mod:`timem.prompts.memory`. An unusable answer (no valid JSON, a subject who is not a speaker
   of the session, a turn number out of range) writes nothing for that session, is audited as
@@ -67,7 +67,7 @@ class ItemWriter:
     """Extracts and writes the memory items of a store (see the module doc).
 
     Args:
-        llm: used when ``config.memory_extractor`` allows it; ``None`` = rules.
+        llm: used when ``config.memory.memory_extractor`` allows it; ``None`` = rules.
     """
 
     def __init__(self, store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config: Config) -> None:
@@ -76,7 +76,7 @@ class ItemWriter:
     @property
     def mode(self) -> str:
         """``"llm"`` or ``"rules"``: the configured extractor, ``auto`` = llm when an LLM is configured."""
-        if self.config.memory_extractor == "rules" or self.llm is None:
+        if self.config.memory.memory_extractor == "rules" or self.llm is None:
             return "rules"
         return "llm"
 
@@ -132,7 +132,7 @@ class ItemWriter:
             return
         done = self.store.extracted_units(user_id, "llm")
         watermark = max(s.last_event_at for s in sessions)
-        idle = timedelta(minutes=self.config.session_idle_timeout_minutes)
+        idle = timedelta(minutes=self.config.time.session_idle_timeout_minutes)
         segs = self.store.nodes(user_id, Level.SEGMENT)
         for s in sorted(sessions, key=lambda s: s.started_at):
             unit = f"session:{s.session_id}"

@@ -1,6 +1,6 @@
 """The recall context: dated memories grouped by level, and its length in tokens (Mem Len).
 
-Two layouts (``Config.context_layout``):
+Two layouts (``Config.recall.context_layout``):
 
 * ``"grouped"`` (default): L1 lines are grouped under **one dated header per session**, in
   conversation order (span start, then turn sequence: equal timestamps, as in LoCoMo where a

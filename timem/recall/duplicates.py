@@ -9,8 +9,8 @@ of <id>".
 
 Match rule: the lower-cased word sequences (``\\w+``, speaker included, the verbatim date line
 excluded) are equal, or, for memories of at least ``MIN_WORDS`` words, the Jaccard similarity of
-their word sets is at least ``Config.near_duplicate_jaccard`` (0.9 by default; 1.0 = exact repeats
-only; the collapse is off with ``Config.near_duplicates = "keep"``).
+their word sets is at least ``Config.recall.near_duplicate_jaccard`` (0.9 by default; 1.0 = exact repeats
+only; the collapse is off with ``Config.recall.near_duplicates = "keep"``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ fewer than :data:`MAX_MEMBERS` (40) members — else it starts a new event. TIDE
 dated items an LLM extracts; here the items are the L1 leaves themselves (their dates are resolved at
 write time), so no LLM is needed and the pool is deterministic.
 
-**Channel** (:func:`event_channel`). The ``Config.event_pool`` events with the highest centroid cosine
+**Channel** (:func:`event_channel`). The ``Config.recall.event_pool`` events with the highest centroid cosine
 to the question (only events that start before the question time) bring their members into leaf
 selection, like the time channel: a member not already a candidate gets its stored cosine and BM25 0,
 and then competes by the fused score. ``event_pool = 0`` turns the construction off.
@@ -94,7 +94,7 @@ _LOCK = threading.Lock()
 
 def user_events(store: MemoryStore, config: Config, user_id: str) -> list[Event]:
     """The user's event pool over their active L1 leaves, cached by segment-tree version."""
-    ver = store.segment_tree.version(user_id, config.segtree_threshold, config.segtree_max_children)
+    ver = store.segment_tree.version(user_id, config.recall.segtree_threshold, config.recall.segtree_max_children)
     with _LOCK:
         hit = _CACHE.get(store, {}).get(user_id)
     if ver is not None and hit is not None and hit[0] == ver:
@@ -110,7 +110,7 @@ def user_events(store: MemoryStore, config: Config, user_id: str) -> list[Event]
 
 def event_channel(store: MemoryStore, config: Config, user_id: str, query_vec: np.ndarray,
                   question_time: datetime | None) -> tuple[list[str], str]:
-    """Member leaf ids of the ``Config.event_pool`` events most similar to the question, and a trace note.
+    """Member leaf ids of the ``Config.recall.event_pool`` events most similar to the question, and a trace note.
 
     Args:
         query_vec: the question's unit embedding, shape ``(dim,)``.
@@ -118,10 +118,10 @@ def event_channel(store: MemoryStore, config: Config, user_id: str, query_vec: n
     """
     events = [e for e in user_events(store, config, user_id)
               if question_time is None or e.start <= question_time]
-    if not events or config.event_pool <= 0:
+    if not events or config.recall.event_pool <= 0:
         return [], ""
     cos = np.array([float(np.dot(e.centroid, query_vec)) for e in events])
-    order = sorted(range(len(events)), key=lambda i: (-cos[i], events[i].start))[:config.event_pool]
+    order = sorted(range(len(events)), key=lambda i: (-cos[i], events[i].start))[:config.recall.event_pool]
     members = [m for i in order for m in events[i].members]
     sizes = ", ".join(f"{len(events[i].members)} leaves at cosine {cos[i]:.2f}" for i in order)
     return members, f"event pool: {len(events)} events; the best {len(order)} ({sizes})"

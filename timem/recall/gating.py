@@ -1,6 +1,6 @@
 """Gating: decide which recalled memories reach the context, then cap it by the token budget.
 
-Modes (``Config.gate``; TiMem §3.3 complexity-aware gating):
+Modes (``Config.recall.gate``; TiMem §3.3 complexity-aware gating):
 
 * ``"llm"``: one schema-constrained call (:mod:`timem.prompts.gate`, purpose ``"recall.gate"``)
   sees the question, its complexity and the numbered candidates (leaves by rank, then added
@@ -12,13 +12,13 @@ Modes (``Config.gate``; TiMem §3.3 complexity-aware gating):
   - the call fails (:class:`~timem.errors.LLMError`): the score gate is applied instead
     (``applied="score"``); recall still succeeds.
 
-* ``"score"`` (no LLM): leaves with fused score ``>= Config.gate_threshold`` are kept; an
+* ``"score"`` (no LLM): leaves with fused score ``>= Config.recall.gate_threshold`` are kept; an
   ancestor is kept if any kept leaf reached it during propagation.
 * ``"off"``: everything is kept.
 
 In every mode :func:`apply_budget` then adds kept memories in priority order (each leaf by rank,
 followed by the ancestors it brought, then neighbour turns) while the rendered context stays
-within ``Config.token_budget`` cl100k tokens; a memory that does not fit is dropped (reason
+within ``Config.recall.token_budget`` cl100k tokens; a memory that does not fit is dropped (reason
 ``"token budget"``) and smaller later ones may still fit.
 """
 

@@ -1,12 +1,12 @@
 """Leaf selection: hybrid semantic + BM25 retrieval of L1 segments (TiMem §3.3).
 
-Candidates are the union of the top ``Config.recall_candidates`` L1 nodes by cosine similarity
+Candidates are the union of the top ``Config.recall.recall_candidates`` L1 nodes by cosine similarity
 and the top ``recall_candidates`` by BM25 (query: the question plus the plan's keywords), both
 computed in DuckDB with the user filter inside the SQL (:meth:`MemoryStore.search_vector`,
 :meth:`MemoryStore.search_bm25`), so no other user's node can become a candidate.
 
 Each component is max-normalised over the candidates and fused as in the paper:
-``s = λ·semantic + (1 − λ)·bm25`` with ``λ = Config.recall_lambda`` (0.9); a component a
+``s = λ·semantic + (1 − λ)·bm25`` with ``λ = Config.recall.recall_lambda`` (0.9); a component a
 candidate lacks (not in that top list) counts 0. The top ``k = min(recall_top_k, L1 quota)``
 are kept. No time-window boost is applied (the plan's window is recorded in the trace only).
 """
@@ -48,7 +48,7 @@ class Candidate(BaseModel):
     rank: int
     cosine: float | None = None
     bm25_raw: float | None = None
-    speaker: float = 0.0  #: the speaker bonus included in ``fused`` (``Config.speaker_boost``)
+    speaker: float = 0.0  #: the speaker bonus included in ``fused`` (``Config.recall.speaker_boost``)
     time_bonus: float = 0.0  #: TIDER overlap bonus included in ``fused`` (:mod:`timem.recall.time_channel`)
     time_factor: float = 1.0  #: TIDER distance factor that multiplied ``fused``
     local: float | None = None  #: with relevance propagation: the normalised local score s⁽⁰⁾
@@ -111,11 +111,11 @@ def select_leaves(store: MemoryStore, embedder: Embedder, config: Config, user_i
 
     Args:
         query_vec: the question's embedding if already computed, shape ``(dim,)``, unit length.
-        participants: the conversation's person names; with ``Config.speaker_boost > 0``, a leaf
+        participants: the conversation's person names; with ``Config.recall.speaker_boost > 0``, a leaf
             spoken by a participant the question names gets that bonus on its fused score.
         question_time: when the question is asked (UTC-aware). Leaves that start after it are
             never candidates (nothing from after the question reaches the context), and the TIDER
-            time channel (``Config.time_channel``) localises the question's windows against it.
+            time channel (``Config.recall.time_channel``) localises the question's windows against it.
         localisation: the question's time localisation if already made (the LLM localiser,
             :mod:`timem.recall.localiser`); ``None`` = the rule-based localiser.
 
@@ -124,15 +124,15 @@ def select_leaves(store: MemoryStore, embedder: Embedder, config: Config, user_i
     """
     if query_vec is None:
         query_vec = embedder.embed([question])[0]
-    n = config.recall_candidates
+    n = config.recall.recall_candidates
     vec_hits = dict(store.search_vector(user_id, query_vec, int(Level.SEGMENT), n))
     query = bm25_query(question, plan)
     lex_hits = dict(store.search_bm25(user_id, query, int(Level.SEGMENT), n))
-    k = min(config.recall_top_k, plan.levels.get(1, config.recall_top_k))
+    k = min(config.recall.recall_top_k, plan.levels.get(1, config.recall.recall_top_k))
     notes: list[str] = []
     loc = TimeLocalisation(detect=False)
-    if config.time_channel != "off" and question_time is not None:
-        loc = localisation if localisation is not None else localise(question, question_time, config.tz)
+    if config.recall.time_channel != "off" and question_time is not None:
+        loc = localisation if localisation is not None else localise(question, question_time, config.time.tz)
         if loc.detect:
             spans = [(w.start, w.end) for w in loc.windows]
             timed = [i for i, _, _ in store.segments_in_windows(user_id, spans, n, until=question_time)]
@@ -141,14 +141,14 @@ def select_leaves(store: MemoryStore, embedder: Embedder, config: Config, user_i
             vec_hits.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
             notes.append(f"time channel: {len(timed)} leaves in the window(s) of "
                          f"{', '.join(repr(p) for p in loc.phrases)}, {len(new)} new")
-    if config.event_pool > 0:  # TIDER's event pool (timem.recall.events): the best events' members join
+    if config.recall.event_pool > 0:  # TIDER's event pool (timem.recall.events): the best events' members join
         members, note = event_channel(store, config, user_id, query_vec, question_time)
         new = [i for i in dict.fromkeys(members) if i not in vec_hits]
         vecs = store.embeddings(new) if new else {}
         vec_hits.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
         if note:
             notes.append(f"{note}, {len(new)} new candidates")
-    if config.prf_terms > 0 and (vec_hits or lex_hits):  # pseudo-relevance feedback (RM3-style expansion)
+    if config.recall.prf_terms > 0 and (vec_hits or lex_hits):  # pseudo-relevance feedback (RM3-style expansion)
         query, lex_hits, note = _feedback(store, config, user_id, query, vec_hits, lex_hits, participants, n)
         notes.append(note)
     nodes = {x.id: x for x in store.nodes(user_id=user_id, ids=list({*vec_hits, *lex_hits}))}
@@ -158,22 +158,22 @@ def select_leaves(store: MemoryStore, embedder: Embedder, config: Config, user_i
             notes.append(f"{len(late)} candidates after the question time dropped")
             vec_hits = {i: v for i, v in vec_hits.items() if i not in late}
             lex_hits = {i: v for i, v in lex_hits.items() if i not in late}
-    candidates = fuse(vec_hits, lex_hits, config.recall_lambda, top_k=k)
+    candidates = fuse(vec_hits, lex_hits, config.recall.recall_lambda, top_k=k)
     if loc.detect:
         out = []
         for c in candidates:
             x = nodes[c.node_id]
             fused, bonus, factor = tider_score(c.fused, x.span_start, x.span_end, loc,
-                                               decay=config.time_channel == "decay")
+                                               decay=config.recall.time_channel == "decay")
             out.append(c.model_copy(update={"fused": fused, "time_bonus": bonus, "time_factor": factor}))
         candidates = rerank(out, k)
     named = [p for p in participants if re.search(rf"\b{re.escape(p)}\b", question, re.IGNORECASE)]
-    if config.speaker_boost > 0 and named and candidates:
-        candidates = rerank([c.model_copy(update={"speaker": config.speaker_boost,
-                                                  "fused": round(c.fused + config.speaker_boost, 6)})
+    if config.recall.speaker_boost > 0 and named and candidates:
+        candidates = rerank([c.model_copy(update={"speaker": config.recall.speaker_boost,
+                                                  "fused": round(c.fused + config.recall.speaker_boost, 6)})
                              if speaker_of(nodes[c.node_id]) in named else c for c in candidates], k)
-    if config.near_duplicates == "collapse" and candidates:
-        dup = near_duplicates([c.node_id for c in candidates], nodes, config.near_duplicate_jaccard)
+    if config.recall.near_duplicates == "collapse" and candidates:
+        dup = near_duplicates([c.node_id for c in candidates], nodes, config.recall.near_duplicate_jaccard)
         if dup:
             notes.append(f"{len(dup)} near-duplicate candidates collapsed")
             candidates = rerank([c.model_copy(update={"duplicate_of": dup.get(c.node_id)}) for c in candidates], k)
@@ -187,17 +187,17 @@ def _feedback(store: MemoryStore, config: Config, user_id: str, query: str, vec_
               lex_hits: Mapping[str, float], participants: Sequence[str], n: int
               ) -> tuple[str, dict[str, float], str]:
     """Pseudo-relevance feedback (Lavrenko & Croft's relevance model, as RM3 keeps the original query): the
-    ``Config.prf_terms`` content words most frequent in the :data:`PRF_DOCS` best leaves of the first pass
+    ``Config.recall.prf_terms`` content words most frequent in the :data:`PRF_DOCS` best leaves of the first pass
     (fused score), not in the query and not a person's name, are added to the BM25 query, which is run again.
     Returns the expanded query, its BM25 hits and a trace note."""
-    first = fuse(dict(vec_hits), dict(lex_hits), config.recall_lambda, top_k=PRF_DOCS)
+    first = fuse(dict(vec_hits), dict(lex_hits), config.recall.recall_lambda, top_k=PRF_DOCS)
     top = [c.node_id for c in first if c.kept]
     texts = [x.content for x in store.nodes(user_id=user_id, ids=top)]
     asked = set(extract_keywords(query, participants, limit=50)) | {w.lower() for w in query.split()}
     names = person_names(" ".join(texts), participants) | {p.lower() for name in participants for p in name.split()}
     counts = Counter(w for t in texts for w in extract_keywords(t, participants, limit=1000)
                      if len(w) > 2 and w not in asked and w not in names)
-    terms = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:config.prf_terms]]
+    terms = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:config.recall.prf_terms]]
     if not terms:
         return query, dict(lex_hits), "pseudo-relevance feedback: no new term in the best leaves"
     expanded = f"{query} {' '.join(terms)}"

@@ -1,6 +1,6 @@
 """Which TIDER time localiser runs for a question: rules, or an LLM that sees dated summaries.
 
-``Config.time_localiser``:
+``Config.recall.time_localiser``:
 
 * ``"rules"`` (default): :func:`timem.recall.time_channel.localise` — time expressions the code can
   resolve ("last week", "in May", "on 3 June").
@@ -32,15 +32,15 @@ N_SUMMARIES = 30  #: dated L2/L3 memories shown to the LLM localiser (TIDER: the
 
 def localise_question(store: MemoryStore, llm: LLMClient | None, config: Config, user_id: str, question: str,
                       question_time: datetime, query_vec: np.ndarray, notes: list[str]) -> TimeLocalisation:
-    """The question's time localisation by ``Config.time_localiser`` (see the module doc).
+    """The question's time localisation by ``Config.recall.time_localiser`` (see the module doc).
 
     Args:
         question_time: UTC-aware; the windows the LLM names must start on or before its day.
         query_vec: the question's embedding, shape ``(dim,)``, unit length (finds the summaries).
         notes: fallbacks are appended here (they go to the recall trace).
     """
-    rules = localise(question, question_time, config.tz)
-    if config.time_localiser != "llm" or rules.detect:
+    rules = localise(question, question_time, config.time.tz)
+    if config.recall.time_localiser != "llm" or rules.detect:
         return rules
     if llm is None:
         notes.append("time localiser 'llm' configured but no LLM available; rule-based localiser used")
@@ -51,7 +51,7 @@ def localise_question(store: MemoryStore, llm: LLMClient | None, config: Config,
     ids = [i for i, _ in sorted(hits, key=lambda h: -h[1])[:N_SUMMARIES]]
     nodes = sorted((n for n in store.nodes(user_id=user_id, ids=ids) if n.span_start <= question_time),
                    key=lambda n: (n.span_start, n.id))
-    tz = config.tz
+    tz = config.time.tz
     shown = [(n.span_start.astimezone(tz).date(), n.span_end.astimezone(tz).date(), n.content) for n in nodes]
     asked_on = question_time.astimezone(tz).date()
     try:

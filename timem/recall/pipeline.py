@@ -95,9 +95,9 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
     if not query.strip():
         raise InputError("the question is empty; ask something", field="query")
     t_all = time.perf_counter()
-    qt = datetime.now(UTC) if question_time is None else to_utc(question_time, config.tz)
-    planner_name = planner_override or config.planner
-    gate_mode: GateMode = gate_override or config.gate
+    qt = datetime.now(UTC) if question_time is None else to_utc(question_time, config.time.tz)
+    planner_name = planner_override or config.recall.planner
+    gate_mode: GateMode = gate_override or config.recall.gate
     if planner_name not in ("centroid", "llm"):
         raise ConfigError(f"unknown planner {planner_name!r}; use centroid or llm.")
     if gate_mode not in ("llm", "score", "off"):
@@ -117,14 +117,14 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
 
     t0 = time.perf_counter()
     loc = None
-    if config.time_channel != "off" and config.time_localiser == "llm":
+    if config.recall.time_channel != "off" and config.recall.time_localiser == "llm":
         query_vec = query_vec if query_vec is not None else embedder.embed([query])[0]
         loc = localise_question(store, llm, config, user_id, query, qt, query_vec, notes)
     leaves = select_leaves(store, embedder, config, user_id, query, plan, query_vec, participants, qt, loc)
-    if config.propagation != "off":
+    if config.recall.propagation != "off":
         qv = query_vec if query_vec is not None else embedder.embed([query])[0]
-        top_k = min(config.recall_top_k, plan.levels.get(1, config.recall_top_k))
-        if config.recall_index == "segtree":  # SegTreeMem's own tree (timem.segtree.recall)
+        top_k = min(config.recall.recall_top_k, plan.levels.get(1, config.recall.recall_top_k))
+        if config.recall.recall_index == "segtree":  # SegTreeMem's own tree (timem.segtree.recall)
             leaves, _upper = propagate_segtree(store, config, user_id, qv, leaves, top_k, qt)
         else:
             leaves, _upper = propagate_leaves(store, config, user_id, leaves.bm25_query, qv, leaves, top_k, qt)
@@ -144,15 +144,15 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
         gate_fallback = "gate 'llm' configured but no LLM available; score gate applied"
         notes.append(gate_fallback)
     kept, why, outcome = run_gate(gate_mode, llm, query, plan.complexity, leaves.kept, ancestors, nodes, qt,
-                                  config.tz, user_id, config.gate_threshold, fallback=gate_fallback,
-                                  floor=config.gate_floor)
+                                  config.time.tz, user_id, config.recall.gate_threshold, fallback=gate_fallback,
+                                  floor=config.recall.gate_floor)
     if outcome.fallback and outcome.fallback != gate_fallback:
         notes.append(outcome.fallback)
     latency["gate"] = _ms(t0)
 
     t0 = time.perf_counter()
     items = ItemRecall()
-    if config.memory_items:  # the memory layer's items go first (timem.memory.recall)
+    if config.memory.memory_items:  # the memory layer's items go first (timem.memory.recall)
         items = recall_items(store, embedder, config, user_id, query, query_vec, plan.time_window, qt)
         notes += items.notes
     item_tokens = count_context_tokens(items.block) + 2 if items.lines else 0
@@ -161,9 +161,9 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
     t0 = time.perf_counter()
     pulled = neighbour_leaves(store, config, user_id, [c for c in leaves.kept if c.node_id in kept], nodes)
     chosen, context, tokens, decisions = apply_budget(kept, why, leaves.kept, ancestors, nodes,
-                                                      max(0, config.token_budget - item_tokens), config.tz,
-                                                      config.context_layout,
-                                                      pulled, config.neighbour_priority == "interleave", query)
+                                                      max(0, config.recall.token_budget - item_tokens), config.time.tz,
+                                                      config.recall.context_layout,
+                                                      pulled, config.recall.neighbour_priority == "interleave", query)
     outcome = outcome.model_copy(update={"decisions": decisions})
     if items.lines:
         context = items.block + ("\n\n" + context if context else "")
@@ -183,19 +183,19 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
 
 def neighbour_leaves(store: MemoryStore, config: Config, user_id: str, kept_leaves: Sequence[Candidate],
                      nodes: dict[str, MemoryNode]) -> list[tuple[str, str, str]]:
-    """The adjacent segments of kept leaves (``Config.recall_neighbours``) as ``(leaf, neighbour, reason)``,
+    """The adjacent segments of kept leaves (``Config.recall.recall_neighbours``) as ``(leaf, neighbour, reason)``,
     in leaf rank order; their nodes are added to ``nodes`` (one store query each way, user filter in SQL)."""
-    if config.recall_neighbours == "none" or not kept_leaves:
+    if config.recall.recall_neighbours == "none" or not kept_leaves:
         return []
     adj = store.adjacent_segments(user_id, [c.node_id for c in kept_leaves])
     out: list[tuple[str, str, str]] = []
     for c in sorted(kept_leaves, key=lambda c: c.rank):
         prev, nxt = adj.get(c.node_id, (None, None))
-        if config.recall_neighbours == "reply" and "?" not in nodes[c.node_id].content:
+        if config.recall.recall_neighbours == "reply" and "?" not in nodes[c.node_id].content:
             continue
         if nxt:
             out.append((c.node_id, nxt, f"next turn after leaf rank {c.rank}"))
-        if prev and config.recall_neighbours == "both":
+        if prev and config.recall.recall_neighbours == "both":
             out.append((c.node_id, prev, f"turn before leaf rank {c.rank}"))
     missing = [nid for _, nid, _ in out if nid not in nodes]
     if missing:
@@ -204,7 +204,7 @@ def neighbour_leaves(store: MemoryStore, config: Config, user_id: str, kept_leav
 
 
 def _settings(config: Config) -> dict[str, Any]:
-    return config.recall_settings()
+    return config.trace_settings()
 
 
 def recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config: Config, user_id: str, query: str,
@@ -215,10 +215,10 @@ def recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config
 
     Args:
         llm: used by the LLM planner / gate when configured; ``None`` for offline runs.
-        question_time: when the question is asked; naive means wall time in ``config.tz``;
+        question_time: when the question is asked; naive means wall time in ``config.time.tz``;
             default now. Relative time phrases resolve against it.
         complexity_override: skip the planner and use this complexity (``plan.planner="override"``).
-        gate_override / planner_override: replace ``config.gate`` / ``config.planner`` for this call.
+        gate_override / planner_override: replace ``config.recall.gate`` / ``config.recall.planner`` for this call.
         participants: the conversation's person names, to keep them out of keywords; if empty a
             capitalisation heuristic is used.
 
@@ -238,16 +238,16 @@ def recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config
 
 def pinned_lines(store: MemoryStore, config: Config, user_id: str, at: datetime | None = None) -> list[str]:
     """The user's pinned, open, active items as ``"Mia's home city: Porto"`` lines, oldest first, within
-    ``Config.memory_pinned_tokens`` (cl100k); none when the memory layer is off. With ``at`` (UTC-aware, a
+    ``Config.memory.memory_pinned_tokens`` (cl100k); none when the memory layer is off. With ``at`` (UTC-aware, a
     question's time): the pinned items stated by then and still holding then (nothing said later)."""
-    if not config.memory_items:
+    if not config.memory.memory_items:
         return []
     lines, used = [], 0
     for item in store.items(user_id):
         holds = item.is_open if at is None else item.event_time <= at and item.valid_at(at)
         if item.pinned and holds:
             cost = count_context_tokens(item.label()) + 1
-            if used + cost > config.memory_pinned_tokens:
+            if used + cost > config.memory.memory_pinned_tokens:
                 break
             lines.append(item.label())
             used += cost
@@ -266,11 +266,11 @@ def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Confi
            participants: Sequence[str] = (), persist: bool = True, asker: str | None = None) -> AnswerResult:
     """Recall, then answer from the context with one ``llm.complete`` call (purpose ``"answer"``).
 
-    The user's pinned memory items (open ones, at most ``Config.memory_pinned_tokens`` cl100k tokens) go
+    The user's pinned memory items (open ones, at most ``Config.memory.memory_pinned_tokens`` cl100k tokens) go
     into the system message; ``asker`` (a chat's speaker) is answered as "you".
 
     The prompt (:mod:`timem.prompts.answer`) gets the context and the question's date in
-    ``config.tz``. The trace, including the answer and its LLM call, is persisted once at the end,
+    ``config.time.tz``. The trace, including the answer and its LLM call, is persisted once at the end,
     also when the answer call fails (``answer_error`` set) before the error is re-raised.
 
     Raises:
@@ -285,7 +285,7 @@ def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Confi
                      gate_override, planner_override, participants)
     trace = result.trace
     t0 = time.perf_counter()
-    msgs = answer_prompt.build_messages(query, result.context, trace.question_time.astimezone(config.tz),
+    msgs = answer_prompt.build_messages(query, result.context, trace.question_time.astimezone(config.time.tz),
                                         pinned=pinned_lines(store, config, user_id, trace.question_time), asker=asker)
     try:
         text = rec.complete(msgs, purpose="answer", user_id=user_id).strip()

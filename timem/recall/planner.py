@@ -1,7 +1,7 @@
 """Recall planner: complexity (simple / hybrid / complex), keywords and time window of a question.
 
 TiMem §3.3 (complexity-aware recall): the complexity picks which tree levels are searched and how
-many nodes each may contribute (``Config.quotas``, defaults from the reference implementation).
+many nodes each may contribute (``Config.recall.quotas``, defaults from the reference implementation).
 Two planners share the :class:`Planner` protocol:
 
 * :class:`CentroidPlanner` (offline default): nearest centroid of MiniLM embeddings of labelled
@@ -40,7 +40,7 @@ class RecallPlan(BaseModel):
     """What the planner decided for one question.
 
     ``levels`` maps tree level (1..5) to its quota (max nodes), in level order, copied from
-    ``Config.quotas[complexity]``. ``time_window`` is half-open ``[start, end)`` in UTC.
+    ``Config.recall.quotas[complexity]``. ``time_window`` is half-open ``[start, end)`` in UTC.
     ``scores`` holds the centroid planner's cosine similarity per class (empty for the LLM planner).
     ``note`` says when a fallback happened (e.g. the LLM planner failed and the centroid planner decided).
     """
@@ -59,21 +59,21 @@ class RecallPlan(BaseModel):
 def make_plan(complexity: Complexity, question: str, question_time: datetime, config: Config, planner: str, *,
               keywords: Sequence[str] | None = None, time_expression: str | None = None,
               participants: Sequence[str] = (), **extra: Any) -> RecallPlan:
-    """Assemble a :class:`RecallPlan`: levels and quotas from ``config.quotas[complexity]``; keywords
+    """Assemble a :class:`RecallPlan`: levels and quotas from ``config.recall.quotas[complexity]``; keywords
     extracted deterministically when ``keywords`` is ``None``; the time window resolved from
     ``time_expression`` if given and resolvable, else from the question.
 
     Raises:
-        ConfigError: ``config.quotas`` has no entry for ``complexity`` or no L1 quota.
+        ConfigError: ``config.recall.quotas`` has no entry for ``complexity`` or no L1 quota.
     """
-    quotas = config.quotas.get(complexity)
+    quotas = config.recall.quotas.get(complexity)
     if not quotas or quotas.get(1, 0) <= 0:
         raise ConfigError(f"quotas[{complexity!r}] must give L1 a positive quota (got {quotas!r}); "
                           "fix `quotas` in the config file.")
     found = None
     if time_expression:
-        found = resolve_time_window(time_expression, question_time, config.tz)
-    found = found or resolve_time_window(question, question_time, config.tz)
+        found = resolve_time_window(time_expression, question_time, config.time.tz)
+    found = found or resolve_time_window(question, question_time, config.time.tz)
     kws = list(keywords) if keywords is not None else extract_keywords(question, participants)
     return RecallPlan(complexity=complexity, keywords=kws[:MAX_KEYWORDS],
                       time_expression=found[0] if found else None, time_window=found[1] if found else None,
@@ -205,7 +205,7 @@ class LLMPlanner:
     def plan(self, question: str, question_time: datetime, config: Config, *,
              participants: Sequence[str] = (), user_id: str | None = None) -> RecallPlan:
         """Raises :class:`LLMError` when the call fails or returns no valid JSON after retries."""
-        msgs = planner_prompt.build_messages(question, question_time.astimezone(config.tz), self.examples)
+        msgs = planner_prompt.build_messages(question, question_time.astimezone(config.time.tz), self.examples)
         resp = self.llm.complete_json(msgs, planner_prompt.PlannerResponse, purpose="recall.plan", user_id=user_id)
         kws = clean_keywords(resp.keywords, question, participants) or extract_keywords(question, participants)
         return make_plan(resp.complexity, question, question_time, config, self.name, keywords=kws,

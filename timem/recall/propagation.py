@@ -33,10 +33,10 @@ Direction = Literal["top-down", "bottom-up", "both"]
 
 
 def direction_of(config: Config) -> Direction:
-    """``config.propagation`` as a direction. Raises ValueError when it is "off" (callers check that first)."""
-    if config.propagation == "off":
+    """``config.recall.propagation`` as a direction. Raises ValueError when it is "off" (callers check that first)."""
+    if config.recall.propagation == "off":
         raise ValueError("unknown propagation direction 'off'; use top-down, bottom-up or both")
-    return config.propagation
+    return config.recall.propagation
 
 
 def propagate_relevance(local: Mapping[str, float], parent: Mapping[str, str | None],
@@ -102,7 +102,7 @@ def with_routed(store: MemoryStore, config: Config, selection: LeafSelection, ro
     sem = {c.node_id: c.cosine for c in selection.candidates if c.cosine is not None}
     sem.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
     lex = {c.node_id: c.bm25_raw for c in selection.candidates if c.bm25_raw is not None}
-    base = {c.node_id: c for c in fuse(sem, lex, config.recall_lambda)}
+    base = {c.node_id: c for c in fuse(sem, lex, config.recall.recall_lambda)}
     base.update({c.node_id: c for c in selection.candidates})
     return base
 
@@ -110,7 +110,7 @@ def with_routed(store: MemoryStore, config: Config, selection: LeafSelection, ro
 def propagate_leaves(store: MemoryStore, config: Config, user_id: str, query: str, query_vec: np.ndarray,
                      selection: LeafSelection, top_k: int, question_time: datetime | None = None
                      ) -> tuple[LeafSelection, dict[str, float]]:
-    """Re-rank leaf selection by propagated relevance (``Config.propagation``); returns the new selection
+    """Re-rank leaf selection by propagated relevance (``Config.recall.propagation``); returns the new selection
     and the local score of every upper-level node that took part (for the trace).
 
     Upper levels 2..min(5, 1 + H) are searched like L1 (higher ones cannot reach a leaf in H hops)
@@ -119,22 +119,22 @@ def propagate_leaves(store: MemoryStore, config: Config, user_id: str, query: st
     join the leaf candidates (their cosine from the stored vectors; BM25 0), so the upper levels act
     as an index that routes to leaves the flat search missed.
     """
-    n = max(1, config.recall_candidates // 2)
+    n = max(1, config.recall.recall_candidates // 2)
     upper: dict[str, float] = {}
     # with H hops, scores from more than H levels above a leaf never reach it (top-down); bottom-up and
     # both still only use levels within H of the leaves for what they return (leaves)
-    for level in range(2, min(5, 1 + config.propagation_hops) + 1):
+    for level in range(2, min(5, 1 + config.recall.propagation_hops) + 1):
         vec = dict(store.search_vector(user_id, query_vec, level, n))
         lex = dict(store.search_bm25(user_id, query, level, n))
-        upper.update(max_normalised({c.node_id: c.fused for c in fuse(vec, lex, config.recall_lambda)}))
+        upper.update(max_normalised({c.node_id: c.fused for c in fuse(vec, lex, config.recall.recall_lambda)}))
     if not upper:
         return selection, {}
     cands = {c.node_id: c for c in selection.candidates}
     routed: list[str] = []
-    if config.propagation_route > 0:
+    if config.recall.propagation_route > 0:
         sessions = [x for x in store.nodes(user_id=user_id, ids=list(upper)) if int(x.level) == int(Level.SESSION)]
         sessions.sort(key=lambda x: (-upper[x.id], x.id))
-        routed = [c for x in sessions[: config.propagation_route] for c in x.child_ids if c not in cands]
+        routed = [c for x in sessions[: config.recall.propagation_route] for c in x.child_ids if c not in cands]
     if routed:
         cands = with_routed(store, config, selection, routed, query_vec)
     nodes, parent = store.lineage(user_id, list(cands), 5)
@@ -142,13 +142,14 @@ def propagate_leaves(store: MemoryStore, config: Config, user_id: str, query: st
         cands = {i: c for i, c in cands.items() if i in nodes and nodes[i].span_start <= question_time}
     n_children = {i: len(x.child_ids) for i, x in nodes.items()}
     local = {**{i: v for i, v in upper.items() if i in nodes}, **max_normalised({i: c.fused for i, c in cands.items()})}
-    total = propagate_relevance(local, parent, n_children, direction_of(config), config.propagation_hops,
-                                config.propagation_alpha)
+    total = propagate_relevance(local, parent, n_children, direction_of(config), config.recall.propagation_hops,
+                                config.recall.propagation_alpha)
     out = [c.model_copy(update={"local": round(local.get(i, 0.0), 6),
                                 "propagated": round(total.get(i, 0.0) - local.get(i, 0.0), 6),
                                 "fused": round(total.get(i, 0.0), 6)}) for i, c in cands.items()]
     ranked = rerank(out, top_k)
-    notes = [*selection.notes, f"relevance propagation {config.propagation}, H={config.propagation_hops}, "
-             f"α={config.propagation_alpha}: {len(upper)} upper nodes scored, {len(routed)} leaves routed in"]
+    rc = config.recall
+    notes = [*selection.notes, f"relevance propagation {rc.propagation}, H={rc.propagation_hops}, "
+             f"α={rc.propagation_alpha}: {len(upper)} upper nodes scored, {len(routed)} leaves routed in"]
     return (LeafSelection(ranked, [c for c in ranked if c.kept], selection.bm25_query, selection.time, notes),
             {i: round(v, 6) for i, v in upper.items()})

@@ -93,7 +93,7 @@ def resolve_time_window(question: str, question_time: datetime, tz: ZoneInfo) ->
         question: a question or a bare phrase such as ``"last week"``.
         question_time: when the question is asked (UTC-aware); relative phrases count from its
             calendar date in ``tz``.
-        tz: the user's zone (``Config.tz``); calendar units are cut at local midnight.
+        tz: the user's zone (``Config.time.tz``); calendar units are cut at local midnight.
 
     Returns:
         ``(phrase as found, window)``. Recognised: ISO and written dates ("8 May 2023", "May 8"),

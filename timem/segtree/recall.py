@@ -1,4 +1,4 @@
-"""Relevance propagation over the segment tree (``Config.recall_index = "segtree"``; arXiv 2606.04555).
+"""Relevance propagation over the segment tree (``Config.recall.recall_index = "segtree"``; arXiv 2606.04555).
 
 The same propagation as over the TiMem tree (:func:`timem.recall.propagation.propagate_relevance`,
 unchanged: ``s̃ = s⁽⁰⁾ + Σ αᵏ s⁽ᵏ⁾`` with the row-normalised ``W_P``), with other edges and local scores:
@@ -42,11 +42,11 @@ from timem.store.segtree_tables import SyncReport
 def ensure(store: MemoryStore, config: Config, user_id: str) -> tuple[SyncReport | None, tuple[Any, ...]]:
     """Sync the user's segment tree if it is not current (:func:`timem.store.segtree_tables.version`); returns what
     the sync did (``None``: nothing to do) and the tree's version."""
-    current = store.segment_tree.version(user_id, config.segtree_threshold, config.segtree_max_children)
+    current = store.segment_tree.version(user_id, config.recall.segtree_threshold, config.recall.segtree_max_children)
     if current is not None:
         return None, current
-    report = store.segment_tree.sync(user_id, config.segtree_threshold, config.segtree_max_children)
-    current = store.segment_tree.version(user_id, config.segtree_threshold, config.segtree_max_children)
+    report = store.segment_tree.sync(user_id, config.recall.segtree_threshold, config.recall.segtree_max_children)
+    current = store.segment_tree.version(user_id, config.recall.segtree_threshold, config.recall.segtree_max_children)
     if current is None:
         raise StoreError(f"the segment tree of {user_id} is not current right after a sync; rebuild it with "
                          f"`timem segtree build --user {user_id} --rebuild`")
@@ -68,10 +68,10 @@ def propagate_segtree(store: MemoryStore, config: Config, user_id: str, query_ve
         local score of every internal node that took part (for the trace).
     """
     synced, tree_version = ensure(store, config, user_id)
-    hops = config.propagation_hops
+    hops = config.recall.propagation_hops
     cands = {c.node_id: c for c in selection.candidates}
     view = store.segment_tree.view(user_id, tree_version, list(cands), query_vec,
-                                   max(1, config.recall_candidates // 2), question_time, hops)
+                                   max(1, config.recall.recall_candidates // 2), question_time, hops)
     top = view.top
     info = view.lineage(cands)
     height = {i: h for i, h, _ in top} | {i: v[1] for i, v in info.items()}
@@ -88,14 +88,14 @@ def propagate_segtree(store: MemoryStore, config: Config, user_id: str, query_ve
     for h in range(1, hops + 1):
         sem = {i: v for i, v in cosine.items() if height.get(i) == h}
         lex = {i: v for i, v in best_bm25.items() if height.get(i) == h}
-        upper.update(max_normalised({c.node_id: c.fused for c in fuse(sem, lex, config.recall_lambda)}))
+        upper.update(max_normalised({c.node_id: c.fused for c in fuse(sem, lex, config.recall.recall_lambda)}))
     if not upper:
         note = f"segment tree of {user_id} has no node within {hops} hop(s) of a leaf: no relevance propagation"
         return selection._replace(notes=[*selection.notes, note]), {}
     routed: list[str] = []
-    if config.propagation_route > 0:
+    if config.recall.propagation_route > 0:
         segments = sorted((i for i in upper if height[i] == 1), key=lambda i: (-upper[i], i))
-        under = store.segment_tree.leaves_under(user_id, segments[: config.propagation_route])
+        under = store.segment_tree.leaves_under(user_id, segments[: config.recall.propagation_route])
         routed = [i for i, _, _, start in under if i not in cands
                   and (question_time is None or start <= question_time)]
         view.leaves.update({i: (p, n) for i, p, n, _ in under if i in routed})
@@ -109,7 +109,7 @@ def propagate_segtree(store: MemoryStore, config: Config, user_id: str, query_ve
     parent = {i: info[i][0] for i in tree_ids if i in info}
     n_children = {i: info[i][2] for i in tree_ids if i in info}
     local = {**upper, **max_normalised({i: c.fused for i, c in cands.items()})}
-    total = propagate_relevance(local, parent, n_children, direction_of(config), hops, config.propagation_alpha)
+    total = propagate_relevance(local, parent, n_children, direction_of(config), hops, config.recall.propagation_alpha)
     out = [c.model_copy(update={"local": round(local.get(i, 0.0), 6),
                                 "propagated": round(total.get(i, 0.0) - local.get(i, 0.0), 6),
                                 "fused": round(total.get(i, 0.0), 6)}) for i, c in cands.items()]
@@ -118,8 +118,9 @@ def propagate_segtree(store: MemoryStore, config: Config, user_id: str, query_ve
     built = "" if synced is None else (f"; segment tree {'rebuilt' if synced.rebuilt else 'extended'} "
                                        f"({synced.added} leaves)")
     notes = [*selection.notes,
-             f"relevance propagation {config.propagation} over the segment tree (SegTreeMem index, "
-             f"θ={config.segtree_threshold}, B={config.segtree_max_children}), H={hops}, α={config.propagation_alpha}: "
+             f"relevance propagation {config.recall.propagation} over the segment tree (SegTreeMem index, "
+             f"θ={config.recall.segtree_threshold}, B={config.recall.segtree_max_children}), H={hops}, "
+             f"α={config.recall.propagation_alpha}: "
              f"{len(upper)} segment-tree nodes scored (best: "
              + ", ".join(f"{i} h{height[i]} {upper[i]:.3f}" for i in best)
              + f"), {len(routed)} leaves routed in{built}"]

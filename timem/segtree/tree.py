@@ -104,8 +104,8 @@ class SegTree:
 
     Args:
         user_id: the owner; internal node ids are ``seg:<user_id>:<k>`` for ``k = 0, 1, ...``.
-        threshold: cosine compatibility threshold in ``[-1, 1]`` (``Config.segtree_threshold``).
-        max_children: fan-out bound ``B >= 3`` (``Config.segtree_max_children``).
+        threshold: cosine compatibility threshold in ``[-1, 1]`` (``Config.recall.segtree_threshold``).
+        max_children: fan-out bound ``B >= 3`` (``Config.recall.segtree_max_children``).
 
     Raises:
         ConfigError: ``max_children < 3`` or a threshold outside ``[-1, 1]``.

@@ -80,14 +80,14 @@ from timem.service.models import (
 
 def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFile | str | Path) -> FastAPI:
     """The service app. ``engine_factory`` builds the engine at startup (it owns the DuckDB file until
-    shutdown); a :class:`Config` instead opens ``config.db_path`` with :meth:`MemoryEngine.open` (with the
+    shutdown); a :class:`Config` instead opens ``config.store.db_path`` with :meth:`MemoryEngine.open` (with the
     configured LLM unless ``llm_backend="none"``). ``keys`` is the keys file (path or :class:`KeyFile`)."""
     keyfile = keys if isinstance(keys, KeyFile) else KeyFile(keys)
     if isinstance(engine_factory, Config):
         cfg = engine_factory
 
         def engine_factory() -> MemoryEngine:
-            return MemoryEngine.open(cfg, with_llm=cfg.llm_backend != "none")
+            return MemoryEngine.open(cfg, with_llm=cfg.llm.llm_backend != "none")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

@@ -89,7 +89,7 @@ class Service:
 
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
-        self.max_text = engine.config.service_max_text_chars
+        self.max_text = engine.config.service.service_max_text_chars
         self._lock = threading.Lock()
 
     @contextmanager

@@ -66,7 +66,7 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
         f"Long-term memory of user {user_id!r} (TiMem, a Temporal Memory Tree). Call recall before answering "
         "questions about the user's past; call remember for facts worth keeping; forget removes a memory."))
     lock = threading.Lock()
-    limit = engine.config.service_max_text_chars
+    limit = engine.config.service.service_max_text_chars
 
     def check(what: str, text: str) -> None:
         if is_blank(text):
@@ -176,9 +176,9 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
 
 
 def run_stdio(config: Config, user_id: str) -> None:
-    """Open the engine over ``config.db_path`` (with the configured LLM unless ``llm_backend="none"``) and
+    """Open the engine over ``config.store.db_path`` (with the configured LLM unless ``llm_backend="none"``) and
     serve the tools over stdio until the client disconnects."""
-    engine = MemoryEngine.open(config, with_llm=config.llm_backend != "none")
+    engine = MemoryEngine.open(config, with_llm=config.llm.llm_backend != "none")
     try:
         build_server(engine, user_id).run("stdio")
     finally:

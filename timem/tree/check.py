@@ -48,7 +48,7 @@ def _check_user(store: MemoryStore, config: Config, uid: str) -> list[Violation]
     nodes = {n.id: n for n in store.nodes(uid)}
     parents = store.parent_ids(list(nodes))
     sessions = store.sessions(uid)
-    idle = timedelta(minutes=config.session_idle_timeout_minutes)
+    idle = timedelta(minutes=config.time.session_idle_timeout_minutes)
     closed: dict[str, bool] = {}
     if sessions:
         watermark = max(s.last_event_at for s in sessions)
@@ -64,7 +64,7 @@ def _check_user(store: MemoryStore, config: Config, uid: str) -> list[Violation]
             if parents.get(cid) != n.id:
                 out.append(Violation(uid, cid, "link", f"listed by {n.id} but its parent_id is {parents.get(cid)}"))
         if n.level >= Level.DAY:  # a day, week or month memory stays near its calendar window
-            win = parent_window(Level(n.level), n.span_start, config.tz)
+            win = parent_window(Level(n.level), n.span_start, config.time.tz)
             if n.span_end > win.end + OVERRUN:
                 out.append(Violation(uid, n.id, "window", f"L{int(n.level)} spans {n.span_start:%Y-%m-%d %H:%M} .. "
                                      f"{n.span_end:%Y-%m-%d %H:%M} UTC, more than a day past its calendar window (ends "
@@ -79,10 +79,11 @@ def _check_user(store: MemoryStore, config: Config, uid: str) -> list[Violation]
             if n.level == Level.SEGMENT:
                 still_open = not closed.get(n.session_id or "", True)
             elif n.level == Level.SESSION:
-                still_open = watermark is not None and watermark < parent_window(Level.DAY, n.span_start, config.tz).end
+                day = parent_window(Level.DAY, n.span_start, config.time.tz)
+                still_open = watermark is not None and watermark < day.end
             else:
                 still_open = watermark is not None and watermark < parent_window(Level(n.level + 1), n.span_start,
-                                                                                  config.tz).end
+                                                                                  config.time.tz).end
             if not still_open:
                 out.append(Violation(uid, n.id, "orphan", f"L{int(n.level)} node of a closed window has no "
                                      "active parent; run `timem consolidate --flush` (if the audit log has "

@@ -2,7 +2,7 @@
 
 Rules:
 * All instants are UTC-aware. Naive input is read as wall-clock time in the user's zone
-  (``Config.timezone``) by :func:`to_utc`; at a DST gap/overlap the earlier reading (fold=0) wins.
+  (``Config.time.timezone``) by :func:`to_utc`; at a DST gap/overlap the earlier reading (fold=0) wins.
 * L3 day = calendar day in the user's zone; L4 week = ISO week (Monday–Sunday) cut at a month
   boundary, so every week lies inside one month (as in the TiMem reference implementation);
   L5 = calendar month in the user's zone.

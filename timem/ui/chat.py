@@ -178,7 +178,7 @@ def _controls(ctx: state.StudioContext) -> None:
             for col, (label, delta) in zip(cols, [("+1 hour", timedelta(hours=1)), ("+1 day", timedelta(days=1)),
                                                   ("+1 week", timedelta(weeks=1))], strict=True):
                 col.button(label, key=f"chat_plus_{label}", width="stretch", on_click=_advance, args=(delta,))
-            st.caption(f"Next exchange at {st.session_state[SIM_KEY]:%a %d %b %Y %H:%M} ({ctx.config.timezone}).")
+            st.caption(f"Next exchange at {st.session_state[SIM_KEY]:%a %d %b %Y %H:%M} ({ctx.config.time.timezone}).")
 
 
 def _advance(delta: timedelta) -> None:

@@ -53,7 +53,7 @@ def render_facts(ctx: state.StudioContext) -> None:
     items = [i for i in everything if i.kind in picked_kinds and i.subject in picked_subjects
              and (STATUSES[status] is None or i.status == STATUSES[status])]
     at = eng.default_question_time(ctx.user) or datetime.now(UTC)
-    half = eng.config.memory_decay_half_life_days or eng.config.memory_chat_half_life_days
+    half = eng.config.memory.memory_decay_half_life_days or eng.config.memory.memory_chat_half_life_days
     decay_note = f" · decay weight as of {at.astimezone(ctx.tz):%Y-%m-%d} (half-life {half} days)" if half else ""
     st.caption(f"{len(items)} of {len(everything)} items · validity in local days{decay_note}")
     st.dataframe(facts_table(items, ctx.tz, at, half), hide_index=True, key="facts_table")

@@ -137,8 +137,8 @@ def render() -> None:
 def _setups(ctx: state.StudioContext) -> list[RecallSetup]:
     compare = st.toggle("Compare two configurations side by side", value=True, key="insp_compare")
     has_llm = ctx.engine.has_llm
-    base = {"recall_lambda": ctx.config.recall_lambda, "top_k": ctx.config.recall_top_k,
-            "token_budget": ctx.config.token_budget}
+    base = {"recall_lambda": ctx.config.recall.recall_lambda, "top_k": ctx.config.recall.recall_top_k,
+            "token_budget": ctx.config.recall.token_budget}
     defaults = [RecallSetup(gate="llm" if has_llm else "score", **base),
                 RecallSetup(planner="fixed: complex", gate="off", **base)]
     cols = st.columns(2 if compare else 1)
@@ -159,7 +159,7 @@ OTHER_FILE = "another file …"
 
 def _database(ctx: state.StudioContext, name: str) -> str | None:
     """Configuration B's database: this one, another known ``*.duckdb`` file, or a typed path."""
-    here = str(ctx.config.db_path)
+    here = str(ctx.config.store.db_path)
     files = [f for f in state.known_db_files(ctx.config) if f != here]
     choice = st.selectbox("Database", ["this database", *files, OTHER_FILE], key=f"insp_{name}_db",
                           help="Recall the same user and question from another database, e.g. the same "

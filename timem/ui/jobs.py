@@ -82,7 +82,7 @@ def slow_consolidation(engine: MemoryEngine) -> bool:
     """Whether L2-L5 consolidation calls the LLM (minutes with the embedded model), so it runs as a
     background job; the extractive mode takes seconds and runs at once."""
     cfg = engine.config
-    return engine.has_llm and any(cfg.mode_for(level) in NEEDS_LLM for level in (2, 3, 4, 5))
+    return engine.has_llm and any(cfg.consolidation.mode_for(level) in NEEDS_LLM for level in (2, 3, 4, 5))
 
 
 def chat_consolidates_later(engine: MemoryEngine) -> bool:

@@ -25,7 +25,7 @@ def render_segtree(ctx: state.StudioContext) -> None:
     segments = df[df["height"] == 1]
     st.caption(f"Segment tree (SegTreeMem): {len(leaves)} utterances, {len(segments)} segments "
                f"(mean {segments['n_leaves'].mean():.1f} utterances), height {top}, "
-               f"θ = {cfg.segtree_threshold}, at most {cfg.segtree_max_children} children per node · "
+               f"θ = {cfg.recall.segtree_threshold}, at most {cfg.recall.segtree_max_children} children per node · "
                "x = utterance position in conversation order")
     st.plotly_chart(sv.segtree_figure(df), key="tl_segtree_chart", width="stretch")
     st.dataframe(df[["id", "height", "first_seq", "last_seq", "n_leaves", "start", "end", "preview"]],

@@ -57,7 +57,7 @@ def _database(ctx: state.StudioContext) -> None:
         st.caption(f"`{ctx.engine.db_path}` (fixed by the caller)")
         return
     files = state.known_db_files(ctx.config)
-    current = str(ctx.config.db_path)
+    current = str(ctx.config.store.db_path)
     st.selectbox("DuckDB file", files, index=files.index(current) if current in files else 0,
                  key="sb_db_choice", help="One file per deployment; created if missing.",
                  on_change=_request_db, args=("sb_db_choice",))
@@ -143,15 +143,16 @@ def _import(ctx: state.StudioContext) -> None:
         if fmt == "longmemeval":
             limit = int(st.number_input("First N instances (0 = all)", 0, 10_000, 1, key="sb_imp_limit")) or None
     upper = True
-    if not ctx.engine.has_llm and ctx.engine.config.consolidation_mode in NEEDS_LLM:
+    if not ctx.engine.has_llm and ctx.engine.config.consolidation.consolidation_mode in NEEDS_LLM:
         st.caption("No LLM: only L1 segments will be written (pick the extractive mode below for L2–L5).")
-    elif ctx.engine.config.consolidation_mode == "extractive":
+    elif ctx.engine.config.consolidation.consolidation_mode == "extractive":
         st.caption("Extractive mode: L2–L5 are selected utterances, no LLM call (seconds per conversation).")
     else:
         upper = st.checkbox("Consolidate L2–L5 during the import", value=True, key="sb_imp_upper",
                             help="With the embedded 1.5B model this takes about a minute per session. Untick to "
                                  "import the L1 segments now and press 'Consolidate now' later.")
-        if upper and ctx.config.llm_backend == "local" and ctx.engine.config.consolidation_mode == "abstractive":
+        mode = ctx.engine.config.consolidation.consolidation_mode
+        if upper and ctx.config.llm.llm_backend == "local" and mode == "abstractive":
             st.caption("Embedded model: about a minute per session on 2 cores (a LoCoMo conversation: ~16 min). "
                        "Untick for the L1 segments in seconds.")
     busy = jobs.busy(ctx.engine)
@@ -203,7 +204,7 @@ def run_import(ctx: state.StudioContext, path: Path | None, fmt: str, *, sample_
         raise InputError(f"no such file: {path}; pick or upload a conversation file")
     try:
         users = load_dataset(path, fmt, sample_ids=sample_ids, limit=limit, tz=ctx.tz,  # type: ignore[arg-type]
-                             user_tz=ctx.config.user_tz)
+                             user_tz=ctx.config.time.user_tz)
     except InputError as exc:
         if not display_name:
             raise
@@ -239,7 +240,7 @@ MODE_HELP = {"extractive": "extractive: the most informative utterances, verbati
 
 def _mode(ctx: state.StudioContext) -> str:
     """The consolidation mode select; a change applies to the engine at once (new windows only)."""
-    current = ctx.engine.config.consolidation_mode
+    current = ctx.engine.config.consolidation.consolidation_mode
     if st.session_state.get("sb_mode") not in CONSOLIDATION_MODES:
         st.session_state["sb_mode"] = current
     mode = st.selectbox("Mode", list(CONSOLIDATION_MODES), key="sb_mode", format_func=lambda m: MODE_HELP[m],
@@ -247,7 +248,7 @@ def _mode(ctx: state.StudioContext) -> str:
                              "that is re-consolidated after an edit keeps its own mode.")
     if mode != current:
         ctx.engine.set_consolidation_mode(mode)
-    overrides = ctx.engine.config.level_modes
+    overrides = ctx.engine.config.consolidation.level_modes
     if overrides:
         st.caption("Per-level modes from the config: " + ", ".join(f"L{k} {v}" for k, v in sorted(overrides.items()))
                    + " (a change here applies to every level).")

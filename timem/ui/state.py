@@ -53,7 +53,7 @@ class StudioContext:
 
     @property
     def tz(self):
-        return self.config.tz
+        return self.config.time.tz
 
     @property
     def user(self) -> str:
@@ -114,7 +114,7 @@ def comparison_context(ctx: StudioContext, db: str) -> StudioContext:
         StoreError: it cannot be opened (e.g. built with another embedder).
     """
     path = Path(db).expanduser()
-    if path.resolve() == Path(ctx.config.db_path).expanduser().resolve():
+    if path.resolve() == Path(ctx.config.store.db_path).expanduser().resolve():
         return ctx
     if not path.is_file():
         raise InputError(f"no database at {db}; give the path of an existing .duckdb file (e.g. one built with "
@@ -146,7 +146,7 @@ def open_context() -> StudioContext:
         ctx = StudioContext(injected.config, injected, model, injected=True, lock=lock)
     else:
         base = base_config()
-        current = st.session_state.get(DB_KEY) or str(base.db_path)
+        current = st.session_state.get(DB_KEY) or str(base.store.db_path)
         requested = st.session_state.pop(REQUEST_KEY, None)  # popped first: a failure cannot repeat every run
         ctx = None
         if requested and requested != current:
@@ -205,7 +205,7 @@ def current() -> StudioContext:
 
 def known_db_files(config: Config) -> list[str]:
     """DuckDB files worth offering: the configured one and ``*.duckdb`` in the working directory and ``data/``."""
-    found = {str(config.db_path)}
+    found = {str(config.store.db_path)}
     for folder in (Path.cwd(), Path.cwd() / "data"):
         if folder.is_dir():
             found |= {str(p.relative_to(Path.cwd())) for p in folder.glob("*.duckdb")}

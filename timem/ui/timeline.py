@@ -35,7 +35,7 @@ def render() -> None:
         return
     df = tl.timeline_frame(nodes, ctx.tz)
     shown = _filters(df)
-    st.caption(f"{len(shown)} of {len(df)} memories · times in {ctx.config.timezone} · "
+    st.caption(f"{len(shown)} of {len(df)} memories · times in {ctx.config.time.timezone} · "
                "click a bar (or pick below) to inspect it")
     fig = tl.timeline_figure(shown, links=st.session_state.get("tl_links", True),
                              selected=st.session_state.get(NODE_KEY))

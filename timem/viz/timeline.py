@@ -4,7 +4,7 @@ The Temporal Memory Tree on an event-time axis: one lane per level (L1 segment a
 profile at the top), one bar per node over its span, grey lines from each child to its parent.
 
 Time rule: nodes carry UTC-aware spans; the figure shows **wall-clock time in the user's zone**
-(``Config.tz``), as naive datetimes, because plotly has no notion of zones. Filters given as
+(``Config.time.tz``), as naive datetimes, because plotly has no notion of zones. Filters given as
 aware datetimes are compared in UTC.
 """
 

@@ -1,0 +1,297 @@
+"""The sections of :class:`timem.config.Config`: one typed model per concern.
+
+``Config.store`` (files), ``Config.time`` (zones), ``Config.llm`` (the model backend),
+``Config.embedding``, ``Config.consolidation`` (how memories are written), ``Config.recall`` (how
+they are found and laid out), ``Config.memory`` (the memory layer of facts and preferences) and
+``Config.service``. In a TOML file each is a table of the same name (``[recall]``, ...).
+
+Every field name is unique across the sections, so a flat key (``token_budget``), a ``TIMEM_*``
+variable (``TIMEM_TOKEN_BUDGET``), a ``--set`` flag and a recipe override name the same setting
+without its section; :func:`timem.config.load_config` puts each into its section.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from timem.models import ConsolidationMode
+
+Complexity = Literal["simple", "hybrid", "complex"]
+
+#: The consolidation mode of L2-L5 when none is set, per LLM backend (chosen from
+#: bench/results/consolidation.md and recall-tree.md): the embedded model and no LLM get
+#: "extractive" (seconds per conversation, grounded by construction; abstractive took 16 min per
+#: LoCoMo conversation with the 1.5B model and its summaries cost evidence when they share the
+#: budget); an OpenAI-compatible endpoint gets "abstractive".
+#: With ``llm_backend = "none"``, levels whose mode needs an LLM (hybrid, abstractive) are not
+#: consolidated: only extractive works without one.
+DEFAULT_CONSOLIDATION_MODES: dict[str, ConsolidationMode] = {"local": "extractive", "none": "extractive",
+                                                             "openai": "abstractive"}
+DEFAULT_CONSOLIDATION_MODE: ConsolidationMode = "extractive"
+#: The recall gate when none is set, per LLM backend: the embedded 1.5B model's LLM gate took 73 s
+#: of a 96 s chat turn (2,313 prompt tokens on 2 cores), so it gets the score gate (fused score and
+#: an absolute relevance floor, no LLM call); an OpenAI-compatible endpoint keeps the LLM gate.
+DEFAULT_GATES: dict[str, str] = {"local": "score", "none": "score", "openai": "llm"}
+#: Token caps (cl100k) of extractive / hybrid memories per level (L2 session .. L5 profile).
+DEFAULT_EXTRACTIVE_CAPS: dict[int, int] = {2: 120, 3: 160, 4: 200, 5: 240}
+
+#: Per-complexity level quotas (level -> max nodes) of the TiMem reference implementation: the
+#: ``timem-paper`` benchmark recipe uses them.
+PAPER_QUOTAS: dict[str, dict[int, int]] = {
+    "simple": {1: 20, 2: 4, 5: 1},
+    "hybrid": {1: 20, 2: 4, 3: 2, 5: 1},
+    "complex": {1: 20, 2: 4, 3: 2, 4: 2, 5: 1},
+}
+#: Default quotas: L1 leaves only in the context; the upper levels still shape which leaves are chosen
+#: (relevance propagation). Measured on LoCoMo dev (bench/results/recall-tree.md): L2-L5 in the
+#: context take the budget from evidence (full coverage 73.6 -> 55.8 % at 1,000 tokens).
+DEFAULT_QUOTAS: dict[str, dict[int, int]] = {c: {1: 60} for c in ("simple", "hybrid", "complex")}
+
+
+def _zone(name: str, whose: str = "") -> str:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone {name!r}{whose}; use an IANA name such as 'Europe/Berlin'") from exc
+    return name
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StoreSettings(_Section):
+    """Where memories live: the DuckDB file, the model and LLM-cache folder, the vector index."""
+
+    db_path: Path = Path("timem.duckdb")
+    cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "timem")
+    #: "exact" cosine scan, or "hnsw": the vss HNSW index with over-fetch (approximate; pays off at
+    #: ~100k nodes per file, costs minutes to build and ~1 GB RAM there; bench/results/recall-latency.md)
+    vector_index: Literal["exact", "hnsw"] = "exact"
+
+
+class TimeSettings(_Section):
+    """Time zones (IANA names) and the idle gap that closes a session; storage is UTC either way."""
+
+    timezone: str = "UTC"  #: the users' zone for L3 days / L4 weeks / L5 months and for naive input
+    #: per-user zone for naive input and for resolving relative dates (user id -> IANA name); in TOML a
+    #: ``[time.user_timezones]`` table, in the environment ``TIMEM_USER_TIMEZONES="kaito=Asia/Tokyo,ana=Europe/Lisbon"``
+    user_timezones: dict[str, str] = Field(default_factory=dict)
+    session_idle_timeout_minutes: int = 120  #: event-time gap that closes an open session
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, v: str) -> str:
+        return _zone(v)
+
+    @field_validator("user_timezones")
+    @classmethod
+    def _known_zones(cls, v: dict[str, str]) -> dict[str, str]:
+        for user, zone in v.items():
+            _zone(zone, f" for user {user!r}")
+        return v
+
+    @property
+    def tz(self) -> ZoneInfo:
+        """The users' time zone as a :class:`zoneinfo.ZoneInfo`."""
+        return ZoneInfo(self.timezone)
+
+    def tz_for(self, user_id: str) -> ZoneInfo:
+        """The zone of one user: ``user_timezones[user_id]`` if set, else ``timezone``."""
+        return ZoneInfo(self.user_timezones.get(user_id, self.timezone))
+
+    @property
+    def user_tz(self) -> dict[str, ZoneInfo]:
+        """``user_timezones`` as :class:`zoneinfo.ZoneInfo` objects (for the importers)."""
+        return {u: ZoneInfo(z) for u, z in self.user_timezones.items()}
+
+
+class LLMSettings(_Section):
+    """The LLM backend: the embedded GGUF model, an OpenAI-compatible endpoint, or none."""
+
+    llm_backend: Literal["local", "openai", "none"] = "local"
+    local_model: Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"] = "qwen2.5-coder-1.5b"
+    local_model_path: Path | None = None  #: a GGUF to use instead of the packaged one (no SHA check)
+    local_n_ctx: int = 8192
+    local_n_threads: int = 2
+    openai_base_url: str | None = None
+    openai_api_key: str | None = None
+    openai_model: str = "gpt-4o-mini"
+    openai_timeout_s: float = 120.0
+    openai_json_mode: Literal["json_schema", "json_object"] = "json_schema"
+    llm_max_retries: int = 2  #: extra attempts after an invalid JSON answer
+    llm_max_tokens: int = 1024
+
+
+class EmbeddingSettings(_Section):
+    """The sentence embedder (MiniLM, packaged)."""
+
+    embed_batch_size: int = 64
+
+
+class ConsolidationSettings(_Section):
+    """How memories are written: the L1 leaf unit and the L2-L5 consolidation modes."""
+
+    l1_mode: Literal["verbatim", "llm"] = "verbatim"
+    l1_batch_exchanges: int = 4  #: L1 segments per LLM call (one JSON item per segment)
+    l1_segment_exchanges: int = 1  #: units per L1 segment (granularity; the benchmark varies 1/2/4/8)
+    #: the L1 leaf unit: "exchange" (a speaker's turn(s) and the reply) or "turn" (one utterance)
+    l1_unit: Literal["exchange", "turn"] = "turn"
+    history_k: int = 3  #: same-level history nodes each consolidation prompt sees
+    #: how L2-L5 are written: "extractive" (selected utterances, no LLM), "hybrid" (the same plus an LLM
+    #: title) or "abstractive" (LLM summaries); ``TIMEM_CONSOLIDATION_MODE``, ``--mode``
+    consolidation_mode: ConsolidationMode = DEFAULT_CONSOLIDATION_MODE
+    #: per-level overrides of ``consolidation_mode`` (level 2-5 -> mode; TOML table ``[consolidation.level_modes]``)
+    level_modes: dict[int, ConsolidationMode] = Field(default_factory=dict)
+    #: cl100k token cap of an extractive / hybrid memory per level 2-5 (TOML table ``[consolidation.extractive_caps]``)
+    extractive_caps: dict[int, int] = Field(default_factory=lambda: dict(DEFAULT_EXTRACTIVE_CAPS))
+
+    @field_validator("level_modes")
+    @classmethod
+    def _mode_levels(cls, v: dict[int, str]) -> dict[int, str]:
+        bad = sorted(k for k in v if k not in (2, 3, 4, 5))
+        if bad:
+            raise ValueError(f"level_modes names level(s) {bad}; only levels 2-5 are consolidated")
+        return v
+
+    @field_validator("extractive_caps")
+    @classmethod
+    def _caps(cls, v: dict[int, int]) -> dict[int, int]:
+        bad = sorted(k for k in v if k not in (2, 3, 4, 5))
+        if bad:
+            raise ValueError(f"extractive_caps names level(s) {bad}; give caps for levels 2-5")
+        small = sorted(k for k, cap in v.items() if cap < 16)
+        if small:
+            raise ValueError(f"extractive_caps for level(s) {small} are below 16 tokens; no utterance fits")
+        return {**DEFAULT_EXTRACTIVE_CAPS, **v}
+
+    def mode_for(self, level: int) -> ConsolidationMode:
+        """The consolidation mode for new nodes of ``level`` (2-5): ``level_modes`` or ``consolidation_mode``."""
+        return self.level_modes.get(int(level), self.consolidation_mode)
+
+    def extractive_cap(self, level: int) -> int:
+        """The cl100k token cap of an extractive or hybrid memory at ``level`` (2-5)."""
+        return self.extractive_caps.get(int(level), DEFAULT_EXTRACTIVE_CAPS[int(level)])
+
+
+class RecallSettings(_Section):
+    """How memories are found and laid out: planner, leaf selection, propagation, gate, budget.
+
+    Recorded whole in every recall trace (:meth:`timem.config.Config.trace_settings`).
+    """
+
+    planner: Literal["centroid", "llm"] = "centroid"
+    gate: Literal["llm", "score", "off"] = "score"  #: unset: by backend (:data:`DEFAULT_GATES`)
+    recall_lambda: float = 0.2  #: semantic weight λ of the fused leaf score (TiMem: 0.9; 0.2 measured best here)
+    recall_top_k: int = 60
+    recall_candidates: int = 80
+    #: adjacent L1 segments of the same session pulled in for each kept leaf when the budget allows
+    #: ("next": the next segment, often the answer; "reply": the next one only after a leaf that asks
+    #: a question; "both": the segments before and after)
+    recall_neighbours: Literal["none", "next", "reply", "both"] = "next"
+    #: where pulled neighbours go in the budget order: right after their leaf, or after every leaf
+    neighbour_priority: Literal["interleave", "after"] = "interleave"
+    #: added to the fused score of a leaf spoken by a participant the question names (0 = off)
+    speaker_boost: float = 0.0
+    #: TIDER time channel (arXiv 2610.23598): "off"; "channel" (leaves in the question's time
+    #: windows join the candidates, +0.3 when they overlap a window); "decay" (also distance decay)
+    time_channel: Literal["off", "channel", "decay"] = "decay"
+    #: the channel's localiser: "rules" (time expressions resolved in code) or "llm" (TIDER's LLM localiser,
+    #: which also sees the 30 most relevant dated L2/L3 memories; only asked when the rules find no window;
+    #: falls back to the rules without an LLM, noted in the trace). :mod:`timem.recall.localiser`
+    time_localiser: Literal["rules", "llm"] = "rules"
+    #: TIDER's event pool over the L1 leaves (:mod:`timem.recall.events`): the members of this many events
+    #: most similar to the question join the leaf candidates (0 = off, the default by measurement)
+    event_pool: int = Field(default=0, ge=0, le=20)
+    #: pseudo-relevance feedback: this many content words of the best first-pass leaves are added to the BM25
+    #: query, which runs again (0 = off; :func:`timem.recall.leaves._feedback`)
+    prf_terms: int = Field(default=0, ge=0, le=30)
+    #: SegTreeMem relevance propagation over the tree (arXiv 2606.04555): "off" or a direction
+    propagation: Literal["off", "top-down", "bottom-up", "both"] = "top-down"
+    propagation_hops: int = Field(default=2, ge=0, le=5)  #: H
+    propagation_alpha: float = Field(default=0.2, ge=0.0, le=1.0)  #: α
+    propagation_route: int = Field(default=1, ge=0)  #: children of the best N sessions join the leaf candidates
+    #: the tree relevance propagation runs over: "timem" (L1 leaves -> L2 session .. L5) or "segtree"
+    #: (SegTreeMem's own segment tree over the L1 leaves, :mod:`timem.segtree`; built online in the same file);
+    #: with ``propagation = "off"`` no tree is used either way. "segtree" by measurement on LoCoMo dev
+    #: (bench/results/recall-tree.md): full coverage 69.3 / 73.6 % at 500 / 1,000 tokens against 67.5 / 73.2
+    #: over the TiMem tree and 68.0 / 72.3 without propagation; a small gain (3 questions of 233)
+    recall_index: Literal["timem", "segtree"] = "segtree"
+    #: segment tree: a new utterance joins a frontier node whose centroid has at least this cosine with it.
+    #: 0.55 from a LoCoMo dev check: L1 text carries its date header and speaker, so an utterance's cosine
+    #: with its segment's centroid has median ~0.72; at 0.3-0.5 segments closed only when full (B leaves),
+    #: at 0.55 a quarter close early on a topic shift (mean 6 leaves per segment, height 5 for 419 turns)
+    segtree_threshold: float = Field(default=0.55, ge=-1.0, le=1.0)
+    #: segment tree: fan-out bound B (>= 3 keeps the depth <= log2(n) + 2, see :mod:`timem.segtree.tree`)
+    segtree_max_children: int = Field(default=8, ge=3, le=64)
+    #: near-duplicate leaf candidates (:mod:`timem.recall.duplicates`): "collapse" keeps the best-ranked
+    #: one and frees the others' top-k slots, "keep" leaves them all
+    near_duplicates: Literal["collapse", "keep"] = "collapse"
+    near_duplicate_jaccard: float = Field(default=0.9, gt=0.0, le=1.0)  #: word-set Jaccard threshold
+    gate_threshold: float = 0.1  #: score gate: a leaf needs fused >= this (relative: fused is max-normalised)
+    #: score gate, absolute: a leaf also needs a keyword match or a raw cosine >= this (0 = off)
+    gate_floor: float = Field(default=0.25, ge=0.0, le=1.0)
+    token_budget: int = 1000
+    #: context layout: "grouped" (one dated header per session for L1) or "lines" (a date per memory)
+    context_layout: Literal["grouped", "lines"] = "grouped"
+    quotas: dict[str, dict[int, int]] = Field(default_factory=lambda: {k: dict(v) for k, v in DEFAULT_QUOTAS.items()})
+    #: context budget (cl100k tokens) of a chat answer when the LLM is the embedded model, if smaller than
+    #: ``token_budget``: its answer time grows with the prompt (studio, AVX2 build, idle: 596 prompt tokens
+    #: 13.0 s, 750 16.8 s, 1,246 33.6 s; ``bench/chat_latency.py``)
+    local_chat_token_budget: int = Field(default=500, ge=50)
+
+    @field_validator("recall_lambda")
+    @classmethod
+    def _unit(cls, v: float) -> float:
+        if not 0.0 <= v <= 1.0:
+            raise ValueError("recall_lambda must lie in [0, 1]")
+        return v
+
+
+class MemorySettings(_Section):
+    """The memory layer above the tree (:mod:`timem.memory`): extraction, decay, pinned profile."""
+
+    #: the memory layer (:mod:`timem.memory`): extract facts / preferences from people's turns and put the
+    #: matching items first in the recall context (``False``: neither; the benchmark ablation switch)
+    memory_items: bool = True
+    #: "auto" (one LLM call per closed session when an LLM is configured, else rules), "rules" or "llm"
+    memory_extractor: Literal["auto", "rules", "llm"] = "auto"
+    #: decay half-life of an item's weight in recall, days since its last support or access (None = no
+    #: decay: the default, so benchmarks are not affected); chat turns use ``memory_chat_half_life_days``
+    memory_decay_half_life_days: float | None = Field(default=None, gt=0)
+    memory_chat_half_life_days: float | None = Field(default=180.0, gt=0)
+    memory_decay_floor: float = Field(default=0.05, ge=0.0, le=1.0)  #: items weighing less leave default recall
+    memory_item_limit: int = Field(default=6, ge=0)  #: item lines at most at the head of the context
+    memory_pinned_tokens: int = Field(default=200, ge=0)  #: cap of the pinned profile in the answer prompt
+    #: an item joins the context when its cosine with the question reaches this, or the question names it
+    memory_item_min_cosine: float = Field(default=0.6, ge=-1.0, le=1.0)
+
+
+class ServiceSettings(_Section):
+    """The memory service's request limits."""
+
+    #: memory service (``timem serve`` / ``timem mcp``): longest message, reply, query or memory text
+    #: accepted, in characters; longer ones are refused (HTTP 413) and nothing is written
+    service_max_text_chars: int = Field(default=16_000, ge=1)
+
+
+#: section name -> its model, in TOML and dump order
+SECTIONS: dict[str, type[_Section]] = {
+    "store": StoreSettings, "time": TimeSettings, "llm": LLMSettings, "embedding": EmbeddingSettings,
+    "consolidation": ConsolidationSettings, "recall": RecallSettings, "memory": MemorySettings,
+    "service": ServiceSettings,
+}
+#: flat setting name -> its section (every name is unique across the sections)
+SECTION_OF: dict[str, str] = {name: sec for sec, model in SECTIONS.items() for name in model.model_fields}
+
+
+def section_values(flat: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Group flat ``{setting: value}`` pairs by section; unknown names are left under ``""``."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, value in flat.items():
+        out.setdefault(SECTION_OF.get(name, ""), {})[name] = value
+    return out
