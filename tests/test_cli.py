@@ -141,6 +141,43 @@ def test_eval_recall_reports_coverage_per_category(cli_env):
     assert [r["user_id"] for r in report] == ["conv-a", "conv-b"] and all(r["n"] > 0 for r in report), out
 
 
+def test_eval_recall_progress_counts_only_the_questions_it_evaluates(cli_env, monkeypatch):
+    """The bar's total used to count the adversarial (category 5) questions that eval-recall skips."""
+    import timem.cli as cli
+
+    totals: dict[str, int | None] = {}
+    real_tqdm = cli.tqdm
+
+    def spy(iterable, *args, **kw):
+        bar = real_tqdm(iterable, *args, **kw)
+        totals[kw["desc"]] = bar.total
+        return bar
+
+    monkeypatch.setattr(cli, "tqdm", spy)
+    path = Path(__file__).parent / "fixtures" / "locomo_tiny.json"
+    cats = {s["sample_id"]: [q["category"] for q in s["qa"]] for s in json.loads(path.read_text())}
+    assert 5 in cats["conv-a"]  # the fixture has an adversarial question to skip
+    db = str(cli_env / "t.duckdb")
+    assert run("ingest", str(path), "--format", "locomo", "--llm", "none", "--mode", "extractive", "--db", db)[0] == 0
+    code, out = run("eval-recall", str(path), "--db", db, "--json")
+    assert code == 0, out
+    report = {r["user_id"]: r for r in json.loads(out[out.index("[\n"):])}
+    for user, categories in cats.items():
+        assert totals[user] == report[user]["n"] == sum(c != 5 for c in categories), (user, totals, out)
+
+
+def test_an_unknown_llm_backend_is_refused_even_with_recall_only(cli_env, chat_file):
+    """`ask --recall-only` replaced any --llm by "none", so `--llm foo` passed unnoticed."""
+    db = str(cli_env / "t.duckdb")
+    assert run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--db", db)[0] == 0
+    assert run("ask", "What is my dog called?", "--user", "zoe", "--db", db, "--recall-only")[0] == 0
+    for args in (["ask", "What is my dog called?", "--user", "zoe", "--recall-only"], ["consolidate"],
+                 ["ingest", str(chat_file), "--format", "jsonl"]):
+        code, out = run(*args, "--db", db, "--llm", "foo")
+        assert code == 1 and "unknown --llm 'foo'; use one of local, openai, none" in out, (args, out)
+        assert out.strip().count("\n") == 0, out  # one line
+
+
 def test_export_json_and_jsonl_that_imports_back(cli_env, chat_file):
     """`timem export`: the README's promise that an exported JSONL can be read back, at each speaker's offset."""
     db, again = str(cli_env / "t.duckdb"), str(cli_env / "again.duckdb")

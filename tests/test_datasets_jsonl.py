@@ -130,3 +130,28 @@ def test_load_dataset_rejects_bad_options(tmp_path: Path) -> None:
         load_dataset(path, "jsonl", sample_ids=["x"], tz=BERLIN)
     with pytest.raises(InputError, match="limit"):
         load_dataset(path, "jsonl", limit=2, tz=BERLIN)
+
+
+@pytest.mark.parametrize(("name", "fmt"), [("locomo_tiny.json", "locomo"), ("longmemeval_tiny.json", "longmemeval")])
+def test_a_dataset_file_read_as_jsonl_names_its_format(tmp_path: Path, name: str, fmt: str) -> None:
+    """A LoCoMo (or LongMemEval) file read as JSONL said only "invalid JSON ... line 1"; now it says which
+    --format reads it: pretty-printed, on one line, or one conversation per line."""
+    fixture = Path(__file__).parent / "fixtures" / name
+    data = json.loads(fixture.read_text(encoding="utf-8"))
+    one_line = tmp_path / "one-line.json"
+    one_line.write_text(json.dumps(data), encoding="utf-8")
+    per_line = _write(tmp_path, data, "per-line.jsonl")
+    for path in (fixture, one_line, per_line):
+        with pytest.raises(InputError, match=f"read it with --format {fmt}") as exc:
+            load_dataset(path, "jsonl", tz=BERLIN)
+        assert "\n" not in str(exc.value)
+
+
+def test_a_bad_first_turn_is_not_taken_for_a_dataset(tmp_path: Path) -> None:
+    path = _write(tmp_path, [{**ROWS[0], "sample_id": "conv-1", "timestamp": "soon"}])
+    with pytest.raises(InputError, match="unparseable timestamp") as exc:
+        load_jsonl(path, BERLIN)
+    assert "--format" not in str(exc.value)
+    path = _write(tmp_path, ["[1, 2]"])
+    with pytest.raises(InputError, match="expected a JSON object, got list"):
+        load_jsonl(path, BERLIN)

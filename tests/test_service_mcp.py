@@ -22,14 +22,18 @@ def _data(result):
     return json.loads(result.content[0].text)
 
 
-async def _session_run(tmp_path: Path, errlog) -> dict:
-    params = StdioServerParameters(
+def _params(tmp_path: Path) -> StdioServerParameters:
+    """`timem mcp` for user mia over a fresh DB in tmp_path."""
+    return StdioServerParameters(
         command=sys.executable, args=["-m", "timem.cli", "mcp", "--db", str(tmp_path / "m.duckdb"), "--user", "mia"],
         env={"PYTHONPATH": str(REPO), "HOME": str(tmp_path), "TIMEM_CACHE_DIR": str(tmp_path / "cache"),
              "PATH": os.environ.get("PATH", "")},
         cwd=str(tmp_path))
+
+
+async def _session_run(tmp_path: Path, errlog) -> dict:
     out: dict = {}
-    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+    async with stdio_client(_params(tmp_path), errlog=errlog) as (read, write), ClientSession(read, write) as s:
         await s.initialize()
         out["tools"] = sorted(t.name for t in (await s.list_tools()).tools)
         out["early_recall"] = await s.call_tool("recall", {"query": "cat"})  # no such user yet: a tool error
@@ -78,3 +82,39 @@ def test_mcp_tools_end_to_end_over_stdio(tmp_path):
     assert any("Blue Harbor" in f for f in out["forget_text"]["facts"]) and out["forget_text"]["memory_ids"]
     assert not any("Blue Harbor" in f["fact"] for f in out["facts_after"])
     assert "Blue Harbor" not in out["recall_job"]["context"]
+
+
+async def _bad_arguments_run(tmp_path: Path, errlog) -> dict:
+    out: dict = {}
+    async with stdio_client(_params(tmp_path), errlog=errlog) as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        out["ok"] = _data(await s.call_tool("remember", {"text": "I adopted a grey cat called Pixel.",
+                                                         "event_time": "2024-05-02T09:00:00+00:00",
+                                                         "session_id": "chat-2024.05_02"}))
+        for sid in ("a/b", "../x", "", "-x", "x" * 129):
+            out[f"sid {sid}"] = await s.call_tool("remember", {"text": "My sister Ana lives in Lisbon.",
+                                                               "event_time": "2024-05-02T09:10:00+00:00",
+                                                               "session_id": sid})
+        for limit in (-1, 0, 501):
+            out[f"limit {limit}"] = await s.call_tool("list", {"limit": limit})
+        out["one"] = _data(await s.call_tool("list", {"limit": 1}))
+        out["list"] = _data(await s.call_tool("list", {"limit": 500}))
+    return out
+
+
+def test_mcp_refuses_bad_session_ids_and_limits(tmp_path):
+    """`list` took limit=-1 (and answered with one memory), `remember` a session id with '/' (which the HTTP
+    service refuses: its ID_PATTERN); both are tool errors now, and nothing is stored."""
+    with open(tmp_path / "mcp-stderr.log", "w") as errlog:
+        out = anyio.run(_bad_arguments_run, tmp_path, errlog)
+    assert out["ok"]["turn_id"] == "mia:chat-2024.05_02:0"
+    for key, needle in [(k, "'session_id'") for k in out if k.startswith("sid ")] + \
+            [(k, "'limit'") for k in out if k.startswith("limit ")]:
+        result = out[key]
+        assert result.is_error, (key, result.content)
+        text = result.content[0].text
+        assert needle in text and "\n" not in text, (key, text)
+    assert "not a valid id" in out["sid a/b"].content[0].text
+    assert "1-500" in out["limit -1"].content[0].text
+    assert len(out["one"]) == 1 and any("Pixel" in m["content"] for m in out["list"])
+    assert not any("Lisbon" in m["content"] for m in out["list"])  # no refused remember stored anything

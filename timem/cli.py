@@ -284,6 +284,7 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
     centroid planner and score gate.
     """
     from timem.datasets import load_dataset
+    from timem.recall.evaluate import scored_questions
 
     cfg = _config(config, db, llm_backend="none")
     users = load_dataset(file, fmt, sample_ids=_samples(sample), tz=cfg.time.tz, user_tz=cfg.time.user_tz)
@@ -297,7 +298,8 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
                                 f"--format {fmt} --sample {','.join(missing)} --db {db}`) or pass --sample")
         for u in users:
             qt = eng.default_question_time(u.user_id)
-            qs = [q if q.question_time else q.model_copy(update={"question_time": qt}) for q in u.questions]
+            qs = [q if q.question_time else q.model_copy(update={"question_time": qt})
+                  for q in scored_questions(u.questions)]  # the bar counts only these (no adversarial ones)
             results.append(eng.evaluate_recall(u.user_id, tqdm(
                 qs, desc=u.user_id, leave=False, file=sys.stderr), complexity=complexity,
                 gate=gate, participants=u.participants))

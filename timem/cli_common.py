@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, TypeVar, get_args
 
 import typer
 
 from timem.config import Config, load_config
-from timem.errors import InputError, NotFoundError
+from timem.errors import ConfigError, InputError, NotFoundError
+from timem.settings import LLMSettings
 
 T = TypeVar("T")
 
+#: The values ``--llm`` takes: the ``llm_backend`` setting's (local, openai, none).
+LLM_BACKENDS: tuple[str, ...] = get_args(LLMSettings.model_fields["llm_backend"].annotation)
+
+
+def _llm_backend(value: str | None) -> str | None:
+    """Check ``--llm`` as it is parsed, whatever else is given (``ask --recall-only`` does not use it, but
+    a misspelt backend is still refused)."""
+    if value is not None and value not in LLM_BACKENDS:
+        raise ConfigError(f"unknown --llm {value!r}; use one of {', '.join(LLM_BACKENDS)}")
+    return value
+
+
 DbOpt = Annotated[Path | None, typer.Option("--db", help="DuckDB file (default: config db_path)")]
 UserOpt = Annotated[str, typer.Option("--user", help="user id (LoCoMo: the sample_id, e.g. conv-26)")]
-LlmOpt = Annotated[str | None, typer.Option("--llm", help="local | openai | none")]
+LlmOpt = Annotated[str | None, typer.Option("--llm", help=" | ".join(LLM_BACKENDS), callback=_llm_backend)]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML config file")]
 ModeOpt = Annotated[str | None, typer.Option("--mode", help="L2-L5 consolidation of new windows: extractive (no "
                                              "LLM) | hybrid (+ LLM title) | abstractive (LLM summary)")]

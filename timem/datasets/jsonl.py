@@ -63,18 +63,25 @@ def load_jsonl(path: str | Path, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo] |
     """
     file = str(path)
     try:
-        raw_lines = Path(path).read_bytes().splitlines()
+        data = Path(path).read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc}. Check the path.", file=file) from exc
     rows: list[dict[str, Any]] = []
-    for no, raw in enumerate(raw_lines, start=1):
+    for no, raw in enumerate(data.splitlines(), start=1):
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InputError(f"not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}; save the file "
                              "as UTF-8", file=file, record=f"line {no}") from exc
         if line.strip():
-            rows.append(_row(line, no, file, tz, user_tz or {}))
+            try:
+                rows.append(_row(line, no, file, tz, user_tz or {}))
+            except InputError as exc:
+                fmt = None if rows else _other_format(data, line)
+                if fmt:
+                    raise InputError(f"this is a {_FORMAT_NAMES[fmt]} file, not TiMem JSONL (one turn per line); "
+                                     f"read it with --format {fmt}", file=file) from exc
+                raise
     if not rows:
         raise InputError("the file holds no turns", file=file)
 
@@ -102,6 +109,30 @@ def load_jsonl(path: str | Path, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo] |
         out.append(ImportedUser(user_id=user_id, participants=speakers, sessions=built,
                                 meta={"dataset": "jsonl", "file": file}))
     return out
+
+
+#: Keys that only the other importers' records have, by format (LoCoMo sample, LongMemEval instance).
+_FOREIGN_KEYS = {"locomo": ("conversation", "sample_id"), "longmemeval": ("haystack_sessions", "question_id")}
+_FORMAT_NAMES = {"locomo": "LoCoMo", "longmemeval": "LongMemEval"}
+
+
+def _other_format(data: bytes, first_line: str) -> str | None:
+    """``"locomo"`` or ``"longmemeval"`` when a file whose first record is not a turn is a whole JSON document
+    of that dataset (or has one such record per line), else ``None``. Only called on that error path."""
+    try:
+        first: Any = json.loads(first_line)
+    except json.JSONDecodeError:
+        if data.lstrip()[:1] not in (b"[", b"{"):
+            return None
+        try:
+            first = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return None
+    if isinstance(first, list):
+        first = first[0] if first else None
+    if not isinstance(first, dict) or "user_id" in first:
+        return None
+    return next((fmt for fmt, keys in _FOREIGN_KEYS.items() if any(k in first for k in keys)), None)
 
 
 def _row(line: str, no: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo]) -> dict[str, Any]:

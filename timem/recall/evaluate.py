@@ -31,6 +31,8 @@ from timem.recall.pipeline import RecallResult, recall
 from timem.store.ports import MemoryStore
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+#: The categories :func:`evaluate_recall` scores unless told otherwise (5, adversarial, is left out).
+DEFAULT_CATEGORIES: tuple[int, ...] = (1, 2, 3, 4)
 _PUNCT = re.compile(f"[{re.escape(string.punctuation)}‘’“”–—]")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
@@ -128,8 +130,18 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _category(q: Any) -> int:
+    return int((q.get("category", 0) if isinstance(q, dict) else getattr(q, "category", 0)) or 0)
+
+
+def scored_questions(questions: Iterable[Any], categories: Sequence[int] = DEFAULT_CATEGORIES) -> list[Any]:
+    """The questions :func:`evaluate_recall` scores with these ``categories`` (the others it skips), in order:
+    e.g. the total of a progress bar over them."""
+    return [q for q in questions if _category(q) in categories]
+
+
 def evaluate_recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config: Config, user_id: str,
-                    questions: Iterable[Any], *, categories: Sequence[int] = (1, 2, 3, 4),
+                    questions: Iterable[Any], *, categories: Sequence[int] = DEFAULT_CATEGORIES,
                     complexity_override: Complexity | None = None, gate_override: GateMode | None = None,
                     planner_override: str | None = None, participants: Sequence[str] = (),
                     persist: bool = False) -> dict[str, Any]:
@@ -152,7 +164,7 @@ def evaluate_recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | Non
     rows: list[dict[str, Any]] = []
     for q in questions:
         get = q.get if isinstance(q, dict) else lambda k, d=None, _q=q: getattr(_q, k, d)
-        category = int(get("category", 0) or 0)
+        category = _category(q)
         if category not in categories:
             continue
         res = recall(store, embedder, llm, config, user_id, str(get("question")), get("question_time"),

@@ -20,6 +20,7 @@ studio at the same file meanwhile). Errors come back as MCP tool errors with TiM
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -33,6 +34,7 @@ from timem.datasets.base import is_blank
 from timem.engine import MemoryEngine
 from timem.errors import InputError, NotFoundError, TextTooLongError, TimemError
 from timem.memory.forget import forget_request
+from timem.service.models import ID_PATTERN
 
 
 def _time(value: str | None, what: str) -> datetime | None:
@@ -46,6 +48,14 @@ def _time(value: str | None, what: str) -> datetime | None:
     if at.tzinfo is None:
         raise InputError(f"{what} {value!r} has no UTC offset; add one, e.g. +00:00", field=what)
     return at
+
+
+def _session_id(value: str) -> str:
+    """``value`` if it is an id the HTTP service takes too (:data:`~timem.service.models.ID_PATTERN`)."""
+    if not re.fullmatch(ID_PATTERN, value):
+        raise InputError(f"session_id {value!r} is not a valid id; use 1-128 letters, digits, '.', '_' or '-', "
+                         "starting with a letter or digit", field="session_id")
+    return value
 
 
 def _says_why(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -88,7 +98,7 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
         """
         check("text", text)
         at = _time(event_time, "event_time") or datetime.now(UTC)
-        sid = session_id or f"mcp-{at.astimezone(UTC).date().isoformat()}"
+        sid = _session_id(session_id) if session_id is not None else f"mcp-{at.astimezone(UTC).date().isoformat()}"
         with lock:
             turn = engine.add_message(user_id, sid, text, at)
             written = engine.consolidate(user_id)
@@ -165,12 +175,14 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
         """
         if level is not None and not 1 <= level <= 5:
             raise InputError(f"level {level} is not 1-5", field="level")
+        if not 1 <= limit <= 500:
+            raise InputError(f"limit {limit} is not 1-500; give how many memories to list", field="limit")
         with lock:
             engine.require_user(user_id)
             nodes = engine.nodes(user_id, level)
         return [{"id": n.id, "level": int(n.level), "span_start": n.span_start.isoformat(),
                  "span_end": n.span_end.isoformat(), "content": n.content}
-                for n in reversed(nodes[-max(1, min(limit, 500)):])]
+                for n in reversed(nodes[-limit:])]
 
     return server
 
