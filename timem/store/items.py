@@ -18,27 +18,22 @@ import numpy as np
 from timem.errors import NotFoundError
 from timem.models import MemoryItem
 from timem.store.records import db_time
-from timem.store.rows import one_row
+from timem.store.rows import ID_LIST, one_row, utc
 
 _COLS = ("id, user_id, kind, subject, attribute, value, event_time, valid_from, valid_to, confidence, source, "
          "source_ids, superseded_by, status, pinned, last_access, access_count, created_at")
-_IN = "(SELECT unnest(?::VARCHAR[]))"
 
 
 def _aware(dt: datetime | None) -> datetime | None:
     return None if dt is None else dt.replace(tzinfo=UTC)
 
 
-def _utc(dt: datetime) -> datetime:
-    """A NOT NULL TIMESTAMP column (naive UTC) as a UTC-aware datetime."""
-    return dt.replace(tzinfo=UTC)
-
 
 def _item(r: tuple[Any, ...]) -> MemoryItem:
     return MemoryItem(id=r[0], user_id=r[1], kind=r[2], subject=r[3], attribute=r[4], value=r[5],
-                      event_time=_utc(r[6]), valid_from=_utc(r[7]), valid_to=_aware(r[8]), confidence=r[9],
+                      event_time=utc(r[6]), valid_from=utc(r[7]), valid_to=_aware(r[8]), confidence=r[9],
                       source=r[10], source_ids=list(r[11]), superseded_by=r[12], status=r[13], pinned=r[14],
-                      last_access=_aware(r[15]), access_count=r[16], created_at=_utc(r[17]))
+                      last_access=_aware(r[15]), access_count=r[16], created_at=utc(r[17]))
 
 
 def _t(dt: datetime | None) -> datetime | None:
@@ -85,7 +80,7 @@ class ItemTables:
                 conds.append(f"{col} = ?")
                 args.append(val)
         if ids is not None:
-            conds.append(f"id IN {_IN}")
+            conds.append(f"id IN {ID_LIST}")
             args.append(list(ids))
         where = " WHERE " + " AND ".join(conds) if conds else ""
         rows = self.con.execute(f"SELECT {_COLS} FROM memory_items{where} ORDER BY event_time, created_at, id",
@@ -99,7 +94,7 @@ class ItemTables:
         return found[0]
 
     def item_embeddings(self, item_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        rows = self.con.execute(f"SELECT id, embedding FROM memory_items WHERE id IN {_IN}",
+        rows = self.con.execute(f"SELECT id, embedding FROM memory_items WHERE id IN {ID_LIST}",
                                 [list(item_ids)]).fetchall()
         return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
 
@@ -107,7 +102,7 @@ class ItemTables:
         """Record one recall of each item: ``last_access = at`` (UTC-aware), ``access_count + 1``."""
         if item_ids:
             self.con.execute(f"UPDATE memory_items SET last_access = ?, access_count = access_count + 1 "
-                             f"WHERE id IN {_IN}", [db_time(at), list(item_ids)])
+                             f"WHERE id IN {ID_LIST}", [db_time(at), list(item_ids)])
 
     def items_from_sources(self, node_ids: Sequence[str]) -> list[MemoryItem]:
         """Items (any status) citing any of ``node_ids`` as a source."""
@@ -134,7 +129,7 @@ class ItemTables:
                                      "WHERE superseded_by = ?", [it.id])
                     self.con.execute("DELETE FROM memory_items WHERE id = ?", [it.id])
                     out["items_deleted"] += 1
-            self.con.execute(f"DELETE FROM memory_extractions WHERE unit_id IN {_IN}", [gone + list(units)])
+            self.con.execute(f"DELETE FROM memory_extractions WHERE unit_id IN {ID_LIST}", [gone + list(units)])
         return out
 
     def items_without_active_source(self, node_ids: Sequence[str]) -> list[MemoryItem]:

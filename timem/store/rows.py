@@ -1,8 +1,9 @@
-"""Small query helpers: the one row of a query that always yields one, and id lists bound for ``IN``."""
+"""Small query helpers: the one row of a query that always yields one, id lists bound for ``IN``, UTC columns."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
@@ -23,6 +24,15 @@ def one_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
     return row
 
 
+#: ``col IN {ID_LIST}`` with one list parameter: a semi-join (``list_contains(?, col)`` scanned every row)
+ID_LIST = "(SELECT unnest(?::VARCHAR[]))"
+
+
+def utc(dt: datetime) -> datetime:
+    """A naive UTC value of a TIMESTAMP column as UTC-aware."""
+    return dt.replace(tzinfo=UTC)
+
+
 #: id lists up to this length are bound as ``IN (?, ?, …)``: constants, which DuckDB answers from the
 #: primary-key index; longer ones as a semi-join over ``unnest(?)``, which reads the whole id column
 #: (80 ids out of 228k rows: 2.6 ms against 17 ms)
@@ -35,4 +45,4 @@ def in_list(values: Sequence[str]) -> tuple[str, list[Any]]:
     vals = list(values)
     if 0 < len(vals) <= MAX_PLACEHOLDERS:
         return "(" + ", ".join("?" * len(vals)) + ")", vals
-    return "(SELECT unnest(?::VARCHAR[]))", [vals]
+    return ID_LIST, [vals]

@@ -13,21 +13,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import duckdb
 import numpy as np
 
 from timem.store.memory_index import MemoryIndex
-from timem.store.rows import one_row
+from timem.store.rows import one_row, utc
 from timem.store.search import DERIVED_TABLES, build_bm25_postings, query_termids, rebuild_fts, vector_top
 from timem.store.tree_queries import adjacent_segments, segments_in_windows
-
-
-def _py(dt: datetime) -> datetime:
-    """Naive UTC from a TIMESTAMP column -> UTC-aware."""
-    return dt.replace(tzinfo=UTC)
 
 
 class SearchTables:
@@ -89,7 +84,7 @@ class SearchTables:
                             until: datetime | None = None) -> list[tuple[str, datetime, datetime]]:
         """Active L1 nodes overlapping any ``[start, end)`` window, not starting after ``until`` (UTC-aware),
         as ``(id, span_start, span_end)`` (see :mod:`timem.store.tree_queries`)."""
-        return [(i, _py(a), _py(b)) for i, a, b in segments_in_windows(self.con, user_id, windows, limit, until)]
+        return [(i, utc(a), utc(b)) for i, a, b in segments_in_windows(self.con, user_id, windows, limit, until)]
 
     def index_health(self) -> dict[str, Any]:
         """What ``timem check`` reads: active and other nodes (``nodes``), documents in the BM25 index

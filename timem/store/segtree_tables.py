@@ -28,12 +28,12 @@ from timem.errors import StoreError
 from timem.segtree.tree import SegNode, SegTree
 from timem.store.duckdb_store import Store
 from timem.store.records import db_time
+from timem.store.rows import ID_LIST, utc
 from timem.store.segtree_view import TreeView, cached_index, leaf_rows, leaves_under, note_append
 from timem.tree.order import SQL_ORDER
 
 _COLS = ("id, user_id, parent_id, height, first_seq, last_seq, span_start, span_end, n_leaves, n_children, "
          "centroid")
-_IN = "(SELECT unnest(?::VARCHAR[]))"
 
 
 @dataclass
@@ -45,13 +45,10 @@ class SyncReport:
     rows: int
 
 
-def _utc(dt: datetime) -> datetime:
-    return dt.replace(tzinfo=UTC)
-
 
 def _row(r: tuple[Any, ...]) -> SegNode:
     return SegNode(id=r[0], parent_id=r[2], height=int(r[3]), first_seq=int(r[4]), last_seq=int(r[5]),
-                   span_start=_utc(r[6]), span_end=_utc(r[7]), n_leaves=int(r[8]), n_children=int(r[9]),
+                   span_start=utc(r[6]), span_end=utc(r[7]), n_leaves=int(r[8]), n_children=int(r[9]),
                    centroid=None if r[10] is None else np.asarray(r[10], dtype=np.float32))
 
 
@@ -66,14 +63,14 @@ def l1_leaves(store: Store, user_id: str) -> list[tuple[str, datetime, datetime]
     """The user's active L1 memories in conversation order as ``(id, span_start, span_end)`` (UTC-aware)."""
     rows = store.con.execute(f"SELECT id, span_start, span_end FROM nodes WHERE user_id = ? AND level = 1 "
                              f"AND status = 'active' ORDER BY {SQL_ORDER}", [user_id]).fetchall()
-    return [(r[0], _utc(r[1]), _utc(r[2])) for r in rows]
+    return [(r[0], utc(r[1]), utc(r[2])) for r in rows]
 
 
 def drop(store: Store, user_ids: Sequence[str]) -> None:
     """Delete the segment tree of each user (rows, state and summaries); the next :func:`sync` rebuilds it."""
     if user_ids:
         for table in ("segtree_nodes", "segtree_state", "segtree_summaries"):
-            store.con.execute(f"DELETE FROM {table} WHERE user_id IN {_IN}", [list(user_ids)])
+            store.con.execute(f"DELETE FROM {table} WHERE user_id IN {ID_LIST}", [list(user_ids)])
 
 
 def summaries(store: Store, user_id: str) -> dict[str, str]:
@@ -171,7 +168,7 @@ def sync(store: Store, user_id: str, threshold: float, max_children: int, *, reb
                 raise StoreError(f"L1 memory {nid} has no stored vector; re-import the conversation")
             touched.update(dict.fromkeys(tree.insert(nid, vecs[nid], start, end).touched))
         rows = [tree.nodes[i] for i in touched]
-        store.con.execute(f"DELETE FROM segtree_nodes WHERE user_id = ? AND id IN {_IN}", [user_id, list(touched)])
+        store.con.execute(f"DELETE FROM segtree_nodes WHERE user_id = ? AND id IN {ID_LIST}", [user_id, list(touched)])
         if rows:  # none when the user has no L1 memory yet (only the state row is written)
             store.con.executemany(f"INSERT INTO segtree_nodes ({_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", [
                 [x.id, user_id, x.parent_id, x.height, x.first_seq, x.last_seq, db_time(x.span_start),

@@ -8,24 +8,17 @@ Times are UTC-aware at this boundary and naive UTC in the columns; event time is
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
 from timem.models import Role, SessionInfo, Turn
 from timem.store.records import db_time
-from timem.store.rows import in_list
+from timem.store.rows import ID_LIST, in_list, utc
 
-#: ``col IN {_IN_LIST}`` with a list parameter (a semi-join)
-_IN_LIST = "(SELECT unnest(?::VARCHAR[]))"
 TURN_COLS = ("id, user_id, session_id, seq, speaker, role, text, event_time, source_ref, image_caption, ingested_at, "
              "utc_offset_minutes")
 
-
-def _py(dt: datetime) -> datetime:
-    """Naive UTC from a TIMESTAMP column -> UTC-aware."""
-    return dt.replace(tzinfo=UTC)
 
 
 class TurnTables:
@@ -41,7 +34,7 @@ class TurnTables:
         if not turns:
             return 0
         ids = [t.id for t in turns]
-        existing = {r[0] for r in self.con.execute(f"SELECT id FROM turns WHERE id IN {_IN_LIST}", [ids]).fetchall()}
+        existing = {r[0] for r in self.con.execute(f"SELECT id FROM turns WHERE id IN {ID_LIST}", [ids]).fetchall()}
         new = [t for t in turns if t.id not in existing]
         if new:
             self.con.executemany(f"INSERT INTO turns ({TURN_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", [
@@ -62,7 +55,7 @@ class TurnTables:
         if not turns:
             return []
         by_id = {t.id: t for t in turns}
-        rows = self.con.execute(f"SELECT id, user_id FROM turns WHERE id IN {_IN_LIST}", [list(by_id)]).fetchall()
+        rows = self.con.execute(f"SELECT id, user_id FROM turns WHERE id IN {ID_LIST}", [list(by_id)]).fetchall()
         out = []
         for uid in sorted({r[1] for r in rows}):
             for old in self.turns(uid, ids=[r[0] for r in rows if r[1] == uid]):
@@ -79,7 +72,7 @@ class TurnTables:
         self.con.execute("UPDATE turns SET text = ?, image_caption = ? WHERE id = ?",
                          [turn.text, turn.image_caption, turn.id])
         if rows:
-            self.con.execute(f"DELETE FROM nodes WHERE id IN {_IN_LIST}", [[r[0] for r in rows]])
+            self.con.execute(f"DELETE FROM nodes WHERE id IN {ID_LIST}", [[r[0] for r in rows]])
             for table in ("segtree_nodes", "segtree_state"):  # its centroids hold the old text's vector
                 self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [turn.user_id])
             self.mark_nodes_written()
@@ -96,14 +89,14 @@ class TurnTables:
             sql, args = sql + f" AND id IN {frag}", args + vals
         rows = self.con.execute(sql + " ORDER BY event_time, session_id, seq", args).fetchall()
         return [Turn(id=r[0], user_id=r[1], session_id=r[2], seq=r[3], speaker=r[4], role=Role(r[5]), text=r[6],
-                     event_time=_py(r[7]), source_ref=r[8], image_caption=r[9], ingested_at=_py(r[10]),
+                     event_time=utc(r[7]), source_ref=r[8], image_caption=r[9], ingested_at=utc(r[10]),
                      utc_offset_minutes=r[11]) for r in rows]
 
     def sessions(self, user_id: str) -> list[SessionInfo]:
         """Sessions of a user, by start (then id)."""
         rows = self.con.execute("SELECT session_id, started_at, last_event_at, ended FROM sessions "
                                 "WHERE user_id = ? ORDER BY started_at, session_id", [user_id]).fetchall()
-        return [SessionInfo(session_id=r[0], started_at=_py(r[1]), last_event_at=_py(r[2]), ended=bool(r[3]))
+        return [SessionInfo(session_id=r[0], started_at=utc(r[1]), last_event_at=utc(r[2]), ended=bool(r[3]))
                 for r in rows]
 
     def end_session(self, user_id: str, session_id: str) -> None:
