@@ -141,6 +141,21 @@ def test_eval_recall_reports_coverage_per_category(cli_env):
     assert [r["user_id"] for r in report] == ["conv-a", "conv-b"] and all(r["n"] > 0 for r in report), out
 
 
+def test_eval_recall_scores_longmemeval_per_question_type(cli_env):
+    """LongMemEval's categories are question types (text); eval-recall crashed reading them as numbers."""
+    path = Path(__file__).parent / "fixtures" / "longmemeval_tiny.json"
+    types = {q["question_id"]: q["question_type"] for q in json.loads(path.read_text())}
+    db = str(cli_env / "t.duckdb")
+    assert run("ingest", str(path), "--format", "longmemeval", "--llm", "none", "--mode", "extractive",
+               "--db", db)[0] == 0
+    code, out = run("eval-recall", str(path), "--format", "longmemeval", "--db", db, "--json", "--gate", "score")
+    assert code == 0, out
+    report = {r["user_id"]: r for r in json.loads(out[out.index("[\n"):])}
+    assert set(report) == set(types), out
+    for qid, qtype in types.items():
+        assert report[qid]["n"] == 1 and list(report[qid]["per_category"]) == [qtype], report[qid]
+
+
 def test_eval_recall_progress_counts_only_the_questions_it_evaluates(cli_env, monkeypatch):
     """The bar's total used to count the adversarial (category 5) questions that eval-recall skips."""
     import timem.cli as cli

@@ -10,8 +10,9 @@ For each question, recall runs for the given user; then
   the normalised context;
 * **Mem Len**: cl100k tokens of the context.
 
-Results are aggregated per LoCoMo category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop;
-5 adversarial is excluded by default).
+Results are aggregated per category: LoCoMo's numbered ones (1 multi-hop, 2 temporal, 3 open-domain,
+4 single-hop; 5 adversarial is excluded by default) or LongMemEval's question types (text, e.g.
+``temporal-reasoning``; all of them are scored, abstention questions included, whose evidence is empty).
 """
 
 from __future__ import annotations
@@ -130,14 +131,24 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _category(q: Any) -> int:
-    return int((q.get("category", 0) if isinstance(q, dict) else getattr(q, "category", 0)) or 0)
+def _category(q: Any) -> int | str:
+    """A LoCoMo category number, or a LongMemEval question type (text)."""
+    raw = (q.get("category", 0) if isinstance(q, dict) else getattr(q, "category", 0)) or 0
+    return int(raw) if isinstance(raw, int) or str(raw).isdigit() else str(raw)
+
+
+def _scored(category: int | str, categories: Sequence[int]) -> bool:
+    return isinstance(category, str) or category in categories
+
+
+def _label(category: int | str) -> str:
+    return category if isinstance(category, str) else f"{category} {CATEGORIES.get(category, '?')}"
 
 
 def scored_questions(questions: Iterable[Any], categories: Sequence[int] = DEFAULT_CATEGORIES) -> list[Any]:
-    """The questions :func:`evaluate_recall` scores with these ``categories`` (the others it skips), in order:
-    e.g. the total of a progress bar over them."""
-    return [q for q in questions if _category(q) in categories]
+    """The questions :func:`evaluate_recall` scores with these LoCoMo ``categories`` (every LongMemEval question
+    type is scored), in order: e.g. the total of a progress bar over them."""
+    return [q for q in questions if _scored(_category(q), categories)]
 
 
 def evaluate_recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config: Config, user_id: str,
@@ -151,7 +162,8 @@ def evaluate_recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | Non
         questions: objects (or dicts) with ``question``, ``answer``, ``category``, ``evidence`` and
             ``question_time`` (UTC-aware or ``None``); ``question_id`` is reported when present
             (e.g. :class:`timem.datasets.base.Question`).
-        categories: categories to include (default 1-4; 5 adversarial excluded).
+        categories: LoCoMo categories to include (default 1-4; 5 adversarial excluded); every LongMemEval
+            question type is included.
         persist: also save each recall trace (off by default: evaluation runs are bulk).
 
     Returns:
@@ -165,7 +177,7 @@ def evaluate_recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | Non
     for q in questions:
         get = q.get if isinstance(q, dict) else lambda k, d=None, _q=q: getattr(_q, k, d)
         category = _category(q)
-        if category not in categories:
+        if not _scored(category, categories):
             continue
         res = recall(store, embedder, llm, config, user_id, str(get("question")), get("question_time"),
                      complexity_override=complexity_override, gate_override=gate_override,
@@ -182,6 +194,6 @@ def evaluate_recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | Non
             "answer_in_context": answer_in_context(gold, res.context) if gold not in (None, "") else None,
             "mem_len": res.mem_len, "trace_id": res.trace.trace_id,
         })
-    per_cat = {f"{c} {CATEGORIES.get(c, '?')}": _summary([r for r in rows if r["category"] == c])
-               for c in sorted({r["category"] for r in rows})}
+    per_cat = {_label(c): _summary([r for r in rows if r["category"] == c])
+               for c in sorted({r["category"] for r in rows}, key=lambda c: (isinstance(c, str), str(c).zfill(3)))}
     return {"user_id": user_id, "n": len(rows), "overall": _summary(rows), "per_category": per_cat, "questions": rows}

@@ -239,7 +239,7 @@ def _warm(ctx: state.StudioContext) -> None:
     background thread (:meth:`MemoryEngine.warm_chat`), so that the first answer does not pay for it: once
     per user and name, and again after a background job (which may have used the model)."""
     engine = ctx.engine
-    if engine is None or engine.llm is None or engine.local_model_path is None:
+    if engine is None or not engine.has_llm or engine.local_model_path is None:
         return
     key = (id(engine), ctx.user)
     warmed: set[tuple[int, str]] = st.session_state.setdefault(_WARMED_KEY, set())
