@@ -104,3 +104,8 @@ class AuthError(TimemError):
 
 class ConsolidationCancelled(TimemError):
     """A background consolidation was cancelled; the windows not yet written stay due (consolidate again)."""
+
+
+class ServiceUnreachableError(TimemError):
+    """The memory service (``timem serve``) could not be reached at its URL (refused, timed out, DNS). Nothing
+    was read or written; start the service (``timem serve --db FILE --port PORT``) or fix the URL."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from timem.models import ConsolidationMode
 
@@ -272,11 +272,27 @@ class MemorySettings(_Section):
 
 
 class ServiceSettings(_Section):
-    """The memory service's request limits."""
+    """The memory service's request limits, and the service a studio connects to instead of a DuckDB file."""
 
     #: memory service (``timem serve`` / ``timem mcp``): longest message, reply, query or memory text
     #: accepted, in characters; longer ones are refused (HTTP 413) and nothing is written
     service_max_text_chars: int = Field(default=16_000, ge=1)
+    #: ``timem studio --service URL``: the base URL of a running memory service (e.g. ``http://127.0.0.1:8600``);
+    #: when set, the studio reads and writes through it and never opens a DuckDB file
+    service_url: str | None = None
+    #: the API key the studio uses with ``service_url`` (one tenant's key from ``timem keys add``); a secret:
+    #: dumped as ``**********``, read with ``.get_secret_value()``
+    service_key: SecretStr | None = None
+
+    @field_validator("service_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        v = v.strip().rstrip("/")
+        if not v.startswith(("http://", "https://")):
+            raise ValueError(f"service_url {v!r} is not an http(s) URL; write e.g. http://127.0.0.1:8600")
+        return v
 
 
 #: section name -> its model, in TOML and dump order

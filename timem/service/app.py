@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import anyio.to_thread
 from fastapi import FastAPI, Query, Request
@@ -35,6 +35,7 @@ from timem.config import Config
 from timem.engine import MemoryEngine
 from timem.errors import (
     AuthError,
+    ChatTurnError,
     ConfigError,
     ConsolidationIncomplete,
     InputError,
@@ -53,6 +54,7 @@ from timem.service.context import (
     Tenant,
     UserPath,
     _error,
+    as_tenant_sees,
     status_of,
     write_request,
 )
@@ -76,6 +78,7 @@ from timem.service.models import (
     UsersOut,
     WrittenOut,
 )
+from timem.service.reads import add_studio_routes
 
 
 def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFile | str | Path) -> FastAPI:
@@ -109,6 +112,8 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
         tenant = getattr(request.state, "tenant", None)
         if tenant is not None:  # ids inside the message (e.g. "record turn acme/mia:chat-2:0"): as the tenant sees them
             msg = msg.replace(tenant.prefix, "")
+        if isinstance(exc, ChatTurnError):  # which part of a chat turn failed ("answer", "reply", "memories")
+            return JSONResponse({"error": " ".join(msg.split()), "stage": exc.stage}, status_code=status_of(exc))
         return _error(status_of(exc), msg)
 
     @app.exception_handler(RequestValidationError)
@@ -224,7 +229,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
             return _written(user, internal, lambda: eng.consolidate(internal, flush=flush))
 
     def _recall_out(cls, user: str, internal: str, res, **extra):
-        trace = _as_tenant_sees(res.trace.model_dump(mode="json"), internal, user)
+        trace = as_tenant_sees(res.trace.model_dump(mode="json"), internal, user)
         return cls(user=user, context=res.context, node_ids=[n.id for n in res.nodes], mem_len=res.trace.context_tokens,
                    trace=trace, **extra)
 
@@ -235,7 +240,9 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
         with s.use() as eng:
             internal = s.require_user(eng, t, user)
             qt = body.question_time or eng.default_question_time(internal)
-            res = eng.recall(internal, body.query, qt, complexity=body.complexity, gate=body.gate)
+            cfg = eng.config.with_overrides(**body.overrides()) if body.overrides() else None
+            res = eng.recall(internal, body.query, qt, complexity=body.complexity, gate=body.gate, planner=body.planner,
+                             persist=body.persist, config=cfg)
         return _recall_out(RecallOut, user, internal, res)
 
     @app.post("/v1/users/{user}/answer")
@@ -248,16 +255,20 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
                 raise ConfigError("this service has no LLM to answer with; start it with `timem serve --llm local` "
                                   "(or openai), or POST /v1/users/{user}/recall for the context alone")
             qt = body.question_time or eng.default_question_time(internal)
-            out = eng.ask(internal, body.query, qt, complexity=body.complexity, gate=body.gate)
+            cfg = eng.config.with_overrides(**body.overrides()) if body.overrides() else None
+            out = eng.ask(internal, body.query, qt, complexity=body.complexity, gate=body.gate, planner=body.planner,
+                          persist=body.persist, config=cfg)
         return _recall_out(AnswerOut, user, internal, out.recall, answer=out.answer)
 
     @app.get("/v1/users/{user}/memories")
     def list_memories(user: UserPath, s: S, t: T, level: Annotated[int | None, Query(ge=1, le=5)] = None,
-                      status: Literal["active", "deleted", "superseded", "all"] = "active") -> MemoriesOut:
-        """The user's memories in conversation order (active ones unless ``status`` says otherwise)."""
+                      status: Literal["active", "deleted", "superseded", "all"] = "active",
+                      ids: Annotated[list[str] | None, Query()] = None) -> MemoriesOut:
+        """The user's memories in conversation order (active ones unless ``status`` says otherwise; only the
+        ``ids`` given, repeated ``?ids=L1-…&ids=L2-…``, if any)."""
         with s.use() as eng:
             internal = s.require_user(eng, t, user)
-            nodes = eng.nodes(internal, level, status=None if status == "all" else NodeStatus(status))
+            nodes = eng.nodes(internal, level, status=None if status == "all" else NodeStatus(status), ids=ids)
         return MemoriesOut(user=user, memories=[MemoryOut.of(n, internal, user) for n in nodes])
 
     @app.patch("/v1/users/{user}/memories/{node_id}")
@@ -337,7 +348,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
             internal = s.require_user(eng, t, user)
             data = eng.export_user(internal)
 
-        return _as_tenant_sees(data, internal, user)
+        return as_tenant_sees(data, internal, user)
 
     @app.delete("/v1/users/{user}")
     def erase_user(user: UserPath, s: S, t: T) -> ErasedOut:
@@ -348,20 +359,5 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
             return ErasedOut(user=user, counts={k: int(v) for k, v in out.items() if not k.startswith("file_")},
                              file={k[5:]: v for k, v in out.items() if k.startswith("file_")})
 
+    add_studio_routes(app)
     return app
-
-
-def _as_tenant_sees(v: Any, internal: str, user: str, key: str = "") -> Any:
-    """``v`` (JSON data: an export, a recall trace) with every id, note and key written without the tenant
-    prefix (``acme/mia`` -> ``mia``); what was said or written as memory (:data:`_SAID`) stays as it is."""
-    if isinstance(v, str):
-        return v if key in _SAID else v.replace(internal, user)
-    if isinstance(v, list):
-        return [_as_tenant_sees(x, internal, user, key) for x in v]
-    if isinstance(v, dict):
-        return {_as_tenant_sees(k, internal, user): _as_tenant_sees(x, internal, user, k) for k, x in v.items()}
-    return v
-
-
-#: fields of an export that hold what was said or written as memory: never rewritten
-_SAID = frozenset({"text", "content", "image_caption", "query", "question", "answer", "context", "message", "reply"})

@@ -10,7 +10,7 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
 from fastapi import Path as PathParam
@@ -139,3 +139,19 @@ def _tenant(request: Request) -> Tenant:
 
 S = Annotated[Service, Depends(_svc)]
 T = Annotated[Tenant, Depends(_tenant)]
+
+
+def as_tenant_sees(v: Any, internal: str, user: str, key: str = "") -> Any:
+    """``v`` (JSON data: an export, a recall trace) with every id, note and key written without the tenant
+    prefix (``acme/mia`` -> ``mia``); what was said or written as memory (:data:`_SAID`) stays as it is."""
+    if isinstance(v, str):
+        return v if key in _SAID else v.replace(internal, user)
+    if isinstance(v, list):
+        return [as_tenant_sees(x, internal, user, key) for x in v]
+    if isinstance(v, dict):
+        return {as_tenant_sees(k, internal, user): as_tenant_sees(x, internal, user, k) for k, x in v.items()}
+    return v
+
+
+#: fields of an export that hold what was said or written as memory: never rewritten
+_SAID = frozenset({"text", "content", "image_caption", "query", "question", "answer", "context", "message", "reply"})

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from timem.models import MemoryItem, MemoryNode
+from timem.models import MemoryItem, MemoryNode, SessionInfo, Turn
 
 #: user and session ids a tenant may use: letters, digits, ``.``, ``_``, ``-`` (no ``/`` or ``:``, which
 #: the store uses in namespaced user ids and turn ids)
@@ -55,6 +55,36 @@ class RecallIn(_In):
     question_time: AwareDatetime | None = None  #: default: the user's latest event
     complexity: Literal["simple", "hybrid", "complex"] | None = None
     gate: Literal["score", "off", "llm"] | None = None
+    planner: Literal["llm", "centroid"] | None = None  #: default: the service's configured planner
+    persist: bool = True  #: false: the trace is returned but not stored (a comparison run)
+    #: per-request recall settings (default: the service's): semantic weight, leaf top k, token budget, and
+    #: level quotas per complexity (``{"simple": {"1": 20, "2": 4}, ...}``)
+    recall_lambda: float | None = Field(default=None, ge=0.0, le=1.0)
+    recall_top_k: int | None = Field(default=None, ge=1, le=500)
+    token_budget: int | None = Field(default=None, ge=1, le=100_000)
+    quotas: dict[Literal["simple", "hybrid", "complex"], dict[int, int]] | None = None
+
+    def overrides(self) -> dict[str, Any]:
+        """The recall settings given in the request (plain setting names for ``Config.with_overrides``)."""
+        return {k: v for k, v in self.model_dump(include={"recall_lambda", "recall_top_k", "token_budget",
+                                                          "quotas"}).items() if v is not None}
+
+
+class ChatIn(_In):
+    """One chat turn answered by the service (``POST /v1/users/{user}/chat``): the message is stored, recalled
+    for and answered (by the service's LLM, or without one a short note and the recalled context in the trace),
+    then the reply is stored and what closed is consolidated (unless ``consolidate`` is false)."""
+
+    session_id: str = Field(pattern=ID_PATTERN)
+    event_time: AwareDatetime
+    message: str
+    user_name: str = Field(default="User", min_length=1, max_length=100)
+    assistant_name: str = Field(default="Assistant", min_length=1, max_length=100)
+    consolidate: bool = True
+
+
+class PinIn(_In):
+    pinned: bool = True  #: false unpins
 
 
 class EditIn(_In):
@@ -120,6 +150,9 @@ class MemoryOut(BaseModel):
     session_id: str | None
     child_ids: list[str]
     source_turn_ids: list[str]
+    model_id: str = ""  #: who wrote it: "verbatim" (L1 text), "extractive", or the LLM's id
+    prompt_version: str = ""
+    created_at: datetime | None = None
 
     @classmethod
     def of(cls, n: MemoryNode, internal: str, user: str) -> MemoryOut:
@@ -131,7 +164,8 @@ class MemoryOut(BaseModel):
         return cls(id=n.id, level=int(n.level), window_key=ext(n.window_key), span_start=n.span_start,
                    span_end=n.span_end, content=n.content, status=n.status.value, mode=n.mode, stale=n.stale,
                    session_id=n.session_id, child_ids=list(n.child_ids),
-                   source_turn_ids=[ext(t) for t in n.source_turn_ids])
+                   source_turn_ids=[ext(t) for t in n.source_turn_ids], model_id=n.model_id,
+                   prompt_version=n.prompt_version, created_at=n.created_at)
 
 
 class WrittenOut(BaseModel):
@@ -173,6 +207,67 @@ class ErasedOut(BaseModel):
     user: str
     counts: dict[str, int]  #: rows removed per table
     file: dict[str, float]  #: the file rewrite: seconds, bytes_before, bytes_after
+
+
+class TurnOut(BaseModel):
+    """One stored turn as a tenant sees it (``id`` is ``<user>:<session>:<seq>``)."""
+
+    id: str
+    session_id: str
+    seq: int
+    speaker: str
+    role: str  #: "user" or "assistant"
+    text: str
+    event_time: datetime
+    utc_offset_minutes: int | None = None  #: the speaker's UTC offset when it was said
+    source_ref: str | None = None
+    image_caption: str | None = None
+
+    @classmethod
+    def of(cls, t: Turn, internal: str, user: str) -> TurnOut:
+        return cls(id=t.id.replace(internal, user), session_id=t.session_id, seq=t.seq, speaker=t.speaker,
+                   role=t.role.value, text=t.text, event_time=t.event_time, utc_offset_minutes=t.utc_offset_minutes,
+                   source_ref=t.source_ref, image_caption=t.image_caption)
+
+
+class TurnsOut(BaseModel):
+    user: str
+    turns: list[TurnOut]
+
+
+class SessionsOut(BaseModel):
+    user: str
+    sessions: list[SessionInfo]
+
+
+class TracesOut(BaseModel):
+    user: str
+    traces: list[dict[str, Any]]  #: stored recall traces, newest first (as in ``RecallOut.trace``)
+
+
+class ChatOut(BaseModel):
+    """A chat turn: the reply as stored, its recall trace, the memories written, a consolidation warning, and for a
+    "forget that ..." message what was forgotten (then neither the message nor the reply is stored)."""
+
+    user: str
+    session_id: str
+    reply: str
+    trace: dict[str, Any]
+    written: list[MemoryOut]
+    warning: str | None = None
+    forgotten: ForgetOut | None = None
+
+
+class AboutOut(BaseModel):
+    """What a client needs to know about the service (no data of any user, no file path)."""
+
+    tenant: str  #: the tenant of the key used
+    has_llm: bool  #: whether ``answer`` and LLM-written memories are available
+    llm: str | None  #: the LLM's model id, or None
+    consolidation_mode: str  #: how new L2-L5 memories are written
+    level_modes: dict[int, str]  #: per-level modes that replace it
+    timezone: str  #: the zone of L3 days, L4 weeks and L5 months
+    max_text_chars: int  #: longest text accepted (413 beyond)
 
 
 class ErrorOut(BaseModel):

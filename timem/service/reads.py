@@ -1,0 +1,105 @@
+"""More routes of the memory service, added for clients that show a tenant's memory (``timem studio --service``):
+what the service is (``/v1/about``), a user's sessions, turns and stored recall traces, a chat turn answered by the
+service, and pinning a memory item. Same rules as :mod:`timem.service.app`: a key per tenant, another tenant's user
+answers 404 like an absent one, ids without the tenant prefix, errors ``{"error": "<one line>"}``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import FastAPI, Query
+from fastapi import Path as PathParam
+
+from timem.errors import NotFoundError
+from timem.service.context import S, T, UserPath, as_tenant_sees
+from timem.service.models import (
+    ID_PATTERN,
+    AboutOut,
+    ChatIn,
+    ChatOut,
+    ForgetOut,
+    ItemOut,
+    MemoryOut,
+    PinIn,
+    SessionsOut,
+    TracesOut,
+    TurnOut,
+    TurnsOut,
+)
+
+ItemPath = Annotated[str, PathParam(pattern=r"^item-[0-9a-f]{16}$", description="a memory item id")]
+
+
+def add_studio_routes(app: FastAPI) -> None:
+    """Register the routes of this module on ``app`` (built by :func:`timem.service.create_app`)."""
+
+    @app.get("/v1/about")
+    def about(s: S, t: T) -> AboutOut:
+        """The calling tenant, whether the service has an LLM (and which), its consolidation mode and time zone."""
+        with s.use() as eng:
+            cfg = eng.config
+            return AboutOut(tenant=t.name, has_llm=eng.has_llm, llm=eng.llm.model_id if eng.llm is not None else None,
+                            consolidation_mode=cfg.consolidation.consolidation_mode,
+                            level_modes=dict(cfg.consolidation.level_modes), timezone=cfg.time.timezone,
+                            max_text_chars=s.max_text)
+
+    @app.get("/v1/users/{user}/sessions")
+    def list_sessions(user: UserPath, s: S, t: T) -> SessionsOut:
+        """The user's sessions by start: id, first and last event (UTC), whether it was ended."""
+        with s.use() as eng:
+            internal = s.require_user(eng, t, user)
+            return SessionsOut(user=user, sessions=eng.sessions(internal))
+
+    @app.get("/v1/users/{user}/turns")
+    def list_turns(user: UserPath, s: S, t: T,
+                   session_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
+                   ids: Annotated[list[str] | None, Query()] = None) -> TurnsOut:
+        """The user's turns in conversation order (one session's with ``session_id``; only ``ids``, repeated
+        ``?ids=mia:s1:0&ids=…``, if given)."""
+        with s.use() as eng:
+            internal = s.require_user(eng, t, user)
+            wanted = [internal + i[len(user):] if i.startswith(user + ":") else i for i in ids] if ids else None
+            turns = eng.turns(internal, session_id, wanted)
+        return TurnsOut(user=user, turns=[TurnOut.of(x, internal, user) for x in turns])
+
+    @app.get("/v1/users/{user}/traces")
+    def list_traces(user: UserPath, s: S, t: T, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> TracesOut:
+        """The user's stored recall traces, newest first (at most ``limit``)."""
+        with s.use() as eng:
+            internal = s.require_user(eng, t, user)
+            traces = [x.model_dump(mode="json") for x in eng.traces(internal, limit=limit)]
+        return TracesOut(user=user, traces=as_tenant_sees(traces, internal, user))
+
+    @app.post("/v1/users/{user}/chat")
+    def chat(user: UserPath, body: ChatIn, s: S, t: T) -> ChatOut:
+        """One chat turn (:meth:`timem.engine.MemoryEngine.chat_turn`): store the message, recall, answer (without
+        an LLM: a short note; the trace shows what was recalled), store the reply, consolidate what closed. The
+        first message creates the user. A "forget that ..." message forgets what it names instead (nothing stored).
+        If answering fails the message stays stored: 502 with ``"stage": "answer"``."""
+        s.check_text("message", body.message)
+        internal = t.internal(user)
+        with s.use() as eng:
+            turn = eng.chat_turn(internal, body.session_id, body.message, body.event_time, user_name=body.user_name,
+                                 assistant_name=body.assistant_name, consolidate=body.consolidate)
+        forgotten = None
+        if turn.forgotten is not None:
+            plan = turn.forgotten
+            forgotten = ForgetOut(user=user, text=plan.text, forgotten=not plan.empty,
+                                  items=[ItemOut.of(i) for i in plan.items], segments=[n.id for n in plan.segments])
+        return ChatOut(user=user, session_id=body.session_id, reply=turn.reply,
+                       trace=as_tenant_sees(turn.trace.model_dump(mode="json"), internal, user),
+                       written=[MemoryOut.of(n, internal, user) for n in turn.written], warning=turn.warning,
+                       forgotten=forgotten)
+
+    @app.post("/v1/users/{user}/items/{item_id}/pin")
+    def pin_item(user: UserPath, item_id: ItemPath, s: S, t: T, body: PinIn | None = None) -> ItemOut:
+        """Pin (``{"pinned": true}``, the default) or unpin a memory item: pinned items go into every answer's
+        system message."""
+        pinned = body.pinned if body is not None else True
+        with s.use() as eng:
+            internal = s.require_user(eng, t, user)
+            if item_id not in {i.id for i in eng.memory_items(internal, status=None)}:
+                raise NotFoundError(f"no memory item {item_id!r} for user {user!r}; "
+                                    f"list them with GET /v1/users/{user}/items")
+            return ItemOut.of(eng.pin_item(item_id, pinned, actor=f"api:{t.name}"))
