@@ -356,8 +356,14 @@ def model(config: ConfigOpt = None) -> None:
 
 
 @app.command()
-def studio(db: DbOpt = None, port: int = 8501) -> None:
-    """Start the Streamlit studio (headless) on 127.0.0.1.
+def studio(db: DbOpt = None, port: int = 8501,
+           service: Annotated[str | None, typer.Option(
+               "--service", help="URL of a running memory service (`timem serve`) to show instead of a DuckDB file; "
+                                 "the studio then never opens a file")] = None,
+           key: Annotated[str | None, typer.Option(
+               "--key", help="the tenant's API key for --service (default: TIMEM_SERVICE_KEY)")] = None) -> None:
+    """Start the Streamlit studio (headless) on 127.0.0.1, on a DuckDB file or (``--service URL``) as a client of a
+    memory service, one tenant's view through its key.
 
     The process becomes the Streamlit server (exec), so a signal to ``timem studio`` (Ctrl-C, SIGTERM from a
     supervisor) stops the server itself instead of leaving it running orphaned."""
@@ -368,6 +374,10 @@ def studio(db: DbOpt = None, port: int = 8501) -> None:
     args = [sys.executable, "-m", "streamlit", "run", str(APP_PY), "--server.address", "127.0.0.1",
             "--server.port", str(port), "--server.headless", "true"]
     env = {**os.environ, **({"TIMEM_DB_PATH": str(db)} if db else {})}
+    if service:
+        env.update(cli_service.studio_service_env(service, key, db, env))
+    elif db:  # an explicit file wins over a TIMEM_SERVICE_URL in the environment
+        env.pop("TIMEM_SERVICE_URL", None)
     sys.stdout.flush()
     os.execve(sys.executable, args, env)
 

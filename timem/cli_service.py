@@ -1,4 +1,5 @@
-"""``timem serve``, ``timem mcp`` and ``timem keys …``: the memory service from the command line."""
+"""``timem serve``, ``timem mcp`` and ``timem keys …``: the memory service from the command line (and the check
+behind ``timem studio --service``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import typer
 
 from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, UserOpt, _config
 from timem.config import Config
+from timem.errors import ConfigError
 
 KeysOpt = Annotated[Path | None, typer.Option("--keys", help="API keys file (default: <db>.keys.json beside the DB)")]
 
@@ -76,3 +78,26 @@ def register(app: typer.Typer) -> None:
     app.command()(serve)
     app.command()(mcp)
     app.add_typer(keys_app, name="keys")
+
+
+def studio_service_env(url: str, key: str | None, db: Path | None, env: dict[str, str]) -> dict[str, str]:
+    """The studio's environment for ``--service URL``: the URL and key, after checking that the service answers
+    and takes the key (the key is never printed).
+
+    Raises:
+        ConfigError: ``--db`` given too, or no key. ServiceUnreachableError, AuthError: see ServiceClient.
+    """
+    from timem.config import load_config
+    from timem.service.client import ServiceClient
+
+    if db is not None:
+        raise ConfigError("give --service URL or --db FILE, not both: over a service the studio opens no file")
+    key = key or env.get("TIMEM_SERVICE_KEY")
+    if not key:
+        raise ConfigError(f"no API key for the service at {url}; pass --key KEY or set TIMEM_SERVICE_KEY "
+                          "(a key from `timem keys add TENANT --db FILE`)")
+    cfg = load_config(env={**env, "TIMEM_SERVICE_URL": url, "TIMEM_SERVICE_KEY": key})
+    client = ServiceClient.from_config(cfg)
+    typer.echo(f"studio over the memory service at {client.url} as tenant {client.tenant!r}")
+    client.close()
+    return {"TIMEM_SERVICE_URL": url, "TIMEM_SERVICE_KEY": key}

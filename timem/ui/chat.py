@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 import streamlit as st
 
 from timem.errors import ChatTurnError, ConsolidationIncomplete, TimemError
+from timem.facade import StudioBackend
 from timem.models import MemoryNode, Role
 from timem.recall.trace import RecallTrace
 from timem.tree.windows import to_utc
@@ -51,7 +52,7 @@ def _sessions() -> dict[str, str | None]:
     return st.session_state.setdefault(SESSIONS_KEY, {})
 
 
-def open_chat_session(engine, user_id: str) -> str | None:
+def open_chat_session(engine: StudioBackend, user_id: str) -> str | None:
     """The session a new browser session resumes: the user's latest session (by last event) if it is a
     studio chat session (``chat-…``) that was not ended, else ``None``."""
     sessions = sorted(engine.sessions(user_id), key=lambda s: (s.last_event_at, s.started_at))
@@ -103,7 +104,7 @@ def event_time(ctx: state.StudioContext) -> datetime:
     return to_utc(sim, ctx.tz)
 
 
-def _speaker_name(engine, user_id: str) -> str:
+def _speaker_name(engine: StudioBackend, user_id: str) -> str:
     humans = [t.speaker for t in engine.turns(user_id) if t.role == Role.USER]
     return humans[-1] if humans else user_id
 
@@ -238,7 +239,7 @@ def _warm(ctx: state.StudioContext) -> None:
     """With the embedded model, evaluate this person's chat system prompt into the model's cache in a
     background thread (:meth:`MemoryEngine.warm_chat`), so that the first answer does not pay for it: once
     per user and name, and again after a background job (which may have used the model)."""
-    engine = ctx.engine
+    engine = ctx.local  # only an embedded model in this process keeps a prompt cache worth warming
     if engine is None or not engine.has_llm or engine.local_model_path is None:
         return
     key = (id(engine), ctx.user)
@@ -289,8 +290,8 @@ def _exchange(ctx: state.StudioContext, text: str) -> None:
     summary = (f"Memories of this exchange are written in the background ('{BACKGROUND_TITLE}', in the sidebar)."
                if later else written_summary(turn.written))
     _meta()[(ctx.user, session_id, seq)] = {"trace": turn.trace, "written": [summary], "warning": turn.warning}
-    if later:
-        jobs.start_consolidation(ctx.engine, ctx.lock, [ctx.user], flush=False, title=BACKGROUND_TITLE)
+    if later and ctx.local is not None:
+        jobs.start_consolidation(ctx.local, ctx.lock, [ctx.user], flush=False, title=BACKGROUND_TITLE)
         st.session_state.get(_WARMED_KEY, set()).clear()  # the job may use the model: warm again after it
     if st.session_state.get(MODE_KEY) == "Simulated":
         st.session_state[_PENDING_KEY] = timedelta(minutes=1)  # applied before the clock widgets next run

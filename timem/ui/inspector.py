@@ -76,11 +76,13 @@ def run_setup(ctx: state.StudioContext, setup: RecallSetup, query: str, question
     if where is ctx:
         return ctx.engine.recall(ctx.user, query, question_time, persist=persist, config=setup.config(ctx.config),
                                  **setup.overrides()).trace
+    if where.local is None:
+        raise TimemError(f"{setup.db} cannot be compared with over a memory service; run `timem studio --db FILE`.")
     if not where.lock.acquire(timeout=30):
         raise TimemError(f"{setup.db} is busy (another page is using it); run the comparison again in a moment.")
     try:
-        where.engine.require_user(ctx.user)
-        return where.engine.recall(ctx.user, query, question_time, persist=False, config=setup.config(where.config),
+        where.local.require_user(ctx.user)
+        return where.local.recall(ctx.user, query, question_time, persist=False, config=setup.config(where.config),
                                    **setup.overrides()).trace
     finally:
         where.lock.release()
@@ -159,6 +161,9 @@ OTHER_FILE = "another file …"
 
 def _database(ctx: state.StudioContext, name: str) -> str | None:
     """Configuration B's database: this one, another known ``*.duckdb`` file, or a typed path."""
+    if ctx.local is None:  # over a memory service: only its own memory
+        state.local_only(ctx, "Recalling from another database", "run `timem studio --db FILE` to compare files.")
+        return None
     here = str(ctx.config.store.db_path)
     files = [f for f in state.known_db_files(ctx.config) if f != here]
     choice = st.selectbox("Database", ["this database", *files, OTHER_FILE], key=f"insp_{name}_db",

@@ -78,21 +78,23 @@ class Job:
         return f"{self.title}: {end} ({wrote})."
 
 
-def slow_consolidation(engine: MemoryEngine) -> bool:
+def slow_consolidation(engine: object) -> bool:
     """Whether L2-L5 consolidation calls the LLM (minutes with the embedded model), so it runs as a
     background job; the extractive mode takes seconds and runs at once."""
+    if not isinstance(engine, MemoryEngine):  # a memory service consolidates in its own process, per request
+        return False
     cfg = engine.config
     return engine.has_llm and any(cfg.consolidation.mode_for(level) in NEEDS_LLM for level in (2, 3, 4, 5))
 
 
-def chat_consolidates_later(engine: MemoryEngine) -> bool:
+def chat_consolidates_later(engine: object) -> bool:
     """Whether a chat turn shows its answer first and writes its memories in a background job: when
     :func:`slow_consolidation` and the LLM is the embedded model (a window closed by the turn costs it a
     minute or more); with an endpoint the turn consolidates at once (seconds) and reports the outcome inline."""
-    return slow_consolidation(engine) and engine.local_model_path is not None
+    return isinstance(engine, MemoryEngine) and slow_consolidation(engine) and engine.local_model_path is not None
 
 
-def current_job(engine: MemoryEngine | None) -> Job | None:
+def current_job(engine: object | None) -> Job | None:
     """The engine's running job, or its last one until its end was reported; ``None`` otherwise."""
     if engine is None:
         return None
@@ -100,7 +102,7 @@ def current_job(engine: MemoryEngine | None) -> Job | None:
         return _JOBS.get(id(engine))
 
 
-def busy(engine: MemoryEngine | None) -> Job | None:
+def busy(engine: object | None) -> Job | None:
     """The engine's running job (pages disable their writes while there is one), else ``None``."""
     job = current_job(engine)
     return job if job is not None and not job.finished else None

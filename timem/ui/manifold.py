@@ -27,7 +27,12 @@ def render() -> None:
     if ctx.engine is None:
         st.error(ctx.open_error or "the memory store is not open")
         return
-    users = ctx.engine.users()
+    engine = ctx.local
+    if engine is None:
+        state.local_only(ctx, "The manifold (UMAP of the stored vectors)",
+                         "stop the service and run `timem studio --db FILE` on its file.")
+        return
+    users = engine.users()
     if not users:
         st.info("No memories yet. Import a conversation from the sidebar.")
         return
@@ -48,7 +53,7 @@ def render() -> None:
     if not chosen or not levels:
         st.info("Pick at least one user and one level.")
         return
-    X, meta = mf.node_table(ctx.engine, chosen, ctx.tz, levels)
+    X, meta = mf.node_table(engine, chosen, ctx.tz, levels)
     if len(X) == 0:
         st.info("These users have no memories at these levels.")
         return

@@ -171,7 +171,7 @@ def _undo_bar(ctx: state.StudioContext) -> None:
     a, b = st.columns([5, 1])
     a.info(f"{len(ids)} memories deleted. They stay in the store (status deleted) until erased.")
     if b.button("Undo delete", key="mem_undo_btn", type="primary", disabled=bool(jobs.busy(ctx.engine))):
-        still = {n.id for n in ctx.engine.nodes(ids=ids, status=NodeStatus.DELETED)}
+        still = {n.id for n in ctx.engine.nodes(ctx.user, ids=ids, status=NodeStatus.DELETED)}
         _restore(ctx, [i for i in ids if i in still])
 
 

@@ -12,15 +12,18 @@ from timem.viz import segtree as sv
 def render_segtree(ctx: state.StudioContext) -> None:
     """Draw the user's segment tree, building or extending it first if it is behind the L1 memories."""
     cfg = ctx.config
-    nodes, report = ctx.engine.segment_tree(ctx.user)
+    engine = ctx.local
+    if engine is None:  # the Timeline page says why (state.local_only)
+        return
+    nodes, report = engine.segment_tree(ctx.user)
     if report is not None:
         st.caption(f"segment tree {'built' if report.rebuilt else 'extended'}: {report.added} utterance(s) added")
     leaves = [n.id for n in nodes if n.is_leaf]
     if not leaves:
         st.info(f"User `{ctx.user}` has no L1 memories yet, so no segment tree.")
         return
-    texts = {n.id: n.content for n in ctx.engine.nodes(ctx.user, 1, ids=leaves)}
-    df = sv.segtree_frame(nodes, ctx.tz, texts, ctx.engine.segment_topics(ctx.user))
+    texts = {n.id: n.content for n in engine.nodes(ctx.user, 1, ids=leaves)}
+    df = sv.segtree_frame(nodes, ctx.tz, texts, engine.segment_topics(ctx.user))
     top = int(df["height"].max())
     segments = df[df["height"] == 1]
     st.caption(f"Segment tree (SegTreeMem): {len(leaves)} utterances, {len(segments)} segments "

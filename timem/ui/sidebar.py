@@ -19,7 +19,7 @@ from pathlib import Path
 import streamlit as st
 
 from timem.consolidation.consolidator import NEEDS_LLM
-from timem.errors import ConsolidationIncomplete, InputError
+from timem.errors import ConfigError, ConsolidationIncomplete, InputError
 from timem.models import CONSOLIDATION_MODES
 from timem.studio import DEMO_FILE
 from timem.ui import chat, jobs, state
@@ -45,16 +45,33 @@ def render(ctx: state.StudioContext) -> None:
         if jobs.current_job(ctx.engine) is not None:
             _job_status(ctx)
         st.markdown("**Consolidation**")
-        mode = _mode(ctx)  # before the import, which consolidates in this mode
-        with st.expander("Import a conversation", expanded=not ctx.engine.users()):
-            _import(ctx)
+        if ctx.local is None:  # over a service: its mode, no imports
+            mode = ctx.engine.config.consolidation.consolidation_mode
+            st.caption(f"Mode: {MODE_HELP.get(mode, mode)} (the service's)")
+            state.local_only(ctx, "Changing the mode", "start the service with TIMEM_CONSOLIDATION_MODE=… "
+                                                       "`timem serve`.")
+            state.local_only(ctx, "Importing a file", f"send its turns with `POST /v1/users/{ctx.user}/turns` "
+                                                      "(docs/service.md).")
+        else:
+            mode = _mode(ctx)  # before the import, which consolidates in this mode
+            with st.expander("Import a conversation", expanded=not ctx.engine.users()):
+                _import(ctx)
         _consolidate(ctx, mode)
 
 
 def _database(ctx: state.StudioContext) -> None:
+    if ctx.service is not None or ctx.config.service.service_url:
+        st.markdown("**Memory service**")
+        if ctx.service is not None:
+            st.caption(f"Connected to `{ctx.service.url}` as tenant `{ctx.service.tenant}`; no database file is "
+                       "opened here.")
+            state.local_only(ctx, "Switching databases", "run `timem studio --db FILE` on a file no service owns.")
+        if ctx.open_error:
+            st.error(ctx.open_error, icon=":material/cloud_off:")
+        return
     st.markdown("**Database**")
-    if ctx.injected:
-        st.caption(f"`{ctx.engine.db_path}` (fixed by the caller)")
+    if ctx.injected and ctx.local is not None:
+        st.caption(f"`{ctx.local.db_path}` (fixed by the caller)")
         return
     files = state.known_db_files(ctx.config)
     current = str(ctx.config.store.db_path)
@@ -200,6 +217,10 @@ def run_import(ctx: state.StudioContext, path: Path | None, fmt: str, *, sample_
     """
     from timem.datasets import load_dataset
 
+    engine = ctx.local
+    if engine is None:
+        raise ConfigError("importing needs the studio on a DuckDB file (`timem studio --db FILE`); over a memory "
+                          "service send the turns with POST /v1/users/{user}/turns")
     if path is None or not Path(path).exists():
         raise InputError(f"no such file: {path}; pick or upload a conversation file")
     try:
@@ -213,9 +234,9 @@ def run_import(ctx: state.StudioContext, path: Path | None, fmt: str, *, sample_
         raise named from exc
     total = sum(len(s.turns) for u in users for s in u.sessions)
     progress = StreamlitProgress(title=f"Importing {len(users)} user(s), {total} turns")
-    background = upper_levels and jobs.slow_consolidation(ctx.engine)  # L1 now, L2-L5 in a background job
+    background = upper_levels and jobs.slow_consolidation(engine)  # L1 now, L2-L5 in a background job
     try:
-        report = ctx.engine.ingest(users, upper_levels=upper_levels and not background, progress=progress)
+        report = engine.ingest(users, upper_levels=upper_levels and not background, progress=progress)
     except ConsolidationIncomplete as exc:  # everything else is stored: say what is missing, go on
         report = exc.report
         flash(f"Consolidation is incomplete: {exc}", "warning")
@@ -225,7 +246,7 @@ def run_import(ctx: state.StudioContext, path: Path | None, fmt: str, *, sample_
           + (" L2–L5 are being consolidated in the background (progress in the sidebar); the pages show what "
              "is written so far." if background and report.users else ""))
     if background and report.users:
-        jobs.start_consolidation(ctx.engine, ctx.lock, report.users, flush=True,
+        jobs.start_consolidation(engine, ctx.lock, report.users, flush=True,
                                  title=f"Consolidating {', '.join(report.users)}")
     if report.users:
         state.set_user(report.users[0])
@@ -246,8 +267,8 @@ def _mode(ctx: state.StudioContext) -> str:
     mode = st.selectbox("Mode", list(CONSOLIDATION_MODES), key="sb_mode", format_func=lambda m: MODE_HELP[m],
                         help="How new L2–L5 memories are written (chat, import, 'Consolidate now'). A memory "
                              "that is re-consolidated after an edit keeps its own mode.")
-    if mode != current:
-        ctx.engine.set_consolidation_mode(mode)
+    if mode != current and ctx.local is not None:
+        ctx.local.set_consolidation_mode(mode)
     overrides = ctx.engine.config.consolidation.level_modes
     if overrides:
         st.caption("Per-level modes from the config: " + ", ".join(f"L{k} {v}" for k, v in sorted(overrides.items()))
@@ -264,9 +285,9 @@ def _consolidate(ctx: state.StudioContext, mode: str) -> None:
     busy = jobs.busy(ctx.engine)
     if st.button("Consolidate now", key="sb_consolidate", disabled=no_llm or bool(busy),
                  help="needs an LLM (or the extractive mode)" if no_llm else None):
-        if jobs.slow_consolidation(ctx.engine):
+        if ctx.local is not None and jobs.slow_consolidation(ctx.local):
             with user_errors("Consolidation could not start"):
-                jobs.start_consolidation(ctx.engine, ctx.lock, [ctx.user], flush=flush,
+                jobs.start_consolidation(ctx.local, ctx.lock, [ctx.user], flush=flush,
                                          title=f"Consolidating {ctx.user}")
                 st.rerun()
             return

@@ -10,10 +10,15 @@
   sidebar (a bad path never poisons the session: every page keeps working).
 * One DuckDB connection is not safe for concurrent use, so every script run holds
   :attr:`StudioContext.lock` (one per engine) while it touches the engine.
+* With ``service.service_url`` set (``timem studio --service URL --key KEY``) the studio is a client of that
+  memory service (:class:`timem.service.client.ServiceClient`, one per URL and key per server process) and never
+  opens a DuckDB file; :attr:`StudioContext.local` is then ``None`` and the pages that need a local engine say so
+  in one line (:func:`local_only`). Tests may inject a ``ServiceClient`` under :data:`ENGINE_KEY` too.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +28,10 @@ import streamlit as st
 from timem.config import Config, load_config
 from timem.engine import MemoryEngine
 from timem.errors import ConfigError, InputError, LLMError, TimemError
+from timem.facade import StudioBackend
+from timem.service.client import ServiceClient
 
-ENGINE_KEY = "timem_engine"  #: session-state key of an injected MemoryEngine (tests)
+ENGINE_KEY = "timem_engine"  #: session-state key of an injected MemoryEngine or ServiceClient (tests)
 DB_KEY = "timem_db_path"  #: session-state key of the chosen DuckDB file
 USER_KEY = "timem_user"  #: session-state key of the current user id
 REQUEST_KEY = "_timem_db_request"  #: session-state key of a DuckDB file asked for (switched to if it opens)
@@ -38,13 +45,14 @@ DEFAULT_USER = "me"
 class StudioContext:
     """What every page gets: settings, the engine and how the LLM is doing.
 
-    ``engine`` is ``None`` when the store could not be opened (``open_error`` says why).
+    ``engine`` is a local :class:`MemoryEngine` or a :class:`ServiceClient` (both :class:`StudioBackend`), or
+    ``None`` when the store or service could not be opened (``open_error`` says why).
     ``llm_error`` is set when the configured LLM could not be prepared (the engine then runs
     without one: verbatim L1 only, score gate, no answers).
     """
 
     config: Config
-    engine: MemoryEngine | None
+    engine: StudioBackend | None
     llm_label: str
     llm_error: str | None = None
     open_error: str | None = None
@@ -54,6 +62,16 @@ class StudioContext:
     @property
     def tz(self):
         return self.config.time.tz
+
+    @property
+    def local(self) -> MemoryEngine | None:
+        """The engine when the studio opened the DuckDB file itself; ``None`` over a service (or none open)."""
+        return self.engine if isinstance(self.engine, MemoryEngine) else None
+
+    @property
+    def service(self) -> ServiceClient | None:
+        """The memory-service client when the studio is connected to a service, else ``None``."""
+        return self.engine if isinstance(self.engine, ServiceClient) else None
 
     @property
     def user(self) -> str:
@@ -142,8 +160,13 @@ def open_context() -> StudioContext:
     injected = st.session_state.get(ENGINE_KEY)
     if injected is not None:
         lock = st.session_state.setdefault(_LOCK_KEY, threading.RLock())
-        model = injected.llm.model_id if injected.llm is not None else "no LLM"
+        if isinstance(injected, ServiceClient):
+            model = f"{injected.llm_label} (on the service)"
+        else:
+            model = injected.llm.model_id if injected.llm is not None else "no LLM"
         ctx = StudioContext(injected.config, injected, model, injected=True, lock=lock)
+    elif base_config().service.service_url:
+        ctx = _service_context(base_config())
     else:
         base = base_config()
         current = st.session_state.get(DB_KEY) or str(base.store.db_path)
@@ -188,6 +211,46 @@ def _context_for(base: Config, db: str) -> StudioContext:
     if opened.llm_error:
         ctx.llm_label = f"{label} — unavailable, running without an LLM"
     return ctx
+
+
+@dataclass
+class _Connected:
+    client: ServiceClient
+    lock: threading.RLock
+
+
+@st.cache_resource(show_spinner="Connecting to the memory service …")
+def _connect(url: str, key_digest: str, _config: Config) -> _Connected:
+    """One client per service URL and key per server process (the key is part of the cache key only as a digest).
+
+    Raises:
+        ConfigError: no key. ServiceUnreachableError: nothing answers at the URL. AuthError: the key is refused.
+    """
+    return _Connected(ServiceClient.from_config(_config), threading.RLock())
+
+
+def _service_context(base: Config) -> StudioContext:
+    """The context over the memory service of ``base.service`` (no DuckDB file is opened); if it cannot be
+    reached, a context without engine whose ``open_error`` says why (the next run tries again)."""
+    url = base.service.service_url or ""
+    key = base.service.service_key.get_secret_value() if base.service.service_key is not None else ""
+    try:
+        conn = _connect(url, hashlib.sha256(key.encode()).hexdigest(), base)
+    except TimemError as exc:
+        return StudioContext(base, None, "the service's", open_error=str(exc))
+    client = conn.client
+    return StudioContext(client.config, client, f"{client.llm_label} (on the service)", lock=conn.lock)
+
+
+def local_only(ctx: StudioContext, what: str, instead: str) -> bool:
+    """``True`` when ``ctx`` has a local engine; otherwise show one line saying that ``what`` is not available
+    while the studio is connected to a service, and ``instead`` (the command that does it), and return ``False``."""
+    if ctx.local is not None:
+        return True
+    where = f" ({ctx.service.url})" if ctx.service is not None else ""
+    st.info(f"{what} is not available when the studio is connected to a memory service{where}: {instead}",
+            icon=":material/cloud_off:")
+    return False
 
 
 def _initial_user(ctx: StudioContext) -> None:

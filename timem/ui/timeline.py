@@ -27,7 +27,9 @@ def render() -> None:
                  help="SegTreeMem's own tree over the utterances (the recall_index = \"segtree\" index)"):
         from timem.ui.segtree_view import render_segtree
 
-        render_segtree(ctx)
+        if state.local_only(ctx, "The segment tree", "stop the service and run `timem studio --db FILE` on its file "
+                                                     "(or `timem segtree build --user U --db FILE`)."):
+            render_segtree(ctx)
         return
     nodes = ctx.engine.nodes(ctx.user)
     if not nodes:

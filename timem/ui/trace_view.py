@@ -16,7 +16,7 @@ def trace_nodes(ctx: StudioContext, trace: RecallTrace) -> dict[str, MemoryNode]
     ids = {c.node_id for c in trace.candidates} | {a.node_id for a in trace.ancestors} | set(trace.node_ids)
     if not ids or ctx.engine is None:
         return {}
-    return {n.id: n for n in ctx.engine.nodes(ids=sorted(ids), status=None)}
+    return {n.id: n for n in ctx.engine.nodes(trace.user_id, ids=sorted(ids), status=None)}
 
 
 def _was(s, ctx: StudioContext) -> str:
