@@ -33,7 +33,7 @@ scheduler, CPU time is the intrinsic cost):
   score gate, ``persist=False``): query embedding + plan + leaf SQL + ancestors + gate + context;
   its per-stage latencies come from the trace;
 * ``embed_query`` -- the planner's one MiniLM batch (masked question + question) alone;
-* ``sql_leaves`` -- :func:`select_leaves` with the query vector given: vector SQL + BM25 SQL + fusion;
+* ``sql_leaves`` -- :func:`select_leaves` with the query vector and question time given: vector SQL + BM25 SQL + fusion;
   ``sql_vector`` / ``sql_bm25`` -- :meth:`Store.search_vector` / :meth:`Store.search_bm25` alone;
 * ``base_leaves`` -- the baseline: numpy brute-force cosine over the user's (N, 384) matrix held in
   memory + ``rank_bm25.BM25Okapi`` over the user's L1 texts (lower-case word tokens, English
@@ -91,6 +91,7 @@ from timem.models import Level, MemoryNode
 from timem.recall.leaves import bm25_query, fuse, select_leaves
 from timem.recall.pipeline import recall
 from timem.recall.planner import CentroidPlanner
+from timem.recall.state import RecallState
 from timem.store.duckdb_store import Store
 from timem.store.search import bm25_top, drop_hnsw, ensure_hnsw, vector_top
 
@@ -518,7 +519,8 @@ def run_size(n: int, args: argparse.Namespace, emb: MiniLMEmbedder, planner: Cen
             _, w, c = _timed(emb.embed, [planner.masked(q), q])
             if rep:
                 rec("embed_query", w, c)
-            sel, w, c = _timed(select_leaves, store, emb, cfg, USER, q, plan, qv)
+            state = RecallState(store, emb, None, cfg, USER, q, qt, query_vec=qv)
+            sel, w, c = _timed(select_leaves, state, plan)
             if rep:
                 rec("sql_leaves", w, c)
             sv, w, c = _timed(store.search_vector, USER, qv, 1, K_CAND)
@@ -759,7 +761,7 @@ def markdown(doc: dict[str, Any]) -> str:
         "persist=False)`: query embedding (the centroid planner's batch of 2 texts), plan, leaf SQL, ancestors, "
         "score gate, context."),
         "* `embed_query`: that MiniLM batch alone.",
-        ("* `sql_leaves`: `select_leaves` with the query vector given, i.e. `Store.search_vector` + "
+        ("* `sql_leaves`: `select_leaves` with the query vector and question time given, i.e. `Store.search_vector` + "
         "`Store.search_bm25` + fusion; `sql_vector` / `sql_bm25`: each store search alone (now "
         "served from the store's in-memory copies, `timem.store.memory_index`; before, one DuckDB query each)."),
         ("* `duckdb_vector` / `duckdb_bm25`: the same searches as one DuckDB query each "

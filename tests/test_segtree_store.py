@@ -125,11 +125,13 @@ def test_recall_over_the_segment_tree_stays_with_its_user(seg_engine):
     # the internal nodes scored are the user's own
     from timem.recall.leaves import select_leaves
     from timem.recall.planner import make_plan
+    from timem.recall.state import RecallState
 
     plan = make_plan("simple", "code word", qt, eng.config, "override")
     qv = eng.embedder.embed(["What is the code word?"])[0]
-    sel = select_leaves(eng.store, eng.embedder, eng.config, "u2", "code word", plan, qv, (), qt)
-    out, upper = propagate_segtree(eng.store, eng.config, "u2", qv, sel, 5, qt)
+    state = RecallState(eng.store, eng.embedder, None, eng.config, "u2", "code word", qt, query_vec=qv)
+    sel = select_leaves(state, plan)
+    out, upper = propagate_segtree(state, sel, 5)
     mine = {n.id for n in segstore.load(eng.store, "u2")}
     assert upper and set(upper) <= mine and {c.node_id for c in out.candidates} <= mine
 

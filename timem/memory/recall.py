@@ -22,16 +22,18 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from timem.config import Config
-from timem.embed.protocol import Embedder
 from timem.memory.values import mentions, normalise
 from timem.models import MemoryItem, TimeSpan
-from timem.store.ports import MemoryStore
 from timem.store.segmenter import search_text
+
+if TYPE_CHECKING:  # timem.recall imports this module
+    from timem.recall.state import RecallState
 
 #: question words that point at an attribute (English and Chinese)
 ATTRIBUTE_CUES: dict[str, tuple[str, ...]] = {
@@ -146,18 +148,19 @@ def _as_of(items: list[MemoryItem], question_time: datetime) -> list[MemoryItem]
             for i in items if i.id in known]
 
 
-def recall_items(store: MemoryStore, embedder: Embedder, config: Config, user_id: str, query: str,
-                 query_vec: np.ndarray | None, window: TimeSpan | None, question_time: datetime) -> ItemRecall:
-    """The items answering ``query`` asked at ``question_time`` (UTC-aware), see the module doc.
+def recall_items(state: RecallState, window: TimeSpan | None) -> ItemRecall:
+    """The items answering ``state.query`` asked at ``state.question_time`` (UTC-aware), see the module doc.
 
     ``window`` is the recall plan's time window (half-open, UTC) or ``None``. Nothing is written here (the
     caller records the access with :meth:`MemoryStore.touch_items` when the trace is persisted).
     """
+    store, config, user_id = state.store, state.config, state.user_id
+    query, question_time = state.query, state.question_time
     out = ItemRecall()
     items = _as_of(store.items(user_id), question_time)
     if not items or config.memory.memory_item_limit == 0:
         return out
-    qv = query_vec if query_vec is not None else embedder.embed([query])[0]
+    qv = state.query_vector()
     vecs = store.item_embeddings([i.id for i in items])
     qwords = _words(query)
     chains: dict[tuple[str, str], list[MemoryItem]] = {}

@@ -31,6 +31,7 @@ import numpy as np
 
 from timem.config import Config
 from timem.models import Level
+from timem.recall.state import RecallState
 from timem.store.ports import MemoryStore
 
 MERGE_DAYS = 7.0  #: TIDER: items at most this many days apart may merge
@@ -108,16 +109,13 @@ def user_events(store: MemoryStore, config: Config, user_id: str) -> list[Event]
     return events
 
 
-def event_channel(store: MemoryStore, config: Config, user_id: str, query_vec: np.ndarray,
-                  question_time: datetime | None) -> tuple[list[str], str]:
-    """Member leaf ids of the ``Config.recall.event_pool`` events most similar to the question, and a trace note.
-
-    Args:
-        query_vec: the question's unit embedding, shape ``(dim,)``.
-        question_time: UTC-aware; events starting after it are skipped (``None``: no cut).
-    """
-    events = [e for e in user_events(store, config, user_id)
-              if question_time is None or e.start <= question_time]
+def event_channel(state: RecallState) -> tuple[list[str], str]:
+    """Member leaf ids of the ``Config.recall.event_pool`` events most similar to the question (cosine with the
+    state's question embedding), and a trace note. Events starting after ``state.question_time`` are skipped."""
+    config, question_time = state.config, state.question_time
+    query_vec = state.query_vector()
+    events = [e for e in user_events(state.store, config, state.user_id)
+              if e.start <= question_time]
     if not events or config.recall.event_pool <= 0:
         return [], ""
     cos = np.array([float(np.dot(e.centroid, query_vec)) for e in events])

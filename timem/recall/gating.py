@@ -38,6 +38,7 @@ from timem.prompts import gate as gate_prompt
 from timem.recall.ancestors import AncestorRecord
 from timem.recall.context import Layout, best_passage, date_label, fit_budget, min_line_cost, render_context
 from timem.recall.leaves import Candidate
+from timem.recall.state import RecallState
 
 GateMode = Literal["llm", "score", "off"]
 
@@ -111,12 +112,15 @@ def llm_gate(llm: LLMClient, question: str, complexity: str, leaves: Sequence[Ca
     return kept, why, invalid
 
 
-def run_gate(mode: GateMode, llm: LLMClient | None, question: str, complexity: str, leaves: Sequence[Candidate],
-             ancestors: Sequence[AncestorRecord], nodes: dict[str, MemoryNode], question_time: datetime,
-             tz: ZoneInfo, user_id: str, threshold: float, fallback: str | None = None, floor: float = 0.0
+def run_gate(state: RecallState, mode: GateMode, complexity: str, leaves: Sequence[Candidate],
+             ancestors: Sequence[AncestorRecord], nodes: dict[str, MemoryNode], fallback: str | None = None
              ) -> tuple[set[str], dict[str, str], GateOutcome]:
-    """Apply ``mode`` with its documented fallbacks; ``fallback`` pre-records why a mode was replaced
-    upstream (e.g. no LLM configured). Returns ``(kept ids, reason per id, outcome without decisions)``."""
+    """Apply ``mode`` with its documented fallbacks, with the state's LLM, question, question time and the
+    ``Config.recall.gate_threshold`` / ``gate_floor`` of the score gate; ``fallback`` pre-records why a mode was
+    replaced upstream (e.g. no LLM configured). Returns ``(kept ids, reason per id, outcome without decisions)``.
+    """
+    llm, question, question_time, user_id = state.llm, state.query, state.question_time, state.user_id
+    tz, threshold, floor = state.config.time.tz, state.config.recall.gate_threshold, state.config.recall.gate_floor
     added = [a.node_id for a in ancestors if a.added]
     if not leaves:
         return set(), {}, GateOutcome(mode=mode, applied="none", fallback=fallback)

@@ -16,21 +16,18 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import NamedTuple
 
 import numpy as np
 from pydantic import BaseModel
 
-from timem.config import Config
-from timem.embed.protocol import Embedder
 from timem.models import Level, MemoryNode
 from timem.recall.duplicates import near_duplicates
 from timem.recall.events import event_channel
 from timem.recall.keywords import extract_keywords, person_names
 from timem.recall.planner import RecallPlan
+from timem.recall.state import RecallState
 from timem.recall.time_channel import TimeLocalisation, localise, tider_score
-from timem.store.ports import MemoryStore
 
 
 class Candidate(BaseModel):
@@ -103,27 +100,26 @@ def bm25_query(question: str, plan: RecallPlan) -> str:
     return " ".join([question, *plan.keywords]).strip()
 
 
-def select_leaves(store: MemoryStore, embedder: Embedder, config: Config, user_id: str, question: str,
-                  plan: RecallPlan, query_vec: np.ndarray | None = None, participants: Sequence[str] = (),
-                  question_time: datetime | None = None, localisation: TimeLocalisation | None = None
+def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocalisation | None = None
                   ) -> LeafSelection:
-    """Top-k L1 leaves of ``user_id`` for ``question`` (see the module docstring).
+    """Top-k L1 leaves of ``state.user_id`` for ``state.query`` (see the module docstring).
+
+    Uses the state's question embedding (computed here if not yet). With ``Config.recall.speaker_boost > 0``,
+    a leaf spoken by a participant the question names gets that bonus on its fused score. Leaves that start
+    after ``state.question_time`` are never candidates (nothing from after the question reaches the context),
+    and the TIDER time channel (``Config.recall.time_channel``) localises the question's windows against it.
 
     Args:
-        query_vec: the question's embedding if already computed, shape ``(dim,)``, unit length.
-        participants: the conversation's person names; with ``Config.recall.speaker_boost > 0``, a leaf
-            spoken by a participant the question names gets that bonus on its fused score.
-        question_time: when the question is asked (UTC-aware). Leaves that start after it are
-            never candidates (nothing from after the question reaches the context), and the TIDER
-            time channel (``Config.recall.time_channel``) localises the question's windows against it.
+        plan: the recall plan (keywords for the BM25 query, the L1 quota).
         localisation: the question's time localisation if already made (the LLM localiser,
             :mod:`timem.recall.localiser`); ``None`` = the rule-based localiser.
 
     Raises:
         EmbeddingError: the embedder fails (nothing is searched then).
     """
-    if query_vec is None:
-        query_vec = embedder.embed([question])[0]
+    store, config, user_id, question = state.store, state.config, state.user_id, state.query
+    participants, question_time = state.participants, state.question_time
+    query_vec = state.query_vector()
     n = config.recall.recall_candidates
     vec_hits = dict(store.search_vector(user_id, query_vec, int(Level.SEGMENT), n))
     query = bm25_query(question, plan)
@@ -131,7 +127,7 @@ def select_leaves(store: MemoryStore, embedder: Embedder, config: Config, user_i
     k = min(config.recall.recall_top_k, plan.levels.get(1, config.recall.recall_top_k))
     notes: list[str] = []
     loc = TimeLocalisation(detect=False)
-    if config.recall.time_channel != "off" and question_time is not None:
+    if config.recall.time_channel != "off":
         loc = localisation if localisation is not None else localise(question, question_time, config.time.tz)
         if loc.detect:
             spans = [(w.start, w.end) for w in loc.windows]
@@ -142,22 +138,21 @@ def select_leaves(store: MemoryStore, embedder: Embedder, config: Config, user_i
             notes.append(f"time channel: {len(timed)} leaves in the window(s) of "
                          f"{', '.join(repr(p) for p in loc.phrases)}, {len(new)} new")
     if config.recall.event_pool > 0:  # TIDER's event pool (timem.recall.events): the best events' members join
-        members, note = event_channel(store, config, user_id, query_vec, question_time)
+        members, note = event_channel(state)
         new = [i for i in dict.fromkeys(members) if i not in vec_hits]
         vecs = store.embeddings(new) if new else {}
         vec_hits.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
         if note:
             notes.append(f"{note}, {len(new)} new candidates")
     if config.recall.prf_terms > 0 and (vec_hits or lex_hits):  # pseudo-relevance feedback (RM3-style expansion)
-        query, lex_hits, note = _feedback(store, config, user_id, query, vec_hits, lex_hits, participants, n)
+        query, lex_hits, note = _feedback(state, query, vec_hits, lex_hits, n)
         notes.append(note)
     nodes = {x.id: x for x in store.nodes(user_id=user_id, ids=list({*vec_hits, *lex_hits}))}
-    if question_time is not None:
-        late = {i for i, x in nodes.items() if x.span_start > question_time}
-        if late:
-            notes.append(f"{len(late)} candidates after the question time dropped")
-            vec_hits = {i: v for i, v in vec_hits.items() if i not in late}
-            lex_hits = {i: v for i, v in lex_hits.items() if i not in late}
+    late = {i for i, x in nodes.items() if x.span_start > question_time}
+    if late:
+        notes.append(f"{len(late)} candidates after the question time dropped")
+        vec_hits = {i: v for i, v in vec_hits.items() if i not in late}
+        lex_hits = {i: v for i, v in lex_hits.items() if i not in late}
     candidates = fuse(vec_hits, lex_hits, config.recall.recall_lambda, top_k=k)
     if loc.detect:
         out = []
@@ -183,13 +178,13 @@ def select_leaves(store: MemoryStore, embedder: Embedder, config: Config, user_i
 PRF_DOCS = 5  #: leaves read for pseudo-relevance feedback
 
 
-def _feedback(store: MemoryStore, config: Config, user_id: str, query: str, vec_hits: Mapping[str, float],
-              lex_hits: Mapping[str, float], participants: Sequence[str], n: int
+def _feedback(state: RecallState, query: str, vec_hits: Mapping[str, float], lex_hits: Mapping[str, float], n: int
               ) -> tuple[str, dict[str, float], str]:
     """Pseudo-relevance feedback (Lavrenko & Croft's relevance model, as RM3 keeps the original query): the
     ``Config.recall.prf_terms`` content words most frequent in the :data:`PRF_DOCS` best leaves of the first pass
     (fused score), not in the query and not a person's name, are added to the BM25 query, which is run again.
     Returns the expanded query, its BM25 hits and a trace note."""
+    store, config, user_id, participants = state.store, state.config, state.user_id, state.participants
     first = fuse(dict(vec_hits), dict(lex_hits), config.recall.recall_lambda, top_k=PRF_DOCS)
     top = [c.node_id for c in first if c.kept]
     texts = [x.content for x in store.nodes(user_id=user_id, ids=top)]

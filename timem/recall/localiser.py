@@ -14,31 +14,23 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
-import numpy as np
-
-from timem.config import Config
 from timem.errors import LLMError, UnusableAnswerError
-from timem.llm.protocol import LLMClient
 from timem.models import Level
 from timem.prompts import time_localiser as prompt
+from timem.recall.state import RecallState
 from timem.recall.time_channel import TimeLocalisation, localise
 from timem.recall.time_window import day_window
-from timem.store.ports import MemoryStore
 
 N_SUMMARIES = 30  #: dated L2/L3 memories shown to the LLM localiser (TIDER: the 30 most relevant)
 
 
-def localise_question(store: MemoryStore, llm: LLMClient | None, config: Config, user_id: str, question: str,
-                      question_time: datetime, query_vec: np.ndarray, notes: list[str]) -> TimeLocalisation:
-    """The question's time localisation by ``Config.recall.time_localiser`` (see the module doc).
-
-    Args:
-        question_time: UTC-aware; the windows the LLM names must start on or before its day.
-        query_vec: the question's embedding, shape ``(dim,)``, unit length (finds the summaries).
-        notes: fallbacks are appended here (they go to the recall trace).
+def localise_question(state: RecallState) -> TimeLocalisation:
+    """The question's time localisation by ``Config.recall.time_localiser`` (see the module doc). The LLM's
+    windows must start on or before the day of ``state.question_time``; the dated summaries it sees are found
+    with the state's question embedding. Fallbacks are noted in ``state.notes`` (they go to the recall trace).
     """
+    store, llm, config, user_id = state.store, state.llm, state.config, state.user_id
+    question, question_time, notes = state.query, state.question_time, state.notes
     rules = localise(question, question_time, config.time.tz)
     if config.recall.time_localiser != "llm" or rules.detect:
         return rules
@@ -47,7 +39,7 @@ def localise_question(store: MemoryStore, llm: LLMClient | None, config: Config,
         return rules
     hits: list[tuple[str, float]] = []
     for level in (Level.SESSION, Level.DAY):
-        hits += store.search_vector(user_id, query_vec, int(level), N_SUMMARIES)
+        hits += store.search_vector(user_id, state.query_vector(), int(level), N_SUMMARIES)
     ids = [i for i, _ in sorted(hits, key=lambda h: -h[1])[:N_SUMMARIES]]
     nodes = sorted((n for n in store.nodes(user_id=user_id, ids=ids) if n.span_start <= question_time),
                    key=lambda n: (n.span_start, n.id))

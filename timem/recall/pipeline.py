@@ -19,9 +19,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
-import numpy as np
 from pydantic import BaseModel
 
 from timem.config import Complexity, Config
@@ -39,6 +37,7 @@ from timem.recall.leaves import Candidate, select_leaves
 from timem.recall.localiser import localise_question
 from timem.recall.planner import CentroidPlanner, LLMPlanner, RecallPlan, make_plan
 from timem.recall.propagation import propagate_leaves
+from timem.recall.state import RecallState
 from timem.recall.trace import RecallTrace
 from timem.segtree.recall import propagate_segtree
 from timem.store.ports import MemoryStore
@@ -69,24 +68,24 @@ def _ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000, 2)
 
 
-def _plan(config: Config, embedder: Embedder, llm: RecordingLLM | None, query: str, qt: datetime, user_id: str,
-          participants: Sequence[str], complexity_override: Complexity | None, planner_name: str,
-          notes: list[str]) -> tuple[RecallPlan, np.ndarray | None]:
-    """The plan, and the query's embedding when it was computed on the way (centroid planner)."""
+def _plan(state: RecallState, complexity_override: Complexity | None, planner_name: str) -> RecallPlan:
+    """The recall plan; the centroid planner also computes the question's embedding (one batch) into the state."""
+    config, llm, query, qt, participants, notes = (state.config, state.llm, state.query, state.question_time,
+                                                   state.participants, state.notes)
     if complexity_override is not None:
-        return make_plan(complexity_override, query, qt, config, "override", participants=participants), None
+        return make_plan(complexity_override, query, qt, config, "override", participants=participants)
     if planner_name == "llm":
         if llm is None:
             notes.append("planner 'llm' configured but no LLM available; centroid planner used")
         else:
             try:
-                return LLMPlanner(llm).plan(query, qt, config, participants=participants, user_id=user_id), None
+                return LLMPlanner(llm).plan(query, qt, config, participants=participants, user_id=state.user_id)
             except LLMError as exc:
                 notes.append(f"LLM planner failed ({exc}); centroid planner used")
-    planner = CentroidPlanner(embedder)
-    masked_vec, query_vec = embedder.embed([planner.masked(query, participants), query])  # one batch
-    plan = planner.plan(query, qt, config, participants=participants, user_id=user_id, vector=masked_vec)
-    return (plan.model_copy(update={"note": notes[-1]}) if notes else plan), query_vec
+    planner = CentroidPlanner(state.embedder)
+    masked_vec, state.query_vec = state.embedder.embed([planner.masked(query, participants), query])  # one batch
+    plan = planner.plan(query, qt, config, participants=participants, user_id=state.user_id, vector=masked_vec)
+    return plan.model_copy(update={"note": notes[-1]}) if notes else plan
 
 
 def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, config: Config, user_id: str, query: str,
@@ -107,27 +106,24 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
     if llm is None and "llm" in (planner_override, gate_override):
         raise ConfigError("an LLM planner or gate was requested but no LLM is configured; set llm_backend "
                           "(local or openai) or choose planner=centroid / gate=score.")
-    notes: list[str] = []
+    state = RecallState(store, embedder, llm, config, user_id, query, qt, participants)
+    notes = state.notes
     latency: dict[str, float] = {}
 
     t0 = time.perf_counter()
-    plan, query_vec = _plan(config, embedder, llm, query, qt, user_id, participants, complexity_override,
-                            planner_name, notes)
+    plan = _plan(state, complexity_override, planner_name)
     latency["plan"] = _ms(t0)
 
     t0 = time.perf_counter()
-    loc = None
-    if config.recall.time_channel != "off" and config.recall.time_localiser == "llm":
-        query_vec = query_vec if query_vec is not None else embedder.embed([query])[0]
-        loc = localise_question(store, llm, config, user_id, query, qt, query_vec, notes)
-    leaves = select_leaves(store, embedder, config, user_id, query, plan, query_vec, participants, qt, loc)
-    if config.recall.propagation != "off":
-        qv = query_vec if query_vec is not None else embedder.embed([query])[0]
-        top_k = min(config.recall.recall_top_k, plan.levels.get(1, config.recall.recall_top_k))
-        if config.recall.recall_index == "segtree":  # SegTreeMem's own tree (timem.segtree.recall)
-            leaves, _upper = propagate_segtree(store, config, user_id, qv, leaves, top_k, qt)
+    rc = config.recall
+    loc = localise_question(state) if rc.time_channel != "off" and rc.time_localiser == "llm" else None
+    leaves = select_leaves(state, plan, loc)
+    if rc.propagation != "off":
+        top_k = min(rc.recall_top_k, plan.levels.get(1, rc.recall_top_k))
+        if rc.recall_index == "segtree":  # SegTreeMem's own tree (timem.segtree.recall)
+            leaves, _upper = propagate_segtree(state, leaves, top_k)
         else:
-            leaves, _upper = propagate_leaves(store, config, user_id, leaves.bm25_query, qv, leaves, top_k, qt)
+            leaves, _upper = propagate_leaves(state, leaves, top_k)
     notes += leaves.notes
     latency["leaves"] = _ms(t0)
 
@@ -143,9 +139,7 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
     if gate_mode == "llm" and llm is None:
         gate_fallback = "gate 'llm' configured but no LLM available; score gate applied"
         notes.append(gate_fallback)
-    kept, why, outcome = run_gate(gate_mode, llm, query, plan.complexity, leaves.kept, ancestors, nodes, qt,
-                                  config.time.tz, user_id, config.recall.gate_threshold, fallback=gate_fallback,
-                                  floor=config.recall.gate_floor)
+    kept, why, outcome = run_gate(state, gate_mode, plan.complexity, leaves.kept, ancestors, nodes, gate_fallback)
     if outcome.fallback and outcome.fallback != gate_fallback:
         notes.append(outcome.fallback)
     latency["gate"] = _ms(t0)
@@ -153,7 +147,7 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
     t0 = time.perf_counter()
     items = ItemRecall()
     if config.memory.memory_items:  # the memory layer's items go first (timem.memory.recall)
-        items = recall_items(store, embedder, config, user_id, query, query_vec, plan.time_window, qt)
+        items = recall_items(state, plan.time_window)
         notes += items.notes
     item_tokens = count_context_tokens(items.block) + 2 if items.lines else 0
     latency["items"] = _ms(t0)
@@ -161,9 +155,9 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
     t0 = time.perf_counter()
     pulled = neighbour_leaves(store, config, user_id, [c for c in leaves.kept if c.node_id in kept], nodes)
     chosen, context, tokens, decisions = apply_budget(kept, why, leaves.kept, ancestors, nodes,
-                                                      max(0, config.recall.token_budget - item_tokens), config.time.tz,
-                                                      config.recall.context_layout,
-                                                      pulled, config.recall.neighbour_priority == "interleave", query)
+                                                      max(0, rc.token_budget - item_tokens), config.time.tz,
+                                                      rc.context_layout, pulled, rc.neighbour_priority == "interleave",
+                                                      query)
     outcome = outcome.model_copy(update={"decisions": decisions})
     if items.lines:
         context = items.block + ("\n\n" + context if context else "")
@@ -173,7 +167,7 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
 
     trace = RecallTrace(
         trace_id=uuid.uuid4().hex, user_id=user_id, query=query, question_time=qt, created_at=datetime.now(UTC),
-        settings={**_settings(config), "vector_index": store.vector_index}, plan=plan,
+        settings={**config.trace_settings(), "vector_index": store.vector_index}, plan=plan,
         bm25_query=leaves.bm25_query, candidates=leaves.candidates,
         ancestors=ancestors, gate=outcome, node_ids=[n.id for n in chosen], context=context,
         context_tokens=tokens, items=items.used, latency_ms=latency, llm_calls=list(llm.calls) if llm else [],
@@ -201,10 +195,6 @@ def neighbour_leaves(store: MemoryStore, config: Config, user_id: str, kept_leav
     if missing:
         nodes.update({n.id: n for n in store.nodes(user_id=user_id, ids=missing)})
     return out
-
-
-def _settings(config: Config) -> dict[str, Any]:
-    return config.trace_settings()
 
 
 def recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config: Config, user_id: str, query: str,

@@ -19,7 +19,6 @@ edges with the row-normalised transition matrix ``W_P``::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Literal
 
 import numpy as np
@@ -27,6 +26,7 @@ import numpy as np
 from timem.config import Config
 from timem.models import Level
 from timem.recall.leaves import Candidate, LeafSelection, fuse, rerank
+from timem.recall.state import RecallState
 from timem.store.ports import MemoryStore
 
 Direction = Literal["top-down", "bottom-up", "both"]
@@ -107,8 +107,7 @@ def with_routed(store: MemoryStore, config: Config, selection: LeafSelection, ro
     return base
 
 
-def propagate_leaves(store: MemoryStore, config: Config, user_id: str, query: str, query_vec: np.ndarray,
-                     selection: LeafSelection, top_k: int, question_time: datetime | None = None
+def propagate_leaves(state: RecallState, selection: LeafSelection, top_k: int
                      ) -> tuple[LeafSelection, dict[str, float]]:
     """Re-rank leaf selection by propagated relevance (``Config.recall.propagation``); returns the new selection
     and the local score of every upper-level node that took part (for the trace).
@@ -117,8 +116,12 @@ def propagate_leaves(store: MemoryStore, config: Config, user_id: str, query: st
     (top ``recall_candidates // 2`` by cosine and by BM25,
     fused with λ, normalised per level). The children of the ``propagation_route`` best L2 nodes
     join the leaf candidates (their cosine from the stored vectors; BM25 0), so the upper levels act
-    as an index that routes to leaves the flat search missed.
+    as an index that routes to leaves the flat search missed. The upper levels are searched with the leaf
+    selection's BM25 query and the state's question embedding; nodes starting after the question time are
+    left out.
     """
+    store, config, user_id, question_time = state.store, state.config, state.user_id, state.question_time
+    query, query_vec = selection.bm25_query, state.query_vector()
     n = max(1, config.recall.recall_candidates // 2)
     upper: dict[str, float] = {}
     # with H hops, scores from more than H levels above a leaf never reach it (top-down); bottom-up and
@@ -138,8 +141,8 @@ def propagate_leaves(store: MemoryStore, config: Config, user_id: str, query: st
     if routed:
         cands = with_routed(store, config, selection, routed, query_vec)
     nodes, parent = store.lineage(user_id, list(cands), 5)
-    if question_time is not None:  # a routed leaf from after the question never becomes a candidate
-        cands = {i: c for i, c in cands.items() if i in nodes and nodes[i].span_start <= question_time}
+    # a routed leaf from after the question never becomes a candidate
+    cands = {i: c for i, c in cands.items() if i in nodes and nodes[i].span_start <= question_time}
     n_children = {i: len(x.child_ids) for i, x in nodes.items()}
     local = {**{i: v for i, v in upper.items() if i in nodes}, **max_normalised({i: c.fused for i, c in cands.items()})}
     total = propagate_relevance(local, parent, n_children, direction_of(config), config.recall.propagation_hops,

@@ -26,15 +26,13 @@ version, reloaded in one query by the first recall after a write (and a lazy syn
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
-
-import numpy as np
 
 from timem.config import Config
 from timem.errors import StoreError
 from timem.recall.leaves import LeafSelection, fuse, rerank
 from timem.recall.propagation import direction_of, max_normalised, propagate_relevance, with_routed
+from timem.recall.state import RecallState
 from timem.store.ports import MemoryStore
 from timem.store.segtree_tables import SyncReport
 
@@ -53,20 +51,22 @@ def ensure(store: MemoryStore, config: Config, user_id: str) -> tuple[SyncReport
     return report, current
 
 
-def propagate_segtree(store: MemoryStore, config: Config, user_id: str, query_vec: np.ndarray, selection: LeafSelection,
-                      top_k: int, question_time: datetime | None = None) -> tuple[LeafSelection, dict[str, float]]:
-    """Re-rank the leaf selection by relevance propagated over the segment tree (module docstring).
+def propagate_segtree(state: RecallState, selection: LeafSelection, top_k: int
+                      ) -> tuple[LeafSelection, dict[str, float]]:
+    """Re-rank the leaf selection by relevance propagated over the segment tree (module docstring), scored with
+    the state's question embedding; routed leaves and scored nodes starting after ``state.question_time`` are
+    left out.
 
     Args:
-        query_vec: the question's embedding ``(dim,)`` (unit length).
         selection: the leaf candidates of :func:`timem.recall.leaves.select_leaves`.
         top_k: leaves to keep.
-        question_time: UTC-aware; routed leaves and scored nodes starting after it are left out.
 
     Returns:
         The new selection (each candidate's ``local`` and ``propagated`` set, a note added) and the
         local score of every internal node that took part (for the trace).
     """
+    store, config, user_id, question_time = state.store, state.config, state.user_id, state.question_time
+    query_vec = state.query_vector()
     synced, tree_version = ensure(store, config, user_id)
     hops = config.recall.propagation_hops
     cands = {c.node_id: c for c in selection.candidates}
@@ -96,8 +96,7 @@ def propagate_segtree(store: MemoryStore, config: Config, user_id: str, query_ve
     if config.recall.propagation_route > 0:
         segments = sorted((i for i in upper if height[i] == 1), key=lambda i: (-upper[i], i))
         under = store.segment_tree.leaves_under(user_id, segments[: config.recall.propagation_route])
-        routed = [i for i, _, _, start in under if i not in cands
-                  and (question_time is None or start <= question_time)]
+        routed = [i for i, _, _, start in under if i not in cands and start <= question_time]
         view.leaves.update({i: (p, n) for i, p, n, _ in under if i in routed})
     if routed:
         cands = with_routed(store, config, selection, routed, query_vec)

@@ -1,0 +1,59 @@
+"""The state of one recall in progress, shared by its stages (:func:`timem.recall.pipeline.recall`).
+
+Every stage (leaf selection, time localisation, relevance propagation, the event channel, memory items,
+gating) reads the same things: the ports, the settings, who asks what and when, the question's
+embedding. :class:`RecallState` carries them, so a stage takes the state and its own inputs only, and
+the notes every stage leaves for the recall trace are collected in one list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from timem.config import Config
+from timem.embed.protocol import Embedder
+from timem.llm.protocol import LLMClient
+from timem.store.ports import MemoryStore
+
+
+@dataclass
+class RecallState:
+    """What the recall stages share.
+
+    Attributes:
+        store: the memory store (ports of :mod:`timem.store.ports`).
+        embedder: the sentence embedder (its vectors are in ``store``).
+        llm: the LLM client (recording its calls for the trace), or ``None`` without one.
+        config: the resolved settings; the stages read ``config.recall``, ``config.memory``, ``config.time``.
+        user_id: whose memories are searched (every query is filtered by it).
+        query: the question as asked.
+        question_time: when it is asked, UTC-aware; nothing that starts after it is recalled.
+        participants: the conversation's person names (speaker boost, planner masking).
+        query_vec: the question's unit embedding ``(dim,)``, once computed (:meth:`query_vector`).
+        notes: what the stages noted for the recall trace (fallbacks, channel sizes), in order.
+    """
+
+    store: MemoryStore
+    embedder: Embedder
+    llm: LLMClient | None
+    config: Config
+    user_id: str
+    query: str
+    question_time: datetime
+    participants: Sequence[str] = ()
+    query_vec: np.ndarray | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def query_vector(self) -> np.ndarray:
+        """The question's embedding ``(dim,)``, computed on first use.
+
+        Raises:
+            EmbeddingError: the embedder fails.
+        """
+        if self.query_vec is None:
+            self.query_vec = self.embedder.embed([self.query])[0]
+        return self.query_vec
