@@ -49,9 +49,9 @@ def render(ctx: state.StudioContext) -> None:
             mode = ctx.engine.config.consolidation.consolidation_mode
             st.caption(f"Mode: {MODE_HELP.get(mode, mode)} (the service's)")
             state.local_only(ctx, "Changing the mode", "start the service with TIMEM_CONSOLIDATION_MODE=… "
-                                                       "`timem serve`.")
+                                                       "`timem serve`.", quiet=True)
             state.local_only(ctx, "Importing a file", f"send its turns with `POST /v1/users/{ctx.user}/turns` "
-                                                      "(docs/service.md).")
+                                                      "(docs/service.md).", quiet=True)
         else:
             mode = _mode(ctx)  # before the import, which consolidates in this mode
             with st.expander("Import a conversation", expanded=not ctx.engine.users()):
@@ -65,7 +65,8 @@ def _database(ctx: state.StudioContext) -> None:
         if ctx.service is not None:
             st.caption(f"Connected to `{ctx.service.url}` as tenant `{ctx.service.tenant}`; no database file is "
                        "opened here.")
-            state.local_only(ctx, "Switching databases", "run `timem studio --db FILE` on a file no service owns.")
+            state.local_only(ctx, "Switching databases", "run `timem studio --db FILE` on a file no service owns.",
+                             quiet=True)
         if ctx.open_error:
             st.error(ctx.open_error, icon=":material/cloud_off:")
         return

@@ -242,14 +242,18 @@ def _service_context(base: Config) -> StudioContext:
     return StudioContext(client.config, client, f"{client.llm_label} (on the service)", lock=conn.lock)
 
 
-def local_only(ctx: StudioContext, what: str, instead: str) -> bool:
+def local_only(ctx: StudioContext, what: str, instead: str, *, quiet: bool = False) -> bool:
     """``True`` when ``ctx`` has a local engine; otherwise show one line saying that ``what`` is not available
-    while the studio is connected to a service, and ``instead`` (the command that does it), and return ``False``."""
+    while the studio is connected to a service, and ``instead`` (the command that does it), and return ``False``.
+    ``quiet``: a caption (the sidebar) instead of an info box (a page)."""
     if ctx.local is not None:
         return True
     where = f" ({ctx.service.url})" if ctx.service is not None else ""
-    st.info(f"{what} is not available when the studio is connected to a memory service{where}: {instead}",
-            icon=":material/cloud_off:")
+    line = f"{what} is not available when the studio is connected to a memory service{where}: {instead}"
+    if quiet:
+        st.caption(f":material/cloud_off: {line}")
+    else:
+        st.info(line, icon=":material/cloud_off:")
     return False
 
 
