@@ -132,6 +132,28 @@ def test_chat_simulated_event_time(engine):
     assert at.time_input(key="chat_sim_clock").value == time(9, 31)
 
 
+def test_chat_after_a_pause_starts_a_new_session(engine):
+    """A message after the session idled (simulated clock moved on a day) goes to a new session; the engine
+    refuses a turn more than a day into a session, so the studio must not send it there."""
+    from datetime import date, time
+
+    at = make_app(engine)
+    at.radio(key="chat_time_mode").set_value("Simulated").run()
+    at.date_input(key="chat_sim_date").set_value(date(2024, 7, 3))
+    at.time_input(key="chat_sim_clock").set_value(time(9, 30)).run()
+    at.chat_input[0].set_value("I started a new job today").run()
+    first = at.session_state["chat_sessions"][DEMO_USER]
+    at.time_input(key="chat_sim_clock").set_value(time(10, 0)).run()
+    at.chat_input[0].set_value("My desk is by the window").run()
+    assert at.session_state["chat_sessions"][DEMO_USER] == first  # half an hour later: the same session
+    at.date_input(key="chat_sim_date").set_value(date(2024, 7, 5)).run()
+    at.chat_input[0].set_value("The new job is going well").run()
+    assert_clean(at)
+    second = at.session_state["chat_sessions"][DEMO_USER]
+    assert second != first and [t.text for t in engine.store.turns(DEMO_USER, second)][0] == "The new job is going well"
+    assert len(engine.store.turns(DEMO_USER, first)) == 4
+
+
 def table_ids(at: AppTest) -> list[str]:
     """Node ids in the Memories page's table."""
     return list(at.dataframe[0].value["id"])

@@ -84,6 +84,19 @@ def test_turns_recall_answer_and_memories(svc):
     assert a.get("/v1/users").json()["users"] == ["mia"]
 
 
+def test_a_turn_more_than_a_day_into_an_open_session_is_refused(svc):
+    """The 1900 / 2024 report: both turns went into one open session, and every memory spanned the century."""
+    _, _, a, _ = svc
+    assert _exchange(a, "ida", session="s-1", message="I grew up in Lyon.", reply="Nice.",
+                     at="1900-05-02T09:00:00+00:00").status_code == 200
+    before = _snapshot(a, "ida")
+    far = _exchange(a, "ida", session="s-1", message="I moved to Oslo.", reply="Cold!", at="2024-05-02T09:00:00+00:00")
+    assert far.status_code == 422 and "more than a day later" in far.json()["error"], far.text
+    assert "new session" in far.json()["error"] and _snapshot(a, "ida") == before
+    ok = _exchange(a, "ida", session="s-1", message="It rained.", reply="Oh.", at="1900-05-02T20:00:00+00:00")
+    assert ok.status_code == 200, ok.text  # later the same day is still the same session
+
+
 def test_end_session_and_consolidate(svc):
     _, _, a, _ = svc
     _exchange(a, "leo", session="chat-1", message="I run every morning before work.", reply="Good habit.")

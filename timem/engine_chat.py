@@ -7,7 +7,7 @@ consolidation). Event times are UTC-aware; the speaker's UTC offset is kept per 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from timem.chat_turns import ChatTurn, check_chat, check_turn, make_turn, reply_without_llm, speaker_offset
@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 #: speaker label of the assistant's chat turns (role ``assistant``); consolidation never presents
 #: assistant turns as the user's facts (see :mod:`timem.consolidation.extractive`)
 ASSISTANT_NAME = "Assistant"
+#: a chat session lasts at most this long from its first turn: its L2 memory sits under the L3 day it started in,
+#: so a later turn would stretch the session's (and that day's, week's, month's) span past the calendar window
+MAX_SESSION = timedelta(days=1)
 
 
 class OnlineChat:
@@ -61,7 +64,8 @@ class OnlineChat:
         :meth:`write_request` before writing again.
 
         Raises:
-            InputError: empty text or a naive ``event_time`` (nothing is written).
+            InputError: empty text, a naive ``event_time``, an ended session, or a turn earlier than the
+                session's last or more than a day after its first (:data:`MAX_SESSION`); nothing is written.
             ConsolidationIncomplete: the turns and the L1 segment were stored, but some closed window
                 could not be consolidated (see :meth:`Consolidator.consolidate`).
         """
@@ -80,7 +84,8 @@ class OnlineChat:
         never completes); no consolidation runs (an open session's L1 waits for the reply).
 
         Raises:
-            InputError: empty text or a naive ``event_time`` (nothing is written).
+            InputError: empty text, a naive ``event_time``, an ended session, or a turn earlier than the
+                session's last or more than a day after its first (:data:`MAX_SESSION`); nothing is written.
         """
         check_chat(text, event_time)
         seq = len(self.store.turns(user_id, session_id))
@@ -96,7 +101,8 @@ class OnlineChat:
         :meth:`add_message`, then write the L1 segment and consolidate what closed (see :meth:`add_exchange`).
 
         Raises:
-            InputError: empty text or a naive ``event_time`` (nothing is written).
+            InputError: empty text, a naive ``event_time``, an ended session, or a turn earlier than the
+                session's last or more than a day after its first (:data:`MAX_SESSION`); nothing is written.
             ConsolidationIncomplete: see :meth:`add_exchange`.
         """
         check_chat(text, event_time, what="reply")
@@ -122,6 +128,10 @@ class OnlineChat:
             raise InputError(f"event time {turns[0].event_time.isoformat()} is earlier than the last turn of session "
                              f"{turns[0].session_id!r} ({before[-1].event_time.isoformat()}); send turns in order "
                              "or start a new session", field="event_time")
+        if before and turns[-1].event_time - before[0].event_time > MAX_SESSION:
+            raise InputError(f"session {turns[0].session_id!r} started at {before[0].event_time.isoformat()}; a "
+                             f"turn at {turns[-1].event_time.isoformat()}, more than a day later, would stretch its "
+                             "memories over several days: send it in a new session", field="session_id")
         with self.store.transaction():  # the turns and their idempotency key: both or neither
             self.store.add_turns(turns)
             if request is not None:

@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 
 import streamlit as st
 
+from timem.engine_chat import MAX_SESSION
 from timem.errors import ChatTurnError, ConsolidationIncomplete, TimemError
 from timem.facade import StudioBackend
 from timem.models import MemoryNode, Role
@@ -260,11 +261,22 @@ def _warm_worker(engine, user_id: str, lock) -> None:
         _log.warning("warming the chat prompt of %s failed: %s", user_id, exc)
 
 
+def _session_at(ctx: state.StudioContext, session_id: str | None, at: datetime) -> str:
+    """The chat session a message at ``at`` goes to: ``session_id`` while it is live, else a new one. A session
+    has ended by idling when its last turn is more than ``session_idle_timeout_minutes`` before ``at`` (as
+    consolidation sees it), and cannot last more than a day (:data:`timem.engine_chat.MAX_SESSION`)."""
+    turns = ctx.engine.turns(ctx.user, session_id) if session_id else []
+    idle = timedelta(minutes=ctx.engine.config.time.session_idle_timeout_minutes)
+    if session_id and (not turns or (at - turns[-1].event_time <= idle and at - turns[0].event_time <= MAX_SESSION)):
+        return session_id
+    return new_session_id(at.astimezone(ctx.tz))
+
+
 def _exchange(ctx: state.StudioContext, text: str) -> None:
     """One chat exchange through :meth:`MemoryEngine.chat_turn` (the message is kept even if answering fails)."""
     at = event_time(ctx)
     sessions = _sessions()
-    session_id = sessions.get(ctx.user) or new_session_id(at.astimezone(ctx.tz))
+    session_id = _session_at(ctx, sessions.get(ctx.user), at)
     with st.chat_message("user"):
         st.markdown(text)
     later = jobs.chat_consolidates_later(ctx.engine)  # embedded LLM: the answer first, memories in the background
