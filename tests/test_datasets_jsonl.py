@@ -155,3 +155,18 @@ def test_a_bad_first_turn_is_not_taken_for_a_dataset(tmp_path: Path) -> None:
     path = _write(tmp_path, ["[1, 2]"])
     with pytest.raises(InputError, match="expected a JSON object, got list"):
         load_jsonl(path, BERLIN)
+
+
+def test_a_session_running_past_a_day_is_refused_naming_both_lines(tmp_path):
+    """A session continued weeks later was imported silently, and its day's, week's and month's memories
+    stretched over the gap (only `timem check` noticed)."""
+    rows = [("a", "2024-05-02T09:00:00"), ("b", "2024-05-09T09:00:00"), ("a", "2024-06-20T09:00:00")]
+    path = tmp_path / "zed.jsonl"
+    path.write_text("".join(json.dumps({"user_id": "zed", "session_id": s, "role": "user", "text": f"Note {i}.",
+                                        "timestamp": ts}) + "\n" for i, (s, ts) in enumerate(rows)))
+    with pytest.raises(InputError, match=r"more than a day after the first turn of session 'a' .*line 1.*own "
+                                         r"session_id") as err:
+        load_jsonl(path, UTC)
+    assert "line 3" in str(err.value)
+    path.write_text(path.read_text().replace("2024-06-20T09:00:00", "2024-05-03T08:59:00"))  # within the day
+    assert [len(s.turns) for s in load_jsonl(path, UTC)[0].sessions] == [2, 1]

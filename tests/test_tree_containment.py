@@ -87,20 +87,23 @@ def test_day_window_follows_dst_in_the_user_zone():
 
 def test_check_flags_a_day_memory_stretched_past_its_day(tmp_path, embedder):
     """Found by a new user: session "a" on 2 May, then "b" on 9 May, then "a" again on 20 June. The L3 "day"
-    of 2 May grew to span seven weeks (containment held, so `timem check` said ok). Now check names it."""
-    import json
-
-    from timem.datasets import load_jsonl
+    of 2 May grew to span seven weeks (containment held, so `timem check` said ok). Now check names it. (A JSONL
+    file or a chat turn can no longer continue a session after a day; through the Python API, or in a file
+    written before that rule, it still can.)"""
+    from timem.datasets.base import ImportedSession, ImportedUser, turn_id
     from timem.engine import MemoryEngine
+    from timem.models import Role, Turn
 
-    rows = [("a", "2024-05-02T09:00:00"), ("b", "2024-05-09T09:00:00"), ("a", "2024-06-20T09:00:00")]
-    path = tmp_path / "zed.jsonl"
-    path.write_text("".join(json.dumps({"user_id": "zed", "session_id": s, "role": "user", "speaker": "Zed",
-                                        "text": f"Note number {i} about the garden.", "timestamp": ts}) + "\n"
-                            for i, (s, ts) in enumerate(rows)))
+    rows = [("a", 0, "2024-05-02T09:00:00+00:00"), ("b", 0, "2024-05-09T09:00:00+00:00"),
+            ("a", 1, "2024-06-20T09:00:00+00:00")]
+    turns = [Turn(id=turn_id("zed", s, seq), user_id="zed", session_id=s, seq=seq, speaker="Zed", role=Role.USER,
+                  text=f"Note number {i} about the garden.", event_time=datetime.fromisoformat(ts))
+             for i, (s, seq, ts) in enumerate(rows)]
+    sessions = [ImportedSession(session_id=s, turns=[t for t in turns if t.session_id == s], date_label=s)
+                for s in ("a", "b")]
     cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none", consolidation_mode="extractive")
     eng = MemoryEngine(cfg, Store(cfg.store.db_path, embedder.model_id, embedder.dim), embedder, None)
-    eng.ingest(load_jsonl(path, cfg.time.tz))
+    eng.ingest([ImportedUser(user_id="zed", participants=["Zed"], sessions=sessions)])
     rules = {(v.rule, eng.store.node(v.node_id).level) for v in check_store(eng.store, cfg) if v.node_id}
     assert ("window", Level.DAY) in rules, rules
     eng.close()

@@ -7,7 +7,7 @@ consolidation). Event times are UTC-aware; the speaker's UTC offset is kept per 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from timem.chat_turns import ChatTurn, check_chat, check_turn, make_turn, reply_without_llm, speaker_offset
@@ -15,7 +15,7 @@ from timem.config import Config
 from timem.errors import ChatTurnError, ConsolidationIncomplete, InputError, TimemError
 from timem.llm.protocol import LLMClient
 from timem.memory import forget as forget_mod
-from timem.models import MemoryNode, Role, Turn, WriteRequest
+from timem.models import MAX_SESSION, MemoryNode, Role, Turn, WriteRequest
 from timem.prompts import answer as answer_prompt
 from timem.recall import pipeline
 from timem.store.ports import MemoryStore
@@ -27,9 +27,7 @@ if TYPE_CHECKING:
 #: speaker label of the assistant's chat turns (role ``assistant``); consolidation never presents
 #: assistant turns as the user's facts (see :mod:`timem.consolidation.extractive`)
 ASSISTANT_NAME = "Assistant"
-#: a chat session lasts at most this long from its first turn: its L2 memory sits under the L3 day it started in,
-#: so a later turn would stretch the session's (and that day's, week's, month's) span past the calendar window
-MAX_SESSION = timedelta(days=1)
+
 
 
 class OnlineChat:
@@ -65,7 +63,8 @@ class OnlineChat:
 
         Raises:
             InputError: empty text, a naive ``event_time``, an ended session, or a turn earlier than the
-                session's last or more than a day after its first (:data:`MAX_SESSION`); nothing is written.
+                session's last or more than a day after its first (:data:`timem.models.MAX_SESSION`); nothing is
+                written.
             ConsolidationIncomplete: the turns and the L1 segment were stored, but some closed window
                 could not be consolidated (see :meth:`Consolidator.consolidate`).
         """
@@ -85,7 +84,8 @@ class OnlineChat:
 
         Raises:
             InputError: empty text, a naive ``event_time``, an ended session, or a turn earlier than the
-                session's last or more than a day after its first (:data:`MAX_SESSION`); nothing is written.
+                session's last or more than a day after its first (:data:`timem.models.MAX_SESSION`); nothing is
+                written.
         """
         check_chat(text, event_time)
         seq = len(self.store.turns(user_id, session_id))
@@ -102,7 +102,8 @@ class OnlineChat:
 
         Raises:
             InputError: empty text, a naive ``event_time``, an ended session, or a turn earlier than the
-                session's last or more than a day after its first (:data:`MAX_SESSION`); nothing is written.
+                session's last or more than a day after its first (:data:`timem.models.MAX_SESSION`); nothing is
+                written.
             ConsolidationIncomplete: see :meth:`add_exchange`.
         """
         check_chat(text, event_time, what="reply")

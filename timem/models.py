@@ -114,6 +114,13 @@ class Turn(BaseModel):
         return self.event_time.astimezone(timezone(timedelta(minutes=self.utc_offset_minutes)))
 
 
+#: A session lasts at most this long from its first turn: its L2 memory sits under the L3 day it started in, so a
+#: later turn would stretch the session's (and that day's, week's, month's) span past the calendar window. Chat
+#: turns past it are refused (:mod:`timem.engine_chat`), and so is a JSONL session that runs longer
+#: (:mod:`timem.datasets.jsonl`).
+MAX_SESSION = timedelta(days=1)
+
+
 class SessionInfo(BaseModel):
     """One session of a user as stored: when its first and latest turns were said (UTC-aware event
     times) and whether it was ended explicitly (``timem`` ``end_session``; a session also closes in event

@@ -25,7 +25,9 @@ Fields:
 * Other keys are ignored.
 
 Grouping: turns of a session keep file order (``seq`` 0, 1, ...) and their timestamps must not
-decrease; sessions of a user are ordered by their first turn's timestamp (ties keep file order).
+decrease nor run more than a day past the session's first turn (:data:`timem.models.MAX_SESSION`: a
+session's memory sits under the day it started in); sessions of a user are ordered by their first turn's
+timestamp (ties keep file order).
 Turn ids are ``f"{user_id}:{session_id}:{seq}"``, so re-importing the same file is idempotent.
 """
 
@@ -40,7 +42,7 @@ from zoneinfo import ZoneInfo
 
 from timem.datasets.base import ImportedSession, ImportedUser, check_text, is_blank, need, turn_id
 from timem.errors import InputError
-from timem.models import Role, Turn
+from timem.models import MAX_SESSION, Role, Turn
 from timem.tree.windows import offset_minutes, to_utc
 
 __all__ = ["load_jsonl", "write_jsonl"]
@@ -94,6 +96,11 @@ def load_jsonl(path: str | Path, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo] |
                              f"{row['session_id']!r} ({turns[-1]['raw_time']!r}, line {turns[-1]['line']}); "
                              "fix the order or the time", file=file, record=f"line {row['line']}",
                              field="timestamp")
+        if turns and row["time"] - turns[0]["time"] > MAX_SESSION:
+            raise InputError(f"timestamp {row['raw_time']!r} is more than a day after the first turn of session "
+                             f"{row['session_id']!r} ({turns[0]['raw_time']!r}, line {turns[0]['line']}); a session's "
+                             "memory sits under the day it started in: give the later turns their own session_id",
+                             file=file, record=f"line {row['line']}", field="timestamp")
         turns.append(row)
 
     out: list[ImportedUser] = []

@@ -23,10 +23,9 @@ from datetime import UTC, datetime, timedelta
 
 import streamlit as st
 
-from timem.engine_chat import MAX_SESSION
 from timem.errors import ChatTurnError, ConsolidationIncomplete, TimemError
 from timem.facade import StudioBackend
-from timem.models import MemoryNode, Role
+from timem.models import MAX_SESSION, MemoryNode, Role
 from timem.recall.trace import RecallTrace
 from timem.tree.windows import to_utc
 from timem.ui import jobs, state
@@ -264,7 +263,7 @@ def _warm_worker(engine, user_id: str, lock) -> None:
 def _session_at(ctx: state.StudioContext, session_id: str | None, at: datetime) -> str:
     """The chat session a message at ``at`` goes to: ``session_id`` while it is live, else a new one. A session
     has ended by idling when its last turn is more than ``session_idle_timeout_minutes`` before ``at`` (as
-    consolidation sees it), and cannot last more than a day (:data:`timem.engine_chat.MAX_SESSION`)."""
+    consolidation sees it), and cannot last more than a day (:data:`timem.models.MAX_SESSION`)."""
     turns = ctx.engine.turns(ctx.user, session_id) if session_id else []
     idle = timedelta(minutes=ctx.engine.config.time.session_idle_timeout_minutes)
     if session_id and (not turns or (at - turns[-1].event_time <= idle and at - turns[0].event_time <= MAX_SESSION)):
