@@ -57,5 +57,15 @@ def running(factory: Callable[[], MemoryEngine], keys: KeyFile) -> Iterator[str]
         thread.join(30)
 
 
+@contextmanager
+def two_tenants(folder: Path, embedder) -> Iterator[tuple[str, dict[str, str]]]:
+    """A service over ``folder/timem.duckdb`` (no LLM, rule-based memory items) with tenants ``acme`` and ``beta``;
+    yields the base URL and each tenant's key."""
+    kf = KeyFile(folder / "timem.duckdb.keys.json")
+    keys = {t: kf.add(t) for t in ("acme", "beta")}
+    with running(engine_factory(folder / "timem.duckdb", embedder, memory_extractor="rules"), kf) as base:
+        yield base, keys
+
+
 def client(base: str, key: str | None) -> httpx.Client:
     return httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"} if key else {}, timeout=60)

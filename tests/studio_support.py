@@ -12,10 +12,12 @@ import shutil
 from pathlib import Path
 
 from helpers import consolidation_answer
+from streamlit.testing.v1 import AppTest
 
 from timem.llm.client import LLM
 from timem.llm.fake import ScriptedBackend
 from timem.llm.protocol import ChatRequest
+from timem.ui.state import ENGINE_KEY, USER_KEY
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "timem" / "data" / "demo_conversation.jsonl"
@@ -130,3 +132,20 @@ def open_engine(template: Path, workdir: Path, embedder, *, with_llm: bool = Tru
     store = Store(db, embedder.model_id, embedder.dim)
     llm = studio_llm(store)[0] if with_llm else None
     return MemoryEngine(cfg, store, embedder, llm)
+
+
+def studio_app(backend, user: str = DEMO_USER, page: str | None = None, timeout: float = 180) -> AppTest:
+    """The studio (``app.py``) in AppTest, run once, showing ``backend`` (a MemoryEngine or a ServiceClient,
+    injected: the studio opens nothing itself) for ``user``, on ``page`` (a file of timem/studio/views)."""
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=timeout)
+    at.session_state[ENGINE_KEY] = backend
+    at.session_state[USER_KEY] = user
+    if page:
+        at.switch_page(f"timem/studio/views/{page}.py")
+    return at.run()
+
+
+def assert_clean(at: AppTest) -> None:
+    """No exception and no error box on the page."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]

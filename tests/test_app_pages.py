@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from helpers import ABSTRACTIVE
 from streamlit.testing.v1 import AppTest
-from studio_support import DEMO_USER, REPO, SCRIPTED_MODEL, build_demo_db, open_engine
+from studio_support import DEMO_USER, REPO, SCRIPTED_MODEL, assert_clean, build_demo_db, open_engine, studio_app
 
 from timem.models import Level, NodeStatus, Role
 from timem.recall import recall
-from timem.ui.state import ENGINE_KEY, USER_KEY
+from timem.ui.state import USER_KEY
 
 PAGES = {"chat": "Chat", "timeline": "Timeline", "recall_inspector": "Recall inspector", "manifold": "Manifold",
          "memories": "Memories"}
@@ -28,17 +28,7 @@ def engine(demo_template, tmp_path, embedder):
 
 
 def make_app(engine, user: str = DEMO_USER, page: str | None = None) -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
-    at.session_state[ENGINE_KEY] = engine
-    at.session_state[USER_KEY] = user
-    if page:
-        at.switch_page(f"timem/studio/views/{page}.py")
-    return at.run()
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    return studio_app(engine, user, page)
 
 
 @pytest.mark.parametrize("page", list(PAGES))

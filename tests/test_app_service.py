@@ -8,14 +8,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import streamlit as st
-from service_support import engine_factory, running
+from service_support import two_tenants
 from streamlit.testing.v1 import AppTest
-from studio_support import REPO
+from studio_support import REPO, assert_clean, studio_app
 
 from timem.models import NodeStatus, Role
-from timem.service import KeyFile
 from timem.service.client import ServiceClient
-from timem.ui.state import ENGINE_KEY, USER_KEY
+from timem.ui.state import USER_KEY
 
 T0 = datetime(2024, 5, 2, 9, 0, tzinfo=UTC)
 USER = "mia"
@@ -31,10 +30,7 @@ def embedder(fake_embedder):
 
 @pytest.fixture(scope="module")
 def svc(tmp_path_factory, embedder):
-    tmp = tmp_path_factory.mktemp("svc-studio")
-    kf = KeyFile(tmp / "timem.duckdb.keys.json")
-    keys = {t: kf.add(t) for t in ("acme", "beta")}
-    with running(engine_factory(tmp / "timem.duckdb", embedder, memory_extractor="rules"), kf) as base:
+    with two_tenants(tmp_path_factory.mktemp("svc-studio"), embedder) as (base, keys):
         yield base, keys
 
 
@@ -54,17 +50,7 @@ def client(svc):
 
 
 def make_app(client, page: str | None = None, user: str = USER) -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
-    at.session_state[ENGINE_KEY] = client
-    at.session_state[USER_KEY] = user
-    if page:
-        at.switch_page(f"timem/studio/views/{page}.py")
-    return at.run()
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    return studio_app(client, user, page, timeout=120)
 
 
 def infos(at: AppTest) -> list[str]:

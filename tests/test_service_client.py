@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from service_support import engine_factory, free_port, running
+from service_support import free_port, two_tenants
 from typer.testing import CliRunner
 
 from timem.errors import (
@@ -20,7 +20,6 @@ from timem.errors import (
 from timem.models import Level, MemoryItem, MemoryNode, NodeStatus, Role, SessionInfo, Turn
 from timem.recall.pipeline import RecallResult
 from timem.recall.trace import RecallTrace
-from timem.service import KeyFile
 from timem.service.client import ServiceClient, error_for
 
 T0 = datetime(2024, 5, 2, 9, 0, tzinfo=UTC)
@@ -33,11 +32,7 @@ def embedder(fake_embedder):
 
 @pytest.fixture(scope="module")
 def svc(tmp_path_factory, embedder):
-    tmp = tmp_path_factory.mktemp("svc-client")
-    kf = KeyFile(tmp / "timem.duckdb.keys.json")
-    keys = {t: kf.add(t) for t in ("acme", "beta")}
-    factory = engine_factory(tmp / "timem.duckdb", embedder, memory_extractor="rules")
-    with running(factory, kf) as base:
+    with two_tenants(tmp_path_factory.mktemp("svc-client"), embedder) as (base, keys):
         yield base, keys
 
 
