@@ -420,6 +420,10 @@ def test_import_locomo_conv30_from_the_shared_file(empty_engine, locomo_dev):
     assert empty_engine.store.users() == ["conv-30"] and at.session_state[USER_KEY] == "conv-30"
     at.run()  # the next interaction keeps the imported user (the user box once switched back to the old one)
     assert at.session_state[USER_KEY] == "conv-30" and at.selectbox(key="sb_user").value == "conv-30"
+    at.text_input(key="sb_new_user").set_value("acme/bob").run()  # '/' is the service's tenant separator
+    at.button(key="sb_new_user_go").click().run()
+    assert at.session_state[USER_KEY] == "conv-30" and any("reserved for the memory service" in e.value
+                                                            for e in at.sidebar.error)
     at.text_input(key="sb_new_user").set_value("bob").run()
     at.button(key="sb_new_user_go").click().run()
     assert at.session_state[USER_KEY] == "bob" and at.selectbox(key="sb_user").value == "bob"

@@ -261,3 +261,11 @@ def test_unrepresentable_event_times_and_reserved_user_ids_write_nothing(cli_env
         assert code == 1 and needle in out and "Traceback" not in out, out
     code, out = run("consolidate", "--user", "ghost", "--db", db, "--llm", "none")
     assert code == 1 and "no user 'ghost'" in out, out
+
+
+def test_mcp_refuses_a_user_id_with_a_slash_before_opening_anything(cli_env):
+    """'/' separates a service tenant from its user; `timem mcp --user a/b` created such a user in a local file."""
+    db = cli_env / "m.duckdb"
+    code, out = run("mcp", "--user", "acme/bob", "--db", str(db))
+    assert code == 1 and "reserved for the memory service" in out and not db.exists(), out
+

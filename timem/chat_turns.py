@@ -44,6 +44,21 @@ def reply_without_llm(n_memories: int, tokens: int) -> str:
             f"{tokens} tokens: open the recall trace below.)")
 
 
+def check_user_id(user_id: str) -> str:
+    """``user_id`` if a user of a local file may have it (ingest, the studio, ``timem mcp``): not blank, and no
+    ``/``, which the memory service reserves for its tenants (``tenant/user``).
+
+    Raises:
+        InputError: blank, or holds ``/``.
+    """
+    if is_blank(user_id):
+        raise InputError("the user id is empty; give one, e.g. alice", field="user_id")
+    if "/" in user_id:
+        raise InputError(f"user id {user_id!r} holds '/', which is reserved for the memory service's tenants "
+                         "(tenant/user); rename the user", field="user_id")
+    return user_id
+
+
 def check_turn(turn: Turn) -> None:
     """Refuse a turn that cannot be stored or would be an invisible memory (:class:`InputError` naming
     the turn id and the field): see :func:`timem.datasets.base.check_text`; text may be empty only

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from timem import editing
-from timem.chat_turns import check_turn
+from timem.chat_turns import check_turn, check_user_id
 from timem.config import Complexity, Config
 from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
 from timem.datasets.base import ImportedUser
@@ -24,7 +24,6 @@ from timem.engine_reads import StoreReads
 from timem.errors import (
     ConfigError,
     ConsolidationIncomplete,
-    InputError,
     LLMError,
 )
 from timem.llm.protocol import LLMClient
@@ -131,9 +130,7 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
         failures: list[tuple[int, str, str]] = []
         written: list[MemoryNode] = []
         for user in users:
-            if "/" in user.user_id:
-                raise InputError(f"user id {user.user_id!r} holds '/', which is reserved for the memory service's "
-                                 "tenants (tenant/user); rename the user", field="user_id")
+            check_user_id(user.user_id)
             for t in user.turns:
                 check_turn(t)
         changed = self.store.changed_turns([t for u in users for t in u.turns])

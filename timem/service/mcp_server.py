@@ -29,6 +29,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from timem.chat_turns import check_user_id
 from timem.config import Config
 from timem.datasets.base import is_blank
 from timem.engine import MemoryEngine
@@ -189,7 +190,12 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
 
 def run_stdio(config: Config, user_id: str) -> None:
     """Open the engine over ``config.store.db_path`` (with the configured LLM unless ``llm_backend="none"``) and
-    serve the tools over stdio until the client disconnects."""
+    serve the tools over stdio until the client disconnects.
+
+    Raises:
+        InputError: ``user_id`` is blank or holds ``/`` (nothing is opened).
+    """
+    check_user_id(user_id)
     engine = MemoryEngine.open(config, with_llm=config.llm.llm_backend != "none")
     try:
         build_server(engine, user_id).run("stdio")

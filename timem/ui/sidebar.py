@@ -18,6 +18,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from timem.chat_turns import check_user_id
 from timem.consolidation.consolidator import NEEDS_LLM
 from timem.errors import ConfigError, ConsolidationIncomplete, InputError
 from timem.models import CONSOLIDATION_MODES
@@ -106,9 +107,13 @@ def _user(ctx: state.StudioContext) -> None:
     with st.popover("New user"):
         new = st.text_input("User id", key="sb_new_user", placeholder="e.g. alice")
         if st.button("Use this user", key="sb_new_user_go", disabled=not new.strip()):
-            state.set_user(new)
-            chat.reset_event_time()
-            st.rerun()
+            try:
+                state.set_user(check_user_id(new.strip()) if ctx.local is not None else new.strip())
+            except InputError as exc:
+                st.error(str(exc))
+            else:
+                chat.reset_event_time()
+                st.rerun()
 
 
 def _picked_user() -> None:
