@@ -154,6 +154,27 @@ def test_eval_recall_scores_longmemeval_per_question_type(cli_env):
     assert set(report) == set(types), out
     for qid, qtype in types.items():
         assert report[qid]["n"] == 1 and list(report[qid]["per_category"]) == [qtype], report[qid]
+    # evidence is the answer turns (source_ref "answer_…:0"), not the session ids it used to be compared as
+    overall = report["tiny0001"]["overall"]
+    assert overall["n_evidence"] == 1 and overall["evidence_recall"] == 1.0, report["tiny0001"]
+
+
+def test_eval_recall_takes_the_gate_from_the_settings_unless_a_flag_gives_one(cli_env):
+    """--gate defaulted to "score" and so overrode `[recall] gate` of the config file and TIMEM_GATE."""
+    data = str(Path(__file__).parent / "fixtures" / "longmemeval_tiny.json")
+    db = str(cli_env / "t.duckdb")
+    assert run("ingest", data, "--format", "longmemeval", "--llm", "none", "--db", db)[0] == 0
+    (cli_env / "off.toml").write_text('[recall]\ngate = "off"\n')
+
+    def mem_len(*args: str) -> float:
+        code, out = run("eval-recall", data, "--format", "longmemeval", "--db", db, "--json", *args)
+        assert code == 0, out
+        return sum(r["overall"]["mean_mem_len"] for r in json.loads(out[out.index("[\n"):]))
+
+    by_file, by_flag, scored = (mem_len("--config", str(cli_env / "off.toml")), mem_len("--gate", "off"),
+                                mem_len("--gate", "score"))
+    assert by_file == by_flag != scored
+    assert mem_len("--config", str(cli_env / "off.toml"), "--gate", "score") == scored  # the flag wins
 
 
 def test_eval_recall_progress_counts_only_the_questions_it_evaluates(cli_env, monkeypatch):

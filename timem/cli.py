@@ -276,12 +276,12 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
                 sample: Annotated[str | None, typer.Option("--sample", help="sample id(s), comma-separated")] = None,
                 db: DbOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False,
                 complexity: Annotated[str | None, typer.Option(help="skip the planner")] = None,
-                gate: Annotated[str, typer.Option(help="score | off | llm")] = "score",
+                gate: Annotated[str | None, typer.Option(help="score | off | llm (default: the configured one)")] = None,
                 config: ConfigOpt = None) -> None:
     """Offline recall quality: gold-evidence coverage and answer-in-context per category, mean Mem Len.
 
-    The users must already be ingested into --db (``timem ingest``); no LLM is used with the default
-    centroid planner and score gate.
+    The users must already be ingested into --db (``timem ingest``); no LLM is used (an LLM planner or gate
+    in the settings falls back to the centroid planner and the score gate, noted in each trace).
     """
     from timem.datasets import load_dataset
     from timem.recall.evaluate import scored_questions

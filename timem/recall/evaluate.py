@@ -110,6 +110,16 @@ def evidence_ids(evidence: Iterable[str] | str | None) -> list[str]:
     return out
 
 
+def gold_evidence(q: Any) -> list[str]:
+    """The gold evidence of a question as turn ``source_ref`` values: LongMemEval's answer turns
+    (``extra["evidence_turns"]``, e.g. ``"answer_x_1:0"``; its ``evidence`` names whole sessions) when the
+    question has them, else the dataset's evidence ids (LoCoMo ``dia_id`` values such as ``"D1:3"``)."""
+    extra = q.get("extra") if isinstance(q, dict) else getattr(q, "extra", None)
+    if isinstance(extra, dict) and "evidence_turns" in extra:
+        return list(extra["evidence_turns"])
+    return evidence_ids(q.get("evidence") if isinstance(q, dict) else getattr(q, "evidence", None))
+
+
 def covered_evidence(store: MemoryStore, user_id: str, result: RecallResult, evidence: Sequence[str]) -> list[str]:
     """The gold ids among ``evidence`` reached by the recalled L1 leaves' source turns."""
     turn_ids = [t for n in result.nodes if n.level == Level.SEGMENT for t in n.source_turn_ids]
@@ -182,7 +192,7 @@ def evaluate_recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | Non
         res = recall(store, embedder, llm, config, user_id, str(get("question")), get("question_time"),
                      complexity_override=complexity_override, gate_override=gate_override,
                      planner_override=planner_override, participants=participants, persist=persist)
-        gold_ev = evidence_ids(get("evidence"))
+        gold_ev = gold_evidence(q)
         covered = covered_evidence(store, user_id, res, gold_ev)
         gold = get("answer")
         rows.append({
