@@ -276,7 +276,7 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
                 sample: Annotated[str | None, typer.Option("--sample", help="sample id(s), comma-separated")] = None,
                 db: DbOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False,
                 complexity: Annotated[str | None, typer.Option(help="skip the planner")] = None,
-                gate: Annotated[str | None, typer.Option(help="score | off | llm (default: the configured one)")] = None,
+                gate: Annotated[str | None, typer.Option(help="score | off | llm (default: configured)")] = None,
                 config: ConfigOpt = None) -> None:
     """Offline recall quality: gold-evidence coverage and answer-in-context per category, mean Mem Len.
 
