@@ -173,3 +173,31 @@ def test_studio_from_settings_opens_no_duckdb_file(svc, client, tmp_path, monkey
         assert not db.exists()
     finally:
         st.cache_resource.clear()
+
+
+def test_a_service_that_stops_after_the_studio_connected_is_one_line_on_every_page(embedder, tmp_path, monkeypatch):
+    """The client is connected once per server process; when the service then stopped, every page was a
+    ServiceUnreachableError traceback without the sidebar."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TIMEM_CONFIG", raising=False)
+    st.cache_resource.clear()
+    try:
+        (tmp_path / "svc").mkdir()
+        with two_tenants(tmp_path / "svc", embedder) as (base, keys):
+            for var, value in {"TIMEM_SERVICE_URL": base, "TIMEM_SERVICE_KEY": keys["acme"],
+                               "TIMEM_LLM_BACKEND": "none", "TIMEM_CACHE_DIR": str(tmp_path / "cache")}.items():
+                monkeypatch.setenv(var, value)
+            ServiceClient(base, keys["acme"]).chat_turn(USER, "s1", MESSAGES[0], T0, user_name="Mia")
+            at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+            at.session_state[USER_KEY] = USER
+            assert_clean(at.run())
+        for page in (None, "timeline", "recall_inspector", "manifold", "memories"):
+            at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+            at.session_state[USER_KEY] = USER
+            if page:
+                at.switch_page(f"timem/studio/views/{page}.py")
+            at.run()
+            assert not at.exception, (page, [e.value for e in at.exception])
+            assert any("not reachable" in e.value for e in at.sidebar.error), (page, at.sidebar.error)
+    finally:
+        st.cache_resource.clear()

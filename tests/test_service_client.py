@@ -182,3 +182,22 @@ def test_timem_studio_service_passes_url_and_key_without_echoing_the_key(svc, mo
     assert out.exit_code != 0 and not seen and "TIMEM_SERVICE_KEY" in str(out.exception)
     out = CliRunner().invoke(app, ["studio", "--service", base, "--key", "tmk_bad_key"])
     assert out.exit_code != 0 and not seen and "tmk_bad_key" not in out.output
+
+
+def test_the_client_takes_the_services_zone_modes_and_idle_timeout(embedder, tmp_path):
+    """The studio's chat opens a new session after the *service's* idle timeout, not its own default."""
+    from service_support import engine_factory, running
+
+    from timem.config import load_config
+    from timem.service import KeyFile
+
+    kf = KeyFile(tmp_path / "k.json")
+    key = kf.add("acme")
+    factory = engine_factory(tmp_path / "t.duckdb", embedder, session_idle_timeout_minutes=30,
+                             timezone="Asia/Tokyo")
+    with running(factory, kf) as base:
+        local = load_config(env={}, llm_backend="none")
+        assert local.time.session_idle_timeout_minutes == 120
+        c = ServiceClient(base, key, config=local)
+        assert c.config.time.session_idle_timeout_minutes == 30 and c.config.time.timezone == "Asia/Tokyo"
+        c.close()

@@ -90,8 +90,8 @@ class ServiceClient:
     Args:
         url: the service's base URL, e.g. ``http://127.0.0.1:8600``.
         key: the tenant's API key (``tmk_…``); sent as ``Authorization: Bearer``, never shown.
-        config: local settings (default :func:`load_config`); the time zone and consolidation modes are replaced
-            by the service's (``GET /v1/about``).
+        config: local settings (default :func:`load_config`); the time zone, the session idle timeout and the
+            consolidation modes are replaced by the service's (``GET /v1/about``).
         timeout: seconds per request (a chat turn with an embedded model can take a minute).
 
     Raises:
@@ -111,6 +111,7 @@ class ServiceClient:
         self._has_llm: bool = about["has_llm"]
         base = config if config is not None else load_config()
         self.config: Config = base.with_overrides(timezone=about["timezone"],
+                                                  session_idle_timeout_minutes=about["session_idle_timeout_minutes"],
                                                   consolidation_mode=about["consolidation_mode"],
                                                   level_modes={int(k): v for k, v in about["level_modes"].items()})
 

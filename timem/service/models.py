@@ -267,6 +267,7 @@ class AboutOut(BaseModel):
     consolidation_mode: str  #: how new L2-L5 memories are written
     level_modes: dict[int, str]  #: per-level modes that replace it
     timezone: str  #: the zone of L3 days, L4 weeks and L5 months
+    session_idle_timeout_minutes: int  #: an event-time gap that closes a session (a chat opens a new one)
     max_text_chars: int  #: longest text accepted (413 beyond)
 
 

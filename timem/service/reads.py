@@ -42,6 +42,7 @@ def add_studio_routes(app: FastAPI) -> None:
             return AboutOut(tenant=t.name, has_llm=eng.has_llm, llm=eng.llm.model_id if eng.llm is not None else None,
                             consolidation_mode=cfg.consolidation.consolidation_mode,
                             level_modes=dict(cfg.consolidation.level_modes), timezone=cfg.time.timezone,
+                            session_idle_timeout_minutes=cfg.time.session_idle_timeout_minutes,
                             max_text_chars=s.max_text)
 
     @app.get("/v1/users/{user}/sessions")

@@ -231,7 +231,8 @@ def _connect(url: str, key_digest: str, _config: Config) -> _Connected:
 
 def _service_context(base: Config) -> StudioContext:
     """The context over the memory service of ``base.service`` (no DuckDB file is opened); if it cannot be
-    reached, a context without engine whose ``open_error`` says why (the next run tries again)."""
+    reached, now or on any later run (one request per run checks), a context without engine whose ``open_error``
+    says why (the next run tries again)."""
     url = base.service.service_url or ""
     key = base.service.service_key.get_secret_value() if base.service.service_key is not None else ""
     try:
@@ -239,6 +240,10 @@ def _service_context(base: Config) -> StudioContext:
     except TimemError as exc:
         return StudioContext(base, None, "the service's", open_error=str(exc))
     client = conn.client
+    try:  # the service may have stopped since the client connected: say so on every page, not in a traceback
+        client.users()
+    except TimemError as exc:
+        return StudioContext(client.config, None, f"{client.llm_label} (on the service)", open_error=str(exc))
     return StudioContext(client.config, client, f"{client.llm_label} (on the service)", lock=conn.lock)
 
 
