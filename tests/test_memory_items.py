@@ -209,6 +209,18 @@ def test_a_jsonl_export_leaves_forgotten_turns_out(tmp_path, store, embedder):
     assert n_after == n_all - 1 and "Blue Harbor" not in text and "Thanks for telling me." in text
 
 
+def test_the_json_export_holds_the_memory_items_with_their_history(tmp_path, store, embedder):
+    """Found by a new user: `timem export` promised everything stored and left the facts out."""
+    eng = _engine(tmp_path, store, embedder)
+    _ingest(eng, tmp_path, "mia", EN)
+    eng.forget("mia", "I work at Blue Harbor", confirm=True)
+    data = json.loads(json.dumps(eng.export_user("mia")))
+    stored = eng.memory_items("mia", status=None)
+    assert stored and [(i["id"], i["value"], i["status"]) for i in data["items"]] == \
+        [(i.id, i.value, i.status) for i in stored]
+    assert any(i["status"] == "deleted" for i in data["items"]) and any(i["superseded_by"] for i in data["items"])
+
+
 def test_forget_typed_in_chat_is_answered_and_not_stored(tmp_path, store, embedder):
     eng = _engine(tmp_path, store, embedder)
     t0 = datetime(2024, 5, 2, 9, tzinfo=UTC)

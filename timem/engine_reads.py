@@ -139,7 +139,8 @@ class StoreReads:
 
     def export_user(self, user_id: str, *, traces: int = 1000) -> dict[str, Any]:
         """Everything stored of one user as JSON-ready data: ``user_id``, ``sessions``, ``turns`` (conversation
-        order), ``nodes`` (every status, conversation order) and the newest ``traces`` recall traces.
+        order), ``nodes`` (every status, conversation order), ``items`` (the memory layer's facts and preferences,
+        every status, with validity and supersession) and the newest ``traces`` recall traces.
         Times are ISO 8601 UTC.
 
         Raises:
@@ -153,6 +154,7 @@ class StoreReads:
             "sessions": sessions,
             "turns": [t.model_dump(mode="json") for t in self.store.turns(user_id)],
             "nodes": [n.model_dump(mode="json") for n in self.store.nodes(user_id, status=None)],
+            "items": [i.model_dump(mode="json") for i in self.store.items(user_id, status=None)],
             "traces": self.store.traces(user_id, limit=traces),
         }
 

@@ -343,7 +343,8 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
 
     @app.get("/v1/users/{user}/export")
     def export_user(user: UserPath, s: S, t: T) -> dict:
-        """Everything stored of the user as JSON: sessions, turns, memories (every status), recall traces."""
+        """Everything stored of the user as JSON: sessions, turns, memories and memory items (every status),
+        recall traces."""
         with s.use() as eng:
             internal = s.require_user(eng, t, user)
             data = eng.export_user(internal)

@@ -154,4 +154,5 @@ def as_tenant_sees(v: Any, internal: str, user: str, key: str = "") -> Any:
 
 
 #: fields of an export that hold what was said or written as memory: never rewritten
-_SAID = frozenset({"text", "content", "image_caption", "query", "question", "answer", "context", "message", "reply"})
+_SAID = frozenset({"text", "content", "image_caption", "query", "question", "answer", "context", "message", "reply",
+                   "value"})
