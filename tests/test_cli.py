@@ -290,3 +290,20 @@ def test_mcp_refuses_a_user_id_with_a_slash_before_opening_anything(cli_env):
     code, out = run("mcp", "--user", "acme/bob", "--db", str(db))
     assert code == 1 and "reserved for the memory service" in out and not db.exists(), out
 
+
+
+def test_studio_takes_a_config_file_checked_before_it_starts(cli_env, monkeypatch):
+    """`timem studio --config FILE` was "No such option"; the studio reads the file through TIMEM_CONFIG."""
+    import os
+
+    seen: dict = {}
+    monkeypatch.setattr(os, "execve", lambda exe, args, env: seen.update(args=args, env=env))
+    good = cli_env / "good.toml"
+    good.write_text('[recall]\ntoken_budget = 400\n')
+    code, out = run("studio", "--config", str(good))
+    assert code == 0 and seen["env"]["TIMEM_CONFIG"] == str(good.resolve()), out
+    seen.clear()
+    bad = cli_env / "bad.toml"
+    bad.write_text('[llm]\ntoken_budget = 400\n')
+    code, out = run("studio", "--config", str(bad))
+    assert code == 1 and "token_budget belongs in [recall]" in out and not seen, out

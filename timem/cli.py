@@ -17,7 +17,7 @@ from tqdm import tqdm
 from timem import cli_service
 from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, ModeOpt, UserOpt, _config, _engine, _samples
 from timem.cli_memory import memories_app, segtree_app
-from timem.config import Config
+from timem.config import Config, load_config
 from timem.errors import ConsolidationIncomplete, InputError, NotFoundError, TimemError
 from timem.progress import terminal_progress
 
@@ -361,19 +361,25 @@ def studio(db: DbOpt = None, port: int = 8501,
                "--service", help="URL of a running memory service (`timem serve`) to show instead of a DuckDB file; "
                                  "the studio then never opens a file")] = None,
            key: Annotated[str | None, typer.Option(
-               "--key", help="the tenant's API key for --service (default: TIMEM_SERVICE_KEY)")] = None) -> None:
-    """Start the Streamlit studio (headless) on 127.0.0.1, on a DuckDB file or (``--service URL``) as a client of a
+               "--key", help="the tenant's API key for --service (default: TIMEM_SERVICE_KEY)")] = None,
+           config: ConfigOpt = None) -> None:
+    """Start the Streamlit studio (headless) on 127.0.0.1, on a DuckDB file or (--service URL) as a client of a
     memory service, one tenant's view through its key.
 
-    The process becomes the Streamlit server (exec), so a signal to ``timem studio`` (Ctrl-C, SIGTERM from a
-    supervisor) stops the server itself instead of leaving it running orphaned."""
+    The process becomes the Streamlit server (exec), so a signal to `timem studio` (Ctrl-C, SIGTERM from a
+    supervisor) stops the server itself instead of leaving it running orphaned. --config FILE is checked here,
+    then read by the studio (TIMEM_CONFIG)."""
     import os
 
     from timem.studio import APP_PY
 
+    if config is not None:  # a bad file is one error line here, not a broken page later
+        load_config(config)
+
     args = [sys.executable, "-m", "streamlit", "run", str(APP_PY), "--server.address", "127.0.0.1",
             "--server.port", str(port), "--server.headless", "true"]
-    env = {**os.environ, **({"TIMEM_DB_PATH": str(db)} if db else {})}
+    env = {**os.environ, **({"TIMEM_DB_PATH": str(db)} if db else {}),
+           **({"TIMEM_CONFIG": str(Path(config).resolve())} if config is not None else {})}
     if service:
         env.update(cli_service.studio_service_env(service, key, db, env))
     elif db:  # an explicit file wins over a TIMEM_SERVICE_URL in the environment
