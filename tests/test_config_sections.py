@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -92,13 +93,15 @@ def test_environment_and_flags_name_settings_without_their_section(tmp_path):
 @pytest.mark.parametrize(("text", "message"), [
     ("[llm]\ntoken_budget = 5\n", "token_budget belongs in [recall], not [llm]"),
     ("token_budget = 5\n[recall]\ntoken_budget = 6\n", "token_budget is set twice"),
-    ("[recall]\ntoken_budgt = 5\n", "token_budgt"),
+    ("[recall]\ntoken_budgt = 5\n", "unknown setting token_budgt (from {FILE}) (did you mean token_budget?)"),
+    ("[recal]\ntoken_budget = 5\n", "unknown setting recal (from {FILE}) (did you mean recall?)"),
+    ("recall = 5\n", "invalid TiMem setting: [recall] must be a table of settings, not 5"),
     ("[recall]\nrecall_lambda = 3\n", "recall_lambda must lie in [0, 1]"),
     ("[time]\ntimezone = \"Mars/Base\"\n", "unknown time zone 'Mars/Base'"),
 ])
 def test_a_misplaced_repeated_unknown_or_invalid_setting_is_one_error_naming_it(tmp_path, text, message):
     (tmp_path / "bad.toml").write_text(text)
-    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(ConfigError, match=re.escape(message).replace(re.escape("{FILE}"), ".*bad.toml")):
         load_config(tmp_path / "bad.toml", env={})
     with pytest.raises(ConfigError, match="unknown_thing"):
         Config().with_overrides(unknown_thing=1)
@@ -138,3 +141,20 @@ def test_every_recall_trace_records_the_recall_section_whole(tmp_path, store, em
         got = json.loads(json.dumps(settings, default=str))
         assert {k: got[k] for k in recall} == recall
         assert got["timezone"] == "UTC" and got["l1_unit"] == "turn" and got["memory_items"] is True
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"TIMEM_TOKEN_BUDGET": "abc"}, "recall.token_budget (from TIMEM_TOKEN_BUDGET): Input should be a valid integer"),
+    ({"TIMEM_TOKEN_BUDGT": "5"}, "TIMEM_TOKEN_BUDGT is not a TiMem setting; did you mean TIMEM_TOKEN_BUDGET?"),
+    ({"TIMEM_QUOTAS": "x"}, "TIMEM_QUOTAS: quotas is a table; set it in the TOML file ([recall.quotas])"),
+])
+def test_a_bad_or_misspelt_variable_is_an_error_naming_it(env, message):
+    """Misspelt TIMEM_* variables and table settings given in the environment were ignored without a word."""
+    with pytest.raises(ConfigError) as err:
+        load_config(None, env=env)
+    assert message in str(err.value)
+
+
+def test_variables_that_are_not_settings_are_left_alone():
+    assert load_config(None, env={"TIMEM_CONFIG": "", "TIMEM_SCREENSHOT_DB": "x"}).recall.token_budget == 1000
+

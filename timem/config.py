@@ -26,6 +26,7 @@ and keys at the top of a TOML file (the flat layout of earlier releases, still r
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from collections.abc import Mapping
@@ -142,11 +143,32 @@ def setting_names() -> tuple[str, ...]:
     return tuple(SECTION_OF)
 
 
-def _build(values: Mapping[str, Any]) -> Config:
+def _suggest(name: str) -> str:
+    close = difflib.get_close_matches(name, [*SECTION_OF, *SECTIONS], n=1, cutoff=0.75)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _problem(error: Any, origin: Mapping[str, str]) -> str:
+    """One validation error as ``where (from where): what``; an unknown name gets a spelling suggestion."""
+    loc = [str(x) for x in error["loc"]]
+    where = ".".join(loc)
+    source = next((f" (from {origin[x]})" for x in reversed(loc) if x in origin), "")
+    if error["type"] == "extra_forbidden":
+        return f"unknown setting {where}{source}{_suggest(loc[-1])}"
+    msg = str(error["msg"]).removeprefix("Value error, ")
+    return f"{where}{source}: {msg}" if loc else msg
+
+
+def _build(values: Mapping[str, Any], origin: Mapping[str, str] | None = None) -> Config:
+    """``Config(**values)``; ``origin`` names where a setting came from (a file, a ``TIMEM_*`` variable) for errors.
+
+    Raises:
+        ConfigError: one line naming each bad setting, where it came from and what is wrong with it.
+    """
     try:
         return Config(**values)
     except ValidationError as exc:
-        msgs = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        msgs = "; ".join(_problem(e, origin or {}) for e in exc.errors())
         raise ConfigError(f"invalid TiMem setting: {msgs}. Fix the config file, TIMEM_* variable or flag.") from exc
 
 
@@ -155,11 +177,24 @@ _TABLE_FIELDS = ("quotas", "level_modes", "extractive_caps")
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name in SECTION_OF:
-        if name in _TABLE_FIELDS:
+    """The settings given as ``TIMEM_*`` variables. A variable named like a setting that is not one (a typo such
+    as ``TIMEM_TOKEN_BUDGT``) or naming a table setting (``TIMEM_QUOTAS``) is an error, not silently ignored;
+    other ``TIMEM_*`` variables (``TIMEM_CONFIG``, test switches) are not settings and are left alone."""
+    names = {f"TIMEM_{n.upper()}": n for n in SECTION_OF}
+    for var in env:
+        if not var.startswith("TIMEM_") or var in names or var == "TIMEM_CONFIG":
             continue
-        val = env.get(f"TIMEM_{name.upper()}")
+        close = difflib.get_close_matches(var, list(names), n=1, cutoff=0.9)
+        if close:
+            raise ConfigError(f"{var} is not a TiMem setting; did you mean {close[0]}?")
+    out: dict[str, Any] = {}
+    for var, name in names.items():
+        val = env.get(var)
+        if name in _TABLE_FIELDS:
+            if val:
+                raise ConfigError(f"{var}: {name} is a table; set it in the TOML file "
+                                  f"([{SECTION_OF[name]}.{name}]), not in the environment")
+            continue
         if val is not None and val != "":
             out[name] = _pairs(val) if name == "user_timezones" else val
     if "openai_api_key" not in out and env.get("OPENAI_API_KEY"):
@@ -212,13 +247,21 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
     """
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
+    origin: dict[str, str] = {}
     file = Path(path) if path else (Path(env["TIMEM_CONFIG"]) if env.get("TIMEM_CONFIG") else Path("timem.toml"))
     if path or env.get("TIMEM_CONFIG") or file.exists():
         try:
             data = tomllib.loads(file.read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config file {file}: {exc}. Fix or remove it.") from exc
-        values.update(_flat_file(data.get("timem", data), file))
-    values.update(_from_env(env))
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    return _build(values)
+        from_file = _flat_file(data.get("timem", data), file)
+        values.update(from_file)
+        origin.update(dict.fromkeys(from_file, str(file)))
+    from_env = _from_env(env)
+    values.update(from_env)
+    origin.update({name: f"TIMEM_{name.upper()}" for name in from_env})
+    flags = {k: v for k, v in overrides.items() if v is not None}
+    values.update(flags)
+    for name in flags:
+        origin.pop(name, None)
+    return _build(values, origin)
