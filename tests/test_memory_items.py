@@ -53,6 +53,11 @@ def test_changes_ends_and_corrections_are_flagged():
     assert lost.ends_only and (lost.attribute, lost.replaces) == ("job", "banker")
     (corr,) = extract_statements("Actually, I moved to Braga, not Porto.")
     assert corr.correction and corr.attribute == "home city"
+    # news of a move is a change, not a correction (the old city held until then): found by a new user
+    for news in ("Actually I moved to Braga last week.", "其实我搬到了北京。"):
+        (moved,) = extract_statements(news)
+        assert not moved.correction and moved.attribute == "home city", news
+    assert extract_statements("Actually, I live in Braga.")[0].correction
 
 
 def _engine(tmp_path, store, embedder, responses=None, **overrides) -> MemoryEngine:
@@ -225,14 +230,14 @@ def test_forget_typed_in_chat_is_answered_and_not_stored(tmp_path, store, embedd
     eng = _engine(tmp_path, store, embedder)
     t0 = datetime(2024, 5, 2, 9, tzinfo=UTC)
     eng.chat_turn("mia", "c1", "I live in Lisbon now.", t0, user_name="Mia")
-    eng.chat_turn("mia", "c1", "We moved to Porto last weekend!", t0 + timedelta(days=20), user_name="Mia")
-    now = eng.chat_turn("mia", "c1", "Where do I live now?", t0 + timedelta(days=21), user_name="Mia")
+    eng.chat_turn("mia", "c2", "We moved to Porto last weekend!", t0 + timedelta(days=20), user_name="Mia")
+    now = eng.chat_turn("mia", "c3", "Where do I live now?", t0 + timedelta(days=21), user_name="Mia")
     assert "home city: Porto" in _first(now.trace.context)
     n_turns = len(eng.turns("mia"))
-    turn = eng.chat_turn("mia", "c1", "Forget that I live in Porto.", t0 + timedelta(days=22), user_name="Mia")
+    turn = eng.chat_turn("mia", "c4", "Forget that I live in Porto.", t0 + timedelta(days=22), user_name="Mia")
     assert turn.forgotten is not None and "Porto" in turn.reply and len(eng.turns("mia")) == n_turns
     assert "Porto" not in eng.recall("mia", "Where do I live now?", t0 + timedelta(days=23), persist=False).context
-    zh = eng.chat_turn("mia", "c1", "忘掉我住在Lisbon", t0 + timedelta(days=24), user_name="Mia")
+    zh = eng.chat_turn("mia", "c5", "忘掉我住在Lisbon", t0 + timedelta(days=24), user_name="Mia")
     assert zh.forgotten is not None and "Lisbon" in zh.reply
 
 

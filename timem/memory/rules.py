@@ -41,6 +41,11 @@ _DRINK = "(?P<{name}>" + "|".join(re.escape(d) for d in DRINKS if d.isascii()) +
 _ZH_DRINK = "(?P<{name}>" + "|".join(re.escape(d) for d in DRINKS if not d.isascii()) + ")"
 _ZH_VAL = r"(?P<{name}>[\u4e00-\u9fffA-Za-z0-9]{{1,12}}?)"
 _ZH_END = r"(?=[了啦呢吧啊]?(?:[，,。.！!？?；;、\s]|$))"
+#: the correction markers that also open plain news ("actually", "其实"), and what marks a change in the world
+#: rather than a correction of what was said: a change verb, with no contrast with a wrong value
+_MERE_ACTUALLY = re.compile(r"^\s*(?:oh,?\s+)?(?:actually|其实)", re.IGNORECASE)
+_CHANGE = re.compile(r"\b(?:moved|switched|started|changed|became|quit|left|joined)\b|搬|改|换", re.IGNORECASE)
+_CONTRAST = re.compile(r"\bnot\b|\binstead\b|\brather than\b|不是|而不是", re.IGNORECASE)
 _CORRECTION_EN = re.compile(r"^\s*(?:oh,?\s+)?(?:actually|sorry,?\s+i\s+meant|correction:?|no,?\s+wait)[,:]?\s*",
                             re.IGNORECASE)
 _CORRECTION_ZH = re.compile(r"^\s*(?:不对|不是|其实|更正一下|说错了|纠正一下)[，,：:]?\s*")
@@ -201,6 +206,10 @@ def extract_statements(text: str) -> list[Statement]:
         correction = False
         for rx in (_CORRECTION_EN, _CORRECTION_ZH):
             if m := rx.match(sent):
-                correction, sent = True, sent[m.end():]
+                rest = sent[m.end():]
+                # "Actually I moved to Braga last week" is news of a change, not a correction of what was said;
+                # "Actually, I moved to Braga, not Porto" (or "sorry, I meant …", "不对，…") corrects
+                news = _MERE_ACTUALLY.match(m.group(0)) and _CHANGE.search(rest) and not _CONTRAST.search(rest)
+                correction, sent = not news, rest
         out += _sentence(sent, correction)
     return out
