@@ -11,7 +11,7 @@ from datetime import datetime
 import duckdb
 
 from timem.store.records import db_time
-from timem.store.rows import picked_by_ids
+from timem.store.rows import in_list
 
 
 def adjacent_segments(con: duckdb.DuckDBPyConnection, user_id: str, node_ids: Sequence[str]
@@ -25,12 +25,12 @@ def adjacent_segments(con: duckdb.DuckDBPyConnection, user_id: str, node_ids: Se
     """
     if not node_ids:
         return {}
-    head, vals = picked_by_ids("nodes", "id, user_id, level, session_id, source_turn_ids", node_ids)
+    frag, vals = in_list(node_ids)
     rows = con.execute(f"""
-        {head}, k AS (
+        WITH k AS (
             SELECT n.id, n.session_id, tf.seq AS first_seq, tl.seq AS last_seq
-            FROM picked n JOIN turns tf ON tf.id = n.source_turn_ids[1] JOIN turns tl ON tl.id = n.source_turn_ids[-1]
-            WHERE n.user_id = ? AND n.level = 1),
+            FROM nodes n JOIN turns tf ON tf.id = n.source_turn_ids[1] JOIN turns tl ON tl.id = n.source_turn_ids[-1]
+            WHERE n.id IN {frag} AND n.user_id = ? AND n.level = 1),
         s AS (
             SELECT n.id, n.session_id, t.seq AS first_seq
             FROM nodes n JOIN turns t ON t.id = n.source_turn_ids[1]
