@@ -143,6 +143,18 @@ def test_memories_edit_delete_restore_and_forget_items_over_the_service(client):
     assert city.id not in {i.id for i in client.memory_items(USER)}
 
 
+PAGES = (None, "timeline", "recall_inspector", "manifold", "memories")  #: None: the default page (Chat)
+
+
+def _from_settings(page: str | None) -> AppTest:
+    """The studio run once as `timem studio --service` starts it: nothing injected, settings from TIMEM_*."""
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    at.session_state[USER_KEY] = USER
+    if page:
+        at.switch_page(f"timem/studio/views/{page}.py")
+    return at.run()
+
+
 def test_studio_from_settings_opens_no_duckdb_file(svc, client, tmp_path, monkeypatch):
     """No injection: TIMEM_SERVICE_URL / TIMEM_SERVICE_KEY as `timem studio --service` sets them; the configured
     DuckDB path is never created, and a service that stops answering is one error line in the sidebar."""
@@ -155,12 +167,8 @@ def test_studio_from_settings_opens_no_duckdb_file(svc, client, tmp_path, monkey
     monkeypatch.delenv("TIMEM_CONFIG", raising=False)
     st.cache_resource.clear()
     try:
-        for page in (None, "timeline", "recall_inspector", "manifold", "memories"):
-            at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
-            at.session_state[USER_KEY] = USER
-            if page:
-                at.switch_page(f"timem/studio/views/{page}.py")
-            at.run()
+        for page in PAGES:
+            at = _from_settings(page)
             assert not at.exception, [e.value for e in at.exception]
             assert any(f"Connected to `{base}` as tenant `acme`" in c.value for c in at.sidebar.caption)
         assert not db.exists() and not list(tmp_path.glob("*.duckdb*"))
@@ -188,15 +196,9 @@ def test_a_service_that_stops_after_the_studio_connected_is_one_line_on_every_pa
                                "TIMEM_LLM_BACKEND": "none", "TIMEM_CACHE_DIR": str(tmp_path / "cache")}.items():
                 monkeypatch.setenv(var, value)
             ServiceClient(base, keys["acme"]).chat_turn(USER, "s1", MESSAGES[0], T0, user_name="Mia")
-            at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
-            at.session_state[USER_KEY] = USER
-            assert_clean(at.run())
-        for page in (None, "timeline", "recall_inspector", "manifold", "memories"):
-            at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
-            at.session_state[USER_KEY] = USER
-            if page:
-                at.switch_page(f"timem/studio/views/{page}.py")
-            at.run()
+            assert_clean(_from_settings(None))
+        for page in PAGES:
+            at = _from_settings(page)
             assert not at.exception, (page, [e.value for e in at.exception])
             assert any("not reachable" in e.value for e in at.sidebar.error), (page, at.sidebar.error)
     finally:
