@@ -107,3 +107,24 @@ def test_check_flags_a_day_memory_stretched_past_its_day(tmp_path, embedder):
     rules = {(v.rule, eng.store.node(v.node_id).level) for v in check_store(eng.store, cfg) if v.node_id}
     assert ("window", Level.DAY) in rules, rules
     eng.close()
+
+
+def test_check_names_a_file_whose_days_were_cut_in_another_zone(tmp_path, embedder):
+    """Found by a new user: a file consolidated in UTC, checked with timezone = Asia/Tokyo, said ok, while
+    `timem tree` then showed days running 09:00 to 09:00."""
+    from timem.engine import MemoryEngine
+
+    cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none", consolidation_mode="extractive")
+    store = Store(cfg.store.db_path, embedder.model_id, embedder.dim)
+    eng = MemoryEngine(cfg, store, embedder, None)
+    assert store.calendar_zone() is None
+    at = datetime(2024, 5, 2, 9, tzinfo=UTC)
+    eng.add_exchange("zed", "s1", "I planted tomatoes in the garden.", "Nice!", at)
+    eng.add_exchange("zed", "s2", "The tomatoes are growing.", "Great.", at + timedelta(days=9))
+    assert store.calendar_zone() == "UTC" and any(n.level >= Level.DAY for n in store.nodes("zed"))
+    assert not [v for v in check_store(store, cfg) if v.rule == "zone"]
+    tokyo = cfg.with_overrides(timezone="Asia/Tokyo")
+    (zone,) = [v for v in check_store(store, tokyo) if v.rule == "zone"]
+    assert "cut in UTC" in zone.detail and "Asia/Tokyo" in zone.detail
+    assert store.calendar_zone("Asia/Tokyo") == "UTC"  # recorded once: a later zone does not replace it
+    eng.close()

@@ -179,6 +179,8 @@ class Consolidator:
             due = self._due(user_id, level, closed, watermark, flush)
             if self.llm is None:  # windows whose mode needs an LLM stay as they are (and due)
                 due = [d for d in due if self._mode(level, d[3]) not in NEEDS_LLM]
+            if due and level >= Level.DAY:  # the zone its days, weeks and months are cut in (`timem check`)
+                self.store.calendar_zone(self.config.time.timezone)
             for key, window, children, existing in progress(due, f"L{int(level)} {level.name.lower()}", len(due)):
                 try:
                     written.append(self._write_parent(user_id, level, key, window, children, existing,

@@ -190,6 +190,15 @@ class Store(NodeTables, TurnTables, SearchTables, RecordTables, ItemTables):
         row = self.con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
         return row[0] if row else None
 
+    def calendar_zone(self, zone: str | None = None) -> str | None:
+        """The IANA zone this file's L3-L5 calendar windows are cut in (meta ``calendar_timezone``): ``zone`` is
+        recorded if none is yet; returns the recorded one, or ``None`` for a file never consolidated above L2."""
+        recorded = self.get_meta("calendar_timezone")
+        if recorded is None and zone is not None:
+            self._set_meta("calendar_timezone", zone)
+            return zone
+        return recorded
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """All-or-nothing block; nested use joins the outer transaction."""

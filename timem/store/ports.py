@@ -89,6 +89,11 @@ class NodeRepository(Protocol):
 
     def transaction(self) -> AbstractContextManager[None]: ...
 
+    def calendar_zone(self, zone: str | None = None) -> str | None:
+        """The IANA zone this file's L3 day / L4 week / L5 month windows are cut in: ``zone`` is recorded if
+        none is yet (the first consolidation of those levels); returns the recorded one (or ``None``)."""
+        ...
+
     def add_node(self, node: MemoryNode, embedding: np.ndarray) -> None: ...
 
     def update_node(self, node_id: str, *, content: str | None = None, embedding: np.ndarray | None = None,
@@ -146,6 +151,8 @@ class IndexHealth(Protocol):
     """What ``timem check`` reads about the BM25 and vector indexes."""
 
     def get_meta(self, key: str) -> str | None: ...
+
+    def calendar_zone(self, zone: str | None = None) -> str | None: ...
 
     def index_health(self) -> dict[str, Any]:
         """``{"nodes": n, "fts_documents": n or None, "non_unit_vectors": [node id, ...]}``."""

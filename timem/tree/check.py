@@ -40,6 +40,7 @@ def check_store(store: MemoryStore, config: Config, user_id: str | None = None) 
     for uid in [user_id] if user_id else store.users():
         out += _check_user(store, config, uid)
     out += _check_indexes(store)
+    out += _check_zone(store, config)
     return out
 
 
@@ -103,3 +104,14 @@ def _check_indexes(store: IndexHealth) -> list[Violation]:
                                                 f"{health['nodes']} nodes"))
     out += [Violation(None, i, "vector", "embedding is not a unit vector") for i in health["non_unit_vectors"]]
     return out
+
+
+def _check_zone(store: IndexHealth, config: Config) -> list[Violation]:
+    """The file's days, weeks and months were cut in another zone than the configured ``timezone``: new windows
+    would be cut differently from the old ones (and the old ones read with the wrong day boundaries)."""
+    recorded = store.calendar_zone()
+    if recorded is None or recorded == config.time.timezone:
+        return []
+    return [Violation(None, None, "zone", f"this file's L3-L5 windows were cut in {recorded}, the settings say "
+                                          f"timezone = {config.time.timezone!r}; set timezone = {recorded!r} for "
+                                          "this file (or import into a new one)")]
