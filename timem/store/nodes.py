@@ -19,7 +19,7 @@ from timem.errors import NotFoundError, StoreError
 from timem.models import Level, MemoryNode, NodeStatus
 from timem.store.memory_index import MemoryIndex
 from timem.store.records import db_time
-from timem.store.rows import ID_LIST, in_list, picked_by_ids, utc
+from timem.store.rows import ID_LIST, in_list, utc
 from timem.store.segmenter import search_text
 from timem.tree.order import SQL_ORDER
 
@@ -131,14 +131,9 @@ class NodeTables:
             self.con.execute(f"DELETE FROM nodes WHERE id IN {ID_LIST}", [list(node_ids)])
             self.mark_nodes_written()
 
-    def _nodes(self, where: str, args: list[Any], order: str = SQL_ORDER, limit: int | None = None,
-               ids: Sequence[str] | None = None) -> list[MemoryNode]:
-        """Nodes matching ``where``, ordered; with ``ids``, among those ids only (an index lookup first:
-        :func:`~timem.store.rows.picked_by_ids`)."""
+    def _nodes(self, where: str, args: list[Any], order: str = SQL_ORDER, limit: int | None = None
+               ) -> list[MemoryNode]:
         sql = f"SELECT {NODE_COLS} FROM nodes WHERE {where} ORDER BY {order}"
-        if ids is not None:
-            head, vals = picked_by_ids("nodes", NODE_COLS, ids)
-            sql, args = f"{head}SELECT {NODE_COLS} FROM picked WHERE {where} ORDER BY {order}", [*vals, *args]
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return [_node(r) for r in self.con.execute(sql, args).fetchall()]
@@ -164,7 +159,11 @@ class NodeTables:
         if status is not None:
             where.append("status = ?")
             args.append(status.value)
-        return self._nodes(" AND ".join(where), args, ids=ids)
+        if ids is not None:
+            frag, vals = in_list(ids)
+            where.append(f"id IN {frag}")
+            args += vals
+        return self._nodes(" AND ".join(where), args)
 
     def node_for_window(self, user_id: str, level: Level, window_key: str) -> MemoryNode | None:
         """The active node consolidating ``window_key`` at ``level``, if any."""
@@ -204,8 +203,8 @@ class NodeTables:
         parent: dict[str, str | None] = {}
         frontier = list(dict.fromkeys(node_ids))
         while frontier:
-            head, vals = picked_by_ids("nodes", NODE_COLS, frontier)
-            rows = self.con.execute(f"{head}SELECT {NODE_COLS} FROM picked WHERE user_id = ?",
+            frag, vals = in_list(frontier)
+            rows = self.con.execute(f"SELECT {NODE_COLS} FROM nodes WHERE id IN {frag} AND user_id = ?",
                                     [*vals, user_id]).fetchall()
             for r in rows:
                 nodes[r[0]] = _node(r)

@@ -46,15 +46,3 @@ def in_list(values: Sequence[str]) -> tuple[str, list[Any]]:
     if 0 < len(vals) <= MAX_PLACEHOLDERS:
         return "(" + ", ".join("?" * len(vals)) + ")", vals
     return ID_LIST, [vals]
-
-
-def picked_by_ids(table: str, cols: str, values: Sequence[str]) -> tuple[str, list[Any]]:
-    """``(sql, params)`` of a ``WITH picked AS MATERIALIZED (...)`` clause holding the rows of ``table`` (``cols``)
-    whose ``id`` is in ``values``, for a query that filters them further (by user, status, ...) from ``picked``.
-
-    DuckDB answers ``id IN (constants)`` from the primary-key index only when that is the scan's whole filter:
-    one more conjunct (``AND user_id = ?``) turns it into a scan of the table (80 ids of 228k rows: 17.8 ms
-    against 5.3 ms; 6.8 ms through this clause, which keeps the lookup apart).
-    """
-    frag, vals = in_list(values)
-    return f"WITH picked AS MATERIALIZED (SELECT {cols} FROM {table} WHERE id IN {frag}) ", vals

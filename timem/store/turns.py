@@ -14,7 +14,7 @@ import duckdb
 
 from timem.models import Role, SessionInfo, Turn
 from timem.store.records import db_time
-from timem.store.rows import ID_LIST, picked_by_ids, utc
+from timem.store.rows import ID_LIST, in_list, utc
 
 TURN_COLS = ("id, user_id, session_id, seq, speaker, role, text, event_time, source_ref, image_caption, ingested_at, "
              "utc_offset_minutes")
@@ -80,15 +80,13 @@ class TurnTables:
 
     def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]:
         """Turns of a user (optionally one session or given ids), in event-time then seq order."""
-        head, source = "", "turns"
-        args: list[Any] = []
-        if ids is not None:  # an index lookup first (see picked_by_ids)
-            head, args = picked_by_ids("turns", TURN_COLS, ids)
-            source = "picked"
-        sql = f"{head}SELECT {TURN_COLS} FROM {source} WHERE user_id = ?"
-        args.append(user_id)
+        sql = f"SELECT {TURN_COLS} FROM turns WHERE user_id = ?"
+        args: list[Any] = [user_id]
         if session_id is not None:
             sql, args = sql + " AND session_id = ?", args + [session_id]
+        if ids is not None:
+            frag, vals = in_list(ids)
+            sql, args = sql + f" AND id IN {frag}", args + vals
         rows = self.con.execute(sql + " ORDER BY event_time, session_id, seq", args).fetchall()
         return [Turn(id=r[0], user_id=r[1], session_id=r[2], seq=r[3], speaker=r[4], role=Role(r[5]), text=r[6],
                      event_time=utc(r[7]), source_ref=r[8], image_caption=r[9], ingested_at=utc(r[10]),
