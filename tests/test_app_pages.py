@@ -259,7 +259,9 @@ def test_recall_inspector_compares_two_configurations(engine):
     assert_clean(at)
     results = at.session_state["insp_results"]["results"]
     assert len(results) == 2 and results[1].plan.complexity == "complex" and results[1].gate.applied == "off"
-    assert results[0].candidates and results[0].context_tokens > 0 and results[0].gate.applied == "llm"
+    assert results[0].candidates and results[0].context_tokens > 0
+    # A is the chat's configuration: the configured gate (score without an endpoint), even though an LLM is there
+    assert engine.has_llm and results[0].gate.applied == engine.config.recall.gate == "score"
     assert len(engine.store.traces(DEMO_USER)) == 1  # A is saved, B is a comparison only
     at.radio(key="insp_source").set_value("Past query").run()
     assert_clean(at)
@@ -392,7 +394,7 @@ def _upload_zoe(at) -> None:
     """Import one JSONL turn of user "zoe" through the sidebar's upload box."""
     at.radio(key="sb_imp_source").set_value("Upload a file").run()
     at.selectbox(key="sb_imp_fmt").set_value("TiMem JSONL").run()
-    at.file_uploader(key="sb_imp_file").set_value(("chat.jsonl", ZOE_LINE.encode(), "application/jsonl")).run()
+    at.file_uploader(key="sb_imp_file_0").set_value(("chat.jsonl", ZOE_LINE.encode(), "application/jsonl")).run()
     at.button(key="sb_imp_go").click().run()
 
 
@@ -402,11 +404,14 @@ def test_import_upload_jsonl_and_a_bad_file(empty_engine):
     assert_clean(at)
     assert empty_engine.store.users() == ["zoe"] and at.session_state[USER_KEY] == "zoe"
 
-    at.file_uploader(key="sb_imp_file").set_value(("bad.jsonl", b'{"user_id": "x"}\n', "application/jsonl")).run()
+    at.file_uploader(key="sb_imp_file_0").set_value(("bad.jsonl", b'{"user_id": "x"}\n', "application/jsonl")).run()
     at.button(key="sb_imp_go").click().run()
     assert not at.exception
     assert any("Import failed" in e.value and "missing field" in e.value for e in at.error)  # actionable words
     assert empty_engine.store.users() == ["zoe"]  # nothing written from the bad file
+    at.run()  # the refused upload is no longer listed: a new, empty upload box
+    keys = [u.key for u in at.get("file_uploader")]
+    assert keys == ["sb_imp_file_1"], keys
 
 
 def test_import_locomo_conv30_from_the_shared_file(empty_engine, locomo_dev):
@@ -655,7 +660,7 @@ def test_uploads_are_deleted_and_errors_name_the_uploaded_file(empty_engine, tmp
     assert empty_engine.store.users() == ["zoe"]
     assert not uploads.exists() or not any(uploads.iterdir())  # the staged copy is gone
 
-    at.file_uploader(key="sb_imp_file").set_value(("my-bad.jsonl", b'{"user_id": "x"}\n', "application/jsonl")).run()
+    at.file_uploader(key="sb_imp_file_0").set_value(("my-bad.jsonl", b'{"user_id": "x"}\n', "application/jsonl")).run()
     at.button(key="sb_imp_go").click().run()
     errors = [e.value for e in at.error]
     assert any("file my-bad.jsonl" in e for e in errors), errors  # the user's own file name

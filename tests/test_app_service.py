@@ -138,9 +138,13 @@ def test_memories_edit_delete_restore_and_forget_items_over_the_service(client):
     assert_clean(at)
     city = next(i for i in client.memory_items(USER) if i.value == "Lisbon")
     at.multiselect(key="facts_selected").set_value([city.id]).run()
-    at.button(key="facts_forget").click().run()
+    at.button(key="facts_forget").click().run()  # the preview, over the service
+    assert_clean(at)
+    assert city.id in {i.id for i in client.memory_items(USER)}
+    at.button(key="facts_forget_yes").click().run()
     assert_clean(at)
     assert city.id not in {i.id for i in client.memory_items(USER)}
+    assert all(n.status != NodeStatus.ACTIVE for n in client.nodes(USER, ids=city.source_ids, status=None))
 
 
 PAGES = (None, "timeline", "recall_inspector", "manifold", "memories")  #: None: the default page (Chat)

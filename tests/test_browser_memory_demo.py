@@ -1,10 +1,14 @@
-"""The bundled demo in the running studio with the embedded model: the morning-drink question of issue 14.
+"""The bundled demo as a newcomer meets it: imported through the sidebar with the default settings (embedded
+model), then two questions in the chat (issue 14, issue 27 item 1).
 
-Mia switched from coffee to green tea on 21 April 2024. Asked in the chat "What do I usually drink in the
-morning these days?", the answer must name tea, speak to the user ("you"), and the recall trace must show
-the coffee memory item as superseded. Headless Chromium types the question; the embedded Qwen model
-answers (a real-model test: minutes on 2 cores). The screenshot is kept as ``memory_demo.png`` next to the
-others when ``TIMEM_UPDATE_SCREENSHOTS=1``.
+The studio starts on an empty file with the embedded model; headless Chromium presses the sidebar's Import with
+the default source (the bundled demo) and mode. Then:
+* "Which city do I live in now?": Mia moved to Lisbon on 2 April 2024 and never again (Shanghai was a trip,
+  Porto her sister's wedding); the answer names Lisbon and no other city.
+* "What do I usually drink in the morning these days?": she switched from coffee to green tea on 21 April; the
+  answer names tea, speaks to the user ("you"), and the recall trace shows the coffee item as superseded.
+A real-model test: minutes on 2 cores. The screenshot is kept as ``memory_demo.png`` next to the others when
+``TIMEM_UPDATE_SCREENSHOTS=1``.
 """
 
 from __future__ import annotations
@@ -15,12 +19,19 @@ import time
 
 import pytest
 from browser_support import Browser, find_chromium, studio_server
-from studio_support import DEMO_USER, build_demo_db
 from test_browser_screenshots import OPEN_TRACE_JS, SHOTS, TYPE_AND_SEND_JS, _wait_for, _wait_ready
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 QUESTION = "What do I usually drink in the morning these days?"
+CITY = "Which city do I live in now?"
+IMPORT_JS = """(() => {
+  const b = [...document.querySelectorAll('[data-testid="stSidebar"] button')]
+    .find(b => b.innerText.trim() === 'Import');
+  if (!b || b.disabled) return false;
+  b.click();
+  return true;
+})()"""
 CONTEXT_TAB_JS = """(() => {
   const tabs = [...document.querySelectorAll('[data-testid="stTab"], [role="tab"]')]
     .filter(b => b.innerText.trim() === 'Context');
@@ -35,29 +46,37 @@ LAST_ANSWER_JS = """(() => {
 
 
 @pytest.fixture(scope="module")
-def local_server(tmp_path_factory, embedder):
+def local_server(tmp_path_factory):
     work = tmp_path_factory.mktemp("memory-demo")
-    db = work / "studio.duckdb"
-    build_demo_db(db, embedder, consolidation_mode="extractive")  # the tree and the memory items, no model
-    with studio_server(db, work, "local") as base:
+    with studio_server(work / "studio.duckdb", work, "local") as base:  # an empty file, the default settings
         yield base, work
 
 
-def test_demo_morning_drink_is_tea_for_you_with_coffee_superseded(local_server):
+def _ask(browser, question: str) -> str:
+    assert browser.evaluate(TYPE_AND_SEND_JS), "no chat input on the chat page"
+    browser.send("Input.insertText", text=question)
+    for kind in ("keyDown", "keyUp"):
+        browser.send("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter", windowsVirtualKeyCode=13)
+    _wait_for(browser, question[:20], 60)
+    _wait_ready(browser, 900)  # the embedded model loads, then answers
+    return (browser.evaluate(LAST_ANSWER_JS) or "").lower()
+
+
+def test_demo_imported_from_the_sidebar_answers_lisbon_and_tea(local_server):
     base, work = local_server
     binary = find_chromium()
     if binary is None:
         pytest.fail("Chromium is not installed: `make browser-deps` (apt-get install chromium)")
     shot = work / "memory_demo.png"
     with Browser(binary) as browser:
-        browser.screenshot(f"{base}/?user={DEMO_USER}", shot, timeout=180)
-        assert browser.evaluate(TYPE_AND_SEND_JS), "no chat input on the chat page"
-        browser.send("Input.insertText", text=QUESTION)
-        for kind in ("keyDown", "keyUp"):
-            browser.send("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter", windowsVirtualKeyCode=13)
-        _wait_for(browser, QUESTION[:20], 60)
-        _wait_ready(browser, 900)  # the embedded model loads, then answers
-        answer = (browser.evaluate(LAST_ANSWER_JS) or "").lower()
+        browser.screenshot(base, shot, timeout=180)
+        assert browser.evaluate(IMPORT_JS), "no enabled Import button in the sidebar"
+        _wait_for(browser, "Imported demo-mia", 600)
+        _wait_ready(browser, 120)
+        answer = _ask(browser, CITY)
+        assert "lisbon" in answer, answer
+        assert not any(c in answer for c in ("shanghai", "porto")), answer
+        answer = _ask(browser, QUESTION)
         assert "tea" in answer, answer
         assert any(w.strip(".,!?") in ("you", "your") for w in answer.split()), answer  # addressed to the user
         assert browser.evaluate(OPEN_TRACE_JS), "the answer has no recall trace expander"

@@ -24,15 +24,17 @@ def _engine(tmp_path, store, embedder, responses=None) -> MemoryEngine:
     return MemoryEngine(cfg, store, embedder, llm)
 
 
-def test_chat_turn_without_llm_stores_both_turns_and_returns_the_trace(tmp_path, store, embedder):
+def test_chat_turn_without_llm_stores_the_message_not_the_note(tmp_path, store, embedder):
+    """The no-LLM note is shown, never stored: stored, it was written as an L1 segment and recalled as a memory."""
     eng = _engine(tmp_path, store, embedder)
     first = eng.chat_turn("mia", "chat-1", "I adopted a grey cat called Pixel.", AT, user_name="Mia")
     assert first.reply == reply_without_llm(0, 0)
     turn = eng.chat_turn("mia", "chat-1", "What is my cat called?", AT.replace(minute=5), user_name="Mia")
     turns = eng.turns("mia", "chat-1")
-    assert [(t.role, t.speaker) for t in turns] == [(Role.USER, "Mia"), (Role.ASSISTANT, "Assistant")] * 2
-    assert turns[-1].text == turn.reply
-    assert "Pixel" in turn.trace.context  # the first exchange's L1 segment was written online and recalled
+    assert [(t.role, t.speaker) for t in turns] == [(Role.USER, "Mia")] * 2
+    assert "Pixel" in turn.trace.context  # the first message's L1 segment was written online and recalled
+    assert "No LLM" not in turn.trace.context
+    assert not any("No LLM" in n.content for n in eng.nodes("mia", 1))
     assert turn.reply == reply_without_llm(len(turn.trace.node_ids), turn.trace.context_tokens)
     assert turn.trace.trace_id in {t["trace_id"] for t in eng.store.traces("mia")}
 

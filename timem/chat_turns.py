@@ -24,7 +24,7 @@ class ChatTurn:
     session_id: str
     #: the recall trace of the answer (persisted; its ``answer`` is set when an LLM answered)
     trace: RecallTrace
-    #: the assistant's reply as stored (see :func:`reply_without_llm` when no LLM is configured)
+    #: the assistant's reply as stored; without an LLM :func:`reply_without_llm`, shown but not stored
     reply: str
     #: memories written after the reply (its L1 segment and any window the exchange closed)
     written: list[MemoryNode]
@@ -36,8 +36,8 @@ class ChatTurn:
 
 
 def reply_without_llm(n_memories: int, tokens: int) -> str:
-    """The assistant's text when no LLM is configured: a short note, never the recalled text itself
-    (the reply becomes a turn and an L1 segment; quoting the context would copy memories into memory)."""
+    """The assistant's text when no LLM is configured: a short note, never the recalled text itself. It is shown,
+    not stored as a turn (:meth:`timem.engine.MemoryEngine.chat_turn`): stored, it was recalled as a memory."""
     if n_memories == 0:
         return "(No LLM is configured, and no memory matches yet.)"
     return (f"(No LLM is configured, so I cannot answer. Recall found {n_memories} memories, "

@@ -284,7 +284,7 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
     in the settings falls back to the centroid planner and the score gate, noted in each trace).
     """
     from timem.datasets import load_dataset
-    from timem.recall.evaluate import scored_questions
+    from timem.recall.evaluate import recall_tables, scored_questions
 
     cfg = _config(config, db, llm_backend="none")
     users = load_dataset(file, fmt, sample_ids=_samples(sample), tz=cfg.time.tz, user_tz=cfg.time.user_tz)
@@ -308,20 +308,7 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
     if as_json:
         typer.echo(json.dumps([{k: v for k, v in r.items() if k != "questions"} for r in results], indent=2))
         return
-    for r in results:
-        typer.echo(f"{r['user_id']}: {r['n']} questions")
-        typer.echo(f"  {'category':<16} {'n':>4} {'n ev':>5} {'ev.recall':>9} {'full cov':>8} {'n ans':>5} "
-                   f"{'ans∈ctx':>8} {'Mem Len':>8}")
-        for name, s in [*r["per_category"].items(), ("all", r["overall"])]:
-
-            def f(v: float | None) -> str:
-                return "   -" if v is None else f"{v:.3f}"
-
-            typer.echo(f"  {name:<16} {s['n']:>4} {s['n_evidence']:>5} {f(s['evidence_recall']):>9} "
-                       f"{f(s['full_coverage']):>8} {s['n_answer']:>5} {f(s['answer_in_context']):>8} "
-                       f"{s['mean_mem_len'] or 0:>8.0f}")
-        typer.echo("  (evidence columns average over the 'n ev' questions with gold evidence, ans∈ctx over the "
-                   "'n ans' with a gold answer)")
+    typer.echo(recall_tables(results))
 
 
 @app.command()

@@ -148,7 +148,8 @@ class OnlineChat:
         job when L2–L5 consolidation calls the LLM).
 
         The message is stored before it is answered, so it survives an answer that fails. Without an
-        LLM the reply is :func:`reply_without_llm` and the trace still shows what recall found. The
+        LLM the reply is :func:`reply_without_llm`, which is returned but not stored (only the message is), and the
+        trace still shows what recall found. The
         question time is ``event_time``; with the embedded model the context budget is at most
         ``Config.recall.local_chat_token_budget``. Memory items decay with ``Config.memory.memory_chat_half_life_days``
         unless ``memory_decay_half_life_days`` is set. A "forget that …" / "忘掉…" message is not answered
@@ -168,9 +169,8 @@ class OnlineChat:
         self.add_message(user_id, session_id, text, event_time, user_name=user_name)
         # forgetting by decay is on in chat (Config.memory.memory_chat_half_life_days)
         half_life = self.config.memory.memory_decay_half_life_days or self.config.memory.memory_chat_half_life_days
-        budget = self.config.recall.token_budget
-        if self.local_model_path is not None:  # the embedded model answers in seconds only from a short prompt
-            budget = min(budget, self.config.recall.local_chat_token_budget)
+        # the embedded model answers in seconds only from a short prompt
+        budget = self.config.recall.chat_token_budget(self.local_model_path is not None)
         chat_config = self.config.with_overrides(memory_decay_half_life_days=half_life, token_budget=budget)
         try:
             if self.llm is None:
@@ -183,8 +183,11 @@ class OnlineChat:
             raise ChatTurnError("answer", f"your message was recorded, but answering it failed: {exc}") from exc
         warning = None
         try:
-            written = self.add_reply(user_id, session_id, reply, event_time, assistant_name=assistant_name,
-                                     consolidate=consolidate)
+            if self.llm is None:  # the note is shown, never stored: stored, it was recalled as a memory
+                written = self._consolidate_online(user_id) if consolidate else []
+            else:
+                written = self.add_reply(user_id, session_id, reply, event_time, assistant_name=assistant_name,
+                                         consolidate=consolidate)
         except ConsolidationIncomplete as exc:  # the exchange and its L1 segment are stored
             written, warning = list(exc.written), str(exc)
         except InputError as exc:  # refused before anything was written (e.g. an empty reply)

@@ -96,7 +96,8 @@ class StudioBackend(Protocol):
 
     def pin_item(self, item_id: str, pinned: bool = True, *, actor: str = "user") -> MemoryItem: ...
 
-    def forget(self, user_id: str, text: str, *, confirm: bool = False, actor: str = "user") -> ForgetPreview: ...
+    def forget(self, user_id: str, text: str = "", *, item_ids: Sequence[str] = (), confirm: bool = False,
+               actor: str = "user") -> ForgetPreview: ...
 
 
 if TYPE_CHECKING:  # mypy: the local engine and the service client both satisfy the protocol

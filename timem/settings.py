@@ -244,6 +244,11 @@ class RecallSettings(_Section):
     #: 13.0 s, 750 16.8 s, 1,246 33.6 s; ``bench/chat_latency.py``)
     local_chat_token_budget: int = Field(default=500, ge=50)
 
+    def chat_token_budget(self, embedded_model: bool) -> int:
+        """The context budget (cl100k tokens) of a chat answer: ``token_budget``, capped at
+        ``local_chat_token_budget`` when ``embedded_model`` (the in-process model) answers."""
+        return min(self.token_budget, self.local_chat_token_budget) if embedded_model else self.token_budget
+
     @field_validator("recall_lambda")
     @classmethod
     def _unit(cls, v: float) -> float:

@@ -65,16 +65,25 @@ class MemoryLayer:
             self.extraction_failures[uid] = out[uid].failures
         return out
 
-    def forget(self, user_id: str, text: str, *, confirm: bool = False, actor: str = "user") -> ForgetPreview:
+    @property
+    def items_use_llm(self) -> bool:
+        """Whether memory-item extraction calls the LLM (``memory_extractor`` ``llm``, or ``auto`` with an
+        OpenAI-compatible endpoint; :attr:`timem.memory.writer.ItemWriter.mode`)."""
+        return self.config.memory.memory_items and self.item_writer.mode == "llm"
+
+    def forget(self, user_id: str, text: str = "", *, item_ids: Sequence[str] = (), confirm: bool = False,
+               actor: str = "user") -> ForgetPreview:
         """Explicit forgetting (:mod:`timem.memory.forget`): the memory items and L1 segments matching ``text``
-        ("I work at Blue Harbor"); with ``confirm`` they are soft-deleted (audited; segments undoable with
-        :meth:`restore_memory`), otherwise nothing changes and the preview says what would go.
+        ("I work at Blue Harbor"), or the items ``item_ids`` with the segments they were read from (the Facts
+        view); with ``confirm`` they are soft-deleted (audited; segments undoable with :meth:`restore_memory`),
+        otherwise nothing changes and the preview says what would go.
 
         Raises:
-            InputError: empty text. NotFoundError: unknown user.
+            InputError: empty text and no ids. NotFoundError: unknown user, or an id not of the user's items.
         """
         self.require_user(user_id)
-        plan = forget_mod.preview(self.store, user_id, text)
+        plan = (forget_mod.preview_items(self.store, user_id, list(item_ids)) if item_ids
+                else forget_mod.preview(self.store, user_id, text))
         return forget_mod.apply(self.store, self.consolidator, plan, actor=actor) if confirm else plan
 
     def memory_items(self, user_id: str, *, status: str | None = "active") -> list[MemoryItem]:

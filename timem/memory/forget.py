@@ -5,7 +5,9 @@
 * :func:`preview` finds the user's active items whose value the text names (or that the text states again,
   read by :mod:`timem.memory.rules`: "I work at Blue Harbor" names employer Blue Harbor) and the active L1
   segments that hold those values (their sources, and any segment quoting a value); with no item matched,
-  the segments quoting the text itself. Other items read only from those segments are listed too, since
+  the segments quoting the text itself, or holding every one of its content words (at least two; stemmed with
+  NLTK's Porter stemmer, scikit-learn's English stopwords left out): "my sister lives in Porto" reaches
+  "My sister Ana lives in Porto". Other items read only from those segments are listed too, since
   they go with them.
 * :func:`apply` soft-deletes them: items ``status = deleted`` (audit ``forget-item``, ids only; the L5 profiles
   listing them are rewritten), segments
@@ -21,11 +23,27 @@ from dataclasses import dataclass, field
 
 from timem import editing
 from timem.consolidation.consolidator import Consolidator
-from timem.errors import InputError
+from timem.errors import InputError, NotFoundError
 from timem.memory.rules import extract_statements
 from timem.memory.values import mentions, normalise
 from timem.models import Level, MemoryItem, MemoryNode
 from timem.store.ports import MemoryStore
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+
+
+def _content_stems(text: str) -> set[str]:
+    """Porter stems of the English content words of ``text`` (stopwords and one- or two-letter words left out)."""
+    from nltk.stem.porter import PorterStemmer
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    stem = PorterStemmer().stem
+    words = (w.lower() for w in _WORD.findall(text))
+    return {stem(w) for w in words if len(w) > 2 and w not in ENGLISH_STOP_WORDS and w.isascii()}
+
+
+def _covers(content: str, stems: set[str]) -> bool:
+    return len(stems) >= 2 and stems <= _content_stems(content)
 
 _EN = re.compile(r"^\s*(?:please\s+|can\s+you\s+|could\s+you\s+)?forget\s+(?:that\s+|about\s+|the\s+fact\s+that\s+)?"
                  r"(?P<what>.+?)\s*[.!?]*\s*$", re.IGNORECASE | re.DOTALL)
@@ -78,13 +96,36 @@ def preview(store: MemoryStore, user_id: str, text: str) -> ForgetPreview:
                 s.attribute == it.attribute and normalise(s.value) == normalise(it.value) for s in stated):
             items.append(it)
     probes = [normalise(i.value) for i in items] or [normalise(text)]
+    stems = set() if items else _content_stems(text)
     source_ids = {s for i in items for s in i.source_ids}
     segments = [n for n in store.nodes(user_id, Level.SEGMENT)
-                if n.id in source_ids or any(p and mentions(n.content, p) for p in probes)]
+                if n.id in source_ids or any(p and mentions(n.content, p) for p in probes) or _covers(n.content, stems)]
     # items read only from those segments go with them (editing.soft_delete): the preview names them too
     seg_ids, chosen = {n.id for n in segments}, {i.id for i in items}
     items += [i for i in store.items(user_id) if i.id not in chosen and i.source_ids and set(i.source_ids) <= seg_ids]
     return ForgetPreview(user_id=user_id, text=text, items=items, segments=segments)
+
+
+def preview_items(store: MemoryStore, user_id: str, item_ids: list[str]) -> ForgetPreview:
+    """What forgetting the items ``item_ids`` takes (the studio's Facts view): the active ones among them, the active
+    L1 segments they were read from (else recall would still find the fact in the conversation), and the other items
+    read only from those segments; nothing is changed.
+
+    Raises:
+        InputError: no ids. NotFoundError: an id that is not an item of ``user_id``.
+    """
+    if not item_ids:
+        raise InputError("pick the memory items to forget", field="item_ids")
+    mine = {i.id: i for i in store.items(user_id, status=None)}
+    unknown = [i for i in item_ids if i not in mine]
+    if unknown:
+        raise NotFoundError(f"no memory item {unknown[0]!r} for user {user_id!r}")
+    items = [mine[i] for i in item_ids if mine[i].status == "active"]
+    source_ids = {s for i in items for s in i.source_ids}
+    segments = [n for n in store.nodes(user_id, Level.SEGMENT) if n.id in source_ids]
+    seg_ids, chosen = {n.id for n in segments}, {i.id for i in items}
+    items += [i for i in store.items(user_id) if i.id not in chosen and i.source_ids and set(i.source_ids) <= seg_ids]
+    return ForgetPreview(user_id=user_id, text="; ".join(i.label() for i in items), items=items, segments=segments)
 
 
 def apply(store: MemoryStore, cons: Consolidator, plan: ForgetPreview, *, actor: str = "user") -> ForgetPreview:

@@ -11,6 +11,10 @@ explicit first-person statements and corrections):
 * drinks -- "I drink black coffee every morning", "I switched from coffee to green tea",
   "I don't drink coffee anymore" (ends the open item), "我不喝咖啡了，只喝茶", "我改喝绿茶了";
 * diet -- "I'm vegetarian now", "I went vegan", "我吃素了";
+* hobbies (several at once; only an explicit end closes one) -- "I took up pottery", "I started playing chess",
+  "I love hiking", "yoga is my thing now", "I stopped running" / "I gave up climbing" (ends it), "我开始学游泳";
+* likes and dislikes (several at once; "I love jazz now" ends "dislikes jazz" and the other way round) --
+  "I hate country music", "I really like jazz now"; a diet ends with "I'm not vegetarian anymore", "I eat meat again";
 * favourites and a few "my X is Y" facts -- "my favourite band is Muse", "我最喜欢的运动是游泳";
 * corrections -- "actually, ...", "sorry, I meant ...", "不对，是…", "其实…": the rest of the sentence
   is matched again and flagged ``correction``; a bare "actually, it's Braga" names only a value (the
@@ -123,8 +127,32 @@ _ZH_JOB = _p(r"我的(?:工作|职业)是{job}" + _ZH_END, job=_ZH_VAL)
 _ZH_STOP = _p(r"我(?:现在|已经)?(?:不|不再)喝{old}了?", old=_ZH_DRINK)
 _ZH_ONLY = _p(r"(?:只喝|改喝|开始喝|现在喝|每天早上喝|早上喝|每天喝){v}", v=_ZH_DRINK)
 _ZH_SWITCH = _p(r"我?从{old}(?:换成|改成|改喝|换到)了?{new}", old=_ZH_DRINK, new=_ZH_DRINK)
+_DIET_END = re.compile(rf"\bi(?:'m|\s+am)\s+(?:no\s+longer|not)\s+(?:a\s+)?(?P<v>{'|'.join(DIETS)})(?:\s+any\s*more)?\b"
+                       rf"|\bi\s+(?:stopped|quit)\s+being\s+(?:a\s+)?(?P<w>{'|'.join(DIETS)})\b"
+                       r"|\bi(?:'m|\s+am)?\s+(?:eat|eating|started\s+eating)\s+meat\s+again\b", re.IGNORECASE)
+_OPINION_VALUE = (r"(?!(?:it|that|this|you|him|her|them|to|how|when|what|being|my|your|his|our|their|the|"
+                  r"a|an)\b)(?P<v>[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,3}?)\s*(?:now|these\s+days|nowadays)?"
+                  r"(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|more|again|here|there)\b))")
+_LIKE = re.compile(r"\bi\s+(?:really\s+|absolutely\s+|actually\s+|kind\s+of\s+)?(?:love|like|enjoy|adore)\s+"
+                   + _OPINION_VALUE, re.IGNORECASE)
+_DISLIKE = re.compile(r"\bi\s+(?:really\s+)?(?:dislike|hate|can't\s+stand|cannot\s+stand|don't\s+like|"
+                      r"do\s+not\s+like)\s+" + _OPINION_VALUE, re.IGNORECASE)
 _ZH_DIET = re.compile(r"我(?:现在|已经)?(?:开始)?(?:吃素|是素食者|是素食主义者)")
 _ZH_FAV = _p(r"我最喜欢的{a}是{v}" + _ZH_END, a=_ZH_VAL, v=_ZH_VAL)
+_NOT_HOBBY = frozenset({"working", "living", "going", "feeling", "thinking", "getting", "looking", "trying", "using",
+                        "taking", "making", "eating", "drinking", "sleeping", "waking", "wondering", "planning",
+                        "moving", "doing", "having", "saying", "talking", "telling", "asking", "waiting", "being"})
+_HOBBY_START = re.compile(r"\bi(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|also\s+)?(?:took|taken|take)\s+up\s+"
+                          r"(?:the\s+|a\s+)?(?P<v>[a-z][a-z-]{2,20})\b"
+                          r"|\bi(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|also\s+)?(?:started|begun|began)\s+"
+                          r"(?:(?:doing|playing|practi[sc]ing|learning)\s+(?:the\s+|a\s+)?(?P<w>[a-z][a-z-]{2,20})"
+                          r"|(?P<g>[a-z]{3,20}ing))\b", re.IGNORECASE)
+_HOBBY_LOVE = re.compile(r"\bi\s+(?:really\s+|just\s+)?(?:love|enjoy)\s+(?P<v>[a-z]{3,20}ing)\b", re.IGNORECASE)
+_HOBBY_THING = re.compile(r"(?:^|,\s*|\band\s+)(?P<v>[a-z][a-z-]{2,20})\s+is\s+(?:now\s+)?my\s+(?:new\s+)?"
+                          r"(?:thing|hobby|passion)\b", re.IGNORECASE)
+_HOBBY_STOP = re.compile(r"\bi(?:'ve|\s+have)?\s+(?:stopped|quit|gave\s+up|given\s+up)\s+(?P<v>[a-z]{3,20}ing)\b",
+                         re.IGNORECASE)
+_ZH_HOBBY = _p(r"我(?:最近|现在|已经)?(?:开始学|开始练|开始|在学|爱上了|迷上了){v}" + _ZH_END, v=_ZH_VAL)
 _ZH_BARE = _p(r"^(?:是|应该是){v}" + _ZH_END, v=_ZH_VAL)
 
 
@@ -178,12 +206,26 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
             add("preference", attr, new["v"], replaces=stop["old"].lower() if stop else None)
         elif stop:
             add("preference", attr, stop["old"], replaces=stop["old"].lower(), ends_only=True)
-    if m := _DIET.search(s):
+    if m := _DIET_END.search(s):  # "I'm not vegetarian anymore", "I eat meat again": ends the diet
+        v = (m["v"] or m["w"] or "vegetarian").lower()  # "vegetarian" also ends "vegan" (values.KINDS_OF)
+        add("preference", "diet", v, replaces=v, ends_only=True)
+    elif m := _DIET.search(s):
         add("preference", "diet", m["v"].lower())
     elif _NO_MEAT.search(s):
         add("preference", "diet", "vegetarian")
     elif _ZH_DIET.search(s):
         add("preference", "diet", "素食")
+    if (m := _HOBBY_STOP.search(s)) and m["v"].lower() not in _NOT_HOBBY:
+        add("preference", "hobby", m["v"].lower(), replaces=m["v"].lower(), ends_only=True)
+    for m in (_HOBBY_START.search(s), _HOBBY_LOVE.search(s), _HOBBY_THING.search(s), _ZH_HOBBY.search(s)):
+        v = next((x for x in (m.groupdict().get(k) for k in ("v", "w", "g")) if x), None) if m else None
+        if v and v.lower() not in _NOT_HOBBY and not any(x.attribute == "hobby" and not x.ends_only for x in out):
+            add("preference", "hobby", v.lower() if v.isascii() else v)
+    for rx, attribute in ((_DISLIKE, "dislikes"), (_LIKE, "likes")):  # a gerund alone is a hobby (above)
+        m = rx.search(s)
+        if m and not (" " not in m["v"].strip() and m["v"].strip().lower().endswith("ing")):
+            add("preference", attribute, m["v"].lower())
+            break
     if m := (_FAV.search(s) or _ZH_FAV.search(s)):
         add("preference", f"favourite {_clean(m['a']).lower()}", m["v"])
     if m := _MY.search(s):

@@ -9,6 +9,7 @@ import unicodedata
 KINDS_OF: dict[str, tuple[str, ...]] = {
     "coffee": ("espresso", "black coffee", "latte", "cappuccino", "flat white", "americano", "decaf"),
     "tea": ("green tea", "black tea", "herbal tea", "matcha", "chai", "sencha", "longjing"),
+    "vegetarian": ("vegan",),  # "I eat meat again" ends a vegan diet too
     "咖啡": ("黑咖啡", "拿铁", "美式", "浓缩咖啡"), "茶": ("绿茶", "红茶", "奶茶", "龙井"),
 }
 

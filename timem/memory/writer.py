@@ -4,8 +4,10 @@ supersession.
 * **Rules** (no LLM; :mod:`timem.memory.rules`): every new active L1 segment is read once (logged in
   ``memory_extractions`` with mode ``rules``), in event-time order; only people's turns (never a turn
   of role ``assistant`` or of a speaker who only speaks as the assistant).
-* **LLM** (when an LLM is configured and ``Config.memory.memory_extractor`` is ``auto`` or ``llm``): one
-  ``complete_json`` call per *closed* session (:func:`timem.tree.windows.session_closed`),
+* **LLM** (``Config.memory.memory_extractor`` ``llm``, or ``auto`` with an OpenAI-compatible endpoint; ``auto``
+  reads with the rules when the LLM is the embedded model, which wrote false items: see
+  ``bench/results/item-extraction.md``): one ``complete_json`` call per *closed* session
+  (:func:`timem.tree.windows.session_closed`),
   prompt :mod:`timem.prompts.memory`. An unusable answer (no valid JSON, a subject who is not a speaker
   of the session, a turn number out of range) writes nothing for that session, is audited as
   ``memory-extraction-failed`` and the session is tried again on the next write; the error is returned
@@ -19,6 +21,13 @@ supersession.
   ("actually, ...") also starts its item at the corrected item's ``valid_from`` (the old value never
   held); a bare "actually, it's Braga" corrects the subject's latest open item. Events and plans only merge.
 
+* **Grounding** (:mod:`timem.memory.grounding`): a statement is applied only when its attribute is in the
+  vocabulary, its value is no placeholder and occurs in a first-person clause of its turn that speaks of the
+  attribute (a trip is not a move); a refused one is audited ``item-ungrounded`` with the reason.
+* Multi-valued attributes (:data:`timem.memory.grounding.MULTI_VALUED`: hobbies, likes, dislikes) are not
+  superseded by a new value, only ended ("I stopped running"); a like supersedes the dislike of the same value
+  and the other way round (:data:`timem.memory.grounding.OPPOSITES`).
+
 Every statement of one unit (segment or session) is applied in one transaction with its log row.
 """
 
@@ -26,17 +35,19 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 
 from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.errors import LLMError
 from timem.llm.protocol import LLMClient
 from timem.memory.forget import forget_request
+from timem.memory.grounding import MULTI_VALUED, OPPOSITES, canonical_attribute, check_statement
 from timem.memory.rules import Statement, extract_statements
 from timem.memory.values import mentions, normalise
-from timem.models import Level, MemoryItem, MemoryNode, Role, Turn
+from timem.models import Level, MemoryItem, Role, Turn
 from timem.prompts import memory as memory_prompt
+from timem.reldates import resolve_relative_dates
 from timem.store.ports import MemoryStore
 from timem.tree.windows import session_closed
 
@@ -75,8 +86,12 @@ class ItemWriter:
 
     @property
     def mode(self) -> str:
-        """``"llm"`` or ``"rules"``: the configured extractor, ``auto`` = llm when an LLM is configured."""
-        if self.config.memory.memory_extractor == "rules" or self.llm is None:
+        """``"llm"`` or ``"rules"``: the configured extractor; ``auto`` = llm with an OpenAI-compatible endpoint,
+        rules with the embedded model (it wrote false items: ``bench/results/item-extraction.md``) or no LLM."""
+        extractor = self.config.memory.memory_extractor
+        if extractor == "rules" or self.llm is None:
+            return "rules"
+        if extractor == "auto" and self.config.llm.llm_backend != "openai":
             return "rules"
         return "llm"
 
@@ -166,12 +181,28 @@ class ItemWriter:
                 for it in result.items:
                     t = turns[it.turn - 1]
                     ends = bool(it.replaces) and normalise(it.replaces or "") == normalise(it.value)  # "not X anymore"
-                    st = Statement(it.kind, it.attribute.strip().lower(), it.value.strip(), t.text,
+                    attribute = canonical_attribute(it.attribute)
+                    if attribute is None:
+                        self.store.audit("item-ungrounded", user_id, None, {
+                            "segment": seg_of[t.id], "value": it.value, "attribute": it.attribute,
+                            "reason": f"the attribute {it.attribute!r} is not in the vocabulary"})
+                        continue
+                    st = Statement(it.kind, attribute, it.value.strip(), t.text,
                                    correction=it.correction, replaces=(it.replaces or None), ends_only=ends)
                     self.apply(user_id, it.subject, st, t.event_time, seg_of[t.id],
                                source="stated" if it.stated else "inferred", confidence=it.confidence, report=report)
                 self.store.mark_extracted(user_id, unit, "llm", len(result.items))
             report.units += 1
+
+    def _since(self, user_id: str, text: str, at: datetime) -> datetime:
+        """When a statement said at ``at`` (UTC) starts to hold: the start (midnight in the user's zone, as UTC) of
+        the first past period a relative date of ``text`` names ("last week", "two days ago", "上个月";
+        :func:`timem.reldates.resolve_relative_dates`), else ``at``."""
+        tz = self.config.time.tz_for(user_id)
+        local = at.astimezone(tz)
+        _, found = resolve_relative_dates(text, local)
+        past = [r.start_date for r in found if r.end_date < local.date()]
+        return datetime.combine(past[0], time(), tz).astimezone(UTC) if past else at
 
     # ------------------------------------------------------------------ merge and supersession
     def apply(self, user_id: str, subject: str, st: Statement, at: datetime, segment_id: str, *, source: str,
@@ -180,6 +211,11 @@ class ItemWriter:
         Returns the item written or merged into, ``None`` when it only ended an item or had no target.
         Call inside a transaction."""
         report = report if report is not None else ExtractionReport()
+        why = check_statement(st.attribute, st.value, st.text, ends=st.replaces)
+        if why is not None:
+            self.store.audit("item-ungrounded", user_id, None, {"segment": segment_id, "attribute": st.attribute,
+                                                                "value": st.value, "reason": why})
+            return None
         open_items = [i for i in self.store.items(user_id, subject=subject) if i.is_open]
         # items stated after this statement (an older session read later, e.g. by the LLM after the rules):
         # it never closes them; it goes into its chain before them instead (below)
@@ -226,23 +262,29 @@ class ItemWriter:
             if segment_id not in known.source_ids:
                 self.store.update_item(known.id, source_ids=[*known.source_ids, segment_id])
             return known
-        valid_from = corrected.valid_from if corrected is not None and corrected.attribute == attribute else at
+        if corrected is not None and corrected.attribute == attribute:
+            valid_from = corrected.valid_from
+        else:  # "I moved to Braga last week": it holds since last week's Monday, not since it was said
+            valid_from = self._since(user_id, st.text, at) if kind in SUPERSEDING_KINDS else at
         item = MemoryItem(id=new_id, user_id=user_id, kind=kind, subject=subject, attribute=attribute,  # type: ignore[arg-type]
                           value=st.value, event_time=at, valid_from=valid_from, confidence=confidence,
                           source=source, source_ids=[segment_id])  # type: ignore[arg-type]
-        closing = same if kind in SUPERSEDING_KINDS else []
+        closing = same if kind in SUPERSEDING_KINDS and attribute not in MULTI_VALUED else []
         closing += [i for i in ended if i not in closing]
+        closing += [i for i in open_items if i.attribute == OPPOSITES.get(attribute) and i not in closing
+                    and (mentions(i.value, st.value) or mentions(st.value, i.value))]
         vec = self.embedder.embed([f"{subject} {attribute}: {st.value}"])[0]
         self.store.add_item(item, vec)
         for old in closing:  # a corrected item never held: its interval closes where it opened
-            end = old.valid_from if corrected is not None and old.id == corrected.id else max(at, old.valid_from)
+            held = corrected is not None and old.id == corrected.id
+            end = old.valid_from if held else max(valid_from, old.valid_from)
             self.store.update_item(old.id, valid_to=end, superseded_by=new_id)
             self.store.audit("item-superseded", user_id, old.id, {"by": new_id, "at": at.isoformat(),
                                                                   "correction": st.correction})
             report.superseded += 1
         self.store.audit("item-added", user_id, new_id, {"segment": segment_id, "kind": kind, "source": source})
         report.added += 1
-        if kind in SUPERSEDING_KINDS:
+        if kind in SUPERSEDING_KINDS and attribute not in MULTI_VALUED:
             chain = [i for i in self.store.items(user_id, subject=subject)
                      if i.attribute == attribute and i.id != new_id]
             nxt = min((i for i in chain if i.event_time > at), key=lambda i: (i.event_time, i.created_at), default=None)
@@ -260,8 +302,3 @@ class ItemWriter:
                 return self.store.item(new_id)
         return item
 
-
-def source_segments(store: MemoryStore, items: list[MemoryItem]) -> list[MemoryNode]:
-    """The active L1 segments the ``items`` were read from."""
-    ids = sorted({s for i in items for s in i.source_ids})
-    return store.nodes(ids=ids) if ids else []

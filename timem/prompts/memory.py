@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from timem.llm.protocol import Message
 from timem.prompts.common import language_note
 
-PROMPT_VERSION = "memory-items-v1"
+PROMPT_VERSION = "memory-items-v2"
 MAX_TOKENS = 768
 
 
@@ -42,15 +42,18 @@ def build_messages(turns: list[tuple[str, str]]) -> list[Message]:
     """Messages for one session's person turns ``[(speaker, text), ...]`` (numbered from 1)."""
     system = (
         "You read a conversation and list durable facts and preferences the speakers state about THEMSELVES "
-        "in the first person: where they live, their job and employer, what they eat or drink, their "
-        "habits, favourites, events they report and plans. Use attributes such as 'home city', 'job', "
-        "'employer', 'morning drink', 'diet', 'favourite <thing>'. Mark corrections ('actually, ...', "
-        "'不对，是…') with correction=true and a change ('switched from X to Y', 'not X anymore') with "
-        "replaces=X. The subject is the speaker's name exactly as written before the colon. Skip questions, "
-        "small talk and anything said about other people. Keep values short and in the conversation's "
-        'language. Answer with JSON: {"items": [{"turn": 1, "kind": "fact", "subject": "...", '
-        '"attribute": "...", "value": "...", "correction": false, "replaces": null, "stated": true, '
-        '"confidence": 0.9}]}; {"items": []} when there is nothing.')
+        "in the first person. Use only these attributes: 'home city' (where they live; a trip, visit, "
+        "holiday, wedding or business trip is NOT a home city), 'hometown', 'job', 'employer', 'name', "
+        "'birthday', 'drink', 'morning drink', 'diet' (vegetarian, vegan, ...), 'hobby', 'favourite <thing>'. "
+        "The value must be words the speaker wrote; never write placeholders such as 'not specified', "
+        "'unknown' or 'none': leave the item out instead. A sport they do once is not a job. Mark corrections "
+        "('actually, ...', '不对，是…') with correction=true and a change ('switched from X to Y', 'not X "
+        "anymore', 'I stopped X') with replaces=X. The subject is the speaker's name exactly as written before "
+        "the colon. Skip questions, small talk, plans, events and anything said about other people (family, "
+        "friends). Keep values short and in the conversation's language. Answer with JSON: "
+        '{"items": [{"turn": 1, "kind": "fact", "subject": "...", "attribute": "...", "value": "...", '
+        '"correction": false, "replaces": null, "stated": true, "confidence": 0.9}]}; {"items": []} when '
+        "there is nothing.")
     lines = "\n".join(f"{i}. {speaker}: {text}" for i, (speaker, text) in enumerate(turns, start=1))
     user = f"Turns:\n{lines}\n\nNow list the items as JSON." + language_note(lines)
     return [Message(role="system", content=system), Message(role="user", content=user)]

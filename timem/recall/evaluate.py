@@ -207,3 +207,31 @@ def evaluate_recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | Non
     per_cat = {_label(c): _summary([r for r in rows if r["category"] == c])
                for c in sorted({r["category"] for r in rows}, key=lambda c: (isinstance(c, str), str(c).zfill(3)))}
     return {"user_id": user_id, "n": len(rows), "overall": _summary(rows), "per_category": per_cat, "questions": rows}
+
+
+def recall_tables(results: Sequence[dict[str, Any]]) -> str:
+    """:func:`evaluate_recall` results as aligned text tables (rich), one per user: per category and overall, n,
+    questions with evidence, evidence recall, full coverage, questions with an answer, answer in context, Mean Mem
+    Len (tokens). Columns fit the longest category name (LongMemEval's question types are long)."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    def f(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
+    out = io.StringIO()
+    console = Console(file=out, width=400, no_color=True, highlight=False, legacy_windows=False)
+    for r in results:
+        table = Table(title=f"{r['user_id']}: {r['n']} questions", title_justify="left", box=None, pad_edge=False)
+        for name in ("category", "n", "n ev", "ev.recall", "full cov", "n ans", "ans∈ctx", "Mem Len"):
+            table.add_column(name, justify="left" if name == "category" else "right", no_wrap=True)
+        for name, sm in [*r["per_category"].items(), ("all", r["overall"])]:
+            table.add_row(str(name), str(sm["n"]), str(sm["n_evidence"]), f(sm["evidence_recall"]),
+                          f(sm["full_coverage"]), str(sm["n_answer"]), f(sm["answer_in_context"]),
+                          f"{sm['mean_mem_len'] or 0:.0f}")
+        console.print(table)
+    console.print("(evidence columns average over the 'n ev' questions with gold evidence, ans∈ctx over the 'n ans' "
+                  "with a gold answer)", soft_wrap=True)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines())

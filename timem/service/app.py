@@ -334,10 +334,13 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
         """Explicit forgetting: the items and L1 segments that match ``text``; with ``confirm`` they are
         soft-deleted (segments undoable with ``POST .../memories/{id}/restore``), else only listed."""
         s.check_text("text", body.text)
+        if bool(body.text.strip()) == bool(body.item_ids):
+            raise InputError("give either text (what to forget) or item_ids, not both", field="text")
         what = forget_request(body.text) or body.text
         with s.use() as eng:
             internal = s.require_user(eng, t, user)
-            plan = eng.forget(internal, what, confirm=body.confirm, actor=f"api:{t.name}")
+            plan = eng.forget(internal, what, item_ids=body.item_ids, confirm=body.confirm, actor=f"api:{t.name}")
+            what = what or plan.text
         return ForgetOut(user=user, text=what, forgotten=body.confirm and not plan.empty,
                          items=[ItemOut.of(i) for i in plan.items], segments=[n.id for n in plan.segments])
 

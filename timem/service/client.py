@@ -388,12 +388,14 @@ class ServiceClient:
         user = self._owner(self._item_owner, "memory item", item_id)
         return self._item(self._call("POST", f"/v1/users/{user}/items/{item_id}/pin", json={"pinned": pinned}), user)
 
-    def forget(self, user_id: str, text: str, *, confirm: bool = False, actor: str = "user") -> ForgetPreview:
-        """What matches ``text`` ("I work at Blue Harbor"): items and L1 segments; with ``confirm`` they are
-        soft-deleted on the service.
+    def forget(self, user_id: str, text: str = "", *, item_ids: Sequence[str] = (), confirm: bool = False,
+               actor: str = "user") -> ForgetPreview:
+        """What matches ``text`` ("I work at Blue Harbor"), or the items ``item_ids`` with their source segments:
+        items and L1 segments; with ``confirm`` they are soft-deleted on the service.
 
         Raises:
-            InputError: empty text. NotFoundError: unknown user.
+            InputError: empty text and no ids. NotFoundError: unknown user or item.
         """
-        out = self._call("POST", f"/v1/users/{user_id}/forget", json={"text": text, "confirm": confirm})
+        out = self._call("POST", f"/v1/users/{user_id}/forget",
+                         json={"text": text, "item_ids": list(item_ids), "confirm": confirm})
         return self._preview(user_id, out)

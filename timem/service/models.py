@@ -92,7 +92,10 @@ class EditIn(_In):
 
 
 class ForgetIn(_In):
-    text: str  #: what to forget, e.g. "I work at Blue Harbor" (a "forget that ..." prefix is allowed)
+    #: what to forget, e.g. "I work at Blue Harbor" (a "forget that ..." prefix is allowed); or give ``item_ids``
+    text: str = ""
+    #: memory items to forget with the L1 segments they were read from (instead of ``text``)
+    item_ids: list[str] = Field(default_factory=list, max_length=500)
     confirm: bool = False  #: false: only say what would go; true: soft-delete it
 
 

@@ -28,8 +28,8 @@ from timem.facade import StudioBackend
 from timem.models import MAX_SESSION, MemoryNode, Role
 from timem.recall.trace import RecallTrace
 from timem.tree.windows import to_utc
-from timem.ui import jobs, state
-from timem.ui.feedback import flash, show_flashes, user_errors
+from timem.ui import jobs, state, welcome
+from timem.ui.feedback import flash, plural, show_flashes, user_errors
 from timem.ui.trace_view import render_trace
 
 SESSIONS_KEY = "chat_sessions"  #: user id -> open session id
@@ -39,6 +39,7 @@ MODE_KEY = "chat_time_mode"
 _PENDING_KEY = "_chat_pending_advance"
 _CLOCK_KEYS = (MODE_KEY, SIM_KEY, "chat_sim_date", "chat_sim_clock", _PENDING_KEY)
 BACKGROUND_TITLE = "Memories of the last exchange"
+NO_LLM_NOTE = "No LLM is configured: the message is stored as a memory, and nothing answered it."
 MISSING_ANSWER = ("No answer was recorded for this message (the answer failed, or the page was left while it was "
                   "being written). Send it again to get one.")
 
@@ -117,6 +118,7 @@ def render() -> None:
     if ctx.engine is None:
         st.error(ctx.open_error or "the memory store is not open")
         return
+    welcome.render(ctx)
     _controls(ctx)
     session_id = _current_session(ctx)
     notice = st.empty()
@@ -208,7 +210,10 @@ def _history(ctx: state.StudioContext, session_id: str) -> None:
             if info:
                 _answer_details(ctx, info)
             if t.role != Role.ASSISTANT and (i + 1 == len(turns) or turns[i + 1].role != Role.ASSISTANT):
-                st.warning(MISSING_ANSWER, icon=":material/speaker_notes_off:")
+                if ctx.engine.has_llm:
+                    st.warning(MISSING_ANSWER, icon=":material/speaker_notes_off:")
+                else:  # without an LLM nothing answers, and the note shown at the time is not stored
+                    st.caption(NO_LLM_NOTE)
 
 
 def _answer_details(ctx: state.StudioContext, info: dict) -> None:
@@ -219,8 +224,8 @@ def _answer_details(ctx: state.StudioContext, info: dict) -> None:
                    icon=":material/warning:")
     trace: RecallTrace | None = info.get("trace")
     if trace is not None:
-        with st.expander(f"Recall trace · {trace.plan.complexity} · {len(trace.node_ids)} memories · "
-                         f"Mem Len {trace.context_tokens} tokens"):
+        used = plural(len(trace.node_ids), "memory", "memories")
+        with st.expander(f"Recall trace · {trace.plan.complexity} · {used} · Mem Len {trace.context_tokens} tokens"):
             render_trace(ctx, trace, key=f"chat_{trace.trace_id}")
 
 

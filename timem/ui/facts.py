@@ -15,13 +15,17 @@ from timem.ui import state
 from timem.ui.feedback import flash, user_errors
 
 SEL_KEY = "facts_selected"
+PENDING_KEY = "facts_forget_pending"  #: the item ids of a "Forget N…" awaiting Confirm
 STATUSES = {"active": "active", "forgotten": "deleted", "any": None}
 
 
-def facts_table(items: list[MemoryItem], tz, at: datetime, half_life: float | None) -> pd.DataFrame:
-    """One row per item: kind, subject, attribute, value, validity (local days), sources, what superseded it,
-    its decay weight at ``at`` (``None`` without a half-life), pinned, status, id."""
-    by_id = {i.id: i for i in items}
+def facts_table(items: list[MemoryItem], tz, at: datetime, half_life: float | None,
+                known: list[MemoryItem] | None = None) -> pd.DataFrame:
+    """One row per item: kind, subject, attribute, value, validity (local days), sources, what superseded it (its
+    value, looked up in ``known``, every item of the user, so that a filtered-out successor still shows as a value;
+    a successor that is gone entirely shows as "(forgotten)"), its decay weight at ``at`` (``None`` without a
+    half-life), pinned, status, id."""
+    by_id = {i.id: i for i in (known if known is not None else items)}
 
     def day(dt):
         return dt.astimezone(tz).date().isoformat() if dt else "now"
@@ -29,7 +33,8 @@ def facts_table(items: list[MemoryItem], tz, at: datetime, half_life: float | No
     return pd.DataFrame([{
         "kind": i.kind, "subject": i.subject, "attribute": i.attribute, "value": i.value,
         "valid": f"{day(i.valid_from)} – {day(i.valid_to)}", "sources": len(i.source_ids),
-        "superseded by": by_id[i.superseded_by].value if i.superseded_by in by_id else (i.superseded_by or ""),
+        "superseded by": (by_id[i.superseded_by].value if i.superseded_by in by_id
+                          else "(forgotten)" if i.superseded_by else ""),
         "decay": round(decay_weight(i, at, half_life), 3) if half_life else None,
         "pinned": i.pinned, "status": "forgotten" if i.status == "deleted" else i.status, "id": i.id,
     } for i in items], columns=["kind", "subject", "attribute", "value", "valid", "sources", "superseded by", "decay",
@@ -56,7 +61,7 @@ def render_facts(ctx: state.StudioContext) -> None:
     half = eng.config.memory.memory_decay_half_life_days or eng.config.memory.memory_chat_half_life_days
     decay_note = f" · decay weight as of {at.astimezone(ctx.tz):%Y-%m-%d} (half-life {half} days)" if half else ""
     st.caption(f"{len(items)} of {len(everything)} items · validity in local days{decay_note}")
-    st.dataframe(facts_table(items, ctx.tz, at, half), hide_index=True, key="facts_table")
+    st.dataframe(facts_table(items, ctx.tz, at, half, known=everything), hide_index=True, key="facts_table")
     by_id = {i.id: i for i in items}
     st.session_state[SEL_KEY] = [i for i in st.session_state.get(SEL_KEY, []) if i in by_id]
     st.multiselect("Selected facts", list(by_id), key=SEL_KEY, format_func=lambda i: by_id[i].label())
@@ -64,11 +69,9 @@ def render_facts(ctx: state.StudioContext) -> None:
     if selected:
         a, b, c = st.columns(3)
         active = [i.id for i in selected if i.status == "active"]
-        if a.button(f"Forget {len(active)}", key="facts_forget", disabled=not active):
-            with user_errors("Forget failed"):
-                eng.forget_items(active, actor="studio")
-                flash(f"Forgot {len(active)} item(s); their conversation segments stay.")
-                st.rerun()
+        if a.button(f"Forget {len(active)}…", key="facts_forget", disabled=not active,
+                    help="Shows what goes first: the items and the conversation segments they were read from."):
+            st.session_state[PENDING_KEY] = active
         if b.button("Pin", key="facts_pin"):
             with user_errors("Pin failed"):
                 for i in selected:
@@ -81,11 +84,36 @@ def render_facts(ctx: state.StudioContext) -> None:
                     eng.pin_item(i.id, False, actor="studio")
                 flash(f"Unpinned {len(selected)} item(s).")
                 st.rerun()
+    _confirm_forget(ctx)
     _forget_by_text(ctx)
 
 
+def _confirm_forget(ctx: state.StudioContext) -> None:
+    """The preview of "Forget N…": what goes (the items, their source segments, the items read only from those),
+    then Confirm or Cancel."""
+    pending = st.session_state.get(PENDING_KEY)
+    if not pending:
+        return
+    with st.container(border=True), user_errors("Preview failed"):
+        plan = ctx.engine.forget(ctx.user, item_ids=pending)
+        st.markdown(f"**Forget {len(plan.items)} item(s) and {len(plan.segments)} conversation segment(s)?** "
+                    "The segments go too, so that recall cannot find the fact in the conversation "
+                    "(each segment can be restored from the Memories list).")
+        st.code(plan.describe(), language=None)
+        a, b = st.columns(2)
+        if a.button("Confirm: forget these", key="facts_forget_yes", type="primary"):
+            ctx.engine.forget(ctx.user, item_ids=pending, confirm=True, actor="studio")
+            st.session_state.pop(PENDING_KEY, None)
+            flash(f"Forgot {len(plan.items)} item(s) and {len(plan.segments)} segment(s).")
+            st.rerun()
+        if b.button("Cancel", key="facts_forget_no"):
+            st.session_state.pop(PENDING_KEY, None)
+            st.rerun()
+
+
 def _forget_by_text(ctx: state.StudioContext) -> None:
-    with st.expander("Forget by text"):
+    # open while it holds text: Enter in the box reruns the page, and a closed expander hid the preview
+    with st.expander("Forget by text", expanded=bool(st.session_state.get("facts_forget_text", "").strip())):
         text = st.text_input("What to forget", key="facts_forget_text", placeholder="I work at Blue Harbor")
         if not text.strip():
             return

@@ -69,3 +69,8 @@ def show_flashes() -> None:
     """Show and clear the queued :func:`flash` messages."""
     for kind, message in st.session_state.pop("_timem_flash", []):
         getattr(st, kind, st.info)(message)
+
+
+def plural(n: int, one: str, many: str) -> str:
+    """``"1 memory"`` / ``"3 memories"``: ``n`` with the word that agrees with it."""
+    return f"{n} {one if n == 1 else many}"

@@ -139,9 +139,11 @@ def render() -> None:
 def _setups(ctx: state.StudioContext) -> list[RecallSetup]:
     compare = st.toggle("Compare two configurations side by side", value=True, key="insp_compare")
     has_llm = ctx.engine.has_llm
+    # configuration A is what the chat recalls with: its gate and its context budget
+    chat_budget = ctx.config.recall.chat_token_budget(ctx.engine.local_model_path is not None)
     base = {"recall_lambda": ctx.config.recall.recall_lambda, "top_k": ctx.config.recall.recall_top_k,
-            "token_budget": ctx.config.recall.token_budget}
-    defaults = [RecallSetup(gate="llm" if has_llm else "score", **base),
+            "token_budget": chat_budget}
+    defaults = [RecallSetup(gate=ctx.config.recall.gate, **base),
                 RecallSetup(planner="fixed: complex", gate="off", **base)]
     cols = st.columns(2 if compare else 1)
     return [_setup_form(ctx, col, name, d, has_llm) for col, name, d in zip(cols, "AB", defaults, strict=False)]

@@ -79,12 +79,13 @@ class Job:
 
 
 def slow_consolidation(engine: object) -> bool:
-    """Whether L2-L5 consolidation calls the LLM (minutes with the embedded model), so it runs as a
-    background job; the extractive mode takes seconds and runs at once."""
+    """Whether L2-L5 consolidation or memory-item extraction calls the LLM (minutes with the embedded model), so
+    it runs as a background job; the extractive mode with rule extraction takes seconds and runs at once."""
     if not isinstance(engine, MemoryEngine):  # a memory service consolidates in its own process, per request
         return False
     cfg = engine.config
-    return engine.has_llm and any(cfg.consolidation.mode_for(level) in NEEDS_LLM for level in (2, 3, 4, 5))
+    return engine.has_llm and (engine.items_use_llm
+                               or any(cfg.consolidation.mode_for(level) in NEEDS_LLM for level in (2, 3, 4, 5)))
 
 
 def chat_consolidates_later(engine: object) -> bool:

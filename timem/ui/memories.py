@@ -14,7 +14,7 @@ import streamlit as st
 from timem.models import MemoryNode, NodeStatus
 from timem.ui import jobs, state
 from timem.ui.facts import render_facts
-from timem.ui.feedback import flash, show_flashes, user_errors
+from timem.ui.feedback import flash, plural, show_flashes, user_errors
 from timem.ui.sidebar import remove_uploads
 
 SEL_KEY = "mem_selected"
@@ -126,7 +126,8 @@ def _actions(ctx: state.StudioContext, selected: list[MemoryNode]) -> None:
         with user_errors("Delete failed"), st.spinner(reconsolidating):
             ctx.engine.delete_memories(active)
             st.session_state[UNDO_KEY] = active
-            flash(f"Deleted {len(active)} memories; their ancestors were re-consolidated without them.")
+            flash(f"Deleted {plural(len(active), 'memory', 'memories')}; their ancestors were re-consolidated "
+                  "without them.")
             st.rerun()
     if b.button(f"Restore {len(deleted)}", key="mem_restore", disabled=not deleted):
         _restore(ctx, deleted)
@@ -138,7 +139,7 @@ def _actions(ctx: state.StudioContext, selected: list[MemoryNode]) -> None:
             with user_errors("Erase failed"), st.spinner(reconsolidating):
                 ctx.engine.delete_memories(ids, hard=True)
                 remove_uploads()  # an erase leaves no uploaded copy behind either
-                flash(f"Erased {len(ids)} memories permanently.")
+                flash(f"Erased {plural(len(ids), 'memory', 'memories')} permanently.")
                 st.rerun()
     if len(selected) == 1:
         _edit(ctx, selected[0], reconsolidating)
@@ -160,7 +161,7 @@ def _restore(ctx: state.StudioContext, ids: list[str]) -> None:
         for nid in ids:
             ctx.engine.restore_memory(nid)
         st.session_state.pop(UNDO_KEY, None)
-        flash(f"Restored {len(ids)} memories.")
+        flash(f"Restored {plural(len(ids), 'memory', 'memories')}.")
         st.rerun()
 
 
@@ -169,7 +170,7 @@ def _undo_bar(ctx: state.StudioContext) -> None:
     if not ids:
         return
     a, b = st.columns([5, 1])
-    a.info(f"{len(ids)} memories deleted. They stay in the store (status deleted) until erased.")
+    a.info(f"{plural(len(ids), 'memory', 'memories')} deleted. They stay in the store (status deleted) until erased.")
     if b.button("Undo delete", key="mem_undo_btn", type="primary", disabled=bool(jobs.busy(ctx.engine))):
         still = {n.id for n in ctx.engine.nodes(ctx.user, ids=ids, status=NodeStatus.DELETED)}
         _restore(ctx, [i for i in ids if i in still])

@@ -20,16 +20,17 @@ import streamlit as st
 
 from timem.chat_turns import check_user_id
 from timem.consolidation.consolidator import NEEDS_LLM
-from timem.errors import ConfigError, ConsolidationIncomplete, InputError
+from timem.errors import ConfigError, ConsolidationIncomplete, InputError, TimemError
 from timem.models import CONSOLIDATION_MODES
 from timem.studio import DEMO_FILE
-from timem.ui import chat, jobs, state
-from timem.ui.feedback import StreamlitProgress, flash, user_errors
+from timem.ui import chat, jobs, state, welcome
+from timem.ui.feedback import StreamlitProgress, flash, plural, user_errors
 
 REPO = Path(__file__).resolve().parents[2]  # a checkout; in an installed wheel SHARED_LOCOMO does not exist
 SHARED_LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 FORMATS = {"LoCoMo (JSON)": "locomo", "LongMemEval (JSON)": "longmemeval", "TiMem JSONL": "jsonl"}
 UPLOAD_DIR = Path(tempfile.gettempdir()) / "timem-uploads"  #: staged uploads (deleted after each import)
+REFUSED_UPLOADS = "sb_imp_refused"  #: session-state key: how many uploads were refused (names the next uploader)
 _STATUS_ICON = {"ready": ":green[●]", "loaded": ":green[●]", "loads on first use": ":orange[●]", "off": ":gray[●]",
                 "error": ":red[●]"}
 
@@ -55,6 +56,9 @@ def render(ctx: state.StudioContext) -> None:
                                                       "(docs/service.md).", quiet=True)
         else:
             mode = _mode(ctx)  # before the import, which consolidates in this mode
+            if st.session_state.pop(welcome.DEMO_REQUEST, False):  # the Chat page's "Load the demo"
+                with user_errors("Import failed"):
+                    run_import(ctx, DEMO_FILE, "jsonl")
             with st.expander("Import a conversation", expanded=not ctx.engine.users()):
                 _import(ctx)
         _consolidate(ctx, mode)
@@ -155,7 +159,9 @@ def _import(ctx: state.StudioContext) -> None:
         label = st.selectbox("Format", list(FORMATS), key="sb_imp_fmt")
         fmt = FORMATS[label]
         if source == "Upload a file":
-            upload = st.file_uploader("Conversation file", type=["json", "jsonl"], key="sb_imp_file")
+            # a refused upload is dropped from the box: the next run draws a new uploader (its key counts refusals)
+            upload = st.file_uploader("Conversation file", type=["json", "jsonl"],
+                                      key=f"sb_imp_file_{st.session_state.get(REFUSED_UPLOADS, 0)}")
         else:
             default = str(SHARED_LOCOMO) if SHARED_LOCOMO.exists() else ""
             raw = st.text_input("Path", value=default, key="sb_imp_path")
@@ -186,9 +192,13 @@ def _import(ctx: state.StudioContext) -> None:
             if upload is None:
                 run_import(ctx, path, fmt, sample_ids=sample_ids, limit=limit, upper_levels=upper)
             else:
-                with staged_upload(upload.name, upload.getvalue()) as staged:
-                    run_import(ctx, staged, fmt, sample_ids=sample_ids, limit=limit, upper_levels=upper,
-                               display_name=upload.name)
+                try:
+                    with staged_upload(upload.name, upload.getvalue()) as staged:
+                        run_import(ctx, staged, fmt, sample_ids=sample_ids, limit=limit, upper_levels=upper,
+                                   display_name=upload.name)
+                except TimemError:
+                    st.session_state[REFUSED_UPLOADS] = st.session_state.get(REFUSED_UPLOADS, 0) + 1
+                    raise
 
 
 @contextmanager
@@ -304,8 +314,8 @@ def _consolidate(ctx: state.StudioContext, mode: str) -> None:
             except ConsolidationIncomplete as exc:
                 nodes = exc.written
                 flash(f"Consolidation is incomplete: {exc}", "warning")
-            progress.done(f"{len(nodes)} memories written")
-            flash(f"Consolidation wrote {len(nodes)} memories"
+            progress.done(f"{plural(len(nodes), 'memory', 'memories')} written")
+            flash(f"Consolidation wrote {plural(len(nodes), 'memory', 'memories')}"
                   + (f" ({', '.join(sorted({n.level.label for n in nodes}))})." if nodes else "."))
             st.rerun()
 
@@ -319,8 +329,8 @@ def _job_status(ctx: state.StudioContext) -> None:
     if not job.finished:
         share = job.done_items / job.total if job.total else 0.0
         st.progress(min(1.0, share), text=f"{job.title} · {job.stage}: {job.done_items} / {job.total}")
-        st.caption(f"{len(job.written)} memories written so far; pages show them as they come. Chat, imports "
-                   "and edits wait until the job ends.")
+        st.caption(f"{plural(len(job.written), 'memory', 'memories')} written so far; pages show them as they come. "
+                   "Chat, imports and edits wait until the job ends.")
         if st.button("Cancel", key="sb_job_cancel", help="Stop before the next window; the rest stays due."):
             job.cancel()
         return

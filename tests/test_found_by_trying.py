@@ -1,0 +1,85 @@
+"""Faults found by trying the product (issue 27 items 5, 6, 10): forgetting by a paraphrase, a move's relative date,
+the eval-recall table, the first page. Real DuckDB, real MiniLM; AppTest for the studio."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from memory_scenario import write
+from studio_support import assert_clean, studio_app
+
+from timem.config import load_config
+from timem.datasets import load_dataset
+from timem.engine import MemoryEngine
+from timem.recall.evaluate import recall_tables
+from timem.store import Store
+
+
+def _engine(tmp_path, embedder) -> MemoryEngine:
+    cfg = load_config(env={}, db_path=tmp_path / "f.duckdb", llm_backend="none", consolidation_mode="extractive",
+                      cache_dir=tmp_path / "cache")
+    return MemoryEngine(cfg, Store(cfg.store.db_path, embedder.model_id, embedder.dim), embedder, None)
+
+
+def _ingest(eng: MemoryEngine, tmp_path, rows) -> None:
+    f = write(tmp_path / "mia.jsonl", "mia", rows)
+    eng.ingest(load_dataset(f, "jsonl", tz=eng.config.time.tz, user_tz=eng.config.time.user_tz))
+
+
+def test_forget_reaches_a_segment_that_says_it_in_other_words(tmp_path, embedder):
+    """"Forget that my sister lives in Porto" did not match "My sister Ana lives in Porto"."""
+    eng = _engine(tmp_path, embedder)
+    try:
+        _ingest(eng, tmp_path, [
+            ("s1", "Mia", "My sister Ana lives in Porto with her fiancé.", "2024-05-01T09:00:00"),
+            ("s2", "Mia", "Porto has the best pastries, I went there in May.", "2024-05-02T09:00:00")])
+        plan = eng.forget("mia", "my sister lives in Porto")
+        assert [n.content for n in plan.segments] == ["Mia: My sister Ana lives in Porto with her fiancé."]
+        assert eng.forget("mia", "Porto").segments  # a single word still needs the words themselves
+    finally:
+        eng.close()
+
+
+def test_a_moves_relative_date_starts_the_item(tmp_path, embedder):
+    """'Actually I moved to Braga last week' (said Wed 12 June 2024) holds since Monday 3 June; Lisbon until then."""
+    eng = _engine(tmp_path, embedder)
+    try:
+        _ingest(eng, tmp_path, [("s1", "Mia", "I live in Lisbon now.", "2024-04-02T09:00:00"),
+                                ("s2", "Mia", "Actually I moved to Braga last week.", "2024-06-12T09:00:00")])
+        items = {i.value: i for i in eng.memory_items("mia") if i.attribute == "home city"}
+        start = datetime(2024, 6, 3, tzinfo=UTC)
+        assert items["Braga"].valid_from == start and items["Braga"].event_time == datetime(2024, 6, 12, 9, tzinfo=UTC)
+        assert items["Lisbon"].valid_to == start and items["Lisbon"].superseded_by == items["Braga"].id
+    finally:
+        eng.close()
+
+
+def test_eval_recall_table_aligns_long_category_names():
+    row = {"n": 3, "n_evidence": 2, "evidence_recall": 0.5, "full_coverage": None, "n_answer": 1,
+           "answer_in_context": 1.0, "mean_mem_len": 312.4}
+    text = recall_tables([{"user_id": "u1", "n": 3, "overall": row,
+                           "per_category": {"single-session-preference": row, "1 multi-hop": row}}])
+    lines = text.splitlines()
+    table = lines[1:5]  # header, two categories, all
+    assert [ln.split()[0] for ln in table] == ["category", "single-session-preference", "1", "all"]
+    assert len({len(ln) for ln in table}) == 1, table  # the right-aligned columns end in one place
+    ends = {ln.index("0.500") for ln in table[1:]}
+    assert len(ends) == 1, table
+    json.dumps(text)  # plain text
+
+
+def test_the_first_page_offers_the_demo_and_says_what_each_page_is_for(tmp_path, embedder):
+    eng = _engine(tmp_path, embedder)
+    try:
+        at = studio_app(eng, user="me")
+        assert_clean(at)
+        page = " ".join(m.value for m in at.markdown)
+        assert "Load the bundled demo" in page and "half a minute" in page
+        assert all(name in page for name in ("Timeline", "Recall inspector", "Manifold", "Memories"))
+        at.button(key="welcome_demo").click().run()
+        assert_clean(at)
+        assert eng.users() == ["demo-mia"]
+        assert "Load the bundled demo" not in " ".join(m.value for m in at.markdown)  # gone once there is a user
+    finally:
+        eng.close()

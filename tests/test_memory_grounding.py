@@ -1,0 +1,165 @@
+"""Memory items are written only when grounded (issue 27 item 1): the vocabulary, no placeholders, the value in a
+clause of the speaker's own turn that speaks of the attribute, a trip is not a move; hobbies hold several values;
+``auto`` reads with the rules unless the LLM is an OpenAI-compatible endpoint. Real DuckDB, real MiniLM, the
+scripted fake LLM; the labelled set is bench/data/memory_items_labelled.jsonl."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from memory_scenario import write
+
+from timem.config import load_config
+from timem.datasets import load_dataset
+from timem.engine import MemoryEngine
+from timem.llm.client import LLM
+from timem.llm.fake import ScriptedBackend
+from timem.memory.grounding import canonical_attribute, check_statement
+from timem.memory.rules import extract_statements
+from timem.memory.writer import ItemWriter
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(("attribute", "value", "text"), [
+    # the false facts a newcomer's demo import showed (issue 27 item 1)
+    ("home city", "not specified", "Hi! I'm Mia. I just moved to Lisbon for a new job."),
+    ("home city", "Shanghai", "I'm back from Shanghai! The trip was exhausting but wonderful."),
+    ("home city", "Porto", "The wedding in Porto was beautiful. Ana cried when she opened the gift."),
+    ("home city", "Porto", "My sister Ana is getting married on June 15th in Porto. I need a gift idea."),
+    ("job", "running", "I'm also training for a 10k race on April 21st. I run three mornings a week."),
+    ("job", "not specified", "Long day at work today."),
+    ("employer", "unknown", "I work a lot these days."),
+    ("diet", "tea", "I don't even want coffee anymore, tea all the way."),
+    ("morning drink", "water", "I'm planning a 3 km open-water swim in September."),
+    # someone else's facts
+    ("home city", "Porto", "My sister Ana lives in Porto with her fiancé."),
+    ("diet", "vegetarian", "Tom is vegetarian, so we picked an Indian place."),
+    ("employer", "Google", "My brother works at Google as an engineer."),
+    ("home city", "广州", "我姐姐住在广州。"),
+    ("home city", "上海", "下个月公司派我去上海出差一个星期。"),
+    ("favourite colour", "green", "Her favourite colour is green."),
+])
+def test_ungrounded_statements_are_refused(attribute, value, text):
+    assert check_statement(attribute, value, text) is not None
+
+
+@pytest.mark.parametrize(("attribute", "value", "text"), [
+    ("home city", "Lisbon", "Hi! I'm Mia. I just moved to Lisbon for a new job as a data engineer."),
+    ("job", "data engineer", "I just moved to Lisbon for a new job as a data engineer at a logistics startup."),
+    ("morning drink", "espresso", "My mornings start with a double espresso."),
+    ("drink", "tea", "No coffee for two months now, only tea."),  # no pronoun: the speaker's own turn
+    ("drink", "绿茶", "我不喝咖啡了，现在只喝绿茶。"),
+    ("diet", "vegetarian", "I don't eat meat, but fish is fine."),  # a normal form, not a word of the turn
+    ("home city", "杭州", "我搬到了杭州，离西湖很近。"),
+    ("hobby", "yoga", "I stopped running, yoga is my thing now."),
+])
+def test_grounded_statements_pass(attribute, value, text):
+    assert check_statement(attribute, value, text) is None
+
+
+def test_the_vocabulary_maps_synonyms_and_refuses_the_rest():
+    assert canonical_attribute("Occupation") == "job"
+    assert canonical_attribute("favorite band") == "favourite band"
+    assert canonical_attribute("city") == "home city"
+    assert canonical_attribute("mood") is None and canonical_attribute("favourite") is None
+
+
+def _engine(tmp_path, embedder, *, backend: str, extractor: str = "auto", responses=None) -> MemoryEngine:
+    from timem.store import Store
+
+    store = Store(tmp_path / "g.duckdb", embedder.model_id, embedder.dim)
+    cfg = load_config(env={}, db_path=store.path, llm_backend="none", cache_dir=tmp_path / "cache",
+                      consolidation_mode="extractive", memory_extractor=extractor)
+    cfg = cfg.with_overrides(llm_backend=backend) if backend != "none" else cfg
+    llm = LLM(ScriptedBackend(responses or (lambda req: "ok")), store)
+    return MemoryEngine(cfg, store, embedder, llm)
+
+
+def test_auto_reads_with_the_rules_unless_the_llm_is_an_endpoint(tmp_path, embedder):
+    for backend, mode in (("local", "rules"), ("openai", "llm")):
+        eng = _engine(tmp_path / backend, embedder, backend=backend)
+        try:
+            assert eng.item_writer.mode == mode, backend
+        finally:
+            eng.close()
+    assert ItemWriter.mode.__doc__ and "embedded model" in ItemWriter.mode.__doc__
+
+
+MIA = [  # each gets an assistant reply (memory_scenario.write)
+    ("s1", "Mia", "Hi! I'm Mia. I just moved to Lisbon for a new job as a data engineer.", "2024-04-02T08:15:00"),
+    ("s2", "Mia", "I'm back from Shanghai! The trip was exhausting but wonderful.", "2024-05-02T08:15:00"),
+    ("s3", "Mia", "The wedding in Porto was beautiful. I run three mornings a week.", "2024-06-18T08:15:00"),
+]
+
+
+def test_the_llm_extractor_writes_only_grounded_items(tmp_path, embedder):
+    """The scripted model answers with the false facts the embedded model wrote for the demo: only the true one
+    is written, and each refusal is audited with its reason."""
+    answers = {
+        "Lisbon": [("home city", "not specified"), ("home city", "Lisbon"), ("job", "data engineer"),
+                   ("employer", "not specified")],
+        "Shanghai": [("home city", "Shanghai"), ("diet", "tea")],
+        "Porto": [("home city", "Porto"), ("job", "running"), ("mood", "happy")],
+    }
+
+    def answer(req) -> str:
+        if "durable facts" not in req.messages[0].content:
+            return "ok"
+        key = next(k for k in answers if k in req.messages[1].content)
+        return json.dumps({"items": [{"turn": 1, "kind": "fact", "subject": "Mia", "attribute": a, "value": v}
+                                     for a, v in answers[key]]})
+
+    eng = _engine(tmp_path, embedder, backend="openai", responses=answer)
+    try:
+        f = write(tmp_path / "mia.jsonl", "mia", MIA)
+        eng.ingest(load_dataset(f, "jsonl", tz=eng.config.time.tz, user_tz=eng.config.time.user_tz))
+        items = {(i.attribute, i.value, i.is_open) for i in eng.memory_items("mia")}
+        assert items == {("home city", "Lisbon", True), ("job", "data engineer", True)}
+        reasons = [json.loads(r[0])["reason"] for r in eng.store.con.execute(
+            "SELECT detail FROM audit WHERE action = 'item-ungrounded'").fetchall()]
+        assert len(reasons) == 7
+        assert any("placeholder" in r for r in reasons) and any("not in the vocabulary" in r for r in reasons)
+    finally:
+        eng.close()
+
+
+def test_hobbies_hold_several_values_and_end_only_when_said(tmp_path, embedder):
+    rows = [("s1", "Tomas", "I took up pottery in January.", "2024-01-10T09:00:00"),
+            ("s2", "Tomas", "I started playing chess at a club.", "2024-02-10T09:00:00"),
+            ("s3", "Tomas", "I love running along the river.", "2024-03-10T09:00:00"),
+            ("s4", "Tomas", "I stopped running, yoga is my thing now.", "2024-04-10T09:00:00")]
+    eng = _engine(tmp_path, embedder, backend="none", extractor="rules")
+    try:
+        f = write(tmp_path / "t.jsonl", "tomas", rows)
+        eng.ingest(load_dataset(f, "jsonl", tz=eng.config.time.tz, user_tz=eng.config.time.user_tz))
+        hobbies = {i.value: i.is_open for i in eng.memory_items("tomas") if i.attribute == "hobby"}
+        assert hobbies == {"pottery": True, "chess": True, "running": False, "yoga": True}
+    finally:
+        eng.close()
+
+
+def test_rules_read_hobbies_but_not_other_gerunds():
+    assert [(s.attribute, s.value, s.ends_only) for s in extract_statements("I gave up climbing last year.")] == [
+        ("hobby", "climbing", True)]
+    assert extract_statements("I started working at Acme.") == [] or all(
+        s.attribute != "hobby" for s in extract_statements("I started working at Acme."))
+    assert [(s.attribute, s.value) for s in extract_statements("我最近开始学游泳。")] == [("hobby", "游泳")]
+
+
+def test_the_default_extractor_keeps_its_score_on_the_labelled_set():
+    """The published table's default row (bench/results/item-extraction.md): a change that makes the rules or the
+    grounding filter write false items, or miss many, fails here."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import item_extraction as bench
+
+    rows = [json.loads(x) for x in bench.SET.read_text().splitlines() if x.strip()]
+    assert len(rows) >= 60 and {r["lang"] for r in rows} == {"en", "zh"}
+    score = bench.Score(false_items=[])
+    for row in rows:
+        bench.score_one(bench.grounded(bench.rules(row)), row, score)
+    assert score.fp == 0, score.false_items
+    assert score.recall >= 0.85, score.recall

@@ -1,0 +1,173 @@
+"""Grounding of memory items: an item is written only when its source turn states it.
+
+Every statement, from the rules (:mod:`timem.memory.rules`) or from the LLM (:mod:`timem.prompts.memory`),
+passes :func:`check_statement` before the writer (:mod:`timem.memory.writer`) applies it. The checks, in order:
+
+1. **Vocabulary.** The attribute is one of :data:`ATTRIBUTES` (or ``favourite <thing>``), after
+   :data:`SYNONYMS` ("occupation" is ``job``, "city" is ``home city``); anything else is refused.
+2. **No placeholders.** A value such as "not specified", "unknown", "none", "N/A", "未提及" is refused.
+3. **The value is in the turn.** Its normalised form (:func:`timem.memory.values.normalise`) occurs in
+   the normalised turn as whole words ("water" is not in "open-water"); or it is a normal form the
+   attribute knows (``diet: vegetarian`` for "I don't eat meat", ``素食`` for "吃素").
+4. **The clause speaks of the speaker.** The turn is the speaker's own, so a clause with no other subject is
+   theirs ("No coffee for two months now, only tea"); a clause whose subject is someone else is refused
+   ("my sister lives in Porto", "Tom is vegetarian", "they love hiking", "我姐姐住在广州").
+5. **The clause speaks of the attribute** (:data:`CUES`): a home city needs "live", "moved", "based",
+   "住", "搬" … and no trip, visit or event ("back from Shanghai", "the wedding in Porto", "出差"); a job
+   needs "work", "job", "as a", "I'm a" …; a drink needs a drink word; a diet needs a known diet.
+
+The LoCoMo-style labelled set ``bench/data/memory_items_labelled.jsonl`` measures it (``bench/item_extraction.py``,
+results in ``bench/results/item-extraction.md``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from timem.memory.values import normalise
+
+#: the documented attribute vocabulary: attribute -> kind. ``favourite <thing>`` (a preference) is also allowed.
+ATTRIBUTES: dict[str, str] = {
+    "home city": "fact", "hometown": "fact", "employer": "fact", "job": "fact", "name": "fact",
+    "birthday": "fact", "drink": "preference", "morning drink": "preference", "diet": "preference",
+    "hobby": "preference", "likes": "preference", "dislikes": "preference",
+}
+#: attributes that hold several values at once: a new value adds to them, only an explicit end closes one
+MULTI_VALUED = frozenset({"hobby", "likes", "dislikes"})
+#: a value of one ends the same value of the other ("I love jazz now" ends "dislikes jazz")
+OPPOSITES: dict[str, str] = {"likes": "dislikes", "dislikes": "likes"}
+#: other names the LLM gives an attribute
+SYNONYMS: dict[str, str] = {
+    "city": "home city", "location": "home city", "residence": "home city", "home": "home city",
+    "current city": "home city", "lives in": "home city", "home town": "hometown", "occupation": "job",
+    "profession": "job", "job title": "job", "role": "job", "work": "job", "position": "job",
+    "company": "employer", "workplace": "employer", "works at": "employer", "beverage": "drink",
+    "favorite drink": "drink", "favourite drink": "drink", "hobbies": "hobby", "activity": "hobby",
+    "sport": "hobby", "interest": "hobby", "pastime": "hobby", "dietary preference": "diet",
+    "diet preference": "diet", "住址": "home city", "城市": "home city", "工作": "job", "职业": "job",
+    "公司": "employer", "饮品": "drink", "爱好": "hobby", "饮食": "diet",
+}
+PLACEHOLDERS = frozenset({
+    "not specified", "unspecified", "unknown", "none", "n/a", "na", "null", "nil", "nothing", "not mentioned",
+    "not stated", "not given", "not provided", "no", "yes", "true", "false", "?", "-", "tbd", "various", "other",
+    "未知", "无", "没有", "未提及", "不详", "未说明",
+})
+#: normal forms an attribute may write that are not words of the turn: value -> what in the turn supports it
+NORMAL_FORMS: dict[tuple[str, str], re.Pattern[str]] = {
+    ("diet", "vegetarian"): re.compile(r"\b(?:don't|do not|no longer|never)\s+eat\s+meat\b|\beat\w*\s+meat\s+again\b",
+                                       re.IGNORECASE),
+    ("diet", "vegan"): re.compile(r"\beat\w*\s+meat\s+again\b", re.IGNORECASE),
+    ("diet", "素食"): re.compile(r"吃素|素食"),
+}
+_DIETS = ("vegetarian", "vegan", "pescatarian", "keto", "gluten-free", "素食", "纯素")
+_TRIP = re.compile(
+    r"\b(?:trip|travel\w*|visit\w*|holiday|vacation|conference|wedding|flying|flew|fly|back\s+from|staying|stayed|"
+    r"hotel|weekend\s+in|week\s+in|business\s+trip|tour\w*|sightseeing|honeymoon)\b|出差|旅游|旅行|回来|度假|参加|婚礼|玩",
+    re.IGNORECASE)
+CUES: dict[str, re.Pattern[str]] = {
+    "home city": re.compile(r"\b(?:live[sd]?|living|moved|move|moving|relocat\w*|based|settled|reside\w*|home)\b|"
+                            r"住|搬|定居|生活在", re.IGNORECASE),
+    "hometown": re.compile(r"\bhome\s*town\b|\bgrew\s+up\b|\bborn\b|\bfrom\b|老家|家乡|出生", re.IGNORECASE),
+    "job": re.compile(r"\b(?:work\w*|job|as\s+an?|i'm\s+an?|i\s+am\s+an?|position|career|profession|hired|"
+                      r"employed|title|promot\w*)\b|工作|职业|当|担任|做", re.IGNORECASE),
+    "employer": re.compile(r"\b(?:work\w*|job|joined|hired|employ\w*|position|company|at)\b|工作|上班|公司|在",
+                           re.IGNORECASE),
+    "drink": re.compile(r"\b(?:drink\w*|drank|sip\w*|cups?|glass(?:es)?|coffees?|teas?|espresso|caffeine|"
+                        r"mornings?)\b|喝|咖啡|茶", re.IGNORECASE),
+    "diet": re.compile("|".join(_DIETS) + r"|\beat\b|吃", re.IGNORECASE),
+    "hobby": re.compile(r"\b(?:took\s+up|take\s+up|taking\s+up|started|starting|hobby|hobbies|love|enjoy\w*|"
+                        r"practi[sc]\w*|play\w*|learn\w*|my\s+thing|into|passion|joined|stopped|gave\s+up|quit)\b|"
+                        r"学|爱好|喜欢|开始|迷上|爱上", re.IGNORECASE),
+    "likes": re.compile(r"\b(?:love|like|enjoy|adore|fan|into)\b|喜欢|爱", re.IGNORECASE),
+    "dislikes": re.compile(r"\b(?:dislike|hate|can't\s+stand|cannot\s+stand|don't\s+like|do\s+not\s+like|"
+                           r"not\s+a\s+fan)\b|讨厌|不喜欢", re.IGNORECASE),
+    "name": re.compile(r"\bname\b|\bcall(?:ed)?\s+me\b|\bi'm\b|\bi\s+am\b|叫|名字", re.IGNORECASE),
+    "birthday": re.compile(r"\bbirthday\b|\bborn\b|生日|出生", re.IGNORECASE),
+}
+_FAVOURITE = re.compile(r"\bfavou?rite\b|最喜欢|最爱", re.IGNORECASE)
+_CLOSE = (r"sister|brother|mum|mom|mother|dad|father|parents?|wife|husband|partner|boyfriend|girlfriend|friends?|"
+          r"son|daughter|kids?|children|boss|colleagues?|coworkers?|neighbou?rs?|cousin|aunt|uncle|grand\w*|family|"
+          r"cat|dog|fianc[ée]e?|roommate|flatmate")
+_VERB = (r"(?:is|was|are|were|lives|lived|works|worked|drinks|drank|loves|likes|moved|has|had|switched|became|"
+         r"started|eats|prefers|enjoys|plays|took|joined|got)")
+#: a clause whose subject is someone else: "my sister ...", "his / her / their ...", "he / she / they / it ...",
+#: "Tom is ...", "my friend Leo switched ..."
+_THIRD_PERSON = re.compile(
+    rf"^\W*(?:(?i:also|and|but|so|now|then|honestly|well)\W+)?(?:(?i:(?:my|our)\s+(?:{_CLOSE})\b|(?:his|her|their)\b|"
+    rf"(?:he|she|they|it)\b)|(?!(?:I|We|My|Our|Me|Us)\b)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?\s+{_VERB}\b)|(?i:\b(?:my|our)\s+(?:{_CLOSE}))"
+    rf"(?:\s+[A-Z][a-z]+)?\s+{_VERB}\b")
+_ZH_CLOSE = re.compile(r"我(?:的)?(?:妈妈|爸爸|母亲|父亲|姐姐|妹妹|哥哥|弟弟|朋友|老公|老婆|丈夫|妻子|男朋友|女朋友|"
+                       r"同事|儿子|女儿|家人|父母|奶奶|爷爷|外婆|外公|老板|猫|狗)")
+_CLAUSES = re.compile(r"[,;.!?，。；！？\n]+|\s+(?:but|and then|so|while|because)\s+", re.IGNORECASE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def canonical_attribute(attribute: str) -> str | None:
+    """The vocabulary name of ``attribute`` (lower case, :data:`SYNONYMS` applied; ``favorite X`` is
+    ``favourite X``), or ``None`` when it is not in the vocabulary."""
+    a = " ".join(attribute.strip().lower().replace("_", " ").split())
+    a = SYNONYMS.get(a, a)
+    if a.startswith("favorite "):
+        a = "favourite " + a[len("favorite "):]
+    if a in ATTRIBUTES or (a.startswith("favourite ") and len(a) > len("favourite ")):
+        return a
+    return None
+
+
+def _occurs(value: str, text: str) -> bool:
+    v, t = normalise(value), normalise(text)
+    if not v:
+        return False
+    if _CJK.search(v):
+        return v in t
+    return re.search(rf"(?<![\w-]){re.escape(v)}(?![\w-])", t) is not None
+
+
+def _clause_of(value: str, text: str) -> str | None:
+    """The first clause of ``text`` that holds ``value`` (whole words), or ``None``."""
+    for clause in _CLAUSES.split(text):
+        if clause.strip() and _occurs(value, clause):
+            return clause
+    return None
+
+
+def _about_speaker(clause: str) -> bool:
+    if _CJK.search(clause):
+        return not _ZH_CLOSE.search(clause)
+    return not _THIRD_PERSON.search(clause)
+
+
+def check_statement(attribute: str | None, value: str, text: str, *, ends: str | None = None) -> str | None:
+    """Why the statement "``attribute``: ``value``", read from the turn ``text``, is not grounded, or ``None``
+    when it is (see the module doc). ``attribute`` is a vocabulary name (:func:`canonical_attribute`) or
+    ``None`` for a bare correction ("actually, it's Braga"), which is checked for the value only.
+    ``ends`` is the value the statement ends ("switched from coffee": ``"coffee"``); it must occur too.
+
+    Returns: a short reason such as ``"placeholder value"`` or ``"no first-person clause holds 'Porto'"``.
+    """
+    v = value.strip()
+    if normalise(v) in PLACEHOLDERS or not normalise(v):
+        return f"placeholder value {value!r}"
+    normal = NORMAL_FORMS.get((attribute or "", normalise(v)))
+    if normal is not None and normal.search(text):
+        return None
+    if ends is not None and not _occurs(ends, text):
+        return f"the ended value {ends!r} does not occur in the turn"
+    clause = _clause_of(v, text)
+    if clause is None:
+        return f"the value {value!r} does not occur in the turn"
+    if attribute is None:
+        return None
+    sentence = next((s for s in re.split(r"(?<=[.!?。！？])\s*", text) if _occurs(v, s)), text)
+    if not _about_speaker(clause):
+        return f"the clause holding {value!r} is about someone else"
+    if attribute == "diet" and normalise(v) not in _DIETS:
+        return f"{value!r} is not a diet"
+    if attribute.startswith("favourite "):
+        return None if _FAVOURITE.search(sentence) else f"the turn does not call {value!r} a favourite"
+    cue = CUES.get(attribute)
+    if cue is not None and not cue.search(clause if attribute != "hobby" else sentence):
+        return f"the clause holding {value!r} does not speak of a {attribute}"
+    if attribute == "home city" and _TRIP.search(clause):
+        return f"{value!r} is a trip, visit or event, not a home city"
+    return None
