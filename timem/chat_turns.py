@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from timem.datasets.base import check_text, is_blank, turn_id
+from timem.datasets.base import ID_SEPARATOR, check_id, check_name, check_text, is_blank, turn_id
 from timem.errors import InputError
 from timem.models import MemoryNode, Role, Turn
 from timem.recall.trace import RecallTrace
@@ -45,18 +45,19 @@ def reply_without_llm(n_memories: int, tokens: int) -> str:
 
 
 def check_user_id(user_id: str) -> str:
-    """``user_id`` if a user of a local file may have it (ingest, the studio, ``timem mcp``): not blank, and no
-    ``/``, which the memory service reserves for its tenants (``tenant/user``).
+    """``user_id`` if a user of a local file may have it (ingest, the studio, ``timem mcp``): not blank, no
+    ``/``, which the memory service reserves for its tenants (``tenant/user``), and no ``:``, which separates the
+    parts of a turn id (:func:`timem.datasets.base.check_id`).
 
     Raises:
-        InputError: blank, or holds ``/``.
+        InputError: blank, or holds ``/`` or ``:``.
     """
     if is_blank(user_id):
         raise InputError("the user id is empty; give one, e.g. alice", field="user_id")
     if "/" in user_id:
         raise InputError(f"user id {user_id!r} holds '/', which is reserved for the memory service's tenants "
                          "(tenant/user); rename the user", field="user_id")
-    return user_id
+    return check_id(user_id, field="user_id")
 
 
 def check_turn(turn: Turn) -> None:
@@ -68,6 +69,12 @@ def check_turn(turn: Turn) -> None:
         value = getattr(turn, name)
         if value is not None:
             check_text(value, file=None, record=record, field=name)
+    check_id(turn.user_id, record=record, field="user_id")
+    check_id(turn.session_id, record=record, field="session_id")
+    check_name(turn.speaker, record=record, field="speaker")
+    if turn.id != ID_SEPARATOR.join((turn.user_id, turn.session_id, str(turn.seq))):  # API-built turns too
+        raise InputError(f"the turn id is not user:session:seq ({turn.user_id}:{turn.session_id}:{turn.seq}); build "
+                         "it with timem.datasets.base.turn_id", record=record, field="id")
     if is_blank(turn.text) and (turn.image_caption is None or is_blank(turn.image_caption)):
         raise InputError("empty text (only whitespace or invisible characters); drop the turn or give it text",
                          record=record, field="text")
@@ -78,6 +85,15 @@ def check_turn(turn: Turn) -> None:
 
 #: the event-time years a turn may have: the L3-L5 windows around it (a week, a month) must be representable
 MIN_YEAR, MAX_YEAR = 2, 9998
+
+
+def check_names(**names: str) -> None:
+    """Refuse a chat name (``user_name=...``, ``assistant_name=...``) that is empty or not one line of text
+    (:func:`timem.datasets.base.check_name`); the error names the keyword as the field."""
+    for field, name in names.items():
+        if is_blank(name):
+            raise InputError(f"the {field.replace('_', ' ')} is empty; give a name, e.g. Mia", field=field)
+        check_name(name, field=field)
 
 
 def check_chat(text: str, event_time: datetime, what: str = "message") -> None:

@@ -145,7 +145,7 @@ def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] 
         typer.echo(f"VIOLATION {p.rule}: user={p.user_id} node={p.node_id}: {p.detail}")
     if problems:
         raise typer.Exit(2)
-    typer.echo("ok: containment, calendar windows, links, source turns, orphans, FTS and vectors")
+    typer.echo("ok: containment, calendar windows, links, source turns, turn ids, orphans, FTS and vectors")
 
 
 @app.command()

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from timem import editing
-from timem.chat_turns import check_turn, check_user_id
+from timem.chat_turns import check_names, check_turn, check_user_id
 from timem.config import Complexity, Config
 from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
 from timem.datasets.base import ImportedUser
@@ -24,6 +24,7 @@ from timem.engine_reads import StoreReads
 from timem.errors import (
     ConfigError,
     ConsolidationIncomplete,
+    InputError,
     LLMError,
 )
 from timem.llm.protocol import LLMClient
@@ -120,7 +121,8 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
 
         Raises:
             InputError: a turn's text, speaker or caption holds a lone surrogate, a control character or
-                only invisible characters (:func:`timem.datasets.base.check_text`); nothing is written.
+                only invisible characters (:func:`timem.datasets.base.check_text`), a user or session id holds
+                ``:``, a turn id is not ``user:session:seq`` or two turns share one; nothing is written.
             ConsolidationIncomplete: after every user was imported, if some window could not be
                 consolidated (its ``.report`` is the :class:`IngestReport`); the turns, the L1
                 segments and every other window are stored.
@@ -129,10 +131,15 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
         read: set[str] = set()  # users whose memory items _consolidate read in this write
         failures: list[tuple[int, str, str]] = []
         written: list[MemoryNode] = []
+        seen: set[str] = set()
         for user in users:
             check_user_id(user.user_id)
             for t in user.turns:
                 check_turn(t)
+                if t.id in seen:  # one of them would be dropped
+                    raise InputError(f"two turns of the input have the id {t.id!r}; give each session of a user its "
+                                     "own id and each turn its own seq", record=f"turn {t.id}", field="id")
+                seen.add(t.id)
         changed = self.store.changed_turns([t for u in users for t in u.turns])
         report.changed_turns = [new.id for new, _ in changed]
         relinks: list[tuple[str, str]] = []
@@ -355,8 +362,11 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
 
         Raises:
             ConfigError: no LLM is configured (use :meth:`recall` for the context alone).
+            InputError: ``asker`` is empty or not one line of text (:func:`timem.chat_turns.check_names`).
             LLMError: the answer call failed (the trace is saved with ``answer_error``).
         """
+        if asker is not None:  # it goes into the system message
+            check_names(asker=asker)
         if self.llm is None:
             raise ConfigError("answering needs an LLM; set llm_backend to 'local' or 'openai', "
                               "or ask for the context alone (--recall-only / MemoryEngine.recall).")

@@ -81,6 +81,12 @@ class TimeSpan(BaseModel):
 
 
 
+#: separates the parts of a turn id (``user:session:seq``, :func:`timem.datasets.base.turn_id`); refused inside
+#: user and session ids, so that no two turns can share an id (``a:b`` + session ``c`` and ``a`` + session ``b:c``
+#: would)
+ID_SEPARATOR = ":"
+
+
 class Turn(BaseModel):
     """One utterance. ``event_time`` is when it was said (UTC); ``ingested_at`` is when we stored it.
 

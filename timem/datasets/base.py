@@ -6,7 +6,8 @@ returns a list of :class:`ImportedUser`; malformed input raises
 ingested from a half-valid file.
 
 Ids are deterministic so that re-importing the same file yields the same ids (idempotent
-re-ingest): a turn's id is :func:`turn_id` ``f"{user_id}:{session_id}:{seq}"``.
+re-ingest): a turn's id is :func:`turn_id` ``f"{user_id}:{session_id}:{seq}"``. A user or session id holding
+``:`` (:data:`ID_SEPARATOR`) is refused (:func:`check_id`): ``a:b`` + ``c`` and ``a`` + ``b:c`` would give one id.
 All datetimes are UTC-aware; naive dataset times are read as wall-clock time in the ``tz``
 given to the importer (via :func:`timem.tree.windows.to_utc`).
 """
@@ -25,10 +26,11 @@ from dateutil import parser as dateutil_parser
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from timem.errors import InputError
-from timem.models import Turn
+from timem.models import ID_SEPARATOR, Turn
 from timem.tree.windows import offset_minutes, to_utc
 
-__all__ = ["ImportedSession", "ImportedUser", "Question", "check_text", "is_blank", "turn_id"]
+__all__ = ["ID_SEPARATOR", "ImportedSession", "ImportedUser", "Question", "check_id", "check_name", "check_text",
+           "is_blank", "turn_id"]
 
 #: characters that render as nothing although they are not whitespace (Hangul fillers, braille blank,
 #: combining grapheme joiner); every format character (Unicode category Cf: zero-width space and
@@ -37,9 +39,53 @@ _INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f")
 _ALLOWED_CONTROL = frozenset("\t\n\r")
 
 
+def check_id(value: str, *, file: str | None = None, record: str | None = None, field: str) -> str:
+    """``value`` (a user or session id) unchanged if it holds no :data:`ID_SEPARATOR` and is one line
+    (:func:`check_name`).
+
+    Raises:
+        InputError: it holds ``:``, a line break or a control character; the message names ``file``, ``record``
+            and ``field``.
+    """
+    if ID_SEPARATOR in value:
+        what = field.replace("_", " ")
+        raise InputError(f"{what} {value!r} holds ':', which separates the parts of a turn id "
+                         "(user:session:seq), so two turns could get the same id; rename it (e.g. '-' for ':')",
+                         file=file, record=record, field=field)
+    return check_name(value, file=file, record=record, field=field)
+
+
+#: Unicode categories refused in names and ids: control characters (newline, tab, carriage return, NUL, ESC,
+#: C1 ...) and the line and paragraph separators U+2028 / U+2029
+_NOT_IN_NAMES = frozenset({"Cc", "Zl", "Zp"})
+
+
+def check_name(value: str, *, file: str | None = None, record: str | None = None, field: str) -> str:
+    """``value`` (a speaker, user or assistant name, or an id) unchanged if it is one line of text: no lone
+    surrogate (:func:`check_text`), no control character at all (newline, tab and carriage return included) and
+    no line or paragraph separator. A name is written before every utterance in the recall context
+    (``Mia: ...``), so a line break in it would start a line that looks like another speaker's.
+
+    Raises:
+        InputError: naming ``file``, ``record`` and ``field``.
+    """
+    check_text(value, file=file, record=record, field=field)
+    for i, ch in enumerate(value):
+        if unicodedata.category(ch) in _NOT_IN_NAMES:
+            raise InputError(f"a line break or control character U+{ord(ch):04X} at character {i + 1}; a name or id "
+                             "is one line of text: remove it", file=file, record=record, field=field)
+    return value
+
+
 def turn_id(user_id: str, session_id: str, seq: int) -> str:
-    """The stable id of turn ``seq`` (0-based) of ``session_id`` of ``user_id``."""
-    return f"{user_id}:{session_id}:{seq}"
+    """The stable id of turn ``seq`` (0-based) of ``session_id`` of ``user_id``: ``user:session:seq``.
+
+    Raises:
+        InputError: the user or session id holds ``:`` (:func:`check_id`).
+    """
+    check_id(user_id, field="user_id")
+    check_id(session_id, field="session_id")
+    return f"{user_id}{ID_SEPARATOR}{session_id}{ID_SEPARATOR}{seq}"
 
 
 class ImportedSession(BaseModel):

@@ -9,12 +9,14 @@ Format (UTF-8, one JSON object per line, blank lines ignored)::
 
 Fields:
 
-* ``user_id`` (string, required): the memory owner; users are returned in order of first appearance.
+* ``user_id`` (string, required): the memory owner; users are returned in order of first appearance. No ``:``
+  (it separates the parts of a turn id), line break or control character, as in ``session_id``.
 * ``session_id`` (string, required): a conversation session *of that user*; the same id under
   two users names two sessions.
 * ``role`` and/or ``speaker`` (strings, at least one): ``role`` is ``user``, ``assistant`` or
-  ``other``. Without ``role``, a speaker named ``user``/``assistant`` (any case) gets that role and
-  any other speaker ``other``; without ``speaker``, the speaker is the role.
+  ``other``; ``speaker`` is one line (no line break or other control character). Without ``role``, a
+  speaker named ``user``/``assistant`` (any case) gets that role and any other speaker ``other``; without
+  ``speaker``, the speaker is the role.
 * ``text`` (string, required, non-empty): what was said.
 * ``timestamp`` (string, required): ISO 8601 event time, e.g. ``2023-05-08T13:56:00`` or with an
   offset (``+02:00``, ``Z``). A timestamp without an offset is wall-clock time in the user's time
@@ -28,7 +30,8 @@ Grouping: turns of a session keep file order (``seq`` 0, 1, ...) and their times
 decrease nor run more than a day past the session's first turn (:data:`timem.models.MAX_SESSION`: a
 session's memory sits under the day it started in); sessions of a user are ordered by their first turn's
 timestamp (ties keep file order).
-Turn ids are ``f"{user_id}:{session_id}:{seq}"``, so re-importing the same file is idempotent.
+Turn ids are ``f"{user_id}:{session_id}:{seq}"``, so re-importing the same file is idempotent; a ``user_id`` or
+``session_id`` holding ``:`` is refused (two turns could get one id).
 """
 
 from __future__ import annotations
@@ -40,7 +43,16 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from timem.datasets.base import ImportedSession, ImportedUser, check_text, is_blank, need, turn_id
+from timem.datasets.base import (
+    ImportedSession,
+    ImportedUser,
+    check_id,
+    check_name,
+    check_text,
+    is_blank,
+    need,
+    turn_id,
+)
 from timem.errors import InputError
 from timem.models import MAX_SESSION, Role, Turn
 from timem.tree.windows import offset_minutes, to_utc
@@ -151,8 +163,8 @@ def _row(line: str, no: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, Zone
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", file=file, record=rec)
     where = {"file": file, "record": rec}
-    user_id = need(obj, "user_id", str, file=file, record=rec).strip()
-    session_id = need(obj, "session_id", str, file=file, record=rec).strip()
+    user_id = check_id(need(obj, "user_id", str, file=file, record=rec).strip(), **where, field="user_id")
+    session_id = check_id(need(obj, "session_id", str, file=file, record=rec).strip(), **where, field="session_id")
     text = need(obj, "text", str, file=file, record=rec)
     raw_time = need(obj, "timestamp", str, file=file, record=rec).strip()
     if obj.get("role") is None and obj.get("speaker") is None:
@@ -165,7 +177,7 @@ def _row(line: str, no: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, Zone
                              field="role")
         role = _ROLES[role_name]
     if obj.get("speaker") is not None:
-        speaker = need(obj, "speaker", str, file=file, record=rec).strip()
+        speaker = check_name(need(obj, "speaker", str, file=file, record=rec).strip(), **where, field="speaker")
     if role is None:
         role = _ROLES.get((speaker or "").lower(), Role.OTHER)
     zone = user_tz.get(user_id, tz)
