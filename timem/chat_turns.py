@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 from timem.datasets.base import ID_SEPARATOR, check_id, check_name, check_text, is_blank, turn_id
 from timem.errors import InputError
-from timem.models import MemoryNode, Role, Turn
+from timem.models import MAX_YEAR, MIN_YEAR, MemoryNode, Role, Turn
 from timem.recall.trace import RecallTrace
 
 
@@ -81,10 +81,6 @@ def check_turn(turn: Turn) -> None:
     if not MIN_YEAR <= turn.event_time.year <= MAX_YEAR:  # its day, week and month windows must exist
         raise InputError(f"event time {turn.event_time.isoformat()} is outside the years {MIN_YEAR}-{MAX_YEAR} "
                          "that calendar windows can hold; fix the timestamp", record=record, field="timestamp")
-
-
-#: the event-time years a turn may have: the L3-L5 windows around it (a week, a month) must be representable
-MIN_YEAR, MAX_YEAR = 2, 9998
 
 
 def check_names(**names: str) -> None:

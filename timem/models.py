@@ -87,6 +87,10 @@ class TimeSpan(BaseModel):
 ID_SEPARATOR = ":"
 
 
+#: the event-time years (UTC) a turn may have: the L3-L5 windows around it (a week, a month) must be representable
+MIN_YEAR, MAX_YEAR = 2, 9998
+
+
 class Turn(BaseModel):
     """One utterance. ``event_time`` is when it was said (UTC); ``ingested_at`` is when we stored it.
 

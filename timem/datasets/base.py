@@ -26,7 +26,7 @@ from dateutil import parser as dateutil_parser
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from timem.errors import InputError
-from timem.models import ID_SEPARATOR, Turn
+from timem.models import ID_SEPARATOR, MAX_YEAR, MIN_YEAR, Turn
 from timem.tree.windows import offset_minutes, to_utc
 
 __all__ = ["ID_SEPARATOR", "ImportedSession", "ImportedUser", "Question", "check_id", "check_name", "check_text",
@@ -183,14 +183,21 @@ def check_text(value: str, *, file: str | None, record: str | None, field: str) 
     return value
 
 
+#: said of a JSON value nested so deep that the parser gives up (Python's recursion limit, ~1000 levels)
+TOO_DEEP = "JSON nested too deeply (arrays or objects inside each other beyond the parser's limit); a record is a " \
+    "flat object: fix the file"
+
+
 def read_json(path: Path) -> Any:
-    """Parse a JSON file; unreadable files and bad JSON raise :class:`InputError`."""
+    """Parse a JSON file; unreadable files, bad JSON and JSON nested too deeply raise :class:`InputError`."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read {path}: {exc}. Check the path.", file=str(path)) from exc
     try:
         return json.loads(text)
+    except RecursionError as exc:
+        raise InputError(TOO_DEEP, file=str(path)) from exc
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data" and _looks_like_jsonl(text):
             raise InputError("this is JSON Lines (one object per line), not one JSON document; use --format jsonl "
@@ -204,7 +211,7 @@ def _looks_like_jsonl(text: str) -> bool:
     lines = [ln for ln in text.splitlines() if ln.strip()][:2]
     try:
         return len(lines) == 2 and all(isinstance(json.loads(ln), dict) for ln in lines)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
 
 
@@ -285,4 +292,23 @@ def parse_when_offset(raw: str, tz: ZoneInfo, *, file: str, record: str, field: 
     except (ValueError, OverflowError) as exc:
         raise InputError(f"unparseable date/time {raw!r} ({exc}); use e.g. '2023-05-08T13:56' or "
                          "'1:56 pm on 8 May, 2023'", file=file, record=record, field=field) from exc
-    return to_utc(dt, tz), offset_minutes(dt, tz)
+    return utc_and_offset(dt, tz, raw, file=file, record=record, field=field)
+
+
+def utc_and_offset(dt: datetime, tz: ZoneInfo, raw: str, *, file: str | None, record: str | None,
+                   field: str) -> tuple[datetime, int]:
+    """``(dt in UTC, UTC offset in minutes of the local time dt was written in)``: :func:`timem.tree.windows.to_utc`
+    and :func:`~timem.tree.windows.offset_minutes` (naive ``dt`` is wall-clock time in ``tz``).
+
+    Raises:
+        InputError: the instant falls outside the years :data:`timem.models.MIN_YEAR`-:data:`~timem.models.MAX_YEAR`
+            in UTC (e.g. 9999-12-31T23:00-05:00 runs past year 9999: the conversion overflows), naming ``raw``.
+    """
+    try:
+        utc, offset = to_utc(dt, tz), offset_minutes(dt, tz)
+    except OverflowError:
+        utc = None
+    if utc is None or not MIN_YEAR <= utc.year <= MAX_YEAR:
+        raise InputError(f"timestamp {raw!r} lies outside the years {MIN_YEAR}-{MAX_YEAR} (in UTC) that calendar "
+                         "windows can hold; fix the timestamp", file=file, record=record, field=field)
+    return utc, offset

@@ -44,6 +44,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from timem.datasets.base import (
+    TOO_DEEP,
     ImportedSession,
     ImportedUser,
     check_id,
@@ -52,10 +53,10 @@ from timem.datasets.base import (
     is_blank,
     need,
     turn_id,
+    utc_and_offset,
 )
 from timem.errors import InputError
 from timem.models import MAX_SESSION, Role, Turn
-from timem.tree.windows import offset_minutes, to_utc
 
 __all__ = ["load_jsonl", "write_jsonl"]
 
@@ -140,12 +141,14 @@ def _other_format(data: bytes, first_line: str) -> str | None:
     of that dataset (or has one such record per line), else ``None``. Only called on that error path."""
     try:
         first: Any = json.loads(first_line)
+    except RecursionError:
+        return None
     except json.JSONDecodeError:
         if data.lstrip()[:1] not in (b"[", b"{"):
             return None
         try:
             first = json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             return None
     if isinstance(first, list):
         first = first[0] if first else None
@@ -158,6 +161,8 @@ def _row(line: str, no: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, Zone
     rec = f"line {no}"
     try:
         obj = json.loads(line)
+    except RecursionError as exc:
+        raise InputError(TOO_DEEP, file=file, record=rec) from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, record=rec) from exc
     if not isinstance(obj, dict):
@@ -183,10 +188,10 @@ def _row(line: str, no: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, Zone
     zone = user_tz.get(user_id, tz)
     try:
         written = datetime.fromisoformat(raw_time)
-        time, offset = to_utc(written, zone), offset_minutes(written, zone)
     except ValueError as exc:
         raise InputError(f"unparseable timestamp {raw_time!r}; use ISO 8601 such as '2023-05-08T13:56:00'",
                          **where, field="timestamp") from exc
+    time, offset = utc_and_offset(written, zone, raw_time, **where, field="timestamp")
     opt = {}
     for key in ("image_caption", "source_ref"):
         val = obj.get(key)
