@@ -7,7 +7,7 @@ per turn so that dates render in the speaker's zone.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -78,9 +78,7 @@ def check_turn(turn: Turn) -> None:
     if is_blank(turn.text) and (turn.image_caption is None or is_blank(turn.image_caption)):
         raise InputError("empty text (only whitespace or invisible characters); drop the turn or give it text",
                          record=record, field="text")
-    if not MIN_YEAR <= turn.event_time.year <= MAX_YEAR:  # its day, week and month windows must exist
-        raise InputError(f"event time {turn.event_time.isoformat()} is outside the years {MIN_YEAR}-{MAX_YEAR} "
-                         "that calendar windows can hold; fix the timestamp", record=record, field="timestamp")
+    check_time(turn.event_time, "timestamp", record=record)  # its day, week and month windows must exist
 
 
 def check_names(**names: str) -> None:
@@ -92,13 +90,52 @@ def check_names(**names: str) -> None:
         check_name(name, field=field)
 
 
+def check_time(at: datetime, field: str, *, record: str | None = None, tz: tzinfo | None = None) -> datetime:
+    """``at`` converted to UTC, if that instant lies within the years :data:`~timem.models.MIN_YEAR` -
+    :data:`~timem.models.MAX_YEAR` (its day, week and month windows must exist); a naive ``at`` is wall-clock time
+    in ``tz`` (refused without ``tz``).
+
+    Raises:
+        InputError: naive without ``tz``, or outside those years in UTC (``9999-12-31T23:00-05:00`` runs past
+            9999; the conversion would overflow); names ``field``.
+    """
+    if at.tzinfo is None or at.utcoffset() is None:
+        if tz is None:
+            raise InputError(f"{field} must be timezone-aware; convert with timem.tree.windows.to_utc", record=record,
+                             field=field)
+        at = at.replace(tzinfo=tz)
+    try:
+        utc: datetime | None = at.astimezone(UTC)
+    except OverflowError:
+        utc = None
+    if utc is None or not MIN_YEAR <= utc.year <= MAX_YEAR:
+        raise InputError(f"{field} {at.isoformat()} lies outside the years {MIN_YEAR}-{MAX_YEAR} (in UTC) that "
+                         "calendar windows can hold; fix the time", record=record, field=field)
+    return utc
+
+
+def check_question(query: str, question_time: datetime | None, tz: tzinfo) -> None:
+    """Refuse a recall question that shows nothing (only whitespace or invisible characters such as zero-width
+    spaces), holds a lone surrogate or a control character (:func:`timem.datasets.base.check_text`), or a
+    ``question_time`` outside the calendar's years (:func:`check_time`; naive = wall-clock time in ``tz``).
+
+    Raises:
+        InputError: naming the field (``query`` or ``question_time``); nothing is recalled or stored.
+    """
+    if is_blank(query):
+        what = "" if not query.strip() else " (only invisible characters such as zero-width spaces)"
+        raise InputError(f"the question is empty{what}; ask something", field="query")
+    check_text(query, file=None, record=None, field="query")
+    if question_time is not None:
+        check_time(question_time, "question_time", tz=tz)
+
+
 def check_chat(text: str, event_time: datetime, what: str = "message") -> None:
-    """Refuse an empty ``what`` (``message`` or ``reply``; the error names that field) or a naive time."""
+    """Refuse an empty ``what`` (``message`` or ``reply``; the error names that field), a naive ``event_time`` or
+    one outside the calendar's years (:func:`check_time`)."""
     if is_blank(text):
         raise InputError(f"the {what} is empty; type something to say", field=what)
-    if event_time.tzinfo is None:
-        raise InputError("event_time must be timezone-aware; convert with timem.tree.windows.to_utc",
-                         field="event_time")
+    check_time(event_time, "event_time")
 
 
 def speaker_offset(at: datetime, zone: ZoneInfo) -> int:

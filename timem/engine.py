@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from timem import editing
-from timem.chat_turns import check_names, check_turn, check_user_id
+from timem.chat_turns import check_names, check_question, check_turn, check_user_id
 from timem.config import Complexity, Config
 from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
 from timem.datasets.base import ImportedUser
@@ -345,9 +345,13 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
         The LLM planner or gate uses the engine's LLM when one is configured.
 
         Raises:
-            InputError: empty query. ConfigError: an LLM planner / gate asked for by name without an LLM.
+            InputError: the query is empty or invisible-only, or holds a lone surrogate or a control character, or
+                ``question_time`` lies outside the years 2-9998 (:func:`timem.chat_turns.check_question`); nothing
+                is recalled or stored.
+            ConfigError: an LLM planner / gate asked for by name without an LLM.
             EmbeddingError: the query cannot be embedded.
         """
+        check_question(query, question_time, (config or self.config).time.tz)
         return pipeline.recall(self.store, self.embedder, self.llm, config or self.config, user_id, query,
                                question_time, complexity_override=complexity, gate_override=gate,
                                planner_override=planner, participants=participants, persist=persist)
@@ -362,9 +366,11 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
 
         Raises:
             ConfigError: no LLM is configured (use :meth:`recall` for the context alone).
-            InputError: ``asker`` is empty or not one line of text (:func:`timem.chat_turns.check_names`).
+            InputError: as :meth:`recall`, or ``asker`` is empty or not one line of text
+                (:func:`timem.chat_turns.check_names`).
             LLMError: the answer call failed (the trace is saved with ``answer_error``).
         """
+        check_question(query, question_time, (config or self.config).time.tz)
         if asker is not None:  # it goes into the system message
             check_names(asker=asker)
         if self.llm is None:
