@@ -183,3 +183,19 @@ def test_deep_json_in_a_locomo_file_is_one_line(tmp_path):
     path.write_text('[{"sample_id": "conv-x", "conversation": ' + _DEEP + "}]")
     with pytest.raises(InputError, match=rf"nested too deeply.*file {path}"):
         load_dataset(path, "locomo", tz=UTC_ZONE)
+
+
+def test_ask_with_bytes_that_are_not_utf8_is_one_line(tmp_path):
+    """A question typed in Latin-1 reaches Python as lone surrogates (surrogateescape): it was a TypeError traceback
+    from the tokenizer; now one line naming the argument and the byte, before anything is opened."""
+    db = tmp_path / "t.duckdb"
+    good = tmp_path / "good.jsonl"
+    good.write_text(line("amy", "I collect postcards."))
+    assert timem("ingest", str(good), "--format", "jsonl", "--l1-only", "--llm", "none", "--db", str(db),
+                 cwd=tmp_path).returncode == 0
+    before = db.read_bytes()
+    res = timem("ask", b"What do I caf\xe9 collect?", "--user", "amy", "--recall-only", "--db", str(db), cwd=tmp_path)
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res
+    err = res.stderr.strip()
+    assert len(err.splitlines()) == 1 and "not UTF-8" in err and "0xe9" in err, err
+    assert db.read_bytes() == before  # no trace stored
