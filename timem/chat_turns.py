@@ -11,7 +11,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from timem.datasets.base import ID_SEPARATOR, check_id, check_name, check_text, is_blank, turn_id
+from timem.datasets.base import ID_SEPARATOR, check_id, check_length, check_name, check_text, is_blank, turn_id
 from timem.errors import InputError
 from timem.models import MAX_YEAR, MIN_YEAR, MemoryNode, Role, Turn
 from timem.recall.trace import RecallTrace
@@ -60,11 +60,14 @@ def check_user_id(user_id: str) -> str:
     return check_id(user_id, field="user_id")
 
 
-def check_turn(turn: Turn) -> None:
+def check_turn(turn: Turn, max_chars: int | None = None) -> None:
     """Refuse a turn that cannot be stored or would be an invisible memory (:class:`InputError` naming
     the turn id and the field): see :func:`timem.datasets.base.check_text`; text may be empty only
-    when the turn carries an image caption."""
+    when the turn carries an image caption; text and caption are at most ``max_chars`` characters
+    (``Config.store.max_turn_chars``; a :class:`~timem.errors.TextTooLongError`)."""
     record = "turn " + turn.id.encode("utf-8", "backslashreplace").decode("utf-8")  # printable even if the id is bad
+    check_length(turn.text, max_chars, record=record, field="text")  # first: the character checks take seconds on MB
+    check_length(turn.image_caption, max_chars, record=record, field="image_caption")
     for name in ("user_id", "session_id", "speaker", "text", "image_caption", "source_ref"):
         value = getattr(turn, name)
         if value is not None:

@@ -49,7 +49,8 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
     if ray and (update_changed or not flush):
         raise InputError("--ray ingests new users as the file holds them; leave out --update-changed and "
                          "--no-flush", field="ray")
-    users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.time.tz, user_tz=cfg.time.user_tz)
+    users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.time.tz, user_tz=cfg.time.user_tz,
+                         max_turn_chars=cfg.store.max_turn_chars)
     eng = _engine(cfg)
     try:
         if ray:

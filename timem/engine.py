@@ -122,7 +122,8 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
         Raises:
             InputError: a turn's text, speaker or caption holds a lone surrogate, a control character or
                 only invisible characters (:func:`timem.datasets.base.check_text`), a user or session id holds
-                ``:``, a turn id is not ``user:session:seq`` or two turns share one; nothing is written.
+                ``:``, a turn id is not ``user:session:seq`` or two turns share one, or a text is longer than
+                ``max_turn_chars``; nothing is written.
             ConsolidationIncomplete: after every user was imported, if some window could not be
                 consolidated (its ``.report`` is the :class:`IngestReport`); the turns, the L1
                 segments and every other window are stored.
@@ -135,7 +136,7 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
         for user in users:
             check_user_id(user.user_id)
             for t in user.turns:
-                check_turn(t)
+                check_turn(t, self.config.store.max_turn_chars)
                 if t.id in seen:  # one of them would be dropped
                     raise InputError(f"two turns of the input have the id {t.id!r}; give each session of a user its "
                                      "own id and each turn its own seq", record=f"turn {t.id}", field="id")

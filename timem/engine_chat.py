@@ -133,7 +133,7 @@ class OnlineChat:
     def _add_chat_turns(self, user_id: str, turns: list[Turn], consolidate: bool,
                         request: WriteRequest | None = None) -> list[MemoryNode]:
         for t in turns:
-            check_turn(t)
+            check_turn(t, self.config.store.max_turn_chars)
         ended = {s.session_id for s in self.store.sessions(user_id) if s.ended}
         if turns and turns[0].session_id in ended:  # its session memory is written: a later turn would stretch it
             raise InputError(f"session {turns[0].session_id!r} was ended; send the turn in a new session",

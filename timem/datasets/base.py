@@ -25,12 +25,12 @@ from zoneinfo import ZoneInfo
 from dateutil import parser as dateutil_parser
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from timem.errors import InputError
+from timem.errors import InputError, TextTooLongError
 from timem.models import ID_SEPARATOR, MAX_YEAR, MIN_YEAR, Turn
 from timem.tree.windows import offset_minutes, to_utc
 
-__all__ = ["ID_SEPARATOR", "ImportedSession", "ImportedUser", "Question", "check_id", "check_name", "check_text",
-           "is_blank", "turn_id"]
+__all__ = ["ID_SEPARATOR", "ImportedSession", "ImportedUser", "Question", "check_id", "check_length", "check_name",
+           "check_text", "is_blank", "turn_id"]
 
 #: characters that render as nothing although they are not whitespace (Hangul fillers, braille blank,
 #: combining grapheme joiner); every format character (Unicode category Cf: zero-width space and
@@ -188,6 +188,20 @@ TOO_DEEP = "JSON nested too deeply (arrays or objects inside each other beyond t
     "flat object: fix the file"
 
 
+def check_length(value: str | None, limit: int | None, *, file: str | None = None, record: str | None = None,
+                 field: str) -> None:
+    """Refuse a turn's ``value`` (text or image caption) longer than ``limit`` characters (``max_turn_chars``);
+    ``None`` for either checks nothing.
+
+    Raises:
+        TextTooLongError: naming ``file``, ``record`` and ``field``.
+    """
+    if limit is not None and value is not None and len(value) > limit:
+        raise TextTooLongError(f"the {field.replace('_', ' ')} has {len(value):,} characters, more than "
+                               f"max_turn_chars = {limit:,}; split it into several turns or raise the limit",
+                               file=file, record=record, field=field)
+
+
 def read_json(path: Path) -> Any:
     """Parse a JSON file; unreadable files, bad JSON and JSON nested too deeply raise :class:`InputError`."""
     try:
@@ -259,6 +273,23 @@ _SLASHED = re.compile(
 _D1, _D2 = datetime(2000, 1, 1), datetime(2001, 2, 2)
 
 
+#: a year written with three or four digits ("0001", "0999", "2023")
+_LONG_YEAR = re.compile(r"(?<!\d)(\d{3,4})(?!\d)")
+
+
+def _written_year(text: str, dt: datetime) -> datetime:
+    """``dt`` (dateutil's reading of ``text``) with the year as written: dateutil reads "0001" as 2001 and "0023"
+    as 2023 (two-digit years are put in the current century even when written with four digits).
+
+    Raises:
+        ValueError: the written year makes the date impossible (29 February of a common year).
+    """
+    years = {int(y) for y in _LONG_YEAR.findall(text)}
+    if len(years) == 1 and dt.year not in years:
+        return dt.replace(year=years.pop())
+    return dt
+
+
 def parse_when(raw: str, tz: ZoneInfo, *, file: str, record: str, field: str) -> datetime:
     """Parse a dataset timestamp into UTC; naive values are wall-clock time in ``tz``
     (:func:`parse_when_offset` without the offset)."""
@@ -288,7 +319,7 @@ def parse_when_offset(raw: str, tz: ZoneInfo, *, file: str, record: str, field: 
                 a, b = (dateutil_parser.parse(text, default=x) for x in (_D1, _D2))
                 if (a.year, a.month, a.day) != (b.year, b.month, b.day):
                     raise ValueError("no full calendar date (year, month and day)") from None
-                dt = a
+                dt = _written_year(text, a)
     except (ValueError, OverflowError) as exc:
         raise InputError(f"unparseable date/time {raw!r} ({exc}); use e.g. '2023-05-08T13:56' or "
                          "'1:56 pm on 8 May, 2023'", file=file, record=record, field=field) from exc

@@ -48,6 +48,7 @@ from timem.datasets.base import (
     ImportedSession,
     ImportedUser,
     check_id,
+    check_length,
     check_name,
     check_text,
     is_blank,
@@ -63,17 +64,20 @@ __all__ = ["load_jsonl", "write_jsonl"]
 _ROLES = {r.value: r for r in Role}
 
 
-def load_jsonl(path: str | Path, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo] | None = None) -> list[ImportedUser]:
+def load_jsonl(path: str | Path, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo] | None = None, *,
+               max_chars: int | None = None) -> list[ImportedUser]:
     """Read a TiMem JSONL chat file (format in the module docstring) into users and sessions.
 
     Args:
         path: the ``.jsonl`` file.
         tz: zone of timestamps without an offset; all returned datetimes are UTC-aware.
         user_tz: zones of particular users (by ``user_id``), used instead of ``tz`` for them.
+        max_chars: longest ``text`` or ``image_caption`` accepted (``Config.store.max_turn_chars``); None: any.
 
     Raises:
         InputError: unreadable file, a line that is not a JSON object, a missing/empty field, a
-            wrong type, an unknown role, an unparseable or decreasing timestamp, or an empty file;
+            wrong type, an unknown role, an unparseable or decreasing timestamp, a text longer than ``max_chars``
+            (:class:`~timem.errors.TextTooLongError`), or an empty file;
             the message names the file, the line and the field. Raised before anything is returned.
     """
     file = str(path)
@@ -90,7 +94,7 @@ def load_jsonl(path: str | Path, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo] |
                              "as UTF-8", file=file, record=f"line {no}") from exc
         if line.strip():
             try:
-                rows.append(_row(line, no, file, tz, user_tz or {}))
+                rows.append(_row(line, no, file, tz, user_tz or {}, max_chars))
             except InputError as exc:
                 fmt = None if rows else _other_format(data, line)
                 if fmt:
@@ -157,7 +161,8 @@ def _other_format(data: bytes, first_line: str) -> str | None:
     return next((fmt for fmt, keys in _FOREIGN_KEYS.items() if any(k in first for k in keys)), None)
 
 
-def _row(line: str, no: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo]) -> dict[str, Any]:
+def _row(line: str, no: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo],
+         max_chars: int | None) -> dict[str, Any]:
     rec = f"line {no}"
     try:
         obj = json.loads(line)
@@ -170,6 +175,9 @@ def _row(line: str, no: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, Zone
     where = {"file": file, "record": rec}
     user_id = check_id(need(obj, "user_id", str, file=file, record=rec).strip(), **where, field="user_id")
     session_id = check_id(need(obj, "session_id", str, file=file, record=rec).strip(), **where, field="session_id")
+    for key in ("text", "image_caption"):  # before the character checks, which take seconds on megabytes
+        if isinstance(obj.get(key), str):
+            check_length(obj[key], max_chars, **where, field=key)
     text = need(obj, "text", str, file=file, record=rec)
     raw_time = need(obj, "timestamp", str, file=file, record=rec).strip()
     if obj.get("role") is None and obj.get("speaker") is None:
