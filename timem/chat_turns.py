@@ -15,6 +15,7 @@ from timem.datasets.base import ID_SEPARATOR, check_id, check_length, check_name
 from timem.errors import InputError
 from timem.models import MAX_YEAR, MIN_YEAR, MemoryNode, Role, Turn
 from timem.recall.trace import RecallTrace
+from timem.tree.windows import offset_minutes
 
 
 @dataclass
@@ -142,14 +143,10 @@ def check_chat(text: str, event_time: datetime, what: str = "message") -> None:
 
 
 def speaker_offset(at: datetime, zone: ZoneInfo) -> int:
-    """The speaker's UTC offset for a chat turn: ``at``'s own offset when it carries a zone other than UTC
-    (an explicit local time), else the user's zone's offset at that instant."""
-    own = at.utcoffset()
-    if own:  # a non-zero offset (a zero timedelta is false)
-        return int(own.total_seconds() // 60)
-    local = at.astimezone(zone).utcoffset()
-    assert local is not None  # a datetime in a ZoneInfo zone always has an offset
-    return int(local.total_seconds() // 60)
+    """The speaker's UTC offset for a chat turn (:func:`timem.tree.windows.offset_minutes`, the rule of every
+    path): ``at``'s own offset when it carries one other than UTC (an explicit local time), else the user's
+    zone's offset at that instant."""
+    return offset_minutes(at, zone)
 
 
 def make_turn(user_id: str, session_id: str, seq: int, speaker: str, role: Role, text: str, at: datetime,

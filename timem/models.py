@@ -95,7 +95,7 @@ class Turn(BaseModel):
     """One utterance. ``event_time`` is when it was said (UTC); ``ingested_at`` is when we stored it.
 
     ``utc_offset_minutes`` is the speaker's UTC offset at that moment: the offset written in the
-    input's timestamp, else the offset of the user's zone (``Config.time.user_timezones`` /
+    input's timestamp if not UTC, else the offset of the user's zone (``Config.time.user_timezones`` /
     ``Config.time.timezone``) at that instant, recorded at import; ``None`` for turns stored before it
     was kept. Relative dates in the text ("yesterday") are resolved in that local time
     (:meth:`local_time`).

@@ -39,7 +39,8 @@ def load_dataset(path: str | Path, fmt: DatasetFormat, *, sample_ids: list[str] 
         tz: the users' zone; naive dataset times are read as wall-clock time there.
         user_tz: zones of particular users (by user id), used instead of ``tz`` for them
             (``Config.time.user_tz``). Every turn records its UTC offset (``Turn.utc_offset_minutes``):
-            the timestamp's own offset if it has one, else its user's zone's offset then.
+            the timestamp's own offset if it has one other than UTC, else its user's zone's offset then
+            (:func:`timem.tree.windows.offset_minutes`).
         max_turn_chars: longest turn text or image caption accepted (``Config.store.max_turn_chars``; ``None``:
             any); a longer one is a :class:`~timem.errors.TextTooLongError` naming the file and the line (JSONL)
             or the user and the turn's ``source_ref`` (LoCoMo ``dia_id``, LongMemEval ``session:index``).

@@ -20,8 +20,9 @@ Fields:
 * ``text`` (string, required, non-empty): what was said.
 * ``timestamp`` (string, required): ISO 8601 event time, e.g. ``2023-05-08T13:56:00`` or with an
   offset (``+02:00``, ``Z``). A timestamp without an offset is wall-clock time in the user's time
-  zone (``Config.time.user_timezones`` for that user, else ``Config.time.timezone``). The offset (written,
-  or the zone's at that time) is kept on the turn: relative dates in its text are resolved in it.
+  zone (``Config.time.user_timezones`` for that user, else ``Config.time.timezone``). The offset (written, if
+  not UTC; else the zone's at that time: :func:`timem.tree.windows.offset_minutes`) is kept on the turn:
+  relative dates in its text are resolved in it.
 * ``image_caption``, ``source_ref`` (strings, optional): a caption of a shared image; your own
   reference for the turn (kept on the turn and shown as evidence).
 * Other keys are ignored.
