@@ -146,3 +146,56 @@ def test_engine_ingest_is_all_or_nothing_across_users(store, embedder):
     with pytest.raises(InputError, match="empty"):
         eng.add_exchange("amy", "chat", "\u200b\u200b", "Hm?", at)
     assert store.users() == []
+
+
+_DEEP = "[" * 5000 + "]" * 5000
+
+
+@pytest.mark.parametrize("case, bad, what", [
+    ("nested line", _DEEP + "\n", "nested too deeply"),
+    ("nested field", line("bob", "x").replace('"x"', _DEEP), "nested too deeply"),
+    ("nested ignored key", line("bob", "fine", extra="X").replace('"X"', _DEEP), "nested too deeply"),
+    ("year 9999, negative offset", line("bob", "late", ts="9999-12-31T23:00:00-05:00"), "outside the years"),
+    ("year 0001, positive offset", line("bob", "early", ts="0001-01-01T01:00:00+05:00"), "outside the years"),
+    ("year 9999 in UTC", line("bob", "late", ts="9999-06-01T10:00:00Z"), "outside the years"),
+])
+def test_deep_json_and_overflowing_times_are_one_line_through_the_cli(tmp_path, case, bad, what):
+    """Each gave a RecursionError or OverflowError traceback; now one line naming file and line, store unchanged."""
+    db = tmp_path / "t.duckdb"
+    good = tmp_path / "good.jsonl"
+    good.write_text(line("amy", "I collect postcards."))
+    assert timem("ingest", str(good), "--format", "jsonl", "--l1-only", "--llm", "none", "--db", str(db),
+                 cwd=tmp_path).returncode == 0
+    before = db.read_bytes()
+    src = tmp_path / "bad.jsonl"
+    src.write_text(line("amy", "Another postcard.", ts="2024-04-01T10:00:00") + bad)
+    res = timem("ingest", str(src), "--format", "jsonl", "--l1-only", "--llm", "none", "--db", str(db), cwd=tmp_path)
+    assert res.returncode == 1, res
+    assert "Traceback" not in res.stderr and "Error:" not in res.stderr, res.stderr
+    err = res.stderr.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: "), err
+    assert what in err and f"file {src}" in err and "line 2" in err, err
+    assert db.read_bytes() == before
+
+
+def test_deep_json_in_a_locomo_file_is_one_line(tmp_path):
+    path = tmp_path / "locomo.json"
+    path.write_text('[{"sample_id": "conv-x", "conversation": ' + _DEEP + "}]")
+    with pytest.raises(InputError, match=rf"nested too deeply.*file {path}"):
+        load_dataset(path, "locomo", tz=UTC_ZONE)
+
+
+def test_ask_with_bytes_that_are_not_utf8_is_one_line(tmp_path):
+    """A question typed in Latin-1 reaches Python as lone surrogates (surrogateescape): it was a TypeError traceback
+    from the tokenizer; now one line naming the argument and the byte, before anything is opened."""
+    db = tmp_path / "t.duckdb"
+    good = tmp_path / "good.jsonl"
+    good.write_text(line("amy", "I collect postcards."))
+    assert timem("ingest", str(good), "--format", "jsonl", "--l1-only", "--llm", "none", "--db", str(db),
+                 cwd=tmp_path).returncode == 0
+    before = db.read_bytes()
+    res = timem("ask", b"What do I caf\xe9 collect?", "--user", "amy", "--recall-only", "--db", str(db), cwd=tmp_path)
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res
+    err = res.stderr.strip()
+    assert len(err.splitlines()) == 1 and "not UTF-8" in err and "0xe9" in err, err
+    assert db.read_bytes() == before  # no trace stored

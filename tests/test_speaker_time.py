@@ -127,3 +127,41 @@ def test_user_timezones_setting_from_toml_and_env(tmp_path):
         load_config(env={"TIMEM_USER_TIMEZONES": "kaito=Mars/Olympus"})
     with pytest.raises(ConfigError, match="USER=ZONE"):
         load_config(env={"TIMEM_USER_TIMEZONES": "kaito"})
+
+
+@pytest.mark.parametrize("stamp, expect", [
+    ("2024-03-15T02:00:00Z", "13 March 2024"),       # 19:00 on 14 March in Los Angeles (PDT)
+    ("2024-03-15T02:00:00+00:00", "13 March 2024"),  # UTC written out: an instant, the same rule
+    ("2024-03-15T02:00:00+01:00", "14 March 2024"),  # an explicit offset is the speaker's local time
+    ("2024-03-15T02:00:00", "14 March 2024"),        # naive: wall-clock time in Los Angeles
+])
+def test_jsonl_and_the_http_api_resolve_yesterday_alike(tmp_path, embedder, stamp, expect):
+    """With timezone = America/Los_Angeles the 02:00Z turn said "yesterday" was 14 March through JSONL and 13 March
+    through the HTTP API. One rule now (timem.tree.windows.offset_minutes): a UTC timestamp is an instant, read in
+    the user's zone; another offset is the speaker's own local time."""
+    from service_support import client, engine_factory, running
+
+    from timem.service import KeyFile
+
+    zone = {"timezone": "America/Los_Angeles"}
+    eng = engine(tmp_path / "jsonl", embedder, **zone)
+    path = tmp_path / "y.jsonl"
+    path.write_text("".join(json.dumps({"user_id": "omar", "session_id": "s1", "speaker": who, "role": role,
+                                        "text": text, "timestamp": stamp}) + "\n"
+                            for who, role, text in (("Omar", "user", "I had sushi yesterday."),
+                                                    ("Assistant", "assistant", "Sounds tasty!"))))
+    eng.ingest(load_jsonl(path, eng.config.time.tz, eng.config.time.user_tz), upper_levels=False)
+    (via_jsonl,) = l1_texts(eng, "omar")
+    eng.close()
+    kf = KeyFile(tmp_path / "keys.json")
+    key = kf.add("acme")
+    at = stamp if stamp[-1] == "Z" or "+" in stamp[10:] else stamp + "-07:00"  # the API takes aware times only
+    with running(engine_factory(tmp_path / "api.duckdb", embedder, **EXCHANGE, **zone), kf) as base, \
+            client(base, key) as c:
+        r = c.post("/v1/users/omar/turns", json={"session_id": "s1", "event_time": at,
+                                                 "message": "I had sushi yesterday.", "reply": "Sounds tasty!"})
+        assert r.status_code == 200, r.text
+        c.post("/v1/users/omar/sessions/s1/end")
+        (via_api,) = [m["content"] for m in c.get("/v1/users/omar/memories", params={"level": 1}).json()["memories"]]
+    assert f"yesterday [= {expect}]" in via_jsonl, via_jsonl
+    assert f"yesterday [= {expect}]" in via_api, via_api

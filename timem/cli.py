@@ -7,6 +7,7 @@ printed as one line saying what to do, with exit code 1 (``timem check`` exits 2
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
@@ -48,7 +49,8 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
     if ray and (update_changed or not flush):
         raise InputError("--ray ingests new users as the file holds them; leave out --update-changed and "
                          "--no-flush", field="ray")
-    users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.time.tz, user_tz=cfg.time.user_tz)
+    users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.time.tz, user_tz=cfg.time.user_tz,
+                         max_turn_chars=cfg.store.max_turn_chars)
     eng = _engine(cfg)
     try:
         if ray:
@@ -145,7 +147,7 @@ def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] 
         typer.echo(f"VIOLATION {p.rule}: user={p.user_id} node={p.node_id}: {p.detail}")
     if problems:
         raise typer.Exit(2)
-    typer.echo("ok: containment, calendar windows, links, source turns, orphans, FTS and vectors")
+    typer.echo("ok: containment, calendar windows, links, source turns, turn ids, orphans, FTS and vectors")
 
 
 @app.command()
@@ -384,9 +386,25 @@ def _mount_bench() -> None:
     app.add_typer(bench_app, name="bench", help="LoCoMo / LongMemEval benchmark runs (see bench/results/README.md)")
 
 
+def _check_argv(argv: list[str]) -> None:
+    """Refuse an argument holding bytes that are not UTF-8: Python hands them over as lone surrogates
+    (U+DC80-U+DCFF, ``surrogateescape``), which no tokenizer, store or terminal can take.
+
+    Raises:
+        InputError: naming the argument and the first such byte.
+    """
+    for no, arg in enumerate(argv[1:], start=1):
+        bad = next((i for i, ch in enumerate(arg) if "\udc80" <= ch <= "\udcff"), None)
+        if bad is not None:
+            shown = os.fsencode(arg).decode("utf-8", "backslashreplace")  # the bytes typed: 'what \xff?'
+            raise InputError(f"argument {no} ('{shown}') is not UTF-8: byte 0x{ord(arg[bad]) - 0xDC00:02x} at "
+                             f"character {bad + 1}; type it in UTF-8 (check the terminal's locale, e.g. LANG=C.UTF-8)")
+
+
 def main() -> None:
     """Entry point: run the app and turn TiMem errors into one-line messages."""
     try:
+        _check_argv(sys.argv)
         _mount_bench()
         app()
     except TimemError as exc:

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from timem import editing
-from timem.chat_turns import check_turn, check_user_id
+from timem.chat_turns import check_names, check_question, check_turn, check_user_id
 from timem.config import Complexity, Config
 from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
 from timem.datasets.base import ImportedUser
@@ -24,6 +24,7 @@ from timem.engine_reads import StoreReads
 from timem.errors import (
     ConfigError,
     ConsolidationIncomplete,
+    InputError,
     LLMError,
 )
 from timem.llm.protocol import LLMClient
@@ -120,7 +121,9 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
 
         Raises:
             InputError: a turn's text, speaker or caption holds a lone surrogate, a control character or
-                only invisible characters (:func:`timem.datasets.base.check_text`); nothing is written.
+                only invisible characters (:func:`timem.datasets.base.check_text`), a user or session id holds
+                ``:``, a turn id is not ``user:session:seq`` or two turns share one, or a text is longer than
+                ``max_turn_chars``; nothing is written.
             ConsolidationIncomplete: after every user was imported, if some window could not be
                 consolidated (its ``.report`` is the :class:`IngestReport`); the turns, the L1
                 segments and every other window are stored.
@@ -129,10 +132,15 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
         read: set[str] = set()  # users whose memory items _consolidate read in this write
         failures: list[tuple[int, str, str]] = []
         written: list[MemoryNode] = []
+        seen: set[str] = set()
         for user in users:
             check_user_id(user.user_id)
             for t in user.turns:
-                check_turn(t)
+                check_turn(t, self.config.store.max_turn_chars)
+                if t.id in seen:  # one of them would be dropped
+                    raise InputError(f"two turns of the input have the id {t.id!r}; give each session of a user its "
+                                     "own id and each turn its own seq", record=f"turn {t.id}", field="id")
+                seen.add(t.id)
         changed = self.store.changed_turns([t for u in users for t in u.turns])
         report.changed_turns = [new.id for new, _ in changed]
         relinks: list[tuple[str, str]] = []
@@ -338,9 +346,13 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
         The LLM planner or gate uses the engine's LLM when one is configured.
 
         Raises:
-            InputError: empty query. ConfigError: an LLM planner / gate asked for by name without an LLM.
+            InputError: the query is empty or invisible-only, or holds a lone surrogate or a control character, or
+                ``question_time`` lies outside the years 2-9998 (:func:`timem.chat_turns.check_question`); nothing
+                is recalled or stored.
+            ConfigError: an LLM planner / gate asked for by name without an LLM.
             EmbeddingError: the query cannot be embedded.
         """
+        check_question(query, question_time, (config or self.config).time.tz)
         return pipeline.recall(self.store, self.embedder, self.llm, config or self.config, user_id, query,
                                question_time, complexity_override=complexity, gate_override=gate,
                                planner_override=planner, participants=participants, persist=persist)
@@ -355,8 +367,13 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
 
         Raises:
             ConfigError: no LLM is configured (use :meth:`recall` for the context alone).
+            InputError: as :meth:`recall`, or ``asker`` is empty or not one line of text
+                (:func:`timem.chat_turns.check_names`).
             LLMError: the answer call failed (the trace is saved with ``answer_error``).
         """
+        check_question(query, question_time, (config or self.config).time.tz)
+        if asker is not None:  # it goes into the system message
+            check_names(asker=asker)
         if self.llm is None:
             raise ConfigError("answering needs an LLM; set llm_backend to 'local' or 'openai', "
                               "or ask for the context alone (--recall-only / MemoryEngine.recall).")

@@ -10,7 +10,15 @@ from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from timem.chat_turns import ChatTurn, check_chat, check_turn, make_turn, reply_without_llm, speaker_offset
+from timem.chat_turns import (
+    ChatTurn,
+    check_chat,
+    check_names,
+    check_turn,
+    make_turn,
+    reply_without_llm,
+    speaker_offset,
+)
 from timem.config import Config
 from timem.errors import ChatTurnError, ConsolidationIncomplete, InputError, TimemError
 from timem.llm.protocol import LLMClient
@@ -62,13 +70,15 @@ class OnlineChat:
         :meth:`write_request` before writing again.
 
         Raises:
-            InputError: empty text, a naive ``event_time``, an ended session, or a turn earlier than the
+            InputError: empty text, a naive ``event_time``, a name with a line break or control character, an
+                ended session, or a turn earlier than the
                 session's last or more than a day after its first (:data:`timem.models.MAX_SESSION`); nothing is
                 written.
             ConsolidationIncomplete: the turns and the L1 segment were stored, but some closed window
                 could not be consolidated (see :meth:`Consolidator.consolidate`).
         """
         check_chat(user_text, event_time)
+        check_names(user_name=user_name, assistant_name=assistant_name)
         seq = len(self.store.turns(user_id, session_id))
         offset = speaker_offset(event_time, self.config.time.tz_for(user_id))
         turns = [
@@ -83,11 +93,13 @@ class OnlineChat:
         never completes); no consolidation runs (an open session's L1 waits for the reply).
 
         Raises:
-            InputError: empty text, a naive ``event_time``, an ended session, or a turn earlier than the
+            InputError: empty text, a naive ``event_time``, a name with a line break or control character, an
+                ended session, or a turn earlier than the
                 session's last or more than a day after its first (:data:`timem.models.MAX_SESSION`); nothing is
                 written.
         """
         check_chat(text, event_time)
+        check_names(user_name=user_name)
         seq = len(self.store.turns(user_id, session_id))
         turn = make_turn(user_id, session_id, seq, user_name, Role.USER, text, event_time,
                      speaker_offset(event_time, self.config.time.tz_for(user_id)))
@@ -101,12 +113,14 @@ class OnlineChat:
         :meth:`add_message`, then write the L1 segment and consolidate what closed (see :meth:`add_exchange`).
 
         Raises:
-            InputError: empty text, a naive ``event_time``, an ended session, or a turn earlier than the
+            InputError: empty text, a naive ``event_time``, a name with a line break or control character, an
+                ended session, or a turn earlier than the
                 session's last or more than a day after its first (:data:`timem.models.MAX_SESSION`); nothing is
                 written.
             ConsolidationIncomplete: see :meth:`add_exchange`.
         """
         check_chat(text, event_time, what="reply")
+        check_names(assistant_name=assistant_name)
         seq = len(self.store.turns(user_id, session_id))
         turn = make_turn(user_id, session_id, seq, assistant_name, Role.ASSISTANT, text, event_time,
                      speaker_offset(event_time, self.config.time.tz_for(user_id)))
@@ -119,7 +133,7 @@ class OnlineChat:
     def _add_chat_turns(self, user_id: str, turns: list[Turn], consolidate: bool,
                         request: WriteRequest | None = None) -> list[MemoryNode]:
         for t in turns:
-            check_turn(t)
+            check_turn(t, self.config.store.max_turn_chars)
         ended = {s.session_id for s in self.store.sessions(user_id) if s.ended}
         if turns and turns[0].session_id in ended:  # its session memory is written: a later turn would stretch it
             raise InputError(f"session {turns[0].session_id!r} was ended; send the turn in a new session",
@@ -157,12 +171,14 @@ class OnlineChat:
         neither the message nor the reply is stored (``ChatTurn.forgotten`` holds the preview).
 
         Raises:
-            InputError: empty message or naive ``event_time`` (nothing is written).
+            InputError: empty message, naive ``event_time``, or a name that is empty or holds a line break or
+                control character (nothing is written).
             ChatTurnError: the message is stored but answering failed (``stage="answer"``), the reply
                 was refused (``"reply"``), or the reply is stored and writing memories failed
                 (``"memories"``); ``__cause__`` is the original error.
         """
         check_chat(text, event_time)
+        check_names(user_name=user_name, assistant_name=assistant_name)  # before the message is stored
         what = forget_mod.forget_request(text)
         if what is not None:
             return self._forget_turn(user_id, session_id, what, event_time)

@@ -93,8 +93,9 @@ class ChatTurnError(TimemError):
 
 
 class TextTooLongError(InputError):
-    """A text (message, reply, query, memory content) is longer than the configured maximum
-    (``service_max_text_chars``); nothing was written. Split it or raise the limit."""
+    """A text (message, reply, query, memory content, a turn) is longer than the configured maximum
+    (``service_max_text_chars`` for a service request, ``max_turn_chars`` for any turn); nothing was written.
+    Split it or raise the limit."""
 
 
 class AuthError(TimemError):

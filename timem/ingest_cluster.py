@@ -60,7 +60,8 @@ def ingest_on_ray(engine: MemoryEngine, file: Path, fmt: str, address: str, *, s
         TimemError: whatever a task raised (the first failing task's error, re-raised by ``ray.get``).
     """
     cfg = engine.config
-    users = load_dataset(file, fmt, sample_ids=sample_ids, limit=limit, tz=cfg.time.tz, user_tz=cfg.time.user_tz)  # type: ignore[arg-type]
+    users = load_dataset(file, fmt, sample_ids=sample_ids, limit=limit, tz=cfg.time.tz,  # type: ignore[arg-type]
+                         user_tz=cfg.time.user_tz, max_turn_chars=cfg.store.max_turn_chars)
     known = sorted({u.user_id for u in users} & set(engine.users()))
     if known:
         raise InputError(f"the database already holds user(s) {known[:5]}; --ray ingests new users only (each "

@@ -81,11 +81,21 @@ class TimeSpan(BaseModel):
 
 
 
+#: separates the parts of a turn id (``user:session:seq``, :func:`timem.datasets.base.turn_id`); refused inside
+#: user and session ids, so that no two turns can share an id (``a:b`` + session ``c`` and ``a`` + session ``b:c``
+#: would)
+ID_SEPARATOR = ":"
+
+
+#: the event-time years (UTC) a turn may have: the L3-L5 windows around it (a week, a month) must be representable
+MIN_YEAR, MAX_YEAR = 2, 9998
+
+
 class Turn(BaseModel):
     """One utterance. ``event_time`` is when it was said (UTC); ``ingested_at`` is when we stored it.
 
     ``utc_offset_minutes`` is the speaker's UTC offset at that moment: the offset written in the
-    input's timestamp, else the offset of the user's zone (``Config.time.user_timezones`` /
+    input's timestamp if not UTC, else the offset of the user's zone (``Config.time.user_timezones`` /
     ``Config.time.timezone``) at that instant, recorded at import; ``None`` for turns stored before it
     was kept. Relative dates in the text ("yesterday") are resolved in that local time
     (:meth:`local_time`).

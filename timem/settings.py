@@ -65,13 +65,19 @@ class _Section(BaseModel):
 
 
 class StoreSettings(_Section):
-    """Where memories live: the DuckDB file, the model and LLM-cache folder, the vector index."""
+    """Where memories live: the DuckDB file, the model and LLM-cache folder, the vector index; the longest turn."""
 
     db_path: Path = Path("timem.duckdb")
     cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "timem")
     #: "exact" cosine scan, or "hnsw": the vss HNSW index with over-fetch (approximate; pays off at
     #: ~100k nodes per file, costs minutes to build and ~1 GB RAM there; bench/results/recall-latency.md)
     vector_index: Literal["exact", "hnsw"] = "exact"
+    #: longest turn text (or image caption) stored, in characters, on every path (import, chat, service, MCP);
+    #: a longer one is refused with the file and line (HTTP 413) and nothing is written. 100,000 characters is
+    #: ~25k tokens: LoCoMo dev turns are at most 434 and the 5,400-word pasted turn of the shared cases 38,975;
+    #: a 50 MB turn took 306 s and 7.7 GB to store. (The service also caps each request's texts at
+    #: ``service_max_text_chars``.)
+    max_turn_chars: int = Field(default=100_000, ge=1)
 
 
 class TimeSettings(_Section):

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from timem.datasets.base import ImportedSession, ImportedUser, Question, turn_id
+from timem.datasets.base import ImportedSession, ImportedUser, Question, check_length, turn_id
 from timem.datasets.jsonl import load_jsonl, write_jsonl
 from timem.datasets.locomo import load_locomo
 from timem.datasets.longmemeval import load_longmemeval
@@ -25,8 +25,8 @@ FORMATS: tuple[str, ...] = ("locomo", "longmemeval", "jsonl")
 
 
 def load_dataset(path: str | Path, fmt: DatasetFormat, *, sample_ids: list[str] | None = None,
-                 limit: int | None = None, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo] | None = None
-                 ) -> list[ImportedUser]:
+                 limit: int | None = None, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo] | None = None,
+                 max_turn_chars: int | None = None) -> list[ImportedUser]:
     """Load ``path`` in format ``fmt`` into users with time-ordered sessions (UTC-aware times).
 
     Args:
@@ -39,7 +39,11 @@ def load_dataset(path: str | Path, fmt: DatasetFormat, *, sample_ids: list[str] 
         tz: the users' zone; naive dataset times are read as wall-clock time there.
         user_tz: zones of particular users (by user id), used instead of ``tz`` for them
             (``Config.time.user_tz``). Every turn records its UTC offset (``Turn.utc_offset_minutes``):
-            the timestamp's own offset if it has one, else its user's zone's offset then.
+            the timestamp's own offset if it has one other than UTC, else its user's zone's offset then
+            (:func:`timem.tree.windows.offset_minutes`).
+        max_turn_chars: longest turn text or image caption accepted (``Config.store.max_turn_chars``; ``None``:
+            any); a longer one is a :class:`~timem.errors.TextTooLongError` naming the file and the line (JSONL)
+            or the user and the turn's ``source_ref`` (LoCoMo ``dia_id``, LongMemEval ``session:index``).
 
     Raises:
         InputError: unknown format, an option that does not apply to the format, or malformed input
@@ -51,8 +55,13 @@ def load_dataset(path: str | Path, fmt: DatasetFormat, *, sample_ids: list[str] 
         raise InputError(f"sample_ids applies to LoCoMo and LongMemEval only, not {fmt}", field="sample_ids")
     if limit is not None and fmt != "longmemeval":
         raise InputError(f"limit applies to LongMemEval only, not {fmt}", field="limit")
-    if fmt == "locomo":
-        return load_locomo(path, sample_ids, tz, user_tz)
-    if fmt == "longmemeval":
-        return load_longmemeval(path, limit, tz, user_tz, sample_ids)
-    return load_jsonl(path, tz, user_tz)
+    if fmt == "jsonl":
+        return load_jsonl(path, tz, user_tz, max_chars=max_turn_chars)
+    users = load_locomo(path, sample_ids, tz, user_tz) if fmt == "locomo" else \
+        load_longmemeval(path, limit, tz, user_tz, sample_ids)
+    for user in users:
+        for t in user.turns:
+            for field, value in (("text", t.text), ("image_caption", t.image_caption)):
+                check_length(value, max_turn_chars, file=str(path), record=f"{user.user_id} {t.source_ref}",
+                             field=field)
+    return users

@@ -6,7 +6,8 @@ returns a list of :class:`ImportedUser`; malformed input raises
 ingested from a half-valid file.
 
 Ids are deterministic so that re-importing the same file yields the same ids (idempotent
-re-ingest): a turn's id is :func:`turn_id` ``f"{user_id}:{session_id}:{seq}"``.
+re-ingest): a turn's id is :func:`turn_id` ``f"{user_id}:{session_id}:{seq}"``. A user or session id holding
+``:`` (:data:`ID_SEPARATOR`) is refused (:func:`check_id`): ``a:b`` + ``c`` and ``a`` + ``b:c`` would give one id.
 All datetimes are UTC-aware; naive dataset times are read as wall-clock time in the ``tz``
 given to the importer (via :func:`timem.tree.windows.to_utc`).
 """
@@ -24,11 +25,12 @@ from zoneinfo import ZoneInfo
 from dateutil import parser as dateutil_parser
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from timem.errors import InputError
-from timem.models import Turn
+from timem.errors import InputError, TextTooLongError
+from timem.models import ID_SEPARATOR, MAX_YEAR, MIN_YEAR, Turn
 from timem.tree.windows import offset_minutes, to_utc
 
-__all__ = ["ImportedSession", "ImportedUser", "Question", "check_text", "is_blank", "turn_id"]
+__all__ = ["ID_SEPARATOR", "ImportedSession", "ImportedUser", "Question", "check_id", "check_length", "check_name",
+           "check_text", "is_blank", "turn_id"]
 
 #: characters that render as nothing although they are not whitespace (Hangul fillers, braille blank,
 #: combining grapheme joiner); every format character (Unicode category Cf: zero-width space and
@@ -37,9 +39,53 @@ _INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f")
 _ALLOWED_CONTROL = frozenset("\t\n\r")
 
 
+def check_id(value: str, *, file: str | None = None, record: str | None = None, field: str) -> str:
+    """``value`` (a user or session id) unchanged if it holds no :data:`ID_SEPARATOR` and is one line
+    (:func:`check_name`).
+
+    Raises:
+        InputError: it holds ``:``, a line break or a control character; the message names ``file``, ``record``
+            and ``field``.
+    """
+    if ID_SEPARATOR in value:
+        what = field.replace("_", " ")
+        raise InputError(f"{what} {value!r} holds ':', which separates the parts of a turn id "
+                         "(user:session:seq), so two turns could get the same id; rename it (e.g. '-' for ':')",
+                         file=file, record=record, field=field)
+    return check_name(value, file=file, record=record, field=field)
+
+
+#: Unicode categories refused in names and ids: control characters (newline, tab, carriage return, NUL, ESC,
+#: C1 ...) and the line and paragraph separators U+2028 / U+2029
+_NOT_IN_NAMES = frozenset({"Cc", "Zl", "Zp"})
+
+
+def check_name(value: str, *, file: str | None = None, record: str | None = None, field: str) -> str:
+    """``value`` (a speaker, user or assistant name, or an id) unchanged if it is one line of text: no lone
+    surrogate (:func:`check_text`), no control character at all (newline, tab and carriage return included) and
+    no line or paragraph separator. A name is written before every utterance in the recall context
+    (``Mia: ...``), so a line break in it would start a line that looks like another speaker's.
+
+    Raises:
+        InputError: naming ``file``, ``record`` and ``field``.
+    """
+    check_text(value, file=file, record=record, field=field)
+    for i, ch in enumerate(value):
+        if unicodedata.category(ch) in _NOT_IN_NAMES:
+            raise InputError(f"a line break or control character U+{ord(ch):04X} at character {i + 1}; a name or id "
+                             "is one line of text: remove it", file=file, record=record, field=field)
+    return value
+
+
 def turn_id(user_id: str, session_id: str, seq: int) -> str:
-    """The stable id of turn ``seq`` (0-based) of ``session_id`` of ``user_id``."""
-    return f"{user_id}:{session_id}:{seq}"
+    """The stable id of turn ``seq`` (0-based) of ``session_id`` of ``user_id``: ``user:session:seq``.
+
+    Raises:
+        InputError: the user or session id holds ``:`` (:func:`check_id`).
+    """
+    check_id(user_id, field="user_id")
+    check_id(session_id, field="session_id")
+    return f"{user_id}{ID_SEPARATOR}{session_id}{ID_SEPARATOR}{seq}"
 
 
 class ImportedSession(BaseModel):
@@ -137,14 +183,35 @@ def check_text(value: str, *, file: str | None, record: str | None, field: str) 
     return value
 
 
+#: said of a JSON value nested so deep that the parser gives up (Python's recursion limit, ~1000 levels)
+TOO_DEEP = "JSON nested too deeply (arrays or objects inside each other beyond the parser's limit); a record is a " \
+    "flat object: fix the file"
+
+
+def check_length(value: str | None, limit: int | None, *, file: str | None = None, record: str | None = None,
+                 field: str) -> None:
+    """Refuse a turn's ``value`` (text or image caption) longer than ``limit`` characters (``max_turn_chars``);
+    ``None`` for either checks nothing.
+
+    Raises:
+        TextTooLongError: naming ``file``, ``record`` and ``field``.
+    """
+    if limit is not None and value is not None and len(value) > limit:
+        raise TextTooLongError(f"the {field.replace('_', ' ')} has {len(value):,} characters, more than "
+                               f"max_turn_chars = {limit:,}; split it into several turns or raise the limit",
+                               file=file, record=record, field=field)
+
+
 def read_json(path: Path) -> Any:
-    """Parse a JSON file; unreadable files and bad JSON raise :class:`InputError`."""
+    """Parse a JSON file; unreadable files, bad JSON and JSON nested too deeply raise :class:`InputError`."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read {path}: {exc}. Check the path.", file=str(path)) from exc
     try:
         return json.loads(text)
+    except RecursionError as exc:
+        raise InputError(TOO_DEEP, file=str(path)) from exc
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data" and _looks_like_jsonl(text):
             raise InputError("this is JSON Lines (one object per line), not one JSON document; use --format jsonl "
@@ -158,7 +225,7 @@ def _looks_like_jsonl(text: str) -> bool:
     lines = [ln for ln in text.splitlines() if ln.strip()][:2]
     try:
         return len(lines) == 2 and all(isinstance(json.loads(ln), dict) for ln in lines)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
 
 
@@ -206,6 +273,23 @@ _SLASHED = re.compile(
 _D1, _D2 = datetime(2000, 1, 1), datetime(2001, 2, 2)
 
 
+#: a year written with three or four digits ("0001", "0999", "2023")
+_LONG_YEAR = re.compile(r"(?<!\d)(\d{3,4})(?!\d)")
+
+
+def _written_year(text: str, dt: datetime) -> datetime:
+    """``dt`` (dateutil's reading of ``text``) with the year as written: dateutil reads "0001" as 2001 and "0023"
+    as 2023 (two-digit years are put in the current century even when written with four digits).
+
+    Raises:
+        ValueError: the written year makes the date impossible (29 February of a common year).
+    """
+    years = {int(y) for y in _LONG_YEAR.findall(text)}
+    if len(years) == 1 and dt.year not in years:
+        return dt.replace(year=years.pop())
+    return dt
+
+
 def parse_when(raw: str, tz: ZoneInfo, *, file: str, record: str, field: str) -> datetime:
     """Parse a dataset timestamp into UTC; naive values are wall-clock time in ``tz``
     (:func:`parse_when_offset` without the offset)."""
@@ -235,8 +319,27 @@ def parse_when_offset(raw: str, tz: ZoneInfo, *, file: str, record: str, field: 
                 a, b = (dateutil_parser.parse(text, default=x) for x in (_D1, _D2))
                 if (a.year, a.month, a.day) != (b.year, b.month, b.day):
                     raise ValueError("no full calendar date (year, month and day)") from None
-                dt = a
+                dt = _written_year(text, a)
     except (ValueError, OverflowError) as exc:
         raise InputError(f"unparseable date/time {raw!r} ({exc}); use e.g. '2023-05-08T13:56' or "
                          "'1:56 pm on 8 May, 2023'", file=file, record=record, field=field) from exc
-    return to_utc(dt, tz), offset_minutes(dt, tz)
+    return utc_and_offset(dt, tz, raw, file=file, record=record, field=field)
+
+
+def utc_and_offset(dt: datetime, tz: ZoneInfo, raw: str, *, file: str | None, record: str | None,
+                   field: str) -> tuple[datetime, int]:
+    """``(dt in UTC, UTC offset in minutes of the local time dt was written in)``: :func:`timem.tree.windows.to_utc`
+    and :func:`~timem.tree.windows.offset_minutes` (naive ``dt`` is wall-clock time in ``tz``).
+
+    Raises:
+        InputError: the instant falls outside the years :data:`timem.models.MIN_YEAR`-:data:`~timem.models.MAX_YEAR`
+            in UTC (e.g. 9999-12-31T23:00-05:00 runs past year 9999: the conversion overflows), naming ``raw``.
+    """
+    try:
+        utc, offset = to_utc(dt, tz), offset_minutes(dt, tz)
+    except OverflowError:
+        utc = None
+    if utc is None or not MIN_YEAR <= utc.year <= MAX_YEAR:
+        raise InputError(f"timestamp {raw!r} lies outside the years {MIN_YEAR}-{MAX_YEAR} (in UTC) that calendar "
+                         "windows can hold; fix the timestamp", file=file, record=record, field=field)
+    return utc, offset

@@ -9,17 +9,20 @@ Format (UTF-8, one JSON object per line, blank lines ignored)::
 
 Fields:
 
-* ``user_id`` (string, required): the memory owner; users are returned in order of first appearance.
+* ``user_id`` (string, required): the memory owner; users are returned in order of first appearance. No ``:``
+  (it separates the parts of a turn id), line break or control character, as in ``session_id``.
 * ``session_id`` (string, required): a conversation session *of that user*; the same id under
   two users names two sessions.
 * ``role`` and/or ``speaker`` (strings, at least one): ``role`` is ``user``, ``assistant`` or
-  ``other``. Without ``role``, a speaker named ``user``/``assistant`` (any case) gets that role and
-  any other speaker ``other``; without ``speaker``, the speaker is the role.
+  ``other``; ``speaker`` is one line (no line break or other control character). Without ``role``, a
+  speaker named ``user``/``assistant`` (any case) gets that role and any other speaker ``other``; without
+  ``speaker``, the speaker is the role.
 * ``text`` (string, required, non-empty): what was said.
 * ``timestamp`` (string, required): ISO 8601 event time, e.g. ``2023-05-08T13:56:00`` or with an
   offset (``+02:00``, ``Z``). A timestamp without an offset is wall-clock time in the user's time
-  zone (``Config.time.user_timezones`` for that user, else ``Config.time.timezone``). The offset (written,
-  or the zone's at that time) is kept on the turn: relative dates in its text are resolved in it.
+  zone (``Config.time.user_timezones`` for that user, else ``Config.time.timezone``). The offset (written, if
+  not UTC; else the zone's at that time: :func:`timem.tree.windows.offset_minutes`) is kept on the turn:
+  relative dates in its text are resolved in it.
 * ``image_caption``, ``source_ref`` (strings, optional): a caption of a shared image; your own
   reference for the turn (kept on the turn and shown as evidence).
 * Other keys are ignored.
@@ -28,7 +31,8 @@ Grouping: turns of a session keep file order (``seq`` 0, 1, ...) and their times
 decrease nor run more than a day past the session's first turn (:data:`timem.models.MAX_SESSION`: a
 session's memory sits under the day it started in); sessions of a user are ordered by their first turn's
 timestamp (ties keep file order).
-Turn ids are ``f"{user_id}:{session_id}:{seq}"``, so re-importing the same file is idempotent.
+Turn ids are ``f"{user_id}:{session_id}:{seq}"``, so re-importing the same file is idempotent; a ``user_id`` or
+``session_id`` holding ``:`` is refused (two turns could get one id).
 """
 
 from __future__ import annotations
@@ -40,27 +44,41 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from timem.datasets.base import ImportedSession, ImportedUser, check_text, is_blank, need, turn_id
+from timem.datasets.base import (
+    TOO_DEEP,
+    ImportedSession,
+    ImportedUser,
+    check_id,
+    check_length,
+    check_name,
+    check_text,
+    is_blank,
+    need,
+    turn_id,
+    utc_and_offset,
+)
 from timem.errors import InputError
 from timem.models import MAX_SESSION, Role, Turn
-from timem.tree.windows import offset_minutes, to_utc
 
 __all__ = ["load_jsonl", "write_jsonl"]
 
 _ROLES = {r.value: r for r in Role}
 
 
-def load_jsonl(path: str | Path, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo] | None = None) -> list[ImportedUser]:
+def load_jsonl(path: str | Path, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo] | None = None, *,
+               max_chars: int | None = None) -> list[ImportedUser]:
     """Read a TiMem JSONL chat file (format in the module docstring) into users and sessions.
 
     Args:
         path: the ``.jsonl`` file.
         tz: zone of timestamps without an offset; all returned datetimes are UTC-aware.
         user_tz: zones of particular users (by ``user_id``), used instead of ``tz`` for them.
+        max_chars: longest ``text`` or ``image_caption`` accepted (``Config.store.max_turn_chars``); None: any.
 
     Raises:
         InputError: unreadable file, a line that is not a JSON object, a missing/empty field, a
-            wrong type, an unknown role, an unparseable or decreasing timestamp, or an empty file;
+            wrong type, an unknown role, an unparseable or decreasing timestamp, a text longer than ``max_chars``
+            (:class:`~timem.errors.TextTooLongError`), or an empty file;
             the message names the file, the line and the field. Raised before anything is returned.
     """
     file = str(path)
@@ -77,7 +95,7 @@ def load_jsonl(path: str | Path, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo] |
                              "as UTF-8", file=file, record=f"line {no}") from exc
         if line.strip():
             try:
-                rows.append(_row(line, no, file, tz, user_tz or {}))
+                rows.append(_row(line, no, file, tz, user_tz or {}, max_chars))
             except InputError as exc:
                 fmt = None if rows else _other_format(data, line)
                 if fmt:
@@ -128,12 +146,14 @@ def _other_format(data: bytes, first_line: str) -> str | None:
     of that dataset (or has one such record per line), else ``None``. Only called on that error path."""
     try:
         first: Any = json.loads(first_line)
+    except RecursionError:
+        return None
     except json.JSONDecodeError:
         if data.lstrip()[:1] not in (b"[", b"{"):
             return None
         try:
             first = json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             return None
     if isinstance(first, list):
         first = first[0] if first else None
@@ -142,17 +162,23 @@ def _other_format(data: bytes, first_line: str) -> str | None:
     return next((fmt for fmt, keys in _FOREIGN_KEYS.items() if any(k in first for k in keys)), None)
 
 
-def _row(line: str, no: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo]) -> dict[str, Any]:
+def _row(line: str, no: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo],
+         max_chars: int | None) -> dict[str, Any]:
     rec = f"line {no}"
     try:
         obj = json.loads(line)
+    except RecursionError as exc:
+        raise InputError(TOO_DEEP, file=file, record=rec) from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, record=rec) from exc
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", file=file, record=rec)
     where = {"file": file, "record": rec}
-    user_id = need(obj, "user_id", str, file=file, record=rec).strip()
-    session_id = need(obj, "session_id", str, file=file, record=rec).strip()
+    user_id = check_id(need(obj, "user_id", str, file=file, record=rec).strip(), **where, field="user_id")
+    session_id = check_id(need(obj, "session_id", str, file=file, record=rec).strip(), **where, field="session_id")
+    for key in ("text", "image_caption"):  # before the character checks, which take seconds on megabytes
+        if isinstance(obj.get(key), str):
+            check_length(obj[key], max_chars, **where, field=key)
     text = need(obj, "text", str, file=file, record=rec)
     raw_time = need(obj, "timestamp", str, file=file, record=rec).strip()
     if obj.get("role") is None and obj.get("speaker") is None:
@@ -165,16 +191,16 @@ def _row(line: str, no: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, Zone
                              field="role")
         role = _ROLES[role_name]
     if obj.get("speaker") is not None:
-        speaker = need(obj, "speaker", str, file=file, record=rec).strip()
+        speaker = check_name(need(obj, "speaker", str, file=file, record=rec).strip(), **where, field="speaker")
     if role is None:
         role = _ROLES.get((speaker or "").lower(), Role.OTHER)
     zone = user_tz.get(user_id, tz)
     try:
         written = datetime.fromisoformat(raw_time)
-        time, offset = to_utc(written, zone), offset_minutes(written, zone)
     except ValueError as exc:
         raise InputError(f"unparseable timestamp {raw_time!r}; use ISO 8601 such as '2023-05-08T13:56:00'",
                          **where, field="timestamp") from exc
+    time, offset = utc_and_offset(written, zone, raw_time, **where, field="timestamp")
     opt = {}
     for key in ("image_caption", "source_ref"):
         val = obj.get(key)

@@ -34,6 +34,8 @@ from timem.datasets.base import (
     ImportedSession,
     ImportedUser,
     Question,
+    check_id,
+    check_name,
     check_text,
     is_blank,
     need,
@@ -74,7 +76,8 @@ def load_locomo(path: str | Path, sample_ids: list[str] | None, tz: ZoneInfo,
                          f"got {type(data).__name__}", file=file)
     if not items:
         raise InputError("the file holds no conversations", file=file)
-    ids = [need(item, "sample_id", str, file=file, record=f"[{i}]") for i, item in enumerate(items)]
+    ids = [check_id(need(item, "sample_id", str, file=file, record=f"[{i}]"), file=file, record=f"[{i}]",
+                    field="sample_id") for i, item in enumerate(items)]
     if len(set(ids)) != len(ids):
         dup = sorted({s for s in ids if ids.count(s) > 1})
         raise InputError(f"duplicate sample ids {dup}", file=file, field="sample_id")
@@ -91,8 +94,10 @@ def _conversation(item: dict[str, Any], file: str, tz: ZoneInfo) -> ImportedUser
     sid: str = item["sample_id"]
     conv = need(item, "conversation", dict, file=file, record=sid)
     rec = f"{sid}/conversation"
-    speaker_a = need(conv, "speaker_a", str, file=file, record=rec)
-    speaker_b = need(conv, "speaker_b", str, file=file, record=rec)
+    speaker_a = check_name(need(conv, "speaker_a", str, file=file, record=rec), file=file, record=rec,
+                           field="speaker_a")
+    speaker_b = check_name(need(conv, "speaker_b", str, file=file, record=rec), file=file, record=rec,
+                           field="speaker_b")
     numbers = sorted({int(m.group(1)) for k in conv if (m := _SESSION.fullmatch(k))})
     dated = sorted({int(m.group(1)) for k in conv if (m := _SESSION_DATE.fullmatch(k))})
     sessions: list[ImportedSession] = []
@@ -107,7 +112,8 @@ def _conversation(item: dict[str, Any], file: str, tz: ZoneInfo) -> ImportedUser
         turns: list[Turn] = []
         for j, raw in enumerate(raw_turns):
             r = f"{sid}/session_{n}[{j}]"
-            speaker = need(raw, "speaker", str, file=file, record=r).strip()
+            speaker = check_name(need(raw, "speaker", str, file=file, record=r).strip(), file=file, record=r,
+                                 field="speaker")
             text = need(raw, "text", str, file=file, record=r, allow_empty=True)
             dia_id = need(raw, "dia_id", str, file=file, record=r).strip()
             caption = raw.get("blip_caption")

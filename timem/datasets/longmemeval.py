@@ -35,6 +35,7 @@ from timem.datasets.base import (
     ImportedSession,
     ImportedUser,
     Question,
+    check_id,
     need,
     parse_when,
     parse_when_offset,
@@ -91,9 +92,10 @@ def load_longmemeval(path: str | Path, limit: int | None, tz: ZoneInfo,
 
 
 def _instance(item: Any, i: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo]) -> ImportedUser:
-    qid = need(item, "question_id", str, file=file, record=f"[{i}]").strip()
+    qid = check_id(need(item, "question_id", str, file=file, record=f"[{i}]").strip(), file=file, record=f"[{i}]",
+                   field="question_id")
     tz = user_tz.get(qid, tz)
-    req = {"file": file, "record": qid}
+    req: dict[str, Any] = {"file": file, "record": qid}
     question = need(item, "question", str, **req)
     answer = need(item, "answer", (str, int, float), **req, allow_empty=True)
     qtype = need(item, "question_type", str, **req)
@@ -124,7 +126,7 @@ def _instance(item: Any, i: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, 
         if not isinstance(sess, list):
             raise InputError(f"expected a list of turns, got {type(sess).__name__}", file=file,
                              record=f"{qid}/haystack_sessions[{k}]", field="haystack_sessions")
-        sid = sid.strip()
+        sid = check_id(sid.strip(), **where, field="haystack_session_ids")
         seen[sid] += 1
         parsed.append((when, k, sid if seen[sid] == 1 else f"{sid}#{seen[sid]}", date_raw.strip(), sess, offset))
 

@@ -7,9 +7,9 @@ UTC. Ids visible to a tenant are its own user ids (``user``), never the namespac
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
 
 from timem.models import MemoryItem, MemoryNode, SessionInfo, Turn
 
@@ -18,6 +18,19 @@ from timem.models import MemoryItem, MemoryNode, SessionInfo, Turn
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 #: idempotency keys: 1-255 printable ASCII characters without spaces (a UUID is the usual choice)
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"
+
+
+def _iso_text(value: Any) -> Any:
+    """Only ISO 8601 text is a time here: pydantic would read a number as seconds since 1970 (a client's mistake,
+    e.g. milliseconds, would be stored as a date centuries away)."""
+    if not isinstance(value, str):
+        raise ValueError("give the time as ISO 8601 text with an offset, e.g. 2024-05-02T09:00:00+02:00, "
+                         f"not {type(value).__name__}")
+    return value
+
+
+#: a request's time: ISO 8601 text with an offset (a naive time or a number is 422)
+IsoTime = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
 
 
 class _In(BaseModel):
@@ -37,7 +50,7 @@ class TurnsIn(_In):
     """
 
     session_id: str = Field(pattern=ID_PATTERN)
-    event_time: AwareDatetime
+    event_time: IsoTime
     message: str | None = None
     reply: str | None = None
     user_name: str = Field(default="User", min_length=1, max_length=100)
@@ -52,7 +65,7 @@ class ConsolidateIn(_In):
 
 class RecallIn(_In):
     query: str
-    question_time: AwareDatetime | None = None  #: default: the user's latest event
+    question_time: IsoTime | None = None  #: default: the user's latest event
     complexity: Literal["simple", "hybrid", "complex"] | None = None
     gate: Literal["score", "off", "llm"] | None = None
     planner: Literal["llm", "centroid"] | None = None  #: default: the service's configured planner
@@ -76,7 +89,7 @@ class ChatIn(_In):
     then the reply is stored and what closed is consolidated (unless ``consolidate`` is false)."""
 
     session_id: str = Field(pattern=ID_PATTERN)
-    event_time: AwareDatetime
+    event_time: IsoTime
     message: str
     user_name: str = Field(default="User", min_length=1, max_length=100)
     assistant_name: str = Field(default="Assistant", min_length=1, max_length=100)

@@ -57,9 +57,12 @@ def add_studio_routes(app: FastAPI) -> None:
                    session_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
                    ids: Annotated[list[str] | None, Query()] = None) -> TurnsOut:
         """The user's turns in conversation order (one session's with ``session_id``; only ``ids``, repeated
-        ``?ids=mia:s1:0&ids=…``, if given)."""
+        ``?ids=mia:s1:0&ids=…``, if given); an unknown ``session_id`` is 404."""
         with s.use() as eng:
             internal = s.require_user(eng, t, user)
+            if session_id is not None and session_id not in {x.session_id for x in eng.sessions(internal)}:
+                raise NotFoundError(f"user {user!r} has no session {session_id!r}; list them with "
+                                    f"GET /v1/users/{user}/sessions")
             wanted = [internal + i[len(user):] if i.startswith(user + ":") else i for i in ids] if ids else None
             turns = eng.turns(internal, session_id, wanted)
         return TurnsOut(user=user, turns=[TurnOut.of(x, internal, user) for x in turns])

@@ -4,6 +4,8 @@ Checked, per user:
 * temporal containment: every active parent's span contains each active child's span;
 * links: a parent's ``child_ids`` and the children's ``parent_id`` agree;
 * every active L1 segment has source turns, and they exist;
+* every turn's id is ``user:session:seq`` of its own user, session and seq, with no ``:`` inside the user or
+  session id (such ids can collide: one user's turn stored under another's);
 * no orphan below the top level, except nodes whose parent window is still open in event time, and
   except users with L1 segments only (imported with ``--llm none`` or ``--l1-only``: consolidation
   has not run yet, which is a state, not damage);
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from timem.config import Config
-from timem.models import Level
+from timem.models import ID_SEPARATOR, Level
 from timem.store.ports import IndexHealth, MemoryStore
 from timem.tree.windows import parent_window, session_closed
 
@@ -55,6 +57,7 @@ def _check_user(store: MemoryStore, config: Config, uid: str) -> list[Violation]
         watermark = max(s.last_event_at for s in sessions)
         closed = {s.session_id: session_closed(s, sessions, watermark, idle) for s in sessions}
     l1_only = all(n.level == Level.SEGMENT for n in nodes.values())
+    out += _check_turn_ids(store, uid)
     for n in nodes.values():
         for cid in n.child_ids:
             child = nodes.get(cid)
@@ -90,6 +93,21 @@ def _check_user(store: MemoryStore, config: Config, uid: str) -> list[Violation]
                                      "active parent; run `timem consolidate --flush` (if the audit log has "
                                      "`consolidation-failed` for its window: with a larger model or an "
                                      "endpoint) or re-ingest"))
+    return out
+
+
+def _check_turn_ids(store: MemoryStore, uid: str) -> list[Violation]:
+    """Turns whose id is not ``user:session:seq`` of their own fields, or whose user or session id holds ``:``."""
+    out: list[Violation] = []
+    for t in store.turns(uid):
+        if ID_SEPARATOR in t.user_id or ID_SEPARATOR in t.session_id:
+            out.append(Violation(uid, None, "turn-id", f"turn {t.id}: user id {t.user_id!r} or session id "
+                                 f"{t.session_id!r} holds ':', so its turn ids can collide with another user's; "
+                                 "re-import the user under an id without ':'"))
+        elif t.id != ID_SEPARATOR.join((t.user_id, t.session_id, str(t.seq))):
+            out.append(Violation(uid, None, "turn-id", f"turn {t.id} belongs to session {t.session_id!r} seq {t.seq} "
+                                 "of this user, so its id should be "
+                                 f"{ID_SEPARATOR.join((t.user_id, t.session_id, str(t.seq)))}; re-import the user"))
     return out
 
 

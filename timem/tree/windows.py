@@ -31,10 +31,21 @@ def to_utc(dt: datetime, tz: ZoneInfo) -> datetime:
 
 
 def offset_minutes(dt: datetime, tz: ZoneInfo) -> int:
-    """The UTC offset, in minutes, of the local time that ``dt`` was written in: its own offset if it is
-    aware, else that of ``tz`` at that wall-clock time (DST-aware, fold=0 as in :func:`to_utc`)."""
+    """The UTC offset, in minutes, of the speaker's local time at ``dt``: the one rule of every path (imports,
+    chat, the service, MCP) for resolving relative dates ("yesterday").
+
+    * ``dt`` aware with a non-zero offset (``+09:00``): an explicit local time, that offset;
+    * ``dt`` aware at UTC (``Z``, ``+00:00``): an instant that says nothing about where the speaker was, so the
+      offset of the user's zone ``tz`` at that instant;
+    * ``dt`` naive: wall-clock time in ``tz``, ``tz``'s offset then (DST-aware, fold=0 as in :func:`to_utc`).
+
+    Raises:
+        OverflowError: ``dt`` lies so close to year 1 or 9999 that it cannot be moved into ``tz``.
+    """
     if dt.tzinfo is None or dt.utcoffset() is None:
         dt = dt.replace(tzinfo=tz)
+    elif not dt.utcoffset():  # a zero timedelta: UTC
+        dt = dt.astimezone(tz)
     offset = dt.utcoffset()
     assert offset is not None  # an aware datetime (a ZoneInfo always gives an offset)
     return int(offset.total_seconds() // 60)
