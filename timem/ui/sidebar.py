@@ -241,7 +241,7 @@ def run_import(ctx: state.StudioContext, path: Path | None, fmt: str, *, sample_
         raise InputError(f"no such file: {path}; pick or upload a conversation file")
     try:
         users = load_dataset(path, fmt, sample_ids=sample_ids, limit=limit, tz=ctx.tz,  # type: ignore[arg-type]
-                             user_tz=ctx.config.time.user_tz)
+                             user_tz=ctx.config.time.user_tz, max_turn_chars=ctx.config.store.max_turn_chars)
     except InputError as exc:
         if not display_name:
             raise
