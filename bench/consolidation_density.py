@@ -10,7 +10,7 @@ stored). Also reports active nodes and mean cl100k tokens per level.
 No LLM and no recall: it reads the tree as written. Usage::
 
     python bench/consolidation_density.py --db /tmp/wtb.duckdb \
-        --data ../shared/data/locomo/locomo-dev.json [--json]
+        --data tests/data/locomo-dev.json [--json]
 """
 
 from __future__ import annotations

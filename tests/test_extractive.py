@@ -133,10 +133,11 @@ def test_every_memory_respects_its_levels_token_cap(store, embedder, tmp_path, c
     add_sessions(store)
     eng = extractive_engine(store, embedder, tmp_path, **({"extractive_caps": caps} if caps else {}))
     eng.consolidate("u", flush=True)
-    for n in store.nodes("u"):
-        if n.level > 1:
-            cap = eng.config.consolidation.extractive_cap(n.level)
-            assert 0 < count_tokens(_body(n.content)) <= cap, (n.level, n.content)
+    upper = [n for n in store.nodes("u") if n.level > 1]
+    assert {n.level for n in upper} == {2, 3, 4, 5}, upper  # every level above L1 was written (and so checked)
+    for n in upper:
+        cap = eng.config.consolidation.extractive_cap(n.level)
+        assert 0 < count_tokens(_body(n.content)) <= cap, (n.level, n.content)
 
 
 def test_a_single_utterance_longer_than_the_cap_is_cut_not_dropped(store, embedder, tmp_path):

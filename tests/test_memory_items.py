@@ -347,7 +347,7 @@ def test_forget_purges_the_llm_cache_of_the_forgotten_turns(tmp_path, store, emb
 def test_pinned_items_and_the_asker_go_into_the_chat_answer_prompt(tmp_path, store, embedder):
     eng = _engine(tmp_path, store, embedder, responses=lambda req: "You drink green tea.", memory_extractor="rules")
     _ingest(eng, tmp_path, "mia", EN)
-    (tea,) = eng.pin_candidates("mia")  # green tea: stated three times, confidence 1.0
+    (tea,) = [i for i in eng.memory_items("mia") if i.is_open and i.value == "green tea"]  # the morning drink now
     assert tea.value == "green tea"
     eng.pin_item(tea.id)
     turn = eng.chat_turn("mia", "chat", "What do I usually drink in the morning these days?", AT, user_name="Mia")
@@ -410,7 +410,7 @@ def test_warming_the_chat_prompt_evaluates_the_system_message_the_answer_then_se
     assert eng.warm_chat("mia", "Mia") is None  # the scripted backend keeps no prompt cache
     warmed: list[list[Message]] = []
     eng.llm.backend.warm = lambda msgs: warmed.append(list(msgs)) or 321  # type: ignore[union-attr]
-    (tea,) = eng.pin_candidates("mia")
+    (tea,) = [i for i in eng.memory_items("mia") if i.is_open and i.value == "green tea"]
     eng.pin_item(tea.id)
     assert eng.warm_chat("mia", "Mia") == 321
     eng.chat_turn("mia", "chat", "What do I usually drink in the morning these days?", AT, user_name="Mia")

@@ -35,7 +35,7 @@ from timem.llm.protocol import LLMClient
 from timem.memory.forget import forget_request
 from timem.memory.rules import Statement, extract_statements
 from timem.memory.values import mentions, normalise
-from timem.models import Level, MemoryItem, MemoryNode, Role, Turn
+from timem.models import Level, MemoryItem, Role, Turn
 from timem.prompts import memory as memory_prompt
 from timem.store.ports import MemoryStore
 from timem.tree.windows import session_closed
@@ -259,9 +259,3 @@ class ItemWriter:
                 report.superseded += 1
                 return self.store.item(new_id)
         return item
-
-
-def source_segments(store: MemoryStore, items: list[MemoryItem]) -> list[MemoryNode]:
-    """The active L1 segments the ``items`` were read from."""
-    ids = sorted({s for i in items for s in i.source_ids})
-    return store.nodes(ids=ids) if ids else []

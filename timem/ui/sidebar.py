@@ -26,8 +26,6 @@ from timem.studio import DEMO_FILE
 from timem.ui import chat, jobs, state
 from timem.ui.feedback import StreamlitProgress, flash, user_errors
 
-REPO = Path(__file__).resolve().parents[2]  # a checkout; in an installed wheel SHARED_LOCOMO does not exist
-SHARED_LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 FORMATS = {"LoCoMo (JSON)": "locomo", "LongMemEval (JSON)": "longmemeval", "TiMem JSONL": "jsonl"}
 UPLOAD_DIR = Path(tempfile.gettempdir()) / "timem-uploads"  #: staged uploads (deleted after each import)
 _STATUS_ICON = {"ready": ":green[●]", "loaded": ":green[●]", "loads on first use": ":orange[●]", "off": ":gray[●]",
@@ -157,8 +155,7 @@ def _import(ctx: state.StudioContext) -> None:
         if source == "Upload a file":
             upload = st.file_uploader("Conversation file", type=["json", "jsonl"], key="sb_imp_file")
         else:
-            default = str(SHARED_LOCOMO) if SHARED_LOCOMO.exists() else ""
-            raw = st.text_input("Path", value=default, key="sb_imp_path")
+            raw = st.text_input("Path", value="", key="sb_imp_path")
             path = Path(raw).expanduser() if raw.strip() else None
         if fmt == "locomo":
             ids = st.text_input("Sample ids (comma-separated, empty = all)", value="conv-30", key="sb_imp_ids")
