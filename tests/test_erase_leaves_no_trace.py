@@ -17,7 +17,7 @@ from timem.datasets import load_jsonl
 from timem.engine import MemoryEngine
 from timem.recall.pipeline import recall
 from timem.store import Store
-from timem.tree.check import check_store
+from timem.store.check import check_store
 
 
 @pytest.fixture(scope="session")

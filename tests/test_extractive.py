@@ -15,9 +15,9 @@ from timem.consolidation.segments import turn_line
 from timem.engine import MemoryEngine
 from timem.errors import ConfigError
 from timem.models import Level, MemoryNode, Role
-from timem.recall.context import count_tokens
 from timem.store import Store
-from timem.tree.check import check_store
+from timem.store.check import check_store
+from timem.tokens import count_tokens
 
 T0 = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)  # a Monday
 
@@ -46,9 +46,9 @@ CHINESE = [("小明", "我上个月搬到了杭州，现在在一家医院当护
 
 
 def _body(content: str) -> str:
-    """A node's extractive selection: an L5 profile's facts block (memory items, timem.memory.profile) is
+    """A node's extractive selection: an L5 profile's facts block (memory items, timem.consolidation.profile_facts) is
     rendered from the items after the selection and is outside the extractive cap."""
-    from timem.memory.profile import FACTS_SEPARATOR
+    from timem.consolidation.profile_facts import FACTS_SEPARATOR
 
     body, sep, _ = content.rpartition(FACTS_SEPARATOR)
     return body if sep else content

@@ -17,9 +17,9 @@ from timem.engine import MemoryEngine
 from timem.llm.client import LLM
 from timem.llm.fake import ScriptedBackend
 from timem.llm.protocol import Message
-from timem.memory.recall import decay_weight
 from timem.memory.rules import extract_statements
 from timem.models import Level
+from timem.recall.items import decay_weight
 
 QT = "2024-06-20T12:00:00"
 AT = datetime(2024, 6, 20, 12, tzinfo=UTC)
@@ -459,7 +459,7 @@ def test_profile_facts_block_edges():
     from datetime import UTC, datetime
     from zoneinfo import ZoneInfo
 
-    from timem.memory.profile import facts_as_of
+    from timem.consolidation.profile_facts import facts_as_of
     from timem.models import MemoryItem
 
     t = lambda d: datetime(2024, 3, d, tzinfo=UTC)  # noqa: E731

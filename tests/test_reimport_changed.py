@@ -16,7 +16,7 @@ from timem.datasets import load_jsonl
 from timem.engine import MemoryEngine
 from timem.models import NodeStatus
 from timem.store import Store
-from timem.tree.check import check_store
+from timem.store.check import check_store
 
 V1, V2 = CASES / "c12_dup_v1.jsonl", CASES / "c12_dup_v2_corrected.jsonl"
 

@@ -31,10 +31,10 @@ from datetime import datetime, timedelta
 from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.errors import LLMError
+from timem.item_values import mentions, normalise
 from timem.llm.protocol import LLMClient
 from timem.memory.forget import forget_request
 from timem.memory.rules import Statement, extract_statements
-from timem.memory.values import mentions, normalise
 from timem.models import Level, MemoryItem, Role, Turn
 from timem.prompts import memory as memory_prompt
 from timem.store.ports import MemoryStore

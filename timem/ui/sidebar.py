@@ -20,9 +20,9 @@ import streamlit as st
 
 from timem.chat_turns import check_user_id
 from timem.consolidation.consolidator import NEEDS_LLM
+from timem.datasets import DEMO_FILE
 from timem.errors import ConfigError, ConsolidationIncomplete, InputError
 from timem.models import CONSOLIDATION_MODES
-from timem.studio import DEMO_FILE
 from timem.ui import chat, jobs, state
 from timem.ui.feedback import StreamlitProgress, flash, user_errors
 
