@@ -3,6 +3,6 @@
 
 import runpy
 
-from timem.studio import APP_PY
+from timem.ui.router import APP_PY
 
 runpy.run_path(str(APP_PY), run_name="__main__")

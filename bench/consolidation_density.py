@@ -10,7 +10,7 @@ stored). Also reports active nodes and mean cl100k tokens per level.
 No LLM and no recall: it reads the tree as written. Usage::
 
     python bench/consolidation_density.py --db /tmp/wtb.duckdb \
-        --data ../shared/data/locomo/locomo-dev.json [--json]
+        --data tests/data/locomo-dev.json [--json]
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from timem.config import load_config
 from timem.datasets import load_dataset
 from timem.embed.minilm import MODEL_ID
 from timem.models import MemoryNode
-from timem.recall.context import count_tokens
 from timem.recall.evaluate import answer_in_context, evidence_ids
 from timem.store import open_store
 from timem.store.ports import MemoryStore
+from timem.tokens import count_tokens
 
 CATEGORIES = (1, 4)
 

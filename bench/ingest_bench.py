@@ -2,8 +2,8 @@
 
 Usage (a fresh DuckDB file per run; the LLM cache lives in it, so every call is a real call):
 
-    .venv/bin/python bench/ingest_bench.py ../shared/data/locomo/locomo-dev.json --sample conv-26 --llm local
-    .venv/bin/python bench/ingest_bench.py ../shared/data/locomo/locomo-dev.json --sample conv-26 --llm none
+    .venv/bin/python bench/ingest_bench.py tests/data/locomo-dev.json --sample conv-26 --llm local
+    .venv/bin/python bench/ingest_bench.py tests/data/locomo-dev.json --sample conv-26 --llm none
 
 ``--llm none`` measures the verbatim L1 path (turns -> exchanges -> embedded L1 segments) alone.
 Results are appended to ``bench/results/ingest.jsonl`` and printed as one markdown row.

@@ -9,7 +9,7 @@ it ends (``[attribute, value]``, e.g. "I stopped running"). Moves, trips, job ch
 diets, third parties and corrections, in English and Chinese.
 
 An extracted item matches a labelled one when the attribute is the same (``drink`` = ``morning drink``; a
-labelled null attribute matches any) and one value names the other (:func:`timem.memory.values.mentions`, so
+labelled null attribute matches any) and one value names the other (:func:`timem.item_values.mentions`, so
 "double espresso" matches "espresso"). Several extracted items matching one labelled item count once (the writer
 merges them); an extracted item matching none is a false item. Ends are scored the same way, beside the items.
 
@@ -29,9 +29,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from timem.item_values import mentions
 from timem.memory.grounding import canonical_attribute, check_statement
 from timem.memory.rules import extract_statements
-from timem.memory.values import mentions
 
 HERE = Path(__file__).resolve().parent
 SET = HERE / "data" / "memory_items_labelled.jsonl"

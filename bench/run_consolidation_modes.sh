@@ -7,7 +7,7 @@
 # CONVS="conv-30" runs only those conversations (the file names then carry the conversation ids).
 set -euo pipefail
 OUT=${1:?out dir}; RUNS=${2:-"1.5b:hybrid 1.5b:abstractive 0.5b:hybrid 0.5b:abstractive"}
-DATA=../shared/data/locomo/locomo-dev.json
+DATA=${DATA:-tests/data/locomo-dev.json}
 PY=${PY:-.venv/bin/python}
 CONVS=${CONVS:-"conv-26 conv-30"}; TAG=""; [ "$CONVS" = "conv-26 conv-30" ] || TAG="-${CONVS// /-}"
 SAMPLES="--sample ${CONVS// /,}"

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-DATA=${DATA:-../shared/data/locomo/locomo-dev.json}
+DATA=${DATA:-tests/data/locomo-dev.json}
 BENCH="$PY -m timem.bench.cli"
 
 $BENCH suite locomo "$DATA" --suite no-llm --retrieval-only --out-root bench/runs

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-DATA=${DATA:-../shared/data/locomo/locomo-dev.json}
+DATA=${DATA:-tests/data/locomo-dev.json}
 BENCH="$PY -m timem.bench.cli"
 for b in 500 1000; do
   $BENCH suite locomo "$DATA" --suite tree --retrieval-only --llm none --set token_budget=$b --out-root bench/runs/b$b

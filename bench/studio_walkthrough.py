@@ -21,7 +21,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 REPO = Path(__file__).resolve().parents[1]
-LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+LOCOMO = REPO / "tests" / "data" / "locomo-dev.json"  # the two LoCoMo dev conversations the repository ships
 QUESTION = "When did Gina launch an ad campaign for her store?"
 
 

@@ -31,7 +31,7 @@ from timem.store import open_store
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default="../shared/data/locomo/locomo-dev.json")
+    ap.add_argument("--data", default="tests/data/locomo-dev.json")
     ap.add_argument("--db", required=True)
     ap.add_argument("--base", default="{}", help="JSON config overrides for ingest and every variant")
     ap.add_argument("--variant", action="append", default=[], help="JSON config overrides (repeatable)")

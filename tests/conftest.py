@@ -10,7 +10,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 REPO = Path(__file__).resolve().parents[1]
-LOCOMO_DEV = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+DATA = REPO / "tests" / "data"  #: the tests' real inputs, with their source and license (tests/data/README.md)
+LOCOMO_DEV = DATA / "locomo-dev.json"  #: two LoCoMo conversations (conv-26, conv-30)
+CASES = DATA / "cases" / "found-by-trying"  #: inputs that reproduce faults found by trying the product
 
 
 @pytest.fixture(scope="session")
@@ -54,6 +56,5 @@ def store(tmp_path, embedder):
 
 @pytest.fixture(scope="session")
 def locomo_dev() -> Path:
-    if not LOCOMO_DEV.exists():
-        pytest.fail(f"{LOCOMO_DEV} is missing: the shared LoCoMo dev file must sit at ../shared beside the repo")
+    """The LoCoMo dev file in the repository (:data:`LOCOMO_DEV`)."""
     return LOCOMO_DEV

@@ -414,7 +414,7 @@ def test_import_upload_jsonl_and_a_bad_file(empty_engine):
     assert keys == ["sb_imp_file_1"], keys
 
 
-def test_import_locomo_conv30_from_the_shared_file(empty_engine, locomo_dev):
+def test_import_locomo_conv30_from_a_file_on_this_machine(empty_engine, locomo_dev):
     at = make_app(empty_engine, user="me")
     at.radio(key="sb_imp_source").set_value("File on this machine").run()
     at.selectbox(key="sb_imp_fmt").set_value("LoCoMo (JSON)").run()

@@ -14,7 +14,7 @@ from timem.errors import ConsolidationIncomplete, InputError, LLMError, NotFound
 from timem.llm.client import LLM
 from timem.llm.fake import ScriptedBackend
 from timem.models import Level, NodeStatus, Role
-from timem.tree.check import check_store
+from timem.store.check import check_store
 
 
 @pytest.fixture(scope="session")

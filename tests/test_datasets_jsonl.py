@@ -8,13 +8,13 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from conftest import LOCOMO_DEV as LOCOMO
 
 from timem.datasets import load_dataset, load_jsonl, load_locomo, write_jsonl
 from timem.errors import InputError
 from timem.models import Role
 
 BERLIN = ZoneInfo("Europe/Berlin")
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 
 ROWS = [
     {"user_id": "alice", "session_id": "s2", "speaker": "Alice", "role": "user", "text": "Second session",
@@ -65,7 +65,6 @@ def test_round_trip(tmp_path: Path) -> None:
 
 
 def test_round_trip_from_locomo(tmp_path: Path) -> None:
-    assert LOCOMO.is_file(), f"LoCoMo dev file missing at {LOCOMO}"
     users = load_locomo(LOCOMO, None, BERLIN)
     out = tmp_path / "locomo.jsonl"
     write_jsonl(users, out)

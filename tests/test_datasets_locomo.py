@@ -1,4 +1,4 @@
-"""LoCoMo importer on the real shared dev file; expectations are computed from the raw JSON."""
+"""LoCoMo importer on the real dev file (tests/data/locomo-dev.json); expectations are computed from the raw JSON."""
 
 from __future__ import annotations
 
@@ -11,19 +11,17 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from conftest import LOCOMO_DEV as LOCOMO
 
 from timem.datasets import load_dataset, load_locomo
 from timem.errors import InputError
 from timem.models import Role
 
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 NY = ZoneInfo("America/New_York")
 
 
 @pytest.fixture(scope="module")
 def raw() -> list[dict[str, Any]]:
-    assert LOCOMO.is_file(), (f"LoCoMo dev file missing at {LOCOMO}; the checkout must sit next to "
-                              "../shared (see shared/data/locomo/README.md)")
     return json.loads(LOCOMO.read_text(encoding="utf-8"))
 
 

@@ -13,7 +13,7 @@ from timem.config import load_config
 from timem.datasets.locomo import load_locomo
 from timem.engine import MemoryEngine
 from timem.models import Level
-from timem.tree.check import check_store
+from timem.store.check import check_store
 
 pytestmark = pytest.mark.slow
 

@@ -1,12 +1,12 @@
 """Equal timestamps keep conversation order (turn sequence) in the tree text, the timeline and the store's
-listing (shared case c11_same_ts: every turn at one time, as LoCoMo sessions are)."""
+listing (case c11_same_ts in tests/data/cases: every turn at one time, as LoCoMo sessions are)."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from conftest import CASES
 from helpers import EXCHANGE
 
 from timem.config import load_config
@@ -22,7 +22,7 @@ def embedder(fake_embedder):
     """Logic tests: the deterministic hashing embedder instead of MiniLM (tests/conftest.py)."""
     return fake_embedder
 
-CASE = Path(__file__).resolve().parents[2] / "shared" / "cases" / "found-by-trying" / "c11_same_ts.jsonl"
+CASE = CASES / "c11_same_ts.jsonl"
 LOCKERS = ["12", "7", "47", "Tuesdays", "83"]  # what each exchange says, in spoken order
 
 
@@ -32,8 +32,6 @@ def _first_marker(text: str) -> str:
 
 @pytest.fixture()
 def pia(tmp_path, embedder):
-    if not CASE.exists():
-        pytest.fail(f"{CASE} is missing: the shared cases must sit at ../shared beside the repo")
     cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none", **EXCHANGE)  # a segment per exchange
     eng = MemoryEngine(cfg, Store(cfg.store.db_path, embedder.model_id, embedder.dim), embedder, None)
     eng.ingest(load_jsonl(CASE, cfg.time.tz), upper_levels=False)

@@ -1,5 +1,5 @@
 """A hard erase leaves the text nowhere: not in the tables, not in recall traces or audit details, and
-not in the bytes of the closed DuckDB file (shared case c03_erase)."""
+not in the bytes of the closed DuckDB file (case c03_erase in tests/data/cases)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from conftest import CASES
 from helpers import EXCHANGE
 
 from timem import editing
@@ -16,7 +17,7 @@ from timem.datasets import load_jsonl
 from timem.engine import MemoryEngine
 from timem.recall.pipeline import recall
 from timem.store import Store
-from timem.tree.check import check_store
+from timem.store.check import check_store
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +25,7 @@ def embedder(fake_embedder):
     """Logic tests: the deterministic hashing embedder instead of MiniLM (tests/conftest.py)."""
     return fake_embedder
 
-CASE = Path(__file__).resolve().parents[2] / "shared" / "cases" / "found-by-trying" / "c03_erase.jsonl"
+CASE = CASES / "c03_erase.jsonl"
 SECRETS = ("Quillfeather", "bank card PIN is 5519")
 
 
@@ -40,8 +41,6 @@ def open_engine(path: Path, embedder, **overrides) -> MemoryEngine:
 
 
 def test_erase_removes_traces_audit_quotes_and_file_bytes(tmp_path, embedder):
-    if not CASE.exists():
-        pytest.fail(f"{CASE} is missing: the shared cases must sit at ../shared beside the repo")
     db = tmp_path / "erase.duckdb"
     eng = open_engine(db, embedder, **EXCHANGE)  # the secret and its reply are one segment
     eng.ingest(load_jsonl(CASE, eng.config.time.tz), upper_levels=False)

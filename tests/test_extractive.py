@@ -15,9 +15,9 @@ from timem.consolidation.segments import turn_line
 from timem.engine import MemoryEngine
 from timem.errors import ConfigError
 from timem.models import Level, MemoryNode, Role
-from timem.recall.context import count_tokens
 from timem.store import Store
-from timem.tree.check import check_store
+from timem.store.check import check_store
+from timem.tokens import count_tokens
 
 T0 = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)  # a Monday
 
@@ -46,9 +46,9 @@ CHINESE = [("小明", "我上个月搬到了杭州，现在在一家医院当护
 
 
 def _body(content: str) -> str:
-    """A node's extractive selection: an L5 profile's facts block (memory items, timem.memory.profile) is
+    """A node's extractive selection: an L5 profile's facts block (memory items, timem.consolidation.profile_facts) is
     rendered from the items after the selection and is outside the extractive cap."""
-    from timem.memory.profile import FACTS_SEPARATOR
+    from timem.consolidation.profile_facts import FACTS_SEPARATOR
 
     body, sep, _ = content.rpartition(FACTS_SEPARATOR)
     return body if sep else content
@@ -133,10 +133,11 @@ def test_every_memory_respects_its_levels_token_cap(store, embedder, tmp_path, c
     add_sessions(store)
     eng = extractive_engine(store, embedder, tmp_path, **({"extractive_caps": caps} if caps else {}))
     eng.consolidate("u", flush=True)
-    for n in store.nodes("u"):
-        if n.level > 1:
-            cap = eng.config.consolidation.extractive_cap(n.level)
-            assert 0 < count_tokens(_body(n.content)) <= cap, (n.level, n.content)
+    upper = [n for n in store.nodes("u") if n.level > 1]
+    assert {n.level for n in upper} == {2, 3, 4, 5}, upper  # every level above L1 was written (and so checked)
+    for n in upper:
+        cap = eng.config.consolidation.extractive_cap(n.level)
+        assert 0 < count_tokens(_body(n.content)) <= cap, (n.level, n.content)
 
 
 def test_a_single_utterance_longer_than_the_cap_is_cut_not_dropped(store, embedder, tmp_path):

@@ -35,7 +35,8 @@ def test_forget_reaches_a_segment_that_says_it_in_other_words(tmp_path, embedder
             ("s1", "Mia", "My sister Ana lives in Porto with her fiancé.", "2024-05-01T09:00:00"),
             ("s2", "Mia", "Porto has the best pastries, I went there in May.", "2024-05-02T09:00:00")])
         plan = eng.forget("mia", "my sister lives in Porto")
-        assert [n.content for n in plan.segments] == ["Mia: My sister Ana lives in Porto with her fiancé."]
+        assert [n.content.splitlines()[-1] for n in plan.segments] == [
+            "Mia: My sister Ana lives in Porto with her fiancé."]
         assert eng.forget("mia", "Porto").segments  # a single word still needs the words themselves
     finally:
         eng.close()

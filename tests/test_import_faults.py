@@ -1,6 +1,6 @@
 """Malformed values in an import: one line naming file, line and field; nothing written for any user.
 
-The shared cases (``../shared/cases/found-by-trying``) are tried as a user runs them (the real
+The cases found by trying the product (``tests/data/cases/found-by-trying``) are tried as a user runs them (the real
 ``timem`` entry point in a subprocess, so a traceback would show), and the same kinds of fault on
 inputs written here: lone surrogates, invisible-only text, control characters, in any string field.
 """
@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from conftest import CASES
 from helpers import make_turn
 
 from timem.datasets import load_dataset, load_jsonl
@@ -29,7 +30,6 @@ def embedder(fake_embedder):
     return fake_embedder
 
 REPO = Path(__file__).resolve().parents[1]
-CASES = REPO.parent / "shared" / "cases" / "found-by-trying"
 UTC_ZONE = __import__("zoneinfo").ZoneInfo("UTC")
 
 
@@ -48,10 +48,8 @@ def line(user: str, text: str, ts: str = "2024-04-01T09:00:00", **extra: str) ->
 
 @pytest.mark.parametrize("case", ["c_lone_surrogate.jsonl", "c2_two_users_surrogate.jsonl",
                                   "b_zero_width.jsonl"])
-def test_shared_cases_give_one_line_and_write_nothing(tmp_path, case):
+def test_cases_found_by_trying_give_one_line_and_write_nothing(tmp_path, case):
     src = CASES / case
-    if not src.exists():
-        pytest.fail(f"{src} is missing: the shared cases must sit at ../shared beside the repo")
     db = tmp_path / "t.duckdb"
     res = timem("ingest", str(src), "--format", "jsonl", "--l1-only", "--llm", "none", "--db", str(db), cwd=tmp_path)
     assert res.returncode == 1, res

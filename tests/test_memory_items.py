@@ -17,9 +17,9 @@ from timem.engine import MemoryEngine
 from timem.llm.client import LLM
 from timem.llm.fake import ScriptedBackend
 from timem.llm.protocol import Message
-from timem.memory.recall import decay_weight
 from timem.memory.rules import extract_statements
 from timem.models import Level
+from timem.recall.items import decay_weight
 
 QT = "2024-06-20T12:00:00"
 AT = datetime(2024, 6, 20, 12, tzinfo=UTC)
@@ -351,7 +351,7 @@ def test_forget_purges_the_llm_cache_of_the_forgotten_turns(tmp_path, store, emb
 def test_pinned_items_and_the_asker_go_into_the_chat_answer_prompt(tmp_path, store, embedder):
     eng = _engine(tmp_path, store, embedder, responses=lambda req: "You drink green tea.", memory_extractor="rules")
     _ingest(eng, tmp_path, "mia", EN)
-    (tea,) = eng.pin_candidates("mia")  # green tea: stated three times, confidence 1.0
+    (tea,) = [i for i in eng.memory_items("mia") if i.is_open and i.value == "green tea"]  # the morning drink now
     assert tea.value == "green tea"
     eng.pin_item(tea.id)
     turn = eng.chat_turn("mia", "chat", "What do I usually drink in the morning these days?", AT, user_name="Mia")
@@ -414,7 +414,7 @@ def test_warming_the_chat_prompt_evaluates_the_system_message_the_answer_then_se
     assert eng.warm_chat("mia", "Mia") is None  # the scripted backend keeps no prompt cache
     warmed: list[list[Message]] = []
     eng.llm.backend.warm = lambda msgs: warmed.append(list(msgs)) or 321  # type: ignore[union-attr]
-    (tea,) = eng.pin_candidates("mia")
+    (tea,) = [i for i in eng.memory_items("mia") if i.is_open and i.value == "green tea"]
     eng.pin_item(tea.id)
     assert eng.warm_chat("mia", "Mia") == 321
     eng.chat_turn("mia", "chat", "What do I usually drink in the morning these days?", AT, user_name="Mia")
@@ -464,7 +464,7 @@ def test_profile_facts_block_edges():
     from datetime import UTC, datetime
     from zoneinfo import ZoneInfo
 
-    from timem.memory.profile import facts_as_of
+    from timem.consolidation.profile_facts import facts_as_of
     from timem.models import MemoryItem
 
     t = lambda d: datetime(2024, 3, d, tzinfo=UTC)  # noqa: E731

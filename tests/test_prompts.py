@@ -76,7 +76,7 @@ def test_title_prompt_is_short_names_the_language_and_refuses_non_titles():
 
 
 def test_level_prompt_registry_covers_l2_to_l5_with_one_interface():
-    from timem.prompts.levels import level_prompts
+    from timem.prompts.registry import level_prompts
 
     tz = ZoneInfo("UTC")
     kid = MemoryNode(id="n1", user_id="u", level=Level.WEEK, window_key="w", content="Ann moved to Porto.",

@@ -8,10 +8,11 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from timem.models import Level, MemoryNode
-from timem.recall.context import count_tokens, date_label, render_context
+from timem.recall.context import date_label, render_context
 from timem.recall.keywords import clean_keywords, extract_keywords
 from timem.recall.leaves import fuse
 from timem.recall.time_window import resolve_time_window
+from timem.tokens import count_tokens
 
 
 def test_fusion_matches_hand_arithmetic():

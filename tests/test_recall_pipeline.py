@@ -20,8 +20,8 @@ from timem.llm.client import LLM
 from timem.llm.fake import ScriptedBackend
 from timem.models import Level, MemoryNode, Role, Turn
 from timem.recall import answer, load_traces, recall
-from timem.recall.context import count_tokens
 from timem.recall.evaluate import answer_in_context, evaluate_recall, evidence_ids, normalize_answer
+from timem.tokens import count_tokens
 
 QT = datetime(2023, 6, 1, 12, 0, tzinfo=UTC)
 SESSIONS = {  # session -> (start, [(speaker, text)])

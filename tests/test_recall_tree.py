@@ -129,7 +129,8 @@ def test_nothing_after_the_question_time(turn_engine):
 
 def test_an_over_long_memory_contributes_its_best_passage():
     from timem.models import Level, MemoryNode
-    from timem.recall.context import best_passage, count_tokens
+    from timem.recall.context import best_passage
+    from timem.tokens import count_tokens
 
     filler = " ".join(f"Sentence {i} is about nothing in particular and goes on." for i in range(600))
     content = ("On 8 May 2023 (Monday) 13:56:\nNell: " + filler
@@ -147,7 +148,8 @@ def test_an_over_long_memory_contributes_its_best_passage():
 
 
 def test_line_cached_count_equals_the_whole_count_on_real_and_tricky_contexts(locomo_dev):
-    from timem.recall.context import count_context_tokens, count_tokens
+    from timem.recall.context import count_context_tokens
+    from timem.tokens import count_tokens
 
     data = json.loads(Path(locomo_dev).read_text())
     lines = [f"{t['speaker']}: {t['text']}" for conv in data for k, v in conv["conversation"].items()

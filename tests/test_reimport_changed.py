@@ -1,12 +1,12 @@
 """Re-importing turns whose text changed is never silent: reported, and updated with --update-changed
-(shared cases c12_dup_v1 / c12_dup_v2_corrected)."""
+(cases c12_dup_v1 / c12_dup_v2_corrected)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from conftest import CASES
 from helpers import ABSTRACTIVE, EXCHANGE, scripted_llm
 from typer.testing import CliRunner
 
@@ -16,9 +16,8 @@ from timem.datasets import load_jsonl
 from timem.engine import MemoryEngine
 from timem.models import NodeStatus
 from timem.store import Store
-from timem.tree.check import check_store
+from timem.store.check import check_store
 
-CASES = Path(__file__).resolve().parents[2] / "shared" / "cases" / "found-by-trying"
 V1, V2 = CASES / "c12_dup_v1.jsonl", CASES / "c12_dup_v2_corrected.jsonl"
 
 
@@ -28,8 +27,6 @@ def cli_env(tmp_path, monkeypatch):
         monkeypatch.delenv(var)
     monkeypatch.setenv("TIMEM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
-    if not V1.exists():
-        pytest.fail(f"{V1} is missing: the shared cases must sit at ../shared beside the repo")
     return tmp_path
 
 

@@ -1,4 +1,4 @@
-"""SegTreeMem's segment tree (timem.segtree.tree): online insertion on the right frontier, by hand and by
+"""SegTreeMem's segment tree (timem.tree.segtree): online insertion on the right frontier, by hand and by
 hypothesis (contiguous ordered spans, bounded fan-out and depth, O(log n) nodes touched)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from timem.errors import ConfigError, InputError
-from timem.segtree.tree import SegTree, depth_bound
+from timem.tree.segtree import SegTree, depth_bound
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 X, Y = np.array([1.0, 0.0], dtype=np.float32), np.array([0.0, 1.0], dtype=np.float32)

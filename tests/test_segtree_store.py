@@ -15,9 +15,9 @@ from timem.datasets.base import ImportedSession, ImportedUser, turn_id
 from timem.engine import MemoryEngine
 from timem.models import Level, Role, Turn
 from timem.recall import recall
-from timem.segtree.recall import propagate_segtree
-from timem.segtree.tree import SegTree
+from timem.recall.segtree import propagate_segtree
 from timem.store import segtree_tables as segstore
+from timem.tree.segtree import SegTree
 
 
 @pytest.fixture(scope="session")
@@ -162,9 +162,9 @@ def _topic_answer(request) -> str:
 
 
 def test_llm_topics_for_closed_nodes_grounded_resumable_and_erased_with_the_tree(seg_engine):
+    from timem.consolidation.segment_topics import summarise
     from timem.llm.client import LLM
     from timem.llm.fake import ScriptedBackend
-    from timem.segtree.summaries import summarise
 
     eng = seg_engine
     llm = LLM(ScriptedBackend(_topic_answer), eng.store)

@@ -1,5 +1,5 @@
 """Relative dates are resolved in the speaker's local time: the offset written in the input, else the
-user's zone (``user_timezones``), else ``timezone`` (shared case c05_tz; DST changes)."""
+user's zone (``user_timezones``), else ``timezone`` (case c05_tz in tests/data/cases; DST changes)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from conftest import CASES
 from helpers import EXCHANGE
 
 from timem.config import load_config
@@ -24,7 +25,7 @@ def embedder(fake_embedder):
     """Logic tests: the deterministic hashing embedder instead of MiniLM (tests/conftest.py)."""
     return fake_embedder
 
-CASE = Path(__file__).resolve().parents[2] / "shared" / "cases" / "found-by-trying" / "c05_tz.jsonl"
+CASE = CASES / "c05_tz.jsonl"
 
 
 def engine(tmp_path, embedder, **settings) -> MemoryEngine:
@@ -39,8 +40,6 @@ def l1_texts(eng: MemoryEngine, user: str) -> list[str]:
 
 def test_explicit_offset_is_the_speakers_local_time(tmp_path, embedder):
     """'yesterday' said at 2024-03-10T00:30+09:00 is 9 March, whatever the configured zone."""
-    if not CASE.exists():
-        pytest.fail(f"{CASE} is missing: the shared cases must sit at ../shared beside the repo")
     for zone in ("UTC", "America/Los_Angeles"):
         eng = engine(tmp_path / zone.replace("/", "_"), embedder, timezone=zone)
         users = load_dataset(CASE, "jsonl", tz=eng.config.time.tz, user_tz=eng.config.time.user_tz)

@@ -14,7 +14,7 @@ from timem.config import load_config
 from timem.consolidation.consolidator import Consolidator
 from timem.models import Level
 from timem.store import Store
-from timem.tree.check import check_store
+from timem.store.check import check_store
 from timem.tree.windows import day_window, month_window, week_bounds, week_window
 
 

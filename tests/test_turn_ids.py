@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from test_import_faults import timem
+from timem.tree.check import check_store
 
 from timem.chat_turns import check_user_id
 from timem.config import load_config
@@ -18,7 +19,6 @@ from timem.datasets.base import ImportedSession, ImportedUser
 from timem.engine import MemoryEngine
 from timem.errors import InputError
 from timem.models import Role, Turn
-from timem.tree.check import check_store
 
 AT = datetime(2024, 4, 1, 9, tzinfo=UTC)
 

@@ -53,7 +53,6 @@ def test_filter_frame_levels_dates_and_growth(tree):
     assert set(tl.filter_frame(df, until=datetime(2024, 4, 2, 9, 0))["id"]) == {"a", "b", "s"}
     assert set(tl.filter_frame(df, until=datetime(2024, 4, 3, 0, 0))["id"]) == {"a", "b", "s", "d"}
     assert tl.filter_frame(df, start=datetime(2024, 4, 5)).empty
-    assert tl.growth_times(df)[0] == datetime(2024, 4, 2, 8, 15)
 
 
 def test_timeline_figure_bars_links_and_selection(tree):

@@ -22,7 +22,8 @@ pytestmark = pytest.mark.slow
 AFTER_IMPORT = textwrap.dedent("""
     import sys, timem
     from streamlit.testing.v1 import AppTest
-    from timem.studio import APP_PY, DEMO_FILE
+    from timem.datasets import DEMO_FILE
+    from timem.ui.router import APP_PY
     assert APP_PY.is_relative_to(sys.prefix) and DEMO_FILE.is_relative_to(sys.prefix), (APP_PY, sys.prefix)
     at = AppTest.from_file(str(APP_PY), default_timeout=300).run()
     assert not at.exception, at.exception

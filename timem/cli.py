@@ -360,7 +360,7 @@ def studio(db: DbOpt = None, port: int = 8501,
     then read by the studio (TIMEM_CONFIG)."""
     import os
 
-    from timem.studio import APP_PY
+    from timem.ui.router import APP_PY
 
     if config is not None:  # a bad file is one error line here, not a broken page later
         load_config(config)

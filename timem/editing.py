@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from timem.consolidation.consolidator import Consolidator
+from timem.consolidation.profile_facts import last_instant, listed_in
 from timem.errors import InputError, NotFoundError
-from timem.memory.profile import last_instant, listed_in
 from timem.models import Level, MemoryItem, MemoryNode, NodeStatus
 from timem.store.ports import MemoryStore
 
@@ -48,7 +48,8 @@ def _mark_stale(store: MemoryStore, node_ids: Sequence[str]) -> set[str]:
 
 def profiles_of(store: MemoryStore, items: Sequence[MemoryItem]) -> list[MemoryNode]:
     """Active L5 profiles whose facts block lists one of ``items`` or should (the item holds at the window's
-    end, :mod:`timem.memory.profile`): the profiles to rewrite when those items are forgotten or restored."""
+    end, :mod:`timem.consolidation.profile_facts`): the profiles to rewrite when those items are forgotten or
+    restored."""
     out: dict[str, MemoryNode] = {}
     for uid in sorted({i.user_id for i in items}):
         for p in store.nodes(uid, Level.PROFILE):

@@ -17,6 +17,7 @@ from timem import editing
 from timem.chat_turns import check_names, check_question, check_turn, check_user_id
 from timem.config import Complexity, Config
 from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
+from timem.consolidation.segment_topics import TopicReport
 from timem.datasets.base import ImportedUser
 from timem.embed.protocol import Embedder
 from timem.engine_chat import ASSISTANT_NAME, OnlineChat
@@ -34,11 +35,10 @@ from timem.models import MemoryNode
 from timem.recall import pipeline
 from timem.recall.gating import GateMode
 from timem.recall.pipeline import AnswerResult, RecallResult
-from timem.segtree.summaries import TopicReport
-from timem.segtree.tree import SegNode
 from timem.store import open_store
 from timem.store.ports import MemoryStore
 from timem.store.segtree_tables import SyncReport
+from timem.tree.segtree import SegNode
 
 __all__ = ["ASSISTANT_NAME", "IngestReport", "MemoryEngine"]
 
@@ -200,7 +200,7 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
 
     def _consolidate(self, user_id: str, read: set[str], **kw: Any) -> list[MemoryNode]:
         """:meth:`Consolidator.consolidate`, with the memory items read between L1 and L2-L5 so that an L5
-        profile lists the items that hold at its window's end (:mod:`timem.memory.profile`); ``user_id`` is
+        profile lists the items that hold at its window's end (:mod:`timem.consolidation.profile_facts`); ``user_id`` is
         added to ``read`` once they are (the caller's :meth:`_extract_rest` then skips it).
 
         Raises:
@@ -267,7 +267,7 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
                                         self.config.recall.segtree_max_children, rebuild=rebuild)
 
     def segment_tree(self, user_id: str) -> tuple[list[SegNode], SyncReport | None]:
-        """The user's SegTreeMem segment tree (:mod:`timem.segtree`), synced first if it is behind the L1
+        """The user's SegTreeMem segment tree (:mod:`timem.tree.segtree`), synced first if it is behind the L1
         memories: ``(nodes, the sync's report or None)``."""
         cfg = self.config
         report = None
@@ -277,13 +277,13 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
         return self.store.segment_tree.load(user_id), report
 
     def summarise_segment_tree(self, user_id: str, *, min_height: int = 2, limit: int | None = None) -> TopicReport:
-        """One-line LLM topics for the user's closed segment-tree nodes (:mod:`timem.segtree.summaries`);
+        """One-line LLM topics for the user's closed segment-tree nodes (:mod:`timem.consolidation.segment_topics`);
         the tree is synced first.
 
         Raises:
             NotFoundError: unknown user. LLMError: no LLM is configured, or it could not be reached.
         """
-        from timem.segtree.summaries import summarise
+        from timem.consolidation.segment_topics import summarise
 
         self.require_user(user_id)
         if self.llm is None:

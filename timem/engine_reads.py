@@ -33,9 +33,9 @@ class StoreReads:
         return self.store.stats()
 
     def check(self, user_id: str | None = None, *, repair: bool = False) -> list[Any]:
-        """Tree invariant violations (:func:`timem.tree.check.check_store`) of one user or all; ``repair``
+        """Tree invariant violations (:func:`timem.store.check.check_store`) of one user or all; ``repair``
         first rebuilds a stale FTS snapshot. Raises :class:`NotFoundError` for an unknown user."""
-        from timem.tree.check import check_store
+        from timem.store.check import check_store
 
         if user_id is not None:
             self.require_user(user_id)
@@ -134,7 +134,7 @@ class StoreReads:
         return None if path is None else str(path)
 
     def segment_topics(self, user_id: str) -> dict[str, str]:
-        """LLM topic lines of the user's segment-tree nodes, by node id (:mod:`timem.segtree.summaries`)."""
+        """LLM topic lines of the user's segment-tree nodes, by node id (:mod:`timem.consolidation.segment_topics`)."""
         return self.store.segment_tree.summaries(user_id)
 
     def export_user(self, user_id: str, *, traces: int = 1000) -> dict[str, Any]:

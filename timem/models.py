@@ -214,7 +214,7 @@ class MemoryItem(BaseModel):
     (supersession: ``valid_to`` = the newer item's event time, ``superseded_by`` = its id); it is kept as
     history. ``source`` is ``stated`` (said by the subject) or ``inferred`` (an LLM's reading);
     ``status`` ``deleted`` = forgotten (soft delete, undoable). ``last_access`` / ``access_count`` feed the
-    decay score (:func:`timem.memory.recall.decay_weight`).
+    decay score (:func:`timem.recall.items.decay_weight`).
     """
 
     id: str

@@ -222,7 +222,7 @@ class RecallSettings(_Section):
     propagation_alpha: float = Field(default=0.2, ge=0.0, le=1.0)  #: α
     propagation_route: int = Field(default=1, ge=0)  #: children of the best N sessions join the leaf candidates
     #: the tree relevance propagation runs over: "timem" (L1 leaves -> L2 session .. L5) or "segtree"
-    #: (SegTreeMem's own segment tree over the L1 leaves, :mod:`timem.segtree`; built online in the same file);
+    #: (SegTreeMem's own segment tree over the L1 leaves, :mod:`timem.tree.segtree`; built online in the same file);
     #: with ``propagation = "off"`` no tree is used either way. "segtree" by measurement on LoCoMo dev
     #: (bench/results/recall-tree.md): full coverage 69.3 / 73.6 % at 500 / 1,000 tokens against 67.5 / 73.2
     #: over the TiMem tree and 68.0 / 72.3 without propagation; a small gain (3 questions of 233)
@@ -232,7 +232,7 @@ class RecallSettings(_Section):
     #: with its segment's centroid has median ~0.72; at 0.3-0.5 segments closed only when full (B leaves),
     #: at 0.55 a quarter close early on a topic shift (mean 6 leaves per segment, height 5 for 419 turns)
     segtree_threshold: float = Field(default=0.55, ge=-1.0, le=1.0)
-    #: segment tree: fan-out bound B (>= 3 keeps the depth <= log2(n) + 2, see :mod:`timem.segtree.tree`)
+    #: segment tree: fan-out bound B (>= 3 keeps the depth <= log2(n) + 2, see :mod:`timem.tree.segtree`)
     segtree_max_children: int = Field(default=8, ge=3, le=64)
     #: near-duplicate leaf candidates (:mod:`timem.recall.duplicates`): "collapse" keeps the best-ranked
     #: one and frees the others' top-k slots, "keep" leaves them all

@@ -32,8 +32,9 @@ from timem.datasets.base import ImportedUser
 from timem.embed.protocol import Embedder
 from timem.models import Turn
 from timem.prompts import answer as answer_prompt
-from timem.recall.context import count_tokens, fit_budget
+from timem.recall.context import fit_budget
 from timem.recall.leaves import fuse
+from timem.tokens import count_tokens
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 WINDOW_MARGIN = 0.10

@@ -8,7 +8,7 @@
   ``F1 = 2PR/(P+R)``. If either side is empty, F1 is 1 when both are, else 0.
 * **ROUGE-L F** (Lin 2004): the F-measure of the longest common subsequence, from Google's
   ``rouge-score`` package (``RougeScorer(["rougeL"], use_stemmer=True)``).
-* **Mem Len**: cl100k tokens of the recalled context (:func:`timem.recall.context.count_tokens`).
+* **Mem Len**: cl100k tokens of the recalled context (:func:`timem.tokens.count_tokens`).
 * **Evidence coverage**: the share of gold evidence ids (LoCoMo ``dia_id``; LongMemEval the
   ``source_ref`` of the ``has_answer`` turns) reached by the recalled *leaves* (raw turns, or the
   source turns of L1 segments) — the definition of :mod:`timem.recall.evaluate`. ``tree`` coverage
@@ -24,8 +24,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from timem.recall.context import count_tokens
 from timem.recall.evaluate import answer_in_context, date_in_context, evidence_ids, normalize_answer
+from timem.tokens import count_tokens
 
 __all__ = ["answer_in_context", "count_tokens", "coverage", "date_in_context", "evidence_ids", "normalize_answer",
            "normalize_squad", "rouge_l", "token_f1", "tokens_for_f1"]

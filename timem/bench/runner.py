@@ -47,10 +47,10 @@ from timem.embed.protocol import Embedder
 from timem.engine import MemoryEngine
 from timem.errors import TimemError
 from timem.llm.protocol import LLMClient
-from timem.llm.recording import RecordingLLM
 from timem.models import Level
 from timem.progress import terminal_progress
 from timem.prompts import answer as answer_prompt
+from timem.recall.recording import RecordingLLM
 from timem.store import open_store
 from timem.store.ports import MemoryStore
 

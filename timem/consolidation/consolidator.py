@@ -43,15 +43,15 @@ from typing import Any, Protocol, TypeVar
 from timem.config import Config
 from timem.consolidation import extractive
 from timem.consolidation.grounding import ground_content
+from timem.consolidation.profile_facts import FACTS_SEPARATOR, facts_as_of
 from timem.consolidation.segments import cut_segments, render_segment
 from timem.embed.protocol import Embedder
 from timem.errors import ConsolidationIncomplete, LLMError, UnusableAnswerError
 from timem.llm.protocol import LLMClient, Message
-from timem.memory.profile import FACTS_SEPARATOR, facts_as_of
 from timem.models import CONSOLIDATION_MODES, Level, MemoryNode, NodeMode, NodeStatus, Role, TimeSpan, Turn
 from timem.prompts import segment, title
 from timem.prompts.common import assistant_note, render_nodes
-from timem.prompts.levels import level_prompts
+from timem.prompts.registry import level_prompts
 from timem.store.ports import MemoryStore
 from timem.tree.windows import check_containment, parent_span, parent_window, session_closed
 
@@ -286,8 +286,8 @@ class Consolidator:
         return node
 
     def with_profile_facts(self, user_id: str, span: TimeSpan, content: str) -> str:
-        """``content`` of an L5 profile over ``span`` with its facts block (:mod:`timem.memory.profile`) set to
-        the user's items that hold at the span's end: an old block is replaced, none is added when no item
+        """``content`` of an L5 profile over ``span`` with its facts block (:mod:`timem.consolidation.profile_facts`)
+        set to the user's items that hold at the span's end: an old block is replaced, none is added when no item
         holds (or ``Config.memory.memory_items`` is off). Deterministic; no LLM."""
         body, sep, _old = content.rpartition(FACTS_SEPARATOR)
         body = body if sep else content

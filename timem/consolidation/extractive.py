@@ -18,7 +18,7 @@ anew (a line without a known speaker prefix stays without one).
   score lower.
 * **Selection**: maximal marginal relevance (``MMR_LAMBDA`` * score - (1 - ``MMR_LAMBDA``) * the
   highest cosine to a unit already chosen) until no remaining unit fits the level's token cap
-  (cl100k, :func:`timem.recall.context.count_tokens`, counted on the rendered memory). Ties go to the
+  (cl100k, :func:`timem.tokens.count_tokens`, counted on the rendered memory). Ties go to the
   earlier unit; there is no randomness, so the same children give the same bytes.
 * **Rendering**: chosen units in source order; sentences of one source line are joined again into
   one line. L4 and L5 (several days) prefix each line with its short date (``8 May: Caroline: ...``).
@@ -47,7 +47,7 @@ from timem.consolidation.grounding import content_words
 from timem.embed.protocol import Embedder
 from timem.models import Level, MemoryNode
 from timem.prompts.common import split_sentences
-from timem.recall.context import count_tokens
+from timem.tokens import count_tokens
 
 MODEL_ID = "extractive"  #: ``model_id`` of every extractive node (no model wrote it)
 PROMPT_VERSION = "extractive-v1"  #: recorded as the node's ``prompt_version`` (selection rules, not a prompt)

@@ -17,8 +17,11 @@ from timem.datasets.locomo import load_locomo
 from timem.datasets.longmemeval import load_longmemeval
 from timem.errors import InputError
 
-__all__ = ["ImportedSession", "ImportedUser", "Question", "load_dataset", "load_jsonl", "load_locomo",
+__all__ = ["DEMO_FILE", "ImportedSession", "ImportedUser", "Question", "load_dataset", "load_jsonl", "load_locomo",
            "load_longmemeval", "turn_id", "write_jsonl"]
+
+#: the bundled demo conversation (TiMem JSONL, see ``timem/data/README.md``)
+DEMO_FILE = Path(__file__).resolve().parents[1] / "data" / "demo_conversation.jsonl"
 
 DatasetFormat = Literal["locomo", "longmemeval", "jsonl"]
 FORMATS: tuple[str, ...] = ("locomo", "longmemeval", "jsonl")

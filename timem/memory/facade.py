@@ -125,12 +125,6 @@ class MemoryLayer:
             self.store.audit("item-pin" if pinned else "item-unpin", item.user_id, item_id, {"actor": actor})
         return self.store.item(item_id)
 
-    def pin_candidates(self, user_id: str, *, min_confidence: float = 0.9, min_sources: int = 2) -> list[MemoryItem]:
-        """Items offered for pinning: open, not pinned, confidence >= ``min_confidence`` and stated in at least
-        ``min_sources`` segments (repeated support); supersession leaves no open conflict on their slot."""
-        return [i for i in self.store.items(user_id) if i.is_open and not i.pinned
-                and i.confidence >= min_confidence and len(i.source_ids) >= min_sources]
-
     def _forget_turn(self, user_id: str, session_id: str, what: str, event_time: datetime) -> ChatTurn:
         """A "forget that …" chat message: soft-delete what matches, answer with what went; the trace is a
         recall of ``what`` afterwards (not persisted: it shows what is left). Nothing is stored as a turn."""

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from timem import editing
 from timem.consolidation.consolidator import Consolidator
 from timem.errors import InputError, NotFoundError
+from timem.item_values import mentions, normalise
 from timem.memory.rules import extract_statements
-from timem.memory.values import mentions, normalise
 from timem.models import Level, MemoryItem, MemoryNode
 from timem.store.ports import MemoryStore
 

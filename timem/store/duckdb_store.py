@@ -25,13 +25,14 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import duckdb
 
 from timem.errors import StoreError
 from timem.store.items import ItemTables
 from timem.store.memory_index import MemoryIndex
+from timem.store.merge import merge_file
 from timem.store.migrations import migrate
 from timem.store.nodes import NodeTables
 from timem.store.records import RecordTables
@@ -42,10 +43,9 @@ from timem.store.search import (
     extension_path,
 )
 from timem.store.search_tables import SearchTables
+from timem.store.segtree_tables import SegmentTreeTables
 from timem.store.turns import TurnTables
 
-if TYPE_CHECKING:
-    from timem.store.segtree_tables import SegmentTreeTables
 
 class Store(NodeTables, TurnTables, SearchTables, RecordTables, ItemTables):
     """DuckDB adapter for everything TiMem persists.
@@ -99,14 +99,10 @@ class Store(NodeTables, TurnTables, SearchTables, RecordTables, ItemTables):
     @property
     def segment_tree(self) -> SegmentTreeTables:
         """The users' segment trees in this file (:class:`timem.store.ports.SegmentTreePort`)."""
-        from timem.store.segtree_tables import SegmentTreeTables  # it imports this module
-
         return SegmentTreeTables(self)
 
     def merge_file(self, other: str | Path) -> dict[str, int]:
         """Copy every user of the TiMem file ``other`` into this one (:func:`timem.store.merge.merge_file`)."""
-        from timem.store.merge import merge_file
-
         return merge_file(self, other)
 
     # ---------------------------------------------------------------- basics

@@ -11,19 +11,16 @@ is copied. The BM25 index is marked stale and rebuilt on the next refresh.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from timem.errors import StoreError
-
-if TYPE_CHECKING:
-    from timem.store.duckdb_store import Store
+from timem.store.handle import StoreHandle
 
 #: tables copied row by row, in an order that keeps foreign ids resolvable for a reader mid-way
 TABLES = ("turns", "sessions", "nodes", "memory_items", "memory_extractions", "segtree_nodes", "segtree_state",
           "segtree_summaries", "recall_traces", "write_requests", "llm_calls", "audit")
 
 
-def merge_file(store: Store, other: str | Path) -> dict[str, int]:
+def merge_file(store: StoreHandle, other: str | Path) -> dict[str, int]:
     """Copy every row of the TiMem file ``other`` into ``store`` (see the module doc); returns rows per table.
 
     Raises:

@@ -88,7 +88,7 @@ def _v4(con: duckdb.DuckDBPyConnection, dim: int) -> None:
 
 
 def _v5(con: duckdb.DuckDBPyConnection, dim: int) -> None:
-    """SegTreeMem's segment tree (arXiv 2606.04555; :mod:`timem.segtree`): ``segtree_nodes`` (internal
+    """SegTreeMem's segment tree (arXiv 2606.04555; :mod:`timem.tree.segtree`): ``segtree_nodes`` (internal
     nodes with their centroid, and leaves = L1 node ids, no text) and ``segtree_state`` (per user: leaves,
     next id, the settings it was built with). Empty at first: trees are built by the next ingest, chat
     turn, ``timem segtree build`` or a recall with ``recall_index = "segtree"``."""

@@ -19,9 +19,8 @@ from timem.errors import NotFoundError, StoreError
 from timem.models import Level, MemoryNode, NodeStatus
 from timem.store.memory_index import MemoryIndex
 from timem.store.records import db_time
-from timem.store.rows import ID_LIST, in_list, utc
+from timem.store.rows import ID_LIST, SQL_ORDER, in_list, utc
 from timem.store.segmenter import search_text
-from timem.tree.order import SQL_ORDER
 
 NODE_COLS = ("id, user_id, level, window_key, session_id, span_start, span_end, content, child_ids, "
              "history_ids, source_turn_ids, parent_id, model_id, prompt_version, created_at, status, stale, mode")
@@ -117,7 +116,8 @@ class NodeTables:
     def delete_nodes(self, node_ids: Sequence[str]) -> None:
         """Hard-erase nodes (rows, vectors; FTS on next refresh) and the source turns of erased L1
         segments (else they would be consolidated again); children lose their parent link; the segment
-        trees (:mod:`timem.segtree`) of the users of erased L1 nodes are dropped, to be rebuilt by the next sync."""
+        trees (:mod:`timem.tree.segtree`) of the users of erased L1 nodes are dropped, to be rebuilt by the next
+        sync."""
         with self.transaction():
             self.con.execute("DELETE FROM turns WHERE id IN (SELECT unnest(source_turn_ids) FROM nodes "
                              f"WHERE id IN {ID_LIST} AND level = 1)", [list(node_ids)])

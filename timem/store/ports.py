@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from timem.models import Level, MemoryItem, MemoryNode, NodeStatus, SessionInfo, Turn
-from timem.segtree.tree import SegNode
 from timem.store.segtree_tables import SyncReport
 from timem.store.segtree_view import TreeView
+from timem.tree.segtree import SegNode
 
 if TYPE_CHECKING:
     from timem.store.duckdb_store import Store

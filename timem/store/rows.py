@@ -1,4 +1,5 @@
-"""Small query helpers: the one row of a query that always yields one, id lists bound for ``IN``, UTC columns."""
+"""Small query helpers: the one row of a query that always yields one, id lists bound for ``IN``, UTC columns, the
+nodes' conversation order in SQL."""
 
 from __future__ import annotations
 
@@ -23,6 +24,10 @@ def one_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
                          "(check it with `timem check`)")
     return row
 
+
+#: conversation order (:mod:`timem.tree.order`) in SQL over the ``nodes`` table (the store's default ``ORDER BY``)
+SQL_ORDER = ("span_start, level, session_id NULLS FIRST, "
+             "TRY_CAST(regexp_extract(source_turn_ids[1], ':([0-9]+)$', 1) AS INTEGER) NULLS FIRST, id")
 
 #: ``col IN {ID_LIST}`` with one list parameter: a semi-join (``list_contains(?, col)`` scanned every row)
 ID_LIST = "(SELECT unnest(?::VARCHAR[]))"

@@ -8,7 +8,7 @@
   ``max_children`` the tree was built with.
 
 :func:`sync` appends the user's new L1 memories online (``O(log n)`` rows written per leaf, see
-:mod:`timem.segtree.tree`) when the stored leaves are a prefix of the user's active L1 memories in
+:mod:`timem.tree.segtree`) when the stored leaves are a prefix of the user's active L1 memories in
 conversation order and the settings match; otherwise (an L1 memory was erased, soft-deleted,
 rewritten, or arrived out of order, or the settings changed) it rebuilds the user's tree. Every
 query filters by ``user_id``.
@@ -25,12 +25,11 @@ from typing import Any
 import numpy as np
 
 from timem.errors import StoreError
-from timem.segtree.tree import SegNode, SegTree
-from timem.store.duckdb_store import Store
+from timem.store.handle import StoreHandle
 from timem.store.records import db_time
-from timem.store.rows import ID_LIST, utc
+from timem.store.rows import ID_LIST, SQL_ORDER, utc
 from timem.store.segtree_view import TreeView, cached_index, leaf_rows, leaves_under, note_append
-from timem.tree.order import SQL_ORDER
+from timem.tree.segtree import SegNode, SegTree
 
 _COLS = ("id, user_id, parent_id, height, first_seq, last_seq, span_start, span_end, n_leaves, n_children, "
          "centroid")
@@ -52,28 +51,28 @@ def _row(r: tuple[Any, ...]) -> SegNode:
                    centroid=None if r[10] is None else np.asarray(r[10], dtype=np.float32))
 
 
-def _state(store: Store, user_id: str) -> tuple[Any, ...] | None:
+def _state(store: StoreHandle, user_id: str) -> tuple[Any, ...] | None:
     """The user's ``segtree_state`` row ``(n_leaves, next_id, threshold, max_children, built_at)``, if any."""
     row = store.con.execute("SELECT n_leaves, next_id, threshold, max_children, built_at FROM segtree_state "
                             "WHERE user_id = ?", [user_id]).fetchone()
     return None if row is None else tuple(row)
 
 
-def l1_leaves(store: Store, user_id: str) -> list[tuple[str, datetime, datetime]]:
+def l1_leaves(store: StoreHandle, user_id: str) -> list[tuple[str, datetime, datetime]]:
     """The user's active L1 memories in conversation order as ``(id, span_start, span_end)`` (UTC-aware)."""
     rows = store.con.execute(f"SELECT id, span_start, span_end FROM nodes WHERE user_id = ? AND level = 1 "
                              f"AND status = 'active' ORDER BY {SQL_ORDER}", [user_id]).fetchall()
     return [(r[0], utc(r[1]), utc(r[2])) for r in rows]
 
 
-def drop(store: Store, user_ids: Sequence[str]) -> None:
+def drop(store: StoreHandle, user_ids: Sequence[str]) -> None:
     """Delete the segment tree of each user (rows, state and summaries); the next :func:`sync` rebuilds it."""
     if user_ids:
         for table in ("segtree_nodes", "segtree_state", "segtree_summaries"):
             store.con.execute(f"DELETE FROM {table} WHERE user_id IN {ID_LIST}", [list(user_ids)])
 
 
-def summaries(store: Store, user_id: str) -> dict[str, str]:
+def summaries(store: StoreHandle, user_id: str) -> dict[str, str]:
     """The LLM topic lines of the user's segment-tree nodes whose leaf range is still the one summarised."""
     rows = store.con.execute(
         "SELECT s.node_id, s.summary FROM segtree_summaries s JOIN segtree_nodes n ON n.user_id = s.user_id AND "
@@ -82,14 +81,15 @@ def summaries(store: Store, user_id: str) -> dict[str, str]:
     return {r[0]: r[1] for r in rows}
 
 
-def save_summary(store: Store, user_id: str, node: SegNode, summary: str, model_id: str, prompt_version: str) -> None:
+def save_summary(store: StoreHandle, user_id: str, node: SegNode, summary: str, model_id: str,
+                 prompt_version: str) -> None:
     """Store (or replace) the topic line of ``node`` for its current leaf range."""
     store.con.execute("INSERT OR REPLACE INTO segtree_summaries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                       [user_id, node.id, node.first_seq, node.last_seq, summary, model_id, prompt_version,
                        db_time(datetime.now(UTC))])
 
 
-def version(store: Store, user_id: str, threshold: float, max_children: int) -> tuple[Any, ...] | None:
+def version(store: StoreHandle, user_id: str, threshold: float, max_children: int) -> tuple[Any, ...] | None:
     """The stored tree's version if it is current, else ``None``: one query.
 
     Current: the stored tree has as many leaves as the user has active L1 memories and was built with
@@ -109,7 +109,7 @@ def version(store: Store, user_id: str, threshold: float, max_children: int) -> 
     return tuple(row[:5])  # as _state reads it
 
 
-def is_current(store: Store, user_id: str, threshold: float, max_children: int) -> bool:
+def is_current(store: StoreHandle, user_id: str, threshold: float, max_children: int) -> bool:
     """Whether the user's stored tree is current (:func:`version`; one query, two counts)."""
     return version(store, user_id, threshold, max_children) is not None
 
@@ -126,14 +126,14 @@ def _stamp() -> datetime:
         return _last_stamp
 
 
-def load(store: Store, user_id: str) -> list[SegNode]:
+def load(store: StoreHandle, user_id: str) -> list[SegNode]:
     """Every stored node and leaf of the user, in leaf order (parents before their first child)."""
     rows = store.con.execute(f"SELECT {_COLS} FROM segtree_nodes WHERE user_id = ? ORDER BY first_seq, height DESC",
                              [user_id]).fetchall()
     return [_row(r) for r in rows]
 
 
-def sync(store: Store, user_id: str, threshold: float, max_children: int, *, rebuild: bool = False) -> SyncReport:
+def sync(store: StoreHandle, user_id: str, threshold: float, max_children: int, *, rebuild: bool = False) -> SyncReport:
     """Bring the user's segment tree in step with the active L1 memories (module docstring).
 
     Raises:
@@ -183,7 +183,7 @@ def sync(store: Store, user_id: str, threshold: float, max_children: int, *, reb
     return SyncReport(rebuilt=not resume, added=len(new), rows=len(rows))
 
 
-def sync_users(store: Store, user_ids: Sequence[str], threshold: float, max_children: int, *,
+def sync_users(store: StoreHandle, user_ids: Sequence[str], threshold: float, max_children: int, *,
                rebuild: bool = False) -> dict[str, SyncReport]:
     """:func:`sync` for each user (after an ingest, a chat turn, an edit or an erase)."""
     return {u: sync(store, u, threshold, max_children, rebuild=rebuild) for u in dict.fromkeys(user_ids)}
@@ -197,7 +197,7 @@ class SegmentTreeTables:
     arguments, units and errors.
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreHandle) -> None:
         self._store = store
 
     def version(self, user_id: str, threshold: float, max_children: int) -> tuple[Any, ...] | None:

@@ -1,4 +1,4 @@
-"""What relevance propagation over the segment tree reads (:mod:`timem.segtree.recall`), with few queries.
+"""What relevance propagation over the segment tree reads (:mod:`timem.recall.segtree`), with few queries.
 
 **Index, cached per tree version.** :class:`SegIndex` holds one user's internal nodes of heights
 ``1..H`` (ids, parents, heights, ``n_children``, span starts and the centroid matrix ``(n, dim)``
@@ -19,7 +19,7 @@ real cosine (float32 sums of 384 products of unit-bounded terms), so the exact t
 is always inside the shortlist; the exact arithmetic then scores the shortlist and the candidates' ancestors.
 
 Queries per recall: the leaves' rows (one), the routed leaves (one, in
-:mod:`timem.segtree.recall`); before, about ten (``bench/results/recall-latency-tree.md``).
+:mod:`timem.recall.segtree`); before, about ten (``bench/results/recall-latency-tree.md``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from timem.errors import StoreError
-from timem.store.duckdb_store import Store
+from timem.store.handle import StoreHandle
 from timem.store.memory_index import exact_cosines
 from timem.store.records import db_time
 from timem.store.rows import in_list
@@ -92,7 +92,7 @@ def _index(tbl: pa.Table, user_id: str, dim: int, max_height: int) -> SegIndex:
                     centroids=np.asarray(flat, dtype=np.float32).reshape(n, dim), max_height=int(max_height))
 
 
-def load_index(store: Store, user_id: str, max_height: int) -> SegIndex:
+def load_index(store: StoreHandle, user_id: str, max_height: int) -> SegIndex:
     """The user's internal nodes of heights ``1..max_height`` in one query (user filter in SQL; any order).
 
     Raises:
@@ -103,7 +103,7 @@ def load_index(store: Store, user_id: str, max_height: int) -> SegIndex:
     return _index(tbl, user_id, store.dim, max_height)
 
 
-def _patched(store: Store, user_id: str, old: SegIndex, changed: Sequence[str]) -> SegIndex:
+def _patched(store: StoreHandle, user_id: str, old: SegIndex, changed: Sequence[str]) -> SegIndex:
     """``old`` with the ``changed`` internal nodes read again (rewritten ones replaced, new ones appended)."""
     frag, vals = in_list(changed)
     tbl = store.con.execute(f"SELECT {_COLS} FROM segtree_nodes WHERE user_id = ? AND height BETWEEN 1 AND ? "
@@ -129,14 +129,14 @@ def _patched(store: Store, user_id: str, old: SegIndex, changed: Sequence[str]) 
                     max_height=old.max_height)
 
 
-_CACHE: weakref.WeakKeyDictionary[Store, OrderedDict[tuple[str, int], tuple[Any, SegIndex]]] = \
+_CACHE: weakref.WeakKeyDictionary[StoreHandle, OrderedDict[tuple[str, int], tuple[Any, SegIndex]]] = \
     weakref.WeakKeyDictionary()
 #: per store and user, the latest append-only sync: ``(version before, version after, internal ids it wrote)``
-_APPENDS: weakref.WeakKeyDictionary[Store, dict[str, tuple[Any, Any, list[str]]]] = weakref.WeakKeyDictionary()
+_APPENDS: weakref.WeakKeyDictionary[StoreHandle, dict[str, tuple[Any, Any, list[str]]]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
-def note_append(store: Store, user_id: str, before: Any, after: Any, written: Sequence[str]) -> None:
+def note_append(store: StoreHandle, user_id: str, before: Any, after: Any, written: Sequence[str]) -> None:
     """Record that a :func:`~timem.store.segtree_tables.sync` turned the tree of version ``before`` into ``after`` by
     appending leaves, rewriting (or creating) only the internal nodes ``written``: a cached index of
     ``before`` is then patched with those rows instead of reloaded, once the store is at ``after``."""
@@ -146,7 +146,7 @@ def note_append(store: Store, user_id: str, before: Any, after: Any, written: Se
         _APPENDS.setdefault(store, {})[user_id] = (before, after, list(written))
 
 
-def cached_index(store: Store, user_id: str, max_height: int, version: Any) -> SegIndex:
+def cached_index(store: StoreHandle, user_id: str, max_height: int, version: Any) -> SegIndex:
     """:func:`load_index`, reused while the tree's ``version`` (:func:`timem.store.segtree_tables.version`) is
     unchanged, patched after an append-only sync from the cached version (:func:`note_append`)."""
     key = (user_id, int(max_height))
@@ -254,7 +254,7 @@ class TreeView:
         return out
 
 
-def leaf_rows(store: Store, user_id: str, leaf_ids: Sequence[str]) -> dict[str, tuple[str | None, int]]:
+def leaf_rows(store: StoreHandle, user_id: str, leaf_ids: Sequence[str]) -> dict[str, tuple[str | None, int]]:
     """``leaf id -> (parent id, n_children)`` for the user's leaves among ``leaf_ids`` (one query)."""
     if not leaf_ids:
         return {}
@@ -264,7 +264,7 @@ def leaf_rows(store: Store, user_id: str, leaf_ids: Sequence[str]) -> dict[str, 
     return {r[0]: (r[1], int(r[2])) for r in rows}
 
 
-def leaves_under(store: Store, user_id: str, parent_ids: Sequence[str]
+def leaves_under(store: StoreHandle, user_id: str, parent_ids: Sequence[str]
                  ) -> list[tuple[str, str, int, datetime]]:
     """The leaves whose parent is one of ``parent_ids`` (height-1 nodes), as ``(leaf id, parent id,
     n_children, span_start UTC)``, in leaf order (one query)."""

@@ -1,8 +1,5 @@
-"""The studio's Streamlit entry script (``app.py``) and its page scripts (``views/``); logic is in :mod:`timem.ui`."""
+"""The studio's Streamlit entry script (``app.py``) and its page scripts (``views/``); logic is in :mod:`timem.ui`.
 
-from pathlib import Path
-
-#: the studio's entry script inside the installed package (``timem studio`` runs it)
-APP_PY = Path(__file__).resolve().parent / "app.py"
-#: the bundled demo conversation (JSONL, see ``timem/data/README.md``)
-DEMO_FILE = Path(__file__).resolve().parents[1] / "data" / "demo_conversation.jsonl"
+The paths that code below the studio needs are defined there: the entry script's (:data:`timem.ui.router.APP_PY`)
+and the bundled demo's (:data:`timem.datasets.DEMO_FILE`).
+"""

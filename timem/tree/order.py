@@ -5,7 +5,8 @@ shares one timestamp; ordering those by node id (a hash) shuffled the conversati
 lists memories in time order (``timem tree``, the timeline, the store's default order) uses
 :func:`conversation_key`: span start, then the session and the turn ``seq`` of the node's first
 source turn (turn ids end in ``:<seq>``, :func:`timem.datasets.base.turn_id`), then the id.
-Callers that group by level sort by level first themselves.
+Callers that group by level sort by level first themselves. The store lists nodes in the same order in SQL
+(:data:`timem.store.rows.SQL_ORDER`).
 """
 
 from __future__ import annotations
@@ -13,10 +14,6 @@ from __future__ import annotations
 from datetime import datetime
 
 from timem.models import MemoryNode
-
-#: the same order in SQL over the ``nodes`` table (the store's default ``ORDER BY``)
-SQL_ORDER = ("span_start, level, session_id NULLS FIRST, "
-             "TRY_CAST(regexp_extract(source_turn_ids[1], ':([0-9]+)$', 1) AS INTEGER) NULLS FIRST, id")
 
 
 def first_seq(node: MemoryNode) -> int:

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pandas as pd
 import streamlit as st
 
-from timem.memory.recall import decay_weight
 from timem.models import ITEM_KINDS, MemoryItem
+from timem.recall.items import decay_weight
 from timem.ui import state
 from timem.ui.feedback import flash, user_errors
 

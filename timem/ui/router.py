@@ -13,9 +13,10 @@ import runpy
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
-from timem.studio import APP_PY
-
+#: the studio's entry script inside the installed package (``timem studio`` runs it)
+APP_PY = Path(__file__).resolve().parents[1] / "studio" / "app.py"
 _ROUTING = threading.local()
 
 

@@ -1,4 +1,4 @@
-"""The Timeline page's "Segment tree (SegTreeMem)" view: the selected user's segment tree (:mod:`timem.segtree`)
+"""The Timeline page's "Segment tree (SegTreeMem)" view: the selected user's segment tree (:mod:`timem.tree.segtree`)
 drawn as bars over utterance positions, one lane per height (:mod:`timem.viz.segtree`)."""
 
 from __future__ import annotations

@@ -20,14 +20,12 @@ import streamlit as st
 
 from timem.chat_turns import check_user_id
 from timem.consolidation.consolidator import NEEDS_LLM
+from timem.datasets import DEMO_FILE
 from timem.errors import ConfigError, ConsolidationIncomplete, InputError, TimemError
 from timem.models import CONSOLIDATION_MODES
-from timem.studio import DEMO_FILE
 from timem.ui import chat, jobs, state, welcome
 from timem.ui.feedback import StreamlitProgress, flash, plural, user_errors
 
-REPO = Path(__file__).resolve().parents[2]  # a checkout; in an installed wheel SHARED_LOCOMO does not exist
-SHARED_LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 FORMATS = {"LoCoMo (JSON)": "locomo", "LongMemEval (JSON)": "longmemeval", "TiMem JSONL": "jsonl"}
 UPLOAD_DIR = Path(tempfile.gettempdir()) / "timem-uploads"  #: staged uploads (deleted after each import)
 REFUSED_UPLOADS = "sb_imp_refused"  #: session-state key: how many uploads were refused (names the next uploader)
@@ -163,8 +161,7 @@ def _import(ctx: state.StudioContext) -> None:
             upload = st.file_uploader("Conversation file", type=["json", "jsonl"],
                                       key=f"sb_imp_file_{st.session_state.get(REFUSED_UPLOADS, 0)}")
         else:
-            default = str(SHARED_LOCOMO) if SHARED_LOCOMO.exists() else ""
-            raw = st.text_input("Path", value=default, key="sb_imp_path")
+            raw = st.text_input("Path", value="", key="sb_imp_path")
             path = Path(raw).expanduser() if raw.strip() else None
         if fmt == "locomo":
             ids = st.text_input("Sample ids (comma-separated, empty = all)", value="conv-30", key="sb_imp_ids")

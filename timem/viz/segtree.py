@@ -1,4 +1,4 @@
-"""Data prep and the plotly figure of a user's SegTreeMem segment tree (:mod:`timem.segtree`); no streamlit.
+"""Data prep and the plotly figure of a user's SegTreeMem segment tree (:mod:`timem.tree.segtree`); no streamlit.
 
 The x axis is the **utterance position** in conversation order (leaf ``seq``), not event time:
 LoCoMo gives every turn of a session one timestamp, so segments would collapse on a time axis. One
@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 import plotly.graph_objects as go
 
-from timem.segtree.tree import SegNode
+from timem.tree.segtree import SegNode
 
 COLUMNS = ["id", "height", "lane", "first_seq", "last_seq", "n_leaves", "n_children", "start", "end", "preview"]
 _SHADES = ("#0072B2", "#56B4E9")  # Okabe–Ito blues, alternating along a lane

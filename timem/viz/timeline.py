@@ -87,11 +87,6 @@ def filter_frame(df: pd.DataFrame, *, levels: Iterable[int] | None = None, start
     return df[mask]
 
 
-def growth_times(df: pd.DataFrame) -> list[datetime]:
-    """Sorted distinct ``appears`` times: the steps of the growth replay slider."""
-    return sorted({t.to_pydatetime() if hasattr(t, "to_pydatetime") else t for t in df["appears"]})
-
-
 def _min_width(df: pd.DataFrame) -> timedelta:
     """A visible bar width for point-like spans: 0.4 % of the shown range, at least one minute."""
     if df.empty:

@@ -9,8 +9,8 @@ from pydantic import BaseModel
 
 from timem.errors import LLMError
 from timem.llm.protocol import LLMClient, Message
-from timem.recall.context import count_tokens
 from timem.recall.trace import LLMCall
+from timem.tokens import count_tokens
 
 T = TypeVar("T", bound=BaseModel)
 

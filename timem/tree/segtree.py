@@ -1,5 +1,10 @@
 """SegTreeMem's segment tree, built online on the right frontier (arXiv 2606.04555), pure and in memory.
 
+The recall index by default (``recall_index = "segtree"``; "timem" uses the TiMem tree). Its persistence in the
+DuckDB file is :mod:`timem.store.segtree_tables`, relevance propagation over it :mod:`timem.recall.segtree`
+(reading the tree through :mod:`timem.store.segtree_view`, each user's internal nodes cached per tree version),
+and its optional LLM topic lines :mod:`timem.consolidation.segment_topics`.
+
 The leaves are a user's L1 memories (one utterance each with the default ``l1_unit="turn"``) in
 conversation order (:mod:`timem.tree.order`), numbered ``0 .. n-1`` (``seq``). Every internal node
 spans a contiguous range of leaves ``[first_seq, last_seq]`` and the event-time span of those

@@ -22,18 +22,15 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from timem.config import Config
-from timem.memory.values import mentions, normalise
+from timem.item_values import mentions, normalise
 from timem.models import MemoryItem, TimeSpan
+from timem.recall.state import RecallState
 from timem.store.segmenter import search_text
-
-if TYPE_CHECKING:  # timem.recall imports this module
-    from timem.recall.state import RecallState
 
 #: question words that point at an attribute (English and Chinese)
 ATTRIBUTE_CUES: dict[str, tuple[str, ...]] = {
