@@ -95,6 +95,13 @@ def preview(store: MemoryStore, user_id: str, text: str) -> ForgetPreview:
         if len(normalise(it.value)) >= 2 and mentions(text, it.value) or any(
                 s.attribute == it.attribute and normalise(s.value) == normalise(it.value) for s in stated):
             items.append(it)
+    return _plan(store, user_id, text, items)
+
+
+def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem]) -> ForgetPreview:
+    """The preview for ``items`` (possibly none) matched by ``text``: the segments they were read from or that quote
+    one of their values (with no item, the segments quoting ``text`` or holding all its content words), and the
+    other items read only from those segments."""
     probes = [normalise(i.value) for i in items] or [normalise(text)]
     stems = set() if items else _content_stems(text)
     source_ids = {s for i in items for s in i.source_ids}
@@ -102,14 +109,16 @@ def preview(store: MemoryStore, user_id: str, text: str) -> ForgetPreview:
                 if n.id in source_ids or any(p and mentions(n.content, p) for p in probes) or _covers(n.content, stems)]
     # items read only from those segments go with them (editing.soft_delete): the preview names them too
     seg_ids, chosen = {n.id for n in segments}, {i.id for i in items}
-    items += [i for i in store.items(user_id) if i.id not in chosen and i.source_ids and set(i.source_ids) <= seg_ids]
+    items = items + [i for i in store.items(user_id)
+                     if i.id not in chosen and i.source_ids and set(i.source_ids) <= seg_ids]
     return ForgetPreview(user_id=user_id, text=text, items=items, segments=segments)
 
 
 def preview_items(store: MemoryStore, user_id: str, item_ids: list[str]) -> ForgetPreview:
-    """What forgetting the items ``item_ids`` takes (the studio's Facts view): the active ones among them, the active
-    L1 segments they were read from (else recall would still find the fact in the conversation), and the other items
-    read only from those segments; nothing is changed.
+    """What forgetting the items ``item_ids`` takes (the studio's Facts view), as "Forget by text" of their values:
+    the active ones among them, the active L1 segments they were read from or that quote a value (else recall would
+    still find the fact in the conversation, e.g. in the assistant's "Noted: a double espresso"), and the other
+    items read only from those segments; nothing is changed.
 
     Raises:
         InputError: no ids. NotFoundError: an id that is not an item of ``user_id``.
@@ -121,11 +130,7 @@ def preview_items(store: MemoryStore, user_id: str, item_ids: list[str]) -> Forg
     if unknown:
         raise NotFoundError(f"no memory item {unknown[0]!r} for user {user_id!r}")
     items = [mine[i] for i in item_ids if mine[i].status == "active"]
-    source_ids = {s for i in items for s in i.source_ids}
-    segments = [n for n in store.nodes(user_id, Level.SEGMENT) if n.id in source_ids]
-    seg_ids, chosen = {n.id for n in segments}, {i.id for i in items}
-    items += [i for i in store.items(user_id) if i.id not in chosen and i.source_ids and set(i.source_ids) <= seg_ids]
-    return ForgetPreview(user_id=user_id, text="; ".join(i.label() for i in items), items=items, segments=segments)
+    return _plan(store, user_id, "; ".join(i.label() for i in items), items)
 
 
 def apply(store: MemoryStore, cons: Consolidator, plan: ForgetPreview, *, actor: str = "user") -> ForgetPreview:
