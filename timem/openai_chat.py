@@ -10,7 +10,8 @@ lock for the first and the last, not while the model answers):
    (:class:`~timem.llm.openai_backend.OpenAIBackend`) gets the request as the client sent it (model, tools,
    ``response_format``, every other field) with the memory message added, and its answer goes back as it is; the
    embedded model (any other backend) honours :data:`EMBEDDED_FIELDS` and refuses the rest, naming them.
-3. :func:`remember`: the user message and the reply are written as one exchange
+3. :func:`finish`: the recall trace is stored with the reply as its answer (not before: a failed call leaves
+   nothing behind), and the user message and the reply are written as one exchange
    (:meth:`~timem.engine.MemoryEngine.add_exchange`, which consolidates what closed, as chat does). A reply that
    calls tools is not written: the exchange is written with the final text reply of the tool round.
 
@@ -68,7 +69,7 @@ class ChatCall:
     messages: list[dict[str, Any]]
     #: the session the exchange goes to (mode ``remember``)
     session_id: str | None = None
-    #: the recall trace (stored), ``None`` with mode ``off`` or for a user without memories yet
+    #: the recall trace (stored by :func:`finish`), ``None`` with mode ``off`` or for a user without memories yet
     trace: RecallTrace | None = None
     memories: int = 0
     #: Mem Len: tokens of the recalled context (cl100k)
@@ -110,10 +111,10 @@ def _last_user_message(messages: list[dict[str, Any]], upstream: bool) -> dict[s
     if last != "user" and not (upstream and last in ("tool", "function")):
         raise InputError(f"the last message is from {last!r}, not the user; send the user's message last: it is the "
                          "one answered and remembered", field="messages")
-    for m in reversed(messages):
-        if m.get("role") == "user":
-            return m
-    raise InputError("there is no user message; send the user's message", field="messages")
+    found: dict[str, Any] | None = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    if found is None:
+        raise InputError("there is no user message; send the user's message", field="messages")
+    return found
 
 
 def prepare(eng: MemoryEngine, body: dict[str, Any], *, user_id: str | None, mode: Mode, at: datetime,
@@ -163,7 +164,7 @@ def prepare(eng: MemoryEngine, body: dict[str, Any], *, user_id: str | None, mod
         return call
     context, pinned = "", []
     if call.user_id in eng.users():
-        res = eng.recall(call.user_id, question, at, config=eng.chat_config())
+        res = eng.recall(call.user_id, question, at, config=eng.chat_config(), persist=False)  # stored by finish()
         call.trace, call.memories, call.mem_len = res.trace, len(res.nodes), res.trace.context_tokens
         context, pinned = res.context, pinned_lines(eng.store, eng.config, call.user_id, at)
     kept = [m for m in messages if not is_memory_message(m)]  # a memory message sent back is replaced
@@ -226,7 +227,8 @@ def complete(backend: ChatBackend, call: ChatCall, default_max_tokens: int = 102
         return backend.forward({**call.body, "messages": call.messages})
     req = _embedded_request(call, default_max_tokens)
     resp = backend.chat(req)
-    finish = "length" if resp.completion_tokens is not None and resp.completion_tokens >= req.max_tokens else "stop"
+    cut = resp.completion_tokens is not None and resp.completion_tokens >= req.max_tokens
+    finish = "length" if cut else "stop"
     return {"id": f"chatcmpl-{secrets.token_hex(12)}", "object": "chat.completion", "created": int(time.time()),
             "model": model_name(backend),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": resp.text}, "logprobs": None,
@@ -318,27 +320,31 @@ def _embedded_chunks(backend: ChatBackend, call: ChatCall, req: ChatRequest) -> 
 
 
 # ------------------------------------------------------------------ step 3: remember
-def remember(eng: MemoryEngine, call: ChatCall, reply: str, *, calls_tools: bool = False) -> tuple[
+def finish(eng: MemoryEngine, call: ChatCall, reply: str, *, calls_tools: bool = False) -> tuple[
         list[MemoryNode] | None, str | None]:
-    """Write the user message and ``reply`` as one exchange (step 3; hold the engine lock) and record the reply
-    as the recall trace's answer.
+    """After the answer (step 3; hold the engine lock): store the recall trace with ``reply`` as its answer (modes
+    ``recall`` and ``remember``; until now it was not stored, so that a failed call leaves nothing behind), and
+    with ``remember`` write the user message and ``reply`` as one exchange.
 
     Returns:
-        ``(memories written, warning)``: ``(None, None)`` when nothing is to be written (mode other than
-        ``remember``, or a reply that calls tools); ``(None, why)`` for an empty reply; a warning also when the
-        exchange is stored but some closed window could not be consolidated (it stays due).
+        ``(memories written, warning)``: ``(None, None)`` when no exchange is to be written (mode other than
+        ``remember``, or a reply that calls tools: the final reply of the tool round is written); ``(None, why)``
+        for an empty reply; a warning also when the exchange is stored but some closed window could not be
+        consolidated (it stays due).
 
     Raises:
-        InputError: the write was refused (e.g. the session was ended meanwhile); nothing is written.
+        InputError: the write was refused (e.g. the session was ended meanwhile); no turn is written.
         TimemError: the exchange is stored, but writing its memories failed.
     """
+    if call.trace is not None:
+        call.trace.answer = reply
+        call.trace.save(eng.store)
+        if call.trace.items:  # decay bookkeeping: the items given were used at the question time
+            eng.store.touch_items([u.item_id for u in call.trace.items], call.trace.question_time)
     if call.mode != "remember" or call.user_id is None or call.session_id is None or calls_tools:
         return None, None
     if is_blank(reply):
         return None, "the reply is empty, so the exchange was not remembered"
-    if call.trace is not None:
-        call.trace.answer = reply
-        call.trace.save(eng.store)
     try:
         return eng.add_exchange(call.user_id, call.session_id, call.question, reply, call.at,
                                 user_name=call.user_name), None

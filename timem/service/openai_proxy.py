@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -82,7 +83,7 @@ def _header(text: str) -> str:
 
 
 def _headers(call: ChatCall, user: str | None, warning: str | None = None) -> dict[str, str]:
-    out = {"X-Timem-Memory": call.mode}
+    out: dict[str, str] = {"X-Timem-Memory": call.mode}
     if user is not None and call.user_id is not None:
         out["X-Timem-User"] = user
         out["X-Timem-Memories"] = str(call.memories)
@@ -96,17 +97,16 @@ def _headers(call: ChatCall, user: str | None, warning: str | None = None) -> di
     return out
 
 
-def _remember(s: Service, t: Tenant, call: ChatCall, reply: str, calls_tools: bool) -> tuple[bool, str | None]:
-    """Step 3 under the engine lock: ``(whether the exchange is stored, warning)``; a failure is logged and
-    returned as the warning (the client has its answer already)."""
+def _finish(s: Service, t: Tenant, call: ChatCall, reply: str, calls_tools: bool) -> tuple[str | None, bool]:
+    """Step 3 under the engine lock (:func:`timem.openai_chat.finish`): ``(warning, whether writing failed)``; a
+    failure is logged and returned as the warning (the client has its answer already)."""
     try:
         with s.use() as eng:
-            written, warning = openai_chat.remember(eng, call, reply, calls_tools=calls_tools)
-        return written is not None, warning
+            return openai_chat.finish(eng, call, reply, calls_tools=calls_tools)[1], False
     except TimemError as exc:
         msg = str(exc).replace(t.prefix, "")
         _log.warning("an exchange of %s was answered but not remembered: %s", call.user_id, msg)
-        return False, f"the answer was not remembered: {msg}"
+        return f"the answer was not remembered: {msg}", True
 
 
 @router.post("/v1/chat/completions")
@@ -131,7 +131,7 @@ async def chat_completions(body: ChatCompletionIn, request: Request, s: S, t: T,
     if not body.stream:
         response = await anyio.to_thread.run_sync(openai_chat.complete, backend, call, max_tokens)
         reply, calls_tools = openai_chat.reply_of(response)
-        _, warning = await anyio.to_thread.run_sync(_remember, s, t, call, reply, calls_tools)
+        warning, _ = await anyio.to_thread.run_sync(_finish, s, t, call, reply, calls_tools)
         return JSONResponse(response, headers=_headers(call, user, warning))
     chunks = await anyio.to_thread.run_sync(openai_chat.stream, backend, call, max_tokens)
     try:  # an error before the first chunk is answered with its status, not inside a 200 stream
@@ -147,7 +147,8 @@ def _event(data: dict[str, Any]) -> str:
     return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-async def _events(request: Request, s: S, t: T, call: ChatCall, chunks: ReplyStream, first: dict[str, Any] | None):
+async def _events(request: Request, s: Service, t: Tenant, call: ChatCall, chunks: ReplyStream,
+                  first: dict[str, Any] | None) -> AsyncIterator[str]:
     """The SSE body: the chunks, then (the stream ended) the exchange is written and ``[DONE]`` sent. A client that
     goes away gets what it was sent written, nothing if that was no content; a model that fails mid-stream gets an
     error event and nothing written."""
@@ -171,21 +172,26 @@ async def _events(request: Request, s: S, t: T, call: ChatCall, chunks: ReplyStr
             yield _event({"error": {"message": msg, "type": type(exc).__name__}})
         if state == "ended":
             state = "writing"
-            stored, warning = await anyio.to_thread.run_sync(_remember, s, t, call, "".join(sent), chunks.calls_tools)
-            if warning and not stored:  # the client has the answer, and must learn that it is not remembered
+            warning, failed = await anyio.to_thread.run_sync(_finish, s, t, call, "".join(sent), chunks.calls_tools)
+            if failed and warning:  # the client has the answer, and must learn that it is not remembered
                 yield _event({"error": {"message": _one_line(warning), "type": "timem_not_remembered"}})
             elif warning:
                 yield f": timem warning: {_one_line(warning)}\n\n"
             yield "data: [DONE]\n\n"
     finally:
-        await _close(s, t, call, chunks, "".join(sent) if state == "open" else "")
+        await _close(s, t, call, chunks, "".join(sent), gone=state == "open")
 
 
-async def _close(s: S, t: T, call: ChatCall, chunks: ReplyStream, partial: str) -> None:
+async def _close(s: Service, t: Tenant, call: ChatCall, chunks: ReplyStream, sent: str, *, gone: bool) -> None:
+    """Close the model's stream; if the client went away (``gone``) after some content, write what it was sent."""
     with anyio.CancelScope(shield=True):
         await anyio.to_thread.run_sync(chunks.close)
-        if partial.strip():  # the client went away after some content: what it was sent is the reply
-            await anyio.to_thread.run_sync(_remember, s, t, call, partial, chunks.calls_tools)
+        if not gone:
+            return
+        if sent.strip():  # the client went away after some content: what it was sent is the reply
+            await anyio.to_thread.run_sync(_finish, s, t, call, sent, chunks.calls_tools)
+        _log.info("the client of a streamed answer for %s went away after %d characters; %s", call.user_id,
+                  len(sent), "they are remembered" if sent.strip() else "nothing is written")
 
 
 @router.get("/v1/models")
