@@ -333,16 +333,18 @@ def test_nothing_is_written_when_the_client_leaves_a_stream_before_any_content(u
     body = {"model": "up-model-x", "messages": [{"role": "user", "content": "Tell me a story."}], "user": "zoe",
             "stream": True}
     with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {keys['beta']}"}, timeout=60) as c:
-        open_before = len(server.server_state.connections)
         with c.stream("POST", "/v1/chat/completions", json=body, headers=at(T0)) as r:
             assert r.status_code == 200 and r.headers["X-Timem-User"] == "zoe"
-            assert len(server.server_state.connections) >= 1
-        # the connection is closed when the response is left unread
+            mine = r.extensions["network_stream"].get_extra_info("client_addr")  # this client's (host, port)
+            assert any(getattr(p, "client", None) == mine for p in server.server_state.connections)
+        # leaving the response unread closes the connection
     deadline = time.monotonic() + 30
-    while len(server.server_state.connections) >= max(open_before, 1) and time.monotonic() < deadline:
-        time.sleep(0.05)  # wait until the service has seen the client go
+    while any(getattr(p, "client", None) == mine for p in server.server_state.connections):
+        assert time.monotonic() < deadline, "the service did not see the client go"
+        time.sleep(0.05)
     gate.set()  # only now does the upstream send content
-    while not any("went away" in r.getMessage() for r in caplog.records) and time.monotonic() < deadline:
+    while not any("went away" in r.getMessage() for r in caplog.records):
+        assert time.monotonic() < deadline, "the stream did not end"
         time.sleep(0.05)
     assert any("went away after 0 characters; nothing is written" in r.getMessage() for r in caplog.records)
     assert state(base, keys) == before
