@@ -38,11 +38,10 @@ def engine_factory(db: Path, embedder, answer: Callable | None = None, **cfg) ->
 
 
 @contextmanager
-def running(factory: Callable[[], MemoryEngine], keys: KeyFile) -> Iterator[str]:
-    """Serve the app until the block ends; yields the base URL."""
+def serving(app) -> Iterator[tuple[str, uvicorn.Server]]:
+    """Serve any ASGI ``app`` on a free 127.0.0.1 port until the block ends; yields the base URL and the server."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(factory, keys), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -51,10 +50,17 @@ def running(factory: Callable[[], MemoryEngine], keys: KeyFile) -> Iterator[str]
             raise RuntimeError("the service did not start")
         time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", server
     finally:
         server.should_exit = True
         thread.join(30)
+
+
+@contextmanager
+def running(factory: Callable[[], MemoryEngine], keys: KeyFile) -> Iterator[str]:
+    """Serve the app until the block ends; yields the base URL."""
+    with serving(create_app(factory, keys)) as (base, _):
+        yield base
 
 
 @contextmanager

@@ -126,6 +126,15 @@ class OnlineChat:
                      speaker_offset(event_time, self.config.time.tz_for(user_id)))
         return self._add_chat_turns(user_id, [turn], consolidate, request)
 
+    def chat_config(self) -> Config:
+        """The settings a chat answer recalls with: memory items decay with
+        ``Config.memory.memory_chat_half_life_days`` (unless ``memory_decay_half_life_days`` is set), and with the
+        embedded model the context budget is at most ``Config.recall.local_chat_token_budget`` (it answers in
+        seconds only from a short prompt)."""
+        half_life = self.config.memory.memory_decay_half_life_days or self.config.memory.memory_chat_half_life_days
+        budget = self.config.recall.chat_token_budget(self.local_model_path is not None)
+        return self.config.with_overrides(memory_decay_half_life_days=half_life, token_budget=budget)
+
     def write_request(self, user_id: str, key: str) -> tuple[str, list[str]] | None:
         """The write stored earlier with idempotency ``key`` for ``user_id``: ``(fingerprint, turn ids)``, or None."""
         return self.store.write_request(user_id, key)
@@ -183,11 +192,7 @@ class OnlineChat:
         if what is not None:
             return self._forget_turn(user_id, session_id, what, event_time)
         self.add_message(user_id, session_id, text, event_time, user_name=user_name)
-        # forgetting by decay is on in chat (Config.memory.memory_chat_half_life_days)
-        half_life = self.config.memory.memory_decay_half_life_days or self.config.memory.memory_chat_half_life_days
-        # the embedded model answers in seconds only from a short prompt
-        budget = self.config.recall.chat_token_budget(self.local_model_path is not None)
-        chat_config = self.config.with_overrides(memory_decay_half_life_days=half_life, token_budget=budget)
+        chat_config = self.chat_config()
         try:
             if self.llm is None:
                 res = self.recall(user_id, text, event_time, config=chat_config)

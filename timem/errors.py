@@ -34,6 +34,11 @@ class InputError(TimemError):
         self.file, self.record, self.field = file, record, field
 
 
+class BadRequestError(InputError):
+    """A request that cannot be served as sent (HTTP 400 in the service): e.g. a chat completion without a
+    memory user, or with fields the embedded model cannot honour (the message names them)."""
+
+
 class StoreError(TimemError):
     """The DuckDB store cannot be opened, migrated or written, or it was built with another embedder."""
 
@@ -48,6 +53,15 @@ class EmbeddingError(TimemError):
 
 class LLMError(TimemError):
     """An LLM call failed: unreachable endpoint, timeout, or no valid JSON after bounded retries."""
+
+
+class UpstreamError(LLMError):
+    """An upstream OpenAI-compatible endpoint answered with an error status; ``http_status`` is that status,
+    which the memory service answers with too (:func:`timem.service.context.status_of`)."""
+
+    def __init__(self, message: str, http_status: int) -> None:
+        super().__init__(message)
+        self.http_status = http_status
 
 
 class ModelFileError(LLMError):

@@ -14,7 +14,7 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -259,6 +259,34 @@ class LocalLlamaBackend:
             raise LLMError(f"{self.model_id} returned an unexpected result shape: {out!r:.300}") from exc
         return ChatResponse(text=text, prompt_tokens=usage.get("prompt_tokens"),
                             completion_tokens=usage.get("completion_tokens"))
+
+    def stream(self, request: ChatRequest) -> Iterator[str]:
+        """Run one chat completion token by token: the text pieces as llama.cpp produces them (free text only;
+        the model is held until the iterator ends or is closed).
+
+        Raises:
+            LLMError: ``request`` asks for JSON, the model cannot be loaded, the prompt exceeds ``n_ctx``, or
+                decoding fails.
+        """
+        if request.json_schema is not None:
+            raise LLMError(f"{self.model_id}: streaming is for free text; call chat() for JSON")
+        llm, lock = _load_llama(self.model_path, self.n_ctx, self.n_threads)
+        with lock:
+            try:
+                chunks = llm.create_chat_completion(
+                    messages=[m.model_dump() for m in request.messages], temperature=request.temperature,
+                    max_tokens=request.max_tokens, seed=SEED, repeat_penalty=REPEAT_PENALTY, stream=True)
+                for chunk in chunks:
+                    text = ((chunk.get("choices") or [{}])[0].get("delta") or {}).get("content")
+                    if text:
+                        yield text
+            except ValueError as exc:
+                raise LLMError(f"{self.model_id}: {exc}. Shorten the input or raise TIMEM_LOCAL_N_CTX "
+                               f"(now {self.n_ctx}).") from exc
+            except LLMError:
+                raise
+            except Exception as exc:
+                raise LLMError(f"{self.model_id} failed: {type(exc).__name__}: {exc}") from exc
 
     def warm(self, messages: Sequence[Message]) -> int:
         """Evaluate ``messages`` into llama.cpp's KV cache (loading the model first if needed), so that the

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any, Literal
 from urllib.parse import urlparse
 
 import openai
 
-from timem.errors import LLMError
+from timem.errors import LLMError, UpstreamError
 from timem.llm.protocol import ChatRequest, ChatResponse
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -95,6 +96,73 @@ class OpenAIBackend:
         return ChatResponse(text=text, prompt_tokens=getattr(usage, "prompt_tokens", None),
                             completion_tokens=getattr(usage, "completion_tokens", None))
 
+    # ------------------------------------------------------------ OpenAI-shaped passthrough (POST /v1/chat/completions)
+    def forward(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Send a chat completion request body as it is (model, tools, response_format, ... unchanged) and return
+        the endpoint's JSON answer as it is.
+
+        Raises:
+            UpstreamError: the endpoint answered with an error status (``http_status`` is that status).
+            LLMError: unreachable endpoint or timeout, or an answer that is not a JSON object.
+        """
+        try:
+            out = self._client.post("/chat/completions", body=body, cast_to=object)
+        except openai.OpenAIError as exc:
+            raise self._upstream_error(exc) from exc
+        if not isinstance(out, dict):
+            raise LLMError(f"{self.model_id} answered {type(out).__name__}, not a JSON object; is {self.base_url} an "
+                           "OpenAI-compatible chat completions endpoint?")
+        return out
+
+    def forward_stream(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Send a streaming chat completion request body as it is and return its chunks (JSON objects, as sent,
+        up to ``[DONE]``). The request is made before this returns, so that an error status is raised here;
+        closing the iterator closes the connection.
+
+        Raises:
+            UpstreamError, LLMError: as :meth:`forward` (also while iterating: a cut stream or an error event).
+        """
+        try:
+            stream = self._client.post("/chat/completions", body=body, cast_to=object,
+                                       stream=True, stream_cls=openai.Stream[object])
+        except openai.OpenAIError as exc:
+            raise self._upstream_error(exc) from exc
+        return self._chunks(stream)
+
+    def _chunks(self, stream: openai.Stream[object]) -> Iterator[dict[str, Any]]:
+        try:
+            for chunk in stream:
+                if isinstance(chunk, dict):
+                    yield chunk
+        except openai.OpenAIError as exc:
+            raise self._upstream_error(exc) from exc
+        finally:
+            stream.close()
+
+    def models(self) -> dict[str, Any]:
+        """The endpoint's ``GET /models`` answer as it is.
+
+        Raises:
+            UpstreamError, LLMError: as :meth:`forward`.
+        """
+        try:
+            out = self._client.get("/models", cast_to=object)
+        except openai.OpenAIError as exc:
+            raise self._upstream_error(exc) from exc
+        if not isinstance(out, dict):
+            raise LLMError(f"{self.model_id} answered GET /models with {type(out).__name__}, not a JSON object")
+        return out
+
+    def _upstream_error(self, exc: openai.OpenAIError) -> LLMError:
+        """An :class:`UpstreamError` with the endpoint's status when it answered one (its message, one line, and
+        what to check), else :meth:`_map_error`."""
+        status = getattr(exc, "status_code", None)
+        if not (isinstance(exc, openai.APIStatusError) and isinstance(status, int) and 400 <= status <= 599):
+            return self._map_error(exc)
+        hint = _UPSTREAM_HINTS.get(status, "check the request, or the upstream server's logs")
+        return UpstreamError(f"the upstream endpoint {self.base_url} answered HTTP {status}: {_detail(exc)}; {hint}",
+                             status)
+
     def _map_error(self, exc: openai.OpenAIError) -> LLMError:
         where = f"{self.model_id} ({self.base_url})"
         if isinstance(exc, openai.APITimeoutError):
@@ -120,6 +188,14 @@ class OpenAIBackend:
             return LLMError(f"{where} failed with HTTP {exc.status_code}: {_detail(exc)}. "
                             "Check the server logs and retry.")
         return LLMError(f"{where} call failed: {type(exc).__name__}: {exc}")
+
+
+_UPSTREAM_HINTS = {
+    401: "the service's upstream key (TIMEM_OPENAI_API_KEY) was refused: the operator must fix it",
+    403: "the service's upstream key (TIMEM_OPENAI_API_KEY) was refused: the operator must fix it",
+    404: "check the model name and that TIMEM_OPENAI_BASE_URL ends with /v1",
+    429: "the upstream endpoint is rate limiting or out of quota: wait and retry",
+}
 
 
 def _detail(exc: openai.APIStatusError) -> str:

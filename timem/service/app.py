@@ -78,6 +78,7 @@ from timem.service.models import (
     UsersOut,
     WrittenOut,
 )
+from timem.service.openai_proxy import router as openai_router
 from timem.service.reads import add_studio_routes
 
 
@@ -364,4 +365,5 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
                              file={k[5:]: v for k, v in out.items() if k.startswith("file_")})
 
     add_studio_routes(app)
+    app.include_router(openai_router)
     return app

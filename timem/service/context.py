@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from timem.engine import MemoryEngine
 from timem.errors import (
     AuthError,
+    BadRequestError,
     ChatTurnError,
     ConfigError,
     EmbeddingError,
@@ -29,6 +30,7 @@ from timem.errors import (
     StoreError,
     TextTooLongError,
     TimemError,
+    UpstreamError,
 )
 from timem.models import WriteRequest
 from timem.service.models import ID_PATTERN, IDEMPOTENCY_KEY_PATTERN, ErrorOut, TurnsIn
@@ -38,6 +40,7 @@ STATUS: dict[type[TimemError], int] = {
     AuthError: 401,
     NotFoundError: 404,
     TextTooLongError: 413,
+    BadRequestError: 400,
     InputError: 422,
     ConfigError: 409,
     InvariantError: 409,
@@ -55,7 +58,10 @@ NodePath = Annotated[str, PathParam(max_length=64, description="a memory node id
 
 
 def status_of(exc: TimemError) -> int:
-    """The HTTP status of a TiMem error (:data:`STATUS`)."""
+    """The HTTP status of a TiMem error (:data:`STATUS`); an :class:`UpstreamError` answers with the upstream
+    endpoint's own status."""
+    if isinstance(exc, UpstreamError):
+        return exc.http_status
     for cls in type(exc).__mro__:
         if cls in STATUS:
             return STATUS[cls]

@@ -17,15 +17,16 @@ weeks) so that session, day, week and month consolidation can be demoed in minut
 from __future__ import annotations
 
 import logging
-import secrets
 import threading
 from datetime import UTC, datetime, timedelta
 
 import streamlit as st
 
+from timem import chat_sessions
+from timem.chat_sessions import new_session_id
 from timem.errors import ChatTurnError, ConsolidationIncomplete, TimemError
 from timem.facade import StudioBackend
-from timem.models import MAX_SESSION, MemoryNode, Role
+from timem.models import MemoryNode, Role
 from timem.recall.trace import RecallTrace
 from timem.tree.windows import to_utc
 from timem.ui import jobs, state, welcome
@@ -44,23 +45,15 @@ MISSING_ANSWER = ("No answer was recorded for this message (the answer failed, o
                   "being written). Send it again to get one.")
 
 
-def new_session_id(at: datetime) -> str:
-    """A fresh session id like ``chat-20240502-1315-a3f9`` (``at`` in the user's zone)."""
-    return f"chat-{at:%Y%m%d-%H%M}-{secrets.token_hex(2)}"
-
-
 def _sessions() -> dict[str, str | None]:
     return st.session_state.setdefault(SESSIONS_KEY, {})
 
 
 def open_chat_session(engine: StudioBackend, user_id: str) -> str | None:
     """The session a new browser session resumes: the user's latest session (by last event) if it is a
-    studio chat session (``chat-…``) that was not ended, else ``None``."""
-    sessions = sorted(engine.sessions(user_id), key=lambda s: (s.last_event_at, s.started_at))
-    last = sessions[-1] if sessions else None
-    if last and last.session_id.startswith("chat-") and not last.ended:
-        return last.session_id
-    return None
+    studio chat session (``chat-…``) that was not ended, else ``None``
+    (:func:`timem.chat_sessions.open_chat_session`)."""
+    return chat_sessions.open_chat_session(engine.sessions(user_id))
 
 
 def _current_session(ctx: state.StudioContext) -> str | None:
@@ -271,7 +264,7 @@ def _session_at(ctx: state.StudioContext, session_id: str | None, at: datetime) 
     consolidation sees it), and cannot last more than a day (:data:`timem.models.MAX_SESSION`)."""
     turns = ctx.engine.turns(ctx.user, session_id) if session_id else []
     idle = timedelta(minutes=ctx.engine.config.time.session_idle_timeout_minutes)
-    if session_id and (not turns or (at - turns[-1].event_time <= idle and at - turns[0].event_time <= MAX_SESSION)):
+    if session_id and chat_sessions.session_is_live(turns, at, idle):
         return session_id
     return new_session_id(at.astimezone(ctx.tz))
 

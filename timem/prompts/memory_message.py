@@ -1,0 +1,43 @@
+"""The memory system message of the OpenAI-compatible endpoint (``POST /v1/chat/completions``).
+
+What recall found for the last user message goes into the client's conversation as one system message. It
+starts with :data:`MARK`, so that it is recognised and never written back as memory: the endpoint stores only the
+last user message and the reply, and drops marked messages a client sends back before it adds a fresh one.
+Version history: v1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+PROMPT_VERSION = "memory-message-v1"
+
+#: the first characters of every memory system message
+MARK = "[TiMem memory]"
+
+_HEAD = (f"{MARK} Memories of this user from earlier conversations, recalled by TiMem (they are not part of "
+         "this conversation). Each line starts with the date it refers to; count \"yesterday\" or \"last week\" "
+         "from that date. Use them when they help to answer; do not invent memories that are not listed.")
+
+
+def memory_message(context: str, at: datetime, *, pinned: Sequence[str] = ()) -> str:
+    """The system message's text.
+
+    Args:
+        context: the recall context (dated lines grouped by level), possibly empty.
+        at: when the message is asked, already in the user's zone.
+        pinned: the user's pinned profile lines, already capped.
+    """
+    parts = [_HEAD, f"Now is {at:%A, %d %B %Y, %H:%M}."]
+    if pinned:
+        parts.append("Pinned profile (stable facts the person confirmed):\n" + "\n".join(f"- {p}" for p in pinned))
+    parts.append("Memories:\n" + (context.strip() or "(no memories found)"))
+    return "\n\n".join(parts)
+
+
+def is_memory_message(message: dict[str, Any]) -> bool:
+    """Whether an OpenAI chat message (a dict) is a memory system message (:data:`MARK`)."""
+    content = message.get("content")
+    return message.get("role") in ("system", "developer") and isinstance(content, str) and content.startswith(MARK)
