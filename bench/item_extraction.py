@@ -93,6 +93,19 @@ def rules(row: dict) -> list[Extracted]:
     return out
 
 
+def interleaved(rows: list[dict]) -> list[dict]:
+    """``rows`` taken round-robin over their categories, so that any first N statements cover every category."""
+    by_cat: dict[str, list[dict]] = {}
+    for r in rows:
+        by_cat.setdefault(r["category"], []).append(r)
+    out: list[dict] = []
+    while any(by_cat.values()):
+        for c in sorted(by_cat):
+            if by_cat[c]:
+                out.append(by_cat[c].pop(0))
+    return out
+
+
 def llm_answers(rows: list[dict], cache: Path, per_call: int = 1) -> dict[str, dict]:
     """The embedded model's raw answers from ``cache`` or the model: the statements go ``per_call`` at a time as
     the numbered turns of one session (the writer sends a closed session; one statement a call by default: seven
@@ -164,6 +177,7 @@ def grounded(extracted: Iterable[Extracted]) -> list[Extracted]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--llm", action="store_true", help="also score the embedded model (minutes)")
+    ap.add_argument("--llm-limit", type=int, default=None, help="ask the model about the first N statements only")
     ap.add_argument("--llm-cache", type=Path, default=HERE / "results" / "item-extraction-llm.jsonl")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "item-extraction.md")
     args = ap.parse_args()
@@ -172,12 +186,15 @@ def main() -> None:
     runs["rules + grounding (default)"] = [grounded(x) for x in runs["rules, no grounding"]]
     seconds = None
     if args.llm or args.llm_cache.exists():
-        answers = llm_answers(rows, args.llm_cache) if args.llm else {
+        answers = llm_answers(interleaved(rows)[:args.llm_limit], args.llm_cache) if args.llm else {
             json.loads(x)["id"]: json.loads(x) for x in args.llm_cache.read_text().splitlines()}
-        if all(r["id"] in answers for r in rows):
-            runs["llm (1.5B), no grounding"] = [llm(r, answers[r["id"]]) for r in rows]
-            runs["llm (1.5B) + grounding"] = [grounded(x) for x in runs["llm (1.5B), no grounding"]]
-            seconds = sum(answers[r["id"]]["seconds"] for r in rows)
+        if not all(r["id"] in answers for r in rows):  # a partial run: every extractor on the answered statements
+            rows = [r for r in rows if r["id"] in answers]
+            runs = {"rules, no grounding": [rules(r) for r in rows]}
+            runs["rules + grounding (default)"] = [grounded(x) for x in runs["rules, no grounding"]]
+        runs["llm (1.5B), no grounding"] = [llm(r, answers[r["id"]]) for r in rows]
+        runs["llm (1.5B) + grounding"] = [grounded(x) for x in runs["llm (1.5B), no grounding"]]
+        seconds = sum(answers[r["id"]]["seconds"] for r in rows)
     cats = sorted({r["category"] for r in rows})
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     lines = ["# Memory-item extraction on the labelled set", "",

@@ -172,7 +172,12 @@ def _import(ctx: state.StudioContext) -> None:
     if not ctx.engine.has_llm and ctx.engine.config.consolidation.consolidation_mode in NEEDS_LLM:
         st.caption("No LLM: only L1 segments will be written (pick the extractive mode below for L2–L5).")
     elif ctx.engine.config.consolidation.consolidation_mode == "extractive":
-        st.caption("Extractive mode: L2–L5 are selected utterances, no LLM call (seconds per conversation).")
+        if ctx.local is not None and ctx.local.items_use_llm:
+            st.caption("Extractive mode: L2–L5 are selected utterances (seconds); the LLM reads facts and preferences "
+                       "from each closed session in the background (progress and Cancel below).")
+        else:
+            st.caption("Extractive mode: L2–L5 are selected utterances and facts are read by rules, no LLM call "
+                       "(the demo: about half a minute on 2 cores; a LoCoMo conversation: about a minute).")
     else:
         upper = st.checkbox("Consolidate L2–L5 during the import", value=True, key="sb_imp_upper",
                             help="With the embedded 1.5B model this takes about a minute per session. Untick to "
