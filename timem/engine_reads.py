@@ -82,8 +82,9 @@ class StoreReads:
         return write_jsonl([ImportedUser(user_id=user_id, participants=speakers, sessions=sessions)], path)
 
     def save_trace(self, trace: RecallTrace) -> None:
-        """Persist a recall trace (e.g. one recalled with ``persist=False``, under another trace id)."""
-        trace.save(self.store)
+        """Persist a recall trace (e.g. one recalled with ``persist=False``, under another trace id), within the
+        retention rule of ``Config.store``."""
+        trace.save(self.store, self.config.store)
 
     def traces(self, user_id: str | None = None, limit: int = 100) -> list[RecallTrace]:
         """Saved recall traces (of one user, or all), newest first."""
@@ -155,7 +156,7 @@ class StoreReads:
             "turns": [t.model_dump(mode="json") for t in self.store.turns(user_id)],
             "nodes": [n.model_dump(mode="json") for n in self.store.nodes(user_id, status=None)],
             "items": [i.model_dump(mode="json") for i in self.store.items(user_id, status=None)],
-            "traces": self.store.traces(user_id, limit=traces),
+            "traces": [t.model_dump(mode="json") for t in self.traces(user_id, limit=traces)],  # whole again
         }
 
     def require_user(self, user_id: str) -> None:

@@ -64,14 +64,25 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+#: default retention of recall traces: a chat user's last 500 recalls, none older than 30 days
+#: (at ~5 KB each, at most ~2.5 MB per user; bench/results/trace-size.md)
+TRACE_KEEP_PER_USER = 500
+TRACE_MAX_AGE_DAYS = 30.0
+
+
 class StoreSettings(_Section):
-    """Where memories live: the DuckDB file, the model and LLM-cache folder, the vector index."""
+    """Where memories live: the DuckDB file, the model and LLM-cache folder, the vector index, and how many
+    recall traces the file keeps."""
 
     db_path: Path = Path("timem.duckdb")
     cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "timem")
     #: "exact" cosine scan, or "hnsw": the vss HNSW index with over-fetch (approximate; pays off at
     #: ~100k nodes per file, costs minutes to build and ~1 GB RAM there; bench/results/recall-latency.md)
     vector_index: Literal["exact", "hnsw"] = "exact"
+    #: recall traces kept per user, the newest; older ones are deleted when a new one is written (None: all)
+    trace_keep_per_user: int | None = Field(default=TRACE_KEEP_PER_USER, ge=1)
+    #: recall traces written longer ago than this are deleted when any trace is written (None: no age limit)
+    trace_max_age_days: float | None = Field(default=TRACE_MAX_AGE_DAYS, gt=0)
 
 
 class TimeSettings(_Section):

@@ -1,21 +1,26 @@
 """The recall trace: every decision of one recall, persisted per query for later inspection.
 
-Saved with ``store.save_trace(trace_id, user_id, query, trace.model_dump(mode="json"))`` and read
-back with :func:`load_traces` (JSON round trip; datetimes as ISO strings, UTC).
+Saved with :meth:`RecallTrace.save` in a compact form (ids, scores and decisions; the context rebuilt
+from its memories: :mod:`timem.recall.trace_store`), within the store's retention rule
+(``trace_keep_per_user``, ``trace_max_age_days``), and read back whole with :func:`load_traces`
+(datetimes UTC).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from timem.memory.recall import ItemUse
+from timem.models import MemoryNode
 from timem.recall.ancestors import AncestorRecord
 from timem.recall.gating import GateOutcome
 from timem.recall.leaves import Candidate
 from timem.recall.planner import RecallPlan
+from timem.settings import StoreSettings
 from timem.store.ports import MemoryStore
 
 
@@ -69,17 +74,36 @@ class RecallTrace(BaseModel):
     notes: list[str] = Field(default_factory=list)  #: fallbacks and substitutions, in order
     answer: str | None = None
     answer_error: str | None = None
+    #: the context's memories as stored when recalled (not serialised): lets :meth:`save` persist the
+    #: context as ids, checked to rebuild to the same text
+    _sources: dict[str, MemoryNode] = PrivateAttr(default_factory=dict)
+
+    def attach_sources(self, nodes: Mapping[str, MemoryNode]) -> None:
+        """Remember the context's memories (``node_ids`` -> node as stored, before any passage cut)."""
+        self._sources = {nid: nodes[nid] for nid in self.node_ids if nid in nodes}
 
     @property
     def llm_tokens(self) -> int:
         """Prompt plus completion tokens over all LLM calls (unknown counts as 0)."""
         return sum((c.prompt_tokens or 0) + (c.completion_tokens or 0) for c in self.llm_calls)
 
-    def save(self, store: MemoryStore) -> None:
-        """Persist (insert or replace by ``trace_id``)."""
-        store.save_trace(self.trace_id, self.user_id, self.query, self.model_dump(mode="json"))
+    def save(self, store: MemoryStore, retention: StoreSettings | None = None) -> int:
+        """Persist in the compact form (insert or replace by ``trace_id``), then apply the retention rule of
+        ``retention`` (default: :class:`~timem.settings.StoreSettings`' defaults); returns how many older
+        traces it deleted. The context's memories come from :meth:`attach_sources`, else from the store."""
+        from timem.recall.trace_store import compact, context_sources
+
+        keep = retention or StoreSettings()
+        sources = self._sources
+        if any(nid not in sources for nid in self.node_ids):
+            sources = {**context_sources(store, self), **sources}
+        return store.save_trace(self.trace_id, self.user_id, self.query, compact(self, sources),
+                                keep_per_user=keep.trace_keep_per_user, max_age_days=keep.trace_max_age_days)
 
 
 def load_traces(store: MemoryStore, user_id: str | None = None, limit: int = 100) -> list[RecallTrace]:
-    """Saved traces, newest first, validated back into :class:`RecallTrace`."""
-    return [RecallTrace.model_validate(d) for d in store.traces(user_id, limit=limit)]
+    """Saved traces, newest first, whole again (:func:`timem.recall.trace_store.expand`: the context rebuilt
+    from its memories; one erased since is left out and a note says so)."""
+    from timem.recall.trace_store import expand
+
+    return expand(store, store.traces(user_id, limit=limit))

@@ -42,12 +42,13 @@ from timem.store.search import (
     extension_path,
 )
 from timem.store.search_tables import SearchTables
+from timem.store.traces import TraceTables
 from timem.store.turns import TurnTables
 
 if TYPE_CHECKING:
     from timem.store.segtree_tables import SegmentTreeTables
 
-class Store(NodeTables, TurnTables, SearchTables, RecordTables, ItemTables):
+class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, ItemTables):
     """DuckDB adapter for everything TiMem persists.
 
     Args:
