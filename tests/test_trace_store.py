@@ -138,7 +138,7 @@ def test_retention_keeps_the_newest_traces_per_user(tmp_path, embedder):
     assert [d["trace_id"] for d in store.traces("ann")] == ["a4", "a3", "a2"]  # the newest 3, newest first
     assert {d["trace_id"] for d in store.traces("bo")} == {"b0", "b1"}  # another user's are not counted
     assert store.save_trace("a5", "ann", "q", _doc("a5", "ann"), keep_per_user=3, now=t0 + timedelta(hours=1)) == 1
-    assert store.trace_bytes("ann")[0] == 3 and store.trace_bytes()[0] == 5
+    assert store.trace_bytes("ann")[0] == 3 and store.trace_bytes()[0] == 5 == store.stats()["recall_traces"]
     with pytest.raises(Exception, match="at least 1"):
         store.save_trace("a6", "ann", "q", {}, keep_per_user=0)
     assert store.trace_bytes()[0] == 5  # refused before anything was written

@@ -248,7 +248,8 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
         self.con.execute("CHECKPOINT")
 
     def stats(self) -> dict[str, Any]:
-        """Counts: nodes per level, turns, users, LLM calls, tokens, cache hits."""
+        """Counts: nodes per level, turns, users, LLM calls, tokens, cache hits, recall traces and their stored
+        bytes (bounded by ``trace_keep_per_user`` / ``trace_max_age_days``)."""
         per_level = dict(self.con.execute("SELECT level, count(*) FROM nodes WHERE status = 'active' "
                                           "GROUP BY level ORDER BY level").fetchall())
         calls = one_row(self.con.execute("SELECT count(*) FILTER (WHERE NOT cached), count(*) FILTER (WHERE cached), "
@@ -262,4 +263,5 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
             "llm_calls": calls[0], "llm_cache_hits": calls[1],
             "prompt_tokens": calls[2], "completion_tokens": calls[3],
             "schema_version": self.schema_version,
+            **dict(zip(("recall_traces", "recall_trace_bytes"), self.trace_bytes(), strict=True)),
         }
