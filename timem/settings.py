@@ -65,7 +65,7 @@ class _Section(BaseModel):
 
 
 #: default retention of recall traces: a chat user's last 500 recalls, none older than 30 days
-#: (at ~5 KB each, at most ~2.5 MB per user; bench/results/trace-size.md)
+#: (~7 KB stored each on LoCoMo: ~3.5 MB per user, ~5 MB of file; bench/results/trace-size.md)
 TRACE_KEEP_PER_USER = 500
 TRACE_MAX_AGE_DAYS = 30.0
 

@@ -10,7 +10,7 @@ persisted instead (:func:`compact`) is a JSON object, ``"format": 2``:
   recall said), ``latency_ms``, ``llm_calls``, ``notes``;
 * ``ids``: every memory id the trace names, in first-seen order; below, a memory is its index there;
 * ``candidates``, ``ancestors``, ``gate.decisions``: **columns** (``{field: [values]}``), a field left out
-  when every value is its default, candidates in rank order with ``rank`` left out when it is 1..n;
+  when every value is its default, ``rank`` left out when the candidates are listed 1..n in rank order;
   floats exactly as recalled (JSON's shortest round-trip form);
 * ``node_ids``: the memories of the context, as indices;
 * ``context``: ``{"sha": …, "passage_tokens": …, "layout": …, "timezone": …}`` when the context text is
@@ -76,14 +76,15 @@ class _Ids:
 def _columns(rows: Sequence[BaseModel], model: type[BaseModel], ids: _Ids) -> dict[str, list[Any]]:
     """Rows of ``model`` as ``{field: [values]}`` (JSON values; memory ids as indices); a field whose every
     value equals its default is left out."""
+    if not rows:
+        return {}
     one, many = _ID_FIELDS[model]
     dumped = [r.model_dump(mode="json") for r in rows]
     out: dict[str, list[Any]] = {}
     for name, info in model.model_fields.items():
         vals = [d[name] for d in dumped]
         default = info.get_default(call_default_factory=True)
-        if dumped and default is not PydanticUndefined and all(v == default and type(v) is type(default)
-                                                                for v in vals):
+        if default is not PydanticUndefined and all(v == default and type(v) is type(default) for v in vals):
             continue
         if name in one:
             vals = [ids.index(v) for v in vals]
@@ -164,7 +165,7 @@ def compact(trace: RecallTrace, sources: Mapping[str, MemoryNode]) -> dict[str, 
     """
     doc = trace.model_dump(mode="json", exclude={"candidates", "ancestors", "gate", "node_ids", "context"})
     ids = _Ids()
-    ranked = sorted(trace.candidates, key=lambda c: c.rank)
+    ranked = list(trace.candidates)  # in the trace's order (rank order, as recall lists them)
     cands = _columns(ranked, Candidate, ids)
     if cands.get("rank") == list(range(1, len(ranked) + 1)):
         del cands["rank"]
