@@ -157,7 +157,7 @@ def test_recall_trace_records_items_and_what_they_superseded(tmp_path, store, em
     assert [(s.value, s.superseded_by) for s in use.superseded] == [("black coffee", use.item_id)]
     stored = eng.store.item(use.item_id)
     assert stored.access_count == 1 and stored.last_access == AT  # recall records the access
-    trace = json.loads(eng.store.con.execute("SELECT trace FROM recall_traces").fetchone()[0])
+    (trace,) = eng.store.traces("mia")  # the stored document keeps the items whole
     assert trace["items"][0]["value"] == "green tea"
 
 

@@ -17,6 +17,7 @@ from timem.errors import NotFoundError
 from timem.llm.protocol import LLMClient
 from timem.models import MemoryNode, NodeStatus, SessionInfo, Turn
 from timem.recall.trace import RecallTrace
+from timem.recall.trace_store import save_trace
 from timem.store.ports import MemoryStore
 
 
@@ -82,12 +83,13 @@ class StoreReads:
         return write_jsonl([ImportedUser(user_id=user_id, participants=speakers, sessions=sessions)], path)
 
     def save_trace(self, trace: RecallTrace) -> None:
-        """Persist a recall trace (e.g. one recalled with ``persist=False``, under another trace id)."""
-        trace.save(self.store)
+        """Persist a recall trace (e.g. one recalled with ``persist=False``, under another trace id), within the
+        retention rule of ``Config.store``."""
+        save_trace(self.store, trace, self.config.store)
 
     def traces(self, user_id: str | None = None, limit: int = 100) -> list[RecallTrace]:
         """Saved recall traces (of one user, or all), newest first."""
-        from timem.recall.trace import load_traces
+        from timem.recall.trace_store import load_traces
 
         return load_traces(self.store, user_id, limit=limit)
 
@@ -155,7 +157,7 @@ class StoreReads:
             "turns": [t.model_dump(mode="json") for t in self.store.turns(user_id)],
             "nodes": [n.model_dump(mode="json") for n in self.store.nodes(user_id, status=None)],
             "items": [i.model_dump(mode="json") for i in self.store.items(user_id, status=None)],
-            "traces": self.store.traces(user_id, limit=traces),
+            "traces": [t.model_dump(mode="json") for t in self.traces(user_id, limit=traces)],  # whole again
         }
 
     def require_user(self, user_id: str) -> None:

@@ -64,8 +64,15 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+#: default retention of recall traces: a chat user's last 500 recalls, none older than 30 days
+#: (~7 KB stored each on LoCoMo: ~3.5 MB per user, ~5 MB of file; bench/results/trace-size.md)
+TRACE_KEEP_PER_USER = 500
+TRACE_MAX_AGE_DAYS = 30.0
+
+
 class StoreSettings(_Section):
-    """Where memories live: the DuckDB file, the model and LLM-cache folder, the vector index; the longest turn."""
+    """Where memories live: the DuckDB file, the model and LLM-cache folder, the vector index; the longest turn;
+    how many recall traces the file keeps."""
 
     db_path: Path = Path("timem.duckdb")
     cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "timem")
@@ -78,6 +85,10 @@ class StoreSettings(_Section):
     #: a 50 MB turn took 306 s and 7.7 GB to store. (The service also caps each request's texts at
     #: ``service_max_text_chars``.)
     max_turn_chars: int = Field(default=100_000, ge=1)
+    #: recall traces kept per user, the newest; older ones are deleted when a new one is written (None: all)
+    trace_keep_per_user: int | None = Field(default=TRACE_KEEP_PER_USER, ge=1)
+    #: recall traces written longer ago than this are deleted when any trace is written (None: no age limit)
+    trace_max_age_days: float | None = Field(default=TRACE_MAX_AGE_DAYS, gt=0)
 
 
 class TimeSettings(_Section):

@@ -27,6 +27,8 @@ from timem.recall.context import fit_budget, render_context
 from timem.recall.keywords import extract_keywords
 from timem.recall.leaves import fuse
 from timem.recall.trace import LLMCall
+from timem.recall.trace_store import save_trace
+from timem.settings import StoreSettings
 from timem.store.ports import MemoryStore
 
 if TYPE_CHECKING:
@@ -130,7 +132,8 @@ class TimemRetriever:
             trace = trace.model_copy(update={"node_ids": [n.id for n in nodes], "context": context,
                                              "context_tokens": tokens, "notes": notes})
         trace = trace.model_copy(update={"trace_id": trace_id_for(self.run_key, question_id)})
-        self.engine.save_trace(trace)
+        # a run names every trace in its questions.jsonl: keep them all (no retention rule, unlike a chat)
+        save_trace(self.engine.store, trace, StoreSettings(trace_keep_per_user=None, trace_max_age_days=None))
         return Retrieved(context=context, mem_len=tokens, complexity=trace.plan.complexity,
                          gate_applied=trace.gate.applied, trace_id=trace.trace_id, llm_calls=list(trace.llm_calls),
                          notes=notes, **_describe(nodes, self.tree))

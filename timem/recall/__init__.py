@@ -10,7 +10,8 @@ offline quality: :func:`~timem.recall.evaluate.evaluate_recall`.
 
 from timem.recall.pipeline import AnswerResult, RecallResult, answer, recall
 from timem.recall.planner import CentroidPlanner, LLMPlanner, Planner, RecallPlan, evaluate_planner
-from timem.recall.trace import RecallTrace, load_traces
+from timem.recall.trace import RecallTrace
+from timem.recall.trace_store import load_traces
 
 __all__ = ["AnswerResult", "CentroidPlanner", "LLMPlanner", "Planner", "RecallPlan", "RecallResult", "RecallTrace",
            "answer", "evaluate_planner", "load_traces", "recall"]

@@ -40,6 +40,7 @@ from timem.recall.recording import RecordingLLM
 from timem.recall.segtree import propagate_segtree
 from timem.recall.state import RecallState
 from timem.recall.trace import RecallTrace
+from timem.recall.trace_store import save_trace
 from timem.store.ports import MemoryStore
 from timem.tree.windows import to_utc
 
@@ -172,6 +173,7 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
         ancestors=ancestors, gate=outcome, node_ids=[n.id for n in chosen], context=context,
         context_tokens=tokens, items=items.used, latency_ms=latency, llm_calls=list(llm.calls) if llm else [],
         notes=notes)
+    trace.attach_sources(nodes)  # so that the trace persists its context as ids (timem.recall.trace_store)
     return RecallResult(context=context, nodes=chosen, trace=trace)
 
 
@@ -221,7 +223,7 @@ def recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config
     result = _recall(store, embedder, rec, config, user_id, query, question_time, complexity_override,
                      gate_override, planner_override, participants)
     if persist:
-        result.trace.save(store)
+        save_trace(store, result.trace, config.store)
         _touch_items(store, result)
     return result
 
@@ -289,6 +291,6 @@ def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Confi
         trace.latency_ms["total"] = round(trace.latency_ms["total"] + trace.latency_ms["answer"], 2)
         trace.llm_calls = list(rec.calls)
         if persist:
-            trace.save(store)
+            save_trace(store, trace, config.store)
             _touch_items(store, result)
     return AnswerResult(answer=text, recall=result)

@@ -1,22 +1,25 @@
 """The recall trace: every decision of one recall, persisted per query for later inspection.
 
-Saved with ``store.save_trace(trace_id, user_id, query, trace.model_dump(mode="json"))`` and read
-back with :func:`load_traces` (JSON round trip; datetimes as ISO strings, UTC).
+Saved with :meth:`RecallTrace.save` in a compact form (ids, scores and decisions; the context rebuilt
+from its memories: :mod:`timem.recall.trace_store`), within the store's retention rule
+(``trace_keep_per_user``, ``trace_max_age_days``), and read back whole with :func:`timem.recall.trace_store.load_traces`
+(datetimes UTC).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
+from timem.models import MemoryNode
 from timem.recall.ancestors import AncestorRecord
 from timem.recall.gating import GateOutcome
 from timem.recall.items import ItemUse
 from timem.recall.leaves import Candidate
 from timem.recall.planner import RecallPlan
-from timem.store.ports import MemoryStore
 
 
 class LLMCall(BaseModel):
@@ -69,17 +72,20 @@ class RecallTrace(BaseModel):
     notes: list[str] = Field(default_factory=list)  #: fallbacks and substitutions, in order
     answer: str | None = None
     answer_error: str | None = None
+    #: the context's memories as stored when recalled (not serialised): lets :meth:`save` persist the
+    #: context as ids, checked to rebuild to the same text
+    _sources: dict[str, MemoryNode] = PrivateAttr(default_factory=dict)
+
+    def attach_sources(self, nodes: Mapping[str, MemoryNode]) -> None:
+        """Remember the context's memories (``node_ids`` -> node as stored, before any passage cut)."""
+        self._sources = {nid: nodes[nid] for nid in self.node_ids if nid in nodes}
+
+    @property
+    def sources(self) -> dict[str, MemoryNode]:
+        """The context's memories given to :meth:`attach_sources` (``{}`` if none were)."""
+        return self._sources
 
     @property
     def llm_tokens(self) -> int:
         """Prompt plus completion tokens over all LLM calls (unknown counts as 0)."""
         return sum((c.prompt_tokens or 0) + (c.completion_tokens or 0) for c in self.llm_calls)
-
-    def save(self, store: MemoryStore) -> None:
-        """Persist (insert or replace by ``trace_id``)."""
-        store.save_trace(self.trace_id, self.user_id, self.query, self.model_dump(mode="json"))
-
-
-def load_traces(store: MemoryStore, user_id: str | None = None, limit: int = 100) -> list[RecallTrace]:
-    """Saved traces, newest first, validated back into :class:`RecallTrace`."""
-    return [RecallTrace.model_validate(d) for d in store.traces(user_id, limit=limit)]

@@ -44,10 +44,11 @@ from timem.store.search import (
 )
 from timem.store.search_tables import SearchTables
 from timem.store.segtree_tables import SegmentTreeTables
+from timem.store.traces import TraceTables
 from timem.store.turns import TurnTables
 
 
-class Store(NodeTables, TurnTables, SearchTables, RecordTables, ItemTables):
+class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, ItemTables):
     """DuckDB adapter for everything TiMem persists.
 
     Args:
@@ -243,7 +244,8 @@ class Store(NodeTables, TurnTables, SearchTables, RecordTables, ItemTables):
         self.con.execute("CHECKPOINT")
 
     def stats(self) -> dict[str, Any]:
-        """Counts: nodes per level, turns, users, LLM calls, tokens, cache hits."""
+        """Counts: nodes per level, turns, users, LLM calls, tokens, cache hits, recall traces and their stored
+        bytes (bounded by ``trace_keep_per_user`` / ``trace_max_age_days``)."""
         per_level = dict(self.con.execute("SELECT level, count(*) FROM nodes WHERE status = 'active' "
                                           "GROUP BY level ORDER BY level").fetchall())
         calls = one_row(self.con.execute("SELECT count(*) FILTER (WHERE NOT cached), count(*) FILTER (WHERE cached), "
@@ -257,4 +259,5 @@ class Store(NodeTables, TurnTables, SearchTables, RecordTables, ItemTables):
             "llm_calls": calls[0], "llm_cache_hits": calls[1],
             "prompt_tokens": calls[2], "completion_tokens": calls[3],
             "schema_version": self.schema_version,
+            **dict(zip(("recall_traces", "recall_trace_bytes"), self.trace_bytes(), strict=True)),
         }

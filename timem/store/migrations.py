@@ -8,6 +8,7 @@ UTC-aware ``datetime`` at the boundary. Add a migration by appending a function 
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 
 import duckdb
@@ -147,8 +148,34 @@ def _v8_segtree_summaries(con: duckdb.DuckDBPyConnection, dim: int) -> None:
             written_at TIMESTAMP NOT NULL, PRIMARY KEY (user_id, node_id))""")
 
 
+def _v9_trace_bodies(con: duckdb.DuckDBPyConnection, dim: int) -> None:
+    """``recall_traces.trace`` (JSON text, ~60-110 KB per recall) becomes ``body`` (BLOB): the document as
+    zlib-compressed JSON (:mod:`timem.store.traces`). Existing traces keep their whole document, compressed
+    (about a quarter of the size; they load as before); new ones are written in the recall layer's compact
+    form (:mod:`timem.recall.trace_store`). The table is rebuilt (DuckDB cannot drop a column of a table
+    altered in the same transaction); ids, users, queries and times are kept. Idempotent: a table that
+    already has ``body`` is left as it is."""
+    cols = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = "
+                                      "'recall_traces' AND table_schema = current_schema()").fetchall()}
+    if "body" in cols:
+        return
+    con.execute("""
+        CREATE TABLE recall_traces_v9 (
+            id VARCHAR PRIMARY KEY, user_id VARCHAR NOT NULL, query VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL, body BLOB NOT NULL)""")
+    ids = [r[0] for r in con.execute("SELECT id FROM recall_traces ORDER BY id").fetchall()]
+    for i in range(0, len(ids), 200):  # bounded memory: a 400 MB table is read 200 traces at a time
+        rows = con.execute("SELECT id, user_id, query, created_at, trace FROM recall_traces WHERE id IN "
+                           "(SELECT unnest(?::VARCHAR[]))", [ids[i:i + 200]]).fetchall()
+        con.executemany("INSERT INTO recall_traces_v9 VALUES (?,?,?,?,?)",
+                        [[tid, u, q, at, zlib.compress(doc.encode(), 6)] for tid, u, q, at, doc in rows])
+    con.execute("DROP TABLE recall_traces")
+    con.execute("ALTER TABLE recall_traces_v9 RENAME TO recall_traces")
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2, _v3, _v4, _v5, _v6_idempotency,
-                                                                     _v7_memory_items, _v8_segtree_summaries]
+                                                                     _v7_memory_items, _v8_segtree_summaries,
+                                                                     _v9_trace_bodies]
 
 
 def migrate(con: duckdb.DuckDBPyConnection, dim: int) -> int:

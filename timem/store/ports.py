@@ -53,11 +53,23 @@ class LLMCache(Protocol):
 
 
 class TraceSink(Protocol):
-    """Persisted recall traces (JSON documents by trace id)."""
+    """Persisted recall traces (JSON documents by trace id), bounded by a retention rule
+    (:mod:`timem.store.traces`)."""
 
-    def save_trace(self, trace_id: str, user_id: str, query: str, trace: dict[str, Any]) -> None: ...
+    def save_trace(self, trace_id: str, user_id: str, query: str, trace: dict[str, Any], *,
+                   keep_per_user: int | None = None, max_age_days: float | None = None,
+                   now: datetime | None = None) -> int:
+        """Insert or replace one document, then delete what the retention rule no longer keeps; returns how
+        many were deleted."""
+        ...
 
-    def traces(self, user_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]: ...
+    def traces(self, user_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """The stored documents, newest first."""
+        ...
+
+    def trace_bytes(self, user_id: str | None = None) -> tuple[int, int]:
+        """``(traces, stored bytes)`` of one user or of all."""
+        ...
 
 
 class AuditSink(Protocol):

@@ -1,4 +1,4 @@
-"""The store's record tables: LLM response cache, LLM call log, recall traces, audit log.
+"""The store's record tables: LLM response cache, LLM call log, audit log (recall traces: :mod:`timem.store.traces`).
 
 A mixin of :class:`timem.store.duckdb_store.Store` (it needs ``self.con``). Timestamps are written
 as naive UTC wall time (see :mod:`timem.store.migrations`).
@@ -37,9 +37,12 @@ def _probes(texts: Sequence[str]) -> set[str]:
 
 
 class RecordTables:
-    """Cache, call log, traces and audit rows over ``self.con`` (a DuckDB connection)."""
+    """Cache, call log and audit rows (and the erase of traces) over ``self.con`` (a DuckDB connection)."""
 
     con: duckdb.DuckDBPyConnection
+
+    def forget_traces(self, needles: Sequence[str], user_id: str | None = None) -> int:  # provided by TraceTables
+        raise NotImplementedError
 
     def purge_cache_mentioning(self, texts: Sequence[str]) -> int:
         """Delete LLM-cache entries whose request or response contains any of ``texts`` (hard erase)."""
@@ -57,23 +60,9 @@ class RecordTables:
         ``grounding-drop`` rows carry model sentences about them) or belong to ``user_id``; the
         ``erase*`` rows themselves are kept.
         Returns ``{"recall_traces": deleted, "audit_redacted": redacted}``."""
-        conds, args = [], []
-        for nid in node_ids:
-            conds.append("contains(trace, ?)")
-            args.append(json.dumps(nid)[1:-1])
         probes = sorted(_probes(texts))
-        for probe in probes:
-            conds.append("contains(trace, ?)")
-            args.append(probe)
-        if user_id is not None:
-            conds.append("user_id = ?")
-            args.append(user_id)
-        out = {"recall_traces": 0, "audit_redacted": 0}
-        if conds:
-            where = " OR ".join(conds)
-            out["recall_traces"] = one_row(self.con.execute(f"SELECT count(*) FROM recall_traces WHERE {where}",
-                                                            args))[0]
-            self.con.execute(f"DELETE FROM recall_traces WHERE {where}", args)
+        out = {"recall_traces": self.forget_traces([json.dumps(nid)[1:-1] for nid in node_ids] + probes, user_id),
+               "audit_redacted": 0}
         aconds = ["contains(detail, ?)"] * len(probes) + (["user_id = ?"] if user_id is not None else [])
         aargs: list[Any] = [*probes, *([user_id] if user_id is not None else [])]
         if node_ids:
@@ -111,18 +100,6 @@ class RecordTables:
         rows = self.con.execute("SELECT purpose, count(*), sum(latency_ms) FROM llm_calls WHERE called_at >= ? AND "
                                 "NOT cached GROUP BY purpose ORDER BY purpose", [db_time(since)]).fetchall()
         return {p: {"calls": int(n), "seconds": round(float(ms or 0) / 1000, 1)} for p, n, ms in rows}
-
-    def save_trace(self, trace_id: str, user_id: str, query: str, trace: dict[str, Any]) -> None:
-        self.con.execute("INSERT OR REPLACE INTO recall_traces VALUES (?,?,?,?,?)",
-                         [trace_id, user_id, query, db_time(datetime.now(UTC)), json.dumps(trace, default=str)])
-
-    def traces(self, user_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        """Saved recall traces, newest first (each the dict given to :meth:`save_trace`)."""
-        sql, args = "SELECT trace FROM recall_traces", []
-        if user_id is not None:
-            sql, args = sql + " WHERE user_id = ?", [user_id]
-        rows = self.con.execute(sql + f" ORDER BY created_at DESC LIMIT {int(limit)}", args).fetchall()
-        return [json.loads(r[0]) for r in rows]
 
     def audit(self, action: str, user_id: str | None, node_id: str | None, detail: dict[str, Any]) -> None:
         self.con.execute("INSERT INTO audit VALUES (?,?,?,?,?)",
