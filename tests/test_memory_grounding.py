@@ -163,3 +163,10 @@ def test_the_default_extractor_keeps_its_score_on_the_labelled_set():
         bench.score_one(bench.grounded(bench.rules(row)), row, score)
     assert score.fp == 0, score.false_items
     assert score.recall >= 0.85, score.recall
+
+
+@pytest.mark.parametrize("text", [  # from LoCoMo dev: the first hobby / likes patterns read these as items
+    "I love caring for my kids.", "I started creating again after the move.", "I love all the yellow leaves!",
+    "I like running my own studio.", "I love how the sunset is awesome.", "Then I started finding my way."])
+def test_rules_read_no_hobby_or_like_from_loose_phrasing(text):
+    assert [s for s in extract_statements(text) if s.attribute in ("hobby", "likes")] == []
