@@ -48,7 +48,7 @@ browser-deps:
 MYPY_CORE = timem/tree timem/models.py timem/errors.py timem/config.py timem/recall timem/consolidation timem/store \
             timem/engine.py timem/chat_turns.py timem/prompts timem/llm timem/embed timem/memory \
             timem/reldates.py timem/tokens.py timem/item_values.py timem/datasets timem/editing.py timem/engine_reads.py \
-            timem/cluster.py timem/ingest_cluster.py timem/facade.py timem/service/client.py
+            timem/cluster.py timem/ingest_cluster.py timem/studio_backend.py timem/service/client.py
 
 lint: install
 	$(BIN)/ruff check timem tests bench app.py

@@ -97,7 +97,6 @@ def studio_service_env(url: str, key: str | None, db: Path | None, env: dict[str
         raise ConfigError(f"no API key for the service at {url}; pass --key KEY or set TIMEM_SERVICE_KEY "
                           "(a key from `timem keys add TENANT --db FILE`)")
     cfg = load_config(env={**env, "TIMEM_SERVICE_URL": url, "TIMEM_SERVICE_KEY": key})
-    client = ServiceClient.from_config(cfg)
-    typer.echo(f"studio over the memory service at {client.url} as tenant {client.tenant!r}")
-    client.close()
+    with ServiceClient.from_config(cfg) as client:
+        typer.echo(f"studio over the memory service at {client.url} as tenant {client.tenant!r}")
     return {"TIMEM_SERVICE_URL": url, "TIMEM_SERVICE_KEY": key}

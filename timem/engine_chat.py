@@ -21,6 +21,7 @@ from timem.chat_turns import (
 )
 from timem.config import Config
 from timem.errors import ChatTurnError, ConsolidationIncomplete, InputError, TimemError
+from timem.llm.client import local_model
 from timem.llm.protocol import LLMClient
 from timem.memory import forget as forget_mod
 from timem.models import MAX_SESSION, MemoryNode, Role, Turn, WriteRequest
@@ -223,17 +224,16 @@ class OnlineChat:
         background thread when the Chat page opens. ``store_lock`` is held while the store is read.
 
         Returns:
-            The prompt tokens now cached, or ``None`` when the backend keeps no prompt cache (no LLM, an
-            OpenAI-compatible endpoint, or a wrapped backend).
+            The prompt tokens now cached, or ``None`` when the backend is no
+            :class:`~timem.llm.protocol.LocalModel` (no LLM, an OpenAI-compatible endpoint).
 
         Raises:
             LLMError: the model cannot be loaded.
         """
-        warm = getattr(getattr(self.llm, "backend", None), "warm", None)
-        if warm is None:
+        model = local_model(self.llm)
+        if model is None:
             return None
         with store_lock or nullcontext():
             pinned = pipeline.pinned_lines(self.store, self.config, user_id)
         at = datetime.now(UTC).astimezone(self.config.time.tz)
-        n: int = warm(answer_prompt.build_messages("", "", at, pinned=pinned, asker=user_name))
-        return n
+        return model.warm(answer_prompt.build_messages("", "", at, pinned=pinned, asker=user_name))

@@ -24,9 +24,9 @@ from datetime import UTC, datetime, timedelta
 import streamlit as st
 
 from timem.errors import ChatTurnError, ConsolidationIncomplete, TimemError
-from timem.facade import StudioBackend
 from timem.models import MAX_SESSION, MemoryNode, Role
 from timem.recall.trace import RecallTrace
+from timem.studio_backend import StudioBackend
 from timem.tree.windows import to_utc
 from timem.ui import jobs, state, welcome
 from timem.ui.feedback import flash, plural, show_flashes, user_errors
