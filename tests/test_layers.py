@@ -29,8 +29,9 @@ REPO = Path(__file__).resolve().parents[1]
 #: top to bottom; a prefix names a module or a package and everything in it (the longest prefix wins), except
 #: ``timem`` itself, which names only ``timem/__init__.py``
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("entry points", ("app", "bench", "timem.cli", "timem.cli_common", "timem.cli_memory", "timem.cli_service",
-                      "timem.service", "timem.studio")),
+    # ``timem`` is timem/__init__.py: the public Python API (``timem.open``), an entry point over the facade
+    ("entry points", ("app", "bench", "timem", "timem.cli", "timem.cli_common", "timem.cli_memory",
+                      "timem.cli_service", "timem.service", "timem.studio")),
     ("ui", ("timem.ui",)),
     ("runs over the facade", ("timem.bench", "timem.ingest_cluster")),
     ("facade", ("timem.engine", "timem.engine_chat", "timem.engine_reads", "timem.service.client",
@@ -39,7 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                    "timem.recall", "timem.viz")),
     ("prompts and llm", ("timem.llm", "timem.prompts")),
     ("embed and store", ("timem.cluster", "timem.embed", "timem.store")),
-    ("base", ("timem", "timem.config", "timem.errors", "timem.item_values", "timem.models", "timem.progress",
+    ("base", ("timem.config", "timem.errors", "timem.item_values", "timem.models", "timem.progress",
               "timem.reldates", "timem.settings", "timem.tokens", "timem.tree")),
 ]
 

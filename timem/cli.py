@@ -19,7 +19,7 @@ from timem import cli_service
 from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, ModeOpt, UserOpt, _config, _engine, _samples
 from timem.cli_memory import memories_app, segtree_app
 from timem.config import Config, load_config
-from timem.errors import ConsolidationIncomplete, InputError, NotFoundError, TimemError
+from timem.errors import ConsolidationIncomplete, InputError, MissingExtraError, NotFoundError, TimemError
 from timem.progress import terminal_progress
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="TiMem: a Temporal Memory Tree for chat agents.")
@@ -323,8 +323,12 @@ def studio(db: DbOpt = None, port: int = 8501,
     The process becomes the Streamlit server (exec), so a signal to `timem studio` (Ctrl-C, SIGTERM from a
     supervisor) stops the server itself instead of leaving it running orphaned. --config FILE is checked here,
     then read by the studio (TIMEM_CONFIG)."""
+    import importlib.util
     import os
 
+    missing = [m for m in ("streamlit", "plotly", "pandas") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise MissingExtraError("timem studio", "studio", missing[0])
     from timem.ui.router import APP_PY
 
     if config is not None:  # a bad file is one error line here, not a broken page later

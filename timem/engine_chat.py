@@ -127,6 +127,28 @@ class OnlineChat:
                      speaker_offset(event_time, self.config.time.tz_for(user_id)))
         return self._add_chat_turns(user_id, [turn], consolidate, request)
 
+    def remember(self, user_id: str, session_id: str, message: str, event_time: datetime, *,
+                 reply: str | None = None, user_name: str = "User", assistant_name: str = ASSISTANT_NAME,
+                 consolidate: bool = True) -> list[MemoryNode]:
+        """Store what the user said (``message``), with the assistant's ``reply`` if there is one, at
+        ``event_time`` (UTC-aware; a naive one is refused) in ``session_id``; then write its L1 segment and
+        consolidate the windows that closed in event time (``consolidate=False``: later, :meth:`consolidate`).
+        The library's name for :meth:`add_exchange` (with a reply) or :meth:`add_message` (without), as the
+        memory service's ``POST /v1/users/{user}/turns`` and the MCP ``remember`` tool do.
+
+        Returns:
+            The memory nodes written (L1 segments first).
+
+        Raises:
+            InputError: as :meth:`add_exchange`; nothing is written.
+            ConsolidationIncomplete: the turns and their L1 segment are stored, some closed window is not.
+        """
+        if reply is not None:
+            return self.add_exchange(user_id, session_id, message, reply, event_time, user_name=user_name,
+                                     assistant_name=assistant_name, consolidate=consolidate)
+        self.add_message(user_id, session_id, message, event_time, user_name=user_name)
+        return self._consolidate_online(user_id) if consolidate else []
+
     def write_request(self, user_id: str, key: str) -> tuple[str, list[str]] | None:
         """The write stored earlier with idempotency ``key`` for ``user_id``: ``(fingerprint, turn ids)``, or None."""
         return self.store.write_request(user_id, key)

@@ -158,6 +158,11 @@ class StoreReads:
             "traces": self.store.traces(user_id, limit=traces),
         }
 
+    def export(self, user_id: str, *, traces: int = 1000) -> dict[str, Any]:
+        """The library's name for :meth:`export_user`: everything stored of one user, JSON-ready (``json.dumps``
+        it as is; times ISO 8601 UTC). Raises :class:`NotFoundError` for a user not in the store."""
+        return self.export_user(user_id, traces=traces)
+
     def require_user(self, user_id: str) -> None:
         """Raise :class:`NotFoundError` (naming the users there are) unless ``user_id`` is in the store."""
         users = self.store.users()
