@@ -8,7 +8,7 @@ LLAMA_VERSION    = $(shell sed -n 's/.*"llama-cpp-python==\([0-9.]*\)".*/\1/p' p
 LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
 LLAMA_WHEELS     = $(HOME)/.cache/timem/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(shell echo '$(LLAMA_CMAKE_ARGS)' | sha1sum | cut -c1-12)
 
-.PHONY: install studio lint test test-fast browser-deps model
+.PHONY: install studio lint test test-fast browser-deps model docs
 
 $(STAMP): pyproject.toml
 	@$(PY311) -c "import sys; assert sys.version_info[:2] == (3, 11), sys.version" || { echo "Python 3.11 is required"; exit 1; }
@@ -48,7 +48,7 @@ browser-deps:
 # its tests, and mypy --strict over the core (entry points, studio, service and bench are not type-checked yet).
 MYPY_CORE = timem/__init__.py timem/tree timem/models.py timem/errors.py timem/config.py timem/recall timem/consolidation timem/store \
             timem/engine.py timem/chat_turns.py timem/prompts timem/llm timem/embed timem/memory \
-            timem/reldates.py timem/tokens.py timem/item_values.py timem/datasets timem/editing.py timem/engine_reads.py \
+            timem/reldates.py timem/settings_doc.py timem/tokens.py timem/item_values.py timem/datasets timem/editing.py timem/engine_reads.py \
             timem/cluster.py timem/ingest_cluster.py timem/studio_backend.py timem/service/client.py
 
 lint: install
@@ -62,3 +62,7 @@ test: install lint browser-deps model
 
 test-fast: install
 	$(BIN)/python -m pytest -q
+
+# docs/configuration.md from timem/settings.py (tests/test_configuration_doc.py fails when they differ)
+docs: install
+	$(BIN)/python -m timem.settings_doc --write

@@ -1,7 +1,7 @@
 """Importing this module makes the packages of every install extra unimportable in this process, as in a venv with
 the core install only (``pip install timem``): ``import streamlit`` then raises ImportError and
 ``importlib.util.find_spec("streamlit")`` answers ``None``. The tests run code under it in a subprocess
-(``python -c "import core_only; ..."``); a real core-only venv is checked by hand (see the README)."""
+(``python -c "import core_only; ..."``); a real core-only venv was checked by hand once (issue 24)."""
 
 from __future__ import annotations
 

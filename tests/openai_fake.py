@@ -42,10 +42,13 @@ def reply(body: dict[str, Any], answers: dict[str, str]) -> tuple[int, dict[str,
 
 class FakeEndpoint:
     """The fake served in a thread: ``with FakeEndpoint({"What is my cat called?": "Pixel."}) as url: ...``
-    (``url`` ends in ``/v1``); :attr:`requests` holds every request body."""
+    (``url`` ends in ``/v1``); :attr:`requests` holds every request body, :attr:`statuses` the HTTP status of
+    each reply."""
 
     def __init__(self, answers: dict[str, str]) -> None:
-        self.answers, self.requests = answers, []
+        self.answers = answers
+        self.requests: list[dict[str, Any]] = []
+        self.statuses: list[int] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -53,6 +56,7 @@ class FakeEndpoint:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append(body)
                 status, payload = reply(body, outer.answers)
+                outer.statuses.append(status)
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

@@ -18,6 +18,7 @@ Dynamic imports (``importlib.import_module``, Streamlit page paths) are not seen
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("prompts and llm", ("timem.llm", "timem.prompts")),
     ("embed and store", ("timem.cluster", "timem.embed", "timem.store")),
     ("base", ("timem.config", "timem.errors", "timem.item_values", "timem.models", "timem.progress",
-              "timem.reldates", "timem.settings", "timem.tokens", "timem.tree")),
+              "timem.reldates", "timem.settings", "timem.settings_doc", "timem.tokens", "timem.tree")),
 ]
 
 
@@ -188,6 +189,14 @@ def test_every_layer_prefix_names_existing_code():
     stale = [p for _, prefixes in LAYERS for p in prefixes
              if not any(m == p or m.startswith(p + ".") for m in mods)]
     assert not stale, f"LAYERS names code that does not exist: {stale}"
+
+
+def test_the_readme_draws_the_same_layer_order():
+    """The README's Architecture block names the layers top to bottom, one line each (continuation lines indented)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("\n## Architecture\n", 1)[1].split("```\n", 2)[1]
+    drawn = [re.split(r"\s{2,}", line)[0] for line in block.splitlines() if line.strip() and not line.startswith(" ")]
+    assert drawn == [name for name, _ in LAYERS]
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:

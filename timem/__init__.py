@@ -8,7 +8,7 @@ The library in five names (each a method of :class:`timem.engine.MemoryEngine`, 
         mem.remember("mia", "chat-1", "I adopted a grey cat called Pixel.", at, reply="Lovely!")
         mem.recall("mia", "What is my cat called?").context   # the recalled memories, dated, within a budget
         mem.ask("mia", "What is my cat called?").answer       # recall, then one LLM call
-        mem.forget("mia", "my cat", confirm=True)             # soft-delete what matches (audited)
+        mem.forget("mia", "my cat Pixel", confirm=True)       # soft-delete what matches (audited)
         mem.export("mia")                                     # everything stored of the user, JSON-ready
 
 Times are UTC-aware :class:`datetime.datetime` (a naive one is read in the ``timezone`` setting); every error

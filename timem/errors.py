@@ -103,8 +103,10 @@ class ConsolidationIncomplete(LLMError):
 
 
 class ChatTurnError(TimemError):
-    """A chat message was stored, but answering it (``stage="answer"``) or storing the reply
-    (``stage="reply"``) failed. The message stays in the session; send it again for an answer."""
+    """A chat message was stored, but a later stage of the chat turn failed: answering it (``stage="answer"``:
+    the message stays in the session; send it again for an answer), storing the reply (``stage="reply"``), or
+    writing the exchange's memories (``stage="memories"``: the exchange is stored, consolidation stopped; the
+    windows stay due)."""
 
     def __init__(self, stage: str, message: str) -> None:
         super().__init__(message)
