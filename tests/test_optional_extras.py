@@ -27,13 +27,13 @@ def run_core_only(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_each_optional_feature_names_its_extra_without_it(tmp_path):
     """Before: ``timem serve`` died on ``ModuleNotFoundError: fastapi``, ``timem.open`` with the default local
-    backend on ``llama_cpp`` only at the first answer, and ``import timem.service.client`` needed FastAPI."""
+    backend on ``llama_cpp`` only at the first answer, and ``import timem.service`` needed FastAPI."""
     out = run_core_only("""
         import sys
         import timem
         from timem.cli import app
         from timem.errors import MissingExtraError
-        from timem.service.client import ServiceClient  # the studio's client of a service: httpx only
+        import timem.service  # its keys; create_app (FastAPI) only on first use
         import typer.testing
 
         for argv in (["serve", "--db", "m.duckdb"], ["mcp", "--user", "mia", "--db", "m.duckdb"],

@@ -326,7 +326,7 @@ def studio(db: DbOpt = None, port: int = 8501,
     import importlib.util
     import os
 
-    missing = [m for m in ("streamlit", "plotly", "pandas") if importlib.util.find_spec(m) is None]
+    missing = [m for m in ("streamlit", "plotly", "pandas", "httpx") if importlib.util.find_spec(m) is None]
     if missing:
         raise MissingExtraError("timem studio", "studio", missing[0])
     from timem.ui.router import APP_PY

@@ -2,8 +2,8 @@
 over one :class:`~timem.engine.MemoryEngine`; API keys in :mod:`timem.service.keys`; the studio's client of a
 running service in :mod:`timem.service.client`.
 
-The HTTP API and the MCP server need the ``[service]`` install extra (FastAPI, uvicorn, MCP); ``create_app`` is
-imported on first use, so the client and the key file work without it.
+The HTTP API and the MCP server need the ``[service]`` install extra (FastAPI, uvicorn, MCP), the client httpx
+(in ``[service]`` and ``[studio]``); ``create_app`` is imported on first use, so the key file works with the core.
 """
 
 from __future__ import annotations
