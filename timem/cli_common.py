@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, TypeVar, get_args
+from typing import TYPE_CHECKING, Annotated, TypeVar, get_args
 
 import typer
 
 from timem.config import Config, load_config
 from timem.errors import ConfigError, InputError, NotFoundError
 from timem.settings import LLMSettings
+
+if TYPE_CHECKING:
+    from timem.engine import MemoryEngine
 
 T = TypeVar("T")
 
@@ -47,8 +50,14 @@ def _samples(sample: str | None) -> list[str] | None:
     return ids
 
 
-def _engine(cfg: Config, with_llm: bool = True, *, must_exist: bool = False):
-    """The engine over ``cfg.store.db_path``; ``must_exist`` (commands that only read) refuses to create a file."""
+def _engine(cfg: Config, with_llm: bool = True, *, must_exist: bool = False) -> MemoryEngine:
+    """The engine over ``cfg.store.db_path``, to use as ``with _engine(cfg) as eng:`` (the store is closed when the
+    block ends); ``must_exist`` (commands that only read) refuses to create a file.
+
+    Raises:
+        NotFoundError: ``must_exist`` and no file at ``db_path``. ConfigError, ModelFileError, StoreError: as
+            :meth:`timem.engine.MemoryEngine.open`.
+    """
     from timem.engine import MemoryEngine
 
     if must_exist and str(cfg.store.db_path) != ":memory:" and not Path(cfg.store.db_path).exists():

@@ -21,14 +21,11 @@ def segtree_build(db: DbOpt = None,
     """Build (or extend) the segment tree of a user, or of every user, with the configured segtree_threshold and
     segtree_max_children."""
     cfg = _config(config, db)
-    eng = _engine(cfg, with_llm=False, must_exist=True)
-    try:
+    with _engine(cfg, with_llm=False, must_exist=True) as eng:
         if user is not None:
             eng.require_user(user)
         users = [user] if user else eng.users()
         reports = eng.sync_segtree(users, rebuild=rebuild)
-    finally:
-        eng.close()
     for uid, r in reports.items():
         typer.echo(f"{uid}: {'rebuilt' if r.rebuilt else 'extended'}, {r.added} utterance(s) added, "
                    f"{r.rows} row(s) written")
@@ -42,12 +39,9 @@ def segtree_summarise(user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
     """Write a one-line LLM topic for each closed segment-tree node of the user (resumable; shown on the
     Timeline's segment-tree view)."""
     cfg = _config(config, db, llm_backend=llm)
-    eng = _engine(cfg, must_exist=True)
-    try:
+    with _engine(cfg, must_exist=True) as eng:
         report = eng.summarise_segment_tree(user, min_height=min_height, limit=limit)
         topics = eng.segment_topics(user)
-    finally:
-        eng.close()
     typer.echo(f"{user}: {report.written} topic(s) written, {len(report.failed)} failed, {report.pending} pending; "
                f"{len(topics)} node(s) have a topic")
     for node_id, reason in report.failed[:10]:
@@ -64,12 +58,9 @@ def memories_list(user: UserOpt, db: DbOpt = None,
                   config: ConfigOpt = None) -> None:
     """The user's memory items, oldest first: kind, validity (local days), subject's attribute: value, sources."""
     cfg = _config(config, db)
-    eng = _engine(cfg, with_llm=False, must_exist=True)
-    try:
+    with _engine(cfg, with_llm=False, must_exist=True) as eng:
         eng.require_user(user)
         items = eng.memory_items(user, status=None if deleted else "active")
-    finally:
-        eng.close()
     if not items:
         typer.echo(f"no memory items for {user}")
     for i in items:
@@ -87,13 +78,10 @@ def memories_extract(db: DbOpt = None,
     """Read the L1 segments (rules) or closed sessions (with an LLM) not read yet into memory items, e.g. for a file
     written before the memory layer; resumable (each segment or session is one transaction)."""
     cfg = _config(config, db, llm_backend=llm)
-    eng = _engine(cfg, with_llm=cfg.llm.llm_backend != "none", must_exist=True)
-    try:
+    with _engine(cfg, with_llm=cfg.llm.llm_backend != "none", must_exist=True) as eng:
         if user is not None:
             eng.require_user(user)
         reports = eng.extract_items([user] if user else eng.users())
-    finally:
-        eng.close()
     for uid, r in reports.items():
         typer.echo(f"{uid}: {r.units} unit(s) read, {r.added} item(s) added, {r.merged} merged, {r.superseded} "
                    f"superseded, {r.ended} ended"
@@ -106,11 +94,8 @@ def memories_pin(item_id: Annotated[str, typer.Argument(help="item id (see `time
                  config: ConfigOpt = None) -> None:
     """Pin an item into the answer prompt's profile (or take it out with --unpin)."""
     cfg = _config(config, db)
-    eng = _engine(cfg, with_llm=False, must_exist=True)
-    try:
+    with _engine(cfg, with_llm=False, must_exist=True) as eng:
         item = eng.pin_item(item_id, not unpin, actor="cli")
-    finally:
-        eng.close()
     typer.echo(f"{'unpinned' if unpin else 'pinned'}: {item.label()}")
 
 

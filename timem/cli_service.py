@@ -10,7 +10,7 @@ import typer
 
 from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, UserOpt, _config
 from timem.config import Config
-from timem.errors import ConfigError
+from timem.errors import ConfigError, MissingExtraError
 
 KeysOpt = Annotated[Path | None, typer.Option("--keys", help="API keys file (default: <db>.keys.json beside the DB)")]
 
@@ -24,9 +24,12 @@ def _keyfile(cfg: Config, keys: Path | None):
 def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: KeysOpt = None, llm: LlmOpt = None,
           config: ConfigOpt = None) -> None:
     """Serve the memory HTTP API (docs/service.md) over --db; the service is the file's one writer while it runs."""
-    import uvicorn
+    try:
+        import uvicorn
 
-    from timem.service import create_app
+        from timem.service import create_app
+    except ImportError as exc:
+        raise MissingExtraError("timem serve", "service", (exc.name or "").split(".")[0] or None) from exc
 
     cfg = _config(config, db, llm_backend=llm)
     kf = _keyfile(cfg, keys)
@@ -39,7 +42,10 @@ def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: Key
 
 def mcp(user: UserOpt, db: DbOpt = None, llm: LlmOpt = None, config: ConfigOpt = None) -> None:
     """Serve one user's memory to an agent as MCP tools (remember / recall / forget / facts / list) over stdio."""
-    from timem.service.mcp_server import run_stdio
+    try:
+        from timem.service.mcp_server import run_stdio
+    except ImportError as exc:
+        raise MissingExtraError("timem mcp", "service", (exc.name or "").split(".")[0] or None) from exc
 
     run_stdio(_config(config, db, llm_backend=llm or "none"), user)
 
@@ -97,7 +103,6 @@ def studio_service_env(url: str, key: str | None, db: Path | None, env: dict[str
         raise ConfigError(f"no API key for the service at {url}; pass --key KEY or set TIMEM_SERVICE_KEY "
                           "(a key from `timem keys add TENANT --db FILE`)")
     cfg = load_config(env={**env, "TIMEM_SERVICE_URL": url, "TIMEM_SERVICE_KEY": key})
-    client = ServiceClient.from_config(cfg)
-    typer.echo(f"studio over the memory service at {client.url} as tenant {client.tenant!r}")
-    client.close()
+    with ServiceClient.from_config(cfg) as client:
+        typer.echo(f"studio over the memory service at {client.url} as tenant {client.tenant!r}")
     return {"TIMEM_SERVICE_URL": url, "TIMEM_SERVICE_KEY": key}

@@ -28,7 +28,8 @@ from timem.errors import (
     InputError,
     LLMError,
 )
-from timem.llm.protocol import LLMClient
+from timem.llm.client import LLM
+from timem.llm.protocol import ChatBackend, LLMClient
 from timem.memory.facade import MemoryLayer
 from timem.memory.writer import ItemWriter
 from timem.models import MemoryNode
@@ -91,7 +92,15 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
         return cls(config, store, embedder, llm)
 
     def close(self) -> None:
+        """Close the store (the DuckDB file); the engine is unusable afterwards. Closing twice is harmless."""
         self.store.close()
+
+    def __enter__(self) -> MemoryEngine:
+        """``with MemoryEngine.open(cfg) as eng: ...`` closes the store when the block ends, also on an error."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def set_consolidation_mode(self, mode: str) -> None:
         """Write new L2-L5 windows in ``mode`` from now on (every level; ``level_modes`` cleared).
@@ -322,18 +331,20 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
 
     # ------------------------------------------------------------------ recall and answers
     @contextmanager
-    def llm_backend_wrapped(self, wrap: Callable[[Any], Any]) -> Iterator[None]:
+    def llm_backend_wrapped(self, wrap: Callable[[ChatBackend], ChatBackend]) -> Iterator[None]:
         """Within the block, the LLM's chat backend is ``wrap(backend)`` (e.g. to release a lock while the model
-        computes, :mod:`timem.ui.jobs`); nothing happens without an LLM or a client without a backend."""
-        backend = getattr(self.llm, "backend", None) if self.llm is not None else None
-        if backend is None:
+        computes, :mod:`timem.ui.jobs`); nothing happens without an LLM or with a client that is not a
+        :class:`timem.llm.client.LLM` over a backend."""
+        llm = self.llm
+        if not isinstance(llm, LLM):
             yield
             return
-        self.llm.backend = wrap(backend)  # type: ignore[union-attr]
+        backend = llm.backend
+        llm.backend = wrap(backend)
         try:
             yield
         finally:
-            self.llm.backend = backend  # type: ignore[union-attr]
+            llm.backend = backend
 
     def recall(self, user_id: str, query: str, question_time: datetime | None = None, *,
                complexity: Complexity | None = None, gate: GateMode | None = None, planner: str | None = None,

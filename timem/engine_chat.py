@@ -21,6 +21,7 @@ from timem.chat_turns import (
 )
 from timem.config import Config
 from timem.errors import ChatTurnError, ConsolidationIncomplete, InputError, TimemError
+from timem.llm.client import local_model
 from timem.llm.protocol import LLMClient
 from timem.memory import forget as forget_mod
 from timem.models import MAX_SESSION, MemoryNode, Role, Turn, WriteRequest
@@ -135,6 +136,28 @@ class OnlineChat:
         budget = self.config.recall.chat_token_budget(self.local_model_path is not None)
         return self.config.with_overrides(memory_decay_half_life_days=half_life, token_budget=budget)
 
+    def remember(self, user_id: str, session_id: str, message: str, event_time: datetime, *,
+                 reply: str | None = None, user_name: str = "User", assistant_name: str = ASSISTANT_NAME,
+                 consolidate: bool = True) -> list[MemoryNode]:
+        """Store what the user said (``message``), with the assistant's ``reply`` if there is one, at
+        ``event_time`` (UTC-aware; a naive one is refused) in ``session_id``; then write its L1 segment and
+        consolidate the windows that closed in event time (``consolidate=False``: later, :meth:`consolidate`).
+        The library's name for :meth:`add_exchange` (with a reply) or :meth:`add_message` (without), as the
+        memory service's ``POST /v1/users/{user}/turns`` and the MCP ``remember`` tool do.
+
+        Returns:
+            The memory nodes written (L1 segments first).
+
+        Raises:
+            InputError: as :meth:`add_exchange`; nothing is written.
+            ConsolidationIncomplete: the turns and their L1 segment are stored, some closed window is not.
+        """
+        if reply is not None:
+            return self.add_exchange(user_id, session_id, message, reply, event_time, user_name=user_name,
+                                     assistant_name=assistant_name, consolidate=consolidate)
+        self.add_message(user_id, session_id, message, event_time, user_name=user_name)
+        return self._consolidate_online(user_id) if consolidate else []
+
     def write_request(self, user_id: str, key: str) -> tuple[str, list[str]] | None:
         """The write stored earlier with idempotency ``key`` for ``user_id``: ``(fingerprint, turn ids)``, or None."""
         return self.store.write_request(user_id, key)
@@ -228,17 +251,16 @@ class OnlineChat:
         background thread when the Chat page opens. ``store_lock`` is held while the store is read.
 
         Returns:
-            The prompt tokens now cached, or ``None`` when the backend keeps no prompt cache (no LLM, an
-            OpenAI-compatible endpoint, or a wrapped backend).
+            The prompt tokens now cached, or ``None`` when the backend is no
+            :class:`~timem.llm.protocol.LocalModel` (no LLM, an OpenAI-compatible endpoint).
 
         Raises:
             LLMError: the model cannot be loaded.
         """
-        warm = getattr(getattr(self.llm, "backend", None), "warm", None)
-        if warm is None:
+        model = local_model(self.llm)
+        if model is None:
             return None
         with store_lock or nullcontext():
             pinned = pipeline.pinned_lines(self.store, self.config, user_id)
         at = datetime.now(UTC).astimezone(self.config.time.tz)
-        n: int = warm(answer_prompt.build_messages("", "", at, pinned=pinned, asker=user_name))
-        return n
+        return model.warm(answer_prompt.build_messages("", "", at, pinned=pinned, asker=user_name))

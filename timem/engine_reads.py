@@ -14,6 +14,7 @@ import numpy as np
 from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.errors import NotFoundError
+from timem.llm.client import local_model
 from timem.llm.protocol import LLMClient
 from timem.models import MemoryNode, NodeStatus, SessionInfo, Turn
 from timem.recall.trace import RecallTrace
@@ -131,9 +132,8 @@ class StoreReads:
     @property
     def local_model_path(self) -> str | None:
         """The GGUF file of the embedded model when the LLM is the local backend, else ``None``."""
-        backend = getattr(self.llm, "backend", None) if self.llm is not None else None
-        path = getattr(backend, "model_path", None)
-        return None if path is None else str(path)
+        model = local_model(self.llm)
+        return None if model is None else str(model.model_path)
 
     def segment_topics(self, user_id: str) -> dict[str, str]:
         """LLM topic lines of the user's segment-tree nodes, by node id (:mod:`timem.consolidation.segment_topics`)."""
@@ -159,6 +159,11 @@ class StoreReads:
             "items": [i.model_dump(mode="json") for i in self.store.items(user_id, status=None)],
             "traces": [t.model_dump(mode="json") for t in self.traces(user_id, limit=traces)],  # whole again
         }
+
+    def export(self, user_id: str, *, traces: int = 1000) -> dict[str, Any]:
+        """The library's name for :meth:`export_user`: everything stored of one user, JSON-ready (``json.dumps``
+        it as is; times ISO 8601 UTC). Raises :class:`NotFoundError` for a user not in the store."""
+        return self.export_user(user_id, traces=traces)
 
     def require_user(self, user_id: str) -> None:
         """Raise :class:`NotFoundError` (naming the users there are) unless ``user_id`` is in the store."""

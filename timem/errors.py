@@ -17,6 +17,25 @@ class ConfigError(TimemError):
     """A setting is missing or invalid (e.g. an unknown LLM backend or a bad time zone)."""
 
 
+class MissingExtraError(ConfigError):
+    """An optional feature was used without the install extra that brings its packages (``[local]``,
+    ``[studio]``, ``[service]``, ``[bench]``, ``[cluster]``; see pyproject.toml). The message names the
+    ``pip install`` that adds them; ``make install`` installs every extra.
+
+    Attributes:
+        feature: what was used (``"timem serve"``). extra: the extra's name. missing: the package not found.
+    """
+
+    def __init__(self, feature: str, extra: str, missing: str | None = None) -> None:
+        what = f" ({missing} is not installed)" if missing else ""
+        super().__init__(f"{feature} needs the optional '{extra}' packages{what}: pip install 'timem[{extra}]' "
+                         f"(in a checkout: pip install -e '.[{extra}]', or `make install` for everything)")
+        self.feature, self.extra, self.missing = feature, extra, missing
+
+    def __reduce__(self) -> tuple[type[MissingExtraError], tuple[str, str, str | None]]:
+        return type(self), (self.feature, self.extra, self.missing)
+
+
 class InputError(TimemError):
     """Malformed input data. The message names the file, the record and the field.
 
@@ -98,8 +117,10 @@ class ConsolidationIncomplete(LLMError):
 
 
 class ChatTurnError(TimemError):
-    """A chat message was stored, but answering it (``stage="answer"``) or storing the reply
-    (``stage="reply"``) failed. The message stays in the session; send it again for an answer."""
+    """A chat message was stored, but a later stage of the chat turn failed: answering it (``stage="answer"``:
+    the message stays in the session; send it again for an answer), storing the reply (``stage="reply"``), or
+    writing the exchange's memories (``stage="memories"``: the exchange is stored, consolidation stopped; the
+    windows stay due)."""
 
     def __init__(self, stage: str, message: str) -> None:
         super().__init__(message)

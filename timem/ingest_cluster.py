@@ -67,9 +67,9 @@ def ingest_on_ray(engine: MemoryEngine, file: Path, fmt: str, address: str, *, s
         raise InputError(f"the database already holds user(s) {known[:5]}; --ray ingests new users only (each "
                          "task builds its own file); ingest the new turns of existing users without --ray",
                          field="user_id")
+    started = connect(address)  # first: without Ray it raises ClusterError naming pip install 'timem[cluster]'
     import ray
 
-    started = connect(address)
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(ingest_task)
         refs = [remote.remote(str(file), fmt, u.user_id, cfg, sample_ids, limit, upper_levels, engine.has_llm)

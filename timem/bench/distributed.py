@@ -80,9 +80,9 @@ def run_on_ray(spec: RunSpec, base_config: Config, address: str, *, progress: bo
     tasks = [replace(spec, samples=[uid], limit=None, max_questions=per_user[uid] if spec.max_questions else None,
                      notes=[]) for uid in order]
 
+    started = connect(address)  # first: without Ray it raises ClusterError naming pip install 'timem[cluster]'
     import ray
 
-    started = connect(address)
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(run_conversation)
         refs = [remote.remote(t, base_config) for t in tasks]

@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
+from timem.errors import MissingExtraError
 from timem.recall.evaluate import answer_in_context, date_in_context, evidence_ids, normalize_answer
 from timem.tokens import count_tokens
 
@@ -71,7 +72,10 @@ def token_f1(prediction: object, gold: object) -> float:
 
 @lru_cache(maxsize=1)
 def _rouge():  # -> rouge_score.rouge_scorer.RougeScorer
-    from rouge_score import rouge_scorer
+    try:
+        from rouge_score import rouge_scorer
+    except ImportError as exc:
+        raise MissingExtraError("the benchmark's ROUGE-L metric", "bench", "rouge-score") from exc
 
     return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
 

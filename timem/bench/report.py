@@ -18,6 +18,8 @@ from pathlib import Path
 from statistics import mean, median
 from typing import Any
 
+from timem.errors import MissingExtraError
+
 COLUMNS = ["group", "n", "judge_acc", "unparseable", "f1", "rouge_l", "evidence_recall", "full_coverage",
            "tree_evidence_recall", "session_recall", "answer_in_context", "date_in_context", "mem_len", "llm_calls",
            "llm_tokens", "judge_tokens", "truncated"]
@@ -120,9 +122,12 @@ def latency_table(timings: Sequence[dict[str, Any]]) -> str:
 
 def write_plots(path: Path, table: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]], title: str) -> None:
     """One HTML page: metrics per group (bars) and the Mem Len distribution; plotly.js beside it, offline."""
-    import plotly.graph_objects as go
-    from plotly.offline import get_plotlyjs
-    from plotly.subplots import make_subplots
+    try:
+        import plotly.graph_objects as go
+        from plotly.offline import get_plotlyjs
+        from plotly.subplots import make_subplots
+    except ImportError as exc:
+        raise MissingExtraError("the benchmark's plots", "bench", "plotly") from exc
 
     metrics = [m for m in ("judge_acc", "f1", "rouge_l", "evidence_recall", "tree_evidence_recall", "answer_in_context")
                if any(r.get(m) is not None for r in table)]

@@ -12,7 +12,7 @@ import json_repair
 from pydantic import BaseModel, ValidationError
 
 from timem.errors import LLMError, UnusableAnswerError
-from timem.llm.protocol import ChatBackend, ChatRequest, ChatResponse, Message
+from timem.llm.protocol import ChatBackend, ChatRequest, ChatResponse, LocalModel, Message
 from timem.store.ports import LLMCache
 
 T = TypeVar("T", bound=BaseModel)
@@ -225,3 +225,11 @@ class LLM:
             f"{self.max_retries + 1} attempts (last error: {last_error}). Use a larger model "
             "(TIMEM_LOCAL_MODEL=qwen2.5-coder-1.5b) or an OpenAI-compatible endpoint "
             "(TIMEM_LLM_BACKEND=openai), or raise TIMEM_LLM_MAX_RETRIES / TIMEM_LLM_MAX_TOKENS.")
+
+
+def local_model(llm: object) -> LocalModel | None:
+    """The in-process model behind ``llm``: its backend when ``llm`` is an :class:`LLM` over a
+    :class:`~timem.llm.protocol.LocalModel` (the embedded llama.cpp model), else ``None`` (no LLM, an
+    OpenAI-compatible endpoint, a scripted backend)."""
+    backend = llm.backend if isinstance(llm, LLM) else None
+    return backend if isinstance(backend, LocalModel) else None

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 from timem.config import Config
-from timem.errors import ConfigError
+from timem.errors import ConfigError, MissingExtraError
 from timem.llm.client import LLM
 from timem.llm.local import LocalLlamaBackend, ensure_model_file, model_spec
 from timem.llm.openai_backend import OpenAIBackend, endpoint_label
@@ -27,6 +28,7 @@ def make_backend(config: Config) -> ChatBackend | None:
 
     Raises:
         ConfigError: ``openai`` without base URL and key.
+        MissingExtraError: ``local`` without llama-cpp-python (``pip install 'timem[local]'``).
         ModelFileError: the local model parts are missing or fail verification.
     """
     if config.llm.llm_backend == "none":
@@ -36,6 +38,9 @@ def make_backend(config: Config) -> ChatBackend | None:
         return OpenAIBackend(config.llm.openai_base_url, config.llm.openai_api_key, config.llm.openai_model,
                              config.llm.openai_timeout_s, config.llm.openai_json_mode)
     if config.llm.llm_backend == "local":
+        if importlib.util.find_spec("llama_cpp") is None:  # said now, not as the first call's LLMError
+            raise MissingExtraError("the embedded model (llm_backend 'local', the default)", "local",
+                                    "llama-cpp-python")
         path = ensure_model_file(config)
         name = Path(path).stem if config.llm.local_model_path else model_spec(config).name
         return LocalLlamaBackend(path, name, config.llm.local_n_ctx, config.llm.local_n_threads)

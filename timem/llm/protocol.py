@@ -8,6 +8,7 @@ retries; the rest of TiMem only talks to :class:`LLMClient`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
@@ -44,6 +45,22 @@ class ChatBackend(Protocol):
     model_id: str
 
     def chat(self, request: ChatRequest) -> ChatResponse: ...
+
+
+@runtime_checkable
+class LocalModel(Protocol):
+    """A capability of a :class:`ChatBackend`: the model runs in this process (the embedded llama.cpp model,
+    :class:`timem.llm.local.LocalLlamaBackend`) from a file, and keeps one prompt in a cache that can be warmed.
+
+    The facade checks it with ``isinstance(backend, LocalModel)`` (the short chat context budget, the studio's
+    prompt warming and its model lock); an OpenAI-compatible endpoint has neither member.
+    """
+
+    model_path: str  #: the GGUF file the model is loaded from
+
+    def warm(self, messages: Sequence[Message]) -> int:
+        """Evaluate ``messages`` into the prompt cache; returns their prompt tokens. Raises :class:`LLMError`."""
+        ...
 
 
 @runtime_checkable

@@ -6,9 +6,12 @@ computed in DuckDB with the user filter inside the SQL (:meth:`MemoryStore.searc
 :meth:`MemoryStore.search_bm25`), so no other user's node can become a candidate.
 
 Each component is max-normalised over the candidates and fused as in the paper:
-``s = λ·semantic + (1 − λ)·bm25`` with ``λ = Config.recall.recall_lambda`` (0.9); a component a
+``s = λ·semantic + (1 − λ)·bm25`` with ``λ = Config.recall.recall_lambda`` (default 0.2; the paper's 0.9 suits
+its embedder, with MiniLM on LoCoMo more BM25 weight wins: bench/results/recall-tree.md); a component a
 candidate lacks (not in that top list) counts 0. The top ``k = min(recall_top_k, L1 quota)``
-are kept. No time-window boost is applied (the plan's window is recorded in the trace only).
+are kept. With the TIDER time channel on (``Config.recall.time_channel``, default "decay"), the leaves inside the
+question's time windows join the candidates and the fused score gets the channel's overlap bonus and distance
+factor (:mod:`timem.recall.time_channel`); pseudo-relevance feedback (``prf_terms``) reruns BM25 with added words.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """ServiceClient: the memory service (``timem serve``) over HTTP, as one tenant, with the engine facade's methods.
 
-It offers what the studio calls on :class:`timem.engine.MemoryEngine` (:class:`timem.facade.StudioBackend`), with
-the same names, argument types and return types (:class:`~timem.models.MemoryNode`, :class:`~timem.models.Turn`,
+It offers what the studio calls on :class:`timem.engine.MemoryEngine` (:class:`timem.studio_backend.StudioBackend`),
+with the same names, argument types and return types (:class:`~timem.models.MemoryNode`, :class:`~timem.models.Turn`,
 :class:`~timem.recall.pipeline.RecallResult`, :class:`~timem.models.MemoryItem`, ...), built from the service's
 JSON. So ``timem studio --service URL --key KEY`` shows a file that a running service owns, without opening it.
 

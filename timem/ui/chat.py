@@ -25,9 +25,9 @@ import streamlit as st
 from timem import chat_sessions
 from timem.chat_sessions import new_session_id
 from timem.errors import ChatTurnError, ConsolidationIncomplete, TimemError
-from timem.facade import StudioBackend
 from timem.models import MemoryNode, Role
 from timem.recall.trace import RecallTrace
+from timem.studio_backend import StudioBackend
 from timem.tree.windows import to_utc
 from timem.ui import jobs, state, welcome
 from timem.ui.feedback import flash, plural, show_flashes, user_errors

@@ -28,8 +28,8 @@ import streamlit as st
 from timem.config import Config, load_config
 from timem.engine import MemoryEngine
 from timem.errors import ConfigError, InputError, LLMError, TimemError
-from timem.facade import StudioBackend
 from timem.service.client import ServiceClient
+from timem.studio_backend import StudioBackend
 
 ENGINE_KEY = "timem_engine"  #: session-state key of an injected MemoryEngine or ServiceClient (tests)
 DB_KEY = "timem_db_path"  #: session-state key of the chosen DuckDB file

@@ -26,7 +26,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from timem.errors import TimemError
+from timem.errors import MissingExtraError, TimemError
 from timem.models import MemoryNode, Role, Turn
 from timem.viz.timeline import LEVEL_COLOURS
 
@@ -100,7 +100,10 @@ def project_umap(X: np.ndarray, *, n_neighbors: int = 15, min_dist: float = 0.1,
     n = len(X)
     if n < 4:
         return _pca2(X)
-    import umap  # slow import (numba); only when a projection is asked for
+    try:
+        import umap  # slow import (numba); only when a projection is asked for
+    except ImportError as exc:
+        raise MissingExtraError("the manifold's UMAP projection", "studio", "umap-learn") from exc
 
     reducer = umap.UMAP(n_components=2, n_neighbors=max(2, min(n_neighbors, n - 1)), min_dist=min_dist,
                         metric="cosine", random_state=seed, n_jobs=1, init="random" if n < 10 else "spectral")
