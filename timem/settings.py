@@ -293,7 +293,8 @@ class MemorySettings(_Section):
     #: the memory layer (:mod:`timem.memory`): extract facts / preferences from people's turns and put the
     #: matching items first in the recall context (``False``: neither; the benchmark ablation switch)
     memory_items: bool = True
-    #: "auto" (one LLM call per closed session when an LLM is configured, else rules), "rules" or "llm"
+    #: "auto" (one LLM call per closed session with an OpenAI-compatible endpoint; the rules with the embedded
+    #: model, which wrote false items, and without an LLM: bench/results/item-extraction.md), "rules" or "llm"
     memory_extractor: Literal["auto", "rules", "llm"] = "auto"
     #: decay half-life of an item's weight in recall, days since its last support or access (None = no
     #: decay: the default, so benchmarks are not affected); chat turns use ``memory_chat_half_life_days``
