@@ -16,7 +16,7 @@ from timem.config import load_config
 from timem.datasets import load_jsonl
 from timem.engine import MemoryEngine
 from timem.recall.pipeline import recall
-from timem.recall.trace import load_traces
+from timem.recall.trace_store import load_traces
 from timem.store import Store
 from timem.store.check import check_store
 

@@ -137,17 +137,25 @@ def test_unknown_vector_index_is_refused(tmp_path, embedder):
         Store(tmp_path / "x.duckdb", embedder.model_id, embedder.dim, vector_index="faiss")
 
 
-@pytest.mark.parametrize("dropped", ["postings", "user_stats"])
-def test_a_file_from_before_the_postings_table_gets_it_on_the_first_query(tmp_path, embedder, real, dropped):
+def test_a_file_from_before_the_bm25_tables_gets_them_when_opened(tmp_path, embedder, real):
+    """A file of schema 9 (the fts extension's index, rebuilt after writes) is migrated: the BM25 tables are
+    built from its nodes, the extension's index is dropped, and the scores are those of ``match_bm25``."""
+    from timem.store.search import FTS_SCHEMA
+
     src, users, _ = real
     path = tmp_path / "old.duckdb"
     nodes = src.nodes(users[0], 1)[:20]
     with Store(path, embedder.model_id, embedder.dim) as store:
         store.add_nodes(nodes, np.stack([src.embeddings([n.id for n in nodes])[n.id] for n in nodes]))
-        store.refresh_fts()
-        store.con.execute(f"DROP TABLE fts_main_nodes.{dropped}")  # what an older TiMem left behind
+        for table in ("bm25_dict", "bm25_docs", "bm25_postings", "bm25_stopwords"):  # what TiMem 9 left behind
+            store.con.execute(f"DROP TABLE {table}")
+        store.con.execute("PRAGMA create_fts_index('nodes', 'id', 'search_text', stemmer = 'porter', "
+                          "stopwords = 'english', strip_accents = 1, lower = 1)")
+        store.con.execute("DELETE FROM schema_version WHERE version = 10")
     with Store(path, embedder.model_id, embedder.dim) as store:
-        assert store.get_meta("fts_dirty") == "0"
+        assert store.schema_version == 10
+        assert not store.con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = ?",
+                                     [FTS_SCHEMA]).fetchone()[0]
         word = max((w.strip(".,!?'\"") for n in nodes for w in n.content.split()), key=len)  # no stop word
         got, ref = store.search_bm25(users[0], word, 1, 5), _reference_bm25(store, users[0], word, 1, 5)
         assert ref and [i for i, _ in got] == [i for i, _ in ref]
@@ -160,21 +168,21 @@ import numpy as np
 from timem.store import Store
 store = Store(sys.argv[1], "sentence-transformers/all-MiniLM-L6-v2", 384)
 nodes = store.nodes(sys.argv[2], 1)
-for word, node in (("Zanzibar", nodes[0]), ("Mombasa", nodes[1])):  # two writes, each with its index rebuild
+for word, node in (("Zanzibar", nodes[0]), ("Mombasa", nodes[1])):  # two edits, each indexed in its transaction
     store.update_node(node.id, content=node.content + f" We flew to {word}.",
                       embedding=np.asarray(store.embeddings([node.id])[node.id]))
-    store.refresh_fts()
     if word == "Zanzibar":
-        store.con.execute("CHECKPOINT")  # the second rebuild is only in the write-ahead log
+        store.refresh_fts(force=True)  # a full rebuild (repair) too
+        store.con.execute("CHECKPOINT")  # the second edit is only in the write-ahead log
 print(nodes[1].id, flush=True)
 os._exit(0)  # as kill -9: no checkpoint, no close
 """
 
 
-def test_a_kill_after_an_fts_rebuild_leaves_a_file_that_opens(tmp_path, embedder):
-    """DuckDB could not replay the fts pragma's ``overwrite`` (a DROP SCHEMA ... CASCADE) from its WAL: a service
-    killed after a write's index rebuild left a file that no longer opened. The rebuild drops object by object.
-    (A small store: a large rebuild's log passes DuckDB's checkpoint threshold and is checkpointed at once.)"""
+def test_a_kill_after_an_indexed_write_leaves_a_file_that_opens(tmp_path, embedder):
+    """An edit's postings are written in its transaction: a process killed before the next checkpoint leaves a
+    file whose write-ahead log replays them (DuckDB could not replay the fts pragma's ``overwrite``, a DROP
+    SCHEMA ... CASCADE, that the store used to run after writes)."""
     import subprocess
     import sys
     from datetime import UTC, datetime
@@ -187,7 +195,6 @@ def test_a_kill_after_an_fts_rebuild_leaves_a_file_that_opens(tmp_path, embedder
                         span_end=at, content=t, model_id="verbatim", prompt_version="test")
              for i, t in enumerate(texts)]
     store.add_nodes(nodes, embedder.embed(texts))
-    store.refresh_fts()
     store.close()  # checkpointed: no log
     out = subprocess.run([sys.executable, "-c", KILLED_AFTER_REBUILD, str(db), "u"], capture_output=True,
                          text=True, timeout=300, check=True)
@@ -249,10 +256,17 @@ def test_in_memory_copies_follow_appends_edits_deletes_and_rollbacks(tmp_path, e
             raise RuntimeError("abort")
         assert extra.id not in same()
         top = after[0]
-        store.update_node(top, status=NodeStatus.DELETED)  # not an append: reloaded
-        assert top not in same() and store.memory_index.loads["vec"] == loads + 1
+        bm25_loads = store.memory_index.loads["bm25"]
+        store.update_node(top, status=NodeStatus.DELETED)  # patched too: no reload
+        assert top not in same() and store.memory_index.loads["vec"] == loads
         store.update_node(top, status=NodeStatus.ACTIVE)
         assert same() == after
+        store.update_node(top, content="Caroline researched adoption agencies in Timbuktu.",
+                          embedding=vecs[top])  # an edit: its old postings go, the new ones compete
+        assert [i for i, _ in store.search_bm25(users[0], "timbuktu", 1, 5)] == [top]
+        store.delete_nodes([after[1]])
+        assert after[1] not in same()
+        assert store.memory_index.loads["vec"] == loads and store.memory_index.loads["bm25"] == bm25_loads
         store.erase_user(users[0])
         assert store.search_vector(users[0], qv, 1, 15) == [] and store.search_bm25(users[0], q, 1, 15) == []
 

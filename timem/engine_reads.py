@@ -1,6 +1,6 @@
 """Read methods of the engine facade (:class:`timem.engine.MemoryEngine`): users, turns, sessions, nodes,
 vectors, traces, statistics, checks and exports. Nothing here writes, except :meth:`check` with ``repair``
-(rebuilds a stale BM25 snapshot)."""
+(rebuilds the BM25 index)."""
 
 from __future__ import annotations
 
@@ -36,13 +36,13 @@ class StoreReads:
 
     def check(self, user_id: str | None = None, *, repair: bool = False) -> list[Any]:
         """Tree invariant violations (:func:`timem.store.check.check_store`) of one user or all; ``repair``
-        first rebuilds a stale FTS snapshot. Raises :class:`NotFoundError` for an unknown user."""
+        first rebuilds the BM25 index from every node. Raises :class:`NotFoundError` for an unknown user."""
         from timem.store.check import check_store
 
         if user_id is not None:
             self.require_user(user_id)
         if repair:
-            self.store.refresh_fts()
+            self.store.refresh_fts(force=True)
         return check_store(self.store, self.config, user_id)
 
     def tree_text(self, user_id: str, *, level: int | None = None, width: int = 100) -> str:

@@ -114,12 +114,11 @@ def _check_turn_ids(store: MemoryStore, uid: str) -> list[Violation]:
 def _check_indexes(store: IndexHealth) -> list[Violation]:
     out: list[Violation] = []
     health = store.index_health()
-    if store.get_meta("fts_dirty") not in (None, "0"):
-        out.append(Violation(None, None, "fts", "FTS snapshot is older than the last write; it rebuilds on the "
-                                                "next search or `timem check --repair`"))
-    elif health["nodes"] and health["fts_documents"] != health["nodes"]:
-        out.append(Violation(None, None, "fts", f"FTS holds {health['fts_documents']} documents for "
-                                                f"{health['nodes']} nodes"))
+    if health["bm25_documents"] != health["nodes"] or health["bm25_stale"]:
+        out.append(Violation(None, None, "fts", f"the BM25 index holds {health['bm25_documents']} documents for "
+                                                f"{health['nodes']} nodes (out of step: "
+                                                f"{', '.join(health['bm25_stale'][:5]) or 'extra documents'}); "
+                                                "rebuild it with `timem check --repair`"))
     out += [Violation(None, i, "vector", "embedding is not a unit vector") for i in health["non_unit_vectors"]]
     return out
 

@@ -3,16 +3,14 @@
 * One file per deployment; ``:memory:`` works for experiments.
 * The fts and vss extensions are loaded from the installed ``duckdb-extension-fts`` /
   ``duckdb-extension-vss`` packages (never ``INSTALL`` from the network).
-* The FTS index (and the BM25 postings table derived from it, :mod:`timem.store.search`) is a
-  snapshot of ``nodes.search_text`` (the content with Chinese, Japanese and Korean runs cut into
-  words, :mod:`timem.store.segmenter`; equal to ``content`` for other text): writes mark it dirty and
-  :meth:`Store.refresh_fts` rebuilds it
-  once per batch (a full rebuild, roughly linear in the number of nodes; about 1 s for 23k short
-  nodes, 4-5 s for 228k, on 2 cores). BM25 queries refresh it lazily.
+* The BM25 postings (:mod:`timem.store.bm25`) index ``nodes.search_text`` (the content with Chinese,
+  Japanese and Korean runs cut into words, :mod:`timem.store.segmenter`; equal to ``content`` for other
+  text) with the fts extension's tokenizer and stemmer; every write keeps them current in its own
+  transaction, in work proportional to what it wrote. :meth:`Store.refresh_fts` with ``force`` rebuilds
+  them from every node (repair, hard erase).
 * Leaf searches (:meth:`Store.search_vector`, :meth:`Store.search_bm25`) read per-user in-memory copies of
-  the vectors and BM25 postings (:mod:`timem.store.memory_index`), loaded on the first search after a
-  change and extended in place after writes that only add nodes; the SQL they replace
-  (:mod:`timem.store.search`) gives the same rows.
+  the vectors and BM25 postings (:mod:`timem.store.memory_index`), loaded on the first search and patched
+  after each recorded write; the SQL they replace (:mod:`timem.store.search`) gives the same rows.
 * The embedder's model id and dimension are recorded on creation; opening the file with another
   embedder raises :class:`StoreError` rather than mixing vector spaces.
 """
@@ -30,6 +28,8 @@ from typing import Any
 import duckdb
 
 from timem.errors import StoreError
+from timem.store.bm25 import unindex_user
+from timem.store.extensions import extension_path
 from timem.store.items import ItemTables
 from timem.store.memory_index import MemoryIndex
 from timem.store.merge import merge_file
@@ -37,11 +37,7 @@ from timem.store.migrations import migrate
 from timem.store.nodes import NodeTables
 from timem.store.records import RecordTables
 from timem.store.rows import ID_LIST, one_row
-from timem.store.search import (
-    drop_hnsw,
-    ensure_hnsw,
-    extension_path,
-)
+from timem.store.search import drop_hnsw, ensure_hnsw
 from timem.store.search_tables import SearchTables
 from timem.store.segtree_tables import SegmentTreeTables
 from timem.store.traces import TraceTables
@@ -86,7 +82,6 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
         self.embed_model_id = embed_model_id
         self.schema_version = migrate(self.con, dim)
         self._in_tx = False
-        self._postings_seen = False
         #: in-memory copies of each user's vectors and BM25 postings per level (:mod:`timem.store.memory_index`)
         self.memory_index = MemoryIndex(dim)
         if vector_index not in ("exact", "hnsw"):
@@ -177,10 +172,10 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
         self.con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, value])
 
     def mark_nodes_written(self) -> str:
-        """Mark ``nodes`` changed (call inside the writing transaction): the fts index is dirty and the nodes
-        version (:mod:`timem.store.memory_index`) is a fresh token, returned."""
+        """Mark ``nodes`` changed (call inside the writing transaction): the nodes version
+        (:mod:`timem.store.memory_index`) is a fresh token, returned."""
         version = uuid.uuid4().hex
-        self.con.execute("INSERT OR REPLACE INTO meta VALUES ('fts_dirty', '1'), ('nodes_version', ?)", [version])
+        self.con.execute("INSERT OR REPLACE INTO meta VALUES ('nodes_version', ?)", [version])
         return version
 
     def get_meta(self, key: str) -> str | None:
@@ -236,7 +231,8 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
                 counts[table] = one_row(self.con.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?",
                                                          [user_id]))[0]
                 self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
-            self.mark_nodes_written()
+            unindex_user(self.con, user_id)
+            self.mark_nodes_written()  # no step recorded: the in-memory copies are loaded again
         return counts
 
     def checkpoint(self) -> None:

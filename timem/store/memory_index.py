@@ -5,16 +5,19 @@ recall. In SQL both read the whole level each time (at 100k L1 nodes per user: 7
 vector scan, 26 ms for BM25; ``bench/results/recall-latency.md``). :class:`MemoryIndex` keeps, per
 store, user and level:
 
-* **vectors** — the active nodes' ids (sorted) and their ``(n, dim)`` float32 embeddings, keyed by
-  the store's *nodes version* (meta ``nodes_version``: a fresh random token written in the same
-  transaction as every change to ``nodes``, so a rolled-back write leaves it unchanged and a
-  committed one is always seen). After writes that only appended nodes
-  (:meth:`MemoryIndex.note_append`, called by ``Store.add_nodes``) the cached copy is extended
-  instead of reloaded; any other change (edit, soft-delete, erase) reloads it.
-* **BM25 postings** — the active nodes' postings of the user and level from
-  ``fts_main_nodes.postings`` and the user's document frequencies over all its rows, keyed by the
-  *postings version* (meta ``postings_version``, rewritten by every fts rebuild). The fts index
-  stays a snapshot rebuilt after writes (:meth:`timem.store.duckdb_store.Store.refresh_fts`).
+* **vectors** — the active nodes' ids and their ``(n, dim)`` float32 embeddings, in a buffer that grows
+  by doubling, with a live mask (a removed node is masked, the buffer compacted when half of it is dead);
+* **BM25 postings** — the active nodes' postings of the user and level per term (``bm25_postings``) and
+  the user's ``N``, summed length and document frequencies over all its rows.
+
+Both are keyed by the store's *nodes version* (meta ``nodes_version``: a fresh random token written in the
+same transaction as every change to ``nodes``, so a rolled-back write leaves it unchanged and a committed
+one is always seen). Each write that can say what it changed (``Store.add_nodes``, ``update_node``,
+``delete_nodes``, a turn's new text) records a step (:meth:`MemoryIndex.note_change`: the nodes removed
+and added, as :class:`timem.store.bm25.Doc` records, and the added ones' vectors); the first search after
+it follows the chain of steps from the cached copy's version to the current one and patches the copy
+(work in the size of the change, not of the user). A version reached otherwise (a user erased, a file
+merged, a full index rebuild) is loaded again from DuckDB.
 
 **Same answers as the SQL.** numpy only shortlists vectors: every node whose numpy cosine is within
 :data:`MARGIN` of the ``k``-th best (float32 sums of 384 products differ from DuckDB's by less
@@ -38,11 +41,12 @@ import math
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import duckdb
 import numpy as np
 
+from timem.store.bm25 import Doc
 from timem.store.search import BM25_B, BM25_K1
 
 #: numpy-vs-DuckDB cosine slack of the shortlist (the two differ by < 5e-5)
@@ -51,8 +55,9 @@ MARGIN = 1e-3
 CACHE_BYTES = 768 * 2**20
 #: ``k1 + 1`` in tenths (the SQL's decimal literal ``1.2 + 1``), derived so the two formulas cannot drift apart
 _K1_PLUS_1_TENTHS = round((BM25_K1 + 1) * 10)
-#: append steps remembered per store (an ingest writes one per batch of nodes)
+#: write steps remembered per store (an ingest writes one per batch of nodes)
 MAX_STEPS = 4096
+_ACTIVE = "active"
 
 
 def exact_cosines(rows: np.ndarray, query_vec: np.ndarray) -> list[float]:
@@ -78,71 +83,123 @@ def exact_cosines(rows: np.ndarray, query_vec: np.ndarray) -> list[float]:
     return [float(x) for x in sim]
 
 
-@dataclass
+@dataclass(frozen=True)
+class _Change:
+    """One write's effect on ``nodes``: nodes removed (their old state), then nodes added (``vecs[i]`` is
+    ``added[i]``'s unit vector)."""
+
+    removed: tuple[Doc, ...]
+    added: tuple[Doc, ...]
+    vecs: np.ndarray
+
+
+@dataclass(frozen=True)
 class _Vectors:
-    ids: list[str]  #: sorted
-    vecs: np.ndarray  #: (n, dim) float32
+    """Active nodes of one user and level: ``ids[k]`` has vector ``buf[k]``; ``k`` is live while ``alive[k]``."""
+
+    ids: list[str]  #: position -> node id (arrival order; a position is never reused)
+    where: dict[str, int]  #: node id -> its live position
+    buf: np.ndarray  #: (capacity, dim) float32; rows ``[0, len(ids))`` are used
+    alive: np.ndarray  #: bool per used position
 
     @property
     def nbytes(self) -> int:
-        return int(self.vecs.nbytes) + 64 * len(self.ids)
+        return int(self.buf.nbytes + self.alive.nbytes) + 96 * len(self.ids)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Postings:
-    ids: list[str]  #: active nodes of the level with at least one posting, sorted
-    slices: dict[int, tuple[int, int]]  #: term id -> [start, end) into the posting arrays
-    doc: np.ndarray  #: int64 position in ``ids`` per posting, grouped by term id
-    tf: np.ndarray  #: int64 term frequency per posting
-    dlen: np.ndarray  #: float64 document length per posting
-    df: dict[int, int]  #: term id -> postings of the user (every level and status)
+    """Active nodes of one user and level with their postings per term, and the user's statistics over
+    every level and status."""
+
+    ids: list[str]  #: position -> node id (a position is never reused)
+    where: dict[str, int]  #: node id -> its live position
+    alive: np.ndarray  #: bool per position
+    terms: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]  #: term id -> (positions, tf int64, len float64)
+    df: dict[int, int]  #: term id -> the user's nodes holding it (every level and status)
     num_docs: int
-    avgdl: float
+    sum_len: int
+    n_postings: int = field(default=0)
+
+    @property
+    def avgdl(self) -> float:
+        # DuckDB's sum(len) / count(len) of BIGINTs: one double division of two exactly representable numbers
+        return self.sum_len / self.num_docs if self.num_docs else 0.0
 
     @property
     def nbytes(self) -> int:
-        return int(self.doc.nbytes + self.tf.nbytes + self.dlen.nbytes) + 64 * (len(self.ids) + len(self.df))
+        return (24 * self.n_postings + int(self.alive.nbytes) + 96 * len(self.ids)
+                + 64 * (len(self.terms) + len(self.df)))
+
+
+def _grow(buf: np.ndarray, used: int, rows: np.ndarray) -> np.ndarray:
+    """``buf`` with ``rows`` written after its first ``used`` rows, reallocated (doubling) when full. Rows
+    below ``used`` are never written, so a copy that shares ``buf`` keeps seeing its own rows."""
+    need = used + len(rows)
+    if need > len(buf):
+        bigger = np.empty((max(need, 2 * len(buf), 16), buf.shape[1]), dtype=np.float32)
+        bigger[:used] = buf[:used]
+        buf = bigger
+    buf[used:need] = rows
+    return buf
 
 
 class MemoryIndex:
     """One store's cache of per-user, per-level vectors and BM25 postings (see the module docstring).
 
-    Thread-safe: loads happen outside the lock; the connection is the caller's (DuckDB serialises it).
+    Thread-safe: loads and patches happen outside the lock on copies; the connection is the caller's.
     """
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
         self._lock = threading.Lock()
-        #: full loads from DuckDB so far, by kind (``"vec"``, ``"bm25"``): appends patch without one
+        #: full loads from DuckDB so far, by kind (``"vec"``, ``"bm25"``): recorded writes patch without one
         self.loads: Counter[str] = Counter()
         self._entries: OrderedDict[tuple[str, str, int], tuple[str | None, _Vectors | _Postings]] = OrderedDict()
-        #: nodes version before -> (version after, {(user, level): (ids, vectors)}) of an append-only write
-        self._steps: OrderedDict[str | None, tuple[str, dict[tuple[str, int], tuple[list[str], np.ndarray]]]] = \
-            OrderedDict()
+        #: nodes version before -> (version after, what the write changed)
+        self._steps: OrderedDict[str | None, tuple[str, _Change]] = OrderedDict()
 
     # ------------------------------------------------------------------ bookkeeping
-    def note_append(self, before: str | None, after: str, user_ids: Sequence[str], levels: Sequence[int],
-                    ids: Sequence[str], vecs: np.ndarray) -> None:
-        """Record that a write turned nodes version ``before`` into ``after`` by inserting active nodes only
-        (``ids[i]`` of ``user_ids[i]`` at ``levels[i]`` with unit vector ``vecs[i]``)."""
-        added: dict[tuple[str, int], tuple[list[str], list[int]]] = {}
-        for k, (u, lv, i) in enumerate(zip(user_ids, levels, ids, strict=True)):
-            slot = added.setdefault((u, int(lv)), ([], []))
-            slot[0].append(i)
-            slot[1].append(k)
-        step = {key: (got, np.asarray(vecs, dtype=np.float32)[rows]) for key, (got, rows) in added.items()}
+    def note_change(self, before: str | None, after: str, removed: Sequence[Doc], added: Sequence[Doc],
+                    vecs: np.ndarray) -> None:
+        """Record that a write turned nodes version ``before`` into ``after`` by removing the nodes ``removed``
+        (as they were) and then adding ``added`` (``vecs``: ``(len(added), dim)`` unit vectors; rows of nodes
+        that are not active are not used). An edit is a removal and an addition of the same id."""
+        change = _Change(tuple(removed), tuple(added), np.asarray(vecs, dtype=np.float32).reshape(len(added), self.dim))
         with self._lock:
-            self._steps[before] = (after, step)
+            self._steps[before] = (after, change)
             while len(self._steps) > MAX_STEPS:
                 self._steps.popitem(last=False)
 
-    def _get(self, key: tuple[str, str, int], version: str | None) -> _Vectors | _Postings | None:
+    def _chain(self, start: str | None, version: str | None) -> list[_Change] | None:
+        """The changes on the chain of steps ``start`` -> ``version``, or None when no such chain is remembered."""
+        out: list[_Change] = []
+        at = start
+        with self._lock:
+            for _ in range(len(self._steps) + 1):
+                if at == version:
+                    return out
+                step = self._steps.get(at)
+                if step is None:
+                    return None
+                at, change = step
+                out.append(change)
+        return None
+
+    def _cached(self, key: tuple[str, str, int], version: str | None
+                ) -> tuple[_Vectors | _Postings | None, list[_Change] | None]:
+        """``(copy, None)`` when cached at ``version``; ``(older copy, changes to apply)`` when a chain of steps
+        leads there from it; ``(None, None)`` when it must be loaded."""
         with self._lock:
             hit = self._entries.get(key)
-            if hit is not None and hit[0] == version:
+            if hit is not None:
                 self._entries.move_to_end(key)
-                return hit[1]
-        return None
+        if hit is None:
+            return None, None
+        if hit[0] == version:
+            return hit[1], None
+        chain = self._chain(hit[0], version)
+        return (hit[1], chain) if chain is not None else (None, None)
 
     def _put(self, key: tuple[str, str, int], version: str | None, value: _Vectors | _Postings) -> None:
         with self._lock:
@@ -152,51 +209,51 @@ class MemoryIndex:
                 self._entries.popitem(last=False)
 
     # ------------------------------------------------------------------ vectors
-    def _appended(self, user_id: str, level: int, start: str | None, version: str | None
-                  ) -> tuple[list[str], list[np.ndarray]] | None:
-        """The nodes appended for ``(user_id, level)`` on the chain of append steps ``start`` -> ``version``,
-        or None when no such chain is remembered (then the copy is reloaded)."""
-        ids: list[str] = []
-        vecs: list[np.ndarray] = []
-        at = start
-        with self._lock:
-            for _ in range(len(self._steps)):
-                if at == version:
-                    return ids, vecs
-                step = self._steps.get(at)
-                if step is None:
-                    return None
-                at, added = step
-                got = added.get((user_id, level))
-                if got is not None:
-                    ids += got[0]
-                    vecs.append(got[1])
-            return (ids, vecs) if at == version else None
+    def _patch_vectors(self, old: _Vectors, user_id: str, level: int, chain: list[_Change]) -> _Vectors:
+        ids, where, alive = list(old.ids), dict(old.where), old.alive.copy()
+        new_alive: list[bool] = []
+        rows: list[np.ndarray] = []
+        n0 = len(old.ids)
+        for change in chain:
+            for d in change.removed:
+                if d.user_id == user_id and d.level == level and d.status == _ACTIVE and d.node_id in where:
+                    k = where.pop(d.node_id)
+                    if k < n0:
+                        alive[k] = False
+                    else:
+                        new_alive[k - n0] = False
+            for d, v in zip(change.added, change.vecs, strict=True):
+                if d.user_id == user_id and d.level == level and d.status == _ACTIVE:
+                    where[d.node_id] = len(ids)
+                    ids.append(d.node_id)
+                    rows.append(v)
+                    new_alive.append(True)
+        buf = _grow(old.buf, n0, np.stack(rows)) if rows else old.buf
+        value = _Vectors(ids, where, buf, np.concatenate([alive, np.array(new_alive, dtype=bool)]))
+        if len(value.where) * 2 < len(value.ids):  # half dead: compact
+            keep = np.flatnonzero(value.alive)
+            kept = [value.ids[k] for k in keep.tolist()]
+            value = _Vectors(kept, {i: k for k, i in enumerate(kept)}, value.buf[keep].copy(),
+                             np.ones(len(kept), dtype=bool))
+        return value
 
     def _vectors(self, con: duckdb.DuckDBPyConnection, version: str | None, user_id: str, level: int) -> _Vectors:
         key = ("vec", user_id, level)
-        hit = self._get(key, version)
-        if hit is not None:
-            assert isinstance(hit, _Vectors)
-            return hit
-        with self._lock:
-            old = self._entries.get(key)
-        if old is not None and isinstance(old[1], _Vectors):
-            chain = self._appended(user_id, level, old[0], version)
-            if chain is not None:
-                new_ids, new_vecs = chain
-                ids = old[1].ids + new_ids
-                vecs = np.concatenate([old[1].vecs, *new_vecs]) if new_vecs else old[1].vecs
-                order = np.argsort(np.array(ids, dtype=object), kind="stable") if new_ids else None
-                value = _Vectors([ids[k] for k in order], vecs[order]) if order is not None else _Vectors(ids, vecs)
-                self._put(key, version, value)
-                return value
-        self.loads["vec"] += 1
-        tbl = con.execute("SELECT id, embedding FROM nodes WHERE user_id = ? AND level = ? AND status = 'active' "
-                          "ORDER BY id", [user_id, level]).to_arrow_table()
-        n = tbl.num_rows
-        flat = tbl.column("embedding").combine_chunks().flatten().to_numpy() if n else np.zeros(0, np.float32)
-        value = _Vectors(tbl.column("id").to_pylist(), np.asarray(flat, dtype=np.float32).reshape(n, self.dim))
+        old, chain = self._cached(key, version)
+        if old is not None:
+            assert isinstance(old, _Vectors)
+            if chain is None:
+                return old
+            value = self._patch_vectors(old, user_id, level, chain)
+        else:
+            self.loads["vec"] += 1
+            tbl = con.execute("SELECT id, embedding FROM nodes WHERE user_id = ? AND level = ? "
+                              "AND status = 'active' ORDER BY id", [user_id, level]).to_arrow_table()
+            n = tbl.num_rows
+            flat = tbl.column("embedding").combine_chunks().flatten().to_numpy() if n else np.zeros(0, np.float32)
+            ids = tbl.column("id").to_pylist()
+            value = _Vectors(ids, {i: k for k, i in enumerate(ids)},
+                             np.asarray(flat, dtype=np.float32).reshape(n, self.dim), np.ones(n, dtype=bool))
         self._put(key, version, value)
         return value
 
@@ -210,71 +267,150 @@ class MemoryIndex:
         """
         v = self._vectors(con, version, user_id, int(level))
         n = len(v.ids)
-        if not n or limit <= 0:
+        live = len(v.where)
+        if not live or limit <= 0:
             return []
-        approx = v.vecs @ np.asarray(query_vec, dtype=np.float32)
-        if n > limit:
+        approx = v.buf[:n] @ np.asarray(query_vec, dtype=np.float32)
+        approx[~v.alive] = -np.inf
+        if live > limit:
             kth = np.partition(approx, n - limit)[n - limit]
-            short = np.flatnonzero(approx >= kth - MARGIN)
+            short = np.flatnonzero((approx >= kth - MARGIN) & v.alive)
         else:
-            short = np.arange(n)
-        exact = exact_cosines(v.vecs[short], query_vec)
-        scored = sorted(zip(exact, short.tolist(), strict=True), key=lambda t: (-t[0], t[1]))
+            short = np.flatnonzero(v.alive)
+        exact = exact_cosines(v.buf[short], query_vec)
+        scored = sorted(zip(exact, short.tolist(), strict=True), key=lambda t: (-t[0], v.ids[t[1]]))
         return [(v.ids[k], c) for c, k in scored[:limit]]
 
     # ------------------------------------------------------------------ BM25
+    def _patch_postings(self, old: _Postings, user_id: str, level: int, chain: list[_Change]) -> _Postings:
+        ids, where, alive = list(old.ids), dict(old.where), old.alive.copy()
+        new_alive: list[bool] = []
+        df = dict(old.df)
+        num_docs, sum_len = old.num_docs, old.sum_len
+        grown: dict[int, tuple[list[int], list[int], list[float]]] = {}
+        n0 = len(old.ids)
+        for change in chain:
+            for d in change.removed:
+                if d.user_id != user_id:
+                    continue
+                num_docs, sum_len = num_docs - 1, sum_len - d.length
+                for t in d.terms:
+                    df[t] -= 1
+                if d.level == level and d.status == _ACTIVE and d.node_id in where:
+                    k = where.pop(d.node_id)
+                    if k < n0:
+                        alive[k] = False
+                    else:
+                        new_alive[k - n0] = False
+            for d in change.added:
+                if d.user_id != user_id:
+                    continue
+                num_docs, sum_len = num_docs + 1, sum_len + d.length
+                for t in d.terms:
+                    df[t] = df.get(t, 0) + 1
+                if d.level == level and d.status == _ACTIVE and d.terms:
+                    k = len(ids)
+                    where[d.node_id] = k
+                    ids.append(d.node_id)
+                    new_alive.append(True)
+                    for t, tf in d.terms.items():
+                        slot = grown.setdefault(t, ([], [], []))
+                        slot[0].append(k)
+                        slot[1].append(tf)
+                        slot[2].append(float(d.length))
+        terms = dict(old.terms)
+        for t, (new_pos, new_tf, new_len) in grown.items():
+            add = (np.array(new_pos, dtype=np.int64), np.array(new_tf, dtype=np.int64),
+                   np.array(new_len, dtype=np.float64))
+            have = terms.get(t)
+            terms[t] = add if have is None else (np.concatenate([have[0], add[0]]), np.concatenate([have[1], add[1]]),
+                                                 np.concatenate([have[2], add[2]]))
+        value = _Postings(ids, where, np.concatenate([alive, np.array(new_alive, dtype=bool)]), terms,
+                          {t: c for t, c in df.items() if c}, num_docs, sum_len,
+                          old.n_postings + sum(len(p[0]) for p in grown.values()))
+        if len(value.where) * 2 < len(value.ids):  # half dead: compact
+            value = _compact(value)
+        return value
+
     def _postings(self, con: duckdb.DuckDBPyConnection, version: str | None, user_id: str, level: int) -> _Postings:
         key = ("bm25", user_id, level)
-        hit = self._get(key, version)
-        if hit is not None:
-            assert isinstance(hit, _Postings)
-            return hit
+        old, chain = self._cached(key, version)
+        if old is not None:
+            assert isinstance(old, _Postings)
+            if chain is None:
+                return old
+            value = self._patch_postings(old, user_id, level, chain)
+        else:
+            value = self._load_postings(con, user_id, level)
+        self._put(key, version, value)
+        return value
+
+    def _load_postings(self, con: duckdb.DuckDBPyConnection, user_id: str, level: int) -> _Postings:
         self.loads["bm25"] += 1
-        stats = con.execute("SELECT num_docs, avgdl FROM fts_main_nodes.user_stats WHERE user_id = ?",
+        stats = con.execute("SELECT count(*), coalesce(sum(len), 0) FROM bm25_docs WHERE user_id = ?",
                             [user_id]).fetchone()
-        df = dict(con.execute("SELECT termid, count(*) FROM fts_main_nodes.postings WHERE user_id = ? "
-                              "GROUP BY termid", [user_id]).fetchall())
-        tbl = con.execute("SELECT termid, node_id, tf, len FROM fts_main_nodes.postings WHERE user_id = ? "
+        df = dict(con.execute("SELECT termid, count(*) FROM bm25_postings WHERE user_id = ? GROUP BY termid",
+                              [user_id]).fetchall())
+        tbl = con.execute("SELECT termid, node_id, tf, len FROM bm25_postings WHERE user_id = ? "
                           "AND level = ? AND status = 'active' ORDER BY termid, node_id",
                           [user_id, level]).fetchnumpy()
         term = np.asarray(tbl["termid"], dtype=np.int64)
         node = np.asarray(tbl["node_id"], dtype=object)
         ids = sorted(set(node.tolist()))
         pos = {i: k for k, i in enumerate(ids)}
+        doc = np.array([pos[i] for i in node.tolist()], dtype=np.int64)
+        tf, dlen = np.asarray(tbl["tf"], dtype=np.int64), np.asarray(tbl["len"], dtype=np.float64)
         cuts = np.flatnonzero(np.diff(term)) + 1 if len(term) else np.zeros(0, np.int64)
         starts = np.concatenate([[0], cuts]).astype(np.int64) if len(term) else cuts
         ends = np.concatenate([cuts, [len(term)]]).astype(np.int64) if len(term) else cuts
-        value = _Postings(ids=ids, slices={int(term[s]): (int(s), int(e)) for s, e in zip(starts, ends, strict=True)},
-                          doc=np.array([pos[i] for i in node.tolist()], dtype=np.int64),
-                          tf=np.asarray(tbl["tf"], dtype=np.int64), dlen=np.asarray(tbl["len"], dtype=np.float64),
-                          df={int(t): int(c) for t, c in df.items()},
-                          num_docs=int(stats[0]) if stats else 0, avgdl=float(stats[1]) if stats else 0.0)
-        self._put(key, version, value)
-        return value
+        terms = {int(term[s]): (doc[s:e], tf[s:e], dlen[s:e])
+                 for s, e in zip(starts.tolist(), ends.tolist(), strict=True)}
+        return _Postings(ids, pos, np.ones(len(ids), dtype=bool), terms, {int(t): int(c) for t, c in df.items()},
+                         int(stats[0]) if stats else 0, int(stats[1]) if stats else 0, len(term))
 
     def bm25_top(self, con: duckdb.DuckDBPyConnection, version: str | None, user_id: str, termids: Sequence[int],
                  level: int, limit: int) -> list[tuple[str, float]]:
         """Top ``limit`` active nodes of one user and level by BM25 over the query's ``termids`` (ids of
-        ``fts_main_nodes.dict``), as ``(id, score)``: the rows, scores and order of
-        :func:`timem.store.search.bm25_top`, from the cached postings at ``version``."""
+        ``bm25_dict``), as ``(id, score)``: the rows, scores and order of :func:`timem.store.search.bm25_top`,
+        from the cached postings at nodes ``version``."""
         p = self._postings(con, version, user_id, int(level))
         score = np.zeros(len(p.ids), dtype=np.float64)
         hit = np.zeros(len(p.ids), dtype=bool)
+        avgdl = p.avgdl
         for t in sorted({int(t) for t in termids}):
-            span, df = p.slices.get(t), p.df.get(t)
-            if span is None or not df:
+            got, df = p.terms.get(t), p.df.get(t)
+            if got is None or not df:
                 continue
-            s, e = span
+            docs, tf, dlen = got
             idf = math.log10((p.num_docs - df + 0.5) / (df + 0.5) + 1)
-            tf = p.tf[s:e]
             # DuckDB: tf * (k1 + 1) is an exact one-decimal product, then a double: (tf * 22) / 10 for k1 = 1.2
             num = (tf * _K1_PLUS_1_TENTHS).astype(np.float64) / 10.0
-            norm = num / (tf + BM25_K1 * ((1 - BM25_B) + BM25_B * (p.dlen[s:e] / p.avgdl)))
-            docs = p.doc[s:e]
+            norm = num / (tf + BM25_K1 * ((1 - BM25_B) + BM25_B * (dlen / avgdl)))
             score[docs] += idf * norm
             hit[docs] = True
-        found = np.flatnonzero(hit)
+        found = np.flatnonzero(hit & p.alive)
         if not len(found) or limit <= 0:
             return []
-        order = np.lexsort((found, -np.round(score[found], 9)))[:limit]
-        return [(p.ids[k], float(score[k])) for k in found[order].tolist()]
+        rounded = np.round(score[found], 9)
+        if len(found) > limit:  # the top `limit` by score, and every node tied with the last of them
+            keep = rounded >= np.partition(rounded, len(found) - limit)[len(found) - limit]
+            found, rounded = found[keep], rounded[keep]
+        order = sorted(range(len(found)), key=lambda i: (-rounded[i], p.ids[found[i]]))[:limit]
+        return [(p.ids[int(found[i])], float(score[found[i]])) for i in order]
+
+
+def _compact(p: _Postings) -> _Postings:
+    """``p`` without its dead positions."""
+    keep = np.flatnonzero(p.alive)
+    new_pos = np.full(len(p.ids), -1, dtype=np.int64)
+    new_pos[keep] = np.arange(len(keep))
+    terms: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    n = 0
+    for t, (docs, tf, dl) in p.terms.items():
+        m = p.alive[docs]
+        if m.any():
+            terms[t] = (new_pos[docs[m]], tf[m], dl[m])
+            n += int(m.sum())
+    ids = [p.ids[k] for k in keep.tolist()]
+    return _Postings(ids, {i: k for k, i in enumerate(ids)}, np.ones(len(ids), dtype=bool), terms, p.df,
+                     p.num_docs, p.sum_len, n)

@@ -173,9 +173,20 @@ def _v9_trace_bodies(con: duckdb.DuckDBPyConnection, dim: int) -> None:
     con.execute("ALTER TABLE recall_traces_v9 RENAME TO recall_traces")
 
 
+def _v10_bm25_tables(con: duckdb.DuckDBPyConnection, dim: int) -> None:
+    """BM25 postings in TiMem's own tables, kept up to date by each write (:mod:`timem.store.bm25`), built once
+    from the existing nodes; the fts extension's index (rebuilt after every write before) is dropped."""
+    from timem.store.bm25 import rebuild
+    from timem.store.search import drop_fts
+
+    rebuild(con)
+    drop_fts(con)
+    con.execute("DELETE FROM meta WHERE key IN ('fts_dirty', 'postings_version')")
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2, _v3, _v4, _v5, _v6_idempotency,
                                                                      _v7_memory_items, _v8_segtree_summaries,
-                                                                     _v9_trace_bodies]
+                                                                     _v9_trace_bodies, _v10_bm25_tables]
 
 
 def migrate(con: duckdb.DuckDBPyConnection, dim: int) -> int:

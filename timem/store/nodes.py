@@ -42,6 +42,15 @@ class NodeTables:
 
         def drop_item_sources(self, node_ids: Sequence[str], units: Sequence[str] = ()) -> dict[str, int]: ...
 
+        def _index_new_nodes(self, rows: Sequence[tuple[str, str, int, str, str | None]], vecs: np.ndarray) -> None: ...
+
+        def _reindex_node(self, node_id: str, embedding: np.ndarray | None) -> None: ...
+
+        def _unindex_nodes(self, node_ids: Sequence[str]) -> None: ...
+
+        def _record_change(self, removed: Sequence[Any], added: Sequence[Any], vecs: np.ndarray | None = None
+                           ) -> None: ...
+
     def relink(self, child_id: str, parent_id: str) -> None:
         """Set ``child_id``'s parent to ``parent_id`` if the child has none and the parent lists it."""
         self.con.execute("UPDATE nodes SET parent_id = ? WHERE id = ? AND parent_id IS NULL AND EXISTS "
@@ -67,22 +76,21 @@ class NodeTables:
                              f"expected finite unit vectors of dim {self.dim}")
         if not nodes:
             return
+        texts = [search_text(n.content) for n in nodes]
         with self.transaction():
             self.con.executemany(f"INSERT INTO nodes ({NODE_COLS}, embedding, search_text) VALUES "
                                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [[
                                      n.id, n.user_id, int(n.level), n.window_key, n.session_id,
                                      db_time(n.span_start), db_time(n.span_end), n.content, n.child_ids,
                                      n.history_ids, n.source_turn_ids, None, n.model_id, n.prompt_version,
-                                     db_time(n.created_at), n.status.value, n.stale, n.mode, v.tolist(),
-                                     search_text(n.content)]
-                                     for n, v in zip(nodes, vecs, strict=True)])
+                                     db_time(n.created_at), n.status.value, n.stale, n.mode, v.tolist(), text]
+                                     for n, v, text in zip(nodes, vecs, texts, strict=True)])
             for n in nodes:
                 if n.child_ids:
                     self.con.execute(f"UPDATE nodes SET parent_id = ? WHERE id IN {ID_LIST}", [n.id, n.child_ids])
-            before = self.get_meta("nodes_version")
-            live = [k for k, n in enumerate(nodes) if n.status == NodeStatus.ACTIVE]
-            self.memory_index.note_append(before, self.mark_nodes_written(), [nodes[k].user_id for k in live],
-                                          [int(nodes[k].level) for k in live], [nodes[k].id for k in live], vecs[live])
+            # the BM25 postings of the new nodes, in this transaction (timem.store.bm25)
+            self._index_new_nodes([(n.id, n.user_id, int(n.level), n.status.value, text)
+                                   for n, text in zip(nodes, texts, strict=True)], vecs)
 
     def window_keys(self, user_id: str, level: Level, session_id: str | None = None, *,
                     include_deleted: bool = False) -> set[str]:
@@ -109,12 +117,17 @@ class NodeTables:
         if stale is not None:
             sets.append("stale = ?")
             args.append(stale)
-        if sets:
+        if not sets:
+            return
+        with self.transaction():
             self.con.execute(f"UPDATE nodes SET {', '.join(sets)} WHERE id = ?", args + [node_id])
-            self.mark_nodes_written()
+            if content is not None or status is not None:  # its postings (and its place in the searches) change
+                self._reindex_node(node_id, embedding)
+            else:
+                self._record_change([], [])
 
     def delete_nodes(self, node_ids: Sequence[str]) -> None:
-        """Hard-erase nodes (rows, vectors; FTS on next refresh) and the source turns of erased L1
+        """Hard-erase nodes (rows, vectors, BM25 postings) and the source turns of erased L1
         segments (else they would be consolidated again); children lose their parent link; the segment
         trees (:mod:`timem.tree.segtree`) of the users of erased L1 nodes are dropped, to be rebuilt by the next
         sync."""
@@ -129,7 +142,7 @@ class NodeTables:
             self.con.execute(f"DELETE FROM segtree_summaries WHERE user_id IN {owners}", [list(node_ids)])
             self.drop_item_sources(node_ids)  # items read only from erased segments go with them
             self.con.execute(f"DELETE FROM nodes WHERE id IN {ID_LIST}", [list(node_ids)])
-            self.mark_nodes_written()
+            self._unindex_nodes(node_ids)
 
     def _nodes(self, where: str, args: list[Any], order: str = SQL_ORDER, limit: int | None = None
                ) -> list[MemoryNode]:

@@ -167,7 +167,7 @@ class IndexHealth(Protocol):
     def calendar_zone(self, zone: str | None = None) -> str | None: ...
 
     def index_health(self) -> dict[str, Any]:
-        """``{"nodes": n, "fts_documents": n or None, "non_unit_vectors": [node id, ...]}``."""
+        """``{"nodes": n, "bm25_documents": n, "bm25_stale": [node id, ...], "non_unit_vectors": [node id, ...]}``."""
         ...
 
 

@@ -1,27 +1,23 @@
-"""Candidate search inside DuckDB: BM25 over the fts index, cosine over ``nodes.embedding``.
+"""Candidate search inside DuckDB: BM25 over TiMem's own postings tables, cosine over ``nodes.embedding``.
 
 Both searches filter by ``user_id``, ``level`` and ``status = 'active'`` inside SQL, so no other
 user's node can ever be returned.
 
-**BM25.** ``PRAGMA create_fts_index`` (DuckDB fts extension: Porter stemmer, English stop list,
-accents stripped, lower-cased) builds an inverted index in schema ``fts_main_nodes`` over
-``nodes.search_text`` of every row: the content, with Chinese / Japanese / Korean runs cut into
-space-separated words by :mod:`timem.store.segmenter` (the fts tokenizer splits on whitespace and
-ASCII punctuation only); text without CJK characters is indexed exactly as written. Its ``match_bm25``
-macro scores *every row* of the table and only then lets the
-user filter apply (165 ms p50 at 228k rows, ``bench/results/recall-latency.md``). So after each
-fts build :func:`build_bm25_postings` derives one more table from the fts index,
-``fts_main_nodes.postings(user_id, level, status, termid, node_id, tf, len)``, sorted by
-``(user_id, level, termid)``: DuckDB's per-row-group min/max (zone maps) then let a query read
-only the row groups of one user, level and query term. :func:`bm25_top` scores with exactly the
-formula of ``match_bm25`` (Robertson/Sparck Jones BM25 with ``k1 = 1.2``, ``b = 0.75``,
-``idf = log10((N - df + 0.5) / (df + 0.5) + 1)``), but with ``N``, ``df`` and ``avgdl`` taken over
-**the user's own rows** (every level and status; ``fts_main_nodes.user_stats`` holds ``N`` and
-``avgdl`` per user, ``df`` comes from the user's postings): its scores equal ``match_bm25`` of an fts
-index over that user's rows alone (a test checks that on real data). So one user's scores never
-depend on other users' memories (tenants do not influence each other's ranking), and a benchmark
-conversation scores the same alone in its database or beside others (``timem bench --ray`` relies
-on it: one database per conversation).
+**BM25.** The postings live in tables of the store's own (:mod:`timem.store.bm25`: ``bm25_dict``,
+``bm25_docs``, ``bm25_postings``), written in the transaction of each write with the DuckDB fts extension's
+tokenizer (Porter stemmer, English stop list, accents stripped, lower-cased) over ``nodes.search_text``:
+the content, with Chinese / Japanese / Korean runs cut into space-separated words by
+:mod:`timem.store.segmenter` (the fts tokenizer splits on whitespace and ASCII punctuation only); text
+without CJK characters is indexed exactly as written. (The store used to rebuild the extension's own index
+after every write, O(N); its ``match_bm25`` macro also scored *every row* of the table before the user filter.)
+:func:`bm25_top` scores with exactly the formula of ``match_bm25`` (Robertson/Sparck Jones BM25 with
+``k1 = 1.2``, ``b = 0.75``, ``idf = log10((N - df + 0.5) / (df + 0.5) + 1)``), with ``N``, ``df`` and
+``avgdl`` taken over **the user's own rows** (every level and status: ``N`` and ``avgdl`` from
+``bm25_docs``, ``df`` from the user's postings): its scores equal ``match_bm25`` of an fts index over that
+user's rows alone (a test checks that on real data, after random writes, edits and deletes). So one user's
+scores never depend on other users' memories (tenants do not influence each other's ranking), and a
+benchmark conversation scores the same alone in its database or beside others (``timem bench --ray``
+relies on it: one database per conversation).
 
 **Vectors.** :func:`vector_top` is an exact scan by default (``array_cosine_similarity``; the
 stored vectors are unit length). With ``vector_index = "hnsw"`` (:class:`timem.config.Config`)
@@ -36,52 +32,26 @@ against the exact top 40 was 0.96 at 100k nodes per user; cost and numbers in
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import duckdb
 import numpy as np
 
-from timem.errors import StoreError
+from timem.store import bm25
 from timem.store.rows import one_row
 from timem.store.segmenter import search_text
 
-
-def extension_path(name: str) -> Path:
-    """Path of the ``.duckdb_extension`` file shipped by the ``duckdb-extension-<name>`` package.
-
-    Raises:
-        StoreError: the package is missing or does not match the installed duckdb version.
-    """
-    import importlib
-
-    try:
-        mod = importlib.import_module(f"duckdb_extension_{name}")
-    except ImportError as exc:
-        raise StoreError(f"DuckDB extension package duckdb-extension-{name} is not installed; "
-                         f"pip install duckdb-extension-{name}=={duckdb.__version__}") from exc
-    if mod.__file__ is None:
-        raise StoreError(f"DuckDB extension package duckdb-extension-{name} has no files (a namespace package?); "
-                         f"reinstall it: pip install --force-reinstall duckdb-extension-{name}=={duckdb.__version__}")
-    path = Path(mod.__file__).parent / "extensions" / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
-    if not path.exists():
-        raise StoreError(f"{path} not found: duckdb-extension-{name} must have the same version as duckdb "
-                         f"({duckdb.__version__}); pip install duckdb-extension-{name}=={duckdb.__version__}")
-    return path
-
-
-FTS_PRAGMA = ("PRAGMA create_fts_index('nodes', 'id', 'search_text', stemmer = 'porter', "
-              "stopwords = 'english', strip_accents = 1, lower = 1)")
 FTS_SCHEMA = "fts_main_nodes"
+HNSW_INDEX = "nodes_embedding_hnsw"
+BM25_K1, BM25_B = 1.2, 0.75
 
 
-def rebuild_fts(con: duckdb.DuckDBPyConnection) -> None:
-    """Drop the fts index object by object, then create it again (call inside a transaction).
+def drop_fts(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop the fts extension's index on ``nodes`` (left by TiMem before schema 9) object by object, then its
+    empty schema (call inside a transaction).
 
-    Not ``overwrite = 1``: that drops the index's schema with CASCADE, and DuckDB cannot replay that record
-    from its write-ahead log ("Cannot drop entry fts_main_nodes because there are entries that depend on
-    it"), so a process killed after such a rebuild committed but before the next checkpoint left a file that
-    no longer opens. Dropping each table and macro first, then the empty schema, replays cleanly
-    (``tests/test_store_search.py::test_a_kill_after_an_fts_rebuild_leaves_a_file_that_opens``)."""
+    Not ``DROP SCHEMA ... CASCADE``: DuckDB cannot replay that record from its write-ahead log ("Cannot drop
+    entry fts_main_nodes because there are entries that depend on it"), so a process killed after it
+    committed but before the next checkpoint left a file that no longer opened."""
     tables = con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = ?", [FTS_SCHEMA]).fetchall()
     for (name,) in tables:
         con.execute(f'DROP TABLE {FTS_SCHEMA}."{name}"')
@@ -90,40 +60,14 @@ def rebuild_fts(con: duckdb.DuckDBPyConnection) -> None:
     for (name,) in macros:
         con.execute(f'DROP MACRO IF EXISTS {FTS_SCHEMA}."{name}"')
     con.execute(f"DROP SCHEMA IF EXISTS {FTS_SCHEMA}")
-    con.execute(FTS_PRAGMA)
-HNSW_INDEX = "nodes_embedding_hnsw"
-BM25_K1, BM25_B = 1.2, 0.75
-
-
-#: the tables :func:`build_bm25_postings` derives from the fts index (a file lacking one gets them rebuilt)
-DERIVED_TABLES = ("postings", "user_stats")
-
-
-def build_bm25_postings(con: duckdb.DuckDBPyConnection) -> None:
-    """(Re)build ``fts_main_nodes.postings`` and ``fts_main_nodes.user_stats`` (per user: ``num_docs``,
-    ``avgdl`` over the user's rows) from the current fts index (call right after the pragma)."""
-    con.execute("""
-        CREATE OR REPLACE TABLE fts_main_nodes.postings AS
-        SELECT n.user_id, n.level, n.status, t.termid, d.name AS node_id, count(*)::INTEGER AS tf, d.len
-        FROM fts_main_nodes.terms t
-        JOIN fts_main_nodes.docs d ON d.docid = t.docid
-        JOIN nodes n ON n.id = d.name
-        GROUP BY ALL
-        ORDER BY n.user_id, n.level, t.termid""")
-    con.execute("""
-        CREATE OR REPLACE TABLE fts_main_nodes.user_stats AS
-        SELECT n.user_id, count(d.docid) AS num_docs, sum(d.len) / count(d.len) AS avgdl
-        FROM fts_main_nodes.docs d JOIN nodes n ON n.id = d.name
-        GROUP BY n.user_id""")
 
 
 def query_termids(con: duckdb.DuckDBPyConnection, query: str) -> list[int]:
-    """Term ids (``fts_main_nodes.dict``) of a BM25 query: cut like the indexed text
-    (:func:`timem.store.segmenter.search_text`), tokenised and stemmed by the fts index's own macros; terms
-    absent from the index (and stop words, which it never indexes) are left out."""
-    return [int(r[0]) for r in con.execute(
-        "SELECT d.termid FROM fts_main_nodes.dict d WHERE d.term IN "
-        "(SELECT DISTINCT stem(unnest(fts_main_nodes.tokenize(?)), 'porter'))", [search_text(query)]).fetchall()]
+    """Term ids (``bm25_dict``) of a BM25 query: cut like the indexed text
+    (:func:`timem.store.segmenter.search_text`), tokenised and stemmed by the fts extension's tokenizer and
+    stemmer (:func:`timem.store.bm25.query_termids`); terms absent from the index (and stop words, which it
+    never indexes) are left out."""
+    return bm25.query_termids(con, search_text(query))
 
 
 def bm25_top(con: duckdb.DuckDBPyConnection, user_id: str, query: str, level: int, limit: int
@@ -131,23 +75,23 @@ def bm25_top(con: duckdb.DuckDBPyConnection, user_id: str, query: str, level: in
     """Top ``limit`` active nodes of one user and level by BM25 (higher is better), as ``(id, score)``.
 
     The query is cut like the indexed text (:func:`timem.store.segmenter.search_text`: CJK words;
-    other text unchanged), then tokenised and stemmed by the fts index's own macros; terms absent from the index
-    (and stop words, which it never indexes) contribute nothing. Scores are ranked rounded to 9
-    decimals (summation order differs from ``match_bm25`` by ~1e-15), ties broken by node id. ``N``,
-    ``df`` and ``avgdl`` are the user's own (see the module docstring).
+    other text unchanged), then tokenised and stemmed by the fts extension's tokenizer and stemmer; terms
+    absent from the index (and stop words, which it never indexes) contribute nothing. Scores are ranked
+    rounded to 9 decimals (summation order differs from ``match_bm25`` by ~1e-15), ties broken by node id.
+    ``N``, ``df`` and ``avgdl`` are the user's own (see the module docstring).
     """
     termids = query_termids(con, query)
     if not termids:
         return []
     rows = con.execute(f"""
-        WITH st AS (SELECT num_docs, avgdl FROM fts_main_nodes.user_stats WHERE user_id = ?),
-        q AS (SELECT termid, count(*) AS df FROM fts_main_nodes.postings
+        WITH st AS (SELECT count(*) AS num_docs, sum(len) / count(len) AS avgdl FROM bm25_docs WHERE user_id = ?),
+        q AS (SELECT termid, count(*) AS df FROM bm25_postings
               WHERE user_id = ? AND termid IN (SELECT unnest(?::BIGINT[])) GROUP BY termid)
         SELECT p.node_id,
                sum(log(((st.num_docs - q.df) + 0.5) / (q.df + 0.5) + 1)
                    * ((p.tf * ({BM25_K1} + 1)) / (p.tf + {BM25_K1} * ((1 - {BM25_B}) + {BM25_B} * (p.len / st.avgdl)))))
                    AS score
-        FROM fts_main_nodes.postings p JOIN q ON p.termid = q.termid, st
+        FROM bm25_postings p JOIN q ON p.termid = q.termid, st
         WHERE p.user_id = ? AND p.level = ? AND p.status = 'active'
           AND p.termid IN ({", ".join(str(int(t)) for t in termids)})
         GROUP BY p.node_id ORDER BY round(score, 9) DESC, p.node_id LIMIT ?""",

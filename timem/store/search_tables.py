@@ -10,7 +10,6 @@ A mixin of :class:`timem.store.duckdb_store.Store`: it needs ``self.con``, ``sel
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -19,20 +18,20 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from timem.store import bm25
 from timem.store.memory_index import MemoryIndex
 from timem.store.rows import one_row, utc
-from timem.store.search import DERIVED_TABLES, build_bm25_postings, query_termids, rebuild_fts, vector_top
+from timem.store.search import query_termids, vector_top
 from timem.store.tree_queries import adjacent_segments, segments_in_windows
 
 
 class SearchTables:
-    """Search over ``self.con`` and the in-memory copies."""
+    """Search over ``self.con`` and the in-memory copies; the BM25 index's upkeep on every change to ``nodes``."""
 
     con: duckdb.DuckDBPyConnection
     dim: int
     vector_index: str
     memory_index: MemoryIndex
-    _postings_seen: bool
 
     def get_meta(self, key: str) -> str | None:  # provided by Store
         raise NotImplementedError
@@ -40,34 +39,57 @@ class SearchTables:
     def transaction(self) -> AbstractContextManager[None]:  # provided by Store
         raise NotImplementedError
 
+    def mark_nodes_written(self) -> str:  # provided by Store
+        raise NotImplementedError
+
     def refresh_fts(self, force: bool = False) -> bool:
-        """Rebuild the BM25 index over ``nodes.search_text`` (and its postings table,
-        :func:`timem.store.search.build_bm25_postings`) if writes happened since the last build."""
-        if not force and self.get_meta("fts_dirty") == "0" and (self._postings_seen or self._has_postings()):
-            self._postings_seen = True
+        """With ``force``, build the BM25 index (:mod:`timem.store.bm25`) again from every node: repair (``timem
+        check --repair``) and hard erase (the terms only erased nodes held leave the dictionary) only, as it
+        reads the whole table. Without, nothing: every write keeps the index current in its own transaction.
+        Returns whether it rebuilt."""
+        if not force:
             return False
         with self.transaction():
-            rebuild_fts(self.con)
-            build_bm25_postings(self.con)
-            self.con.execute("INSERT OR REPLACE INTO meta VALUES ('fts_dirty', '0'), ('postings_version', ?)",
-                             [uuid.uuid4().hex])
+            bm25.rebuild(self.con)
+            self.mark_nodes_written()  # no step recorded: the in-memory copies are loaded again
         return True
 
-    def _has_postings(self) -> bool:
-        """Whether the tables derived from the fts index exist (``postings``, ``user_stats``; files written
-        before one was introduced lack it)."""
-        return bool(one_row(self.con.execute("SELECT count(*) FROM duckdb_tables() "
-                                             "WHERE schema_name = 'fts_main_nodes' "
-                                             f"AND table_name IN {DERIVED_TABLES}"))[0] == len(DERIVED_TABLES))
+    def _record_change(self, removed: Sequence[bm25.Doc], added: Sequence[bm25.Doc],
+                       vecs: np.ndarray | None = None) -> None:
+        """Mark ``nodes`` written (inside the writing transaction) and tell the in-memory copies what changed:
+        ``removed`` (their old state), then ``added`` with ``vecs`` ``(len(added), dim)``."""
+        before = self.get_meta("nodes_version")
+        rows = np.zeros((0, self.dim), dtype=np.float32) if vecs is None else vecs
+        self.memory_index.note_change(before, self.mark_nodes_written(), removed, added, rows)
+
+    def _index_new_nodes(self, rows: Sequence[tuple[str, str, int, str, str | None]], vecs: np.ndarray) -> None:
+        """Index just-inserted nodes ``(id, user_id, level, status, search_text)`` with their vectors
+        ``(len(rows), dim)`` (inside the inserting transaction)."""
+        self._record_change([], bm25.index_docs(self.con, rows), vecs)
+
+    def _reindex_node(self, node_id: str, embedding: np.ndarray | None) -> None:
+        """Index a node again after its text or status changed (inside the updating transaction); ``embedding``
+        is its vector (read from the row when ``None``)."""
+        removed = bm25.unindex_docs(self.con, [node_id])
+        row = self.con.execute("SELECT id, user_id, level, status, search_text, embedding FROM nodes WHERE id = ?",
+                               [node_id]).fetchone()
+        if row is None:
+            self._record_change(removed, [])
+            return
+        vec = np.asarray(row[5] if embedding is None else embedding, dtype=np.float32)[None, :]
+        self._record_change(removed, bm25.index_docs(self.con, [(row[0], row[1], int(row[2]), row[3], row[4])]), vec)
+
+    def _unindex_nodes(self, node_ids: Sequence[str]) -> None:
+        """Take deleted nodes out of the index (inside the deleting transaction)."""
+        self._record_change(bm25.unindex_docs(self.con, node_ids), [])
 
     def search_bm25(self, user_id: str, query: str, level: int, limit: int) -> list[tuple[str, float]]:
         """Top ``limit`` active nodes of one user and level by BM25 (higher is better); user filter in SQL.
         Scores equal the fts extension's ``match_bm25`` over this user's rows alone (see :mod:`timem.store.search`)."""
-        self.refresh_fts()
         termids = query_termids(self.con, query)
         if not termids:
             return []
-        return self.memory_index.bm25_top(self.con, self.get_meta("postings_version"), user_id, termids, level, limit)
+        return self.memory_index.bm25_top(self.con, self.get_meta("nodes_version"), user_id, termids, level, limit)
 
     def search_vector(self, user_id: str, query_vec: np.ndarray, level: int, limit: int) -> list[tuple[str, float]]:
         """Top ``limit`` active nodes of one user and level by cosine similarity; user filter in SQL.
@@ -87,16 +109,16 @@ class SearchTables:
         return [(i, utc(a), utc(b)) for i, a, b in segments_in_windows(self.con, user_id, windows, limit, until)]
 
     def index_health(self) -> dict[str, Any]:
-        """What ``timem check`` reads: active and other nodes (``nodes``), documents in the BM25 index
-        (``fts_documents``, ``None`` before the first build) and ids of nodes whose vector is missing or
-        not unit-length (``non_unit_vectors``)."""
+        """What ``timem check`` reads: nodes (``nodes``), nodes in the BM25 index (``bm25_documents``), nodes
+        missing from it or indexed with another status or level than they have (``bm25_stale``: ids) and ids of
+        nodes whose vector is missing or not unit-length (``non_unit_vectors``)."""
         n_nodes = one_row(self.con.execute("SELECT count(*) FROM nodes"))[0]
-        try:
-            n_docs = one_row(self.con.execute("SELECT count(*) FROM fts_main_nodes.docs"))[0]
-        except duckdb.CatalogException:
-            n_docs = None
+        n_docs = one_row(self.con.execute("SELECT count(*) FROM bm25_docs"))[0]
+        stale = [r[0] for r in self.con.execute(
+            "SELECT n.id FROM nodes n LEFT JOIN bm25_docs d ON d.node_id = n.id "
+            "WHERE d.node_id IS NULL OR d.status <> n.status OR d.level <> n.level OR d.user_id <> n.user_id "
+            "ORDER BY n.id LIMIT 100").fetchall()]
         bad = [r[0] for r in self.con.execute(
             "SELECT id FROM nodes WHERE len(embedding) IS NULL OR abs(list_dot_product(embedding::FLOAT[], "
             "embedding::FLOAT[]) - 1) > 1e-3").fetchall()]
-        return {"nodes": int(n_nodes), "fts_documents": None if n_docs is None else int(n_docs),
-                "non_unit_vectors": bad}
+        return {"nodes": int(n_nodes), "bm25_documents": int(n_docs), "bm25_stale": stale, "non_unit_vectors": bad}

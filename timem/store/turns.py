@@ -1,6 +1,7 @@
 """The store's turn log (the :class:`~timem.store.ports.TurnLog` port): ``turns`` and ``sessions``.
 
-A mixin of :class:`timem.store.duckdb_store.Store` (it needs ``self.con`` and ``self.mark_nodes_written``).
+A mixin of :class:`timem.store.duckdb_store.Store` (it needs ``self.con`` and the BM25 upkeep,
+``self._unindex_nodes``).
 Times are UTC-aware at this boundary and naive UTC in the columns; event time is when a turn was said,
 ``ingested_at`` when it was stored.
 """
@@ -8,7 +9,7 @@ Times are UTC-aware at this boundary and naive UTC in the columns; event time is
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -26,8 +27,8 @@ class TurnTables:
 
     con: duckdb.DuckDBPyConnection
 
-    def mark_nodes_written(self) -> str:  # provided by Store
-        raise NotImplementedError
+    if TYPE_CHECKING:  # provided by Store's search part (timem.store.search_tables)
+        def _unindex_nodes(self, node_ids: Sequence[str]) -> None: ...
 
     def add_turns(self, turns: Sequence[Turn]) -> int:
         """Insert turns whose id is new; returns how many were inserted (idempotent)."""
@@ -75,7 +76,7 @@ class TurnTables:
             self.con.execute(f"DELETE FROM nodes WHERE id IN {ID_LIST}", [[r[0] for r in rows]])
             for table in ("segtree_nodes", "segtree_state"):  # its centroids hold the old text's vector
                 self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [turn.user_id])
-            self.mark_nodes_written()
+            self._unindex_nodes([r[0] for r in rows])
         return [(r[0], r[1]) for r in rows]
 
     def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]:

@@ -1,0 +1,185 @@
+"""Write latency benchmark (issue 26): what one chat write costs, and when it becomes recallable.
+
+Two stores, each in a fresh DuckDB file:
+
+* ``conv-26``: the LoCoMo conversation conv-26 (``tests/data/locomo-dev.json``) ingested with
+  :meth:`MemoryEngine.ingest` (no LLM: verbatim L1, extractive L2-L5);
+* ``synthetic-N`` (``--sizes``, default 20,000): N synthetic L1 segments of one user (the texts of
+  ``bench/recall_latency.py``'s generator, random unit vectors: vectors only cost, never rank here),
+  inserted with :meth:`Store.add_nodes` in batches of 1,000.
+
+Then ``--writes`` chat exchanges (a new session each time, each message holding a word that is nowhere else
+in the file), and after each one:
+
+* ``write_ack`` -- :meth:`MemoryEngine.add_exchange` until it returns (with the code of this branch before
+  the write queue: turns, L1 segment, consolidation, memory items, segment tree, then the index upkeep);
+* ``store_add_l1`` -- :meth:`Store.add_nodes` of one L1 node alone (the node row and its index upkeep);
+* ``first_bm25_after_write`` -- the first :meth:`Store.search_bm25` after the write (before issue 26 §2 it
+  rebuilt the whole fts index first);
+* ``recallable`` -- from the start of the write until a BM25 search for the message's unique word finds the
+  write's L1 segment (``write_ack`` + that search);
+* ``recall_after_write`` / ``recall_alone`` -- :meth:`MemoryEngine.recall` (no LLM, not persisted) right after
+  a write, and again with no write in between.
+
+Run it with the code to measure on ``PYTHONPATH`` (e.g. an export of the commit before the change, then this
+branch); results as JSON on stdout and in ``--out``. Not a test: nothing here asserts a speed.
+
+    nice -n 19 .venv/bin/python bench/write_latency.py --sizes 20000 --writes 20 --out /tmp/wl.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import string
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from recall_latency import _node, build_user, turn_pool  # noqa: E402
+
+from timem.config import Config  # noqa: E402
+from timem.datasets.locomo import load_locomo  # noqa: E402
+from timem.embed.minilm import MiniLMEmbedder  # noqa: E402
+from timem.engine import MemoryEngine  # noqa: E402
+from timem.store.duckdb_store import Store  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _ms(fn: Callable[[], Any]) -> tuple[Any, float]:
+    t = time.perf_counter()
+    out = fn()
+    return out, (time.perf_counter() - t) * 1000
+
+
+def _summary(xs: list[float]) -> dict[str, float]:
+    xs = sorted(xs)
+    return {"p50": round(statistics.median(xs), 1), "p95": round(xs[min(len(xs) - 1, int(0.95 * len(xs)))], 1),
+            "max": round(xs[-1], 1), "n": len(xs)}
+
+
+def _word(rng: random.Random) -> str:
+    return "zq" + "".join(rng.choice(string.ascii_lowercase) for _ in range(10))
+
+
+def measure(engine: MemoryEngine, user: str, start: datetime, writes: int, rng: random.Random,
+            question: str) -> dict[str, Any]:
+    store = engine.store
+    rows: dict[str, list[float]] = {k: [] for k in ("write_ack", "store_add_l1", "first_bm25_after_write",
+                                                    "recallable", "recall_after_write", "recall_alone")}
+    engine.recall(user, question, start, persist=False)  # warm: embedder, caches
+    for i in range(writes):
+        at = start + timedelta(days=i + 1)
+        word = _word(rng)
+        t0 = time.perf_counter()
+        engine.add_exchange(user, f"bench-s{i}", f"I finally visited {word} with my sister.", "That sounds lovely!", at)
+        t1 = time.perf_counter()
+        found = store.search_bm25(user, word, 1, 5)
+        t2 = time.perf_counter()
+        if not found:
+            raise SystemExit(f"the write's L1 segment is not found by its word {word}")
+        rows["write_ack"].append((t1 - t0) * 1000)
+        rows["first_bm25_after_write"].append((t2 - t1) * 1000)
+        rows["recallable"].append((t2 - t0) * 1000)
+        engine.add_exchange(user, f"bench-t{i}", f"We talked about {_word(rng)} again.", "Nice.",
+                            at + timedelta(hours=1))
+        t0 = time.perf_counter()
+        engine.recall(user, question, at + timedelta(hours=2), persist=False)
+        t1 = time.perf_counter()
+        engine.recall(user, question, at + timedelta(hours=2), persist=False)
+        t2 = time.perf_counter()
+        rows["recall_after_write"].append((t1 - t0) * 1000)
+        rows["recall_alone"].append((t2 - t1) * 1000)
+        node = store.node(found[0][0])
+        extra = node.model_copy(update={"id": f"{node.id}:bench{i}", "window_key": f"bench{i}", "child_ids": []})
+        vec = store.embeddings([node.id])[node.id][None, :]
+        t0 = time.perf_counter()
+        store.add_nodes([extra], vec)
+        rows["store_add_l1"].append((time.perf_counter() - t0) * 1000)
+    return {k: _summary(v) for k, v in rows.items()}
+
+
+def conv26(emb: MiniLMEmbedder, folder: Path, writes: int, rng: random.Random) -> dict[str, Any]:
+    cfg = Config().with_overrides(db_path=str(folder / "conv26.duckdb"))
+    store = Store(cfg.store.db_path, emb.model_id, emb.dim)
+    engine = MemoryEngine(cfg, store, emb, None)
+    user = [u for u in load_locomo(REPO / "tests" / "data" / "locomo-dev.json", None, cfg.time.tz)
+            if u.user_id == "conv-26"][0]
+    _, ingest = _ms(lambda: engine.ingest([user]))
+    nodes = store.con.execute("SELECT count(*) FROM nodes").fetchone()[0]  # type: ignore[index]
+    last = max(t.event_time for t in user.turns)
+    out = {"store": "conv-26", "nodes": nodes, "ingest_s": round(ingest / 1000, 2),
+           **measure(engine, user.user_id, last, writes, rng, "What did Caroline research?")}
+    store.close()
+    return out
+
+
+def synthetic(emb: MiniLMEmbedder, folder: Path, n: int, writes: int, rng: random.Random) -> dict[str, Any]:
+    cfg = Config().with_overrides(db_path=str(folder / f"synthetic-{n}.duckdb"))
+    store = Store(cfg.store.db_path, emb.model_id, emb.dim)
+    pool = turn_pool(4000, 7)
+    u = build_user("bench-a", n, len(pool), 8, 3, np.random.default_rng(7), pool)
+    vecs = np.random.default_rng(8).standard_normal((n, emb.dim)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    t = time.perf_counter()
+    for b in range(0, n, 1000):
+        chunk = u["l1"][b:b + 1000]
+        store.add_nodes([_node("bench-a", 1, c["id"], f"segment:{c['id']}", c["t"], c["t"], c["content"], [],
+                               c["session"]) for c in chunk], vecs[b:b + 1000])
+    build = time.perf_counter() - t
+    store.search_bm25("bench-a", "hiking", 1, 5)  # the index as a batch leaves it (built once before the change)
+    engine = MemoryEngine(cfg, store, emb, None)
+    last = max(c["t"] for c in u["l1"])
+    out = {"store": f"synthetic-{n}", "nodes": n, "build_s": round(build, 2),
+           **measure(engine, "bench-a", last + timedelta(days=1), writes, rng, "When did Caroline go hiking?")}
+    store.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="20000", help="synthetic store sizes (L1 nodes), comma-separated; '' for none")
+    ap.add_argument("--writes", type=int, default=20)
+    ap.add_argument("--no-conv26", action="store_true")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    emb = MiniLMEmbedder()
+    rng = random.Random(26)
+    import timem
+
+    commit = subprocess.run(["git", "-C", str(Path(timem.__file__).parent), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    doc: dict[str, Any] = {"timem": str(Path(timem.__file__).parent), "commit": commit or "unknown",
+                           "at": datetime.now(UTC).isoformat(timespec="seconds"), "loadavg": os.getloadavg(),
+                           "cpus": os.cpu_count(), "runs": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        if not args.no_conv26:
+            doc["runs"].append(conv26(emb, Path(tmp), args.writes, rng))
+            print(json.dumps(doc["runs"][-1]), file=sys.stderr)
+        for n in [int(s) for s in args.sizes.split(",") if s]:
+            doc["runs"].append(synthetic(emb, Path(tmp), n, args.writes, rng))
+            print(json.dumps(doc["runs"][-1]), file=sys.stderr)
+    doc["loadavg_after"] = os.getloadavg()
+    text = json.dumps(doc, indent=1)
+    if args.out:
+        args.out.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
