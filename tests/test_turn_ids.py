@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from test_import_faults import timem
-from timem.tree.check import check_store
+from timem.store.check import check_store
 
 from timem.chat_turns import check_user_id
 from timem.config import load_config
