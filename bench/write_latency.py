@@ -6,7 +6,9 @@ Two stores, each in a fresh DuckDB file:
   :meth:`MemoryEngine.ingest` (no LLM: verbatim L1, extractive L2-L5);
 * ``synthetic-N`` (``--sizes``, default 20,000): N synthetic L1 segments of one user (the texts of
   ``bench/recall_latency.py``'s generator, random unit vectors: vectors only cost, never rank here),
-  inserted with :meth:`Store.add_nodes` in batches of 1,000.
+  inserted with :meth:`Store.add_nodes` in batches of 1,000. ``--store-only``: no engine on these (its first
+  chat write reads memory items from every segment, minutes at 20k), only :meth:`Store.add_nodes` of one node,
+  the first BM25 search after it and a second one (``bm25_alone``).
 
 Then ``--writes`` chat exchanges (a new session each time, each message holding a word that is nowhere else
 in the file), and after each one:
@@ -129,7 +131,33 @@ def conv26(emb: MiniLMEmbedder, folder: Path, writes: int, rng: random.Random) -
     return out
 
 
-def synthetic(emb: MiniLMEmbedder, folder: Path, n: int, writes: int, rng: random.Random) -> dict[str, Any]:
+def store_writes(store: Store, writes: int, rng: random.Random) -> dict[str, Any]:
+    """One L1 node written with :meth:`Store.add_nodes`, then the first BM25 search, ``writes`` times (no engine:
+    no consolidation, memory items or segment tree)."""
+    rows: dict[str, list[float]] = {"store_add_l1": [], "first_bm25_after_write": [], "bm25_alone": []}
+    node = store.nodes("bench-a", 1, ids=["bench-a:L1:0"])[0]
+    vec = store.embeddings([node.id])[node.id][None, :]
+    for i in range(writes):
+        word = _word(rng)
+        extra = node.model_copy(update={"id": f"{node.id}:w{i}", "window_key": f"w{i}",
+                                        "content": f"{node.content} We went to {word}."})
+        t0 = time.perf_counter()
+        store.add_nodes([extra], vec)
+        t1 = time.perf_counter()
+        found = store.search_bm25("bench-a", word, 1, 5)
+        t2 = time.perf_counter()
+        store.search_bm25("bench-a", word, 1, 5)
+        t3 = time.perf_counter()
+        if [i for i, _ in found] != [extra.id]:
+            raise SystemExit(f"the written node is not found by its word {word}")
+        rows["store_add_l1"].append((t1 - t0) * 1000)
+        rows["first_bm25_after_write"].append((t2 - t1) * 1000)
+        rows["bm25_alone"].append((t3 - t2) * 1000)
+    return {k: _summary(v) for k, v in rows.items()}
+
+
+def synthetic(emb: MiniLMEmbedder, folder: Path, n: int, writes: int, rng: random.Random,
+              store_only: bool = False) -> dict[str, Any]:
     cfg = Config().with_overrides(db_path=str(folder / f"synthetic-{n}.duckdb"))
     store = Store(cfg.store.db_path, emb.model_id, emb.dim)
     pool = turn_pool(4000, 7)
@@ -143,6 +171,10 @@ def synthetic(emb: MiniLMEmbedder, folder: Path, n: int, writes: int, rng: rando
                                c["session"]) for c in chunk], vecs[b:b + 1000])
     build = time.perf_counter() - t
     store.search_bm25("bench-a", "hiking", 1, 5)  # the index as a batch leaves it (built once before the change)
+    if store_only:
+        out = {"store": f"synthetic-{n}", "nodes": n, "build_s": round(build, 2), **store_writes(store, writes, rng)}
+        store.close()
+        return out
     engine = MemoryEngine(cfg, store, emb, None)
     last = max(c["t"] for c in u["l1"])
     out = {"store": f"synthetic-{n}", "nodes": n, "build_s": round(build, 2),
@@ -156,6 +188,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="20000", help="synthetic store sizes (L1 nodes), comma-separated; '' for none")
     ap.add_argument("--writes", type=int, default=20)
     ap.add_argument("--no-conv26", action="store_true")
+    ap.add_argument("--store-only", action="store_true",
+                    help="synthetic stores: Store.add_nodes and the first BM25 search only (no engine)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     emb = MiniLMEmbedder()
@@ -172,7 +206,7 @@ def main() -> None:
             doc["runs"].append(conv26(emb, Path(tmp), args.writes, rng))
             print(json.dumps(doc["runs"][-1]), file=sys.stderr)
         for n in [int(s) for s in args.sizes.split(",") if s]:
-            doc["runs"].append(synthetic(emb, Path(tmp), n, args.writes, rng))
+            doc["runs"].append(synthetic(emb, Path(tmp), n, args.writes, rng, args.store_only))
             print(json.dumps(doc["runs"][-1]), file=sys.stderr)
     doc["loadavg_after"] = os.getloadavg()
     text = json.dumps(doc, indent=1)
