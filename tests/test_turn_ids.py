@@ -10,7 +10,6 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from test_import_faults import timem
-from timem.store.check import check_store
 
 from timem.chat_turns import check_user_id
 from timem.config import load_config
@@ -19,6 +18,7 @@ from timem.datasets.base import ImportedSession, ImportedUser
 from timem.engine import MemoryEngine
 from timem.errors import InputError
 from timem.models import Role, Turn
+from timem.store.check import check_store
 
 AT = datetime(2024, 4, 1, 9, tzinfo=UTC)
 
