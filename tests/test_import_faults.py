@@ -149,6 +149,16 @@ def test_engine_ingest_is_all_or_nothing_across_users(store, embedder):
 _DEEP = "[" * 5000 + "]" * 5000
 
 
+def _amy_store(tmp_path):
+    """A store with one of amy's turns, ingested through the CLI; returns its path and its bytes."""
+    db = tmp_path / "t.duckdb"
+    good = tmp_path / "good.jsonl"
+    good.write_text(line("amy", "I collect postcards."))
+    assert timem("ingest", str(good), "--format", "jsonl", "--l1-only", "--llm", "none", "--db", str(db),
+                 cwd=tmp_path).returncode == 0
+    return db, db.read_bytes()
+
+
 @pytest.mark.parametrize("case, bad, what", [
     ("nested line", _DEEP + "\n", "nested too deeply"),
     ("nested field", line("bob", "x").replace('"x"', _DEEP), "nested too deeply"),
@@ -159,12 +169,7 @@ _DEEP = "[" * 5000 + "]" * 5000
 ])
 def test_deep_json_and_overflowing_times_are_one_line_through_the_cli(tmp_path, case, bad, what):
     """Each gave a RecursionError or OverflowError traceback; now one line naming file and line, store unchanged."""
-    db = tmp_path / "t.duckdb"
-    good = tmp_path / "good.jsonl"
-    good.write_text(line("amy", "I collect postcards."))
-    assert timem("ingest", str(good), "--format", "jsonl", "--l1-only", "--llm", "none", "--db", str(db),
-                 cwd=tmp_path).returncode == 0
-    before = db.read_bytes()
+    db, before = _amy_store(tmp_path)
     src = tmp_path / "bad.jsonl"
     src.write_text(line("amy", "Another postcard.", ts="2024-04-01T10:00:00") + bad)
     res = timem("ingest", str(src), "--format", "jsonl", "--l1-only", "--llm", "none", "--db", str(db), cwd=tmp_path)
@@ -186,12 +191,7 @@ def test_deep_json_in_a_locomo_file_is_one_line(tmp_path):
 def test_ask_with_bytes_that_are_not_utf8_is_one_line(tmp_path):
     """A question typed in Latin-1 reaches Python as lone surrogates (surrogateescape): it was a TypeError traceback
     from the tokenizer; now one line naming the argument and the byte, before anything is opened."""
-    db = tmp_path / "t.duckdb"
-    good = tmp_path / "good.jsonl"
-    good.write_text(line("amy", "I collect postcards."))
-    assert timem("ingest", str(good), "--format", "jsonl", "--l1-only", "--llm", "none", "--db", str(db),
-                 cwd=tmp_path).returncode == 0
-    before = db.read_bytes()
+    db, before = _amy_store(tmp_path)
     res = timem("ask", b"What do I caf\xe9 collect?", "--user", "amy", "--recall-only", "--db", str(db), cwd=tmp_path)
     assert res.returncode == 1 and "Traceback" not in res.stderr, res
     err = res.stderr.strip()
