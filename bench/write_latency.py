@@ -10,6 +10,10 @@ Two stores, each in a fresh DuckDB file:
   chat write reads memory items from every segment, minutes at 20k), only :meth:`Store.add_nodes` of one node,
   the first BM25 search after it and a second one (``bm25_alone``).
 
+With the queue (the default; :func:`measure_queued`), ``--writes`` chat exchanges are acknowledged once their turns
+and job are stored, and the ack, the time until the write is recallable and until the worker consolidated it are
+reported. ``--sync`` measures the path without the queue instead:
+
 Then ``--writes`` chat exchanges (a new session each time, each message holding a word that is nowhere else
 in the file), and after each one:
 
@@ -27,6 +31,7 @@ Run it with the code to measure on ``PYTHONPATH`` (e.g. an export of the commit 
 branch); results as JSON on stdout and in ``--out``. Not a test: nothing here asserts a speed.
 
     nice -n 19 .venv/bin/python bench/write_latency.py --sizes 20000 --writes 20 --out /tmp/wl.json
+    nice -n 19 .venv/bin/python bench/write_latency.py --sync --sizes '' --writes 10   # without the queue
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import string
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -61,6 +67,7 @@ from timem.engine import MemoryEngine  # noqa: E402
 from timem.store.duckdb_store import Store  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+QUEUE = True  #: chat writes through the consolidation queue (``--sync``: consolidated in the write)
 
 
 def _ms(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -77,6 +84,57 @@ def _summary(xs: list[float]) -> dict[str, float]:
 
 def _word(rng: random.Random) -> str:
     return "zq" + "".join(rng.choice(string.ascii_lowercase) for _ in range(10))
+
+
+def measure_queued(engine: MemoryEngine, user: str, start: datetime, writes: int, rng: random.Random,
+                   question: str) -> dict[str, Any]:
+    """Chat writes with the consolidation queue's worker running (``online_queue``, as the memory service runs
+    them; every engine call under the worker's lock, as the service's requests):
+
+    * ``queued_ack`` -- :meth:`MemoryEngine.add_exchange` until it returns (turns + job stored);
+    * ``queued_recallable`` -- from the write's start until a recall's read-your-writes step (the L1 segments of
+      the user's queued jobs, :meth:`MemoryEngine.read_your_writes`) and a BM25 search find the write's segment;
+    * ``queued_consolidated`` -- from the write's start until the worker has finished the job (memory items,
+      closed windows, segment tree);
+    * ``recall_right_after_write`` -- a :meth:`MemoryEngine.recall` (no LLM, not persisted) right after the ack.
+    """
+    store = engine.store
+    lock = threading.Lock()
+    worker = engine.start_queue_worker(lock, poll_seconds=0.05)
+    rows: dict[str, list[float]] = {k: [] for k in ("queued_ack", "queued_recallable", "queued_consolidated",
+                                                    "recall_right_after_write")}
+    with lock:
+        engine.recall(user, question, start, persist=False)  # warm
+    for i in range(writes):
+        at = start + timedelta(days=i + 1, minutes=30)
+        word = _word(rng)
+        t0 = time.perf_counter()
+        with lock:
+            engine.add_exchange(user, f"bench-q{i}", f"I finally visited {word} with my sister.", "How nice!", at)
+        t1 = time.perf_counter()
+        with lock:
+            engine.read_your_writes(user)
+            found = store.search_bm25(user, word, 1, 5)
+        t2 = time.perf_counter()
+        if not found:
+            raise SystemExit(f"the queued write's L1 segment is not found by its word {word}")
+        if not worker.wait_idle(600):
+            raise SystemExit("the queue worker did not finish within 600 s")
+        t3 = time.perf_counter()
+        rows["queued_ack"].append((t1 - t0) * 1000)
+        rows["queued_recallable"].append((t2 - t0) * 1000)
+        rows["queued_consolidated"].append((t3 - t0) * 1000)
+        with lock:
+            engine.add_exchange(user, f"bench-r{i}", f"We talked about {_word(rng)} again.", "Nice.",
+                                at + timedelta(hours=1))
+        t0 = time.perf_counter()
+        with lock:
+            engine.recall(user, question, at + timedelta(hours=2), persist=False)
+        rows["recall_right_after_write"].append((time.perf_counter() - t0) * 1000)
+        worker.wait_idle(600)
+    worker.stop()
+    engine.queue_worker = None
+    return {k: _summary(v) for k, v in rows.items()}
 
 
 def measure(engine: MemoryEngine, user: str, start: datetime, writes: int, rng: random.Random,
@@ -117,7 +175,7 @@ def measure(engine: MemoryEngine, user: str, start: datetime, writes: int, rng: 
 
 
 def conv26(emb: MiniLMEmbedder, folder: Path, writes: int, rng: random.Random) -> dict[str, Any]:
-    cfg = Config().with_overrides(db_path=str(folder / "conv26.duckdb"))
+    cfg = Config().with_overrides(db_path=str(folder / "conv26.duckdb"), online_queue=QUEUE)
     store = Store(cfg.store.db_path, emb.model_id, emb.dim)
     engine = MemoryEngine(cfg, store, emb, None)
     user = [u for u in load_locomo(REPO / "tests" / "data" / "locomo-dev.json", None, cfg.time.tz)
@@ -125,8 +183,9 @@ def conv26(emb: MiniLMEmbedder, folder: Path, writes: int, rng: random.Random) -
     _, ingest = _ms(lambda: engine.ingest([user]))
     nodes = store.con.execute("SELECT count(*) FROM nodes").fetchone()[0]  # type: ignore[index]
     last = max(t.event_time for t in user.turns)
+    run = measure_queued if QUEUE else measure
     out = {"store": "conv-26", "nodes": nodes, "ingest_s": round(ingest / 1000, 2),
-           **measure(engine, user.user_id, last, writes, rng, "What did Caroline research?")}
+           **run(engine, user.user_id, last, writes, rng, "What did Caroline research?")}
     store.close()
     return out
 
@@ -158,7 +217,7 @@ def store_writes(store: Store, writes: int, rng: random.Random) -> dict[str, Any
 
 def synthetic(emb: MiniLMEmbedder, folder: Path, n: int, writes: int, rng: random.Random,
               store_only: bool = False) -> dict[str, Any]:
-    cfg = Config().with_overrides(db_path=str(folder / f"synthetic-{n}.duckdb"))
+    cfg = Config().with_overrides(db_path=str(folder / f"synthetic-{n}.duckdb"), online_queue=QUEUE)
     store = Store(cfg.store.db_path, emb.model_id, emb.dim)
     pool = turn_pool(4000, 7)
     u = build_user("bench-a", n, len(pool), 8, 3, np.random.default_rng(7), pool)
@@ -177,8 +236,9 @@ def synthetic(emb: MiniLMEmbedder, folder: Path, n: int, writes: int, rng: rando
         return out
     engine = MemoryEngine(cfg, store, emb, None)
     last = max(c["t"] for c in u["l1"])
+    run = measure_queued if QUEUE else measure
     out = {"store": f"synthetic-{n}", "nodes": n, "build_s": round(build, 2),
-           **measure(engine, "bench-a", last + timedelta(days=1), writes, rng, "When did Caroline go hiking?")}
+           **run(engine, "bench-a", last + timedelta(days=1), writes, rng, "When did Caroline go hiking?")}
     store.close()
     return out
 
@@ -191,7 +251,12 @@ def main() -> None:
     ap.add_argument("--store-only", action="store_true",
                     help="synthetic stores: Store.add_nodes and the first BM25 search only (no engine)")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--sync", action="store_true",
+                    help="consolidate inside each write (online_queue off, the path before the queue); default: the "
+                         "queue with its worker (measure_queued)")
     args = ap.parse_args()
+    global QUEUE
+    QUEUE = not args.sync
     emb = MiniLMEmbedder()
     rng = random.Random(26)
     import timem

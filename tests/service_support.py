@@ -27,7 +27,11 @@ def free_port() -> int:
 
 
 def engine_factory(db: Path, embedder, answer: Callable | None = None, **cfg) -> Callable[[], MemoryEngine]:
-    """Build the engine over ``db`` with the shared embedder; ``answer`` scripts the LLM (else none)."""
+    """Build the engine over ``db`` with the shared embedder; ``answer`` scripts the LLM (else none). Writes
+    consolidate in the request (``online_queue=False``) unless the test asks for the queue (tests/test_queue.py):
+    these tests read the memories a write reports."""
+    cfg.setdefault("online_queue", False)
+
     def make() -> MemoryEngine:
         config = load_config(env={}, db_path=db, llm_backend="none", cache_dir=db.parent / "cache",
                              consolidation_mode="extractive", **cfg)

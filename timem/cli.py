@@ -84,8 +84,10 @@ def _echo_ingested(report, cfg: Config) -> None:
 @app.command()
 def consolidate(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] = None, llm: LlmOpt = None,
                 flush: Annotated[bool, typer.Option(help="close every open window")] = False,
-                mode: ModeOpt = None, config: ConfigOpt = None) -> None:
-    """Consolidate every window that is due (or all open windows with --flush).
+                mode: ModeOpt = None, config: ConfigOpt = None,
+                retry_failed: Annotated[bool, typer.Option(help="run failed queue jobs again")] = False) -> None:
+    """Run the consolidation queue's pending jobs, then consolidate every window that is due (or all open
+    windows with --flush).
 
     ``--mode`` applies to windows without a node yet; an existing node is re-consolidated in its own mode.
     """
@@ -93,8 +95,16 @@ def consolidate(db: DbOpt = None, user: Annotated[str | None, typer.Option("--us
     with _engine(cfg) as eng:
         if user is not None:
             eng.require_user(user)
+        if retry_failed:
+            eng.retry_failed_jobs(user or "")
+        before = eng.store.queue_counts(user or "")
+        queued = eng.drain_queue(user, raise_errors=False)  # the service's queue, left by a stop or a crash
+        after = eng.store.queue_counts(user or "")
+        if before["pending"]:
+            typer.echo(f"queue: ran {before['pending']} job(s), {after['failed']} failed "
+                       f"({len(queued)} node(s)){'; see `timem check`' if after['failed'] else ''}")
         nodes = eng.consolidate(user, flush=flush, progress=terminal_progress)
-    typer.echo(f"wrote {len(nodes)} node(s)")
+    typer.echo(f"wrote {len(queued) + len(nodes)} node(s)")
 
 
 @app.command()
@@ -129,8 +139,13 @@ def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] 
     cfg = _config(config, db)
     with _engine(cfg, with_llm=False, must_exist=True) as eng:
         problems = eng.check(user, repair=repair)
+        queue = eng.queue_status(user or "")
     for p in problems:
         typer.echo(f"VIOLATION {p.rule}: user={p.user_id} node={p.node_id}: {p.detail}")
+    typer.echo(f"consolidation queue: {queue['pending']} pending, {queue['running']} running, {queue['failed']} "
+               f"failed, {queue['done']} done{' (run `timem consolidate`)' if queue['pending'] else ''}")
+    for j in queue["failed_jobs"]:
+        typer.echo(f"  failed job {j['id']} user={j['user_id']} attempts={j['attempts']}: {j['error']}")
     if problems:
         raise typer.Exit(2)
     typer.echo("ok: containment, calendar windows, links, source turns, turn ids, orphans, FTS and vectors")

@@ -21,6 +21,7 @@ from timem.consolidation.segment_topics import TopicReport
 from timem.datasets.base import ImportedUser
 from timem.embed.protocol import Embedder
 from timem.engine_chat import ASSISTANT_NAME, OnlineChat
+from timem.engine_queue import ConsolidationQueue
 from timem.engine_reads import StoreReads
 from timem.errors import (
     ConfigError,
@@ -62,7 +63,7 @@ class IngestReport:
             self.nodes_added[key] = self.nodes_added.get(key, 0) + 1
 
 
-class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
+class MemoryEngine(StoreReads, MemoryLayer, OnlineChat, ConsolidationQueue):
     """Temporal Memory Tree engine over one DuckDB store.
 
     Args:
@@ -92,7 +93,10 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
         return cls(config, store, embedder, llm)
 
     def close(self) -> None:
-        """Close the store (the DuckDB file); the engine is unusable afterwards. Closing twice is harmless."""
+        """Stop the queue worker if one runs (a job it was running is retried when the file is next opened), then
+        close the store (the DuckDB file); the engine is unusable afterwards. Closing twice is harmless."""
+        if self.queue_worker is not None:
+            self.queue_worker.stop()
         self.store.close()
 
     def __enter__(self) -> MemoryEngine:
@@ -351,7 +355,9 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
                participants: Sequence[str] = (), persist: bool = True, config: Config | None = None) -> RecallResult:
         """Recall ``user_id``'s memories for ``query`` (plan → leaves → propagation → gate → context).
 
-        See :func:`timem.recall.pipeline.recall` for the stages and the trace. ``complexity`` / ``gate`` /
+        See :func:`timem.recall.pipeline.recall` for the stages and the trace. Queued chat writes of the user are
+        seen: their L1 segments are written first if the queue worker has not yet (read-your-writes,
+        :mod:`timem.engine_queue`). ``complexity`` / ``gate`` /
         ``planner`` override the planner's complexity, ``config.recall.gate`` and ``config.recall.planner`` for this
         call; ``config`` replaces the engine's settings for this call (e.g. a benchmark recipe).
         The LLM planner or gate uses the engine's LLM when one is configured.
@@ -364,6 +370,7 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
             EmbeddingError: the query cannot be embedded.
         """
         check_question(query, question_time, (config or self.config).time.tz)
+        self.read_your_writes(user_id)
         return pipeline.recall(self.store, self.embedder, self.llm, config or self.config, user_id, query,
                                question_time, complexity_override=complexity, gate_override=gate,
                                planner_override=planner, participants=participants, persist=persist)
@@ -388,6 +395,7 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat):
         if self.llm is None:
             raise ConfigError("answering needs an LLM; set llm_backend to 'local' or 'openai', "
                               "or ask for the context alone (--recall-only / MemoryEngine.recall).")
+        self.read_your_writes(user_id)
         return pipeline.answer(self.store, self.embedder, self.llm, config or self.config, user_id, query,
                                question_time, complexity_override=complexity, gate_override=gate,
                                planner_override=planner, participants=participants, persist=persist, asker=asker)

@@ -6,6 +6,7 @@ consolidation). Event times are UTC-aware; the speaker's UTC offset is kept per 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -60,6 +61,12 @@ class OnlineChat:
 
         def _forget_turn(self, user_id: str, session_id: str, what: str, event_time: datetime) -> ChatTurn: ...
 
+        def _enqueue(self, user_id: str, session_ids: Sequence[str], turn_ids: Sequence[str]) -> int: ...
+
+        def _after_enqueue(self, user_id: str) -> list[MemoryNode]: ...
+
+        def queue_consolidation(self, user_id: str, session_ids: Sequence[str] = ()) -> list[MemoryNode]: ...
+
     def add_exchange(self, user_id: str, session_id: str, user_text: str, assistant_text: str,
                      event_time: datetime, *, user_name: str = "User", assistant_name: str = ASSISTANT_NAME,
                      consolidate: bool = True, request: WriteRequest | None = None) -> list[MemoryNode]:
@@ -68,7 +75,9 @@ class OnlineChat:
         Writes its L1 segment online and consolidates whatever windows closed in event time. Same as
         :meth:`add_message` then :meth:`add_reply`, except that nothing is written if either text is refused.
         ``request`` (an idempotency key) is stored in the turns' transaction; look it up with
-        :meth:`write_request` before writing again.
+        :meth:`write_request` before writing again. The consolidation is a job queued in that transaction too
+        (:mod:`timem.engine_queue`): with a queue worker running it is done later and ``[]`` is returned
+        (a recall still sees the write), else it runs before this returns.
 
         Raises:
             InputError: empty text, a naive ``event_time``, a name with a line break or control character, an
@@ -89,9 +98,11 @@ class OnlineChat:
         return self._add_chat_turns(user_id, turns, consolidate, request)
 
     def add_message(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
-                    user_name: str = "User", request: WriteRequest | None = None) -> Turn:
+                    user_name: str = "User", request: WriteRequest | None = None, consolidate: bool = False) -> Turn:
         """Store the user's chat message alone, before it is answered (so that it survives an answer that
-        never completes); no consolidation runs (an open session's L1 waits for the reply).
+        never completes); no consolidation runs (an open session's L1 waits for the reply) unless
+        ``consolidate``: then a job is queued with the turn, as :meth:`add_exchange` does (with ``l1_unit``
+        ``"turn"`` its L1 segment is written at once).
 
         Raises:
             InputError: empty text, a naive ``event_time``, a name with a line break or control character, an
@@ -104,7 +115,7 @@ class OnlineChat:
         seq = len(self.store.turns(user_id, session_id))
         turn = make_turn(user_id, session_id, seq, user_name, Role.USER, text, event_time,
                      speaker_offset(event_time, self.config.time.tz_for(user_id)))
-        self._add_chat_turns(user_id, [turn], False, request)
+        self._add_chat_turns(user_id, [turn], consolidate, request)
         return turn
 
     def add_reply(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
@@ -138,15 +149,15 @@ class OnlineChat:
 
     def remember(self, user_id: str, session_id: str, message: str, event_time: datetime, *,
                  reply: str | None = None, user_name: str = "User", assistant_name: str = ASSISTANT_NAME,
-                 consolidate: bool = True) -> list[MemoryNode]:
+                 consolidate: bool = True, request: WriteRequest | None = None) -> list[MemoryNode]:
         """Store what the user said (``message``), with the assistant's ``reply`` if there is one, at
         ``event_time`` (UTC-aware; a naive one is refused) in ``session_id``; then write its L1 segment and
         consolidate the windows that closed in event time (``consolidate=False``: later, :meth:`consolidate`).
         The library's name for :meth:`add_exchange` (with a reply) or :meth:`add_message` (without), as the
-        memory service's ``POST /v1/users/{user}/turns`` and the MCP ``remember`` tool do.
+        memory service's ``POST /v1/users/{user}/turns`` and the MCP ``remember`` tool do; ``request`` as there.
 
         Returns:
-            The memory nodes written (L1 segments first).
+            The memory nodes written (L1 segments first); ``[]`` when a queue worker consolidates later.
 
         Raises:
             InputError: as :meth:`add_exchange`; nothing is written.
@@ -154,9 +165,12 @@ class OnlineChat:
         """
         if reply is not None:
             return self.add_exchange(user_id, session_id, message, reply, event_time, user_name=user_name,
-                                     assistant_name=assistant_name, consolidate=consolidate)
-        self.add_message(user_id, session_id, message, event_time, user_name=user_name)
-        return self._consolidate_online(user_id) if consolidate else []
+                                     assistant_name=assistant_name, consolidate=consolidate, request=request)
+        check_chat(message, event_time)
+        check_names(user_name=user_name)
+        turn = make_turn(user_id, session_id, len(self.store.turns(user_id, session_id)), user_name, Role.USER,
+                         message, event_time, speaker_offset(event_time, self.config.time.tz_for(user_id)))
+        return self._add_chat_turns(user_id, [turn], consolidate, request)
 
     def write_request(self, user_id: str, key: str) -> tuple[str, list[str]] | None:
         """The write stored earlier with idempotency ``key`` for ``user_id``: ``(fingerprint, turn ids)``, or None."""
@@ -179,11 +193,13 @@ class OnlineChat:
             raise InputError(f"session {turns[0].session_id!r} started at {before[0].event_time.isoformat()}; a "
                              f"turn at {turns[-1].event_time.isoformat()}, more than a day later, would stretch its "
                              "memories over several days: send it in a new session", field="session_id")
-        with self.store.transaction():  # the turns and their idempotency key: both or neither
+        with self.store.transaction():  # the turns, their idempotency key and their job: all or none
             self.store.add_turns(turns)
             if request is not None:
                 self.store.record_write_request(user_id, request.key, request.fingerprint, [t.id for t in turns])
-        return self._consolidate_online(user_id) if consolidate else []
+            if consolidate:
+                self._enqueue(user_id, [t.session_id for t in turns], [t.id for t in turns])
+        return self._after_enqueue(user_id) if consolidate else []
 
     def chat_turn(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
                   user_name: str = "User", assistant_name: str = ASSISTANT_NAME, consolidate: bool = True) -> ChatTurn:
@@ -228,7 +244,7 @@ class OnlineChat:
         warning = None
         try:
             if self.llm is None:  # the note is shown, never stored: stored, it was recalled as a memory
-                written = self._consolidate_online(user_id) if consolidate else []
+                written = self.queue_consolidation(user_id, [session_id]) if consolidate else []
             else:
                 written = self.add_reply(user_id, session_id, reply, event_time, assistant_name=assistant_name,
                                          consolidate=consolidate)

@@ -175,6 +175,15 @@ class ConsolidationSettings(_Section):
     level_modes: dict[int, ConsolidationMode] = Field(default_factory=dict)
     #: cl100k token cap of an extractive / hybrid memory per level 2-5 (TOML table ``[consolidation.extractive_caps]``)
     extractive_caps: dict[int, int] = Field(default_factory=lambda: dict(DEFAULT_EXTRACTIVE_CAPS))
+    #: chat writes (service ``POST .../turns`` and ``.../chat``, MCP ``remember``) are acknowledged once their turns
+    #: and a consolidation job are stored; a worker thread of the service / MCP process writes the L1 segments,
+    #: memory items and L2-L5 afterwards (:mod:`timem.engine_queue`). ``false``, and wherever no worker runs (the
+    #: studio, the CLI, the Python API), the job is consolidated inside the write, as before
+    online_queue: bool = True
+    #: with ``online_queue``: how long a read that lists memories or memory items (service ``GET .../memories``,
+    #: ``.../items``, ``.../export``; MCP ``list``, ``facts``, ``forget``) waits for the user's queued jobs, in
+    #: seconds; then it answers with what is written. A recall never waits: it writes the queued L1 segments itself
+    queue_read_wait_seconds: float = Field(default=10.0, ge=0)
 
     @field_validator("level_modes")
     @classmethod

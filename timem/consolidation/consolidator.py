@@ -48,7 +48,17 @@ from timem.consolidation.segments import cut_segments, render_segment
 from timem.embed.protocol import Embedder
 from timem.errors import ConsolidationIncomplete, LLMError, UnusableAnswerError
 from timem.llm.protocol import LLMClient, Message
-from timem.models import CONSOLIDATION_MODES, Level, MemoryNode, NodeMode, NodeStatus, Role, TimeSpan, Turn
+from timem.models import (
+    CONSOLIDATION_MODES,
+    Level,
+    MemoryNode,
+    NodeMode,
+    NodeStatus,
+    Role,
+    SessionInfo,
+    TimeSpan,
+    Turn,
+)
 from timem.prompts import segment, title
 from timem.prompts.common import assistant_note, render_nodes
 from timem.prompts.registry import level_prompts
@@ -166,8 +176,7 @@ class Consolidator:
         if not sessions:
             return written
         watermark = max(s.last_event_at for s in sessions)
-        idle = timedelta(minutes=self.config.time.session_idle_timeout_minutes)
-        closed = {s.session_id: session_closed(s, sessions, watermark, idle, flush) for s in sessions}
+        closed = self._closed(sessions, watermark, flush)
         for s in progress(sessions, "L1 segments", len(sessions)):
             written += self.write_segments(user_id, s.session_id, closed=closed[s.session_id])
         if not upper_levels:
@@ -193,6 +202,26 @@ class Consolidator:
         if failures:
             raise ConsolidationIncomplete(failures, written)
         return written
+
+    def write_l1(self, user_id: str, session_ids: Sequence[str]) -> list[MemoryNode]:
+        """Write the missing L1 segments of these sessions of ``user_id`` only (what :meth:`consolidate` writes
+        first, without reading the user's other sessions): a queued write's segments, recallable at once
+        (:mod:`timem.engine_queue`). Returns the new nodes; unknown session ids are skipped."""
+        sessions = self.store.sessions(user_id)
+        wanted = set(session_ids)
+        if not sessions or not wanted:
+            return []
+        closed = self._closed(sessions, max(s.last_event_at for s in sessions), False)
+        written: list[MemoryNode] = []
+        for s in sessions:
+            if s.session_id in wanted:
+                written += self.write_segments(user_id, s.session_id, closed=closed[s.session_id])
+        return written
+
+    def _closed(self, sessions: Sequence[SessionInfo], watermark: datetime, flush: bool) -> dict[str, bool]:
+        """Per session id: whether the session is closed in event time (:func:`session_closed`)."""
+        idle = timedelta(minutes=self.config.time.session_idle_timeout_minutes)
+        return {s.session_id: session_closed(s, sessions, watermark, idle, flush) for s in sessions}
 
     def _mode(self, level: Level, existing: MemoryNode | None) -> NodeMode:
         """The mode a window is (re)consolidated in: its existing node's own, else the configured one."""

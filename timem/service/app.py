@@ -99,7 +99,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
         try:
             yield
         finally:
-            app.state.service.engine.close()
+            app.state.service.close()
 
     app = FastAPI(title="TiMem memory service", version="1", lifespan=lifespan,
                   responses={k: {"model": ErrorOut} for k in (400, 401, 404, 409, 413, 422)})
@@ -163,10 +163,12 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
     def add_turns(user: UserPath, body: TurnsIn, s: S, t: T, idempotency_key: IdemHeader = None) -> WrittenOut:
         """Store a user message, an assistant reply, or an exchange (both) at ``event_time``; a new user id
         is created by its first turn. Writes the L1 segment and consolidates closed windows (unless
-        ``consolidate`` is false or only a message is sent). With an idempotency key (``Idempotency-Key``
-        header or ``idempotency_key`` field), a retry of a stored write is answered with its turn ids
-        (``replayed``) and stores nothing more (it consolidates what is due, in case the first attempt was cut
-        short after its turns were stored); the same key with another body is 422."""
+        ``consolidate`` is false); with ``online_queue`` (the default) that is queued and done by the service's
+        worker: the answer comes once the turns are stored (``queued``, ``written`` empty), a recall sees them.
+        With an idempotency key (``Idempotency-Key`` header or ``idempotency_key`` field), a retry of a stored
+        write is answered with its turn ids (``replayed``) and stores nothing more (it consolidates what is due,
+        in case the first attempt was cut short after its turns were stored); the same key with another body is
+        422."""
         if body.message is None and body.reply is None:
             raise InputError("send a message, a reply, or both", field="message")
         s.check_text("message", body.message)
@@ -191,9 +193,8 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
                                                user_name=body.user_name, assistant_name=body.assistant_name,
                                                consolidate=body.consolidate, request=request)
                 elif body.message is not None:  # its L1 segment at once (l1_unit "turn"; "exchange" waits for a reply)
-                    eng.add_message(internal, body.session_id, body.message, body.event_time, user_name=body.user_name,
-                                    request=request)
-                    written = eng.consolidate(internal) if body.consolidate else []
+                    written = eng.remember(internal, body.session_id, body.message, body.event_time,
+                                           user_name=body.user_name, consolidate=body.consolidate, request=request)
                 else:
                     written = eng.add_reply(internal, body.session_id, body.reply, body.event_time,
                                             assistant_name=body.assistant_name, consolidate=body.consolidate,
@@ -201,8 +202,9 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
             except ConsolidationIncomplete as exc:  # the turns are stored (acknowledged); a window stays due
                 written, warning = list(exc.written), str(exc)
             turns = sorted((x for x in eng.turns(internal, body.session_id) if x.id not in before), key=lambda x: x.seq)
+            queued = body.consolidate and eng.queues_writes
         return WrittenOut(user=user, turn_ids=[x.id.replace(internal, user) for x in turns],
-                          written=[MemoryOut.of(n, internal, user) for n in written], warning=warning)
+                          written=[MemoryOut.of(n, internal, user) for n in written], warning=warning, queued=queued)
 
     def _written(user: str, internal: str, run: Callable[[], list]) -> WrittenOut:
         try:
@@ -267,6 +269,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
                       ids: Annotated[list[str] | None, Query()] = None) -> MemoriesOut:
         """The user's memories in conversation order (active ones unless ``status`` says otherwise; only the
         ``ids`` given, repeated ``?ids=L1-…&ids=L2-…``, if any)."""
+        s.engine.settle(t.internal(user))  # its queued writes' memories (bounded wait, outside the lock)
         with s.use() as eng:
             internal = s.require_user(eng, t, user)
             nodes = eng.nodes(internal, level, status=None if status == "all" else NodeStatus(status), ids=ids)
@@ -313,6 +316,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
                    status: Literal["active", "deleted", "all"] = "active") -> ItemsOut:
         """The user's memory items (facts, preferences, events, plans), oldest first; superseded items are
         active with ``valid_to`` set (history), forgotten ones ``deleted``."""
+        s.engine.settle(t.internal(user))  # its queued writes' memories (bounded wait, outside the lock)
         with s.use() as eng:
             internal = s.require_user(eng, t, user)
             items = eng.memory_items(internal, status=None if status == "all" else status)
@@ -349,6 +353,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
     def export_user(user: UserPath, s: S, t: T) -> dict:
         """Everything stored of the user as JSON: sessions, turns, memories and memory items (every status),
         recall traces."""
+        s.engine.settle(t.internal(user))  # its queued writes' memories (bounded wait, outside the lock)
         with s.use() as eng:
             internal = s.require_user(eng, t, user)
             data = eng.export_user(internal)

@@ -91,12 +91,19 @@ class Tenant:
 
 
 class Service:
-    """The engine and the lock every engine call holds."""
+    """The engine, the lock every engine call holds, and the consolidation queue's worker (which holds the lock
+    for each of its steps) when ``online_queue`` is on."""
 
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
         self.max_text = engine.config.service.service_max_text_chars
         self._lock = threading.Lock()
+        if engine.config.consolidation.online_queue:  # writes answer before consolidation (timem.engine_queue)
+            engine.start_queue_worker(self._lock)
+
+    def close(self) -> None:
+        """Stop the queue worker (after its current step), then close the engine."""
+        self.engine.close()
 
     @contextmanager
     def use(self) -> Iterator[MemoryEngine]:

@@ -3,8 +3,9 @@
 Tools, all for the user given at start (``timem mcp --db FILE --user ID``):
 
 * ``remember(text, event_time?, session_id?)`` — store ``text`` as the user's message (event time: now, UTC,
-  unless given with an offset; session: ``mcp-<UTC date>``), then consolidate: its L1 segment is written at
-  once and whatever windows closed in event time are consolidated.
+  unless given with an offset; session: ``mcp-<UTC date>``), then consolidate: its L1 segment and whatever
+  windows closed in event time. With ``online_queue`` (the default) a worker thread does that after the tool
+  answers (``queued: true``); a ``recall`` right after still finds the text.
 * ``recall(query, question_time?)`` — the recalled context (dated lines), its memory ids, Mem Len, trace id.
 * ``forget(memory_id=None, text=None, hard=False)`` — soft-delete a memory (undoable from the studio, CLI or
   HTTP API), or with ``hard`` erase it and its source turns for good; or, with ``text`` ("I work at Blue
@@ -77,6 +78,8 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
         f"Long-term memory of user {user_id!r} (TiMem, a Temporal Memory Tree). Call recall before answering "
         "questions about the user's past; call remember for facts worth keeping; forget removes a memory."))
     lock = threading.Lock()
+    if engine.config.consolidation.online_queue:  # remember answers before consolidation (timem.engine_queue)
+        engine.start_queue_worker(lock)
     limit = engine.config.service.service_max_text_chars
 
     def check(what: str, text: str) -> None:
@@ -101,9 +104,10 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
         at = _time(event_time, "event_time") or datetime.now(UTC)
         sid = _session_id(session_id) if session_id is not None else f"mcp-{at.astimezone(UTC).date().isoformat()}"
         with lock:
-            turn = engine.add_message(user_id, sid, text, at)
-            written = engine.consolidate(user_id)
-        return {"turn_id": turn.id, "session_id": sid, "memories_written": [n.id for n in written]}
+            written = engine.remember(user_id, sid, text, at)
+            turn = engine.turns(user_id, sid)[-1]
+            queued = engine.queues_writes
+        return {"turn_id": turn.id, "session_id": sid, "memories_written": [n.id for n in written], "queued": queued}
 
     @server.tool()
     @_says_why
@@ -136,12 +140,14 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
         if (memory_id is None) == (text is None):
             raise InputError("give memory_id or text (one of them)", field="memory_id")
         if text is not None:
+            engine.settle(user_id)  # the queued writes' memories (bounded wait, outside the lock)
             check("text", text)
             with lock:
                 engine.require_user(user_id)
                 plan = engine.forget(user_id, forget_request(text) or text, confirm=True, actor="mcp")
             return {"text": plan.text, "forgotten": not plan.empty,
                     "facts": [i.label() for i in plan.items], "memory_ids": [n.id for n in plan.segments]}
+        engine.settle(user_id)  # the queued writes' memories (bounded wait, outside the lock)
         with lock:
             node = engine.node(memory_id or "")
             if node is None or node.user_id != user_id:
@@ -158,6 +164,7 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
         Args:
             include_history: also list values that were superseded by a newer one.
         """
+        engine.settle(user_id)  # the queued writes' memories (bounded wait, outside the lock)
         with lock:
             engine.require_user(user_id)
             items = engine.memory_items(user_id)
@@ -178,6 +185,7 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
             raise InputError(f"level {level} is not 1-5", field="level")
         if not 1 <= limit <= 500:
             raise InputError(f"limit {limit} is not 1-500; give how many memories to list", field="limit")
+        engine.settle(user_id)  # the queued writes' memories (bounded wait, outside the lock)
         with lock:
             engine.require_user(user_id)
             nodes = engine.nodes(user_id, level)

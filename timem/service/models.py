@@ -196,6 +196,9 @@ class WrittenOut(BaseModel):
     #: are its turns; ``written`` holds only memories consolidated now, e.g. when a crash cut the first
     #: attempt short after its turns were stored; the others were reported the first time)
     replayed: bool = False
+    #: true when the write's consolidation is queued (``consolidation.online_queue``): ``written`` is empty, the
+    #: service's worker writes the memories shortly (``GET /v1/queue``); a recall sees the write at once
+    queued: bool = False
 
 
 class RecallOut(BaseModel):
@@ -285,6 +288,32 @@ class AboutOut(BaseModel):
     timezone: str  #: the zone of L3 days, L4 weeks and L5 months
     session_idle_timeout_minutes: int  #: an event-time gap that closes a session (a chat opens a new one)
     max_text_chars: int  #: longest text accepted (413 beyond)
+    #: the consolidation queue of this tenant's users: jobs per state (pending, running, done, failed)
+    queue: dict[str, int] = Field(default_factory=dict)
+    online_queue: bool = False  #: whether writes are acknowledged before their consolidation (a worker runs)
+
+
+class QueueJobOut(BaseModel):
+    """A failed consolidation job: its id, user, how often it ran, its error (UTC time)."""
+
+    id: int
+    user: str
+    attempts: int
+    error: str | None
+    enqueued_at: str
+
+
+class QueueOut(BaseModel):
+    """The consolidation queue of the calling tenant's users: jobs per state, the newest failed ones with their
+    errors, and how many failed jobs a retry put back to pending."""
+
+    pending: int
+    running: int
+    done: int
+    failed: int
+    worker: bool  #: whether a worker drains the queue (else writes consolidate in the request)
+    failed_jobs: list[QueueJobOut] = Field(default_factory=list)
+    retried: int = 0
 
 
 class ErrorOut(BaseModel):

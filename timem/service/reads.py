@@ -12,7 +12,7 @@ from fastapi import FastAPI, Query
 from fastapi import Path as PathParam
 
 from timem.errors import NotFoundError
-from timem.service.context import S, T, UserPath, as_tenant_sees
+from timem.service.context import S, T, Tenant, UserPath, as_tenant_sees
 from timem.service.models import (
     ID_PATTERN,
     AboutOut,
@@ -22,11 +22,21 @@ from timem.service.models import (
     ItemOut,
     MemoryOut,
     PinIn,
+    QueueJobOut,
+    QueueOut,
     SessionsOut,
     TracesOut,
     TurnOut,
     TurnsOut,
 )
+
+
+def _queue_out(status: dict, t: Tenant) -> QueueOut:
+    jobs = [QueueJobOut(id=j["id"], user=j["user_id"][len(t.prefix):], attempts=j["attempts"],
+                        error=(j["error"] or "").replace(t.prefix, "") or None, enqueued_at=j["enqueued_at"])
+            for j in status["failed_jobs"]]
+    return QueueOut(**{k: status[k] for k in ("pending", "running", "done", "failed", "worker")}, failed_jobs=jobs)
+
 
 ItemPath = Annotated[str, PathParam(pattern=r"^item-[0-9a-f]{16}$", description="a memory item id")]
 
@@ -43,7 +53,21 @@ def add_studio_routes(app: FastAPI) -> None:
                             consolidation_mode=cfg.consolidation.consolidation_mode,
                             level_modes=dict(cfg.consolidation.level_modes), timezone=cfg.time.timezone,
                             session_idle_timeout_minutes=cfg.time.session_idle_timeout_minutes,
-                            max_text_chars=s.max_text)
+                            max_text_chars=s.max_text, queue=eng.store.queue_counts(t.prefix),
+                            online_queue=eng.queues_writes)
+
+    @app.get("/v1/queue")
+    def queue(s: S, t: T) -> QueueOut:
+        """The consolidation queue of your users: jobs per state, the newest failed ones with their errors."""
+        with s.use() as eng:
+            return _queue_out(eng.queue_status(t.prefix), t)
+
+    @app.post("/v1/queue/retry")
+    def retry_queue(s: S, t: T) -> QueueOut:
+        """Put your users' failed consolidation jobs back to pending (the worker runs them again)."""
+        with s.use() as eng:
+            n = eng.retry_failed_jobs(t.prefix)
+            return _queue_out(eng.queue_status(t.prefix), t).model_copy(update={"retried": n})
 
     @app.get("/v1/users/{user}/sessions")
     def list_sessions(user: UserPath, s: S, t: T) -> SessionsOut:

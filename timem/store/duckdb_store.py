@@ -31,6 +31,7 @@ from timem.errors import StoreError
 from timem.store.bm25 import unindex_user
 from timem.store.extensions import extension_path
 from timem.store.items import ItemTables
+from timem.store.jobs import JobTables
 from timem.store.memory_index import MemoryIndex
 from timem.store.merge import merge_file
 from timem.store.migrations import migrate
@@ -44,7 +45,7 @@ from timem.store.traces import TraceTables
 from timem.store.turns import TurnTables
 
 
-class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, ItemTables):
+class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, ItemTables, JobTables):
     """DuckDB adapter for everything TiMem persists.
 
     Args:
@@ -82,6 +83,8 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
         self.embed_model_id = embed_model_id
         self.schema_version = migrate(self.con, dim)
         self._in_tx = False
+        #: consolidation jobs a process that died had claimed, back to pending (:mod:`timem.store.jobs`)
+        self.stale_jobs_released = self.release_stale_jobs()
         #: in-memory copies of each user's vectors and BM25 postings per level (:mod:`timem.store.memory_index`)
         self.memory_index = MemoryIndex(dim)
         if vector_index not in ("exact", "hnsw"):
@@ -227,7 +230,8 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
             self.con.execute(f"DELETE FROM llm_cache WHERE key IN {ID_LIST}", [keys])
             counts["llm_cache"] += self.purge_cache_mentioning(texts)
             for table in ("turns", "sessions", "nodes", "recall_traces", "llm_calls", "segtree_nodes", "segtree_state",
-                          "segtree_summaries", "write_requests", "memory_items", "memory_extractions"):
+                          "segtree_summaries", "write_requests", "memory_items", "memory_extractions",
+                          "consolidation_jobs"):
                 counts[table] = one_row(self.con.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?",
                                                          [user_id]))[0]
                 self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
@@ -256,4 +260,5 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
             "prompt_tokens": calls[2], "completion_tokens": calls[3],
             "schema_version": self.schema_version,
             **dict(zip(("recall_traces", "recall_trace_bytes"), self.trace_bytes(), strict=True)),
+            "consolidation_queue": self.queue_counts(),
         }

@@ -184,9 +184,24 @@ def _v10_bm25_tables(con: duckdb.DuckDBPyConnection, dim: int) -> None:
     con.execute("DELETE FROM meta WHERE key IN ('fts_dirty', 'postings_version')")
 
 
+def _v11_consolidation_jobs(con: duckdb.DuckDBPyConnection, dim: int) -> None:
+    """``consolidation_jobs``: the durable consolidation queue (:mod:`timem.store.jobs`). A chat write inserts its
+    job in its turns' transaction; a worker consolidates it later (L1 segments, memory items, L2-L5, segment tree).
+    ``state`` is pending / running / done / failed (``error`` says why), ``attempts`` counts claims, ``l1_done``
+    says the job's L1 segments are written. Holds ids, never text; erased with the user. Empty at first: files
+    written before kept consolidating in the write. Ids
+    are ``max(id) + 1`` (one writer per file; a sequence would restart after a compaction's copy)."""
+    con.execute("""
+        CREATE TABLE IF NOT EXISTS consolidation_jobs (
+            id BIGINT NOT NULL, user_id VARCHAR NOT NULL, session_ids VARCHAR[] NOT NULL, turn_ids VARCHAR[] NOT NULL,
+            state VARCHAR NOT NULL, l1_done BOOLEAN NOT NULL, attempts INTEGER NOT NULL, enqueued_at TIMESTAMP NOT NULL,
+            claimed_at TIMESTAMP, finished_at TIMESTAMP, error VARCHAR)""")
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2, _v3, _v4, _v5, _v6_idempotency,
                                                                      _v7_memory_items, _v8_segtree_summaries,
-                                                                     _v9_trace_bodies, _v10_bm25_tables]
+                                                                     _v9_trace_bodies, _v10_bm25_tables,
+                                                                     _v11_consolidation_jobs]
 
 
 def migrate(con: duckdb.DuckDBPyConnection, dim: int) -> int:

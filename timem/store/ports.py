@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from timem.models import Level, MemoryItem, MemoryNode, NodeStatus, SessionInfo, Turn
+from timem.store.jobs import JOB_STATES, ConsolidationJob
 from timem.store.segtree_tables import SyncReport
 from timem.store.segtree_view import TreeView
 from timem.tree.segtree import SegNode
@@ -271,8 +272,35 @@ class Maintenance(Protocol):
         ...
 
 
+class JobQueue(Protocol):
+    """The durable consolidation queue (:mod:`timem.store.jobs`)."""
+
+    def enqueue_job(self, user_id: str, session_ids: Sequence[str], turn_ids: Sequence[str]) -> int: ...
+
+    def claim_jobs(self, user_id: str | None = None) -> list[ConsolidationJob]: ...
+
+    def unwritten_l1_jobs(self, user_id: str) -> list[ConsolidationJob]: ...
+
+    def mark_jobs_l1(self, job_ids: Sequence[int]) -> None: ...
+
+    def finish_jobs(self, job_ids: Sequence[int]) -> None: ...
+
+    def fail_jobs(self, job_ids: Sequence[int], error: str) -> None: ...
+
+    def retry_jobs(self, user_prefix: str = "") -> int: ...
+
+    def release_stale_jobs(self) -> int: ...
+
+    def open_jobs(self, user_id: str) -> int: ...
+
+    def queue_counts(self, user_prefix: str = "") -> dict[str, int]: ...
+
+    def jobs(self, user_prefix: str = "", states: Sequence[str] = JOB_STATES, limit: int = 100
+             ) -> list[ConsolidationJob]: ...
+
+
 class MemoryStore(LLMCache, TraceSink, AuditSink, TurnLog, NodeRepository, Search, IndexHealth, ItemRepository,
-                  Maintenance, Protocol):
+                  Maintenance, JobQueue, Protocol):
     """Everything TiMem persists (the DuckDB :class:`~timem.store.Store` is the one implementation)."""
 
     @property
@@ -283,5 +311,5 @@ class MemoryStore(LLMCache, TraceSink, AuditSink, TurnLog, NodeRepository, Searc
 
 if TYPE_CHECKING:  # mypy: the DuckDB store satisfies every port
     def _checks(s: Store) -> tuple[LLMCache, TraceSink, AuditSink, TurnLog, NodeRepository, Search, IndexHealth,
-                                   ItemRepository, SegmentTreePort, Maintenance, MemoryStore]:
-        return s, s, s, s, s, s, s, s, s.segment_tree, s, s
+                                   ItemRepository, SegmentTreePort, Maintenance, JobQueue, MemoryStore]:
+        return s, s, s, s, s, s, s, s, s.segment_tree, s, s, s

@@ -1,0 +1,183 @@
+"""The durable consolidation queue (issue 26 part 1): a chat write stores its turns and a job in one transaction
+and returns; a worker consolidates later. Real DuckDB files, the hashing embedder, no LLM; the kill -9 test runs
+a real subprocess; the service test serves on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+from service_support import engine_factory, serving
+
+from timem.config import load_config
+from timem.engine import MemoryEngine
+from timem.errors import ConfigError, StoreError
+from timem.models import Level
+from timem.service import KeyFile, create_app
+from timem.store import Store
+from timem.store.check import check_store
+
+REPO = Path(__file__).resolve().parents[1]
+BASE = datetime(2024, 3, 1, 8, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def embedder(fake_embedder):
+    return fake_embedder
+
+
+def _engine(db: Path, embedder, **cfg) -> MemoryEngine:
+    config = load_config(env={}, db_path=db, llm_backend="none", cache_dir=db.parent / "cache",
+                         consolidation_mode="extractive", memory_extractor="rules", **cfg)
+    return MemoryEngine(config, Store(db, embedder.model_id, embedder.dim), embedder, None)
+
+
+def _write_days(eng: MemoryEngine, user: str, days: int) -> None:
+    for d in range(days):
+        at = BASE + timedelta(days=d)
+        eng.add_exchange(user, f"s{d}", f"Day {d}: I baked bread number {d} with rye.", "Sounds tasty!", at)
+
+
+def _assert_consolidated_once(store: Store, user: str, n_turns: int) -> None:
+    """Every turn is in exactly one active L1 segment, every window has one active node, every job is done."""
+    l1 = store.nodes(user, 1)
+    covered = Counter(t for n in l1 for t in n.source_turn_ids)
+    assert len(covered) == n_turns and set(covered.values()) == {1}, covered
+    for level in (2, 3, 4):
+        keys = Counter(n.window_key for n in store.nodes(user, level))
+        assert keys and set(keys.values()) == {1}, (level, keys)
+    counts = store.queue_counts()
+    assert counts["pending"] == counts["running"] == counts["failed"] == 0 and counts["done"] > 0, counts
+
+
+_CRASH = textwrap.dedent("""
+    import os, signal, sys
+    from datetime import UTC, datetime, timedelta
+    sys.path.insert(0, {tests!r})
+    from test_queue import _engine, _write_days
+    from timem.embed.fake import HashingEmbedder
+    from pathlib import Path
+
+    import threading
+    eng = _engine(Path({db!r}), HashingEmbedder(), online_queue=True)
+    lock = threading.RLock()
+    lock.acquire()                       # the worker waits for it: the writes stay queued
+    eng.start_queue_worker(lock)
+    _write_days(eng, "amy", 4)
+    assert eng.store.queue_counts()["pending"] == 4, eng.store.queue_counts()
+    calls = []
+    real = eng._consolidate_online
+    def dying(user_id):
+        calls.append(user_id)
+        if len(calls) == 1:
+            out = real(user_id)          # consolidated, but the job is not yet marked done ...
+            os.kill(os.getpid(), signal.SIGKILL)   # ... when the process dies
+        return real(user_id)
+    eng._consolidate_online = dying
+    eng.drain_queue("amy")
+""")
+
+
+def test_a_job_survives_kill9_and_is_consolidated_exactly_once(tmp_path, embedder):
+    db = tmp_path / "timem.duckdb"
+    script = tmp_path / "crash.py"
+    script.write_text(_CRASH.format(tests=str(REPO / "tests"), db=str(db)))
+    proc = subprocess.run([sys.executable, str(script)], env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -9, proc.stderr[-3000:]
+    with _engine(db, embedder) as eng:  # the restart: the stale running jobs are pending again
+        assert eng.store.stale_jobs_released == 4
+        assert eng.store.queue_counts()["pending"] == 4 and eng.store.queue_counts()["done"] == 0
+        eng.drain_queue()
+        _assert_consolidated_once(eng.store, "amy", 8)
+        assert {j.attempts for j in eng.store.jobs()} == {2}
+        assert check_store(eng.store, eng.config) == []
+
+
+def test_queued_write_returns_at_once_and_a_recall_reads_it(tmp_path, embedder):
+    lock = threading.RLock()  # held by the test: the worker cannot run a job meanwhile
+    with _engine(tmp_path / "timem.duckdb", embedder) as eng:
+        eng.start_queue_worker(lock)
+        with lock:
+            _write_days(eng, "amy", 2)
+            written = eng.add_exchange("amy", "s9", "I visited Zanzibarqx with my sister.", "Lovely!",
+                                       BASE + timedelta(days=9))
+            assert written == [] and eng.queues_writes
+            assert eng.store.queue_counts()["pending"] == 3 and eng.store.nodes("amy", 1) == []
+            res = eng.recall("amy", "Where did I go with my sister? Zanzibarqx", BASE + timedelta(days=10),
+                             persist=False)
+            assert "Zanzibarqx" in res.context
+            assert all(j.l1_done and j.state == "pending" for j in eng.store.jobs())  # L1 only: the rest is queued
+            assert eng.store.nodes("amy", 2) == []
+        assert eng.queue_worker.wait_idle(60)
+        eng.queue_worker.stop()  # the store's one connection is ours again
+        _assert_consolidated_once(eng.store, "amy", 6)
+        assert check_store(eng.store, eng.config) == []
+
+
+def test_sync_path_when_the_queue_is_off(tmp_path, embedder):
+    with _engine(tmp_path / "timem.duckdb", embedder, online_queue=False) as eng:
+        with pytest.raises(ConfigError, match="online_queue"):
+            eng.start_queue_worker()
+        written = eng.add_exchange("amy", "s1", "I baked rye bread.", "Nice!", BASE)
+        assert {n.level for n in written} == {Level.SEGMENT} and not eng.queues_writes
+        assert eng.store.queue_counts()["done"] == 1
+
+
+def test_a_failed_job_records_its_error_and_can_be_retried(tmp_path, embedder):
+    with _engine(tmp_path / "timem.duckdb", embedder) as eng:
+        worker = eng.start_queue_worker()
+        real, calls = eng._consolidate_online, []
+
+        def failing(user_id):
+            calls.append(user_id)
+            if len(calls) == 1:
+                raise StoreError("disk full; free space and retry the job")
+            return real(user_id)
+
+        eng._consolidate_online = failing
+        with worker.lock:
+            eng.add_exchange("amy", "s1", "I baked rye bread.", "Nice!", BASE)
+        assert worker.wait_idle(60)
+        with worker.lock:
+            status = eng.queue_status()
+            assert status["failed"] == 1 and "disk full" in status["failed_jobs"][0]["error"]
+            assert "disk full" in (worker.last_error or "")
+            assert eng.retry_failed_jobs() == 1
+        assert worker.wait_idle(60)
+        worker.stop()
+        assert eng.queue_status()["failed"] == 0 and eng.store.queue_counts()["done"] == 1
+        assert len(eng.store.nodes("amy", 1)) == 2  # l1_unit "turn": the message and the reply
+
+
+def test_service_acks_queued_writes_and_shows_the_queue(tmp_path, embedder):
+    db = tmp_path / "timem.duckdb"
+    kf = KeyFile(tmp_path / "keys.json")
+    key = kf.add("acme")
+    app = create_app(engine_factory(db, embedder, memory_extractor="rules", online_queue=True), kf)
+    with serving(app) as (base, _), httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"},
+                                                 timeout=60) as http:
+        for d in range(3):
+            r = http.post("/v1/users/mia/turns", json={
+                "session_id": f"s{d}", "message": f"Day {d}: I met Quentorix at the market.", "reply": "Nice!",
+                "event_time": (BASE + timedelta(days=d)).isoformat()})
+            assert r.status_code == 200 and r.json()["queued"] is True and r.json()["written"] == []
+        r = http.post("/v1/users/mia/recall", json={"query": "Who did I meet? Quentorix", "persist": False})
+        assert r.status_code == 200 and "Quentorix" in r.json()["context"]
+        levels = {m["level"] for m in http.get("/v1/users/mia/memories").json()["memories"]}  # waits for the queue
+        assert {1, 2} <= levels
+        about = http.get("/v1/about").json()
+        assert about["online_queue"] is True and about["queue"]["done"] == 3 and about["queue"]["pending"] == 0
+        q = http.get("/v1/queue").json()
+        assert q["failed"] == 0 and q["worker"] is True
+    with Store(db, embedder.model_id, embedder.dim) as store:
+        assert store.queue_counts()["running"] == 0
+        assert check_store(store, load_config(env={}, db_path=db)) == []

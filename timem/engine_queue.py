@@ -1,0 +1,269 @@
+"""The engine facade's consolidation queue: chat writes acknowledged in milliseconds, consolidated by a worker.
+
+A chat write stores its turns and a job (:mod:`timem.store.jobs`) in one transaction. Then:
+
+* with a :class:`QueueWorker` attached (``engine.queue_worker``, started by the memory service and the MCP server
+  when ``Config.consolidation.online_queue`` is on), the write returns at once; the worker drains the queue one
+  user at a time: the jobs' L1 segments (embedded, indexed), then memory items, L2-L5 windows and the segment tree
+  (:meth:`ConsolidationQueue.run_jobs`);
+* without one (the studio, the CLI, the Python API, or ``online_queue = false``), the write runs its job itself
+  before it returns, as writes did before the queue.
+
+**Read-your-writes**: a recall (or answer) of a user with jobs whose L1 segments are not written yet first writes
+those segments itself (:meth:`ConsolidationQueue.read_your_writes`: only the jobs' sessions, one embedder call),
+so the write's L1 segment is a candidate like any other; it waits for no worker and changes no score. Memory
+items and L2-L5 of those jobs follow from the worker. The cost is bounded by the unconsolidated turns (about one
+embedding per exchange); a recall with nothing queued does one small query on the jobs table.
+
+One writer: the store's DuckDB connection is used by one thread at a time, so the worker takes the same lock as
+the caller's requests (the service's), once per step, and lets go of it between steps.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any
+
+from timem.config import Config
+from timem.consolidation.consolidator import Consolidator
+from timem.errors import ConfigError, ConsolidationIncomplete, StoreError
+from timem.models import MemoryNode
+from timem.store.jobs import ConsolidationJob
+from timem.store.ports import MemoryStore
+
+log = logging.getLogger("timem.queue")
+
+
+class ConsolidationQueue:
+    """Queue methods of :class:`timem.engine.MemoryEngine`."""
+
+    config: Config
+    store: MemoryStore
+    consolidator: Consolidator
+    #: the worker draining this engine's queue, if one runs (:meth:`start_queue_worker`)
+    queue_worker: QueueWorker | None = None
+
+    if TYPE_CHECKING:  # provided by MemoryEngine
+        def _consolidate_online(self, user_id: str) -> list[MemoryNode]: ...
+
+    @property
+    def queues_writes(self) -> bool:
+        """Whether chat writes return before they are consolidated (a worker runs and ``online_queue`` is on)."""
+        return self.queue_worker is not None and self.queue_worker.alive and self.config.consolidation.online_queue
+
+    def start_queue_worker(self, lock: AbstractContextManager[Any] | None = None, *,
+                           poll_seconds: float = 1.0) -> QueueWorker:
+        """Start a worker thread draining this engine's queue (stale jobs of a dead process are pending again
+        since the store was opened). ``lock`` is held around each of its store steps: the lock every other
+        caller of this engine holds (the service's). Returns the worker; stop it with :meth:`QueueWorker.stop`
+        before the engine closes. While it runs, every use of this engine must hold ``lock`` (one DuckDB
+        connection, one thread at a time).
+
+        Raises:
+            ConfigError: ``Config.consolidation.online_queue`` is off (writes consolidate themselves).
+        """
+        if not self.config.consolidation.online_queue:
+            raise ConfigError("online_queue is off: chat writes consolidate in the write, no queue worker is "
+                              "needed; set online_queue = true to acknowledge writes before consolidation")
+        if self.queue_worker is not None and self.queue_worker.alive:
+            return self.queue_worker
+        self.queue_worker = QueueWorker(self, lock, poll_seconds=poll_seconds)
+        self.queue_worker.start()
+        return self.queue_worker
+
+    def _enqueue(self, user_id: str, session_ids: Sequence[str], turn_ids: Sequence[str]) -> int:
+        """Queue a consolidation of ``user_id`` (inside the write's transaction)."""
+        return self.store.enqueue_job(user_id, session_ids, turn_ids)
+
+    def _after_enqueue(self, user_id: str) -> list[MemoryNode]:
+        """After a write's transaction with its job: wake the worker and return ``[]``, or, without a worker,
+        consolidate the user's queued jobs now (see :meth:`drain_queue`, whose errors it raises)."""
+        if self.queues_writes:
+            assert self.queue_worker is not None
+            self.queue_worker.wake()
+            return []
+        return self.drain_queue(user_id)
+
+    def queue_consolidation(self, user_id: str, session_ids: Sequence[str] = ()) -> list[MemoryNode]:
+        """Queue a consolidation of ``user_id`` in its own transaction (then as a chat write: the worker runs it,
+        or it runs now and its nodes are returned)."""
+        with self.store.transaction():
+            self._enqueue(user_id, session_ids, [])
+        return self._after_enqueue(user_id)
+
+    def drain_queue(self, user_id: str | None = None, *, raise_errors: bool = True) -> list[MemoryNode]:
+        """Run the pending jobs of ``user_id`` (every user with ``None``) in this thread; returns the nodes written.
+
+        Raises:
+            ConsolidationIncomplete, or whatever a job raised: with ``raise_errors``, after the first user whose
+            jobs failed (they are ``failed`` with the error, retried by :meth:`retry_failed_jobs`); without, every
+            user is tried and failures stay recorded in the queue only.
+        """
+        nodes: list[MemoryNode] = []
+        while True:
+            jobs = self.store.claim_jobs(user_id)
+            if not jobs:
+                return nodes
+            try:
+                nodes += self.run_jobs(jobs)
+            except Exception:
+                if raise_errors:
+                    raise
+            if user_id is not None:  # its jobs are claimed at once; new ones are for the next write
+                return nodes
+
+    def run_jobs(self, jobs: Sequence[ConsolidationJob], lock: AbstractContextManager[Any] | None = None
+                 ) -> list[MemoryNode]:
+        """Consolidate claimed jobs of one user: their L1 segments (marked ``l1_done``), then what closed (memory
+        items, L2-L5, segment tree: :meth:`MemoryEngine._consolidate_online`), then mark them ``done``. ``lock`` is
+        taken around each step. A retry after a crash rewrites nothing (every node id is deterministic and every
+        decision is read from the store).
+
+        Raises:
+            ConsolidationIncomplete: some window could not be consolidated (``.written`` holds the L1 segments
+                too); the jobs are ``failed`` with its message. Any other error: the jobs are ``failed`` with it,
+                the error propagates.
+        """
+        guard = lock if lock is not None else nullcontext()
+        ids = [j.id for j in jobs]
+        user_id = jobs[0].user_id
+        if any(j.user_id != user_id for j in jobs):
+            raise StoreError("run_jobs() takes the jobs of one user; claim them with Store.claim_jobs")
+        nodes: list[MemoryNode] = []
+        try:
+            with guard:
+                nodes += self.consolidator.write_l1(user_id, [s for j in jobs for s in j.session_ids])
+                self.store.mark_jobs_l1(ids)
+            with guard:
+                nodes += self._consolidate_online(user_id)
+                self.store.finish_jobs(ids)
+        except ConsolidationIncomplete as exc:
+            exc.written[:0] = nodes
+            self._fail(user_id, ids, exc, guard)
+            raise
+        except Exception as exc:
+            self._fail(user_id, ids, exc, guard)
+            raise
+        return nodes
+
+    def _fail(self, user_id: str, ids: list[int], exc: Exception, guard: AbstractContextManager[Any]) -> None:
+        msg = f"{type(exc).__name__}: {exc}"
+        with guard:
+            self.store.fail_jobs(ids, msg)
+            self.store.audit("consolidation-job-failed", user_id, None, {"jobs": ids, "error": msg[:2000]})
+        log.error("consolidation jobs %s of user %s failed: %s", ids, user_id, msg)
+
+    def read_your_writes(self, user_id: str) -> list[MemoryNode]:
+        """Write the L1 segments of ``user_id``'s queued jobs that have none yet (so that a recall sees every
+        acknowledged write); returns them. Called by :meth:`MemoryEngine.recall` and :meth:`MemoryEngine.ask`."""
+        jobs = self.store.unwritten_l1_jobs(user_id)
+        if not jobs:
+            return []
+        nodes = self.consolidator.write_l1(user_id, [s for j in jobs for s in j.session_ids])
+        self.store.mark_jobs_l1([j.id for j in jobs])
+        return nodes
+
+    def settle(self, user_id: str, timeout: float | None = None) -> bool:
+        """Wait until ``user_id`` has no pending or running job, at most ``timeout`` seconds
+        (``Config.consolidation.queue_read_wait_seconds`` by default); ``True`` if so. Without a worker nothing is
+        queued for long: returns at once. Call it **without** holding the worker's lock (the worker needs it)."""
+        worker = self.queue_worker
+        if worker is None or not worker.alive:
+            return True
+        wait = self.config.consolidation.queue_read_wait_seconds if timeout is None else timeout
+        return worker.wait_idle(wait, user_id=user_id)
+
+    def queue_status(self, user_prefix: str = "", *, failed_limit: int = 20) -> dict[str, Any]:
+        """The queue of users whose id starts with ``user_prefix``: jobs per state (``pending``, ``running``,
+        ``done``, ``failed``) and the newest ``failed_limit`` failed jobs (``id``, ``user_id``, ``attempts``,
+        ``error``, ``enqueued_at`` as ISO 8601 UTC), and whether a worker runs."""
+        failed = self.store.jobs(user_prefix, ("failed",), failed_limit)
+        return {**self.store.queue_counts(user_prefix), "worker": self.queues_writes,
+                "failed_jobs": [{"id": j.id, "user_id": j.user_id, "attempts": j.attempts, "error": j.error,
+                                 "enqueued_at": j.enqueued_at.isoformat()} for j in failed]}
+
+    def retry_failed_jobs(self, user_prefix: str = "") -> int:
+        """Failed jobs of users whose id starts with ``user_prefix`` back to pending (the worker, or the next
+        :meth:`drain_queue`, runs them); returns how many."""
+        n = self.store.retry_jobs(user_prefix)
+        if n and self.queue_worker is not None:
+            self.queue_worker.wake()
+        return n
+
+
+class QueueWorker:
+    """A daemon thread that drains an engine's consolidation queue (see the module doc).
+
+    Errors of a job are recorded on the job (``failed``, with the message), in the audit log and in the
+    ``timem.queue`` logger, and kept as :attr:`last_error`; the worker goes on with the next user.
+    """
+
+    def __init__(self, engine: ConsolidationQueue, lock: AbstractContextManager[Any] | None = None, *,
+                 poll_seconds: float = 1.0) -> None:
+        self.engine = engine
+        self.lock: AbstractContextManager[Any] = lock if lock is not None else threading.Lock()
+        self.poll_seconds = poll_seconds
+        self.last_error: str | None = None
+        self.jobs_done = 0
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="timem-queue", daemon=True)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive() and not self._stop.is_set()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wake(self) -> None:
+        """A job was queued: look now rather than at the next poll."""
+        self._wake.set()
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Stop after the current step (a job cut short stays ``running`` and is retried when the file is next
+        opened) and wait up to ``timeout`` seconds."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def wait_idle(self, timeout: float = 60.0, *, user_id: str | None = None) -> bool:
+        """Wait until nothing (of ``user_id``, or of any user) is pending or running; ``True`` if so within
+        ``timeout`` seconds. Polls every 20 ms, holding the lock only to read the queue."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.lock:
+                if user_id is not None:
+                    busy = self.engine.store.open_jobs(user_id)
+                else:
+                    counts = self.engine.store.queue_counts()
+                    busy = counts["pending"] + counts["running"]
+            if not busy:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                with self.lock:
+                    jobs = self.engine.store.claim_jobs()
+            except Exception as exc:  # noqa: BLE001 -- the store itself failed: logged, tried again at the next poll
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                log.error("the consolidation queue could not be read: %s", self.last_error)
+                jobs = []
+            if not jobs:
+                self._wake.wait(self.poll_seconds)
+                self._wake.clear()
+                continue
+            try:
+                self.engine.run_jobs(jobs, self.lock)
+                self.jobs_done += len(jobs)
+            except Exception as exc:  # noqa: BLE001 -- recorded on the jobs and in the audit log by run_jobs
+                self.last_error = f"{type(exc).__name__}: {exc}"
