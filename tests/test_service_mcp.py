@@ -65,7 +65,9 @@ def test_mcp_tools_end_to_end_over_stdio(tmp_path):
         out = anyio.run(_session_run, tmp_path, errlog)
     assert out["tools"] == ["facts", "forget", "list", "recall", "remember"]
     assert out["early_recall"].is_error and "mia" in out["early_recall"].content[0].text
-    assert out["r1"]["turn_id"] == "mia:mcp-2024-05-02:0" and out["r1"]["memories_written"]
+    # online_queue (the default): remember answers before its memories are written; recall and list still see it
+    assert out["r1"]["turn_id"] == "mia:mcp-2024-05-02:0" and out["r1"]["queued"] is True
+    assert out["r1"]["memories_written"] == []
     assert out["r2"]["turn_id"] == "mia:mcp-2024-05-02:1"
     assert out["naive"].is_error and "offset" in out["naive"].content[0].text
     assert out["blank"].is_error and "'text'" in out["blank"].content[0].text, out["blank"].content  # the tool's field
