@@ -4,6 +4,7 @@ a real subprocess; the service test serves on 127.0.0.1."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -64,10 +65,11 @@ _CRASH = textwrap.dedent("""
     sys.path.insert(0, {tests!r})
     from test_queue import _engine, _write_days
     from timem.embed.fake import HashingEmbedder
+    from timem.embed.minilm import MiniLMEmbedder
     from pathlib import Path
 
     import threading
-    eng = _engine(Path({db!r}), HashingEmbedder(), online_queue=True)
+    eng = _engine(Path({db!r}), {embedder}(), online_queue=True)
     lock = threading.RLock()
     lock.acquire()                       # the worker waits for it: the writes stay queued
     eng.start_queue_worker(lock)
@@ -75,24 +77,29 @@ _CRASH = textwrap.dedent("""
     assert eng.store.queue_counts()["pending"] == 4, eng.store.queue_counts()
     calls = []
     real = eng._consolidate_online
-    def dying(user_id):
+    def dying(user_id, **kw):
         calls.append(user_id)
         if len(calls) == 1:
-            out = real(user_id)          # consolidated, but the job is not yet marked done ...
+            out = real(user_id, **kw)    # consolidated, but the job is not yet marked done ...
             os.kill(os.getpid(), signal.SIGKILL)   # ... when the process dies
-        return real(user_id)
+        return real(user_id, **kw)
     eng._consolidate_online = dying
     eng.drain_queue("amy")
 """)
 
 
-def test_a_job_survives_kill9_and_is_consolidated_exactly_once(tmp_path, embedder):
-    db = tmp_path / "timem.duckdb"
-    script = tmp_path / "crash.py"
-    script.write_text(_CRASH.format(tests=str(REPO / "tests"), db=str(db)))
+def _crash(db: Path, embedder: str) -> None:
+    """Four days of chat queued in ``db``, then a process killed with SIGKILL while it consolidates them."""
+    script = db.parent / "crash.py"
+    script.write_text(_CRASH.format(tests=str(REPO / "tests"), db=str(db), embedder=embedder))
     proc = subprocess.run([sys.executable, str(script)], env={**os.environ, "PYTHONPATH": str(REPO)},
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == -9, proc.stderr[-3000:]
+
+
+def test_a_job_survives_kill9_and_is_consolidated_exactly_once(tmp_path, embedder):
+    db = tmp_path / "timem.duckdb"
+    _crash(db, "HashingEmbedder")
     with _engine(db, embedder) as eng:  # the restart: the stale running jobs are pending again
         assert eng.store.stale_jobs_released == 4
         assert eng.store.queue_counts()["pending"] == 4 and eng.store.queue_counts()["done"] == 0
@@ -137,11 +144,11 @@ def test_a_failed_job_records_its_error_and_can_be_retried(tmp_path, embedder):
         worker = eng.start_queue_worker()
         real, calls = eng._consolidate_online, []
 
-        def failing(user_id):
+        def failing(user_id, **kw):
             calls.append(user_id)
             if len(calls) == 1:
                 raise StoreError("disk full; free space and retry the job")
-            return real(user_id)
+            return real(user_id, **kw)
 
         eng._consolidate_online = failing
         with worker.lock:
@@ -181,3 +188,31 @@ def test_service_acks_queued_writes_and_shows_the_queue(tmp_path, embedder):
     with Store(db, embedder.model_id, embedder.dim) as store:
         assert store.queue_counts()["running"] == 0
         assert check_store(store, load_config(env={}, db_path=db)) == []
+
+
+def test_timem_check_shows_a_queue_left_by_a_crash_and_timem_consolidate_drains_it(tmp_path, monkeypatch):
+    from test_cli import run
+
+    for var in [v for v in os.environ if v.startswith(("TIMEM_", "OPENAI_"))]:
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("TIMEM_CACHE_DIR", str(tmp_path / "cache"))
+    db = tmp_path / "timem.duckdb"
+    _crash(db, "MiniLMEmbedder")  # the CLI opens files with MiniLM
+    code, out = run("check", "--db", str(db))
+    assert code == 0 and out.startswith("ok") and "consolidation queue: 4 pending, 0 running" in out, out
+    assert "timem consolidate" in out
+    code, out = run("consolidate", "--db", str(db), "--llm", "none")
+    assert code == 0 and "queue: ran 4 job(s), 0 failed" in out, out
+    code, out = run("check", "--db", str(db))
+    assert code == 0 and "consolidation queue: 0 pending, 0 running, 0 failed, 4 done" in out, out
+    code, out = run("stats", "--json", "--db", str(db))
+    assert json.loads(out[out.index("{"):])["consolidation_queue"]["done"] == 4
+    with _open_minilm(db) as store:
+        _assert_consolidated_once(store, "amy", 8)
+
+
+def _open_minilm(db: Path) -> Store:
+    from timem.embed.minilm import MiniLMEmbedder
+
+    emb = MiniLMEmbedder()
+    return Store(db, emb.model_id, emb.dim)

@@ -142,13 +142,16 @@ def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] 
         queue = eng.queue_status(user or "")
     for p in problems:
         typer.echo(f"VIOLATION {p.rule}: user={p.user_id} node={p.node_id}: {p.detail}")
+    if not problems:
+        typer.echo("ok: containment, calendar windows, links, source turns, turn ids, orphans, FTS and vectors")
+    # the queue's state is reported, not a violation: pending jobs are a state, failed ones say why
+    hint = " (run `timem consolidate`; `--retry-failed` for failed jobs)" if queue["pending"] + queue["failed"] else ""
     typer.echo(f"consolidation queue: {queue['pending']} pending, {queue['running']} running, {queue['failed']} "
-               f"failed, {queue['done']} done{' (run `timem consolidate`)' if queue['pending'] else ''}")
+               f"failed, {queue['done']} done{hint}")
     for j in queue["failed_jobs"]:
         typer.echo(f"  failed job {j['id']} user={j['user_id']} attempts={j['attempts']}: {j['error']}")
     if problems:
         raise typer.Exit(2)
-    typer.echo("ok: containment, calendar windows, links, source turns, turn ids, orphans, FTS and vectors")
 
 
 @app.command()

@@ -239,15 +239,17 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat, ConsolidationQueue):
         self.store.end_session(user_id, session_id)
         return self._consolidate_online(user_id)
 
-    def _consolidate_online(self, user_id: str) -> list[MemoryNode]:
+    def _consolidate_online(self, user_id: str, *, sync_tree: bool = True) -> list[MemoryNode]:
         """After a chat write: consolidate what closed, then (also when that fails) read the memory items
-        left, bring the segment tree in step and refresh the BM25 index."""
+        left, bring the segment tree in step (unless not ``sync_tree``: the queue worker does it in a step of its
+        own) and refresh the BM25 index."""
         read: set[str] = set()
         try:
             return self._consolidate(user_id, read)
         finally:
             self._extract_rest([user_id], read)
-            self.sync_segtree([user_id])
+            if sync_tree:
+                self.sync_segtree([user_id])
             self.store.refresh_fts()
 
     def consolidate(self, user_id: str | None = None, *, flush: bool = False,

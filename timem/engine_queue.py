@@ -34,6 +34,7 @@ from timem.errors import ConfigError, ConsolidationIncomplete, StoreError
 from timem.models import MemoryNode
 from timem.store.jobs import ConsolidationJob
 from timem.store.ports import MemoryStore
+from timem.store.segtree_tables import SyncReport
 
 log = logging.getLogger("timem.queue")
 
@@ -48,7 +49,9 @@ class ConsolidationQueue:
     queue_worker: QueueWorker | None = None
 
     if TYPE_CHECKING:  # provided by MemoryEngine
-        def _consolidate_online(self, user_id: str) -> list[MemoryNode]: ...
+        def _consolidate_online(self, user_id: str, *, sync_tree: bool = True) -> list[MemoryNode]: ...
+
+        def sync_segtree(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, SyncReport]: ...
 
     @property
     def queues_writes(self) -> bool:
@@ -138,8 +141,10 @@ class ConsolidationQueue:
             with guard:
                 nodes += self.consolidator.write_l1(user_id, [s for j in jobs for s in j.session_ids])
                 self.store.mark_jobs_l1(ids)
-            with guard:
-                nodes += self._consolidate_online(user_id)
+            with guard:  # what closed, with the memory items read between L1 and L2-L5 (one hold: no window twice)
+                nodes += self._consolidate_online(user_id, sync_tree=False)
+            with guard:  # the segment tree (a recall in between syncs it itself)
+                self.sync_segtree([user_id])
                 self.store.finish_jobs(ids)
         except ConsolidationIncomplete as exc:
             exc.written[:0] = nodes
