@@ -216,3 +216,28 @@ def _open_minilm(db: Path) -> Store:
 
     emb = MiniLMEmbedder()
     return Store(db, emb.model_id, emb.dim)
+
+
+def test_jobs_of_a_user_erased_between_two_steps_write_nothing_more(tmp_path, embedder):
+    with _engine(tmp_path / "timem.duckdb", embedder) as eng:
+        lock = threading.RLock()
+        eng.start_queue_worker(lock)
+        with lock:
+            _write_days(eng, "amy", 2)
+            jobs = eng.store.claim_jobs("amy")
+            real = eng.consolidator.write_l1
+
+            def then_erase(user_id, session_ids):
+                out = real(user_id, session_ids)
+                eng.store.erase_user(user_id)  # as DELETE /v1/users/amy between the worker's steps
+                return out
+
+            eng.consolidator.write_l1 = then_erase
+            eng.run_jobs(jobs)
+            eng.consolidator.write_l1 = real
+            tables = [r[0] for r in eng.store.con.execute(
+                "SELECT table_name FROM information_schema.columns WHERE column_name = 'user_id'").fetchall()]
+            left = {t: n for t in tables
+                    if (n := eng.store.con.execute(f"SELECT count(*) FROM {t} WHERE user_id = 'amy'").fetchone()[0])}
+            assert left == {}, left  # e.g. a segment-tree state or an audit row naming the erased user
+            assert eng.store.queue_counts() == {"pending": 0, "running": 0, "done": 0, "failed": 0}

@@ -139,11 +139,17 @@ class ConsolidationQueue:
         nodes: list[MemoryNode] = []
         try:
             with guard:
+                if not self._still_queued(user_id, ids):
+                    return nodes
                 nodes += self.consolidator.write_l1(user_id, [s for j in jobs for s in j.session_ids])
                 self.store.mark_jobs_l1(ids)
             with guard:  # what closed, with the memory items read between L1 and L2-L5 (one hold: no window twice)
+                if not self._still_queued(user_id, ids):
+                    return nodes
                 nodes += self._consolidate_online(user_id, sync_tree=False)
             with guard:  # the segment tree (a recall in between syncs it itself)
+                if not self._still_queued(user_id, ids):
+                    return nodes
                 self.sync_segtree([user_id])
                 self.store.finish_jobs(ids)
         except ConsolidationIncomplete as exc:
@@ -155,9 +161,19 @@ class ConsolidationQueue:
             raise
         return nodes
 
+    def _still_queued(self, user_id: str, ids: Sequence[int]) -> bool:
+        """Whether the claimed jobs are still there (between two steps the user may have been erased: its jobs
+        went with it, and nothing of it may be written again)."""
+        if self.store.open_jobs(user_id) >= len(ids):
+            return True
+        log.info("consolidation jobs %s are gone (user erased); not run", list(ids))
+        return False
+
     def _fail(self, user_id: str, ids: list[int], exc: Exception, guard: AbstractContextManager[Any]) -> None:
         msg = f"{type(exc).__name__}: {exc}"
         with guard:
+            if not self._still_queued(user_id, ids):  # erased meanwhile: no row may name the user again
+                return
             self.store.fail_jobs(ids, msg)
             self.store.audit("consolidation-job-failed", user_id, None, {"jobs": ids, "error": msg[:2000]})
         log.error("consolidation jobs %s of user %s failed: %s", ids, user_id, msg)
