@@ -68,6 +68,7 @@ from timem.store.duckdb_store import Store  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 QUEUE = True  #: chat writes through the consolidation queue (``--sync``: consolidated in the write)
+ACK_ONLY = False  #: ``--ack-only``: only the queued write's ack (:func:`measure_ack_only`)
 
 
 def _ms(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -137,6 +138,27 @@ def measure_queued(engine: MemoryEngine, user: str, start: datetime, writes: int
     return {k: _summary(v) for k, v in rows.items()}
 
 
+def measure_ack_only(engine: MemoryEngine, user: str, start: datetime, writes: int, rng: random.Random,
+                     question: str) -> dict[str, Any]:
+    """``--ack-only``: the queued write's ack alone (the worker runs but is held off by the lock the benchmark
+    holds, so the jobs stay queued: no consolidation, however slow, runs between the writes)."""
+    lock = threading.RLock()
+    lock.acquire()
+    worker = engine.start_queue_worker(lock)
+    acks: list[float] = []
+    for i in range(writes):
+        at = start + timedelta(days=i + 1, minutes=30)
+        t0 = time.perf_counter()
+        engine.add_exchange(user, f"bench-a{i}", f"I finally visited {_word(rng)} with my sister.", "Nice!", at)
+        acks.append((time.perf_counter() - t0) * 1000)
+    queued = engine.store.queue_counts()["pending"]
+    worker.stop(timeout=0)  # it claims nothing once it gets the lock
+    lock.release()
+    worker.stop()
+    engine.queue_worker = None
+    return {"queued_ack": _summary(acks), "jobs_left_queued": queued}
+
+
 def measure(engine: MemoryEngine, user: str, start: datetime, writes: int, rng: random.Random,
             question: str) -> dict[str, Any]:
     store = engine.store
@@ -183,7 +205,7 @@ def conv26(emb: MiniLMEmbedder, folder: Path, writes: int, rng: random.Random) -
     _, ingest = _ms(lambda: engine.ingest([user]))
     nodes = store.con.execute("SELECT count(*) FROM nodes").fetchone()[0]  # type: ignore[index]
     last = max(t.event_time for t in user.turns)
-    run = measure_queued if QUEUE else measure
+    run = measure_ack_only if ACK_ONLY else measure_queued if QUEUE else measure
     out = {"store": "conv-26", "nodes": nodes, "ingest_s": round(ingest / 1000, 2),
            **run(engine, user.user_id, last, writes, rng, "What did Caroline research?")}
     store.close()
@@ -236,7 +258,7 @@ def synthetic(emb: MiniLMEmbedder, folder: Path, n: int, writes: int, rng: rando
         return out
     engine = MemoryEngine(cfg, store, emb, None)
     last = max(c["t"] for c in u["l1"])
-    run = measure_queued if QUEUE else measure
+    run = measure_ack_only if ACK_ONLY else measure_queued if QUEUE else measure
     out = {"store": f"synthetic-{n}", "nodes": n, "build_s": round(build, 2),
            **run(engine, "bench-a", last + timedelta(days=1), writes, rng, "When did Caroline go hiking?")}
     store.close()
@@ -254,9 +276,11 @@ def main() -> None:
     ap.add_argument("--sync", action="store_true",
                     help="consolidate inside each write (online_queue off, the path before the queue); default: the "
                          "queue with its worker (measure_queued)")
+    ap.add_argument("--ack-only", action="store_true",
+                    help="queue: the write ack alone, the jobs left queued (no consolidation between the writes)")
     args = ap.parse_args()
-    global QUEUE
-    QUEUE = not args.sync
+    global QUEUE, ACK_ONLY
+    QUEUE, ACK_ONLY = not args.sync, args.ack_only
     emb = MiniLMEmbedder()
     rng = random.Random(26)
     import timem

@@ -274,6 +274,8 @@ class QueueWorker:
         while not self._stop.is_set():
             try:
                 with self.lock:
+                    if self._stop.is_set():  # stopped while it waited for the lock: claim nothing more
+                        break
                     jobs = self.engine.store.claim_jobs()
             except Exception as exc:  # noqa: BLE001 -- the store itself failed: logged, tried again at the next poll
                 self.last_error = f"{type(exc).__name__}: {exc}"
