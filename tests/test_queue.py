@@ -241,3 +241,22 @@ def test_jobs_of_a_user_erased_between_two_steps_write_nothing_more(tmp_path, em
                     if (n := eng.store.con.execute(f"SELECT count(*) FROM {t} WHERE user_id = 'amy'").fetchone()[0])}
             assert left == {}, left  # e.g. a segment-tree state or an audit row naming the erased user
             assert eng.store.queue_counts() == {"pending": 0, "running": 0, "done": 0, "failed": 0}
+
+
+def test_a_later_successful_job_resolves_the_users_failed_ones(tmp_path, embedder):
+    with _engine(tmp_path / "timem.duckdb", embedder, online_queue=False) as eng:
+        real, calls = eng._consolidate_online, []
+
+        def failing_once(user_id, **kw):
+            calls.append(user_id)
+            if len(calls) == 1:
+                raise StoreError("disk full; free space and retry the job")
+            return real(user_id, **kw)
+
+        eng._consolidate_online = failing_once
+        with pytest.raises(StoreError, match="disk full"):  # no worker: the write runs its job and says so
+            eng.add_exchange("amy", "s1", "I baked rye bread.", "Nice!", BASE)
+        assert eng.store.queue_counts()["failed"] == 1
+        eng.add_exchange("amy", "s2", "I baked spelt bread.", "Nice!", BASE + timedelta(days=1))
+        assert eng.store.queue_counts() == {"pending": 0, "running": 0, "done": 2, "failed": 0}
+        assert {n.session_id for n in eng.store.nodes("amy", 2)} == {"s1"}  # the failed job's session, written now

@@ -122,7 +122,8 @@ class ConsolidationQueue:
     def run_jobs(self, jobs: Sequence[ConsolidationJob], lock: AbstractContextManager[Any] | None = None
                  ) -> list[MemoryNode]:
         """Consolidate claimed jobs of one user: their L1 segments (marked ``l1_done``), then what closed (memory
-        items, L2-L5, segment tree: :meth:`MemoryEngine._consolidate_online`), then mark them ``done``. ``lock`` is
+        items, L2-L5, segment tree: :meth:`MemoryEngine._consolidate_online`), then mark them ``done``, and the
+        user's older failed jobs too (a consolidation of the user writes every due window). ``lock`` is
         taken around each step. A retry after a crash rewrites nothing (every node id is deterministic and every
         decision is read from the store).
 
@@ -152,6 +153,7 @@ class ConsolidationQueue:
                     return nodes
                 self.sync_segtree([user_id])
                 self.store.finish_jobs(ids)
+                self.store.resolve_failed_jobs(user_id)  # this consolidation wrote what they were queued for
         except ConsolidationIncomplete as exc:
             exc.written[:0] = nodes
             self._fail(user_id, ids, exc, guard)

@@ -106,6 +106,14 @@ class JobTables:
         self.con.execute("UPDATE consolidation_jobs SET state = 'done', l1_done = TRUE, error = NULL, finished_at = ? "
                          "WHERE id IN (SELECT unnest(?::BIGINT[]))", [_now(), list(job_ids)])
 
+    def resolve_failed_jobs(self, user_id: str) -> int:
+        """The user's failed jobs become ``done`` (their error kept): call it after a consolidation of the user
+        that succeeded, which wrote everything they were queued for (consolidation is per user, every due
+        window). Returns how many."""
+        rows = self.con.execute("UPDATE consolidation_jobs SET state = 'done', finished_at = ? "
+                                "WHERE user_id = ? AND state = 'failed' RETURNING id", [_now(), user_id]).fetchall()
+        return len(rows)
+
     def fail_jobs(self, job_ids: Sequence[int], error: str) -> None:
         """The jobs stopped with ``error`` (kept, cut to :data:`MAX_ERROR_CHARS`): state ``failed`` until
         :meth:`retry_jobs`."""
