@@ -310,7 +310,12 @@ def test_manifold_metrics_per_level(engine):
     assert_clean(at)
     metrics = at.dataframe[0].value
     assert list(metrics["level"]) == ["L1", "L2", "L3", "L4", "L5"]
-    assert metrics.loc[0, "silhouette"] == metrics.loc[0, "silhouette"]  # L1 by sessions: a number, not NaN
+    # one user: grouped by months, every level but L5 (one profile a month) gets numbers (issue 27 #10: by
+    # sessions, L2-L5 got None)
+    assert at.selectbox(key="mf_label").value == "month"
+    numbers = metrics["silhouette"].notna()
+    assert list(numbers) == [True, True, True, True, False], metrics
+    assert metrics.loc[4, "note"] == "every point is its own group"
 
 
 def test_import_demo_from_sidebar(tmp_path, embedder):
