@@ -310,7 +310,12 @@ def test_manifold_metrics_per_level(engine):
     assert_clean(at)
     metrics = at.dataframe[0].value
     assert list(metrics["level"]) == ["L1", "L2", "L3", "L4", "L5"]
-    assert metrics.loc[0, "silhouette"] == metrics.loc[0, "silhouette"]  # L1 by sessions: a number, not NaN
+    # one user: grouped by months, every level but L5 (one profile a month) gets numbers (issue 27 #10: by
+    # sessions, L2-L5 got None)
+    assert at.selectbox(key="mf_label").value == "month"
+    numbers = metrics["silhouette"].notna()
+    assert list(numbers) == [True, True, True, True, False], metrics
+    assert metrics.loc[4, "note"] == "every point is its own group"
 
 
 def test_import_demo_from_sidebar(tmp_path, embedder):
@@ -674,3 +679,27 @@ def test_uploads_are_deleted_and_errors_name_the_uploaded_file(empty_engine, tmp
     at.button(key="mem_erase_user").click().run()
     assert not at.exception
     assert not uploads.exists()
+
+
+def test_timeline_replay_inspects_only_memories_that_exist_at_that_date(engine):
+    """Issue 27 #10: moved back in time, the inspect box and the details named memories written later."""
+    from timem.ui.timeline import NODE_KEY
+
+    leaf = min(engine.store.nodes(DEMO_USER, int(Level.SEGMENT)), key=lambda n: n.span_end)  # the first memory
+    (parent,) = [p for p in engine.store.nodes(DEMO_USER, int(Level.SESSION)) if leaf.id in p.child_ids]
+    at = make_app(engine, page="timeline")
+    at.selectbox(key=NODE_KEY).set_value(parent.id).run()
+    slider = next(s for s in at.slider if s.key.startswith("tl_until_"))
+    tz = engine.config.time.tz
+    first = leaf.span_end.astimezone(tz).replace(tzinfo=None, second=0, microsecond=0)  # the slider's minimum
+    assert first < parent.span_end.astimezone(tz).replace(tzinfo=None)
+    slider.set_value(first).run()  # the leaf exists, its session memory not yet
+    assert_clean(at)
+    box = at.selectbox(key=NODE_KEY)
+    labels = " ".join(box.options)
+    assert box.value != parent.id and "L2 session" not in labels and "L5 profile" not in labels
+    box.set_value(leaf.id).run()
+    assert_clean(at)
+    assert at.subheader[0].value.startswith("L1 segment")
+    assert "tl_up" not in [b.key for b in at.button]  # its parent is not written yet at that date
+    assert any("not written yet" in c.value for c in at.caption)

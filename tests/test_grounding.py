@@ -86,3 +86,24 @@ def test_a_copying_model_is_asked_again_without_history_and_the_drop_is_audited(
     assert answers[:3] == ["fresh", "copy", "fresh"]
     audit = eng.store.con.execute("SELECT node_id, detail FROM audit WHERE action = 'grounding-drop'").fetchall()
     assert [a[0] for a in audit] == [l2[1].id] and '"copied"' in audit[0][1]
+
+
+MAY = ["[2024-05-03 (Fri)]\nMia: I can't stand jazz, honestly.",
+       "[2024-05-20 (Mon)]\nMia: I love jazz now, I went to a jazz concert with my sister Ana."]
+
+
+@pytest.mark.parametrize("invented", ["Mia is a 30-year-old woman who loves jazz now and goes to jazz concerts.",
+                                      "Mia, a thirty-year-old woman, loves jazz now and goes to jazz concerts.",
+                                      "Mia loves jazz now and paid 45 euros for a jazz concert with her sister."])
+def test_a_profile_sentence_with_a_number_nobody_said_is_dropped(invented):
+    """Issue 27 #12: the abstractive May profile's invented age passed on its other (supported) words."""
+    content = f"Mia: {invented} Mia went to a jazz concert with her sister Ana on 20 May 2024."
+    text, dropped = ground_content(content, MAY, [], profile_lines=True)
+    assert dropped == [(invented, "unsupported")]
+    assert text == "Mia: Mia went to a jazz concert with her sister Ana on 20 May 2024."  # its date was said
+
+
+def test_a_number_the_conversation_said_is_kept():
+    children = [*MAY, "[2024-05-25 (Sat)]\nMia: I turned 30 today and I love jazz now."]
+    content = "Mia: Mia is a 30-year-old woman who loves jazz now and goes to jazz concerts."
+    assert ground_content(content, children, [], profile_lines=True) == (content, [])

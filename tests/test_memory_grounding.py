@@ -142,6 +142,26 @@ def test_hobbies_hold_several_values_and_end_only_when_said(tmp_path, embedder):
         eng.close()
 
 
+@pytest.mark.parametrize("flip", ["No more running for me, yoga is my thing now.",
+                                  "I don't run anymore, yoga is my thing now.",
+                                  "I'm done with running, yoga is my thing now.",
+                                  "I no longer run, yoga is my thing now."])
+def test_other_ways_to_stop_a_hobby_supersede_it(tmp_path, embedder, flip):
+    """Issue 27 #12: a flip phrased outside "I stopped / quit / gave up X-ing" left the old hobby open."""
+    rows = [("s1", "Tomas", "I love running along the river.", "2024-03-10T09:00:00"),
+            ("s2", "Tomas", flip, "2024-04-10T09:00:00")]
+    eng = _engine(tmp_path, embedder, backend="none", extractor="rules")
+    try:
+        f = write(tmp_path / "t.jsonl", "tomas", rows)
+        eng.ingest(load_dataset(f, "jsonl", tz=eng.config.time.tz, user_tz=eng.config.time.user_tz))
+        hobbies = {i.value: i.is_open for i in eng.memory_items("tomas") if i.attribute == "hobby"}
+        assert hobbies == {"running": False, "yoga": True}
+    finally:
+        eng.close()
+    for other in ("I don't work anymore.", "I don't know anymore.", "No more meetings today!"):
+        assert not any(x.attribute == "hobby" for x in extract_statements(other))
+
+
 def test_rules_read_hobbies_but_not_other_gerunds():
     assert [(s.attribute, s.value, s.ends_only) for s in extract_statements("I gave up climbing last year.")] == [
         ("hobby", "climbing", True)]

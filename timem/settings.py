@@ -272,6 +272,10 @@ class RecallSettings(_Section):
     gate_threshold: float = 0.1  #: score gate: a leaf needs fused >= this (relative: fused is max-normalised)
     #: score gate, absolute: a leaf also needs a keyword match or a raw cosine >= this (0 = off)
     gate_floor: float = Field(default=0.25, ge=0.0, le=1.0)
+    #: the same floor for a Chinese question (:mod:`timem.recall.cjk`): MiniLM is an English embedder, its cosine
+    #: between unrelated Chinese sentences is 0.38-0.66 (median 0.56; English: 0.14), so a Chinese leaf passes
+    #: on a keyword match, or on a cosine this high
+    gate_floor_cjk: float = Field(default=0.7, ge=0.0, le=1.0)
     token_budget: int = 1000  #: the recall context's size, in cl100k tokens (Mem Len at most this)
     #: context layout: "grouped" (one dated header per session for L1) or "lines" (a date per memory)
     context_layout: Literal["grouped", "lines"] = "grouped"

@@ -9,7 +9,10 @@ sentence is checked against its inputs before it is stored:
 * **copied**: the sentence is a near-duplicate of a history sentence (content-word Jaccard >=
   ``copy_jaccard``) and is better supported by the history than by the children;
 * **unsupported**: fewer than ``min_support`` of its content words occur in the inputs (children,
-  plus the history where carrying it over is legitimate, as for profiles).
+  plus the history where carrying it over is legitimate, as for profiles), or it states a number that no
+  input holds (:func:`numbers`: digits, and spelled-out ages such as "thirty-year-old"). Issue 27 #12: the
+  abstractive May profile "Mia is a 30-year-old woman who loves jazz now" passed on its other words; an
+  age, a price or a count the conversation never said is an invented fact whatever surrounds it.
 
 Content words: lower-cased, Porter-stemmed (nltk) words minus scikit-learn's English stop words,
 numbers, month/weekday names and summary verbs ("discussed", "shared", ...); every CJK character
@@ -62,6 +65,27 @@ def content_words(text: str) -> set[str]:
     return out
 
 
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+_UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+          "sixteen seventeen eighteen nineteen").split()
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+         "ninety": 90}
+_SPELLED_AGE = re.compile(r"\b(" + "|".join([*_TENS, *_UNITS[1:]]) + r")(?:[- ](" + "|".join(_UNITS[1:10])
+                          + r"))?[- ]years?[- ]old\b", re.IGNORECASE)
+
+
+def numbers(text: str) -> set[float]:
+    """The numbers ``text`` states: its digit runs (``"05"`` and ``"5"`` alike, ``"3.5"``, ``"3,000"`` as 3000)
+    and spelled-out ages ("thirty-year-old", "twenty-five years old")."""
+    out = {float(m.replace(",", "")) if re.fullmatch(r"\d{1,3}(,\d{3})+", m) else float(m.replace(",", "."))
+           for m in _NUMBER.findall(text)}
+    for m in _SPELLED_AGE.finditer(text):
+        tens, unit = m.group(1).lower(), (m.group(2) or "").lower()
+        out.add(float(_TENS.get(tens, _UNITS.index(tens) if tens in _UNITS else 0)
+                      + (_UNITS.index(unit) if unit else 0)))
+    return out
+
+
 @dataclass
 class Grounded:
     """Result of :func:`ground`: the kept text and every dropped sentence with its reason."""
@@ -90,19 +114,24 @@ def ground(summary: str, children: Sequence[str], history: Sequence[str], *, his
     hist_sents = [content_words(s) for h in history for s in split_sentences(h)]
     hist_words = set().union(*hist_sents) if hist_sents else set()
     source = child_words | hist_words if history_is_source else child_words
+    said = set().union(*(numbers(t) for t in (*children, *(history if history_is_source else ())))) \
+        if children or history_is_source else set()
     kept: list[str] = []
     dropped: list[tuple[str, str]] = []
     for sent in split_sentences(summary):
         words = content_words(sent)
-        if len(words) < 3:
-            kept.append(sent)
-            continue
-        support = len(words & source) / len(words)
-        if not history_is_source and hist_sents:
+        if len(words) >= 3 and not history_is_source and hist_sents:
             jac = max(len(words & h) / len(words | h) for h in hist_sents if h) if any(hist_sents) else 0.0
             if jac >= copy_jaccard and len(words & hist_words) > len(words & child_words):
                 dropped.append((sent, "copied"))
                 continue
+        if numbers(sent) - said:  # an age, price or count no input states (issue 27 #12)
+            dropped.append((sent, "unsupported"))
+            continue
+        if len(words) < 3:
+            kept.append(sent)
+            continue
+        support = len(words & source) / len(words)
         if support < min_support:
             dropped.append((sent, "unsupported"))
             continue

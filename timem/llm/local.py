@@ -210,10 +210,36 @@ def _load_llama(model_path: str, n_ctx: int, n_threads: int) -> tuple[Any, threa
         return _LLAMAS[key]
 
 
-def _close_all() -> None:
+#: how long :func:`_close_all` waits at exit for a model that is still generating, in seconds
+CLOSE_WAIT_S = 5.0
+#: models that were still busy at exit: deliberately never freed (:func:`_close_all`)
+_PINNED: list[Any] = []
+
+
+def _close_all(wait_s: float | None = None) -> None:
+    """Free the loaded models at interpreter exit (registered with :mod:`atexit`).
+
+    A model another thread is still running (a background import's extraction, the chat's warm-up: daemon
+    threads, still inside ``llama_decode`` when Ctrl-C stops ``make studio``) is waited for up to
+    :data:`CLOSE_WAIT_S` seconds. If it is still busy it is **not** freed: freeing it under the running
+    decode was the segfault of issue 27 #10. Its reference count is raised once so that neither this call nor
+    the interpreter's teardown deallocates it (which would free the llama.cpp model and context through
+    ``__del__``); the operating system reclaims the memory when the process ends. Stored data is unaffected
+    (DuckDB commits per write).
+    """
+    import ctypes
+
+    wait = CLOSE_WAIT_S if wait_s is None else wait_s
     with _LLAMA_LOCK:
-        for llm, _ in _LLAMAS.values():
-            llm.close()
+        for llm, lock in _LLAMAS.values():
+            if lock.acquire(timeout=wait):
+                try:
+                    llm.close()
+                finally:
+                    lock.release()
+            else:
+                _PINNED.append(llm)
+                ctypes.pythonapi.Py_IncRef(ctypes.py_object(llm))
         _LLAMAS.clear()
 
 

@@ -76,7 +76,8 @@ CUES: dict[str, re.Pattern[str]] = {
                         r"mornings?)\b|喝|咖啡|茶", re.IGNORECASE),
     "diet": re.compile("|".join(_DIETS) + r"|\beat\b|吃", re.IGNORECASE),
     "hobby": re.compile(r"\b(?:took\s+up|take\s+up|taking\s+up|started|starting|hobby|hobbies|love|enjoy\w*|"
-                        r"practi[sc]\w*|play\w*|learn\w*|my\s+thing|into|passion|joined|stopped|gave\s+up|quit)\b|"
+                        r"practi[sc]\w*|play\w*|learn\w*|my\s+thing|into|passion|joined|stopped|gave\s+up|quit|"
+                        r"no\s+more|done\s+with|finished\s+with|through\s+with|anymore|any\s+more|no\s+longer)\b|"
                         r"学|爱好|喜欢|开始|迷上|爱上", re.IGNORECASE),
     "likes": re.compile(r"\b(?:love|like|enjoy|adore|fan|into)\b|喜欢|爱", re.IGNORECASE),
     "dislikes": re.compile(r"\b(?:dislike|hate|can't\s+stand|cannot\s+stand|don't\s+like|do\s+not\s+like|"
@@ -137,6 +138,19 @@ def _about_speaker(clause: str) -> bool:
     return not _THIRD_PERSON.search(clause)
 
 
+def _verb_forms(gerund: str) -> list[str]:
+    """The verb of an English gerund: ``running`` -> ``run``, ``hiking`` -> ``hike``, ``swimming`` -> ``swim``
+    (its normal form as a hobby value; ``[]`` for a value that is no gerund)."""
+    g = gerund.lower()
+    if not g.endswith("ing") or len(g) < 5:
+        return []
+    stem = g[:-3]
+    forms = [stem, stem + "e"]
+    if len(stem) > 2 and stem[-1] == stem[-2]:
+        forms.insert(0, stem[:-1])
+    return forms
+
+
 def check_statement(attribute: str | None, value: str, text: str, *, ends: str | None = None) -> str | None:
     """Why the statement "``attribute``: ``value``", read from the turn ``text``, is not grounded, or ``None``
     when it is (see the module doc). ``attribute`` is a vocabulary name (:func:`canonical_attribute`) or
@@ -151,9 +165,13 @@ def check_statement(attribute: str | None, value: str, text: str, *, ends: str |
     normal = NORMAL_FORMS.get((attribute or "", normalise(v)))
     if normal is not None and normal.search(text):
         return None
-    if ends is not None and not _occurs(ends, text):
+    if ends is not None and not any(_occurs(f, text) for f in [ends, *(_verb_forms(ends) if attribute == "hobby"
+                                                                         else [])]):
         return f"the ended value {ends!r} does not occur in the turn"
     clause = _clause_of(v, text)
+    if clause is None and attribute == "hobby":  # "I don't run anymore" ends the hobby "running"
+        clause = next((c for f in _verb_forms(v) if (c := _clause_of(f, text)) is not None), None)
+        v = next((f for f in _verb_forms(v) if _occurs(f, text)), v)
     if clause is None:
         return f"the value {value!r} does not occur in the turn"
     if attribute is None:

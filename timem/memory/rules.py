@@ -12,7 +12,8 @@ explicit first-person statements and corrections):
   "I don't drink coffee anymore" (ends the open item), "我不喝咖啡了，只喝茶", "我改喝绿茶了";
 * diet -- "I'm vegetarian now", "I went vegan", "我吃素了";
 * hobbies (several at once; only an explicit end closes one) -- "I took up pottery", "I started playing chess",
-  "I love hiking", "yoga is my thing now", "I stopped running" / "I gave up climbing" (ends it), "我开始学游泳";
+  "I love hiking", "yoga is my thing now", "I stopped running" / "I gave up climbing" / "no more running" /
+  "I don't swim anymore" (ends it), "我开始学游泳";
 * likes and dislikes (several at once; "I love jazz now" ends "dislikes jazz" and the other way round) --
   "I hate country music", "I really like jazz now"; a diet ends with "I'm not vegetarian anymore", "I eat meat again";
 * favourites and a few "my X is Y" facts -- "my favourite band is Muse", "我最喜欢的运动是游泳";
@@ -161,6 +162,26 @@ _HOBBY_THING = re.compile(r"(?:^|,\s*|\band\s+)(?P<v>[a-z][a-z-]{2,20})\s+is\s+(
                           r"(?:thing|hobby|passion)\b", re.IGNORECASE)
 _HOBBY_STOP = re.compile(r"\bi(?:'ve|\s+have)?\s+(?:stopped|quit|gave\s+up|given\s+up)\s+(?P<v>[a-z]{3,20}ing)\b",
                          re.IGNORECASE)
+#: other ways to end a hobby: "no more running (for me)", "I'm done with climbing", "I don't run anymore",
+#: "I no longer swim" (issue 27 #12: phrasings outside the stop pattern left the old hobby open)
+_HOBBY_NO_MORE = re.compile(r"\bno\s+more\s+(?P<v>[a-z]{3,20}ing)\b"
+                            r"|\bi(?:'m|\s+am)\s+(?:done|finished|through)\s+with\s+(?P<w>[a-z]{3,20}ing)\b"
+                            r"|\bi\s+(?:don't|do\s+not|don’t)\s+(?:go\s+)?(?P<b>[a-z]{2,12})\s+(?:anymore|any\s+more)\b"
+                            r"|\bi\s+no\s+longer\s+(?:go\s+)?(?P<c>[a-z]{2,12})\b", re.IGNORECASE)
+
+
+def _gerund(verb: str) -> str:
+    """``run`` -> ``running``, ``hike`` -> ``hiking``, ``ski`` -> ``skiing``, ``running`` unchanged (English)."""
+    v = verb.lower()
+    if v.endswith("ing"):
+        return v
+    if v.endswith("e") and not v.endswith("ee"):
+        return v[:-1] + "ing"
+    if len(v) <= 4 and re.fullmatch(r"[^aeiou]*[aeiou][bdgklmnprt]", v):
+        return v + v[-1] + "ing"
+    return v + "ing"
+
+
 _ZH_HOBBY = _p(r"我(?:最近|现在|已经)?(?:开始学|开始练|开始|在学|爱上了|迷上了){v}" + _ZH_END, v=_ZH_VAL)
 _ZH_BARE = _p(r"^(?:是|应该是){v}" + _ZH_END, v=_ZH_VAL)
 
@@ -226,6 +247,8 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
         add("preference", "diet", "素食")
     if (m := _HOBBY_STOP.search(s)) and m["v"].lower() in HOBBIES:
         add("preference", "hobby", m["v"].lower(), replaces=m["v"].lower(), ends_only=True)
+    elif (m := _HOBBY_NO_MORE.search(s)) and (g := _gerund(next(x for x in m.groups() if x))) in HOBBIES:
+        add("preference", "hobby", g, replaces=g, ends_only=True)
     for m in (_HOBBY_START.search(s), _HOBBY_LOVE.search(s), _HOBBY_THING.search(s), _ZH_HOBBY.search(s)):
         v = next((x for x in (m.groupdict().get(k) for k in ("v", "w", "g")) if x), None) if m else None
         if v and not v.isascii():

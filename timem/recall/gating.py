@@ -35,6 +35,7 @@ from timem.errors import LLMError
 from timem.llm.protocol import LLMClient
 from timem.models import MemoryNode
 from timem.prompts import gate as gate_prompt
+from timem.recall import cjk
 from timem.recall.ancestors import AncestorRecord
 from timem.recall.context import Layout, best_passage, date_label, fit_budget, min_line_cost, render_context
 from timem.recall.leaves import Candidate
@@ -116,11 +117,14 @@ def run_gate(state: RecallState, mode: GateMode, complexity: str, leaves: Sequen
              ancestors: Sequence[AncestorRecord], nodes: dict[str, MemoryNode], fallback: str | None = None
              ) -> tuple[set[str], dict[str, str], GateOutcome]:
     """Apply ``mode`` with its documented fallbacks, with the state's LLM, question, question time and the
-    ``Config.recall.gate_threshold`` / ``gate_floor`` of the score gate; ``fallback`` pre-records why a mode was
+    ``Config.recall.gate_threshold`` / ``gate_floor`` (``gate_floor_cjk`` for a Chinese question) of the score gate;
+    ``fallback`` pre-records why a mode was
     replaced upstream (e.g. no LLM configured). Returns ``(kept ids, reason per id, outcome without decisions)``.
     """
     llm, question, question_time, user_id = state.llm, state.query, state.question_time, state.user_id
     tz, threshold, floor = state.config.time.tz, state.config.recall.gate_threshold, state.config.recall.gate_floor
+    if cjk.is_chinese(question):  # MiniLM's cosines of Chinese text are high for anything (timem.recall.cjk)
+        floor = state.config.recall.gate_floor_cjk
     added = [a.node_id for a in ancestors if a.added]
     if not leaves:
         return set(), {}, GateOutcome(mode=mode, applied="none", fallback=fallback)

@@ -6,6 +6,9 @@ Person names are the participants' names when the caller knows them; otherwise a
 token that is not at the start of a sentence and is not an acronym (``LGBTQ`` stays) is taken for
 a name. That heuristic also drops capitalised places ("Sweden"); the question text itself still
 reaches BM25, so only the keyword list loses them.
+
+A Chinese question (:func:`timem.recall.cjk.is_chinese`) also gets its Chinese content words, cut by jieba
+(:func:`timem.recall.cjk.content_words`), before its English ones; other questions are unchanged.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from timem.recall import cjk
 from timem.recall.time_window import MONTHS, WEEKDAYS
 
 MAX_KEYWORDS = 5
@@ -63,10 +67,13 @@ def extract_keywords(question: str, participants: Sequence[str] = (), limit: int
     """Up to ``limit`` lower-cased content words of ``question``, in order of appearance, without
     duplicates, stopwords, time words, numbers or person names (see :func:`person_names`).
 
-    Returns an empty list only when the question has no such word (e.g. "Who is Anna?").
+    A Chinese question's content words (:func:`timem.recall.cjk.content_words`: 我的狗叫什么名字？ -> 狗叫, 名字)
+    come first. Returns an empty list only when the question has no such word (e.g. "Who is Anna?").
     """
     names = person_names(question, participants)
-    out: list[str] = []
+    out: list[str] = cjk.content_words(question, limit) if cjk.is_chinese(question) else []
+    if len(out) >= limit:
+        return out[:limit]
     for m in _TOKEN.finditer(question):
         tok = _strip_possessive(m.group()).lower().strip("-")
         if (len(tok) < 2 or tok in STOPWORDS or tok in names or tok in _TIME_WORDS or not re.search(r"[a-z]", tok)
@@ -84,6 +91,13 @@ def clean_keywords(keywords: Iterable[str], question: str, participants: Sequenc
     names = person_names(question, participants) | {p.lower() for n in participants for p in n.split()}
     out: list[str] = []
     for kw in keywords:
+        if cjk.is_chinese(kw):  # a Chinese keyword: kept when it holds a content word
+            zh = kw.strip()
+            if cjk.content_words(zh) and zh not in out:
+                out.append(zh)
+            if len(out) == limit:
+                break
+            continue
         words = [_strip_possessive(w).lower() for w in _TOKEN.findall(kw)]
         words = [w for w in words if w not in names and w not in STOPWORDS]
         phrase = " ".join(words)

@@ -25,6 +25,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from timem.models import Level, MemoryNode
+from timem.recall import cjk
 from timem.recall.duplicates import near_duplicates
 from timem.recall.events import event_channel
 from timem.recall.keywords import extract_keywords, person_names
@@ -99,7 +100,11 @@ class LeafSelection(NamedTuple):
 
 
 def bm25_query(question: str, plan: RecallPlan) -> str:
-    """The BM25 query: the question followed by the plan's keywords."""
+    """The BM25 query: the question followed by the plan's keywords. A Chinese question
+    (:func:`timem.recall.cjk.is_chinese`) is replaced by its content words and their characters
+    (:func:`timem.recall.cjk.bm25_terms`): without 我 / 的 / 什么, a BM25 match means a content word matched."""
+    if cjk.is_chinese(question):
+        return cjk.bm25_terms(question, plan.keywords)
     return " ".join([question, *plan.keywords]).strip()
 
 

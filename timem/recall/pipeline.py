@@ -28,6 +28,7 @@ from timem.errors import ConfigError, InputError, LLMError
 from timem.llm.protocol import LLMClient
 from timem.models import MemoryNode
 from timem.prompts import answer as answer_prompt
+from timem.recall import cjk
 from timem.recall.ancestors import fetch_lineage, propagate
 from timem.recall.context import count_context_tokens
 from timem.recall.gating import GateMode, apply_budget, run_gate
@@ -180,7 +181,8 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
 def neighbour_leaves(store: MemoryStore, config: Config, user_id: str, kept_leaves: Sequence[Candidate],
                      nodes: dict[str, MemoryNode]) -> list[tuple[str, str, str]]:
     """The adjacent segments of kept leaves (``Config.recall.recall_neighbours``) as ``(leaf, neighbour, reason)``,
-    in leaf rank order; their nodes are added to ``nodes`` (one store query each way, user filter in SQL)."""
+    in leaf rank order; their nodes are added to ``nodes`` (one store query each way, user filter in SQL). A
+    neighbour that is a Chinese acknowledgement (:func:`timem.recall.cjk.is_acknowledgement`) is not pulled."""
     if config.recall.recall_neighbours == "none" or not kept_leaves:
         return []
     adj = store.adjacent_segments(user_id, [c.node_id for c in kept_leaves])
@@ -196,7 +198,8 @@ def neighbour_leaves(store: MemoryStore, config: Config, user_id: str, kept_leav
     missing = [nid for _, nid, _ in out if nid not in nodes]
     if missing:
         nodes.update({n.id: n for n in store.nodes(user_id=user_id, ids=missing)})
-    return out
+    # a Chinese reply that only acknowledges (助手: 好的，我记住了。) adds nothing (timem.recall.cjk); English unchanged
+    return [t for t in out if t[1] not in nodes or not cjk.is_acknowledgement(nodes[t[1]].content)]
 
 
 def recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config: Config, user_id: str, query: str,

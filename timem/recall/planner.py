@@ -30,6 +30,7 @@ from timem.errors import ConfigError, LLMError
 from timem.llm.protocol import LLMClient
 from timem.models import TimeSpan
 from timem.prompts import planner as planner_prompt
+from timem.recall import cjk
 from timem.recall.keywords import MAX_KEYWORDS, clean_keywords, extract_keywords, person_names
 from timem.recall.time_window import resolve_time_window
 
@@ -175,13 +176,18 @@ class CentroidPlanner:
     def plan(self, question: str, question_time: datetime, config: Config, *,
              participants: Sequence[str] = (), user_id: str | None = None,
              vector: np.ndarray | None = None) -> RecallPlan:
-        """Classify, extract keywords deterministically, resolve the time window. No LLM call.
+        """Classify, extract keywords deterministically, resolve the time window. No LLM call. A Chinese question
+        (:func:`timem.recall.cjk.is_chinese`) takes its complexity from :func:`timem.recall.cjk.complexity`
+        (its centroid scores are still recorded; ``note`` says so).
 
         ``vector``: as in :meth:`classify` (lets the pipeline embed it together with the question).
         """
         complexity, scores = self.classify(question, participants, vector)
+        note = None
+        if cjk.is_chinese(question):  # the centroids are English questions: cue words decide (timem.recall.cjk)
+            complexity, note = cjk.complexity(question), "Chinese question: complexity from cue words, not centroids"
         return make_plan(complexity, question, question_time, config, self.name,
-                         participants=participants, scores=scores)
+                         participants=participants, scores=scores, note=note)
 
 
 class LLMPlanner:

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -109,8 +110,7 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
         try:
             con = duckdb.connect(self.path)
         except duckdb.Error as exc:
-            raise StoreError(f"cannot open DuckDB file {self.path}: {exc}. Close other TiMem processes "
-                             "(CLI or studio) using it, or pass another --db.") from exc
+            raise StoreError(open_error(self.path, exc)) from exc
         for ext in ("fts", "vss"):
             con.load_extension(str(extension_path(ext)))
         return con
@@ -262,3 +262,33 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
             **dict(zip(("recall_traces", "recall_trace_bytes"), self.trace_bytes(), strict=True)),
             "consolidation_queue": self.queue_counts(),
         }
+
+
+_PID = re.compile(r"\(PID (\d+)\)")
+
+
+def open_error(path: str, exc: BaseException) -> str:
+    """One line saying why DuckDB could not open ``path`` and what to do (issue 27 #10: every failure used to
+    advise closing other TiMem processes, right only for a lock). Cases: another process holds the file's lock
+    (its PID); not a DuckDB file; a folder; no permission or a read-only place; written by a newer DuckDB;
+    anything else (DuckDB's first sentence)."""
+    msg = " ".join(str(exc).split())
+    msg = re.sub(r"^(IO|IOException|Invalid Input|Serialization|Catalog) Error: ", "", msg)
+    msg = re.sub(r"\s*See also https?://\S+", "", msg).strip()
+    if "Conflicting lock" in msg or "Could not set lock" in msg:
+        pid = _PID.search(msg)
+        who = f"another process (PID {pid.group(1)})" if pid else "another process"
+        return (f"{path} is open in {who}: close the timem command, studio or service using it, then retry, or "
+                "use another database file.")
+    if "not a valid DuckDB database file" in msg:
+        return (f"{path} exists but is not a DuckDB file: give the path of a TiMem .duckdb file, or a new file "
+                "name to create one.")
+    if "Is a directory" in msg or Path(path).is_dir():
+        return f"{path} is a folder, not a DuckDB file: give a file path such as {Path(path) / 'timem.duckdb'}."
+    if "Permission denied" in msg or "Read-only file system" in msg:
+        return (f"cannot open {path}: permission denied; give a path in a folder you can write to, or fix the "
+                "file's permissions.")
+    if "version" in msg.lower() and ("newer" in msg.lower() or "storage" in msg.lower()):
+        return (f"{path} was written by another DuckDB version ({msg}); open it with the TiMem install that wrote "
+                "it, or export and re-import it.")
+    return f"cannot open DuckDB file {path}: {msg.rstrip('.!')}; give another database file (a new name creates one)."

@@ -60,6 +60,12 @@ def search_text(text: str) -> str:
     return " ".join(text.split())
 
 
+def jieba_words(text: str) -> list[str]:
+    """jieba's accurate-mode cut of ``text`` (``jieba.lcut``: each character in exactly one word; whitespace and
+    punctuation come back as their own pieces). Recall's Chinese keywords use it (:mod:`timem.recall.cjk`)."""
+    return [w for w in _jieba().lcut(text) if w.strip()]
+
+
 def _bigrams(run: str, unigrams: re.Pattern[str] | None = None) -> str:
     if len(run) == 1:
         return run

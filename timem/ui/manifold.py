@@ -43,7 +43,10 @@ def render() -> None:
     levels = c2.multiselect("Levels", [1, 2, 3, 4, 5], default=[1, 2, 3, 4, 5], key="mf_levels",
                             format_func=lambda v: f"L{v}")
     colour = c3.selectbox("Colour by", list(mf.COLOUR_BY), key="mf_colour")
-    label = c4.selectbox("Groups for the metrics", list(mf.LABELS), key="mf_label", index=0 if len(chosen) > 1 else 1,
+    # one user: months, which group every level but L5 (one profile per month); sessions left L2-L5 without a
+    # number (an L2 is its session's only memory, L3-L5 have no session): issue 27 #10
+    label = c4.selectbox("Groups for the metrics", list(mf.LABELS), key="mf_label",
+                         index=0 if len(chosen) > 1 else mf.LABELS.index("month"),
                          format_func=lambda v: LABEL_NAMES[v])
     with st.expander("UMAP and metric settings"):
         a, b, c = st.columns(3)

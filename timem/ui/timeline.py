@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, time, timedelta
+from typing import Any
 
 import streamlit as st
 
@@ -36,7 +37,7 @@ def render() -> None:
         st.info(f"User `{ctx.user}` has no memories yet. Chat, or import a conversation from the sidebar.")
         return
     df = tl.timeline_frame(nodes, ctx.tz)
-    shown = _filters(df)
+    shown, until = _filters(df)
     st.caption(f"{len(shown)} of {len(df)} memories · times in {ctx.config.time.timezone} · "
                "click a bar (or pick below) to inspect it")
     fig = tl.timeline_figure(shown, links=st.session_state.get("tl_links", True),
@@ -54,10 +55,11 @@ def render() -> None:
     if not ids:
         return
     st.selectbox("Inspect a memory", ids, key=NODE_KEY, format_func=lambda i: _label(by_id[i], ctx.tz))
-    _details(ctx, by_id[st.session_state[NODE_KEY]], by_id)
+    _details(ctx, by_id[st.session_state[NODE_KEY]], by_id, set(df.loc[df["appears"] <= until, "id"]))
 
 
-def _filters(df):
+def _filters(df) -> tuple[Any, datetime]:
+    """The rows that pass the filters, and the replay date (naive wall-clock time in the user's zone)."""
     lo, hi = df["start"].min().to_pydatetime(), df["end"].max().to_pydatetime()
     c1, c2, c3 = st.columns([2, 2, 1])
     levels = c1.multiselect("Levels", [1, 2, 3, 4, 5], default=[1, 2, 3, 4, 5], key="tl_levels",
@@ -74,7 +76,7 @@ def _filters(df):
         until = st.slider("Replay growth: the tree as it stood at event time …", min_value=first, max_value=last,
                           value=last, step=timedelta(hours=1), format="YYYY-MM-DD HH:mm",
                           key=f"tl_until_{first:%Y%m%d%H%M}_{last:%Y%m%d%H%M}")
-    return tl.filter_frame(df, levels=levels, start=start, end=end, until=until)
+    return tl.filter_frame(df, levels=levels, start=start, end=end, until=until), until
 
 
 def _label(n: MemoryNode, tz) -> str:
@@ -82,7 +84,9 @@ def _label(n: MemoryNode, tz) -> str:
     return f"{n.level.label} · {n.span_start.astimezone(tz):%Y-%m-%d %H:%M} · {text[:70]}"
 
 
-def _details(ctx: state.StudioContext, node: MemoryNode, by_id: dict[str, MemoryNode]) -> None:
+def _details(ctx: state.StudioContext, node: MemoryNode, by_id: dict[str, MemoryNode], existing: set[str]) -> None:
+    """The inspected memory. Its parent and children are named only when ``existing`` (written by the replay
+    date): the replay must not name a memory that is written later (issue 27 #10)."""
     tz = ctx.tz
     st.subheader(f"{node.level.label} · {node.window_key}")
     c1, c2 = st.columns([3, 2])
@@ -97,9 +101,11 @@ def _details(ctx: state.StudioContext, node: MemoryNode, by_id: dict[str, Memory
             + (" · stale" if node.stale else "") + f"  \n**Id** `{node.id}`"
             + (f"  \n**Session** `{node.session_id}`" if node.session_id else ""))
         parent = next((p for p in by_id.values() if node.id in p.child_ids), None)
-        if parent is not None:
+        if parent is not None and parent.id in existing:
             st.button(f"↑ Parent: {parent.level.label}", key="tl_up", on_click=_select, args=(parent.id,))
-    children = [by_id[c] for c in node.child_ids if c in by_id]
+        elif parent is not None:
+            st.caption(f"Its {parent.level.label} memory is not written yet at this replay date.")
+    children = [by_id[c] for c in node.child_ids if c in by_id and c in existing]
     if children:
         st.markdown(f"**Children** ({len(children)})")
         st.dataframe([{"level": c.level.label, "start": c.span_start.astimezone(tz).strftime("%Y-%m-%d %H:%M"),

@@ -1,0 +1,77 @@
+"""Chinese recall is as precise as English (issue 27 #3, #10): 我的狗叫什么名字？ over 42 Chinese memories gave a
+45-line context of acknowledgements and unrelated days, planned "complex" with no keywords; its English twin gave
+4 lines. The pair of files is tests/data/cases/found-by-trying-2/. Real MiniLM, real DuckDB, no LLM."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import DATA
+
+from timem.config import load_config
+from timem.datasets import load_dataset
+from timem.engine import MemoryEngine
+from timem.recall import cjk
+from timem.recall.keywords import clean_keywords, extract_keywords
+from timem.recall.leaves import bm25_query
+from timem.store import Store
+
+PAIR = DATA / "cases" / "found-by-trying-2"
+#: (Chinese question, English twin, the answer in each file)
+QUESTIONS = [("我的狗叫什么名字？", "What is my dog's name?", "豆豆", "Doudou"),
+             ("我的自行车是什么颜色的？", "What color is my bicycle?", "红色", "red bicycle"),
+             ("牙医预约是什么时候？", "When is my dentist appointment?", "牙医预约在星期四下午三点",
+              "Thursday at 3 pm")]
+
+
+@pytest.fixture(scope="module")
+def engines(tmp_path_factory, embedder):
+    made = {}
+    for lang, name in (("zh", "c06b_cjk_many.jsonl"), ("en", "c06c_en_control.jsonl")):
+        folder = tmp_path_factory.mktemp(lang)
+        cfg = load_config(env={}, db_path=folder / "t.duckdb", llm_backend="none", consolidation_mode="extractive",
+                          cache_dir=folder / "cache", memory_extractor="rules")
+        eng = MemoryEngine(cfg, Store(cfg.store.db_path, embedder.model_id, embedder.dim), embedder, None)
+        eng.ingest(load_dataset(PAIR / name, "jsonl", tz=cfg.time.tz, user_tz=cfg.time.user_tz))
+        made[lang] = eng
+    yield made
+    for eng in made.values():
+        eng.close()
+
+
+def test_the_chinese_dog_question_gets_a_context_as_small_as_its_english_twin(engines):
+    zh = engines["zh"].recall("lin", "我的狗叫什么名字？", persist=False)
+    en = engines["en"].recall("lin", "What is my dog's name?", persist=False)
+    assert "Doudou" in en.context and len(en.context.splitlines()) == 4  # English: unchanged
+    assert "豆豆" in zh.context
+    assert len(zh.context.splitlines()) <= len(en.context.splitlines()), zh.context
+    assert "好的，我记住了" not in zh.context  # the acknowledgement is not pulled as the leaf's neighbour
+    assert zh.trace.plan.complexity == en.trace.plan.complexity == "simple"
+    assert zh.trace.plan.keywords == ["狗叫", "名字"] and en.trace.plan.keywords == ["dog", "name"]
+    assert zh.trace.bm25_query == "狗叫 名字 狗 叫 名 字"  # content words and their characters, no 我 / 的 / 什么
+    kept = [d for d in zh.trace.gate.decisions if d.kept and d.level == 1]
+    assert len(kept) == 1 and "豆豆" in zh.nodes[0].content
+
+
+@pytest.mark.parametrize("zh_q, en_q, zh_answer, en_answer", QUESTIONS, ids=["dog", "bicycle", "dentist"])
+def test_each_chinese_question_gets_its_answer_and_little_else(engines, zh_q, en_q, zh_answer, en_answer):
+    zh = engines["zh"].recall("lin", zh_q, persist=False)
+    assert zh_answer in zh.context and len(zh.context.splitlines()) <= 4, zh.context
+    assert en_answer in engines["en"].recall("lin", en_q, persist=False).context
+
+
+def test_chinese_keywords_acknowledgements_and_complexity():
+    assert extract_keywords("我的自行车是什么颜色的？") == ["自行车", "颜色"]
+    assert extract_keywords("Caroline 什么时候去的支持小组？", ["Caroline"]) == ["去", "支持", "小组"]
+    assert extract_keywords("What is my dog's name?") == ["dog", "name"]  # English: as before
+    assert clean_keywords(["豆豆", "什么", "dog"], "我的狗叫什么名字？") == ["豆豆", "dog"]
+    assert cjk.is_acknowledgement("助手: 好的，我记住了。") and cjk.is_acknowledgement("收到，谢谢！")
+    assert not cjk.is_acknowledgement("助手: 豆豆听起来很可爱！")
+    assert not cjk.is_acknowledgement("Assistant: OK, noted.")  # English: unchanged
+    assert [cjk.complexity(q) for q in ("我的狗叫什么名字？", "牙医预约是什么时候？", "我的工作有哪些变化？")] == [
+        "simple", "hybrid", "complex"]
+    assert not cjk.is_chinese("私の犬の名前は？") and not cjk.is_chinese("What is my dog's name?")
+
+
+def test_an_english_bm25_query_is_the_question_and_its_keywords(engines):
+    en = engines["en"].recall("lin", "What is my dog's name?", persist=False)
+    assert en.trace.bm25_query == "What is my dog's name? dog name" == bm25_query(en.trace.query, en.trace.plan)

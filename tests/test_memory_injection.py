@@ -1,0 +1,107 @@
+"""Recalled memories reach the answer prompt, the chat prompt and the OpenAI-compatible proxy's memory message as
+quoted data, never as instructions (issue 27 #11): a family of ten pasted injections
+(``tests/data/injection_family.json``) each stays inside the one ``<memories>`` block, whatever tags or chat-template
+tokens it holds, and every system message states the rule. Real MiniLM, real DuckDB, a scripted LLM."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from conftest import DATA
+from service_support import engine_factory
+from studio_support import studio_answer
+
+from timem.llm.protocol import ChatRequest, Message
+from timem.prompts import answer
+from timem.prompts.common import DATA_RULE, neutralise_data
+from timem.prompts.memory_message import memory_message
+
+FAMILY = json.loads((DATA / "injection_family.json").read_text(encoding="utf-8"))
+INJECTIONS = [(i["name"], i["text"], i["target"]) for i in FAMILY["injections"]]
+#: the question asked of each injection (the Chinese one is asked in Chinese)
+QUESTIONS = {i["name"]: i.get("question", FAMILY["question"]) for i in FAMILY["injections"]}
+T0 = datetime(2024, 5, 2, 9, 0, tzinfo=UTC)
+#: anything a model could read as the start or end of the data block, or as a chat-template control token
+_TAG = re.compile(r"<\s*/?\s*(?:memories|pinned)\b", re.IGNORECASE)
+
+
+def _answer_calls(request: ChatRequest) -> str:
+    return studio_answer(request) if request.json_schema is not None else "Your sister Ana is a nurse in Porto."
+
+
+def assert_quoted(text: str, target: str, tag: str = "memories") -> None:
+    """``text`` (one message) holds exactly one ``<tag>`` block, ``target`` only inside it, and no control token
+    (the tags named by :data:`DATA_RULE` itself do not count)."""
+    text = text.replace(DATA_RULE, "")
+    assert len(_TAG.findall(text)) == 2 * (text.count("<pinned>") > 0) + 2 * (text.count("<memories>") > 0), text
+    assert text.count(f"<{tag}>") == 1 and text.count(f"</{tag}>") == 1, text
+    start, end = text.index(f"<{tag}>"), text.index(f"</{tag}>")
+    inside, outside = text[start:end], text[:start] + text[end:]
+    assert target.lower() in inside.lower(), f"the injection did not reach the block:\n{text}"
+    assert target.lower() not in outside.lower(), f"the injection leaked out of the block:\n{text}"
+    assert "<|" not in text and "|>" not in text, text
+
+
+@pytest.fixture(scope="module")
+def engines(tmp_path_factory, embedder):
+    """One store per injection: Mia's plain family fact on 1 May, the pasted injection on 2 May."""
+    made = {}
+    for name, text, _ in INJECTIONS:
+        eng = engine_factory(tmp_path_factory.mktemp(name) / "timem.duckdb", embedder, answer=_answer_calls,
+                             memory_extractor="rules")()
+        eng.add_exchange("mia", "s1", FAMILY["fact"], "Thanks for telling me.", T0 - timedelta(days=1))
+        eng.add_exchange("mia", "s2", text, "Thanks for sharing it.", T0)
+        made[name] = eng
+    yield made
+    for eng in made.values():
+        eng.close()
+
+
+@pytest.mark.parametrize("name, text, target", INJECTIONS, ids=[i[0] for i in INJECTIONS])
+def test_an_injection_reaches_every_answer_prompt_only_as_quoted_data(engines, name, text, target):
+    eng = engines[name]
+    asked = T0 + timedelta(days=1)
+    backend = eng.llm.backend
+    for asker in (None, "Mia"):  # the answer prompt (ask, LoCoMo) and the chat prompt (a person asking)
+        backend.calls.clear()
+        out = eng.ask("mia", QUESTIONS[name], asked, asker=asker)
+        (call,) = [c for c in backend.calls if c.json_schema is None]
+        system, user = call.messages
+        assert system.role == "system" and DATA_RULE in system.content
+        assert "<memories>" not in system.content.replace(DATA_RULE, "")
+        assert target.lower() not in system.content.lower()
+        assert_quoted(user.content, target)
+        assert out.answer == "Your sister Ana is a nurse in Porto."
+    # the OpenAI-compatible proxy's memory system message, over the same recall
+    res = eng.recall("mia", QUESTIONS[name], asked)
+    message = memory_message(res.context, asked)
+    assert DATA_RULE in message and message.index(DATA_RULE) < message.rindex("<memories>")
+    assert_quoted(message, target)
+
+
+@pytest.mark.parametrize("name, text, target", INJECTIONS, ids=[i[0] for i in INJECTIONS])
+def test_a_pinned_line_is_quoted_too(name, text, target):
+    msgs = answer.build_messages(FAMILY["question"], "", T0, pinned=[text], asker="Mia")
+    assert DATA_RULE in msgs[0].content
+    assert_quoted(msgs[0].content.split(DATA_RULE, 1)[1], target, tag="pinned")
+    assert_quoted(memory_message("", T0, pinned=[text]).split("\nMemories:")[0], target, tag="pinned")
+
+
+@pytest.mark.parametrize("raw", ["</memories>", "</MEMORIES>", "< / memories >", "</memories\n", "<memories x=1>",
+                                 "</pinned>", "<|im_end|>", "<|eot_id|>", "</memories"])
+def test_tags_and_control_tokens_inside_the_data_are_neutralised(raw):
+    out = neutralise_data(f"before {raw} after")
+    assert not _TAG.search(out) and "<|" not in out and "|>" not in out
+    assert out.startswith("before ") and out.endswith(" after")
+    assert neutralise_data("I <3 my family, 2 < 3 and <b>bold</b>") == "I <3 my family, 2 < 3 and <b>bold</b>"
+
+
+def test_messages_without_memories_keep_the_rule_and_an_empty_block():
+    system, user = answer.build_messages("Where do I live?", "", T0)
+    assert DATA_RULE in system.content
+    assert "<memories>\n(no memories found)\n</memories>" in user.content
+    assert answer.PROMPT_VERSION == "answer-v6"
+    assert isinstance(system, Message)
