@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 
 from pydantic import BaseModel
@@ -30,6 +30,7 @@ from timem.models import MemoryNode
 from timem.prompts import answer as answer_prompt
 from timem.recall import cjk
 from timem.recall.ancestors import fetch_lineage, propagate
+from timem.recall.condense import condense
 from timem.recall.context import count_context_tokens
 from timem.recall.gating import GateMode, apply_budget, run_gate
 from timem.recall.items import ItemRecall, recall_items
@@ -155,8 +156,17 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
     latency["items"] = _ms(t0)
 
     t0 = time.perf_counter()
-    pulled = neighbour_leaves(store, config, user_id, [c for c in leaves.kept if c.node_id in kept], nodes)
-    chosen, context, tokens, decisions = apply_budget(kept, why, leaves.kept, ancestors, nodes,
+    leaf_ids = {c.node_id for c in leaves.kept}
+    pulled = neighbour_leaves(store, config, user_id, [c for c in leaves.kept if c.node_id in kept], nodes, leaf_ids)
+
+    def cut_to(nid: str) -> int:
+        return rc.condense_leaf_tokens if nid in leaf_ids else rc.condense_neighbour_tokens
+
+    shown = nodes  # what the context shows of each memory; ``nodes`` stays as stored (the trace's sources)
+    if rc.condense_after is not None:
+        shown = condense(nodes, [c.node_id for c in sorted(leaves.kept, key=lambda c: c.rank)], pulled, query,
+                         rc.condense_after, rc.condense_leaf_tokens, rc.condense_neighbour_tokens)
+    chosen, context, tokens, decisions = apply_budget(kept, why, leaves.kept, ancestors, shown,
                                                       max(0, rc.token_budget - item_tokens), config.time.tz,
                                                       rc.context_layout, pulled, rc.neighbour_priority == "interleave",
                                                       query)
@@ -172,24 +182,29 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
         settings={**config.trace_settings(), "vector_index": store.vector_index}, plan=plan,
         bm25_query=leaves.bm25_query, candidates=leaves.candidates,
         ancestors=ancestors, gate=outcome, node_ids=[n.id for n in chosen], context=context,
-        context_tokens=tokens, items=items.used, latency_ms=latency, llm_calls=list(llm.calls) if llm else [],
-        notes=notes)
+        context_tokens=tokens, items=items.used,
+        condensed={n.id: cut_to(n.id) for n in chosen if shown[n.id] is not nodes[n.id]}, latency_ms=latency,
+        llm_calls=list(llm.calls) if llm else [], notes=notes)
     trace.attach_sources(nodes)  # so that the trace persists its context as ids (timem.recall.trace_store)
     return RecallResult(context=context, nodes=chosen, trace=trace)
 
 
 def neighbour_leaves(store: MemoryStore, config: Config, user_id: str, kept_leaves: Sequence[Candidate],
-                     nodes: dict[str, MemoryNode]) -> list[tuple[str, str, str]]:
+                     nodes: dict[str, MemoryNode], candidates: Collection[str] = ()) -> list[tuple[str, str, str]]:
     """The adjacent segments of kept leaves (``Config.recall.recall_neighbours``) as ``(leaf, neighbour, reason)``,
     in leaf rank order; their nodes are added to ``nodes`` (one store query each way, user filter in SQL). A
-    neighbour that is a Chinese acknowledgement (:func:`timem.recall.cjk.is_acknowledgement`) is not pulled."""
+    neighbour that is a Chinese acknowledgement (:func:`timem.recall.cjk.is_acknowledgement`) is not pulled.
+    ``candidates``: the leaf candidates' ids, for the ``"relevant"`` rule (a next turn that is itself one)."""
     if config.recall.recall_neighbours == "none" or not kept_leaves:
         return []
     adj = store.adjacent_segments(user_id, [c.node_id for c in kept_leaves])
     out: list[tuple[str, str, str]] = []
     for c in sorted(kept_leaves, key=lambda c: c.rank):
         prev, nxt = adj.get(c.node_id, (None, None))
-        if config.recall.recall_neighbours == "reply" and "?" not in nodes[c.node_id].content:
+        mode, asks = config.recall.recall_neighbours, "?" in nodes[c.node_id].content
+        if mode == "reply" and not asks:
+            continue
+        if mode == "relevant" and not asks and nxt not in candidates:
             continue
         if nxt:
             out.append((c.node_id, nxt, f"next turn after leaf rank {c.rank}"))

@@ -67,6 +67,8 @@ class RecallTrace(BaseModel):
     context_tokens: int = 0
     #: memory items at the head of the context, with what each superseded (:mod:`timem.recall.items`)
     items: list[ItemUse] = Field(default_factory=list)
+    #: memories the condensed context cut to a passage (:mod:`timem.recall.condense`): id -> its cl100k cap
+    condensed: dict[str, int] = Field(default_factory=dict)
     latency_ms: dict[str, float] = Field(default_factory=dict)
     llm_calls: list[LLMCall] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)  #: fallbacks and substitutions, in order

@@ -128,11 +128,16 @@ def passage_tokens(trace: RecallTrace) -> int:
 def rebuild_context(trace: RecallTrace, nodes: Mapping[str, MemoryNode], layout: Layout, tz: ZoneInfo,
                     passages: Collection[str] = (), passage_tokens: int = 0) -> str:
     """The context of ``trace`` from its memories (``nodes`` by id; absent ones are left out): the memory
-    items' lines, a blank line, then the memories rendered in ``layout`` (dates in ``tz``), those in
-    ``passages`` cut to their passage of at most ``passage_tokens`` for the question, as recall cut them
-    (:func:`timem.recall.context.best_passage`)."""
-    given = [best_passage(nodes[nid], trace.query, passage_tokens) if nid in passages else nodes[nid]
-             for nid in trace.node_ids if nid in nodes]
+    items' lines, a blank line, then the memories rendered in ``layout`` (dates in ``tz``), each one in
+    ``trace.condensed`` cut to its passage within that cap, then those in ``passages`` cut to their passage of
+    at most ``passage_tokens`` for the question, as recall cut them (:func:`timem.recall.context.best_passage`)."""
+    def shown(nid: str) -> MemoryNode:
+        node = nodes[nid]
+        if nid in trace.condensed:
+            node = best_passage(node, trace.query, trace.condensed[nid])
+        return best_passage(node, trace.query, passage_tokens) if nid in passages else node
+
+    given = [shown(nid) for nid in trace.node_ids if nid in nodes]
     body = render_context(given, tz, layout) if given else ""
     lines = [u.line for u in trace.items]
     return "\n".join(lines) + ("\n\n" + body if body else "") if lines else body
@@ -145,7 +150,11 @@ def _context_spec(trace: RecallTrace, sources: Mapping[str, MemoryNode], ids: _I
     layout = trace.settings.get("context_layout", "grouped")
     zone = trace.settings.get("timezone", "UTC")
     cap = passage_tokens(trace)
-    cut = [nid for nid in trace.node_ids if best_passage(sources[nid], trace.query, cap) is not sources[nid]]
+    def condensed(nid: str) -> MemoryNode:
+        cap = trace.condensed.get(nid)
+        return sources[nid] if cap is None else best_passage(sources[nid], trace.query, cap)
+
+    cut = [nid for nid in trace.node_ids if best_passage(condensed(nid), trace.query, cap) is not condensed(nid)]
     try:
         rebuilt = rebuild_context(trace, sources, layout, ZoneInfo(zone), cut, cap)
     except (ValueError, KeyError):  # an unknown layout or zone in hand-made settings: keep the text
