@@ -41,7 +41,7 @@ def engines(tmp_path_factory, embedder):
 def test_the_chinese_dog_question_gets_a_context_as_small_as_its_english_twin(engines):
     zh = engines["zh"].recall("lin", "我的狗叫什么名字？", persist=False)
     en = engines["en"].recall("lin", "What is my dog's name?", persist=False)
-    assert "Doudou" in en.context and len(en.context.splitlines()) == 4  # English: unchanged
+    assert "Doudou" in en.context and len(en.context.splitlines()) <= 4  # English: 4 lines before issue 23, now 3
     assert "豆豆" in zh.context
     assert len(zh.context.splitlines()) <= len(en.context.splitlines()), zh.context
     assert "好的，我记住了" not in zh.context  # the acknowledgement is not pulled as the leaf's neighbour

@@ -228,9 +228,9 @@ class RecallSettings(_Section):
     recall_candidates: int = 80  #: candidates from each search (cosine, BM25) before fusion
     #: adjacent L1 segments of the same session pulled in for each kept leaf when the budget allows
     #: ("next": the next segment, often the answer; "reply": the next one only after a leaf that asks
-    #: a question; "relevant": the next one after a question or when it is itself a leaf candidate;
-    #: "both": the segments before and after)
-    recall_neighbours: Literal["none", "next", "reply", "relevant", "both"] = "next"
+    #: a question; "relevant": the next one after a question or when it is itself a leaf candidate, the default
+    #: with ``condense_after`` by measurement, bench/results/scattered-evidence.md; "both": before and after)
+    recall_neighbours: Literal["none", "next", "reply", "relevant", "both"] = "relevant"
     #: where pulled neighbours go in the budget order: right after their leaf, or after every leaf
     neighbour_priority: Literal["interleave", "after"] = "interleave"
     #: added to the fused score of a leaf spoken by a participant the question names (0 = off)
@@ -279,8 +279,9 @@ class RecallSettings(_Section):
     gate_floor_cjk: float = Field(default=0.7, ge=0.0, le=1.0)
     token_budget: int = 1000  #: the recall context's size, in cl100k tokens (Mem Len at most this)
     #: condensed context (:mod:`timem.recall.condense`): the first N leaves and their neighbour turns keep their
-    #: whole text, later ones only their passage most relevant to the question (None: every memory whole)
-    condense_after: int | None = Field(default=None, ge=0)
+    #: whole text, later ones only their passage most relevant to the question (None: every memory whole).
+    #: 4 by measurement on LoCoMo dev (bench/results/scattered-evidence.md)
+    condense_after: int | None = Field(default=4, ge=0)
     condense_leaf_tokens: int = Field(default=40, ge=8)  #: cl100k cap of a condensed leaf
     condense_neighbour_tokens: int = Field(default=25, ge=8)  #: cl100k cap of a condensed neighbour turn
     #: context layout: "grouped" (one dated header per session for L1) or "lines" (a date per memory)

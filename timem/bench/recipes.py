@@ -90,7 +90,8 @@ _PAPER = {"quotas": PAPER_QUOTAS}
 _TIMEM_INDEX = {"recall_index": "timem"}
 _RECIPES: list[Recipe] = [
     _r("timem", "timem", "default", "recall with the configured defaults (turn leaves, relevance propagation "
-       "over the segment tree, TIDER decay, next-turn neighbours, L1-only context quotas)"),
+       "over the segment tree, TIDER decay, relevant next-turn neighbours, condensed after 4 leaves, L1-only "
+       "context quotas)"),
     # planner vs fixed complexity
     _r("planner-centroid", "timem", "planner", "centroid planner (no LLM)", overrides={"planner": "centroid"}),
     _r("planner-llm", "timem", "planner", "LLM planner", overrides={"planner": "llm"}),
@@ -169,6 +170,16 @@ _RECIPES: list[Recipe] = [
        "first in the context; decay is off in benchmarks either way)", overrides={"memory_items": False}),
     _r("memory-items-decay", "timem", "memory", "the default with item decay as in chat (half-life 180 days)",
        overrides={"memory_decay_half_life_days": 180.0}),
+    # scattered evidence (issue 23): condensed context and the neighbour rule; "whole-context" is the default
+    # before them (its dev questions.jsonl is byte-identical to the published one of 2026-12-02)
+    _r("whole-context", "timem", "scattered", "the default before issue 23: every memory whole, the next turn "
+       "after every leaf", overrides={"condense_after": None, "recall_neighbours": "next"}),
+    _r("neighbours-relevant", "timem", "scattered", "only the 'relevant' neighbour rule (next turn after a "
+       "question or when it is a leaf candidate), every memory whole", overrides={"condense_after": None}),
+    _r("condense-only", "timem", "scattered", "only the condensed context (after 4 leaves), next turn after "
+       "every leaf", overrides={"recall_neighbours": "next"}),
+    *[_r(f"condense-{n}", "timem", "scattered", f"condensed context after the first {n} leaves (default 4)",
+         overrides={"condense_after": n}) for n in (0, 2, 6, 8)],
     # baselines
     _r("bm25-turns", "bm25-turns", "baseline", "BM25 (rank-bm25 BM25Okapi) over raw dated turns"),
     _r("dense-turns", "dense-turns", "baseline", "MiniLM cosine over raw dated turns"),
