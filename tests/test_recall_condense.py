@@ -16,7 +16,7 @@ from timem.config import load_config
 from timem.datasets import load_dataset
 from timem.engine import MemoryEngine
 from timem.models import MemoryNode
-from timem.recall.condense import condense
+from timem.recall.condense import condense, content_stems, passage
 from timem.recall.leaves import Candidate
 from timem.recall.pipeline import neighbour_leaves
 from timem.recall.trace_store import load_traces
@@ -105,3 +105,17 @@ def test_condense_cuts_only_after_the_first_leaves():
     assert "violin" in out["b"].content and out["b"].content.startswith("Mia: …")  # the passage that bears on it
     assert len(out["nb"].content) <= len(out["b"].content) < len(long)  # both cut, the neighbour cap no larger
     assert nodes == before  # the input is not modified
+
+
+def test_a_cut_keeps_the_sentence_that_shares_a_content_word_not_a_greeting():
+    turn = ("Melanie: Hey Caroline, hope all's good with you and the family these days! "
+            "It has been a long and busy month at work for me, with too many meetings. "
+            "We went camping at the beach last week, and the kids loved the waves. "
+            "Anyway, tell me about your week when you have time.")
+    stems = content_stems("Where has Melanie camped?", {"melanie"})
+    assert stems == {"camp"}  # the name and the stop words do not count; "camped" and "camping" share a stem
+    cut = passage(_node("x", turn), "Where has Melanie camped?", stems, 12)
+    assert "camping at the beach" in cut.content and "Hey Caroline" not in cut.content, cut.content
+    assert cut.content.startswith("Melanie: … We went camping")  # kept whole past the cap, attributed
+    opening = passage(_node("y", turn), "Which instrument does Mia play?", content_stems(QUESTION), 12)
+    assert opening.content.startswith("Melanie: Hey Caroline") and "…" in opening.content  # no shared word

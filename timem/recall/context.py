@@ -147,13 +147,16 @@ _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
 _WORDS = re.compile(r"\w+", re.UNICODE)
 
 
-def best_passage(node: MemoryNode, question: str, max_tokens: int) -> MemoryNode:
+def best_passage(node: MemoryNode, question: str, max_tokens: int,
+                 score: Callable[[str], int] | None = None, whole_sentence: bool = False) -> MemoryNode:
     """A copy of ``node`` whose content is its passage most relevant to ``question`` within ``max_tokens``.
 
     For a memory too long for the budget (a 5,000-word turn): sentences are scored by how many of
-    the question's words (lower case, 3+ characters) they contain; the best one is kept with its
-    neighbours while they fit, cut points marked ``…``; the first line's speaker prefix and a verbatim
-    date line are kept, so the passage stays attributed and dated. Unchanged when it already fits.
+    the question's words (lower case, 3+ characters) they contain, or by ``score(sentence)`` when given; the
+    best one (the first among equals) is kept with its neighbours while they fit, cut points marked ``…``;
+    the first line's speaker prefix and a verbatim date line are kept, so the passage stays attributed and
+    dated. A best sentence longer than the cap is cut at a word, or kept whole with ``whole_sentence``.
+    Unchanged when it already fits.
     """
     if count_tokens(node.content) <= max_tokens:
         return node
@@ -166,8 +169,10 @@ def best_passage(node: MemoryNode, question: str, max_tokens: int) -> MemoryNode
     max_tokens = max(8, max_tokens - count_tokens(f"{date_line}\n{speaker}: … …"))
     sents = [x for x in _SENTENCE.split(text) if x.strip()]
     terms = {w for w in _WORDS.findall(question.lower()) if len(w) >= 3}
-    scores = [len(terms & set(_WORDS.findall(x.lower()))) for x in sents]
+    scores = [score(x) if score else len(terms & set(_WORDS.findall(x.lower()))) for x in sents]
     best = max(range(len(sents)), key=lambda i: (scores[i], -i)) if sents else 0
+    if whole_sentence and sents:
+        max_tokens = max(max_tokens, count_tokens(sents[best]))
     lo = hi = best
     while True:
         grown = False

@@ -30,10 +30,11 @@ from timem.models import MemoryNode
 from timem.prompts import answer as answer_prompt
 from timem.recall import cjk
 from timem.recall.ancestors import fetch_lineage, propagate
-from timem.recall.condense import condense
+from timem.recall.condense import condense, content_stems
 from timem.recall.context import count_context_tokens
 from timem.recall.gating import GateMode, apply_budget, run_gate
 from timem.recall.items import ItemRecall, recall_items
+from timem.recall.keywords import person_names
 from timem.recall.leaves import Candidate, select_leaves
 from timem.recall.localiser import localise_question
 from timem.recall.planner import CentroidPlanner, LLMPlanner, RecallPlan, make_plan
@@ -162,10 +163,11 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
     def cut_to(nid: str) -> int:
         return rc.condense_leaf_tokens if nid in leaf_ids else rc.condense_neighbour_tokens
 
+    names = person_names(query, participants)
     shown = nodes  # what the context shows of each memory; ``nodes`` stays as stored (the trace's sources)
     if rc.condense_after is not None:
         shown = condense(nodes, [c.node_id for c in sorted(leaves.kept, key=lambda c: c.rank)], pulled, query,
-                         rc.condense_after, rc.condense_leaf_tokens, rc.condense_neighbour_tokens)
+                         rc.condense_after, rc.condense_leaf_tokens, rc.condense_neighbour_tokens, names)
     chosen, context, tokens, decisions = apply_budget(kept, why, leaves.kept, ancestors, shown,
                                                       max(0, rc.token_budget - item_tokens), config.time.tz,
                                                       rc.context_layout, pulled, rc.neighbour_priority == "interleave",
@@ -183,7 +185,8 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
         bm25_query=leaves.bm25_query, candidates=leaves.candidates,
         ancestors=ancestors, gate=outcome, node_ids=[n.id for n in chosen], context=context,
         context_tokens=tokens, items=items.used,
-        condensed={n.id: cut_to(n.id) for n in chosen if shown[n.id] is not nodes[n.id]}, latency_ms=latency,
+        condensed={n.id: cut_to(n.id) for n in chosen if shown[n.id] is not nodes[n.id]},
+        condense_stems=sorted(content_stems(query, names)) if rc.condense_after is not None else [], latency_ms=latency,
         llm_calls=list(llm.calls) if llm else [], notes=notes)
     trace.attach_sources(nodes)  # so that the trace persists its context as ids (timem.recall.trace_store)
     return RecallResult(context=context, nodes=chosen, trace=trace)

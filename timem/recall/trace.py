@@ -69,6 +69,7 @@ class RecallTrace(BaseModel):
     items: list[ItemUse] = Field(default_factory=list)
     #: memories the condensed context cut to a passage (:mod:`timem.recall.condense`): id -> its cl100k cap
     condensed: dict[str, int] = Field(default_factory=dict)
+    condense_stems: list[str] = Field(default_factory=list)  #: the question's content stems the cuts were made by
     latency_ms: dict[str, float] = Field(default_factory=dict)
     llm_calls: list[LLMCall] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)  #: fallbacks and substitutions, in order

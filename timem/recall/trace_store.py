@@ -39,6 +39,7 @@ from pydantic_core import PydanticUndefined
 
 from timem.models import MemoryNode
 from timem.recall.ancestors import AncestorRecord
+from timem.recall.condense import passage
 from timem.recall.context import Layout, best_passage, count_context_tokens, render_context
 from timem.recall.gating import GateDecision
 from timem.recall.leaves import Candidate
@@ -134,7 +135,7 @@ def rebuild_context(trace: RecallTrace, nodes: Mapping[str, MemoryNode], layout:
     def shown(nid: str) -> MemoryNode:
         node = nodes[nid]
         if nid in trace.condensed:
-            node = best_passage(node, trace.query, trace.condensed[nid])
+            node = passage(node, trace.query, set(trace.condense_stems), trace.condensed[nid])
         return best_passage(node, trace.query, passage_tokens) if nid in passages else node
 
     given = [shown(nid) for nid in trace.node_ids if nid in nodes]
@@ -152,7 +153,7 @@ def _context_spec(trace: RecallTrace, sources: Mapping[str, MemoryNode], ids: _I
     cap = passage_tokens(trace)
     def condensed(nid: str) -> MemoryNode:
         cap = trace.condensed.get(nid)
-        return sources[nid] if cap is None else best_passage(sources[nid], trace.query, cap)
+        return sources[nid] if cap is None else passage(sources[nid], trace.query, set(trace.condense_stems), cap)
 
     cut = [nid for nid in trace.node_ids if best_passage(condensed(nid), trace.query, cap) is not condensed(nid)]
     try:
