@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import subprocess
 import tempfile
@@ -21,7 +22,8 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 PEERS = {"mem0": 7000, "Zep": 5800, "MemOS": 5400}
-LABELS = {"timem": "TiMem default", "timem-l1": "L1-only ablation", "bm25-turns": "BM25 over turns",
+LABELS = {"timem": "TiMem default", "timem-l1": "L1-only ablation",
+          "whole-context": "default before issue 23 (whole-context)", "bm25-turns": "BM25 over turns",
           "dense-turns": "dense over turns", "hybrid-turns": "hybrid over turns"}
 
 
@@ -46,18 +48,22 @@ def figure(data: dict[str, dict[int, tuple[float, float, float]]]) -> go.Figure:
         xs = sorted(points)
         fig.add_trace(go.Scatter(x=xs, y=[round(points[b][0], 1) for b in xs], mode="lines+markers",
                                  name=LABELS.get(recipe, recipe)))
-    for name, tokens in PEERS.items():
-        fig.add_vline(x=tokens, line_dash="dot", line_color="grey",
-                      annotation_text=f"{name} ≈ {tokens:,}", annotation_position="bottom right")
+    for i, (name, tokens) in enumerate(PEERS.items()):
+        fig.add_shape(type="line", x0=tokens, x1=tokens, y0=0, y1=100, line={"dash": "dot", "color": "grey"})
+        fig.add_annotation(x=math.log10(tokens), y=8 + 7 * i, text=f"{name} ≈ {tokens:,}", showarrow=False,
+                           xanchor="right", font={"color": "grey"})
+    ticks = sorted({b for pts in data.values() for b in pts} | set(PEERS.values()))
     fig.update_layout(title="LoCoMo dev (conv-26, conv-30): every gold turn in the context, by context size",
                       xaxis_title="context budget (cl100k tokens, log scale)", yaxis_title="full coverage (%)",
-                      xaxis_type="log", yaxis_range=[0, 100], width=1100, height=620, template="plotly_white")
+                      xaxis={"type": "log", "tickvals": ticks, "ticktext": [f"{t:,}" for t in ticks],
+                             "range": [math.log10(200), math.log10(8000)]},
+                      yaxis_range=[0, 100], width=1100, height=620, template="plotly_white")
     return fig
 
 
 def table(data: dict[str, dict[int, tuple[float, float, float]]]) -> str:
     budgets = sorted({b for pts in data.values() for b in pts})
-    head = "| recipe | " + " | ".join(f"{b:,}" for b in budgets) + " |"
+    head = "| recipe (full coverage / answer in context, %) | " + " | ".join(f"{b:,}" for b in budgets) + " |"
     lines = [head, "|---|" + "---:|" * len(budgets)]
     for recipe, pts in data.items():
         cells = [f"{pts[b][0]:.1f} / {pts[b][1]:.1f}" if b in pts else "" for b in budgets]
@@ -72,7 +78,7 @@ def screenshot(fig: go.Figure, png: Path) -> None:
         raise SystemExit("no chromium found for the PNG; run `make browser-deps`")
     with tempfile.TemporaryDirectory() as tmp:
         page = Path(tmp) / "curve.html"
-        fig.write_html(page, include_plotlyjs="directory")
+        fig.write_html(page, include_plotlyjs="directory", config={"displayModeBar": False})
         subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                         f"--screenshot={png.resolve()}", "--window-size=1120,640", "--virtual-time-budget=5000",
                         page.as_uri()], check=True, capture_output=True, timeout=120)
