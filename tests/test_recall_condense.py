@@ -44,7 +44,7 @@ def folder(tmp_path_factory, embedder):
 
 
 def test_whole_turns_leave_evidence_out_at_a_small_budget(folder, embedder):
-    with _engine(folder, embedder, token_budget=280, condense_after=None, recall_neighbours="next") as eng:
+    with _engine(folder, embedder, token_budget=280, condense_after="off", recall_neighbours="next") as eng:
         res = eng.recall("mia", QUESTION, persist=False)
     assert sum(w in res.context for w in INSTRUMENTS) < 4, res.context  # the case is hard without condensing
     assert res.trace.condensed == {}

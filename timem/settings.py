@@ -13,7 +13,7 @@ without its section; :func:`timem.config.load_config` puts each into its section
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
@@ -279,9 +279,9 @@ class RecallSettings(_Section):
     gate_floor_cjk: float = Field(default=0.7, ge=0.0, le=1.0)
     token_budget: int = 1000  #: the recall context's size, in cl100k tokens (Mem Len at most this)
     #: condensed context (:mod:`timem.recall.condense`): the first N leaves and their neighbour turns keep their
-    #: whole text, later ones only their passage most relevant to the question (None: every memory whole).
+    #: whole text, later ones only their passage most relevant to the question ("off": every memory whole).
     #: 4 by measurement on LoCoMo dev (bench/results/scattered-evidence.md)
-    condense_after: int | None = Field(default=4, ge=0)
+    condense_after: Annotated[int, Field(ge=0)] | Literal["off"] = 4
     condense_leaf_tokens: int = Field(default=40, ge=8)  #: cl100k cap of a condensed leaf
     condense_neighbour_tokens: int = Field(default=25, ge=8)  #: cl100k cap of a condensed neighbour turn
     #: context layout: "grouped" (one dated header per session for L1) or "lines" (a date per memory)

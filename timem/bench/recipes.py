@@ -171,11 +171,11 @@ _RECIPES: list[Recipe] = [
     _r("memory-items-decay", "timem", "memory", "the default with item decay as in chat (half-life 180 days)",
        overrides={"memory_decay_half_life_days": 180.0}),
     # scattered evidence (issue 23): condensed context and the neighbour rule; "whole-context" is the default
-    # before them (its dev questions.jsonl is byte-identical to the published one of 2026-12-02)
+    # before them (its dev questions.jsonl equals the published one of 2026-12-02 but for the trace ids)
     _r("whole-context", "timem", "scattered", "the default before issue 23: every memory whole, the next turn "
-       "after every leaf", overrides={"condense_after": None, "recall_neighbours": "next"}),
+       "after every leaf", overrides={"condense_after": "off", "recall_neighbours": "next"}),
     _r("neighbours-relevant", "timem", "scattered", "only the 'relevant' neighbour rule (next turn after a "
-       "question or when it is a leaf candidate), every memory whole", overrides={"condense_after": None}),
+       "question or when it is a leaf candidate), every memory whole", overrides={"condense_after": "off"}),
     _r("condense-only", "timem", "scattered", "only the condensed context (after 4 leaves), next turn after "
        "every leaf", overrides={"recall_neighbours": "next"}),
     *[_r(f"condense-{n}", "timem", "scattered", f"condensed context after the first {n} leaves (default 4)",

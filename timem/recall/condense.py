@@ -14,7 +14,7 @@ and one answer at 500 tokens. So the answer of a single-turn question stays whol
 evidence is scattered gets more distinct turns into the same budget.
 
 Measured on LoCoMo dev (``bench/results/scattered-evidence.md``); the whole-text form is
-``condense_after = None`` (recipe ``whole-context``).
+``condense_after = "off"`` (recipe ``whole-context``).
 """
 
 from __future__ import annotations

@@ -165,7 +165,7 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
 
     names = person_names(query, participants)
     shown = nodes  # what the context shows of each memory; ``nodes`` stays as stored (the trace's sources)
-    if rc.condense_after is not None:
+    if rc.condense_after != "off":
         shown = condense(nodes, [c.node_id for c in sorted(leaves.kept, key=lambda c: c.rank)], pulled, query,
                          rc.condense_after, rc.condense_leaf_tokens, rc.condense_neighbour_tokens, names)
     chosen, context, tokens, decisions = apply_budget(kept, why, leaves.kept, ancestors, shown,
@@ -186,7 +186,7 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
         ancestors=ancestors, gate=outcome, node_ids=[n.id for n in chosen], context=context,
         context_tokens=tokens, items=items.used,
         condensed={n.id: cut_to(n.id) for n in chosen if shown[n.id] is not nodes[n.id]},
-        condense_stems=sorted(content_stems(query, names)) if rc.condense_after is not None else [], latency_ms=latency,
+        condense_stems=sorted(content_stems(query, names)) if rc.condense_after != "off" else [], latency_ms=latency,
         llm_calls=list(llm.calls) if llm else [], notes=notes)
     trace.attach_sources(nodes)  # so that the trace persists its context as ids (timem.recall.trace_store)
     return RecallResult(context=context, nodes=chosen, trace=trace)
