@@ -99,7 +99,9 @@ def test_condense_cuts_only_after_the_first_leaves():
     nodes = {"a": _node("a", long), "b": _node("b", long), "na": _node("na", long), "nb": _node("nb", long),
              "L2": _node("L2", long, level=2)}
     before = dict(nodes)
-    out = condense(nodes, ["a", "b"], [("a", "na", "next"), ("b", "nb", "next")], QUESTION, 1, 20, 12)
+    out, caps = condense(nodes, ["a", "b"], [("a", "na", "next"), ("b", "nb", "next")], QUESTION,
+                         content_stems(QUESTION), 1, 20, 12)
+    assert caps == {"b": 20, "nb": 12}  # what was cut, and to which cap
     assert out["a"] is nodes["a"] and out["na"] is nodes["na"]  # the first leaf and its neighbour stay whole
     assert out["L2"] is nodes["L2"]  # not a leaf nor a neighbour
     assert "violin" in out["b"].content and out["b"].content.startswith("Mia: …")  # the passage that bears on it

@@ -62,21 +62,27 @@ def passage(node: MemoryNode, question: str, stems: set[str], max_tokens: int) -
 
 
 def condense(nodes: Mapping[str, MemoryNode], ranked_leaves: Sequence[str], neighbours: Sequence[tuple[str, str, str]],
-             question: str, full_leaves: int, leaf_tokens: int, neighbour_tokens: int,
-             names: Collection[str] = ()) -> dict[str, MemoryNode]:
-    """``nodes`` with every leaf after the first ``full_leaves`` of ``ranked_leaves`` (ids, best first) cut to its
-    passage of at most ``leaf_tokens`` cl100k tokens, and every neighbour turn (``(leaf, neighbour, reason)``
-    triples) not pulled by one of those first leaves cut to ``neighbour_tokens``; a memory that is a leaf takes the
-    leaf cap. ``names``: the question's person names (lower case), which do not count as a shared word. Other
-    memories (ancestors), a memory that already fits its cap and one that shares no content word with the
-    question are unchanged. Returns a new dict; the input is not modified."""
+             question: str, stems: set[str], full_leaves: int, leaf_tokens: int, neighbour_tokens: int
+             ) -> tuple[dict[str, MemoryNode], dict[str, int]]:
+    """Cut the memories after the best leaves: every leaf after the first ``full_leaves`` of ``ranked_leaves`` (ids,
+    best first) to its :func:`passage` of about ``leaf_tokens`` cl100k tokens, and every neighbour turn
+    (``(leaf, neighbour, reason)`` triples) not pulled by one of those first leaves to ``neighbour_tokens``; a
+    memory that is a leaf takes the leaf cap. ``stems``: the question's :func:`content_stems` (its person names left
+    out). Other memories (ancestors) and a memory that already fits its cap are unchanged.
+
+    Returns:
+        ``(nodes with the cut memories replaced, {id of each cut memory: its cap})``; the input is not modified.
+    """
     whole = set(ranked_leaves[:full_leaves])
     whole |= {nid for leaf, nid, _ in neighbours if leaf in whole}
     leaves = set(ranked_leaves)
     pulled = {nid for _, nid, _ in neighbours}
-    stems = content_stems(question, names)
-    out = dict(nodes)
+    out, caps = dict(nodes), {}
     for nid, node in nodes.items():
-        if nid not in whole and (nid in leaves or nid in pulled):
-            out[nid] = passage(node, question, stems, leaf_tokens if nid in leaves else neighbour_tokens)
-    return out
+        if nid in whole or (nid not in leaves and nid not in pulled):
+            continue
+        cap = leaf_tokens if nid in leaves else neighbour_tokens
+        cut = passage(node, question, stems, cap)
+        if cut is not node:
+            out[nid], caps[nid] = cut, cap
+    return out, caps

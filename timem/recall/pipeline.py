@@ -157,17 +157,13 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
     latency["items"] = _ms(t0)
 
     t0 = time.perf_counter()
-    leaf_ids = {c.node_id for c in leaves.kept}
-    pulled = neighbour_leaves(store, config, user_id, [c for c in leaves.kept if c.node_id in kept], nodes, leaf_ids)
-
-    def cut_to(nid: str) -> int:
-        return rc.condense_leaf_tokens if nid in leaf_ids else rc.condense_neighbour_tokens
-
-    names = person_names(query, participants)
-    shown = nodes  # what the context shows of each memory; ``nodes`` stays as stored (the trace's sources)
+    pulled = neighbour_leaves(store, config, user_id, [c for c in leaves.kept if c.node_id in kept], nodes,
+                              {c.node_id for c in leaves.kept})
+    shown, caps, stems = nodes, dict[str, int](), set[str]()  # shown: what the context shows; nodes: as stored
     if rc.condense_after != "off":
-        shown = condense(nodes, [c.node_id for c in sorted(leaves.kept, key=lambda c: c.rank)], pulled, query,
-                         rc.condense_after, rc.condense_leaf_tokens, rc.condense_neighbour_tokens, names)
+        stems = content_stems(query, person_names(query, participants))
+        shown, caps = condense(nodes, [c.node_id for c in sorted(leaves.kept, key=lambda c: c.rank)], pulled, query,
+                               stems, rc.condense_after, rc.condense_leaf_tokens, rc.condense_neighbour_tokens)
     chosen, context, tokens, decisions = apply_budget(kept, why, leaves.kept, ancestors, shown,
                                                       max(0, rc.token_budget - item_tokens), config.time.tz,
                                                       rc.context_layout, pulled, rc.neighbour_priority == "interleave",
@@ -185,8 +181,7 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
         bm25_query=leaves.bm25_query, candidates=leaves.candidates,
         ancestors=ancestors, gate=outcome, node_ids=[n.id for n in chosen], context=context,
         context_tokens=tokens, items=items.used,
-        condensed={n.id: cut_to(n.id) for n in chosen if shown[n.id] is not nodes[n.id]},
-        condense_stems=sorted(content_stems(query, names)) if rc.condense_after != "off" else [], latency_ms=latency,
+        condensed={n.id: caps[n.id] for n in chosen if n.id in caps}, condense_stems=sorted(stems), latency_ms=latency,
         llm_calls=list(llm.calls) if llm else [], notes=notes)
     trace.attach_sources(nodes)  # so that the trace persists its context as ids (timem.recall.trace_store)
     return RecallResult(context=context, nodes=chosen, trace=trace)

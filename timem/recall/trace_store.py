@@ -151,11 +151,10 @@ def _context_spec(trace: RecallTrace, sources: Mapping[str, MemoryNode], ids: _I
     layout = trace.settings.get("context_layout", "grouped")
     zone = trace.settings.get("timezone", "UTC")
     cap = passage_tokens(trace)
-    def condensed(nid: str) -> MemoryNode:
-        cap = trace.condensed.get(nid)
-        return sources[nid] if cap is None else passage(sources[nid], trace.query, set(trace.condense_stems), cap)
-
-    cut = [nid for nid in trace.node_ids if best_passage(condensed(nid), trace.query, cap) is not condensed(nid)]
+    stems = set(trace.condense_stems)
+    shown = {nid: passage(sources[nid], trace.query, stems, trace.condensed[nid]) if nid in trace.condensed
+             else sources[nid] for nid in trace.node_ids}
+    cut = [nid for nid in trace.node_ids if best_passage(shown[nid], trace.query, cap) is not shown[nid]]
     try:
         rebuilt = rebuild_context(trace, sources, layout, ZoneInfo(zone), cut, cap)
     except (ValueError, KeyError):  # an unknown layout or zone in hand-made settings: keep the text
