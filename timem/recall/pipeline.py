@@ -30,7 +30,7 @@ from timem.models import MemoryNode
 from timem.prompts import answer as answer_prompt
 from timem.recall import cjk
 from timem.recall.ancestors import fetch_lineage, propagate
-from timem.recall.condense import condense, content_stems
+from timem.recall.condense import condense
 from timem.recall.context import count_context_tokens
 from timem.recall.gating import GateMode, apply_budget, run_gate
 from timem.recall.items import ItemRecall, recall_items
@@ -45,6 +45,7 @@ from timem.recall.state import RecallState
 from timem.recall.trace import RecallTrace
 from timem.recall.trace_store import save_trace
 from timem.store.ports import MemoryStore
+from timem.tokens import content_stems
 from timem.tree.windows import to_utc
 
 
