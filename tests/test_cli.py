@@ -102,6 +102,16 @@ def test_ask_recall_only_and_answer_over_http(cli_env, chat_file):
     assert code == 1 and "zoe" in out  # names the users that exist
     code, out = run("ask", "   ", "--user", "zoe", "--db", db, "--recall-only")
     assert code == 1 and "question is empty" in out, out
+    long = "What is the name of my dog? " * 4  # 112 characters
+    code, out = run("ask", long, "--user", "zoe", "--db", db, "--recall-only", "--config", str(limit_config(cli_env)))
+    assert code == 1 and "question has 112 characters, more than max_turn_chars = 100" in out, out
+
+
+def limit_config(folder) -> Path:
+    """A TOML config whose ``max_turn_chars`` (the limit of any text, questions included) is 100."""
+    path = folder / "limit.toml"
+    path.write_text("[store]\nmax_turn_chars = 100\n")
+    return path
 
 
 def test_read_only_commands_refuse_a_missing_database_and_create_nothing(cli_env, chat_file):

@@ -12,7 +12,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from timem.datasets.base import ID_SEPARATOR, check_id, check_length, check_name, check_text, is_blank, turn_id
-from timem.errors import InputError
+from timem.errors import InputError, TextTooLongError
 from timem.models import MAX_YEAR, MIN_YEAR, MemoryNode, Role, Turn
 from timem.recall.trace import RecallTrace
 from timem.tree.windows import offset_minutes
@@ -41,7 +41,8 @@ def reply_without_llm(n_memories: int, tokens: int) -> str:
     not stored as a turn (:meth:`timem.engine.MemoryEngine.chat_turn`): stored, it was recalled as a memory."""
     if n_memories == 0:
         return "(No LLM is configured, and no memory matches yet.)"
-    return (f"(No LLM is configured, so I cannot answer. Recall found {n_memories} memories, "
+    found = f"{n_memories} memory" if n_memories == 1 else f"{n_memories} memories"
+    return (f"(No LLM is configured, so I cannot answer. Recall found {found}, "
             f"{tokens} tokens: open the recall trace below.)")
 
 
@@ -118,17 +119,23 @@ def check_time(at: datetime, field: str, *, record: str | None = None, tz: tzinf
     return utc
 
 
-def check_question(query: str, question_time: datetime | None, tz: tzinfo) -> None:
+def check_question(query: str, question_time: datetime | None, tz: tzinfo, max_chars: int | None = None) -> None:
     """Refuse a recall question that shows nothing (only whitespace or invisible characters such as zero-width
-    spaces), holds a lone surrogate or a control character (:func:`timem.datasets.base.check_text`), or a
+    spaces), is longer than ``max_chars`` characters (``max_turn_chars``, the limit of any text; ``None``: no
+    limit), holds a lone surrogate or a control character (:func:`timem.datasets.base.check_text`), or a
     ``question_time`` outside the calendar's years (:func:`check_time`; naive = wall-clock time in ``tz``).
 
     Raises:
+        TextTooLongError: the question is too long; nothing is recalled or stored.
         InputError: naming the field (``query`` or ``question_time``); nothing is recalled or stored.
     """
     if is_blank(query):
         what = "" if not query.strip() else " (only invisible characters such as zero-width spaces)"
         raise InputError(f"the question is empty{what}; ask something", field="query")
+    if max_chars is not None and len(query) > max_chars:
+        raise TextTooLongError(f"the question has {len(query):,} characters, more than max_turn_chars = "
+                               f"{max_chars:,}; ask a shorter question (recall embeds only its first ~256 word "
+                               "pieces anyway) or raise the limit", field="query")
     check_text(query, file=None, record=None, field="query")
     if question_time is not None:
         check_time(question_time, "question_time", tz=tz)

@@ -365,13 +365,15 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat, ConsolidationQueue):
         The LLM planner or gate uses the engine's LLM when one is configured.
 
         Raises:
+            TextTooLongError: the query is longer than ``max_turn_chars``; nothing is recalled or stored.
             InputError: the query is empty or invisible-only, or holds a lone surrogate or a control character, or
                 ``question_time`` lies outside the years 2-9998 (:func:`timem.chat_turns.check_question`); nothing
                 is recalled or stored.
             ConfigError: an LLM planner / gate asked for by name without an LLM.
             EmbeddingError: the query cannot be embedded.
         """
-        check_question(query, question_time, (config or self.config).time.tz)
+        cfg = config or self.config
+        check_question(query, question_time, cfg.time.tz, cfg.store.max_turn_chars)
         self.read_your_writes(user_id)
         return pipeline.recall(self.store, self.embedder, self.llm, config or self.config, user_id, query,
                                question_time, complexity_override=complexity, gate_override=gate,
@@ -391,7 +393,8 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat, ConsolidationQueue):
                 (:func:`timem.chat_turns.check_names`).
             LLMError: the answer call failed (the trace is saved with ``answer_error``).
         """
-        check_question(query, question_time, (config or self.config).time.tz)
+        cfg = config or self.config
+        check_question(query, question_time, cfg.time.tz, cfg.store.max_turn_chars)
         if asker is not None:  # it goes into the system message
             check_names(asker=asker)
         if self.llm is None:

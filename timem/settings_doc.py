@@ -35,8 +35,8 @@ with a deprecation warning).
 
 Settings come in sections, one per concern: `store`, `time`, `llm`, `embedding`, `consolidation`, `recall`,
 `memory`, `service`. A TOML file uses one table per section; each setting's name is unique, so `TIMEM_TOKEN_BUDGET`,
-`--set token_budget=500`, recipe overrides and `timem.open(..., token_budget=500)` name it without its section, and
-a file with the names at the top level (the flat layout of earlier releases) still works:
+`timem bench --set token_budget=500`, recipe overrides and `timem.open(..., token_budget=500)` name it without its
+section, and a file with the names at the top level (the flat layout of earlier releases) still works:
 
 ```toml
 [llm]

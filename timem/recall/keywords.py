@@ -40,11 +40,21 @@ two three four five six seven eight nine ten eleven twelve hundred thousand coup
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _TIME_WORDS = frozenset(MONTHS) | frozenset(WEEKDAYS) | frozenset(m[:3] for m in MONTHS)
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
-_SENTENCE_START = re.compile(r"(^|[.?!]\s+|\n)\s*$")
 
 
 def _strip_possessive(token: str) -> str:
     return re.sub(r"['’]s?$", "", token)
+
+
+def _starts_sentence(text: str, start: int) -> bool:
+    """Whether the token at ``text[start]`` opens a sentence: only whitespace before it, or whitespace after a
+    ``.``, ``?`` or ``!``, or whitespace holding a line break. It looks back over the whitespace only, so a scan
+    of every token stays linear in the text's length."""
+    i = start
+    while i > 0 and text[i - 1].isspace():
+        i -= 1
+    gap = text[i:start]
+    return i == 0 or "\n" in gap or (bool(gap) and text[i - 1] in ".?!")
 
 
 def person_names(text: str, participants: Iterable[str] = ()) -> set[str]:
@@ -56,7 +66,7 @@ def person_names(text: str, participants: Iterable[str] = ()) -> set[str]:
     names = set()
     for m in _TOKEN.finditer(text):
         tok = _strip_possessive(m.group())
-        at_start = bool(_SENTENCE_START.search(text[:m.start()]))
+        at_start = _starts_sentence(text, m.start())
         if (not at_start and tok[:1].isupper() and not tok.isupper() and tok.lower() not in _TIME_WORDS
                 and tok.lower() not in STOPWORDS):
             names.add(tok.lower())
