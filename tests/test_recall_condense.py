@@ -19,6 +19,7 @@ from timem.models import MemoryNode
 from timem.recall.condense import condense, passage
 from timem.recall.leaves import Candidate
 from timem.recall.pipeline import neighbour_leaves
+from timem.recall.render import render_trace
 from timem.recall.trace_store import load_traces
 from timem.store import Store
 from timem.tokens import content_stems
@@ -68,6 +69,13 @@ def test_condensed_context_holds_every_instrument_with_speaker_and_date(folder, 
     assert res.trace.candidates[0].node_id not in res.trace.condensed
     # the persisted trace rebuilds the same context from ids (not stored as text)
     assert loaded.context == res.context
+    # `timem ask --trace` says which memories were cut, and to what cap
+    text = render_trace(loaded)
+    assert "condensed (" in text
+    for nid, cap in res.trace.condensed.items():
+        assert f"  {nid}: <= {cap} tokens" in text
+        if any(c.node_id == nid for c in res.trace.candidates):
+            assert f"condensed to <= {cap} tokens  [{nid}]" in text
 
 
 def test_relevant_neighbours_follow_a_question_or_a_candidate(folder, embedder):

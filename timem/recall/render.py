@@ -41,7 +41,7 @@ def first_words(node: MemoryNode | None, width: int = 60) -> str:
 def render_trace(trace: RecallTrace, max_candidates: int = 40, nodes: Mapping[str, MemoryNode] | None = None,
                  tz: ZoneInfo | None = None) -> str:
     """A readable multi-section report: plan, candidates, ancestors, memory items (with what each superseded),
-    gate, context, latency, LLM use.
+    gate, the memories the condensed context cut (:mod:`timem.recall.condense`), context, latency, LLM use.
 
     With ``nodes`` (node id -> node; erased ones may be missing), each candidate line also shows the
     memory's date (in ``tz``, default the trace's ``timezone`` setting) and first words; every line
@@ -66,8 +66,9 @@ def render_trace(trace: RecallTrace, max_candidates: int = 40, nodes: Mapping[st
             memory = f"{date}  {first_words(n)}  |  "
         local = "    -" if c.local is None else f"{c.local:5.3f}"
         tree = "    -" if c.propagated is None else f"{c.propagated:5.3f}"
+        cut = f"; condensed to <= {trace.condensed[c.node_id]} tokens" if c.node_id in trace.condensed else ""
         out.append(f"  {c.rank:>4}  {c.fused:5.3f}  {local}  {tree}  {c.semantic:8.3f}  {c.bm25:4.2f}  {memory}"
-                   f"{reasons[c.node_id]}  [{c.node_id}]")
+                   f"{reasons[c.node_id]}{cut}  [{c.node_id}]")
     if len(trace.candidates) > max_candidates:
         out.append(f"  ... {len(trace.candidates) - max_candidates} more (all in --json / the Recall inspector); "
                    f"a component is 0 when the node was not in that list's top "
@@ -89,6 +90,10 @@ def render_trace(trace: RecallTrace, max_candidates: int = 40, nodes: Mapping[st
     out += ["", f"gate: asked={g.mode} applied={g.applied}" + (f" fallback: {g.fallback}" if g.fallback else "")]
     for d in g.decisions:
         out.append(f"  {'KEEP' if d.kept else 'drop'} L{d.level} {d.node_id}: {d.reason}")
+    if trace.condensed:
+        out += ["", f"condensed ({len(trace.condensed)} memories cut to the passage sharing most content words with "
+                    f"the question; stems {trace.condense_stems}):"]
+        out += [f"  {nid}: <= {cap} tokens" for nid, cap in trace.condensed.items()]
     out += ["", f"context ({trace.context_tokens} cl100k tokens = Mem Len):", trace.context or "(empty)", "",
             "latency ms: " + ", ".join(f"{k}={v:.0f}" for k, v in trace.latency_ms.items()),
             f"LLM calls: {len(trace.llm_calls)}, tokens: {trace.llm_tokens}"]
