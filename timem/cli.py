@@ -9,18 +9,22 @@ from __future__ import annotations
 import json
 import os
 import sys
+from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from tqdm import tqdm
 
 from timem import cli_service
-from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, ModeOpt, UserOpt, _config, _engine, _samples
+from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, ModeOpt, UserOpt, _complexity, _config, _engine, _gate, _samples
 from timem.cli_memory import memories_app, segtree_app
 from timem.config import Config, load_config
 from timem.errors import ConsolidationIncomplete, InputError, MissingExtraError, NotFoundError, TimemError
 from timem.progress import terminal_progress
+
+if TYPE_CHECKING:
+    from timem.engine import IngestReport
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="TiMem: a Temporal Memory Tree for chat agents.")
 app.add_typer(segtree_app, name="segtree")
@@ -62,13 +66,15 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
                 report = eng.ingest(users, flush=flush, upper_levels=upper_levels, update_changed=update_changed,
                                     progress=terminal_progress)
     except ConsolidationIncomplete as exc:  # the store is closed: what was written is on disk
-        report = exc.report
-        _echo_ingested(report, cfg)
+        from timem.engine import IngestReport
+
+        if isinstance(exc.report, IngestReport):  # an ingest's always is
+            _echo_ingested(exc.report, cfg)
         raise
     _echo_ingested(report, cfg)
 
 
-def _echo_ingested(report, cfg: Config) -> None:
+def _echo_ingested(report: IngestReport, cfg: Config) -> None:
     typer.echo(f"ingested {len(report.users)} user(s): {report.turns_added} new turns, "
                f"new nodes {report.nodes_added or 'none'} -> {cfg.store.db_path}")
     if report.changed_turns:
@@ -212,7 +218,7 @@ def compact(db: DbOpt = None, config: ConfigOpt = None) -> None:
                f"{cost['bytes_after'] / 1e6:.1f} MB)")
 
 
-def _parse_time(at: str | None, cfg: Config):
+def _parse_time(at: str | None, cfg: Config) -> datetime | None:
     if at is None:
         return None
     from dateutil import parser as dateparser
@@ -242,11 +248,11 @@ def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
     with _engine(cfg, with_llm=not recall_only, must_exist=True) as eng:
         eng.require_user(user)
         qt = _parse_time(at, cfg) or eng.default_question_time(user)
-        kw = {"complexity": complexity, "gate": gate}
+        fixed, gate_mode = _complexity(complexity), _gate(gate)
         if recall_only:
-            res, text = eng.recall(user, question, qt, **kw), None
+            res, text = eng.recall(user, question, qt, complexity=fixed, gate=gate_mode), None
         else:
-            out = eng.ask(user, question, qt, **kw)
+            out = eng.ask(user, question, qt, complexity=fixed, gate=gate_mode)
             res, text = out.recall, out.answer
         if show_trace:
             nodes = {n.id: n for n in eng.nodes(ids=[c.node_id for c in res.trace.candidates], status=None)}

@@ -9,10 +9,11 @@ import typer
 
 from timem.config import Config, load_config
 from timem.errors import ConfigError, InputError, NotFoundError
-from timem.settings import LLMSettings
+from timem.settings import Complexity, LLMSettings
 
 if TYPE_CHECKING:
     from timem.engine import MemoryEngine
+    from timem.recall.gating import GateMode
 
 T = TypeVar("T")
 
@@ -37,7 +38,39 @@ ModeOpt = Annotated[str | None, typer.Option("--mode", help="L2-L5 consolidation
 
 
 def _config(config: Path | None, db: Path | None, **kw: object) -> Config:
-    return load_config(config, db_path=db, **kw)
+    return load_config(config, None, db_path=db, **kw)
+
+
+_COMPLEXITIES: tuple[Complexity, ...] = ("simple", "hybrid", "complex")
+_GATES: tuple[GateMode, ...] = ("llm", "score", "off")
+
+
+def _complexity(value: str | None) -> Complexity | None:
+    """``--complexity`` as the engine takes it (``None``: the planner decides).
+
+    Raises:
+        ConfigError: not simple, hybrid or complex (the recall pipeline's message).
+    """
+    if value is None:
+        return None
+    for c in _COMPLEXITIES:
+        if value == c:
+            return c
+    raise ConfigError(f"unknown complexity {value!r}; use simple, hybrid or complex.")
+
+
+def _gate(value: str | None) -> GateMode | None:
+    """``--gate`` as the engine takes it (``None`` or empty: the configured gate).
+
+    Raises:
+        ConfigError: not llm, score or off.
+    """
+    if not value:
+        return None
+    for g in _GATES:
+        if value == g:
+            return g
+    raise ConfigError(f"unknown gate {value!r}; use llm, score or off.")
 
 
 def _samples(sample: str | None) -> list[str] | None:

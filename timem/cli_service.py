@@ -4,7 +4,7 @@ behind ``timem studio --service``)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,10 +12,13 @@ from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, UserOpt, _config
 from timem.config import Config
 from timem.errors import ConfigError, MissingExtraError
 
+if TYPE_CHECKING:
+    from timem.service.keys import KeyFile
+
 KeysOpt = Annotated[Path | None, typer.Option("--keys", help="API keys file (default: <db>.keys.json beside the DB)")]
 
 
-def _keyfile(cfg: Config, keys: Path | None):
+def _keyfile(cfg: Config, keys: Path | None) -> KeyFile:
     from timem.service.keys import KeyFile, default_keys_path
 
     return KeyFile(keys or default_keys_path(cfg.store.db_path))

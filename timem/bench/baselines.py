@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 from functools import lru_cache
+from typing import Protocol
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from timem.bench.retrieval import Retrieved
 from timem.config import Config
 from timem.datasets.base import ImportedUser
 from timem.embed.protocol import Embedder
-from timem.errors import MissingExtraError
+from timem.errors import MissingExtraError, TimemError
 from timem.models import Turn
 from timem.prompts import answer as answer_prompt
 from timem.recall.context import fit_budget
@@ -72,11 +73,32 @@ def turn_doc(turn: Turn, config: Config) -> str:
     return f"[{turn_date(turn, config)}] {turn_text(turn)}"
 
 
+class _BM25(Protocol):
+    """What the baselines use of ``rank_bm25.BM25Okapi`` (the package has no type hints)."""
+
+    def get_scores(self, query: list[str]) -> np.ndarray:
+        """The BM25 score of every indexed document for the query tokens, shape ``(n docs,)``."""
+        ...
+
+
 class _Index:
     def __init__(self, turns: list[Turn], docs: list[str]) -> None:
         self.turns, self.docs = turns, docs
-        self.bm25 = None
+        self.bm25: _BM25 | None = None
         self.vecs: np.ndarray | None = None
+
+    def lexical(self, question: str) -> np.ndarray:
+        """BM25 scores of every turn for ``question``, shape ``(n turns,)``; the index is built for BM25 recipes."""
+        if self.bm25 is None:
+            raise TimemError("this baseline's turn index has no BM25 part; only bm25-turns and hybrid-turns build it")
+        return np.asarray(self.bm25.get_scores(bm25_tokens(question)), dtype=np.float64)
+
+    def semantic(self, question: str, embedder: Embedder) -> np.ndarray:
+        """Cosine similarity of every turn to ``question``, shape ``(n turns,)``; built for dense recipes."""
+        if self.vecs is None:
+            raise TimemError("this baseline's turn index has no vectors; only dense-turns and hybrid-turns build them")
+        sims: np.ndarray = self.vecs @ embedder.embed([question])[0]
+        return sims
 
 
 class TurnRetriever:
@@ -107,17 +129,15 @@ class TurnRetriever:
         idx = self._get(user)
         m = self.recipe.method
         n = self.config.recall.recall_candidates
-        lex = sem = None
-        if idx.bm25 is not None:
-            lex = np.asarray(idx.bm25.get_scores(bm25_tokens(question)), dtype=np.float64)
-        if idx.vecs is not None:
-            sem = idx.vecs @ self.embedder.embed([question])[0]
         if m == "bm25-turns":
+            lex = idx.lexical(question)
             order = sorted(range(len(idx.docs)), key=lambda i: (-lex[i], i))
             return [(i, float(lex[i])) for i in order if lex[i] > 0]
         if m == "dense-turns":
+            sem = idx.semantic(question, self.embedder)
             order = sorted(range(len(idx.docs)), key=lambda i: (-sem[i], i))
             return [(i, float(sem[i])) for i in order]
+        lex, sem = idx.lexical(question), idx.semantic(question, self.embedder)
         top_sem = sorted(range(len(idx.docs)), key=lambda i: (-sem[i], i))[:n]
         top_lex = [i for i in sorted(range(len(idx.docs)), key=lambda i: (-lex[i], i))[:n] if lex[i] > 0]
         fused = fuse({f"{i:08d}": float(sem[i]) for i in top_sem}, {f"{i:08d}": float(lex[i]) for i in top_lex},

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 from timem.datasets.base import Question
-from timem.llm.protocol import LLMClient
+from timem.llm.protocol import LLMClient, Message
 from timem.prompts import judge as judge_prompt
 
 JudgeLabel = Literal["CORRECT", "WRONG", "UNPARSEABLE"]
@@ -25,7 +25,7 @@ class Judgement(NamedTuple):
     raw: str  #: the judge's reply, verbatim
 
 
-def judge_messages(dataset: str, question: Question, hypothesis: str):
+def judge_messages(dataset: str, question: Question, hypothesis: str) -> tuple[list[Message], str]:
     """``(messages, rule key)`` for ``question`` of ``dataset`` ("locomo" or "longmemeval")."""
     if dataset == "longmemeval":
         qtype = str(question.extra.get("question_type", question.category))

@@ -21,8 +21,9 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
+from typing import Protocol
 
 from timem.errors import MissingExtraError
 from timem.recall.evaluate import answer_in_context, date_in_context, evidence_ids, normalize_answer
@@ -41,11 +42,37 @@ def normalize_squad(text: object) -> str:
     return " ".join(_ARTICLES.sub(" ", s).split())
 
 
+class _Stemmer(Protocol):
+    """What the metrics use of nltk's ``PorterStemmer``."""
+
+    def stem(self, word: str) -> str:
+        """The Porter stem of one lower-case word."""
+        ...
+
+
+class _RougeScore(Protocol):
+    """One ``rouge_score.scoring.Score`` (precision, recall, F-measure in ``[0, 1]``)."""
+
+    @property
+    def fmeasure(self) -> float:
+        """The F-measure of the score."""
+        ...
+
+
+class _RougeScorer(Protocol):
+    """What the metrics use of ``rouge_score.rouge_scorer.RougeScorer`` (the package has no type hints)."""
+
+    def score(self, target: str, prediction: str) -> Mapping[str, _RougeScore]:
+        """The scores of ``prediction`` against ``target`` by ROUGE type (here ``"rougeL"``)."""
+        ...
+
+
 @lru_cache(maxsize=1)
-def _stemmer():  # -> nltk PorterStemmer (pure Python, no corpus download)
+def _stemmer() -> _Stemmer:  # nltk PorterStemmer (pure Python, no corpus download)
     from nltk.stem import PorterStemmer
 
-    return PorterStemmer()
+    stemmer: _Stemmer = PorterStemmer()
+    return stemmer
 
 
 @lru_cache(maxsize=65536)
@@ -71,13 +98,14 @@ def token_f1(prediction: object, gold: object) -> float:
 
 
 @lru_cache(maxsize=1)
-def _rouge():  # -> rouge_score.rouge_scorer.RougeScorer
+def _rouge() -> _RougeScorer:
     try:
         from rouge_score import rouge_scorer
     except ImportError as exc:
         raise MissingExtraError("the benchmark's ROUGE-L metric", "bench", "rouge-score") from exc
 
-    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    scorer: _RougeScorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    return scorer
 
 
 def rouge_l(prediction: object, gold: object) -> float:
@@ -88,7 +116,7 @@ def rouge_l(prediction: object, gold: object) -> float:
     return float(_rouge().score(g, p)["rougeL"].fmeasure)
 
 
-def coverage(gold: Sequence[str], found: Iterable[str]) -> tuple[list[str], float | None]:
+def coverage(gold: Sequence[str], found: Iterable[str | None]) -> tuple[list[str], float | None]:
     """``(covered gold ids in gold order, covered / |gold|)``; the share is ``None`` without gold ids."""
     have = set(found)
     covered = [g for g in gold if g in have]

@@ -39,11 +39,15 @@ def groups_for(rows: Sequence[dict[str, Any]], dataset: str) -> list[tuple[str, 
     out: list[tuple[str, Callable[[dict[str, Any]], bool]]] = []
     for c in cats:
         label = f"{c} {LOCOMO_NAMES.get(c, '')}".strip() if dataset == "locomo" else str(c)
-        out.append((label, lambda r, c=c: r["category"] == c))
+        out.append((label, _in_category(c)))
     if dataset == "longmemeval" and any(r.get("abstention") for r in rows):
         out.append(("abstention", lambda r: bool(r.get("abstention"))))
     out.append(("overall", lambda r: True))
     return out
+
+
+def _in_category(category: int | str) -> Callable[[dict[str, Any]], bool]:
+    return lambda r: r["category"] == category
 
 
 def summarize(rows: Sequence[dict[str, Any]], dataset: str) -> list[dict[str, Any]]:

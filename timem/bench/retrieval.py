@@ -24,6 +24,7 @@ from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.models import Level, MemoryNode
 from timem.recall.context import fit_budget, render_context
+from timem.recall.gating import GateMode
 from timem.recall.keywords import extract_keywords
 from timem.recall.leaves import fuse
 from timem.recall.trace import LLMCall
@@ -108,7 +109,7 @@ class TimemRetriever:
     """
 
     def __init__(self, engine: MemoryEngine, config: Config, recipe: Recipe, run_key: str,
-                 gate_override: str | None = None, planner_override: str | None = None) -> None:
+                 gate_override: GateMode | None = None, planner_override: str | None = None) -> None:
         self.engine, self.config, self.recipe = engine, config, recipe
         self.run_key, self.gate_override, self.planner_override = run_key, gate_override, planner_override
         self.tree = TreeIndex(lambda ids: engine.nodes(ids=ids, status=None))
@@ -117,8 +118,8 @@ class TimemRetriever:
     def retrieve(self, user_id: str, question_id: str, question: str, question_time: datetime,
                  participants: Sequence[str]) -> Retrieved:
         cfg = self.config.with_overrides(token_budget=10**9) if self.restrict else self.config
-        res = self.engine.recall(user_id, question, question_time, complexity=self.recipe.complexity,  # type: ignore[arg-type]
-                                 gate=self.gate_override, planner=self.planner_override,  # type: ignore[arg-type]
+        res = self.engine.recall(user_id, question, question_time, complexity=self.recipe.complexity,
+                                 gate=self.gate_override, planner=self.planner_override,
                                  participants=participants, persist=False, config=cfg)
         nodes, context, tokens = res.nodes, res.context, res.mem_len
         trace = res.trace

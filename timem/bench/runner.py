@@ -51,11 +51,13 @@ from timem.models import Level
 from timem.progress import terminal_progress
 from timem.prompts import answer as answer_prompt
 from timem.recall.recording import RecordingLLM
+from timem.recall.trace import LLMCall
 from timem.store import open_store
 from timem.store.ports import MemoryStore
 
 Dataset = Literal["locomo", "longmemeval"]
 LLMFactory = Callable[[Config, MemoryStore], LLMClient | None]
+Retriever = TimemRetriever | FlatRetriever | FullContext | TurnRetriever
 NOT_MENTIONED = "Not mentioned in the conversation"
 _NO_SHORT_GOLD = {"single-session-preference"}
 
@@ -241,15 +243,20 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
         if not spec.retrieval_only and llm is None:
             raise BenchError("an end-to-end run needs an answering LLM; pass --llm local or --llm openai, "
                              "or --retrieval-only")
-        judge_llm = None
+        judge_llm: LLMClient | None = None
+        answering: tuple[LLMClient, LLMClient] | None = None  # (answering LLM, judge); None: retrieval-only
         if not spec.retrieval_only:
             judge_llm = llm_factory(spec.judge_config, store) if spec.judge_config is not None else llm
             if spec.judge_config is None:
                 notes.append("the judge is the answering model itself (pass --judge for an independent judge)")
+            if llm is None or judge_llm is None:
+                raise BenchError("the judge's settings give no LLM (llm_backend none); pass --judge local or "
+                                 "--judge openai")
+            answering = (llm, judge_llm)
         if recipe.uses_store:
             _ingest(store, embedder, llm if ingest_llm_needed else None, cfg, users, recipe)
         retriever = _retriever(spec, cfg, store, embedder, llm, data_sha)
-        rows, timings = _loop(spec, cfg, items, retriever, llm, judge_llm, progress)
+        rows, timings = _loop(spec, cfg, items, retriever, answering, progress)
         node_models = sorted({f"L{int(n.level)} {n.model_id} {n.prompt_version} {n.mode}" for u in run_users
                               for n in store.nodes(user_id=u)}) if recipe.uses_store else []
         manifest = build_manifest(
@@ -259,7 +266,7 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
                        if spec.dataset == "locomo" else "all"},
             n_questions=len(rows), mode="retrieval-only" if spec.retrieval_only else "end-to-end",
             recipe=recipe.model_dump(mode="json"), config=config_record(cfg.with_overrides(db_path=Path(db_path))),
-            models={"embedder": embedder.model_id, "answer_llm": None if spec.retrieval_only else llm.model_id,
+            models={"embedder": embedder.model_id, "answer_llm": None if answering is None else answering[0].model_id,
                     "judge_llm": judge_llm.model_id if judge_llm else None, "memory_nodes": node_models},
             db=str(db_path), window=spec.window,
             protocol={"question_time": "dataset question date; LoCoMo: time of the conversation's last turn",
@@ -285,7 +292,7 @@ def _ingest(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, cfg: 
 
 
 def _retriever(spec: RunSpec, cfg: Config, store: MemoryStore, embedder: Embedder, llm: LLMClient | None,
-               data_sha: str):
+               data_sha: str) -> Retriever:
     m = spec.recipe.method
     if m == "timem":
         run_key = f"{spec.dataset}|{data_sha[:12]}|{spec.recipe.name}|{'ret' if spec.retrieval_only else 'e2e'}"
@@ -300,13 +307,20 @@ def _retriever(spec: RunSpec, cfg: Config, store: MemoryStore, embedder: Embedde
     return TurnRetriever(embedder, cfg, spec.recipe)
 
 
-def _retrieve(retriever, user: ImportedUser, q: Question, qt: datetime) -> Retrieved:
+def _retrieve(retriever: Retriever, user: ImportedUser, q: Question, qt: datetime) -> Retrieved:
     if isinstance(retriever, (TimemRetriever, FlatRetriever)):
         return retriever.retrieve(user.user_id, q.question_id, q.question, qt, user.participants)
     return retriever.retrieve(user, q.question, qt)
 
 
-def _loop(spec: RunSpec, cfg: Config, items, retriever, llm, judge_llm, progress: bool):
+def _loop(spec: RunSpec, cfg: Config, items: list[tuple[ImportedUser, Question]], retriever: Retriever,
+          answering: tuple[LLMClient, LLMClient] | None,
+          progress: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Retrieve (and, with ``answering`` = ``(answering LLM, judge)``, answer and judge) each question.
+
+    Returns ``(rows, timings)``: one row per question (also appended to ``questions.jsonl`` as it goes) and its
+    latencies in ms.
+    """
     rows: list[dict[str, Any]] = []
     timings: list[dict[str, Any]] = []
     out = (spec.out_dir / "questions.jsonl").open("w", encoding="utf-8")
@@ -329,9 +343,10 @@ def _loop(spec: RunSpec, cfg: Config, items, retriever, llm, judge_llm, progress
             if adversarial:
                 row["adversarial_answer"] = q.answer
             hyp = judgement = None
-            answer_calls: list = []
-            judge_calls: list = []
-            if not spec.retrieval_only:
+            answer_calls: list[LLMCall] = []
+            judge_calls: list[LLMCall] = []
+            if answering is not None:
+                llm, judge_llm = answering
                 rec = RecordingLLM(llm)
                 t0 = time.perf_counter()
                 msgs = answer_prompt.build_messages(q.question, r.context, qt.astimezone(cfg.time.tz))
@@ -371,7 +386,8 @@ def _loop(spec: RunSpec, cfg: Config, items, retriever, llm, judge_llm, progress
     return rows, timings
 
 
-def _write(spec: RunSpec, rows, timings, manifest) -> list[dict[str, Any]]:
+def _write(spec: RunSpec, rows: list[dict[str, Any]], timings: list[dict[str, Any]],
+           manifest: dict[str, Any]) -> list[dict[str, Any]]:
     d = spec.out_dir
     table = report.summarize(rows, spec.dataset)
     (d / "summary.csv").write_text(report.to_csv(table), encoding="utf-8")

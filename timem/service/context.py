@@ -32,7 +32,7 @@ from timem.errors import (
     TimemError,
     UpstreamError,
 )
-from timem.models import WriteRequest
+from timem.models import MemoryNode, WriteRequest
 from timem.service.models import ID_PATTERN, IDEMPOTENCY_KEY_PATTERN, ErrorOut, TurnsIn
 
 #: HTTP status per error class; the most specific class listed along the exception's MRO wins
@@ -121,7 +121,7 @@ class Service:
             raise NotFoundError(f"no user {user!r}; add turns first (POST /v1/users/{user}/turns)")
         return internal
 
-    def require_node(self, eng: MemoryEngine, internal: str, user: str, node_id: str):
+    def require_node(self, eng: MemoryEngine, internal: str, user: str, node_id: str) -> MemoryNode:
         n = eng.node(node_id)
         if n is None or n.user_id != internal:
             raise NotFoundError(f"no memory {node_id!r} for user {user!r}; "
@@ -143,11 +143,13 @@ def write_request(user: str, body: TurnsIn, header: str | None) -> WriteRequest 
 
 
 def _svc(request: Request) -> Service:
-    return request.app.state.service
+    service: Service = request.app.state.service
+    return service
 
 
 def _tenant(request: Request) -> Tenant:
-    return request.state.tenant
+    tenant: Tenant = request.state.tenant
+    return tenant
 
 
 S = Annotated[Service, Depends(_svc)]

@@ -14,6 +14,7 @@ File layout (``<db>.keys.json`` unless given)::
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import hmac
 import json
@@ -24,7 +25,7 @@ import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from timem.errors import ConfigError, InputError, NotFoundError
 
@@ -43,6 +44,18 @@ def default_keys_path(db_path: str | Path) -> Path:
 
 def _hash(secret: str, salt: bytes) -> bytes:
     return hashlib.scrypt(secret.encode(), salt=salt, n=_N, r=_R, p=_P, maxmem=64 * 1024 * 1024, dklen=32)
+
+
+class KeyRecord(TypedDict):
+    """One key as the file stores it (see the module docstring); times are ISO 8601 UTC."""
+
+    key_id: str  #: 8 hex characters
+    tenant: str
+    salt: str  #: hex
+    hash: str  #: hex, the scrypt hash of the secret
+    kdf: str  #: :data:`KDF`
+    created_at: str
+    revoked_at: str | None
 
 
 @dataclass(frozen=True)
@@ -65,11 +78,11 @@ class KeyFile:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._stamp: tuple[float, int] | None = None
-        self._records: list[dict[str, Any]] = []
+        self._records: list[KeyRecord] = []
         self._verified: dict[bytes, str] = {}  # sha256(key) -> tenant, for keys that passed scrypt
 
     # ----------------------------------------------------------------- file
-    def _load(self) -> list[dict[str, Any]]:
+    def _load(self) -> list[KeyRecord]:
         """Read the file if it changed since the last read (mtime, size); forget verified keys then."""
         try:
             st = self.path.stat()
@@ -80,14 +93,14 @@ class KeyFile:
         if stamp != self._stamp:
             try:
                 data = json.loads(self.path.read_text(encoding="utf-8"))
-                records = list(data["keys"])
+                records: list[KeyRecord] = list(data["keys"])
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise ConfigError(f"cannot read the keys file {self.path}: {exc}; fix it or create keys with "
                                   "`timem keys add TENANT`") from exc
             self._records, self._verified, self._stamp = records, {}, stamp
         return self._records
 
-    def _save(self, records: list[dict[str, Any]]) -> None:
+    def _save(self, records: list[KeyRecord]) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_text(json.dumps({"version": 1, "keys": records}, indent=2) + "\n", encoding="utf-8")
         os.chmod(tmp, 0o600)
@@ -120,14 +133,14 @@ class KeyFile:
         with self._lock:
             return [KeyInfo(r["key_id"], r["tenant"], r["created_at"], r.get("revoked_at")) for r in self._load()]
 
-    def revoke(self, key_id_or_tenant: str) -> list[str]:
+    def revoke(self, key_id_or_tenant: str) -> builtins.list[str]:
         """Revoke one key (by key id) or every key of a tenant; returns the revoked key ids.
 
         Raises:
             NotFoundError: no active key has that id or tenant.
         """
         with self._lock:
-            records = [dict(r) for r in self._load()]
+            records = [r.copy() for r in self._load()]
             hit = [r for r in records if r.get("revoked_at") is None
                    and key_id_or_tenant in (r["key_id"], r["tenant"])]
             if not hit:

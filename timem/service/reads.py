@@ -6,7 +6,7 @@ answers 404 like an absent one, ids without the tenant prefix, errors ``{"error"
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import FastAPI, Query
 from fastapi import Path as PathParam
@@ -31,7 +31,7 @@ from timem.service.models import (
 )
 
 
-def _queue_out(status: dict, t: Tenant) -> QueueOut:
+def _queue_out(status: dict[str, Any], t: Tenant) -> QueueOut:
     jobs = [QueueJobOut(id=j["id"], user=j["user_id"][len(t.prefix):], attempts=j["attempts"],
                         error=(j["error"] or "").replace(t.prefix, "") or None, enqueued_at=j["enqueued_at"])
             for j in status["failed_jobs"]]

@@ -128,10 +128,10 @@ def dispersion(X: np.ndarray) -> float:
     return float(np.linalg.norm(X - X.mean(axis=0), axis=1).mean())
 
 
-def cluster_quality(X: np.ndarray, labels: Sequence[object]) -> tuple[float, float, str]:
+def cluster_quality(X: np.ndarray, labels: Sequence[str | float | None]) -> tuple[float, float, str]:
     """``(silhouette, davies_bouldin, note)`` of ``X`` grouped by ``labels`` (Euclidean).
 
-    Rows whose label is ``None`` are ignored. ``NaN`` with a note when fewer than 2 labels or
+    Rows whose label is ``None`` or ``NaN`` are ignored. ``NaN`` with a note when fewer than 2 labels or
     when every point is its own label.
     """
     from sklearn.metrics import davies_bouldin_score, silhouette_score
@@ -191,7 +191,8 @@ def manifold_figure(coords: np.ndarray, meta: pd.DataFrame, colour: str = "level
 
 def figure_html(fig: go.Figure) -> str:
     """A self-contained HTML page of ``fig`` (plotly.js embedded, works offline; about 4.7 MB)."""
-    return fig.to_html(include_plotlyjs=True, full_html=True)
+    html: str = fig.to_html(include_plotlyjs=True, full_html=True)
+    return html
 
 
 def figure_png(fig: go.Figure, width: int = 1200, height: int = 800) -> bytes:
@@ -202,7 +203,8 @@ def figure_png(fig: go.Figure, width: int = 1200, height: int = 800) -> bytes:
             to use the HTML/CSV export instead or to ``pip install kaleido`` with Chromium present.
     """
     try:
-        return fig.to_image(format="png", width=width, height=height)
+        png: bytes = fig.to_image(format="png", width=width, height=height)
+        return png
     except Exception as exc:
         raise TimemError(f"PNG export is unavailable ({type(exc).__name__}: {exc}). Use the HTML or CSV export, "
                          "or `pip install kaleido` with Chrome/Chromium installed.") from exc

@@ -91,7 +91,7 @@ def _min_width(df: pd.DataFrame) -> timedelta:
     """A visible bar width for point-like spans: 0.4 % of the shown range, at least one minute."""
     if df.empty:
         return timedelta(minutes=1)
-    total = (df["end"].max() - df["start"].min()).to_pytimedelta()
+    total = pd.Timedelta(df["end"].max() - df["start"].min()).to_pytimedelta()
     return max(total * 0.004, timedelta(minutes=1))
 
 
@@ -152,14 +152,18 @@ def _links_trace(df: pd.DataFrame) -> go.Scatter:
     by_id = df.set_index("id")
     xs: list[object] = []
     ys: list[object] = []
-    for r in df.itertuples():
-        if pd.isna(r.parent_id) or r.parent_id not in by_id.index:
+    for start, end, lane, parent_id in zip(df["start"], df["end"], df["lane"], df["parent_id"], strict=True):
+        if pd.isna(parent_id) or parent_id not in by_id.index:
             continue
-        p = by_id.loc[r.parent_id]
-        xs += [r.start + (r.end - r.start) / 2, p["start"] + (p["end"] - p["start"]) / 2, None]
-        ys += [r.lane, p["lane"], None]
+        p = by_id.loc[parent_id]
+        xs += [_middle(start, end), _middle(p["start"], p["end"]), None]
+        ys += [lane, p["lane"], None]
     return go.Scatter(x=xs, y=ys, mode="lines", line={"color": "rgba(90,90,90,0.35)", "width": 1},
                       hoverinfo="skip", name="parent link", showlegend=True)
+
+
+def _middle(start: pd.Timestamp, end: pd.Timestamp) -> pd.Timestamp:
+    return start + (end - start) / 2
 
 
 def selected_node_id(event: object) -> str | None:
