@@ -49,7 +49,9 @@ browser-deps:
 MYPY_CORE = timem/__init__.py timem/tree timem/models.py timem/errors.py timem/config.py timem/recall timem/consolidation timem/store \
             timem/engine.py timem/chat_turns.py timem/prompts timem/llm timem/embed timem/memory \
             timem/reldates.py timem/settings_doc.py timem/tokens.py timem/item_values.py timem/datasets timem/editing.py \
-            timem/engine_reads.py timem/cluster.py timem/ingest_cluster.py timem/studio_backend.py timem/service/client.py \
+            timem/engine_reads.py timem/engine_items.py timem/engine_writes.py timem/engine_queue.py \
+            timem/engine_recall.py timem/engine_chat.py timem/cluster.py timem/ingest_cluster.py timem/studio_backend.py \
+            timem/service/client.py \
             timem/chat_sessions.py timem/openai_chat.py timem/service/openai_proxy.py timem/service/openai_models.py
 
 lint: install

@@ -29,7 +29,7 @@ from timem.llm.protocol import LLMClient
 from timem.models import MemoryNode
 from timem.prompts import answer as answer_prompt
 from timem.recall import cjk
-from timem.recall.ancestors import fetch_lineage, propagate
+from timem.recall.ancestors import fetch_lineage, lift_ancestors
 from timem.recall.condense import condense
 from timem.recall.context import count_context_tokens
 from timem.recall.gating import GateMode, apply_budget, run_gate
@@ -134,7 +134,7 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
 
     t0 = time.perf_counter()
     lineage = fetch_lineage(store, user_id, leaves.kept, plan)  # the kept leaves' nodes come with it
-    added, ancestors = propagate(store, user_id, leaves.kept, plan, lineage)
+    added, ancestors = lift_ancestors(store, user_id, leaves.kept, plan, lineage)
     latency["ancestors"] = _ms(t0)
 
     t0 = time.perf_counter()
