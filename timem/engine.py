@@ -41,7 +41,9 @@ from timem.llm.protocol import ChatBackend, LLMClient
 from timem.memory.forget import ForgetPreview
 from timem.memory.writer import ExtractionReport, ItemWriter
 from timem.models import MemoryItem, MemoryNode, SessionInfo, Turn, WriteRequest
+from timem.recall.evaluate import EVALUATION_OPTIONS
 from timem.recall.gating import GateMode
+from timem.recall.options import RecallOptions, recall_options
 from timem.recall.pipeline import AnswerResult, RecallResult
 from timem.recall.trace import RecallTrace
 from timem.store import open_store
@@ -353,26 +355,29 @@ class MemoryEngine:
         """As :meth:`timem.engine_recall.Recaller.llm_backend_wrapped`."""
         return self.recaller.llm_backend_wrapped(wrap)
 
-    def recall(self, user_id: str, query: str, question_time: datetime | None = None, *,
-               complexity: Complexity | None = None, gate: GateMode | None = None, planner: str | None = None,
-               participants: Sequence[str] = (), persist: bool = True, config: Config | None = None) -> RecallResult:
-        """As :meth:`timem.engine_recall.Recaller.recall`."""
-        return self.recaller.recall(user_id, query, question_time, complexity=complexity, gate=gate, planner=planner,
-                                    participants=participants, persist=persist, config=config)
+    def recall(self, user_id: str, query: str, question_time: datetime | None = None,
+               options: RecallOptions | None = None, *, complexity: Complexity | None = None,
+               gate: GateMode | None = None, planner: str | None = None, participants: Sequence[str] = (),
+               persist: bool = True, config: Config | None = None) -> RecallResult:
+        """As :meth:`timem.engine_recall.Recaller.recall`; the options as one value or as keywords
+        (:func:`timem.recall.options.recall_options`)."""
+        return self.recaller.recall(user_id, query, question_time, recall_options(
+            options, complexity=complexity, gate=gate, planner=planner, participants=participants, persist=persist,
+            config=config))
 
-    def ask(self, user_id: str, query: str, question_time: datetime | None = None, *,
-            complexity: Complexity | None = None, gate: GateMode | None = None, planner: str | None = None,
-            participants: Sequence[str] = (), persist: bool = True, config: Config | None = None,
-            asker: str | None = None) -> AnswerResult:
-        """As :meth:`timem.engine_recall.Recaller.ask`."""
-        return self.recaller.ask(user_id, query, question_time, complexity=complexity, gate=gate, planner=planner,
-                                 participants=participants, persist=persist, config=config, asker=asker)
+    def ask(self, user_id: str, query: str, question_time: datetime | None = None,
+            options: RecallOptions | None = None, *, complexity: Complexity | None = None,
+            gate: GateMode | None = None, planner: str | None = None, participants: Sequence[str] = (),
+            persist: bool = True, config: Config | None = None, asker: str | None = None) -> AnswerResult:
+        """As :meth:`timem.engine_recall.Recaller.ask`; the options as one value or as keywords."""
+        return self.recaller.ask(user_id, query, question_time, recall_options(
+            options, complexity=complexity, gate=gate, planner=planner, participants=participants, persist=persist,
+            config=config, asker=asker))
 
-    def evaluate_recall(self, user_id: str, questions: Iterable[Any], *, complexity: str | None = None,
-                        gate: str | None = None, participants: Sequence[str] = ()) -> dict[str, Any]:
+    def evaluate_recall(self, user_id: str, questions: Iterable[Any],
+                        options: RecallOptions = EVALUATION_OPTIONS) -> dict[str, Any]:
         """As :meth:`timem.engine_recall.Recaller.evaluate_recall`."""
-        return self.recaller.evaluate_recall(user_id, questions, complexity=complexity, gate=gate,
-                                             participants=participants)
+        return self.recaller.evaluate_recall(user_id, questions, options)
 
     def add_exchange(self, user_id: str, session_id: str, user_text: str, assistant_text: str,
                      event_time: datetime, *, user_name: str = "User", assistant_name: str = ASSISTANT_NAME,

@@ -31,6 +31,7 @@ from timem.memory import forget as forget_mod
 from timem.models import MAX_SESSION, MemoryNode, Role, Turn, WriteRequest
 from timem.prompts import answer as answer_prompt
 from timem.recall import pipeline
+from timem.recall.options import RecallOptions
 
 #: speaker label of the assistant's chat turns (role ``assistant``); consolidation never presents
 #: assistant turns as the user's facts (see :mod:`timem.consolidation.extractive`)
@@ -212,10 +213,10 @@ class OnlineChat(EnginePart):
         chat_config = self.chat_config()
         try:
             if self.llm is None:
-                res = self.recaller.recall(user_id, text, event_time, config=chat_config)
+                res = self.recaller.recall(user_id, text, event_time, RecallOptions(config=chat_config))
                 trace, reply = res.trace, reply_without_llm(len(res.nodes), res.trace.context_tokens)
             else:
-                out = self.recaller.ask(user_id, text, event_time, config=chat_config, asker=user_name)
+                out = self.recaller.ask(user_id, text, event_time, RecallOptions(config=chat_config, asker=user_name))
                 trace, reply = out.recall.trace, out.answer
         except TimemError as exc:
             raise ChatTurnError("answer", f"your message was recorded, but answering it failed: {exc}") from exc
@@ -268,5 +269,5 @@ class OnlineChat(EnginePart):
             reply = "I forgot:\n" + plan.describe()
         else:
             reply = plan.describe()
-        trace = self.recaller.recall(user_id, what, event_time, persist=False).trace
+        trace = self.recaller.recall(user_id, what, event_time, RecallOptions(persist=False)).trace
         return ChatTurn(session_id=session_id, trace=trace, reply=reply, written=[], forgotten=plan)

@@ -243,9 +243,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
         with s.use() as eng:
             internal = s.require_user(eng, t, user)
             qt = body.question_time or eng.default_question_time(internal)
-            cfg = eng.config.with_overrides(**body.overrides()) if body.overrides() else None
-            res = eng.recall(internal, body.query, qt, complexity=body.complexity, gate=body.gate, planner=body.planner,
-                             persist=body.persist, config=cfg)
+            res = eng.recall(internal, body.query, qt, body.options(eng.config))
         return _recall_out(RecallOut, user, internal, res)
 
     @app.post("/v1/users/{user}/answer")
@@ -258,9 +256,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
                 raise ConfigError("this service has no LLM to answer with; start it with `timem serve --llm local` "
                                   "(or openai), or POST /v1/users/{user}/recall for the context alone")
             qt = body.question_time or eng.default_question_time(internal)
-            cfg = eng.config.with_overrides(**body.overrides()) if body.overrides() else None
-            out = eng.ask(internal, body.query, qt, complexity=body.complexity, gate=body.gate, planner=body.planner,
-                          persist=body.persist, config=cfg)
+            out = eng.ask(internal, body.query, qt, body.options(eng.config))
         return _recall_out(AnswerOut, user, internal, out.recall, answer=out.answer)
 
     @app.get("/v1/users/{user}/memories")
