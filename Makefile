@@ -53,7 +53,8 @@ MYPY_CORE = timem/__init__.py timem/tree timem/models.py timem/errors.py timem/c
             timem/engine_recall.py timem/engine_chat.py timem/cluster.py timem/ingest_cluster.py timem/studio_backend.py \
             timem/service/client.py \
             timem/chat_sessions.py timem/openai_chat.py timem/service/openai_proxy.py timem/service/openai_models.py \
-            timem/service/models.py
+            timem/service/app.py timem/service/routes_writes.py timem/service/routes_recall.py \
+            timem/service/routes_memories.py timem/service/models.py
 
 lint: install
 	$(BIN)/ruff check timem tests bench app.py
