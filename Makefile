@@ -46,7 +46,7 @@ browser-deps:
 
 # Static checks, run first by `make test` (so by CI): ruff with the rule set in pyproject.toml over the code and
 # its tests, and mypy --strict over the package: all of timem/ but the excludes in pyproject.toml's [tool.mypy]
-# (timem/ui/ and timem/service/app.py, not type-checked yet).
+# (timem/ui/, not type-checked yet).
 MYPY_CORE = timem
 
 lint: install

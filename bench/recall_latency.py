@@ -89,6 +89,7 @@ from timem.config import Config
 from timem.embed.minilm import MiniLMEmbedder
 from timem.models import Level, MemoryNode
 from timem.recall.leaves import bm25_query, fuse, select_leaves
+from timem.recall.options import RecallOptions
 from timem.recall.pipeline import recall
 from timem.recall.planner import CentroidPlanner
 from timem.recall.state import RecallState
@@ -510,7 +511,8 @@ def run_size(n: int, args: argparse.Namespace, emb: MiniLMEmbedder, planner: Cen
         for i in idxs:
             q, qv, plan = qs[i], qvecs[i], plans[i]
             bq = bm25_query(q, plan)
-            r, w, c = _timed(recall, store, emb, None, cfg, USER, q, qt, gate_override="score", persist=False)
+            r, w, c = _timed(recall, store, emb, None, cfg, USER, q, qt,
+                             options=RecallOptions(gate="score", persist=False))
             if rep:
                 rec("recall_full", w, c)
                 for k, v in r.trace.latency_ms.items():
@@ -573,7 +575,8 @@ def run_size(n: int, args: argparse.Namespace, emb: MiniLMEmbedder, planner: Cen
         overlap: list[float] = []
         for rep in range(args.repeat + 1):
             for i in (order[:n_warm] if rep == 0 else order[n_warm:]):
-                r, w, c = _timed(recall, store, emb, None, cfg, USER, qs[i], qt, gate_override="score", persist=False)
+                r, w, c = _timed(recall, store, emb, None, cfg, USER, qs[i], qt,
+                                 options=RecallOptions(gate="score", persist=False))
                 kept = {x.node_id for x in r.trace.candidates if x.kept}
                 if tag == "exact":
                     exact_kept[i] = kept
@@ -757,8 +760,8 @@ def markdown(doc: dict[str, Any]) -> str:
         "the intrinsic cost: on an idle host a call's wall time is about its CPU time (less where DuckDB "
         "spreads a query over its threads)."), "",
         "Methods, per query (LLM never called; the methods are interleaved query by query):", "",
-        ("* `recall_full`: `recall(store, MiniLM, llm=None, config, user, q, t, gate_override='score', "
-        "persist=False)`: query embedding (the centroid planner's batch of 2 texts), plan, leaf SQL, ancestors, "
+        ("* `recall_full`: `recall(store, MiniLM, llm=None, config, user, q, t, RecallOptions(gate='score', "
+        "persist=False))`: query embedding (the centroid planner's batch of 2 texts), plan, leaf SQL, ancestors, "
         "score gate, context."),
         "* `embed_query`: that MiniLM batch alone.",
         ("* `sql_leaves`: `select_leaves` with the query vector and question time given, i.e. `Store.search_vector` + "

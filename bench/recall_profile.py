@@ -44,6 +44,7 @@ from recall_latency import T0, USER, questions
 
 from timem.config import Config
 from timem.embed.minilm import MiniLMEmbedder
+from timem.recall.options import RecallOptions
 from timem.recall.pipeline import recall
 from timem.store import segtree_tables as segstore
 from timem.store.duckdb_store import Store
@@ -116,7 +117,7 @@ def main() -> None:
     store.con = counter  # type: ignore[assignment]
 
     def one(q: str) -> Any:
-        return recall(store, emb, None, cfg, USER, q, qt, gate_override="score", persist=False)
+        return recall(store, emb, None, cfg, USER, q, qt, options=RecallOptions(gate="score", persist=False))
 
     for q in qs[: args.warmup]:
         one(q)

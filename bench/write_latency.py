@@ -134,7 +134,7 @@ def measure_queued(engine: MemoryEngine, user: str, start: datetime, writes: int
         rows["recall_right_after_write"].append((time.perf_counter() - t0) * 1000)
         worker.wait_idle(600)
     worker.stop()
-    engine.queue_worker = None
+    engine.queue.worker = None
     return {k: _summary(v) for k, v in rows.items()}
 
 
@@ -156,7 +156,7 @@ def measure_ack_only(engine: MemoryEngine, user: str, start: datetime, writes: i
     worker.stop(timeout=0)  # it claims nothing once it gets the lock
     lock.release()
     worker.stop()
-    engine.queue_worker = None
+    engine.queue.worker = None
     return {"queued_ack": _summary(acks), "queued_ack_first": round(acks[0], 1), "jobs_left_queued": queued}
 
 

@@ -9,6 +9,7 @@ from studio_support import DEMO_USER, REPO, SCRIPTED_MODEL, assert_clean, build_
 
 from timem.models import Level, NodeStatus, Role
 from timem.recall import recall
+from timem.recall.options import RecallOptions
 from timem.ui.state import USER_KEY
 
 PAGES = {"chat": "Chat", "timeline": "Timeline", "recall_inspector": "Recall inspector", "manifold": "Manifold",
@@ -179,7 +180,7 @@ def test_soft_delete_disappears_from_memories_timeline_and_recall(engine):
     assert timeline_label(leaf, engine) not in tl.selectbox(key="tl_node").options  # gone from the Timeline
 
     res = recall(engine.store, engine.embedder, None, engine.config, DEMO_USER, "double espresso every morning",
-                 persist=False)
+                 options=RecallOptions(persist=False))
     assert leaf.id not in [c.node_id for c in res.trace.candidates]  # gone from recall
     assert leaf.id not in [n.id for n in res.nodes]
 
@@ -199,7 +200,8 @@ def test_hard_erase_and_bulk_select(engine):
     at.button(key="mem_erase").click().run()
     assert_clean(at)
     assert not engine.store.nodes(ids=shown, status=None)  # erased from the table
-    res = recall(engine.store, engine.embedder, None, engine.config, DEMO_USER, "Pixel the cat", persist=False)
+    res = recall(engine.store, engine.embedder, None, engine.config, DEMO_USER, "Pixel the cat",
+                 options=RecallOptions(persist=False))
     assert not set(shown) & {c.node_id for c in res.trace.candidates}
 
 

@@ -14,6 +14,7 @@ from timem.datasets import load_jsonl
 from timem.datasets.locomo import load_locomo
 from timem.engine import MemoryEngine
 from timem.models import Level, MemoryNode
+from timem.recall.options import RecallOptions
 from timem.recall.pipeline import recall
 from timem.store import Store
 from timem.store.search import BM25_B, BM25_K1
@@ -75,7 +76,7 @@ def test_cjk_question_finds_the_memory_by_keyword(tmp_path, embedder, user, rows
     try:
         assert expect in _top(eng, user, question)
         res = recall(eng.store, embedder, None, eng.config, user, question, datetime(2024, 5, 9, tzinfo=UTC),
-                     gate_override="score")
+                     options=RecallOptions(gate="score"))
         best = max(res.trace.candidates, key=lambda c: c.bm25)
         assert best.bm25 > 0 and expect in eng.store.node(best.node_id).content
     finally:

@@ -15,6 +15,7 @@ from timem import editing
 from timem.config import load_config
 from timem.datasets import load_jsonl
 from timem.engine import MemoryEngine
+from timem.recall.options import RecallOptions
 from timem.recall.pipeline import recall
 from timem.recall.trace_store import load_traces
 from timem.store import Store
@@ -48,7 +49,7 @@ def test_erase_removes_traces_audit_quotes_and_file_bytes(tmp_path, embedder):
     store = eng.store
     (secret,) = [n for n in store.nodes("ines") if "Quillfeather" in n.content]
     res = recall(store, embedder, None, eng.config, "ines", "What is my secret nickname?",
-                 datetime(2024, 3, 6, tzinfo=UTC), gate_override="score")
+                 datetime(2024, 3, 6, tzinfo=UTC), options=RecallOptions(gate="score"))
     assert secret.id in res.trace.node_ids
     (doc,) = store.traces("ines")  # the stored trace names the memory by id; its text is rebuilt from the store
     assert secret.id in json.dumps(doc) and "Quillfeather" not in json.dumps(doc)
@@ -97,7 +98,8 @@ def test_erase_user_leaves_no_bytes_and_keeps_other_users(tmp_path, embedder):
     db = tmp_path / "users.duckdb"
     eng = open_engine(db, embedder)
     eng.ingest(load_jsonl(path, eng.config.time.tz), upper_levels=False)
-    recall(eng.store, embedder, None, eng.config, "ada", "What is my locker code?", gate_override="score")
+    recall(eng.store, embedder, None, eng.config, "ada", "What is my locker code?",
+           options=RecallOptions(gate="score"))
     eng.store.audit("grounding-drop", "ada", "L2-y", {"sentence": "Ada uses the Westbrook gym."})
     counts = eng.erase_user("ada")
     assert counts["turns"] == 2 and counts["recall_traces"] == 1 and counts["audit_redacted"] == 1

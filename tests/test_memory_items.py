@@ -301,7 +301,7 @@ def test_bad_llm_extraction_leaves_the_store_unchanged_and_is_audited(tmp_path, 
     assert eng.store.items("mia", status=None) == []
     assert eng.store.extracted_units("mia", "llm") == set()  # tried again on the next write
     rows = store.con.execute("SELECT detail FROM audit WHERE action = 'memory-extraction-failed'").fetchall()
-    assert len(rows) == 1 and eng.extraction_failures["mia"]
+    assert len(rows) == 1 and eng.items.extraction_failures["mia"]
     assert ("Bob" in rows[0][0]) == ("Bob" in bad)
     assert eng.nodes("mia", Level.SEGMENT)  # the tree itself was written
 

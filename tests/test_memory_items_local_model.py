@@ -24,7 +24,7 @@ def test_local_model_extracts_items_or_says_why(tmp_path):
     try:
         engine.ingest(load_dataset(path, "jsonl", tz=cfg.time.tz))
         items = engine.memory_items("mia")
-        failed = engine.extraction_failures.get("mia", [])
+        failed = engine.items.extraction_failures.get("mia", [])
         done = engine.store.extracted_units("mia", "llm")
         assert len(done) + len(failed) == 2  # every closed session was read or its failure recorded
         audited = engine.store.con.execute("SELECT count(*) FROM audit WHERE action = 'memory-extraction-failed'"

@@ -76,14 +76,14 @@ _CRASH = textwrap.dedent("""
     _write_days(eng, "amy", 4)
     assert eng.store.queue_counts()["pending"] == 4, eng.store.queue_counts()
     calls = []
-    real = eng._consolidate_online
+    real = eng.writes.consolidate_online
     def dying(user_id, **kw):
         calls.append(user_id)
         if len(calls) == 1:
             out = real(user_id, **kw)    # consolidated, but the job is not yet marked done ...
             os.kill(os.getpid(), signal.SIGKILL)   # ... when the process dies
         return real(user_id, **kw)
-    eng._consolidate_online = dying
+    eng.writes.consolidate_online = dying
     eng.drain_queue("amy")
 """)
 
@@ -124,8 +124,8 @@ def test_queued_write_returns_at_once_and_a_recall_reads_it(tmp_path, embedder):
             assert "Zanzibarqx" in res.context
             assert all(j.l1_done and j.state == "pending" for j in eng.store.jobs())  # L1 only: the rest is queued
             assert eng.store.nodes("amy", 2) == []
-        assert eng.queue_worker.wait_idle(60)
-        eng.queue_worker.stop()  # the store's one connection is ours again
+        assert eng.queue.worker.wait_idle(60)
+        eng.queue.worker.stop()  # the store's one connection is ours again
         _assert_consolidated_once(eng.store, "amy", 6)
         assert check_store(eng.store, eng.config) == []
 
@@ -142,7 +142,7 @@ def test_sync_path_when_the_queue_is_off(tmp_path, embedder):
 def test_a_failed_job_records_its_error_and_can_be_retried(tmp_path, embedder):
     with _engine(tmp_path / "timem.duckdb", embedder) as eng:
         worker = eng.start_queue_worker()
-        real, calls = eng._consolidate_online, []
+        real, calls = eng.writes.consolidate_online, []
 
         def failing(user_id, **kw):
             calls.append(user_id)
@@ -150,7 +150,7 @@ def test_a_failed_job_records_its_error_and_can_be_retried(tmp_path, embedder):
                 raise StoreError("disk full; free space and retry the job")
             return real(user_id, **kw)
 
-        eng._consolidate_online = failing
+        eng.writes.consolidate_online = failing
         with worker.lock:
             eng.add_exchange("amy", "s1", "I baked rye bread.", "Nice!", BASE)
         assert worker.wait_idle(60)
@@ -245,7 +245,7 @@ def test_jobs_of_a_user_erased_between_two_steps_write_nothing_more(tmp_path, em
 
 def test_a_later_successful_job_resolves_the_users_failed_ones(tmp_path, embedder):
     with _engine(tmp_path / "timem.duckdb", embedder, online_queue=False) as eng:
-        real, calls = eng._consolidate_online, []
+        real, calls = eng.writes.consolidate_online, []
 
         def failing_once(user_id, **kw):
             calls.append(user_id)
@@ -253,7 +253,7 @@ def test_a_later_successful_job_resolves_the_users_failed_ones(tmp_path, embedde
                 raise StoreError("disk full; free space and retry the job")
             return real(user_id, **kw)
 
-        eng._consolidate_online = failing_once
+        eng.writes.consolidate_online = failing_once
         with pytest.raises(StoreError, match="disk full"):  # no worker: the write runs its job and says so
             eng.add_exchange("amy", "s1", "I baked rye bread.", "Nice!", BASE)
         assert eng.store.queue_counts()["failed"] == 1

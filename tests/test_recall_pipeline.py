@@ -21,6 +21,7 @@ from timem.llm.fake import ScriptedBackend
 from timem.models import Level, MemoryNode, Role, Turn
 from timem.recall import answer, load_traces, recall
 from timem.recall.evaluate import answer_in_context, evaluate_recall, evidence_ids, normalize_answer
+from timem.recall.options import RecallOptions
 from timem.tokens import count_tokens
 
 QT = datetime(2023, 6, 1, 12, 0, tzinfo=UTC)
@@ -128,7 +129,7 @@ def test_user_isolation_in_every_mode(shared_two_users, embedder, planner, gate,
     store = shared_two_users
     llm, backend = scripted(None)  # no response cache: every mode really prompts the backend
     res = recall(store, embedder, llm, Config(), "u1", "When did Caroline go to the LGBTQ support group?", QT,
-                 planner_override=planner, gate_override=gate, complexity_override=complexity)
+                 options=RecallOptions(planner=planner, gate=gate, complexity=complexity))
     t = res.trace
     ids = ([c.node_id for c in t.candidates] + [a.node_id for a in t.ancestors] + t.node_ids
            + [d.node_id for d in t.gate.decisions] + [n.id for n in res.nodes])
@@ -147,7 +148,7 @@ def test_cross_user_parent_link_is_never_followed(two_users, embedder):
                               datetime(2023, 5, 8, 10, 1, tzinfo=UTC), "u2 session [u2]", children=[]))
     store.con.execute("UPDATE nodes SET parent_id = 'u2:evil' WHERE id = 'u1:S2-1'")
     res = recall(store, embedder, None, Config(gate="off"), "u1", "LGBTQ support group", QT,
-                 complexity_override="simple")
+                 options=RecallOptions(complexity="simple"))
     assert "u2:evil" not in [a.node_id for a in res.trace.ancestors]
     assert "[u2]" not in res.context
 
@@ -156,7 +157,7 @@ def test_ancestors_follow_descending_fused_score_not_time(store, embedder):
     build_tree(store, embedder, "u1")
     cfg = Config(quotas={"simple": {1: 20, 2: 1, 3: 2}, "hybrid": {1: 20, 2: 1}, "complex": {1: 20, 2: 1}})
     res = recall(store, embedder, None, cfg, "u1", "What gave Caroline the courage to start counseling studies?", QT,
-                 complexity_override="simple", gate_override="off")
+                 options=RecallOptions(complexity="simple", gate="off"))
     t = res.trace
     kept = [c for c in t.candidates if c.kept]
     by_time = sorted(kept, key=lambda c: c.node_id)  # ids sort as S1 < S2 < S3, i.e. by time
@@ -185,7 +186,7 @@ def test_missing_level_is_skipped_not_the_end_of_the_climb(store, embedder):
                               datetime(2023, 6, 1, tzinfo=UTC), "Profile: Anna loves water sports",
                               children=["day"]))  # no L4 week node
     res = recall(store, embedder, None, Config(**TIMEM_QUOTAS), "u1", "What did Anna buy?", QT,
-                 complexity_override="simple", gate_override="off")
+                 options=RecallOptions(complexity="simple", gate="off"))
     added = {a.node_id: a for a in res.trace.ancestors if a.added}
     assert set(added) == {"u1:month"}  # L2 absent, L3 not in the simple plan, L5 still reached
     assert added["u1:month"].path == ["u1:day", "u1:month"]
@@ -195,7 +196,7 @@ def test_missing_level_is_skipped_not_the_end_of_the_climb(store, embedder):
 def test_llm_gate_keeps_what_the_model_says(two_users, embedder):
     llm, _ = scripted(two_users, gate_keep=[1, 99])
     res = recall(two_users, embedder, llm, Config(recall_neighbours="none"), "u1", "LGBTQ support group", QT,
-                 complexity_override="simple", gate_override="llm")
+                 options=RecallOptions(complexity="simple", gate="llm"))
     gate = res.trace.gate
     assert gate.applied == "llm" and gate.fallback is None and gate.invalid_numbers == [99]
     assert res.trace.node_ids == [res.trace.candidates[0].node_id]
@@ -206,8 +207,8 @@ def test_llm_gate_keeps_what_the_model_says(two_users, embedder):
 
 def test_gate_fallback_when_model_keeps_nothing(two_users, embedder):
     llm, _ = scripted(two_users, gate_keep=[])
-    res = recall(two_users, embedder, llm, Config(), "u1", "LGBTQ support group", QT, complexity_override="simple",
-                 gate_override="llm")
+    res = recall(two_users, embedder, llm, Config(), "u1", "LGBTQ support group", QT,
+                 options=RecallOptions(complexity="simple", gate="llm"))
     gate = res.trace.gate
     assert gate.applied == "top-leaves" and "no valid id" in gate.fallback
     assert gate.fallback in res.trace.notes
@@ -217,8 +218,8 @@ def test_gate_fallback_when_model_keeps_nothing(two_users, embedder):
 
 def test_gate_fallback_when_call_fails(two_users, embedder):
     llm, _ = scripted(two_users, gate_error=True)
-    res = recall(two_users, embedder, llm, Config(), "u1", "LGBTQ support group", QT, complexity_override="simple",
-                 gate_override="llm")
+    res = recall(two_users, embedder, llm, Config(), "u1", "LGBTQ support group", QT,
+                 options=RecallOptions(complexity="simple", gate="llm"))
     gate = res.trace.gate
     assert gate.applied == "score" and "gate endpoint down" in gate.fallback
     assert res.trace.llm_calls[0].error and res.nodes
@@ -230,31 +231,32 @@ def test_no_llm_substitutions_are_recorded_and_explicit_requests_refused(two_use
     assert res.trace.plan.planner == "centroid" and res.trace.gate.applied == "score"
     assert len(res.trace.notes) == 2 and res.trace.plan.note
     with pytest.raises(ConfigError):
-        recall(two_users, embedder, None, Config(), "u1", "q", QT, gate_override="llm")
+        recall(two_users, embedder, None, Config(), "u1", "q", QT, options=RecallOptions(gate="llm"))
 
 
 def test_unknown_user_gets_an_empty_context_without_llm_calls(two_users, embedder):
     llm, backend = scripted(None)
-    res = recall(two_users, embedder, llm, Config(), "nobody", "LGBTQ support group", QT, complexity_override="simple")
+    res = recall(two_users, embedder, llm, Config(), "nobody", "LGBTQ support group", QT,
+                 options=RecallOptions(complexity="simple"))
     assert res.context == "" and res.nodes == [] and res.trace.candidates == []
     assert res.trace.gate.applied == "none" and backend.calls == []
     with pytest.raises(ConfigError):
-        recall(two_users, embedder, None, Config(), "u1", "q", QT, gate_override="strict")
+        recall(two_users, embedder, None, Config(), "u1", "q", QT, options=RecallOptions(gate="strict"))
 
 
 def test_token_budget_caps_context(two_users, embedder):
     res = recall(two_users, embedder, None, Config(token_budget=60, **TIMEM_QUOTAS), "u1", "What did Melanie do?", QT,
-                 complexity_override="complex", gate_override="off")
+                 options=RecallOptions(complexity="complex", gate="off"))
     assert 0 < res.mem_len <= 60 and count_tokens(res.context) == res.mem_len
     dropped = [d for d in res.trace.gate.decisions if not d.kept]
     assert dropped and all("token budget" in d.reason for d in dropped)
     full = recall(two_users, embedder, None, Config(**TIMEM_QUOTAS), "u1", "What did Melanie do?", QT,
-                  complexity_override="complex", gate_override="off")
+                  options=RecallOptions(complexity="complex", gate="off"))
     assert full.mem_len > 60 and full.mem_len <= 1000
     assert {n.level for n in full.nodes} == {1, 2, 3, 4, 5}
     for budget in (5, 25, 45, 90, 150, 230):
         r = recall(two_users, embedder, None, Config(token_budget=budget, **TIMEM_QUOTAS), "u1",
-                   "What did Melanie do?", QT, complexity_override="complex", gate_override="off", persist=False)
+                   "What did Melanie do?", QT, options=RecallOptions(complexity="complex", gate="off", persist=False))
         assert r.mem_len <= budget and count_tokens(r.context) == r.mem_len
         assert (r.context == "") == (r.nodes == [])
 
@@ -271,14 +273,14 @@ def test_trace_is_persisted_and_reloadable(two_users, embedder):
     saved = load_traces(two_users, "u1")
     assert len(saved) == 1 and saved[0].model_dump(mode="json") == t.model_dump(mode="json")
     assert load_traces(two_users, "u2") == []
-    assert recall(two_users, embedder, None, Config(), "u1", "x", QT, persist=False)
+    assert recall(two_users, embedder, None, Config(), "u1", "x", QT, RecallOptions(persist=False))
     assert len(load_traces(two_users)) == 1
 
 
 def test_answer_uses_context_and_question_date_and_saves_the_answer(two_users, embedder):
     llm, backend = scripted(two_users)
     out = answer(two_users, embedder, llm, Config(timezone="Europe/Berlin"), "u1",
-                 "When did Caroline go to the LGBTQ support group?", QT, gate_override="score")
+                 "When did Caroline go to the LGBTQ support group?", QT, options=RecallOptions(gate="score"))
     assert out.answer == "On 7 May 2023."
     prompt = backend.calls[-1].messages[-1].content
     assert "Thursday, 01 June 2023, 14:00" in prompt and "LGBTQ support group" in prompt

@@ -15,6 +15,7 @@ from timem.datasets.base import ImportedSession, ImportedUser, turn_id
 from timem.engine import MemoryEngine
 from timem.models import Role, Turn
 from timem.recall import recall
+from timem.recall.options import RecallOptions
 from timem.recall.propagation import propagate_relevance
 from timem.recall.time_channel import TimeLocalisation, distance_days, distance_factor, localise, tider_score
 
@@ -102,7 +103,8 @@ def test_neighbour_reply_time_channel_and_isolation(turn_engine):
     eng = turn_engine
     qt = datetime(2024, 3, 25, 9, tzinfo=UTC)
     one = eng.config.with_overrides(recall_top_k=1)  # one leaf: the question; its reply comes as a neighbour
-    res = recall(eng.store, eng.embedder, None, one, "u1", "Where should we have lunch tomorrow?", qt, persist=False)
+    res = recall(eng.store, eng.embedder, None, one, "u1", "Where should we have lunch tomorrow?", qt,
+                 options=RecallOptions(persist=False))
     assert "Noodle Bar" in res.context and "Taco Hut" not in res.context
     pulled = [d for d in res.trace.gate.decisions if d.reason.startswith("next turn after leaf")]
     assert pulled and pulled[0].kept, "the reply to the matching question is pulled in as a neighbour"
@@ -111,7 +113,7 @@ def test_neighbour_reply_time_channel_and_isolation(turn_engine):
     assert all(n.user_id == "u1" for n in res.nodes)
     # the time channel: "in March" windows the first two sessions; candidates carry their factors
     res = recall(eng.store, eng.embedder, None, eng.config, "u2", "What did Bo say about food in March 2024?", qt,
-                 persist=False)
+                 options=RecallOptions(persist=False))
     assert any("time channel" in n for n in res.trace.notes)
     assert {c.time_bonus for c in res.trace.candidates} >= {0.3}
     assert "Noodle Bar" not in res.context and all(n.user_id == "u2" for n in res.nodes)
@@ -121,7 +123,7 @@ def test_nothing_after_the_question_time(turn_engine):
     eng = turn_engine
     early = datetime(2024, 3, 2, 9, tzinfo=UTC)  # only the first session had happened
     res = recall(eng.store, eng.embedder, None, eng.config, "u1", "What about lunch and April plans?", early,
-                 persist=False)
+                 options=RecallOptions(persist=False))
     assert res.nodes and all(n.span_start <= early for n in res.nodes)
     assert "Lisbon" not in res.context and "soup" not in res.context
     assert any("after the question time" in n for n in res.trace.notes)
@@ -184,14 +186,15 @@ def test_near_duplicates_do_not_crowd_out_a_distinct_fact(store, embedder):
     eng = MemoryEngine(cfg, store, embedder, None)
     eng.ingest([_one_speaker_user("rio", texts)])
     qt = datetime(2024, 3, 1, tzinfo=UTC)
-    res = recall(eng.store, eng.embedder, None, cfg, "rio", "What am I allergic to?", qt, persist=False)
+    res = recall(eng.store, eng.embedder, None, cfg, "rio", "What am I allergic to?", qt,
+                 options=RecallOptions(persist=False))
     assert "penicillin" in res.context and res.context.count("peanuts") == 1
     dups = [c for c in res.trace.candidates if c.duplicate_of]
     assert len(dups) == 39 and not any(c.kept for c in dups)
     reasons = candidate_reasons(res.trace)
     assert reasons[dups[0].node_id] == f"dropped: near-duplicate of {dups[0].duplicate_of}"
     keep = recall(eng.store, eng.embedder, None, cfg.with_overrides(near_duplicates="keep"), "rio",
-                  "What am I allergic to?", qt, persist=False)
+                  "What am I allergic to?", qt, options=RecallOptions(persist=False))
     assert "penicillin" not in keep.context and keep.context.count("peanuts") == 20  # what the collapse prevents
     # the Jaccard rule: one word changed in ten is a near-duplicate at 0.8, not at 0.9; short texts only exactly
     n = res.nodes[0]
@@ -211,7 +214,7 @@ def test_an_over_long_turn_reaches_the_context_as_its_best_passage(store, embedd
     eng = MemoryEngine(cfg, store, embedder, None)
     eng.ingest([_one_speaker_user("nell", [text, "I like tea."])])
     res = recall(eng.store, eng.embedder, None, cfg, "nell", "When does my flight to Oslo depart?",
-                 datetime(2024, 2, 1, tzinfo=UTC), persist=False)
+                 datetime(2024, 2, 1, tzinfo=UTC), options=RecallOptions(persist=False))
     assert "departs at 07:40 from gate B12" in res.context and "Mon 1 January 2024" in res.context
     assert res.trace.context_tokens <= 1000
 
@@ -230,7 +233,7 @@ def test_llm_localiser_places_an_event_window_with_dated_summaries(turn_engine):
     q = "What did Bo say about the food the time after they planned lunch?"  # no time expression the rules know
     backend, llm, cfg = _llm_localiser(eng, ['{"detect": true, "windows": [{"start": "2024-03-21", '
                                              '"end": "2024-03-21"}]}'])
-    res = recall(eng.store, eng.embedder, llm, cfg, "u1", q, qt, persist=False)
+    res = recall(eng.store, eng.embedder, llm, cfg, "u1", q, qt, options=RecallOptions(persist=False))
     prompt = backend.calls[0].messages[-1].content
     assert "[2024-03-01]" in prompt and "[2024-03-21]" in prompt and "Today is 2024-04-25." in prompt
     assert "Taco Hut" not in prompt  # the summaries are the asking user's only
@@ -241,7 +244,7 @@ def test_llm_localiser_places_an_event_window_with_dated_summaries(turn_engine):
     # a window the rules can resolve needs no LLM call
     backend, llm, cfg = _llm_localiser(eng, [])
     res = recall(eng.store, eng.embedder, llm, cfg, "u1", "What did Bo say about food in March 2024?", qt,
-                 persist=False)
+                 options=RecallOptions(persist=False))
     assert backend.calls == [] and any("'in March 2024'" in n for n in res.trace.notes)
 
 
@@ -254,11 +257,11 @@ def test_llm_localiser_falls_back_to_the_rules_and_says_why(turn_engine, answer,
     eng = turn_engine
     _, llm, cfg = _llm_localiser(eng, [answer] * 3)
     res = recall(eng.store, eng.embedder, llm, cfg, "u1", "What did Bo say after the lunch plan?",
-                 datetime(2024, 4, 25, 9, tzinfo=UTC), persist=False)
+                 datetime(2024, 4, 25, 9, tzinfo=UTC), options=RecallOptions(persist=False))
     assert any(note in n for n in res.trace.notes), res.trace.notes
     assert {c.time_bonus for c in res.trace.candidates} == {0.0}
     res = recall(eng.store, eng.embedder, None, cfg, "u1", "What did Bo say after the lunch plan?",
-                 datetime(2024, 4, 25, 9, tzinfo=UTC), persist=False)
+                 datetime(2024, 4, 25, 9, tzinfo=UTC), options=RecallOptions(persist=False))
     assert any("no LLM available; rule-based localiser used" in n for n in res.trace.notes)
 
 
@@ -290,12 +293,14 @@ def test_event_channel_brings_the_best_events_members_for_this_user_only(turn_en
     eng = turn_engine
     cfg = eng.config.with_overrides(event_pool=1, time_channel="off")
     qt = datetime(2024, 4, 25, 9, tzinfo=UTC)
-    res = recall(eng.store, eng.embedder, None, cfg, "u2", "Where should we have lunch?", qt, persist=False)
+    res = recall(eng.store, eng.embedder, None, cfg, "u2", "Where should we have lunch?", qt,
+                 options=RecallOptions(persist=False))
     note = next(n for n in res.trace.notes if n.startswith("event pool:"))
     assert "the best 1" in note and all(n.user_id == "u2" for n in res.nodes)
     assert {eng.store.node(c.node_id).user_id for c in res.trace.candidates} == {"u2"}
     early = datetime(2024, 3, 2, tzinfo=UTC)  # events that start after the question time are skipped
-    res = recall(eng.store, eng.embedder, None, cfg, "u2", "Any plans for April?", early, persist=False)
+    res = recall(eng.store, eng.embedder, None, cfg, "u2", "Any plans for April?", early,
+                 options=RecallOptions(persist=False))
     assert all(eng.store.node(c.node_id).span_start <= early for c in res.trace.candidates)
 
 
@@ -303,7 +308,8 @@ def test_pseudo_relevance_feedback_adds_words_of_the_best_leaves_not_names(turn_
     eng = turn_engine
     cfg = eng.config.with_overrides(prf_terms=3)
     res = recall(eng.store, eng.embedder, None, cfg, "u1", "Where should we have lunch tomorrow?",
-                 datetime(2024, 4, 25, 9, tzinfo=UTC), participants=["Ann", "Bo"], persist=False)
+                 datetime(2024, 4, 25, 9, tzinfo=UTC),
+                 options=RecallOptions(participants=("Ann", "Bo"), persist=False))
     note = next(n for n in res.trace.notes if n.startswith("pseudo-relevance feedback"))
     added = note.split("+ ")[1].split(" (")[0].split(", ")
     assert 1 <= len(added) <= 3 and "lunch" not in added and "ann" not in added and "bo" not in added, note

@@ -15,6 +15,7 @@ from timem.config import Config
 from timem.engine import MemoryEngine
 from timem.models import Level
 from timem.recall import recall
+from timem.recall.options import RecallOptions
 from timem.store import segtree_tables as segstore
 from timem.store import segtree_view as segview
 
@@ -29,7 +30,7 @@ def eng(store, embedder):
 
 
 def _recall(eng: MemoryEngine, question: str) -> list[tuple]:
-    res = recall(eng.store, eng.embedder, None, eng.config, "u1", question, QT, persist=False)
+    res = recall(eng.store, eng.embedder, None, eng.config, "u1", question, QT, options=RecallOptions(persist=False))
     return [(c.node_id, c.fused, c.local, c.propagated, c.kept) for c in res.trace.candidates]
 
 

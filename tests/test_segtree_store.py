@@ -15,6 +15,7 @@ from timem.datasets.base import ImportedSession, ImportedUser, turn_id
 from timem.engine import MemoryEngine
 from timem.models import Level, Role, Turn
 from timem.recall import recall
+from timem.recall.options import RecallOptions
 from timem.recall.segtree import propagate_segtree
 from timem.store import segtree_tables as segstore
 from timem.tree.segtree import SegTree
@@ -111,7 +112,8 @@ def test_a_user_without_l1_memories_has_an_empty_tree(store):
 def test_recall_over_the_segment_tree_stays_with_its_user(seg_engine):
     eng = seg_engine
     qt = datetime(2024, 5, 1, tzinfo=UTC)
-    res = recall(eng.store, eng.embedder, None, eng.config, "u1", "When is the cello recital?", qt, persist=False)
+    res = recall(eng.store, eng.embedder, None, eng.config, "u1", "When is the cello recital?", qt,
+                 options=RecallOptions(persist=False))
     note = next(n for n in res.trace.notes if "segment tree" in n)
     assert "top-down" in note and "seg:u1:" in note and "seg:u2:" not in note
     assert res.trace.settings["recall_index"] == "segtree"
@@ -120,7 +122,8 @@ def test_recall_over_the_segment_tree_stays_with_its_user(seg_engine):
     assert "recital" in res.context and all(n.user_id == "u1" for n in res.nodes)
     assert "WALRUS" not in res.context
     flat = eng.config.with_overrides(propagation_hops=0)  # H = 0: no internal node can reach a leaf
-    res = recall(eng.store, eng.embedder, None, flat, "u1", "When is the cello recital?", qt, persist=False)
+    res = recall(eng.store, eng.embedder, None, flat, "u1", "When is the cello recital?", qt,
+                 options=RecallOptions(persist=False))
     assert any("no relevance propagation" in n for n in res.trace.notes)
     # the internal nodes scored are the user's own
     from timem.recall.leaves import select_leaves

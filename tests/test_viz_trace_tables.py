@@ -7,6 +7,7 @@ from helpers import TIMEM_QUOTAS
 from studio_support import DEMO_USER, build_demo_db, open_engine
 
 from timem.recall import recall
+from timem.recall.options import RecallOptions
 from timem.viz import trace_tables as tt
 
 
@@ -18,7 +19,7 @@ def traced(tmp_path_factory, embedder):
     eng = open_engine(build_demo_db(work / "demo.duckdb", embedder), work, embedder, with_llm=False,
                       propagation="off", **TIMEM_QUOTAS)
     res = recall(eng.store, eng.embedder, None, eng.config, DEMO_USER, "Which tea did Mia bring from Shanghai?",
-                 complexity_override="complex", persist=False)
+                 options=RecallOptions(complexity="complex", persist=False))
     nodes = {n.id: n for n in eng.store.nodes(DEMO_USER, status=None)}
     propagated = eng.recall(DEMO_USER, "Which tea did Mia bring from Shanghai?", persist=False,
                             config=eng.config.with_overrides(propagation="top-down"))

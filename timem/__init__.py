@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from timem.config import Config, load_config
     from timem.engine import MemoryEngine
     from timem.models import MemoryItem, MemoryNode, Turn
+    from timem.recall.options import RecallOptions
     from timem.recall.pipeline import AnswerResult, RecallResult
 
 try:
@@ -37,14 +38,15 @@ try:
 except PackageNotFoundError:  # a checkout on sys.path, not installed
     __version__ = "0.0.0+checkout"
 
-__all__ = ["AnswerResult", "Config", "MemoryEngine", "MemoryItem", "MemoryNode", "RecallResult", "TimemError", "Turn",
-           "__version__", "load_config", "open"]
+__all__ = ["AnswerResult", "Config", "MemoryEngine", "MemoryItem", "MemoryNode", "RecallOptions", "RecallResult",
+           "TimemError", "Turn", "__version__", "load_config", "open"]
 
 #: public name -> the module that defines it (imported on first access, PEP 562)
 _LAZY: dict[str, str] = {
     "Config": "timem.config", "load_config": "timem.config", "MemoryEngine": "timem.engine",
     "MemoryItem": "timem.models", "MemoryNode": "timem.models", "Turn": "timem.models",
     "AnswerResult": "timem.recall.pipeline", "RecallResult": "timem.recall.pipeline",
+    "RecallOptions": "timem.recall.options",
 }
 
 

@@ -282,6 +282,7 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
     """
     from timem.datasets import load_dataset
     from timem.recall.evaluate import recall_tables, scored_questions
+    from timem.recall.options import RecallOptions
 
     cfg = _config(config, db, llm_backend="none")
     users = load_dataset(file, fmt, sample_ids=_samples(sample), tz=cfg.time.tz, user_tz=cfg.time.user_tz)
@@ -297,8 +298,9 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
             qs = [q if q.question_time else q.model_copy(update={"question_time": qt})
                   for q in scored_questions(u.questions)]  # the bar counts only these (no adversarial ones)
             results.append(eng.evaluate_recall(u.user_id, tqdm(
-                qs, desc=u.user_id, leave=False, file=sys.stderr), complexity=complexity,
-                gate=gate, participants=u.participants))
+                qs, desc=u.user_id, leave=False, file=sys.stderr), RecallOptions(
+                complexity=complexity, gate=gate,  # type: ignore[arg-type]  # typer gives str; the recall checks it
+                participants=tuple(u.participants), persist=False)))
     if as_json:
         typer.echo(json.dumps([{k: v for k, v in r.items() if k != "questions"} for r in results], indent=2))
         return

@@ -1,43 +1,53 @@
-"""MemoryEngine: the facade the CLI and the studio use (ingest, chat turns, consolidation, recall, editing).
+"""MemoryEngine: the facade the CLI, the studio, the service and the bench use; the one door.
 
-It owns one :class:`~timem.store.Store`, one embedder and an optional LLM client, all built
-from one :class:`~timem.config.Config`. It contains no SQL and no prompt text; those live in
-``store/`` and ``prompts/``.
+It owns one :class:`~timem.store.Store`, one embedder and an optional LLM client (all built from one
+:class:`~timem.config.Config`, shared by its parts as an :class:`~timem.engine_reads.EngineCore`), and its parts,
+each built here with its dependencies:
+
+* :attr:`MemoryEngine.reads` (:class:`~timem.engine_reads.StoreReads`): users, turns, nodes, traces, exports;
+* :attr:`MemoryEngine.items` (:class:`~timem.engine_items.MemoryItems`): memory items, forgetting, pinning;
+* :attr:`MemoryEngine.writes` (:class:`~timem.engine_writes.MemoryWrites`): ingest, consolidation, editing;
+* :attr:`MemoryEngine.queue` (:class:`~timem.engine_queue.ConsolidationQueue`): chat writes' consolidation jobs;
+* :attr:`MemoryEngine.recaller` (:class:`~timem.engine_recall.Recaller`): recall and answers;
+* :attr:`MemoryEngine.chat` (:class:`~timem.engine_chat.OnlineChat`): chat writes and chat turns.
+
+Every public method of the parts is a method of the engine (a delegation). It contains no SQL and no prompt
+text; those live in ``store/`` and ``prompts/``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from timem import editing
-from timem.chat_turns import check_names, check_question, check_turn, check_user_id
+import numpy as np
+
+from timem.chat_turns import ChatTurn
 from timem.config import Complexity, Config
 from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
 from timem.consolidation.segment_topics import TopicReport
 from timem.datasets.base import ImportedUser
 from timem.embed.protocol import Embedder
 from timem.engine_chat import ASSISTANT_NAME, OnlineChat
-from timem.engine_queue import ConsolidationQueue
-from timem.engine_reads import StoreReads
-from timem.errors import (
-    ConfigError,
-    ConsolidationIncomplete,
-    InputError,
-    LLMError,
-)
-from timem.llm.client import LLM
+from timem.engine_items import MemoryItems
+from timem.engine_queue import ConsolidationQueue, QueueWorker
+from timem.engine_reads import EngineCore, StoreReads
+from timem.engine_recall import Recaller
+from timem.engine_writes import IngestReport, MemoryWrites
 from timem.llm.protocol import ChatBackend, LLMClient
-from timem.memory.facade import MemoryLayer
-from timem.memory.writer import ItemWriter
-from timem.models import MemoryNode
-from timem.recall import pipeline
+from timem.memory.forget import ForgetPreview
+from timem.memory.writer import ExtractionReport, ItemWriter
+from timem.models import MemoryItem, MemoryNode, SessionInfo, Turn, WriteRequest
+from timem.recall.evaluate import EVALUATION_OPTIONS
 from timem.recall.gating import GateMode
+from timem.recall.options import RecallOptions, recall_options
 from timem.recall.pipeline import AnswerResult, RecallResult
+from timem.recall.trace import RecallTrace
 from timem.store import open_store
+from timem.store.jobs import ConsolidationJob
 from timem.store.ports import MemoryStore
 from timem.store.segtree_tables import SyncReport
 from timem.tree.segtree import SegNode
@@ -45,25 +55,7 @@ from timem.tree.segtree import SegNode
 __all__ = ["ASSISTANT_NAME", "IngestReport", "MemoryEngine"]
 
 
-@dataclass
-class IngestReport:
-    """What one ingest run added: turns and nodes per level, per user."""
-
-    users: list[str] = field(default_factory=list)
-    turns_added: int = 0
-    nodes_added: dict[str, int] = field(default_factory=dict)
-    #: ids of stored turns whose text (or image caption) differs in the input
-    changed_turns: list[str] = field(default_factory=list)
-    #: how many of them were updated (``update_changed=True``), else 0
-    turns_updated: int = 0
-
-    def add_nodes(self, nodes: Sequence[MemoryNode]) -> None:
-        for n in nodes:
-            key = f"L{int(n.level)}"
-            self.nodes_added[key] = self.nodes_added.get(key, 0) + 1
-
-
-class MemoryEngine(StoreReads, MemoryLayer, OnlineChat, ConsolidationQueue):
+class MemoryEngine:
     """Temporal Memory Tree engine over one DuckDB store.
 
     Args:
@@ -75,11 +67,15 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat, ConsolidationQueue):
     """
 
     def __init__(self, config: Config, store: MemoryStore, embedder: Embedder, llm: LLMClient | None) -> None:
-        self.config, self.store, self.embedder, self.llm = config, store, embedder, llm
+        self.core = core = EngineCore(config, store, embedder, llm)
         self.consolidator = Consolidator(store, embedder, llm, config)
         self.item_writer = ItemWriter(store, embedder, llm, config)
-        #: per user, the failures of the last memory-item extraction (``(session id, error)``; also audited)
-        self.extraction_failures: dict[str, list[tuple[str, str]]] = {}
+        self.reads = StoreReads(core)
+        self.items = MemoryItems(core, self.consolidator, self.item_writer, self.reads)
+        self.writes = MemoryWrites(core, self.consolidator, self.items, self.reads)
+        self.queue = ConsolidationQueue(core, self.consolidator, self.writes)
+        self.recaller = Recaller(core, self.queue)
+        self.chat = OnlineChat(core, self.reads, self.items, self.queue, self.recaller)
 
     @classmethod
     def open(cls, config: Config, *, with_llm: bool = True) -> MemoryEngine:
@@ -95,8 +91,8 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat, ConsolidationQueue):
     def close(self) -> None:
         """Stop the queue worker if one runs (a job it was running is retried when the file is next opened), then
         close the store (the DuckDB file); the engine is unusable afterwards. Closing twice is harmless."""
-        if self.queue_worker is not None:
-            self.queue_worker.stop()
+        if self.queue.worker is not None:
+            self.queue.worker.stop()
         self.store.close()
 
     def __enter__(self) -> MemoryEngine:
@@ -105,6 +101,35 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat, ConsolidationQueue):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def config(self) -> Config:
+        """The engine's settings (every part reads them from the shared core)."""
+        return self.core.config
+
+    @config.setter
+    def config(self, config: Config) -> None:
+        self.core.config = config
+
+    @property
+    def store(self) -> MemoryStore:
+        """The store (one DuckDB file) this engine owns."""
+        return self.core.store
+
+    @property
+    def embedder(self) -> Embedder:
+        """The text embedder of the store's vectors."""
+        return self.core.embedder
+
+    @property
+    def llm(self) -> LLMClient | None:
+        """The LLM client, or ``None`` (no answers; verbatim L1). Setting it reaches every part but the
+        consolidator and the item writer, which keep their own (set ``consolidator.llm`` too)."""
+        return self.core.llm
+
+    @llm.setter
+    def llm(self, llm: LLMClient | None) -> None:
+        self.core.llm = llm
 
     def set_consolidation_mode(self, mode: str) -> None:
         """Write new L2-L5 windows in ``mode`` from now on (every level; ``level_modes`` cleared).
@@ -117,300 +142,285 @@ class MemoryEngine(StoreReads, MemoryLayer, OnlineChat, ConsolidationQueue):
         self.config = self.config.with_overrides(consolidation_mode=mode, level_modes={})
         self.consolidator.config = self.item_writer.config = self.config
 
-    # ------------------------------------------------------------------ ingest (backfill)
+    def export(self, user_id: str, *, traces: int = 1000) -> dict[str, Any]:
+        """The library's name for :meth:`export_user`: everything stored of one user, JSON-ready (``json.dumps``
+        it as is; times ISO 8601 UTC). Raises :class:`NotFoundError` for a user not in the store."""
+        return self.reads.export_user(user_id, traces=traces)
+
+    def stats(self) -> dict[str, Any]:
+        """As :meth:`timem.engine_reads.StoreReads.stats`."""
+        return self.reads.stats()
+
+    def check(self, user_id: str | None = None, *, repair: bool = False) -> list[Any]:
+        """As :meth:`timem.engine_reads.StoreReads.check`."""
+        return self.reads.check(user_id, repair=repair)
+
+    def tree_text(self, user_id: str, *, level: int | None = None, width: int = 100) -> str:
+        """As :meth:`timem.engine_reads.StoreReads.tree_text`."""
+        return self.reads.tree_text(user_id, level=level, width=width)
+
+    @property
+    def has_llm(self) -> bool:
+        """As :attr:`timem.engine_reads.StoreReads.has_llm`."""
+        return self.reads.has_llm
+
+    @property
+    def db_path(self) -> str:
+        """As :attr:`timem.engine_reads.StoreReads.db_path`."""
+        return self.reads.db_path
+
+    def export_jsonl(self, user_id: str, path: str | Path) -> int:
+        """As :meth:`timem.engine_reads.StoreReads.export_jsonl`."""
+        return self.reads.export_jsonl(user_id, path)
+
+    def save_trace(self, trace: RecallTrace) -> None:
+        """As :meth:`timem.engine_reads.StoreReads.save_trace`."""
+        return self.reads.save_trace(trace)
+
+    def traces(self, user_id: str | None = None, limit: int = 100) -> list[RecallTrace]:
+        """As :meth:`timem.engine_reads.StoreReads.traces`."""
+        return self.reads.traces(user_id, limit)
+
+    def users(self) -> list[str]:
+        """As :meth:`timem.engine_reads.StoreReads.users`."""
+        return self.reads.users()
+
+    def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]:
+        """As :meth:`timem.engine_reads.StoreReads.turns`."""
+        return self.reads.turns(user_id, session_id, ids)
+
+    def sessions(self, user_id: str) -> list[SessionInfo]:
+        """As :meth:`timem.engine_reads.StoreReads.sessions`."""
+        return self.reads.sessions(user_id)
+
+    def nodes(self, user_id: str | None = None, level: int | None = None, **kw: Any) -> list[MemoryNode]:
+        """As :meth:`timem.engine_reads.StoreReads.nodes`."""
+        return self.reads.nodes(user_id, level, **kw)
+
+    def node(self, node_id: str) -> MemoryNode | None:
+        """As :meth:`timem.engine_reads.StoreReads.node`."""
+        return self.reads.node(node_id)
+
+    def embeddings(self, node_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """As :meth:`timem.engine_reads.StoreReads.embeddings`."""
+        return self.reads.embeddings(node_ids)
+
+    @property
+    def dim(self) -> int:
+        """As :attr:`timem.engine_reads.StoreReads.dim`."""
+        return self.reads.dim
+
+    def llm_usage(self, since: datetime) -> dict[str, dict[str, float]]:
+        """As :meth:`timem.engine_reads.StoreReads.llm_usage`."""
+        return self.reads.llm_usage(since)
+
+    @property
+    def local_model_path(self) -> str | None:
+        """As :attr:`timem.engine_reads.StoreReads.local_model_path`."""
+        return self.reads.local_model_path
+
+    def segment_topics(self, user_id: str) -> dict[str, str]:
+        """As :meth:`timem.engine_reads.StoreReads.segment_topics`."""
+        return self.reads.segment_topics(user_id)
+
+    def export_user(self, user_id: str, *, traces: int = 1000) -> dict[str, Any]:
+        """As :meth:`timem.engine_reads.StoreReads.export_user`."""
+        return self.reads.export_user(user_id, traces=traces)
+
+    def require_user(self, user_id: str) -> None:
+        """As :meth:`timem.engine_reads.StoreReads.require_user`."""
+        return self.reads.require_user(user_id)
+
+    def default_question_time(self, user_id: str) -> datetime | None:
+        """As :meth:`timem.engine_reads.StoreReads.default_question_time`."""
+        return self.reads.default_question_time(user_id)
+
+    def extract_items(self, user_ids: Sequence[str], *, with_llm: bool = True) -> dict[str, ExtractionReport]:
+        """As :meth:`timem.engine_items.MemoryItems.extract_items`."""
+        return self.items.extract_items(user_ids, with_llm=with_llm)
+
+    @property
+    def items_use_llm(self) -> bool:
+        """As :attr:`timem.engine_items.MemoryItems.items_use_llm`."""
+        return self.items.items_use_llm
+
+    def forget(self, user_id: str, text: str = "", *, item_ids: Sequence[str] = (), confirm: bool = False,
+               actor: str = "user") -> ForgetPreview:
+        """As :meth:`timem.engine_items.MemoryItems.forget`."""
+        return self.items.forget(user_id, text, item_ids=item_ids, confirm=confirm, actor=actor)
+
+    def memory_items(self, user_id: str, *, status: str | None = "active") -> list[MemoryItem]:
+        """As :meth:`timem.engine_items.MemoryItems.memory_items`."""
+        return self.items.memory_items(user_id, status=status)
+
+    def memory_item(self, item_id: str) -> MemoryItem:
+        """As :meth:`timem.engine_items.MemoryItems.memory_item`."""
+        return self.items.memory_item(item_id)
+
+    def forget_items(self, item_ids: Sequence[str], *, actor: str = "user") -> None:
+        """As :meth:`timem.engine_items.MemoryItems.forget_items`."""
+        return self.items.forget_items(item_ids, actor=actor)
+
+    def pin_item(self, item_id: str, pinned: bool = True, *, actor: str = "user") -> MemoryItem:
+        """As :meth:`timem.engine_items.MemoryItems.pin_item`."""
+        return self.items.pin_item(item_id, pinned, actor=actor)
+
     def ingest(self, users: Sequence[ImportedUser], *, flush: bool = True, upper_levels: bool = True,
                update_changed: bool = False, progress: Progress = _no_progress) -> IngestReport:
-        """Store every user's turns (all users in one transaction: a bad value anywhere writes nothing),
-        then consolidate each user in event-time order.
-
-        Dataset sessions are complete, so they are marked ended; ``flush`` also closes the last day,
-        week and month. ``upper_levels=False`` writes L1 only and leaves L2..L5 to a later
-        :meth:`consolidate`. Running it again adds nothing (turn ids and windows are deterministic).
-
-        A turn id that is already stored with another text (or image caption) is listed in the report's
-        ``changed_turns`` and left as stored, unless ``update_changed``: then its text is replaced (audit
-        action ``turn-updated`` with the old text), its L1 segment is written again (re-embedded,
-        re-indexed) and every ancestor is marked stale, so consolidation rewrites it (with an LLM).
-
-        Raises:
-            InputError: a turn's text, speaker or caption holds a lone surrogate, a control character or
-                only invisible characters (:func:`timem.datasets.base.check_text`), a user or session id holds
-                ``:``, a turn id is not ``user:session:seq`` or two turns share one, or a text is longer than
-                ``max_turn_chars``; nothing is written.
-            ConsolidationIncomplete: after every user was imported, if some window could not be
-                consolidated (its ``.report`` is the :class:`IngestReport`); the turns, the L1
-                segments and every other window are stored.
-        """
-        report = IngestReport()
-        read: set[str] = set()  # users whose memory items _consolidate read in this write
-        failures: list[tuple[int, str, str]] = []
-        written: list[MemoryNode] = []
-        seen: set[str] = set()
-        for user in users:
-            check_user_id(user.user_id)
-            for t in user.turns:
-                check_turn(t, self.config.store.max_turn_chars)
-                if t.id in seen:  # one of them would be dropped
-                    raise InputError(f"two turns of the input have the id {t.id!r}; give each session of a user its "
-                                     "own id and each turn its own seq", record=f"turn {t.id}", field="id")
-                seen.add(t.id)
-        changed = self.store.changed_turns([t for u in users for t in u.turns])
-        report.changed_turns = [new.id for new, _ in changed]
-        relinks: list[tuple[str, str]] = []
-        with self.store.transaction():  # all users of the input or none
-            if update_changed:
-                for new, old in changed:
-                    rewritten = self.store.update_turn_text(new)
-                    # the memory items read from the old text go; the new segment and session are read again
-                    self.store.drop_item_sources([l1 for l1, _ in rewritten], [f"session:{new.session_id}"])
-                    for l1_id, parent in rewritten:
-                        for a in editing.ancestors(self.store, parent) if parent else []:
-                            self.store.update_node(a.id, stale=True)
-                        if parent:
-                            self.store.update_node(parent, stale=True)
-                            relinks.append((l1_id, parent))
-                    self.store.audit("turn-updated", new.user_id, None, {"turn_id": new.id, "old_text": old.text,
-                                                                         "old_image_caption": old.image_caption})
-                report.turns_updated = len(changed)
-            for user in users:
-                report.turns_added += self.store.add_turns(user.turns)
-                for s in user.sessions:
-                    self.store.end_session(user.user_id, s.session_id)
-        try:
-            for user in users:
-                report.users.append(user.user_id)
-                nodes = self._consolidate_user(user.user_id, failures, read, flush=flush, upper_levels=upper_levels,
-                                               progress=progress)
-                report.add_nodes(nodes)
-                written += nodes
-            for child, parent in relinks:  # the parent was not rewritten (no LLM / --l1-only): same id, same link
-                self.store.relink(child, parent)
-            self._extract_rest(report.users, read, with_llm=upper_levels)
-            self.sync_segtree(report.users)
-        finally:
-            self.store.refresh_fts()
-        if failures:
-            raise ConsolidationIncomplete(failures, written, report=report)
-        return report
-
-    def _consolidate_user(self, user_id: str, failures: list[tuple[int, str, str]], read: set[str], *,
-                          name_user: bool = True, **kw: Any) -> list[MemoryNode]:
-        """:meth:`Consolidator.consolidate` for one user; a :class:`ConsolidationIncomplete` is folded
-        into ``failures`` (window keys prefixed with the user id if ``name_user``) so that the caller
-        can go on with other users and raise once. Returns the nodes written either way."""
-        try:
-            return self._consolidate(user_id, read, **kw)
-        except ConsolidationIncomplete as exc:
-            failures += [(lv, f"{user_id} {key}" if name_user else key, msg) for lv, key, msg in exc.failures]
-            return exc.written
-
-    def _extract_rest(self, user_ids: Sequence[str], read: set[str], *, with_llm: bool = True) -> None:
-        """:meth:`extract_items` for the users not in ``read``, those whose items :meth:`_consolidate` did not
-        read in this write (each write reads them once: an LLM extraction that fails is not asked twice)."""
-        rest = [u for u in user_ids if u not in read]
-        if rest:
-            self.extract_items(rest, with_llm=with_llm)
-
-    def _consolidate(self, user_id: str, read: set[str], **kw: Any) -> list[MemoryNode]:
-        """:meth:`Consolidator.consolidate`, with the memory items read between L1 and L2-L5 so that an L5
-        profile lists the items that hold at its window's end (:mod:`timem.consolidation.profile_facts`); ``user_id`` is
-        added to ``read`` once they are (the caller's :meth:`_extract_rest` then skips it).
-
-        Raises:
-            ConsolidationIncomplete: as the consolidator; ``.written`` includes the L1 nodes of the first pass.
-        """
-        if not (self.config.memory.memory_items and kw.get("upper_levels", True)):
-            return self.consolidator.consolidate(user_id, **kw)
-        first = self.consolidator.consolidate(user_id, **{**kw, "upper_levels": False})
-        self.extract_items([user_id])
-        read.add(user_id)
-        try:
-            return first + self.consolidator.consolidate(user_id, **kw)
-        except ConsolidationIncomplete as exc:
-            exc.written[:0] = first
-            raise
+        """As :meth:`timem.engine_writes.MemoryWrites.ingest`."""
+        return self.writes.ingest(users, flush=flush, upper_levels=upper_levels, update_changed=update_changed,
+                                  progress=progress)
 
     def end_session(self, user_id: str, session_id: str) -> list[MemoryNode]:
-        """Mark a session ended and consolidate what that closes (its L2 at least).
-
-        Raises:
-            ConsolidationIncomplete: see :meth:`Consolidator.consolidate`; the session is ended anyway.
-        """
-        self.store.end_session(user_id, session_id)
-        return self._consolidate_online(user_id)
-
-    def _consolidate_online(self, user_id: str, *, sync_tree: bool = True) -> list[MemoryNode]:
-        """After a chat write: consolidate what closed, then (also when that fails) read the memory items
-        left, bring the segment tree in step (unless not ``sync_tree``: the queue worker does it in a step of its
-        own) and refresh the BM25 index."""
-        read: set[str] = set()
-        try:
-            return self._consolidate(user_id, read)
-        finally:
-            self._extract_rest([user_id], read)
-            if sync_tree:
-                self.sync_segtree([user_id])
-            self.store.refresh_fts()
+        """As :meth:`timem.engine_writes.MemoryWrites.end_session`."""
+        return self.writes.end_session(user_id, session_id)
 
     def consolidate(self, user_id: str | None = None, *, flush: bool = False,
                     progress: Progress = _no_progress) -> list[MemoryNode]:
-        """Consolidate due windows of one user (or all users); ``flush`` closes every open window.
-
-        Raises:
-            ConsolidationIncomplete: after every user was tried, if some window failed (see
-                :meth:`Consolidator.consolidate`).
-        """
-        nodes: list[MemoryNode] = []
-        read: set[str] = set()
-        failures: list[tuple[int, str, str]] = []
-        try:
-            for uid in [user_id] if user_id else self.store.users():
-                nodes += self._consolidate_user(uid, failures, read, name_user=user_id is None, flush=flush,
-                                                progress=progress)
-        finally:
-            self._extract_rest([user_id] if user_id else self.store.users(), read)
-            self.sync_segtree([user_id] if user_id else self.store.users())
-            self.store.refresh_fts()
-        if failures:
-            raise ConsolidationIncomplete(failures, nodes)
-        return nodes
+        """As :meth:`timem.engine_writes.MemoryWrites.consolidate`."""
+        return self.writes.consolidate(user_id, flush=flush, progress=progress)
 
     def sync_segtree(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, SyncReport]:
-        """Append the users' new L1 memories to their SegTreeMem segment trees online (or rebuild them when the
-        L1 memories changed otherwise); see :func:`timem.store.segtree_tables.sync`."""
-        return self.store.segment_tree.sync_users(user_ids, self.config.recall.segtree_threshold,
-                                        self.config.recall.segtree_max_children, rebuild=rebuild)
+        """As :meth:`timem.engine_writes.MemoryWrites.sync_segtree`."""
+        return self.writes.sync_segtree(user_ids, rebuild=rebuild)
 
     def segment_tree(self, user_id: str) -> tuple[list[SegNode], SyncReport | None]:
-        """The user's SegTreeMem segment tree (:mod:`timem.tree.segtree`), synced first if it is behind the L1
-        memories: ``(nodes, the sync's report or None)``."""
-        cfg = self.config
-        report = None
-        rc = cfg.recall
-        if not self.store.segment_tree.is_current(user_id, rc.segtree_threshold, rc.segtree_max_children):
-            report = self.sync_segtree([user_id])[user_id]
-        return self.store.segment_tree.load(user_id), report
+        """As :meth:`timem.engine_writes.MemoryWrites.segment_tree`."""
+        return self.writes.segment_tree(user_id)
 
     def summarise_segment_tree(self, user_id: str, *, min_height: int = 2, limit: int | None = None) -> TopicReport:
-        """One-line LLM topics for the user's closed segment-tree nodes (:mod:`timem.consolidation.segment_topics`);
-        the tree is synced first.
+        """As :meth:`timem.engine_writes.MemoryWrites.summarise_segment_tree`."""
+        return self.writes.summarise_segment_tree(user_id, min_height=min_height, limit=limit)
 
-        Raises:
-            NotFoundError: unknown user. LLMError: no LLM is configured, or it could not be reached.
-        """
-        from timem.consolidation.segment_topics import summarise
-
-        self.require_user(user_id)
-        if self.llm is None:
-            raise LLMError("segment-tree topics need an LLM; pass --llm local or --llm openai")
-        self.segment_tree(user_id)
-        return summarise(self.store, self.llm, user_id, min_height=min_height, limit=limit)
-
-    # ------------------------------------------------------------------ correcting and erasing
     def edit_memory(self, node_id: str, content: str, *, actor: str = "user") -> MemoryNode:
-        """New content for a memory; ancestors re-consolidated (see :mod:`timem.editing`)."""
-        return editing.edit_memory(self.store, self.consolidator, node_id, content, actor=actor)
+        """As :meth:`timem.engine_writes.MemoryWrites.edit_memory`."""
+        return self.writes.edit_memory(node_id, content, actor=actor)
 
     def delete_memories(self, node_ids: Sequence[str], *, hard: bool = False, actor: str = "user") -> dict[str, float]:
-        """Soft-delete (undoable) or, with ``hard``, erase memories; ancestors re-consolidated without them.
-
-        Returns the file rewrite's ``seconds``, ``bytes_before``, ``bytes_after`` for a hard erase, else ``{}``.
-        """
-        if hard:
-            return editing.erase(self.store, self.consolidator, node_ids, actor=actor)
-        editing.soft_delete(self.store, self.consolidator, node_ids, actor=actor)
-        return {}
+        """As :meth:`timem.engine_writes.MemoryWrites.delete_memories`."""
+        return self.writes.delete_memories(node_ids, hard=hard, actor=actor)
 
     def compact(self) -> dict[str, float]:
-        """Rewrite the database file (what every hard erase does last): ``seconds``, ``bytes_before``,
-        ``bytes_after``."""
-        return self.store.compact()
+        """As :meth:`timem.engine_writes.MemoryWrites.compact`."""
+        return self.writes.compact()
 
     def restore_memory(self, node_id: str, *, actor: str = "user") -> None:
-        """Undo a soft delete."""
-        editing.restore(self.store, self.consolidator, node_id, actor=actor)
+        """As :meth:`timem.engine_writes.MemoryWrites.restore_memory`."""
+        return self.writes.restore_memory(node_id, actor=actor)
 
     def erase_user(self, user_id: str, *, actor: str = "user") -> dict[str, float]:
-        """Erase every trace of a user (turns, nodes, vectors, FTS, traces, LLM cache); returns the rows removed
-        per table and the compaction cost (``file_seconds``, ``file_bytes_before``, ``file_bytes_after``)."""
-        return editing.erase_user(self.store, user_id, actor=actor)
+        """As :meth:`timem.engine_writes.MemoryWrites.erase_user`."""
+        return self.writes.erase_user(user_id, actor=actor)
 
-    # ------------------------------------------------------------------ recall and answers
-    @contextmanager
-    def llm_backend_wrapped(self, wrap: Callable[[ChatBackend], ChatBackend]) -> Iterator[None]:
-        """Within the block, the LLM's chat backend is ``wrap(backend)`` (e.g. to release a lock while the model
-        computes, :mod:`timem.ui.jobs`); nothing happens without an LLM or with a client that is not a
-        :class:`timem.llm.client.LLM` over a backend."""
-        llm = self.llm
-        if not isinstance(llm, LLM):
-            yield
-            return
-        backend = llm.backend
-        llm.backend = wrap(backend)
-        try:
-            yield
-        finally:
-            llm.backend = backend
+    @property
+    def queues_writes(self) -> bool:
+        """As :attr:`timem.engine_queue.ConsolidationQueue.queues_writes`."""
+        return self.queue.queues_writes
 
-    def recall(self, user_id: str, query: str, question_time: datetime | None = None, *,
-               complexity: Complexity | None = None, gate: GateMode | None = None, planner: str | None = None,
-               participants: Sequence[str] = (), persist: bool = True, config: Config | None = None) -> RecallResult:
-        """Recall ``user_id``'s memories for ``query`` (plan → leaves → propagation → gate → context).
+    def start_queue_worker(self, lock: AbstractContextManager[Any] | None = None, *,
+                           poll_seconds: float = 1.0) -> QueueWorker:
+        """As :meth:`timem.engine_queue.ConsolidationQueue.start_queue_worker`."""
+        return self.queue.start_queue_worker(lock, poll_seconds=poll_seconds)
 
-        See :func:`timem.recall.pipeline.recall` for the stages and the trace. Queued chat writes of the user are
-        seen: their L1 segments are written first if the queue worker has not yet (read-your-writes,
-        :mod:`timem.engine_queue`). ``complexity`` / ``gate`` /
-        ``planner`` override the planner's complexity, ``config.recall.gate`` and ``config.recall.planner`` for this
-        call; ``config`` replaces the engine's settings for this call (e.g. a benchmark recipe).
-        The LLM planner or gate uses the engine's LLM when one is configured.
+    def queue_consolidation(self, user_id: str, session_ids: Sequence[str] = ()) -> list[MemoryNode]:
+        """As :meth:`timem.engine_queue.ConsolidationQueue.queue_consolidation`."""
+        return self.queue.queue_consolidation(user_id, session_ids)
 
-        Raises:
-            TextTooLongError: the query is longer than ``max_turn_chars``; nothing is recalled or stored.
-            InputError: the query is empty or invisible-only, or holds a lone surrogate or a control character, or
-                ``question_time`` lies outside the years 2-9998 (:func:`timem.chat_turns.check_question`); nothing
-                is recalled or stored.
-            ConfigError: an LLM planner / gate asked for by name without an LLM.
-            EmbeddingError: the query cannot be embedded.
-        """
-        cfg = config or self.config
-        check_question(query, question_time, cfg.time.tz, cfg.store.max_turn_chars)
-        self.read_your_writes(user_id)
-        return pipeline.recall(self.store, self.embedder, self.llm, config or self.config, user_id, query,
-                               question_time, complexity_override=complexity, gate_override=gate,
-                               planner_override=planner, participants=participants, persist=persist)
+    def drain_queue(self, user_id: str | None = None, *, raise_errors: bool = True) -> list[MemoryNode]:
+        """As :meth:`timem.engine_queue.ConsolidationQueue.drain_queue`."""
+        return self.queue.drain_queue(user_id, raise_errors=raise_errors)
 
-    def ask(self, user_id: str, query: str, question_time: datetime | None = None, *,
-            complexity: Complexity | None = None, gate: GateMode | None = None, planner: str | None = None,
-            participants: Sequence[str] = (), persist: bool = True, config: Config | None = None,
-            asker: str | None = None) -> AnswerResult:
-        """Recall (as :meth:`recall`), then answer from the context with one LLM call; the trace holds both.
-        ``config`` replaces the engine's settings for this call; ``asker`` (a chat's speaker) is answered as
-        "you"; pinned items go into the system message (:meth:`pin_item`).
+    def run_jobs(self, jobs: Sequence[ConsolidationJob], lock: AbstractContextManager[Any] | None = None
+                 ) -> list[MemoryNode]:
+        """As :meth:`timem.engine_queue.ConsolidationQueue.run_jobs`."""
+        return self.queue.run_jobs(jobs, lock)
 
-        Raises:
-            ConfigError: no LLM is configured (use :meth:`recall` for the context alone).
-            InputError: as :meth:`recall`, or ``asker`` is empty or not one line of text
-                (:func:`timem.chat_turns.check_names`).
-            LLMError: the answer call failed (the trace is saved with ``answer_error``).
-        """
-        cfg = config or self.config
-        check_question(query, question_time, cfg.time.tz, cfg.store.max_turn_chars)
-        if asker is not None:  # it goes into the system message
-            check_names(asker=asker)
-        if self.llm is None:
-            raise ConfigError("answering needs an LLM; set llm_backend to 'local' or 'openai', "
-                              "or ask for the context alone (--recall-only / MemoryEngine.recall).")
-        self.read_your_writes(user_id)
-        return pipeline.answer(self.store, self.embedder, self.llm, config or self.config, user_id, query,
-                               question_time, complexity_override=complexity, gate_override=gate,
-                               planner_override=planner, participants=participants, persist=persist, asker=asker)
+    def read_your_writes(self, user_id: str) -> list[MemoryNode]:
+        """As :meth:`timem.engine_queue.ConsolidationQueue.read_your_writes`."""
+        return self.queue.read_your_writes(user_id)
 
-    def evaluate_recall(self, user_id: str, questions: Iterable[Any], *, complexity: str | None = None,
-                        gate: str | None = None, participants: Sequence[str] = ()) -> dict[str, Any]:
-        """Offline recall quality of one user's questions: :func:`timem.recall.evaluate.evaluate_recall`
-        (gold-evidence coverage and answer-in-context per category; traces not persisted)."""
-        from timem.recall.evaluate import evaluate_recall
+    def settle(self, user_id: str, timeout: float | None = None) -> bool:
+        """As :meth:`timem.engine_queue.ConsolidationQueue.settle`."""
+        return self.queue.settle(user_id, timeout)
 
-        return evaluate_recall(self.store, self.embedder, None, self.config, user_id, questions,
-                               complexity_override=complexity, gate_override=gate,  # type: ignore[arg-type]
-                               participants=participants)
+    def queue_status(self, user_prefix: str = "", *, failed_limit: int = 20) -> dict[str, Any]:
+        """As :meth:`timem.engine_queue.ConsolidationQueue.queue_status`."""
+        return self.queue.queue_status(user_prefix, failed_limit=failed_limit)
+
+    def retry_failed_jobs(self, user_prefix: str = "") -> int:
+        """As :meth:`timem.engine_queue.ConsolidationQueue.retry_failed_jobs`."""
+        return self.queue.retry_failed_jobs(user_prefix)
+
+    def llm_backend_wrapped(self, wrap: Callable[[ChatBackend], ChatBackend]) -> AbstractContextManager[None]:
+        """As :meth:`timem.engine_recall.Recaller.llm_backend_wrapped`."""
+        return self.recaller.llm_backend_wrapped(wrap)
+
+    def recall(self, user_id: str, query: str, question_time: datetime | None = None,
+               options: RecallOptions | None = None, *, complexity: Complexity | None = None,
+               gate: GateMode | None = None, planner: str | None = None, participants: Sequence[str] = (),
+               persist: bool = True, config: Config | None = None) -> RecallResult:
+        """As :meth:`timem.engine_recall.Recaller.recall`; the options as one value or as keywords
+        (:func:`timem.recall.options.recall_options`)."""
+        return self.recaller.recall(user_id, query, question_time, recall_options(
+            options, complexity=complexity, gate=gate, planner=planner, participants=participants, persist=persist,
+            config=config))
+
+    def ask(self, user_id: str, query: str, question_time: datetime | None = None,
+            options: RecallOptions | None = None, *, complexity: Complexity | None = None,
+            gate: GateMode | None = None, planner: str | None = None, participants: Sequence[str] = (),
+            persist: bool = True, config: Config | None = None, asker: str | None = None) -> AnswerResult:
+        """As :meth:`timem.engine_recall.Recaller.ask`; the options as one value or as keywords."""
+        return self.recaller.ask(user_id, query, question_time, recall_options(
+            options, complexity=complexity, gate=gate, planner=planner, participants=participants, persist=persist,
+            config=config, asker=asker))
+
+    def evaluate_recall(self, user_id: str, questions: Iterable[Any],
+                        options: RecallOptions = EVALUATION_OPTIONS) -> dict[str, Any]:
+        """As :meth:`timem.engine_recall.Recaller.evaluate_recall`."""
+        return self.recaller.evaluate_recall(user_id, questions, options)
+
+    def add_exchange(self, user_id: str, session_id: str, user_text: str, assistant_text: str,
+                     event_time: datetime, *, user_name: str = "User", assistant_name: str = ASSISTANT_NAME,
+                     consolidate: bool = True, request: WriteRequest | None = None) -> list[MemoryNode]:
+        """As :meth:`timem.engine_chat.OnlineChat.add_exchange`."""
+        return self.chat.add_exchange(user_id, session_id, user_text, assistant_text, event_time, user_name=user_name,
+                                      assistant_name=assistant_name, consolidate=consolidate, request=request)
+
+    def add_message(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
+                    user_name: str = "User", request: WriteRequest | None = None, consolidate: bool = False) -> Turn:
+        """As :meth:`timem.engine_chat.OnlineChat.add_message`."""
+        return self.chat.add_message(user_id, session_id, text, event_time, user_name=user_name, request=request,
+                                     consolidate=consolidate)
+
+    def add_reply(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
+                  assistant_name: str = ASSISTANT_NAME, consolidate: bool = True,
+                  request: WriteRequest | None = None) -> list[MemoryNode]:
+        """As :meth:`timem.engine_chat.OnlineChat.add_reply`."""
+        return self.chat.add_reply(user_id, session_id, text, event_time, assistant_name=assistant_name,
+                                   consolidate=consolidate, request=request)
+
+    def chat_config(self) -> Config:
+        """As :meth:`timem.engine_chat.OnlineChat.chat_config`."""
+        return self.chat.chat_config()
+
+    def remember(self, user_id: str, session_id: str, message: str, event_time: datetime, *,
+                 reply: str | None = None, user_name: str = "User", assistant_name: str = ASSISTANT_NAME,
+                 consolidate: bool = True, request: WriteRequest | None = None) -> list[MemoryNode]:
+        """As :meth:`timem.engine_chat.OnlineChat.remember`."""
+        return self.chat.remember(user_id, session_id, message, event_time, reply=reply, user_name=user_name,
+                                  assistant_name=assistant_name, consolidate=consolidate, request=request)
+
+    def write_request(self, user_id: str, key: str) -> tuple[str, list[str]] | None:
+        """As :meth:`timem.engine_chat.OnlineChat.write_request`."""
+        return self.chat.write_request(user_id, key)
+
+    def chat_turn(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
+                  user_name: str = "User", assistant_name: str = ASSISTANT_NAME, consolidate: bool = True) -> ChatTurn:
+        """As :meth:`timem.engine_chat.OnlineChat.chat_turn`."""
+        return self.chat.chat_turn(user_id, session_id, text, event_time, user_name=user_name,
+                                   assistant_name=assistant_name, consolidate=consolidate)
+
+    def warm_chat(self, user_id: str, user_name: str = "User", *,
+                  store_lock: AbstractContextManager[Any] | None = None) -> int | None:
+        """As :meth:`timem.engine_chat.OnlineChat.warm_chat`."""
+        return self.chat.warm_chat(user_id, user_name, store_lock=store_lock)

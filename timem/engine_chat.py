@@ -1,15 +1,15 @@
 """The engine facade's online chat: store a message and its reply, answer a chat turn, warm the embedded model.
 
-A mixin of :class:`timem.engine.MemoryEngine` (it uses the engine's store, config, LLM, recall and
-consolidation). Event times are UTC-aware; the speaker's UTC offset is kept per turn.
+A part of :class:`timem.engine.MemoryEngine` (the engine owns one); it uses the shared core, the read part, the
+memory-item part (forgetting), the queue (each write's consolidation job) and the recall part. Event times are
+UTC-aware; the speaker's UTC offset is kept per turn.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from timem.chat_turns import (
     ChatTurn,
@@ -21,49 +21,30 @@ from timem.chat_turns import (
     speaker_offset,
 )
 from timem.config import Config
+from timem.engine_items import MemoryItems
+from timem.engine_queue import ConsolidationQueue
+from timem.engine_reads import EngineCore, EnginePart, StoreReads
+from timem.engine_recall import Recaller
 from timem.errors import ChatTurnError, ConsolidationIncomplete, InputError, TimemError
 from timem.llm.client import local_model
-from timem.llm.protocol import LLMClient
 from timem.memory import forget as forget_mod
 from timem.models import MAX_SESSION, MemoryNode, Role, Turn, WriteRequest
 from timem.prompts import answer as answer_prompt
 from timem.recall import pipeline
-from timem.store.ports import MemoryStore
-
-if TYPE_CHECKING:
-
-    from timem.recall.pipeline import AnswerResult, RecallResult
+from timem.recall.options import RecallOptions
 
 #: speaker label of the assistant's chat turns (role ``assistant``); consolidation never presents
 #: assistant turns as the user's facts (see :mod:`timem.consolidation.extractive`)
 ASSISTANT_NAME = "Assistant"
 
 
-
-class OnlineChat:
+class OnlineChat(EnginePart):
     """Chat methods of the engine facade."""
 
-    config: Config
-    store: MemoryStore
-    llm: LLMClient | None
-
-    if TYPE_CHECKING:  # provided by MemoryEngine, StoreReads and MemoryLayer
-        @property
-        def local_model_path(self) -> str | None: ...
-
-        def recall(self, user_id: str, query: str, question_time: datetime | None = None, *,
-                   config: Config | None = None) -> RecallResult: ...
-
-        def ask(self, user_id: str, query: str, question_time: datetime | None = None, *,
-                config: Config | None = None, asker: str | None = None) -> AnswerResult: ...
-
-        def _forget_turn(self, user_id: str, session_id: str, what: str, event_time: datetime) -> ChatTurn: ...
-
-        def _enqueue(self, user_id: str, session_ids: Sequence[str], turn_ids: Sequence[str]) -> int: ...
-
-        def _after_enqueue(self, user_id: str) -> list[MemoryNode]: ...
-
-        def queue_consolidation(self, user_id: str, session_ids: Sequence[str] = ()) -> list[MemoryNode]: ...
+    def __init__(self, core: EngineCore, reads: StoreReads, items: MemoryItems, queue: ConsolidationQueue,
+                 recaller: Recaller) -> None:
+        super().__init__(core)
+        self.reads, self.items, self.queue, self.recaller = reads, items, queue, recaller
 
     def add_exchange(self, user_id: str, session_id: str, user_text: str, assistant_text: str,
                      event_time: datetime, *, user_name: str = "User", assistant_name: str = ASSISTANT_NAME,
@@ -142,7 +123,7 @@ class OnlineChat:
         embedded model the context budget is at most ``Config.recall.local_chat_token_budget`` (it answers in
         seconds only from a short prompt)."""
         half_life = self.config.memory.memory_decay_half_life_days or self.config.memory.memory_chat_half_life_days
-        budget = self.config.recall.chat_token_budget(self.local_model_path is not None)
+        budget = self.config.recall.chat_token_budget(self.reads.local_model_path is not None)
         return self.config.with_overrides(memory_decay_half_life_days=half_life, token_budget=budget)
 
     def remember(self, user_id: str, session_id: str, message: str, event_time: datetime, *,
@@ -196,8 +177,8 @@ class OnlineChat:
             if request is not None:
                 self.store.record_write_request(user_id, request.key, request.fingerprint, [t.id for t in turns])
             if consolidate:
-                self._enqueue(user_id, [t.session_id for t in turns], [t.id for t in turns])
-        return self._after_enqueue(user_id) if consolidate else []
+                self.queue.enqueue(user_id, [t.session_id for t in turns], [t.id for t in turns])
+        return self.queue.after_enqueue(user_id) if consolidate else []
 
     def chat_turn(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
                   user_name: str = "User", assistant_name: str = ASSISTANT_NAME, consolidate: bool = True) -> ChatTurn:
@@ -232,17 +213,17 @@ class OnlineChat:
         chat_config = self.chat_config()
         try:
             if self.llm is None:
-                res = self.recall(user_id, text, event_time, config=chat_config)
+                res = self.recaller.recall(user_id, text, event_time, RecallOptions(config=chat_config))
                 trace, reply = res.trace, reply_without_llm(len(res.nodes), res.trace.context_tokens)
             else:
-                out = self.ask(user_id, text, event_time, config=chat_config, asker=user_name)
+                out = self.recaller.ask(user_id, text, event_time, RecallOptions(config=chat_config, asker=user_name))
                 trace, reply = out.recall.trace, out.answer
         except TimemError as exc:
             raise ChatTurnError("answer", f"your message was recorded, but answering it failed: {exc}") from exc
         warning = None
         try:
             if self.llm is None:  # the note is shown, never stored: stored, it was recalled as a memory
-                written = self.queue_consolidation(user_id, [session_id]) if consolidate else []
+                written = self.queue.queue_consolidation(user_id, [session_id]) if consolidate else []
             else:
                 written = self.add_reply(user_id, session_id, reply, event_time, assistant_name=assistant_name,
                                          consolidate=consolidate)
@@ -278,3 +259,15 @@ class OnlineChat:
             pinned = pipeline.pinned_lines(self.store, self.config, user_id)
         at = datetime.now(UTC).astimezone(self.config.time.tz)
         return model.warm(answer_prompt.build_messages("", "", at, pinned=pinned, asker=user_name))
+
+    def _forget_turn(self, user_id: str, session_id: str, what: str, event_time: datetime) -> ChatTurn:
+        """A "forget that …" chat message: soft-delete what matches, answer with what went; the trace is a
+        recall of ``what`` afterwards (not persisted: it shows what is left). Nothing is stored as a turn."""
+        plan = forget_mod.preview(self.store, user_id, what)
+        if not plan.empty:
+            forget_mod.apply(self.store, self.items.consolidator, plan, actor="chat")
+            reply = "I forgot:\n" + plan.describe()
+        else:
+            reply = plan.describe()
+        trace = self.recaller.recall(user_id, what, event_time, RecallOptions(persist=False)).trace
+        return ChatTurn(session_id=session_id, trace=trace, reply=reply, written=[], forgotten=plan)

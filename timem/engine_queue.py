@@ -2,7 +2,7 @@
 
 A chat write stores its turns and a job (:mod:`timem.store.jobs`) in one transaction. Then:
 
-* with a :class:`QueueWorker` attached (``engine.queue_worker``, started by the memory service and the MCP server
+* with a :class:`QueueWorker` attached (``engine.queue.worker``, started by the memory service and the MCP server
   when ``Config.consolidation.online_queue`` is on), the write returns at once; the worker drains the queue one
   user at a time: the jobs' L1 segments (embedded, indexed), then memory items, L2-L5 windows and the segment tree
   (:meth:`ConsolidationQueue.run_jobs`);
@@ -26,37 +26,32 @@ import threading
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from timem.config import Config
 from timem.consolidation.consolidator import Consolidator
+from timem.engine_reads import EngineCore, EnginePart
+from timem.engine_writes import MemoryWrites
 from timem.errors import ConfigError, ConsolidationIncomplete, StoreError
 from timem.models import MemoryNode
 from timem.store.jobs import ConsolidationJob
-from timem.store.ports import MemoryStore
-from timem.store.segtree_tables import SyncReport
 
 log = logging.getLogger("timem.queue")
 
 
-class ConsolidationQueue:
-    """Queue methods of :class:`timem.engine.MemoryEngine`."""
+class ConsolidationQueue(EnginePart):
+    """The consolidation queue of one engine (:class:`timem.engine.MemoryEngine` owns one): jobs of chat writes,
+    run by a :class:`QueueWorker` or in the write; a job is consolidated by :meth:`MemoryWrites.consolidate_online`."""
 
-    config: Config
-    store: MemoryStore
-    consolidator: Consolidator
-    #: the worker draining this engine's queue, if one runs (:meth:`start_queue_worker`)
-    queue_worker: QueueWorker | None = None
-
-    if TYPE_CHECKING:  # provided by MemoryEngine
-        def _consolidate_online(self, user_id: str, *, sync_tree: bool = True) -> list[MemoryNode]: ...
-
-        def sync_segtree(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, SyncReport]: ...
+    def __init__(self, core: EngineCore, consolidator: Consolidator, writes: MemoryWrites) -> None:
+        super().__init__(core)
+        self.consolidator, self.writes = consolidator, writes
+        #: the worker draining this engine's queue, if one runs (:meth:`start_queue_worker`)
+        self.worker: QueueWorker | None = None
 
     @property
     def queues_writes(self) -> bool:
         """Whether chat writes return before they are consolidated (a worker runs and ``online_queue`` is on)."""
-        return self.queue_worker is not None and self.queue_worker.alive and self.config.consolidation.online_queue
+        return self.worker is not None and self.worker.alive and self.config.consolidation.online_queue
 
     def start_queue_worker(self, lock: AbstractContextManager[Any] | None = None, *,
                            poll_seconds: float = 1.0) -> QueueWorker:
@@ -72,22 +67,22 @@ class ConsolidationQueue:
         if not self.config.consolidation.online_queue:
             raise ConfigError("online_queue is off: chat writes consolidate in the write, no queue worker is "
                               "needed; set online_queue = true to acknowledge writes before consolidation")
-        if self.queue_worker is not None and self.queue_worker.alive:
-            return self.queue_worker
-        self.queue_worker = QueueWorker(self, lock, poll_seconds=poll_seconds)
-        self.queue_worker.start()
-        return self.queue_worker
+        if self.worker is not None and self.worker.alive:
+            return self.worker
+        self.worker = QueueWorker(self, lock, poll_seconds=poll_seconds)
+        self.worker.start()
+        return self.worker
 
-    def _enqueue(self, user_id: str, session_ids: Sequence[str], turn_ids: Sequence[str]) -> int:
+    def enqueue(self, user_id: str, session_ids: Sequence[str], turn_ids: Sequence[str]) -> int:
         """Queue a consolidation of ``user_id`` (inside the write's transaction)."""
         return self.store.enqueue_job(user_id, session_ids, turn_ids)
 
-    def _after_enqueue(self, user_id: str) -> list[MemoryNode]:
+    def after_enqueue(self, user_id: str) -> list[MemoryNode]:
         """After a write's transaction with its job: wake the worker and return ``[]``, or, without a worker,
         consolidate the user's queued jobs now (see :meth:`drain_queue`, whose errors it raises)."""
         if self.queues_writes:
-            assert self.queue_worker is not None
-            self.queue_worker.wake()
+            assert self.worker is not None
+            self.worker.wake()
             return []
         return self.drain_queue(user_id)
 
@@ -95,8 +90,8 @@ class ConsolidationQueue:
         """Queue a consolidation of ``user_id`` in its own transaction (then as a chat write: the worker runs it,
         or it runs now and its nodes are returned)."""
         with self.store.transaction():
-            self._enqueue(user_id, session_ids, [])
-        return self._after_enqueue(user_id)
+            self.enqueue(user_id, session_ids, [])
+        return self.after_enqueue(user_id)
 
     def drain_queue(self, user_id: str | None = None, *, raise_errors: bool = True) -> list[MemoryNode]:
         """Run the pending jobs of ``user_id`` (every user with ``None``) in this thread; returns the nodes written.
@@ -122,7 +117,7 @@ class ConsolidationQueue:
     def run_jobs(self, jobs: Sequence[ConsolidationJob], lock: AbstractContextManager[Any] | None = None
                  ) -> list[MemoryNode]:
         """Consolidate claimed jobs of one user: their L1 segments (marked ``l1_done``), then what closed (memory
-        items, L2-L5, segment tree: :meth:`MemoryEngine._consolidate_online`), then mark them ``done``, and the
+        items, L2-L5, segment tree: :meth:`MemoryWrites.consolidate_online`), then mark them ``done``, and the
         user's older failed jobs too (a consolidation of the user writes every due window). ``lock`` is
         taken around each step. A retry after a crash rewrites nothing (every node id is deterministic and every
         decision is read from the store).
@@ -147,11 +142,11 @@ class ConsolidationQueue:
             with guard:  # what closed, with the memory items read between L1 and L2-L5 (one hold: no window twice)
                 if not self._still_queued(user_id, ids):
                     return nodes
-                nodes += self._consolidate_online(user_id, sync_tree=False)
+                nodes += self.writes.consolidate_online(user_id, sync_tree=False)
             with guard:  # the segment tree (a recall in between syncs it itself)
                 if not self._still_queued(user_id, ids):
                     return nodes
-                self.sync_segtree([user_id])
+                self.writes.sync_segtree([user_id])
                 self.store.finish_jobs(ids)
                 self.store.resolve_failed_jobs(user_id)  # this consolidation wrote what they were queued for
         except ConsolidationIncomplete as exc:
@@ -194,7 +189,7 @@ class ConsolidationQueue:
         """Wait until ``user_id`` has no pending or running job, at most ``timeout`` seconds
         (``Config.consolidation.queue_read_wait_seconds`` by default); ``True`` if so. Without a worker nothing is
         queued for long: returns at once. Call it **without** holding the worker's lock (the worker needs it)."""
-        worker = self.queue_worker
+        worker = self.worker
         if worker is None or not worker.alive:
             return True
         wait = self.config.consolidation.queue_read_wait_seconds if timeout is None else timeout
@@ -213,8 +208,8 @@ class ConsolidationQueue:
         """Failed jobs of users whose id starts with ``user_prefix`` back to pending (the worker, or the next
         :meth:`drain_queue`, runs them); returns how many."""
         n = self.store.retry_jobs(user_prefix)
-        if n and self.queue_worker is not None:
-            self.queue_worker.wake()
+        if n and self.worker is not None:
+            self.worker.wake()
         return n
 
 
@@ -225,9 +220,9 @@ class QueueWorker:
     ``timem.queue`` logger, and kept as :attr:`last_error`; the worker goes on with the next user.
     """
 
-    def __init__(self, engine: ConsolidationQueue, lock: AbstractContextManager[Any] | None = None, *,
+    def __init__(self, queue: ConsolidationQueue, lock: AbstractContextManager[Any] | None = None, *,
                  poll_seconds: float = 1.0) -> None:
-        self.engine = engine
+        self.queue = queue
         self.lock: AbstractContextManager[Any] = lock if lock is not None else threading.Lock()
         self.poll_seconds = poll_seconds
         self.last_error: str | None = None
@@ -262,9 +257,9 @@ class QueueWorker:
         while True:
             with self.lock:
                 if user_id is not None:
-                    busy = self.engine.store.open_jobs(user_id)
+                    busy = self.queue.store.open_jobs(user_id)
                 else:
-                    counts = self.engine.store.queue_counts()
+                    counts = self.queue.store.queue_counts()
                     busy = counts["pending"] + counts["running"]
             if not busy:
                 return True
@@ -278,7 +273,7 @@ class QueueWorker:
                 with self.lock:
                     if self._stop.is_set():  # stopped while it waited for the lock: claim nothing more
                         break
-                    jobs = self.engine.store.claim_jobs()
+                    jobs = self.queue.store.claim_jobs()
             except Exception as exc:  # noqa: BLE001 -- the store itself failed: logged, tried again at the next poll
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 log.error("the consolidation queue could not be read: %s", self.last_error)
@@ -288,7 +283,7 @@ class QueueWorker:
                 self._wake.clear()
                 continue
             try:
-                self.engine.run_jobs(jobs, self.lock)
+                self.queue.run_jobs(jobs, self.lock)
                 self.jobs_done += len(jobs)
             except Exception as exc:  # noqa: BLE001 -- recorded on the jobs and in the audit log by run_jobs
                 self.last_error = f"{type(exc).__name__}: {exc}"

@@ -1,10 +1,13 @@
-"""Read methods of the engine facade (:class:`timem.engine.MemoryEngine`): users, turns, sessions, nodes,
-vectors, traces, statistics, checks and exports. Nothing here writes, except :meth:`check` with ``repair``
-(rebuilds the BM25 index)."""
+"""The engine facade's shared core and its read part (:class:`timem.engine.MemoryEngine` owns one of each).
+
+:class:`EngineCore` is what every part of the engine shares (settings, store, embedder, LLM); :class:`StoreReads`
+reads users, turns, sessions, nodes, vectors, traces, statistics, checks and exports. Nothing here writes, except
+:meth:`StoreReads.check` with ``repair`` (rebuilds the BM25 index)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,13 +25,42 @@ from timem.recall.trace_store import save_trace
 from timem.store.ports import MemoryStore
 
 
-class StoreReads:
-    """What the CLI, studio, service and bench read through the facade."""
+@dataclass
+class EngineCore:
+    """What the parts of one engine share. Mutable: the engine's ``config`` and ``llm`` setters replace them here,
+    so every part sees the new value (:meth:`timem.engine.MemoryEngine.set_consolidation_mode`)."""
 
     config: Config
     store: MemoryStore
     embedder: Embedder
     llm: LLMClient | None
+
+
+class EnginePart:
+    """A part of the engine: reads settings, store, embedder and LLM from the shared :class:`EngineCore`."""
+
+    def __init__(self, core: EngineCore) -> None:
+        self.core = core
+
+    @property
+    def config(self) -> Config:
+        return self.core.config
+
+    @property
+    def store(self) -> MemoryStore:
+        return self.core.store
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.core.embedder
+
+    @property
+    def llm(self) -> LLMClient | None:
+        return self.core.llm
+
+
+class StoreReads(EnginePart):
+    """What the CLI, studio, service and bench read through the facade."""
 
     def stats(self) -> dict[str, Any]:
         """Nodes per level, turns, LLM calls, tokens and cache hits (:meth:`timem.store.Store.stats`)."""
@@ -159,11 +191,6 @@ class StoreReads:
             "items": [i.model_dump(mode="json") for i in self.store.items(user_id, status=None)],
             "traces": [t.model_dump(mode="json") for t in self.traces(user_id, limit=traces)],  # whole again
         }
-
-    def export(self, user_id: str, *, traces: int = 1000) -> dict[str, Any]:
-        """The library's name for :meth:`export_user`: everything stored of one user, JSON-ready (``json.dumps``
-        it as is; times ISO 8601 UTC). Raises :class:`NotFoundError` for a user not in the store."""
-        return self.export_user(user_id, traces=traces)
 
     def require_user(self, user_id: str) -> None:
         """Raise :class:`NotFoundError` (naming the users there are) unless ``user_id`` is in the store."""

@@ -36,6 +36,7 @@ from timem.llm.openai_backend import OpenAIBackend
 from timem.llm.protocol import ChatBackend, ChatRequest, Message
 from timem.models import MemoryNode
 from timem.prompts.memory_message import is_memory_message, memory_message
+from timem.recall.options import RecallOptions
 from timem.recall.pipeline import pinned_lines
 from timem.recall.trace import RecallTrace
 from timem.recall.trace_store import save_trace
@@ -165,7 +166,8 @@ def prepare(eng: MemoryEngine, body: dict[str, Any], *, user_id: str | None, mod
         return call
     context, pinned = "", []
     if call.user_id in eng.users():
-        res = eng.recall(call.user_id, question, at, config=eng.chat_config(), persist=False)  # stored by finish()
+        res = eng.recall(call.user_id, question, at,  # stored by finish()
+                         RecallOptions(persist=False, config=eng.chat_config()))
         call.trace, call.memories, call.mem_len = res.trace, len(res.nodes), res.trace.context_tokens
         context, pinned = res.context, pinned_lines(eng.store, eng.config, call.user_id, at)
     kept = [m for m in messages if not is_memory_message(m)]  # a memory message sent back is replaced

@@ -27,6 +27,7 @@ from timem.recall.context import fit_budget, render_context
 from timem.recall.gating import GateMode
 from timem.recall.keywords import extract_keywords
 from timem.recall.leaves import fuse
+from timem.recall.options import RecallOptions
 from timem.recall.trace import LLMCall
 from timem.recall.trace_store import save_trace
 from timem.settings import StoreSettings
@@ -118,9 +119,10 @@ class TimemRetriever:
     def retrieve(self, user_id: str, question_id: str, question: str, question_time: datetime,
                  participants: Sequence[str]) -> Retrieved:
         cfg = self.config.with_overrides(token_budget=10**9) if self.restrict else self.config
-        res = self.engine.recall(user_id, question, question_time, complexity=self.recipe.complexity,
-                                 gate=self.gate_override, planner=self.planner_override,
-                                 participants=participants, persist=False, config=cfg)
+        options = RecallOptions(complexity=self.recipe.complexity, gate=self.gate_override,
+                                planner=self.planner_override, participants=tuple(participants), persist=False,
+                                config=cfg)
+        res = self.engine.recall(user_id, question, question_time, options)
         nodes, context, tokens = res.nodes, res.context, res.mem_len
         trace = res.trace
         notes = list(trace.notes)

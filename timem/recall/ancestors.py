@@ -51,9 +51,9 @@ def fetch_lineage(store: MemoryStore, user_id: str, leaves: Sequence[Candidate],
     return store.lineage(user_id, [c.node_id for c in leaves], top)
 
 
-def propagate(store: MemoryStore, user_id: str, leaves: Sequence[Candidate], plan: RecallPlan,
-              lineage: tuple[dict[str, MemoryNode], dict[str, str | None]] | None = None
-              ) -> tuple[list[MemoryNode], list[AncestorRecord]]:
+def lift_ancestors(store: MemoryStore, user_id: str, leaves: Sequence[Candidate], plan: RecallPlan,
+                   lineage: tuple[dict[str, MemoryNode], dict[str, str | None]] | None = None
+                   ) -> tuple[list[MemoryNode], list[AncestorRecord]]:
     """Ancestors of ``leaves`` at the plan's levels above L1, honouring ``plan.levels`` quotas.
 
     Args:

@@ -23,11 +23,11 @@ from collections.abc import Iterable, Sequence
 from statistics import mean
 from typing import Any
 
-from timem.config import Complexity, Config
+from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.llm.protocol import LLMClient
 from timem.models import Level
-from timem.recall.gating import GateMode
+from timem.recall.options import RecallOptions
 from timem.recall.pipeline import RecallResult, recall
 from timem.store.ports import MemoryStore
 
@@ -161,11 +161,13 @@ def scored_questions(questions: Iterable[Any], categories: Sequence[int] = DEFAU
     return [q for q in questions if _scored(_category(q), categories)]
 
 
+#: how :func:`evaluate_recall` recalls by default: as configured, traces not saved
+EVALUATION_OPTIONS = RecallOptions(persist=False)
+
+
 def evaluate_recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config: Config, user_id: str,
                     questions: Iterable[Any], *, categories: Sequence[int] = DEFAULT_CATEGORIES,
-                    complexity_override: Complexity | None = None, gate_override: GateMode | None = None,
-                    planner_override: str | None = None, participants: Sequence[str] = (),
-                    persist: bool = False) -> dict[str, Any]:
+                    options: RecallOptions = EVALUATION_OPTIONS) -> dict[str, Any]:
     """Recall every question of one user (conversation) and score coverage per category.
 
     Args:
@@ -174,7 +176,8 @@ def evaluate_recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | Non
             (e.g. :class:`timem.datasets.base.Question`).
         categories: LoCoMo categories to include (default 1-4; 5 adversarial excluded); every LongMemEval
             question type is included.
-        persist: also save each recall trace (off by default: evaluation runs are bulk).
+        options: how each question is recalled (:class:`RecallOptions`); ``persist`` is off by default (evaluation
+            runs are bulk), set it to save each recall trace.
 
     Returns:
         ``{"user_id", "n", "overall": summary, "per_category": {"1 multi-hop": summary, ...},
@@ -189,9 +192,7 @@ def evaluate_recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | Non
         category = _category(q)
         if not _scored(category, categories):
             continue
-        res = recall(store, embedder, llm, config, user_id, str(get("question")), get("question_time"),
-                     complexity_override=complexity_override, gate_override=gate_override,
-                     planner_override=planner_override, participants=participants, persist=persist)
+        res = recall(store, embedder, llm, config, user_id, str(get("question")), get("question_time"), options)
         gold_ev = gold_evidence(q)
         covered = covered_evidence(store, user_id, res, gold_ev)
         gold = get("answer")

@@ -59,8 +59,9 @@ class Candidate(BaseModel):
     kept: bool = False
 
 
-def _max_normalise(scores: Mapping[str, float]) -> dict[str, float]:
-    """``max(0, x) / max`` over the values; all zeros when the maximum is not positive."""
+def max_normalise(scores: Mapping[str, float]) -> dict[str, float]:
+    """``max(0, x) / max`` over the values (the one max-normaliser of recall: the leaf fusion's per-channel scores,
+    SegTreeMem's per-level local scores); all zeros when the maximum is not positive."""
     top = max((v for v in scores.values()), default=0.0)
     if top <= 0:
         return dict.fromkeys(scores, 0.0)
@@ -81,7 +82,7 @@ def fuse(semantic: Mapping[str, float], bm25: Mapping[str, float], lam: float, t
         Every id of either mapping as a :class:`Candidate`, sorted by fused score descending
         (ties: higher semantic, then id), ranks from 1.
     """
-    sem, lex = _max_normalise(semantic), _max_normalise(bm25)
+    sem, lex = max_normalise(semantic), max_normalise(bm25)
     ids = list(dict.fromkeys([*semantic, *bm25]))
     scored = [(lam * sem.get(i, 0.0) + (1 - lam) * lex.get(i, 0.0), sem.get(i, 0.0), i) for i in ids]
     scored.sort(key=lambda t: (-t[0], -t[1], t[2]))
@@ -130,8 +131,8 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
     query_vec = state.query_vector()
     n = config.recall.recall_candidates
     vec_hits = dict(store.search_vector(user_id, query_vec, int(Level.SEGMENT), n))
-    query = bm25_query(question, plan)
-    lex_hits = dict(store.search_bm25(user_id, query, int(Level.SEGMENT), n))
+    keyword_query = bm25_query(question, plan)
+    lex_hits = dict(store.search_bm25(user_id, keyword_query, int(Level.SEGMENT), n))
     k = min(config.recall.recall_top_k, plan.levels.get(1, config.recall.recall_top_k))
     notes: list[str] = []
     loc = TimeLocalisation(detect=False)
@@ -153,7 +154,7 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
         if note:
             notes.append(f"{note}, {len(new)} new candidates")
     if config.recall.prf_terms > 0 and (vec_hits or lex_hits):  # pseudo-relevance feedback (RM3-style expansion)
-        query, lex_hits, note = _feedback(state, query, vec_hits, lex_hits, n)
+        keyword_query, lex_hits, note = _feedback(state, keyword_query, vec_hits, lex_hits, n)
         notes.append(note)
     nodes = {x.id: x for x in store.nodes(user_id=user_id, ids=list({*vec_hits, *lex_hits}))}
     late = {i for i, x in nodes.items() if x.span_start > question_time}
@@ -180,30 +181,30 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
         if dup:
             notes.append(f"{len(dup)} near-duplicate candidates collapsed")
             candidates = rerank([c.model_copy(update={"duplicate_of": dup.get(c.node_id)}) for c in candidates], k)
-    return LeafSelection(candidates, [c for c in candidates if c.kept], query, loc, notes)
+    return LeafSelection(candidates, [c for c in candidates if c.kept], keyword_query, loc, notes)
 
 
 PRF_DOCS = 5  #: leaves read for pseudo-relevance feedback
 
 
-def _feedback(state: RecallState, query: str, vec_hits: Mapping[str, float], lex_hits: Mapping[str, float], n: int
-              ) -> tuple[str, dict[str, float], str]:
+def _feedback(state: RecallState, keyword_query: str, vec_hits: Mapping[str, float], lex_hits: Mapping[str, float],
+              n: int) -> tuple[str, dict[str, float], str]:
     """Pseudo-relevance feedback (Lavrenko & Croft's relevance model, as RM3 keeps the original query): the
     ``Config.recall.prf_terms`` content words most frequent in the :data:`PRF_DOCS` best leaves of the first pass
-    (fused score), not in the query and not a person's name, are added to the BM25 query, which is run again.
-    Returns the expanded query, its BM25 hits and a trace note."""
+    (fused score), not in ``keyword_query`` (the BM25 query) and not a person's name, are added to it, and it is run
+    again. Returns the expanded BM25 query, its BM25 hits and a trace note."""
     store, config, user_id, participants = state.store, state.config, state.user_id, state.participants
     first = fuse(dict(vec_hits), dict(lex_hits), config.recall.recall_lambda, top_k=PRF_DOCS)
     top = [c.node_id for c in first if c.kept]
     texts = [x.content for x in store.nodes(user_id=user_id, ids=top)]
-    asked = set(extract_keywords(query, participants, limit=50)) | {w.lower() for w in query.split()}
+    asked = set(extract_keywords(keyword_query, participants, limit=50)) | {w.lower() for w in keyword_query.split()}
     names = person_names(" ".join(texts), participants) | {p.lower() for name in participants for p in name.split()}
     counts = Counter(w for t in texts for w in extract_keywords(t, participants, limit=1000)
                      if len(w) > 2 and w not in asked and w not in names)
     terms = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:config.recall.prf_terms]]
     if not terms:
-        return query, dict(lex_hits), "pseudo-relevance feedback: no new term in the best leaves"
-    expanded = f"{query} {' '.join(terms)}"
+        return keyword_query, dict(lex_hits), "pseudo-relevance feedback: no new term in the best leaves"
+    expanded = f"{keyword_query} {' '.join(terms)}"
     return expanded, dict(store.search_bm25(user_id, expanded, int(Level.SEGMENT), n)), \
         f"pseudo-relevance feedback: BM25 query + {', '.join(terms)} (from the best {len(top)} leaves)"
 

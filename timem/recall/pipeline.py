@@ -9,8 +9,9 @@ Substitutions are recorded in ``trace.notes`` and never silent:
 * ``planner="llm"`` without an LLM, or an LLM planner call that fails -> the centroid planner;
 * ``gate="llm"`` without an LLM -> the score gate (gate failures: see :mod:`timem.recall.gating`).
 
-An explicit ``planner_override="llm"`` / ``gate_override="llm"`` without an LLM raises
-:class:`ConfigError` instead, because the caller asked for it by name.
+An explicit ``RecallOptions(planner="llm")`` / ``RecallOptions(gate="llm")`` without an LLM raises
+:class:`ConfigError` instead, because the caller asked for it by name. The stages are functions of this module
+(``_modes``, ``_plan``, ``_select``, ``_gate``, ``_items``, ``_context``), run and timed by ``_recall``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pydantic import BaseModel
@@ -29,14 +31,15 @@ from timem.llm.protocol import LLMClient
 from timem.models import MemoryNode
 from timem.prompts import answer as answer_prompt
 from timem.recall import cjk
-from timem.recall.ancestors import fetch_lineage, propagate
+from timem.recall.ancestors import AncestorRecord, fetch_lineage, lift_ancestors
 from timem.recall.condense import condense
 from timem.recall.context import count_context_tokens
-from timem.recall.gating import GateMode, apply_budget, run_gate
+from timem.recall.gating import GateMode, GateOutcome, apply_budget, run_gate
 from timem.recall.items import ItemRecall, recall_items
 from timem.recall.keywords import person_names
-from timem.recall.leaves import Candidate, select_leaves
+from timem.recall.leaves import Candidate, LeafSelection, select_leaves
 from timem.recall.localiser import localise_question
+from timem.recall.options import DEFAULT_OPTIONS, RecallOptions
 from timem.recall.planner import CentroidPlanner, LLMPlanner, RecallPlan, make_plan
 from timem.recall.propagation import propagate_leaves
 from timem.recall.recording import RecordingLLM
@@ -93,34 +96,30 @@ def _plan(state: RecallState, complexity_override: Complexity | None, planner_na
     return plan.model_copy(update={"note": notes[-1]}) if notes else plan
 
 
-def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, config: Config, user_id: str, query: str,
-            question_time: datetime | None, complexity_override: Complexity | None, gate_override: GateMode | None,
-            planner_override: str | None, participants: Sequence[str]) -> RecallResult:
-    if not query.strip():
-        raise InputError("the question is empty; ask something", field="query")
-    t_all = time.perf_counter()
-    qt = datetime.now(UTC) if question_time is None else to_utc(question_time, config.time.tz)
-    planner_name = planner_override or config.recall.planner
-    gate_mode: GateMode = gate_override or config.recall.gate
+def _modes(config: Config, llm: LLMClient | None, options: RecallOptions) -> tuple[str, GateMode]:
+    """The planner and gate of this recall (``options`` over ``config.recall``): ``(planner name, gate mode)``.
+
+    Raises:
+        ConfigError: an unknown planner, gate or complexity, or an LLM planner / gate asked for by name without an LLM.
+    """
+    planner_name = options.planner or config.recall.planner
+    gate_mode: GateMode = options.gate or config.recall.gate
     if planner_name not in ("centroid", "llm"):
         raise ConfigError(f"unknown planner {planner_name!r}; use centroid or llm.")
     if gate_mode not in ("llm", "score", "off"):
         raise ConfigError(f"unknown gate {gate_mode!r}; use llm, score or off.")
-    if complexity_override is not None and complexity_override not in ("simple", "hybrid", "complex"):
-        raise ConfigError(f"unknown complexity {complexity_override!r}; use simple, hybrid or complex.")
-    if llm is None and "llm" in (planner_override, gate_override):
+    if options.complexity is not None and options.complexity not in ("simple", "hybrid", "complex"):
+        raise ConfigError(f"unknown complexity {options.complexity!r}; use simple, hybrid or complex.")
+    if llm is None and "llm" in (options.planner, options.gate):
         raise ConfigError("an LLM planner or gate was requested but no LLM is configured; set llm_backend "
                           "(local or openai) or choose planner=centroid / gate=score.")
-    state = RecallState(store, embedder, llm, config, user_id, query, qt, participants)
-    notes = state.notes
-    latency: dict[str, float] = {}
+    return planner_name, gate_mode
 
-    t0 = time.perf_counter()
-    plan = _plan(state, complexity_override, planner_name)
-    latency["plan"] = _ms(t0)
 
-    t0 = time.perf_counter()
-    rc = config.recall
+def _select(state: RecallState, plan: RecallPlan) -> LeafSelection:
+    """Leaf selection (with the LLM time localiser if configured), then relevance propagation over the tree
+    (``Config.recall.propagation``, ``recall_index``) re-ranking the leaves; the selection's notes go to the state."""
+    rc = state.config.recall
     loc = localise_question(state) if rc.time_channel != "off" and rc.time_localiser == "llm" else None
     leaves = select_leaves(state, plan, loc)
     if rc.propagation != "off":
@@ -129,40 +128,60 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
             leaves, _upper = propagate_segtree(state, leaves, top_k)
         else:
             leaves, _upper = propagate_leaves(state, leaves, top_k)
-    notes += leaves.notes
-    latency["leaves"] = _ms(t0)
+    state.notes += leaves.notes
+    return leaves
 
-    t0 = time.perf_counter()
-    lineage = fetch_lineage(store, user_id, leaves.kept, plan)  # the kept leaves' nodes come with it
-    added, ancestors = propagate(store, user_id, leaves.kept, plan, lineage)
-    latency["ancestors"] = _ms(t0)
 
-    t0 = time.perf_counter()
-    nodes = {c.node_id: lineage[0][c.node_id] for c in leaves.kept if c.node_id in lineage[0]}
-    nodes.update({n.id: n for n in added})
+def _gate(state: RecallState, gate_mode: GateMode, plan: RecallPlan, leaves: LeafSelection,
+          ancestors: list[AncestorRecord], nodes: dict[str, MemoryNode]
+          ) -> tuple[set[str], dict[str, str], GateOutcome]:
+    """Gating of the kept leaves and their ancestors (``nodes``: by id): ``(kept ids, reason per id, outcome)``; a
+    fallback (no LLM for the LLM gate, a failed gate call) is noted in the state."""
     gate_fallback = None
-    if gate_mode == "llm" and llm is None:
+    if gate_mode == "llm" and state.llm is None:
         gate_fallback = "gate 'llm' configured but no LLM available; score gate applied"
-        notes.append(gate_fallback)
+        state.notes.append(gate_fallback)
     kept, why, outcome = run_gate(state, gate_mode, plan.complexity, leaves.kept, ancestors, nodes, gate_fallback)
     if outcome.fallback and outcome.fallback != gate_fallback:
-        notes.append(outcome.fallback)
-    latency["gate"] = _ms(t0)
+        state.notes.append(outcome.fallback)
+    return kept, why, outcome
 
-    t0 = time.perf_counter()
+
+def _items(state: RecallState, plan: RecallPlan) -> tuple[ItemRecall, int]:
+    """The memory layer's items for the question (:mod:`timem.recall.items`; none when it is off) and the cl100k
+    tokens their block takes in the context (0 without lines)."""
     items = ItemRecall()
-    if config.memory.memory_items:  # the memory layer's items go first (timem.recall.items)
+    if state.config.memory.memory_items:  # the memory layer's items go first
         items = recall_items(state, plan.time_window)
-        notes += items.notes
-    item_tokens = count_context_tokens(items.block) + 2 if items.lines else 0
-    latency["items"] = _ms(t0)
+        state.notes += items.notes
+    return items, count_context_tokens(items.block) + 2 if items.lines else 0
 
-    t0 = time.perf_counter()
+
+@dataclass(frozen=True)
+class _Context:
+    """The context stage's result: the nodes shown in order, the context text and its cl100k tokens, the gate's
+    outcome with its budget decisions, the condensed nodes' token caps by id and the question's stems."""
+
+    chosen: list[MemoryNode]
+    text: str
+    tokens: int
+    outcome: GateOutcome
+    caps: dict[str, int]
+    stems: set[str]
+
+
+def _context(state: RecallState, leaves: LeafSelection, ancestors: list[AncestorRecord],
+             nodes: dict[str, MemoryNode], gated: tuple[set[str], dict[str, str], GateOutcome],
+             items: ItemRecall, item_tokens: int) -> _Context:
+    """Neighbour leaves, condensing (``Config.recall.condense_after``) and the token budget; the items' block first.
+    ``nodes`` (by id, as stored) gets the neighbours added."""
+    store, config, user_id, query, rc = state.store, state.config, state.user_id, state.query, state.config.recall
+    kept, why, outcome = gated
     pulled = neighbour_leaves(store, config, user_id, [c for c in leaves.kept if c.node_id in kept], nodes,
                               {c.node_id for c in leaves.kept})
     shown, caps, stems = nodes, dict[str, int](), set[str]()  # shown: what the context shows; nodes: as stored
     if rc.condense_after != "off":
-        stems = content_stems(query, person_names(query, participants))
+        stems = content_stems(query, person_names(query, state.participants))
         shown, caps = condense(nodes, [c.node_id for c in sorted(leaves.kept, key=lambda c: c.rank)], pulled, query,
                                stems, rc.condense_after, rc.condense_leaf_tokens, rc.condense_neighbour_tokens)
     chosen, context, tokens, decisions = apply_budget(kept, why, leaves.kept, ancestors, shown,
@@ -173,6 +192,45 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
     if items.lines:
         context = items.block + ("\n\n" + context if context else "")
         tokens = count_context_tokens(context)
+    return _Context(chosen, context, tokens, outcome, caps, stems)
+
+
+def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, config: Config, user_id: str, query: str,
+            question_time: datetime | None, options: RecallOptions) -> RecallResult:
+    """The stages, timed: plan -> leaves -> ancestors -> gate -> items -> context, then the trace."""
+    if not query.strip():
+        raise InputError("the question is empty; ask something", field="query")
+    t_all = time.perf_counter()
+    qt = datetime.now(UTC) if question_time is None else to_utc(question_time, config.time.tz)
+    planner_name, gate_mode = _modes(config, llm, options)
+    state = RecallState(store, embedder, llm, config, user_id, query, qt, options.participants)
+    latency: dict[str, float] = {}
+
+    t0 = time.perf_counter()
+    plan = _plan(state, options.complexity, planner_name)
+    latency["plan"] = _ms(t0)
+
+    t0 = time.perf_counter()
+    leaves = _select(state, plan)
+    latency["leaves"] = _ms(t0)
+
+    t0 = time.perf_counter()
+    lineage = fetch_lineage(store, user_id, leaves.kept, plan)  # the kept leaves' nodes come with it
+    added, ancestors = lift_ancestors(store, user_id, leaves.kept, plan, lineage)
+    latency["ancestors"] = _ms(t0)
+
+    t0 = time.perf_counter()
+    nodes = {c.node_id: lineage[0][c.node_id] for c in leaves.kept if c.node_id in lineage[0]}
+    nodes.update({n.id: n for n in added})
+    gated = _gate(state, gate_mode, plan, leaves, ancestors, nodes)
+    latency["gate"] = _ms(t0)
+
+    t0 = time.perf_counter()
+    items, item_tokens = _items(state, plan)
+    latency["items"] = _ms(t0)
+
+    t0 = time.perf_counter()
+    ctx = _context(state, leaves, ancestors, nodes, gated, items, item_tokens)
     latency["context"] = _ms(t0)
     latency["total"] = _ms(t_all)
 
@@ -180,12 +238,12 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
         trace_id=uuid.uuid4().hex, user_id=user_id, query=query, question_time=qt, created_at=datetime.now(UTC),
         settings={**config.trace_settings(), "vector_index": store.vector_index}, plan=plan,
         bm25_query=leaves.bm25_query, candidates=leaves.candidates,
-        ancestors=ancestors, gate=outcome, node_ids=[n.id for n in chosen], context=context,
-        context_tokens=tokens, items=items.used,
-        condensed={n.id: caps[n.id] for n in chosen if n.id in caps}, condense_stems=sorted(stems), latency_ms=latency,
-        llm_calls=list(llm.calls) if llm else [], notes=notes)
+        ancestors=ancestors, gate=ctx.outcome, node_ids=[n.id for n in ctx.chosen], context=ctx.text,
+        context_tokens=ctx.tokens, items=items.used,
+        condensed={n.id: ctx.caps[n.id] for n in ctx.chosen if n.id in ctx.caps}, condense_stems=sorted(ctx.stems),
+        latency_ms=latency, llm_calls=list(llm.calls) if llm else [], notes=state.notes)
     trace.attach_sources(nodes)  # so that the trace persists its context as ids (timem.recall.trace_store)
-    return RecallResult(context=context, nodes=chosen, trace=trace)
+    return RecallResult(context=ctx.text, nodes=ctx.chosen, trace=trace)
 
 
 def neighbour_leaves(store: MemoryStore, config: Config, user_id: str, kept_leaves: Sequence[Candidate],
@@ -217,29 +275,26 @@ def neighbour_leaves(store: MemoryStore, config: Config, user_id: str, kept_leav
 
 
 def recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config: Config, user_id: str, query: str,
-           question_time: datetime | None = None, *, complexity_override: Complexity | None = None,
-           gate_override: GateMode | None = None, planner_override: str | None = None,
-           participants: Sequence[str] = (), persist: bool = True) -> RecallResult:
-    """Recall memories of ``user_id`` for ``query`` and persist the trace (unless ``persist=False``).
+           question_time: datetime | None = None, options: RecallOptions = DEFAULT_OPTIONS) -> RecallResult:
+    """Recall memories of ``user_id`` for ``query`` and persist the trace (unless ``options.persist`` is false).
 
     Args:
         llm: used by the LLM planner / gate when configured; ``None`` for offline runs.
+        config: the settings (``options.config`` replaces them when set).
         question_time: when the question is asked; naive means wall time in ``config.time.tz``;
             default now. Relative time phrases resolve against it.
-        complexity_override: skip the planner and use this complexity (``plan.planner="override"``).
-        gate_override / planner_override: replace ``config.recall.gate`` / ``config.recall.planner`` for this call.
-        participants: the conversation's person names, to keep them out of keywords; if empty a
-            capitalisation heuristic is used.
+        options: complexity, gate and planner overrides, participants, persist (:class:`RecallOptions`; its
+            ``asker`` is not used by a recall).
 
     Raises:
         InputError: the query is empty or whitespace only (nothing is recalled or stored).
         ConfigError: an LLM planner or gate was requested by override without an LLM, or bad quotas.
         EmbeddingError: the query cannot be embedded.
     """
+    config = options.config or config
     rec = RecordingLLM(llm) if llm is not None else None
-    result = _recall(store, embedder, rec, config, user_id, query, question_time, complexity_override,
-                     gate_override, planner_override, participants)
-    if persist:
+    result = _recall(store, embedder, rec, config, user_id, query, question_time, options)
+    if options.persist:
         save_trace(store, result.trace, config.store)
         _touch_items(store, result)
     return result
@@ -270,13 +325,12 @@ def _touch_items(store: MemoryStore, result: RecallResult) -> None:
 
 
 def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Config, user_id: str, query: str,
-           question_time: datetime | None = None, *, complexity_override: Complexity | None = None,
-           gate_override: GateMode | None = None, planner_override: str | None = None,
-           participants: Sequence[str] = (), persist: bool = True, asker: str | None = None) -> AnswerResult:
-    """Recall, then answer from the context with one ``llm.complete`` call (purpose ``"answer"``).
+           question_time: datetime | None = None, options: RecallOptions = DEFAULT_OPTIONS) -> AnswerResult:
+    """Recall (as :func:`recall`, with ``options``), then answer from the context with one ``llm.complete`` call
+    (purpose ``"answer"``).
 
     The user's pinned memory items (open ones, at most ``Config.memory.memory_pinned_tokens`` cl100k tokens) go
-    into the system message; ``asker`` (a chat's speaker) is answered as "you".
+    into the system message; ``options.asker`` (a chat's speaker) is answered as "you".
 
     The prompt (:mod:`timem.prompts.answer`) gets the context and the question's date in
     ``config.time.tz``. The trace, including the answer and its LLM call, is persisted once at the end,
@@ -289,13 +343,14 @@ def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Confi
     if llm is None:
         raise ConfigError("answering needs an LLM; set llm_backend to 'local' or 'openai', or pass --recall-only for "
                           "the context alone.")
+    config = options.config or config
     rec = RecordingLLM(llm)
-    result = _recall(store, embedder, rec, config, user_id, query, question_time, complexity_override,
-                     gate_override, planner_override, participants)
+    result = _recall(store, embedder, rec, config, user_id, query, question_time, options)
     trace = result.trace
     t0 = time.perf_counter()
     msgs = answer_prompt.build_messages(query, result.context, trace.question_time.astimezone(config.time.tz),
-                                        pinned=pinned_lines(store, config, user_id, trace.question_time), asker=asker)
+                                        pinned=pinned_lines(store, config, user_id, trace.question_time),
+                                        asker=options.asker)
     try:
         text = rec.complete(msgs, purpose="answer", user_id=user_id).strip()
     except LLMError as exc:
@@ -307,7 +362,7 @@ def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Confi
         trace.latency_ms["answer"] = _ms(t0)
         trace.latency_ms["total"] = round(trace.latency_ms["total"] + trace.latency_ms["answer"], 2)
         trace.llm_calls = list(rec.calls)
-        if persist:
+        if options.persist:
             save_trace(store, trace, config.store)
             _touch_items(store, result)
     return AnswerResult(answer=text, recall=result)

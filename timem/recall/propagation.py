@@ -25,7 +25,7 @@ import numpy as np
 
 from timem.config import Config
 from timem.models import Level
-from timem.recall.leaves import Candidate, LeafSelection, fuse, rerank
+from timem.recall.leaves import Candidate, LeafSelection, fuse, max_normalise, rerank
 from timem.recall.state import RecallState
 from timem.store.ports import MemoryStore
 
@@ -84,13 +84,6 @@ def propagate_relevance(local: Mapping[str, float], parent: Mapping[str, str | N
     return total
 
 
-def max_normalised(scores: Mapping[str, float]) -> dict[str, float]:
-    """Each score divided by the largest (SegTreeMem's per-level normalisation of local scores); all 0 when
-    the largest is not positive."""
-    top = max(scores.values(), default=0.0)
-    return {k: (v / top if top > 0 else 0.0) for k, v in scores.items()}
-
-
 def with_routed(store: MemoryStore, config: Config, selection: LeafSelection, routed: Sequence[str],
                 query_vec: np.ndarray) -> dict[str, Candidate]:
     """The selection's candidates plus the ``routed`` leaves, by id, all re-fused from raw cosine and BM25.
@@ -129,7 +122,7 @@ def propagate_leaves(state: RecallState, selection: LeafSelection, top_k: int
     for level in range(2, min(5, 1 + config.recall.propagation_hops) + 1):
         vec = dict(store.search_vector(user_id, query_vec, level, n))
         lex = dict(store.search_bm25(user_id, query, level, n))
-        upper.update(max_normalised({c.node_id: c.fused for c in fuse(vec, lex, config.recall.recall_lambda)}))
+        upper.update(max_normalise({c.node_id: c.fused for c in fuse(vec, lex, config.recall.recall_lambda)}))
     if not upper:
         return selection, {}
     cands = {c.node_id: c for c in selection.candidates}
@@ -144,7 +137,7 @@ def propagate_leaves(state: RecallState, selection: LeafSelection, top_k: int
     # a routed leaf from after the question never becomes a candidate
     cands = {i: c for i, c in cands.items() if i in nodes and nodes[i].span_start <= question_time}
     n_children = {i: len(x.child_ids) for i, x in nodes.items()}
-    local = {**{i: v for i, v in upper.items() if i in nodes}, **max_normalised({i: c.fused for i, c in cands.items()})}
+    local = {**{i: v for i, v in upper.items() if i in nodes}, **max_normalise({i: c.fused for i, c in cands.items()})}
     total = propagate_relevance(local, parent, n_children, direction_of(config), config.recall.propagation_hops,
                                 config.recall.propagation_alpha)
     out = [c.model_copy(update={"local": round(local.get(i, 0.0), 6),

@@ -30,8 +30,8 @@ from typing import Any
 
 from timem.config import Config
 from timem.errors import StoreError
-from timem.recall.leaves import LeafSelection, fuse, rerank
-from timem.recall.propagation import direction_of, max_normalised, propagate_relevance, with_routed
+from timem.recall.leaves import LeafSelection, fuse, max_normalise, rerank
+from timem.recall.propagation import direction_of, propagate_relevance, with_routed
 from timem.recall.state import RecallState
 from timem.store.ports import MemoryStore
 from timem.store.segtree_tables import SyncReport
@@ -88,7 +88,7 @@ def propagate_segtree(state: RecallState, selection: LeafSelection, top_k: int
     for h in range(1, hops + 1):
         sem = {i: v for i, v in cosine.items() if height.get(i) == h}
         lex = {i: v for i, v in best_bm25.items() if height.get(i) == h}
-        upper.update(max_normalised({c.node_id: c.fused for c in fuse(sem, lex, config.recall.recall_lambda)}))
+        upper.update(max_normalise({c.node_id: c.fused for c in fuse(sem, lex, config.recall.recall_lambda)}))
     if not upper:
         note = f"segment tree of {user_id} has no node within {hops} hop(s) of a leaf: no relevance propagation"
         return selection._replace(notes=[*selection.notes, note]), {}
@@ -107,7 +107,7 @@ def propagate_segtree(state: RecallState, selection: LeafSelection, top_k: int
         info.update({k: v for k, v in view.lineage(missing).items() if k not in info})
     parent = {i: info[i][0] for i in tree_ids if i in info}
     n_children = {i: info[i][2] for i in tree_ids if i in info}
-    local = {**upper, **max_normalised({i: c.fused for i, c in cands.items()})}
+    local = {**upper, **max_normalise({i: c.fused for i, c in cands.items()})}
     total = propagate_relevance(local, parent, n_children, direction_of(config), hops, config.recall.propagation_alpha)
     out = [c.model_copy(update={"local": round(local.get(i, 0.0), 6),
                                 "propagated": round(total.get(i, 0.0) - local.get(i, 0.0), 6),

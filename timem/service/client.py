@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from timem.chat_turns import ChatTurn
-from timem.config import Config, load_config
+from timem.config import Complexity, Config, load_config
 from timem.consolidation.consolidator import Progress, _no_progress
 from timem.errors import (
     AuthError,
@@ -39,6 +39,8 @@ from timem.errors import (
 )
 from timem.memory.forget import ForgetPreview
 from timem.models import MemoryItem, MemoryNode, NodeStatus, Role, SessionInfo, Turn
+from timem.recall.gating import GateMode
+from timem.recall.options import RecallOptions, recall_options
 from timem.recall.pipeline import RecallResult
 from timem.recall.trace import RecallTrace
 
@@ -267,21 +269,27 @@ class ServiceClient:
         return [self._item(i, user_id) for i in rows]
 
     # ------------------------------------------------------------------ recall and chat
-    def recall(self, user_id: str, query: str, question_time: datetime | None = None, *,
-               complexity: str | None = None, gate: str | None = None, planner: str | None = None,
-               participants: Sequence[str] = (), persist: bool = True, config: Config | None = None) -> RecallResult:
-        """Recall on the service (``POST …/recall``). Of ``config`` the recall settings ``recall_lambda``,
-        ``recall_top_k``, ``token_budget`` and ``quotas`` are sent; ``participants`` is not (the service finds them).
+    def recall(self, user_id: str, query: str, question_time: datetime | None = None,
+               options: RecallOptions | None = None, *, complexity: Complexity | None = None,
+               gate: GateMode | None = None, planner: str | None = None, participants: Sequence[str] = (),
+               persist: bool = True, config: Config | None = None) -> RecallResult:
+        """Recall on the service (``POST …/recall``), the options as one value or as keywords
+        (:func:`timem.recall.options.recall_options`). Of ``options.config`` the recall settings ``recall_lambda``,
+        ``recall_top_k``, ``token_budget`` and ``quotas`` are sent; ``participants`` and ``asker`` are not (the
+        service finds the participants).
 
         Raises:
-            NotFoundError: unknown user. InputError: empty query. ConfigError: an LLM planner / gate without an LLM.
+            NotFoundError: unknown user. InputError: empty query. ConfigError: an LLM planner / gate without an LLM,
+                or both ``options`` and keywords.
         """
-        body: dict[str, Any] = {"query": query, "complexity": complexity, "gate": gate, "planner": planner,
-                                "persist": persist}
+        opts = recall_options(options, complexity=complexity, gate=gate, planner=planner, participants=participants,
+                              persist=persist, config=config)
+        body: dict[str, Any] = {"query": query, "complexity": opts.complexity, "gate": opts.gate,
+                                "planner": opts.planner, "persist": opts.persist}
         if question_time is not None:
             body["question_time"] = question_time.isoformat()
-        if config is not None:
-            rc = config.recall
+        if opts.config is not None:
+            rc = opts.config.recall
             body |= {"recall_lambda": rc.recall_lambda, "recall_top_k": rc.recall_top_k,
                      "token_budget": rc.token_budget, "quotas": rc.quotas}
         out = self._call("POST", f"/v1/users/{user_id}/recall", json={k: v for k, v in body.items() if v is not None})

@@ -11,7 +11,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
 
+from timem.config import Config
 from timem.models import MemoryItem, MemoryNode, SessionInfo, Turn
+from timem.recall.options import RecallOptions
 
 #: user and session ids a tenant may use: letters, digits, ``.``, ``_``, ``-`` (no ``/`` or ``:``, which
 #: the store uses in namespaced user ids and turn ids)
@@ -81,6 +83,13 @@ class RecallIn(_In):
         """The recall settings given in the request (plain setting names for ``Config.with_overrides``)."""
         return {k: v for k, v in self.model_dump(include={"recall_lambda", "recall_top_k", "token_budget",
                                                           "quotas"}).items() if v is not None}
+
+    def options(self, config: Config) -> RecallOptions:
+        """The request's :class:`RecallOptions`, with ``config`` (the service's settings) changed by the recall
+        settings given (:meth:`overrides`; none given: the service's own settings are used as they are)."""
+        overrides = self.overrides()
+        return RecallOptions(complexity=self.complexity, gate=self.gate, planner=self.planner, persist=self.persist,
+                             config=config.with_overrides(**overrides) if overrides else None)
 
 
 class ChatIn(_In):

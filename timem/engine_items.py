@@ -1,47 +1,30 @@
-"""The memory layer's part of :class:`timem.engine.MemoryEngine` (a mixin): extraction, explicit forgetting,
-pinning (:mod:`timem.memory`). It uses the engine's store, config, LLM, consolidator and item writer."""
+"""The engine facade's memory-item part (:class:`timem.engine.MemoryEngine` owns one): extraction, explicit
+forgetting, pinning (:mod:`timem.memory`). It uses the shared core, the engine's consolidator and item writer, and
+the read part (to check a user)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING
 
 from timem import editing
-from timem.chat_turns import ChatTurn
-from timem.config import Complexity, Config
 from timem.consolidation.consolidator import Consolidator
+from timem.engine_reads import EngineCore, EnginePart, StoreReads
 from timem.errors import ConfigError
-from timem.llm.protocol import LLMClient
 from timem.memory import forget as forget_mod
 from timem.memory.forget import ForgetPreview
 from timem.memory.writer import ExtractionReport, ItemWriter
 from timem.models import MemoryItem
-from timem.store.ports import MemoryStore
-
-if TYPE_CHECKING:
-    from timem.recall.gating import GateMode
-    from timem.recall.pipeline import RecallResult
 
 
-class MemoryLayer:
+class MemoryItems(EnginePart):
     """Memory-item methods of the engine facade."""
 
-    config: Config
-    store: MemoryStore
-    llm: LLMClient | None
-    consolidator: Consolidator
-    item_writer: ItemWriter
-    extraction_failures: dict[str, list[tuple[str, str]]]
-
-    def require_user(self, user_id: str) -> None:  # provided by StoreReads
-        raise NotImplementedError
-
-    def recall(self, user_id: str, query: str, question_time: datetime | None = None, *,
-               complexity: Complexity | None = None, gate: GateMode | None = None, planner: str | None = None,
-               participants: Sequence[str] = (), persist: bool = True,
-               config: Config | None = None) -> RecallResult:  # provided by MemoryEngine
-        raise NotImplementedError
+    def __init__(self, core: EngineCore, consolidator: Consolidator, item_writer: ItemWriter,
+                 reads: StoreReads) -> None:
+        super().__init__(core)
+        self.consolidator, self.item_writer, self.reads = consolidator, item_writer, reads
+        #: per user, the failures of the last memory-item extraction (``(session id, error)``; also audited)
+        self.extraction_failures: dict[str, list[tuple[str, str]]] = {}
 
     def extract_items(self, user_ids: Sequence[str], *, with_llm: bool = True) -> dict[str, ExtractionReport]:
         """Read the users' new L1 segments (rules) or closed sessions (LLM) into memory items, with merge and
@@ -81,7 +64,7 @@ class MemoryLayer:
         Raises:
             InputError: empty text and no ids. NotFoundError: unknown user, or an id not of the user's items.
         """
-        self.require_user(user_id)
+        self.reads.require_user(user_id)
         plan = (forget_mod.preview_items(self.store, user_id, list(item_ids)) if item_ids
                 else forget_mod.preview(self.store, user_id, text))
         return forget_mod.apply(self.store, self.consolidator, plan, actor=actor) if confirm else plan
@@ -124,15 +107,3 @@ class MemoryLayer:
             self.store.update_item(item_id, pinned=pinned)
             self.store.audit("item-pin" if pinned else "item-unpin", item.user_id, item_id, {"actor": actor})
         return self.store.item(item_id)
-
-    def _forget_turn(self, user_id: str, session_id: str, what: str, event_time: datetime) -> ChatTurn:
-        """A "forget that …" chat message: soft-delete what matches, answer with what went; the trace is a
-        recall of ``what`` afterwards (not persisted: it shows what is left). Nothing is stored as a turn."""
-        plan = forget_mod.preview(self.store, user_id, what)
-        if not plan.empty:
-            forget_mod.apply(self.store, self.consolidator, plan, actor="chat")
-            reply = "I forgot:\n" + plan.describe()
-        else:
-            reply = plan.describe()
-        trace = self.recall(user_id, what, event_time, persist=False).trace
-        return ChatTurn(session_id=session_id, trace=trace, reply=reply, written=[], forgotten=plan)
