@@ -1,9 +1,10 @@
 """The memory service: a FastAPI app over one :class:`~timem.engine.MemoryEngine` (HTTP API, ``/v1``).
 
 One writer per DuckDB file: the app owns the engine (built by ``engine_factory`` at startup, closed at
-shutdown) and runs every engine call under one lock. The store keeps a single DuckDB connection, which
-must not be used from two threads at once, so reads are serialised with the writes too; requests are
-still served concurrently up to that point (auth, validation, JSON encoding run in parallel).
+shutdown) and runs every engine write under one lock (``Service.use``). Reads (user and memory lists, items,
+export, a recall without an LLM) run without it, in parallel, each request thread on its own DuckDB cursor
+(``Service.read``, :mod:`timem.store.threads`); a recall's own writes (its trace) are short transactions under
+the store's writer lock.
 
 Tenancy: every ``/v1`` route but ``/v1/health`` needs ``Authorization: Bearer <key>`` (or ``X-API-Key``)
 with a key from the keys file (:mod:`timem.service.keys`); without a valid key the answer is 401 and the
@@ -156,7 +157,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
     @app.get("/v1/users")
     def list_users(s: S, t: T) -> UsersOut:
         """Your users (ids without the tenant prefix), sorted."""
-        with s.use() as eng:
+        with s.read() as eng:
             return UsersOut(users=t.users(eng))
 
     @app.post("/v1/users/{user}/turns")
@@ -240,7 +241,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
     def recall(user: UserPath, body: RecallIn, s: S, t: T) -> RecallOut:
         """Recall the user's memories for ``query`` as of ``question_time``: the context and the recall trace."""
         s.check_text("query", body.query)
-        with s.use() as eng:
+        with s.read() if not s.engine.has_llm else s.use() as eng:  # an LLM planner / gate writes its cache
             internal = s.require_user(eng, t, user)
             qt = body.question_time or eng.default_question_time(internal)
             cfg = eng.config.with_overrides(**body.overrides()) if body.overrides() else None
@@ -270,7 +271,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
         """The user's memories in conversation order (active ones unless ``status`` says otherwise; only the
         ``ids`` given, repeated ``?ids=L1-…&ids=L2-…``, if any)."""
         s.engine.settle(t.internal(user))  # its queued writes' memories (bounded wait, outside the lock)
-        with s.use() as eng:
+        with s.read() as eng:
             internal = s.require_user(eng, t, user)
             nodes = eng.nodes(internal, level, status=None if status == "all" else NodeStatus(status), ids=ids)
         return MemoriesOut(user=user, memories=[MemoryOut.of(n, internal, user) for n in nodes])
@@ -317,7 +318,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
         """The user's memory items (facts, preferences, events, plans), oldest first; superseded items are
         active with ``valid_to`` set (history), forgotten ones ``deleted``."""
         s.engine.settle(t.internal(user))  # its queued writes' memories (bounded wait, outside the lock)
-        with s.use() as eng:
+        with s.read() as eng:
             internal = s.require_user(eng, t, user)
             items = eng.memory_items(internal, status=None if status == "all" else status)
         return ItemsOut(user=user, items=[ItemOut.of(i) for i in items])
@@ -354,7 +355,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
         """Everything stored of the user as JSON: sessions, turns, memories and memory items (every status),
         recall traces."""
         s.engine.settle(t.internal(user))  # its queued writes' memories (bounded wait, outside the lock)
-        with s.use() as eng:
+        with s.read() as eng:
             internal = s.require_user(eng, t, user)
             data = eng.export_user(internal)
 
