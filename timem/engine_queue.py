@@ -262,10 +262,11 @@ class QueueWorker:
 
     def wait_idle(self, timeout: float = 60.0, *, user_id: str | None = None) -> bool:
         """Wait until nothing (of ``user_id``, or of any user) is pending or running; ``True`` if so within
-        ``timeout`` seconds. Polls every 20 ms, holding the lock only to read the queue."""
+        ``timeout`` seconds. Polls every 20 ms, reading the queue on the calling thread's own cursor (without the
+        worker's lock: writers are not held up by the waiting readers)."""
         deadline = time.monotonic() + timeout
         while True:
-            with self.lock:
+            with self.engine.store.reading():
                 if user_id is not None:
                     busy = self.engine.store.open_jobs(user_id)
                 else:

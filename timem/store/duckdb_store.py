@@ -13,10 +13,9 @@
   after each recorded write; the SQL they replace (:mod:`timem.store.search`) gives the same rows.
 * The embedder's model id and dimension are recorded on creation; opening the file with another
   embedder raises :class:`StoreError` rather than mixing vector spaces.
-* Threads (issue 26 §4): :attr:`Store.con` is the calling thread's own DuckDB cursor (the opening thread's is the
-  connection itself), so reads run in parallel; every :meth:`Store.transaction` holds :attr:`Store.writer`, one
-  lock per store, so writes go one at a time; :meth:`Store.snapshot` reads in one consistent view; a hard erase's
-  :meth:`Store.compact` waits for the readers inside :meth:`Store.reading` and keeps new ones out
+* Threads (issue 26 §4): :attr:`Store.con` is the calling thread's own DuckDB cursor, so reads run in parallel;
+  every :meth:`Store.transaction` holds :attr:`Store.writer`, one lock per store, so writes go one at a time;
+  :meth:`Store.snapshot` reads in one consistent view; a hard erase's :meth:`Store.compact` waits for the readers inside :meth:`Store.reading` and keeps new ones out
   (:mod:`timem.store.threads`).
 """
 
@@ -167,21 +166,22 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
         tmp = Path(self.path + ".compact")
         for leftover in (tmp, Path(str(tmp) + ".wal")):
             leftover.unlink(missing_ok=True)
-        had_hnsw = drop_hnsw(self.con)
-        name = one_row(self.con.execute("SELECT current_database()"))[0]
-        self.con.execute("CHECKPOINT")
-        quoted = str(tmp).replace("'", "''")
-        self.con.execute(f"ATTACH '{quoted}' AS timem_compact")
-        try:
-            self.con.execute(f"COPY FROM DATABASE \"{name}\" TO timem_compact")
-        except duckdb.Error as exc:
+        with self.cursors.gate.exclusive():  # no reader inside; their cursors closed (an open result holds a
+            self.cursors.close_cursors()     # transaction, and CHECKPOINT refuses to run beside one)
+            had_hnsw = drop_hnsw(self.con)
+            name = one_row(self.con.execute("SELECT current_database()"))[0]
+            self.con.execute("CHECKPOINT")
+            quoted = str(tmp).replace("'", "''")
+            self.con.execute(f"ATTACH '{quoted}' AS timem_compact")
+            try:
+                self.con.execute(f"COPY FROM DATABASE \"{name}\" TO timem_compact")
+            except duckdb.Error as exc:
+                self.con.execute("DETACH timem_compact")
+                tmp.unlink(missing_ok=True)
+                raise StoreError(f"could not rewrite {self.path} after an erase ({exc}); the erased rows are gone "
+                                 "but their bytes may remain in the file: run `timem compact` again, with free "
+                                 "disk space for a second copy of the file") from exc
             self.con.execute("DETACH timem_compact")
-            tmp.unlink(missing_ok=True)
-            raise StoreError(f"could not rewrite {self.path} after an erase ({exc}); the erased rows are gone "
-                             "but their bytes may remain in the file: run `timem compact` again, with free "
-                             "disk space for a second copy of the file") from exc
-        self.con.execute("DETACH timem_compact")
-        with self.cursors.gate.exclusive():  # no reader on a cursor of the connection about to close
             self.cursors.close()
             os.replace(tmp, self.path)
             Path(self.path + ".wal").unlink(missing_ok=True)  # none after a clean close; never replay an old one

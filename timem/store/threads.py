@@ -7,9 +7,9 @@ statement, or before its ``BEGIN``), so readers never wait for a writer. Two *wr
 on the same rows, so :class:`~timem.store.duckdb_store.Store` keeps one writer lock (``Store.writer``) around every
 write transaction.
 
-* :class:`Cursors` hands each thread its cursor (the thread that opened the store gets the connection itself), and
-  the per-thread transaction state (:class:`ThreadState`). Cursors of threads that ended stay open until the store
-  closes (a service's thread pool reuses its threads, so they are few).
+* :class:`Cursors` hands each thread its cursor (the thread that opened the store too: the connection itself runs
+  no statement), and the per-thread transaction state (:class:`ThreadState`). Cursors of threads that ended stay
+  open until the store closes or compacts (a service's thread pool reuses its threads, so they are few).
 * :class:`Gate` is a readers-writer gate: a compaction (``Store.compact``: the connection is closed and the file
   replaced) waits for the readers inside ``shared()`` to finish and keeps new ones out until it has reopened.
 """
@@ -80,7 +80,7 @@ class Gate:
 
 
 class Cursors:
-    """Per-thread DuckDB cursors over one connection ``root`` (opened by the calling thread).
+    """Per-thread DuckDB cursors over one connection ``root``.
 
     Raises:
         StoreError: from :meth:`current` after :meth:`close` (the store is closed; open it again).
@@ -90,7 +90,6 @@ class Cursors:
         self.gate = Gate()
         self._lock = threading.Lock()
         self._local = threading.local()
-        self._owner = threading.get_ident()
         self._root: duckdb.DuckDBPyConnection | None = root
         self._opened: list[duckdb.DuckDBPyConnection] = []
         self._generation = 0
@@ -103,7 +102,7 @@ class Cursors:
         return st
 
     def current(self) -> duckdb.DuckDBPyConnection:
-        """The calling thread's cursor (opened on first use; the connection itself for the opening thread)."""
+        """The calling thread's cursor (opened on first use)."""
         loc = self._local
         con: duckdb.DuckDBPyConnection | None = getattr(loc, "con", None)
         if con is not None and loc.generation == self._generation:
@@ -112,18 +111,24 @@ class Cursors:
             root = self._root
             if root is None:
                 raise StoreError("the store is closed; open the database file again")
-            if threading.get_ident() == self._owner:
-                con = root
-            else:
-                con = root.cursor()
-                self._opened.append(con)
+            con = root.cursor()  # also for the opening thread: the connection itself runs no statement, so
+            self._opened.append(con)  # closing the cursors (a compaction) leaves no transaction open on it
             loc.con, loc.generation = con, self._generation
         return con
 
     @property
     def threads(self) -> int:
-        """How many cursors other threads opened (besides the connection)."""
+        """How many threads have a cursor open."""
         return len(self._opened)
+
+    def close_cursors(self) -> None:
+        """Close the cursors of every thread (not the connection): each thread opens a fresh one on its next use.
+        Only while no other thread reads (inside ``gate.exclusive()``)."""
+        with self._lock:
+            for con in self._opened:
+                con.close()
+            self._opened.clear()
+            self._generation += 1
 
     def close(self) -> None:
         """Close every cursor and the connection (idempotent)."""
