@@ -15,8 +15,8 @@
   embedder raises :class:`StoreError` rather than mixing vector spaces.
 * Threads (issue 26 §4): :attr:`Store.con` is the calling thread's own DuckDB cursor, so reads run in parallel;
   every :meth:`Store.transaction` holds :attr:`Store.writer`, one lock per store, so writes go one at a time;
-  :meth:`Store.snapshot` reads in one consistent view; a hard erase's :meth:`Store.compact` waits for the readers inside :meth:`Store.reading` and keeps new ones out
-  (:mod:`timem.store.threads`).
+  :meth:`Store.snapshot` reads in one consistent view; a hard erase's :meth:`Store.compact` waits for the readers
+  inside :meth:`Store.reading` and keeps new ones out (:mod:`timem.store.threads`).
 """
 
 from __future__ import annotations
