@@ -20,7 +20,6 @@ class _Slow:
 
     def __init__(self, inner) -> None:
         self.inner, self.model_id, self.dim = inner, inner.model_id, inner.dim
-        self.batch_keys = inner.batch_keys
         self.gate = threading.Event()
         self.sizes: list[int] = []
 

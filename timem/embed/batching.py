@@ -9,13 +9,11 @@ wrapped embedder:
   (``EmbeddingSettings.embed_batch_wait_ms``) or until ``max_batch`` texts, then embeds them all;
 * calls of several texts (ingest, consolidation) go straight to the wrapped embedder, unchanged.
 
-**Vectors.** A transformer batch pads its texts to the longest, and padding changes the last bits of the
-shorter texts' vectors. So the texts of a batch are embedded in groups of equal ``batch_key`` (MiniLM: the token
-count, :meth:`timem.embed.minilm.MiniLMEmbedder.batch_keys`), each group without padding. That is not yet bit-exact:
-the batch dimension alone changes the matrix kernels' rounding (up to ~2e-7 per component, measured), so a
-batched query's scores can differ from a lone call's in the last bits. Hence the setting is off by default
-(``embed_batch_wait_ms = 0``); ``tests/test_embed_batching.py`` bounds the difference. A wrapped embedder without
-``batch_keys`` is taken to give batch-independent vectors (one group).
+**Vectors.** A transformer batch pads its texts to the longest, and the batch's shape changes the matrix kernels'
+rounding: a batched text's vector differs from a lone call's in the last float bits (up to ~2e-7 per component,
+measured; grouping texts of equal token count, so that none is padded, did not make them bit-equal and left batches
+of one). So a batched query's scores can differ in the last bits, and the setting is off by default
+(``embed_batch_wait_ms = 0``); ``tests/test_embed_batching.py`` bounds the difference.
 """
 
 from __future__ import annotations
@@ -99,23 +97,16 @@ class BatchingEmbedder:
         return ask.vec[None, :]
 
     def _run(self, batch: list[_Ask]) -> None:
-        keys_of = getattr(self.inner, "batch_keys", None)
-        texts = [a.text for a in batch]
-        keys = list(keys_of(texts)) if keys_of is not None and len(batch) > 1 else [0] * len(batch)
-        groups: dict[object, list[_Ask]] = {}
-        for a, k in zip(batch, keys, strict=True):
-            groups.setdefault(k, []).append(a)
-        for group in groups.values():
-            try:
-                vecs = self.inner.embed([a.text for a in group])
-                with self._cond:
-                    self.calls += 1
-                    self.texts += len(group)
-                for a, v in zip(group, vecs, strict=True):
-                    a.vec = np.array(v, dtype=np.float32)
-            except BaseException as exc:  # noqa: BLE001 -- not swallowed: re-raised in every caller's own thread
-                for a in group:
-                    a.error = exc
-            finally:
-                for a in group:
-                    a.done.set()
+        try:
+            vecs = self.inner.embed([a.text for a in batch])
+            with self._cond:
+                self.calls += 1
+                self.texts += len(batch)
+            for a, v in zip(batch, vecs, strict=True):
+                a.vec = np.array(v, dtype=np.float32)
+        except BaseException as exc:  # noqa: BLE001 -- not swallowed: re-raised in every caller's own thread
+            for a in batch:
+                a.error = exc
+        finally:
+            for a in batch:
+                a.done.set()

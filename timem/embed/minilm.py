@@ -49,13 +49,6 @@ class MiniLMEmbedder:
         self.batch_size = batch_size
         self._model = _load(device)
 
-    def batch_keys(self, texts: Sequence[str]) -> list[int]:
-        """Per text, its token count as the model sees it (special tokens in, cut at the model's maximum): texts
-        of equal keys embedded together need no padding, so each gets the vector it gets alone
-        (:mod:`timem.embed.batching`)."""
-        cap = int(self._model.max_seq_length)
-        return [min(len(ids), cap) for ids in self._model.tokenizer(list(texts))["input_ids"]]
-
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
