@@ -80,10 +80,14 @@ class MemoryEngine:
     @classmethod
     def open(cls, config: Config, *, with_llm: bool = True) -> MemoryEngine:
         """Build the embedder, open ``config.store.db_path`` and (if ``with_llm``) the configured LLM."""
+        from timem.embed.batching import BatchingEmbedder
         from timem.embed.minilm import MiniLMEmbedder
         from timem.llm.factory import make_llm
 
-        embedder = MiniLMEmbedder(batch_size=config.embedding.embed_batch_size)
+        embedder: Embedder = MiniLMEmbedder(batch_size=config.embedding.embed_batch_size)
+        if config.embedding.embed_batch_wait_ms > 0:  # concurrent one-text calls in one model call, same vectors
+            embedder = BatchingEmbedder(embedder, config.embedding.embed_batch_wait_ms / 1000,
+                                        config.embedding.embed_batch_size)
         store = open_store(config.store.db_path, embedder.model_id, embedder.dim, config.store.vector_index)
         llm = make_llm(config, store) if with_llm else None
         return cls(config, store, embedder, llm)

@@ -15,8 +15,10 @@ so the write's L1 segment is a candidate like any other; it waits for no worker 
 items and L2-L5 of those jobs follow from the worker. The cost is bounded by the unconsolidated turns (about one
 embedding per exchange); a recall with nothing queued does one small query on the jobs table.
 
-One writer: the store's DuckDB connection is used by one thread at a time, so the worker takes the same lock as
-the caller's requests (the service's), once per step, and lets go of it between steps.
+One writer: the worker takes the same lock as the caller's writes (the service's), once per step, and lets go of it
+between steps. Reads do not take it (the memory service's recalls run on their own cursors, issue 26 §4); the L1
+step and read-your-writes each run in one store transaction, which holds the store's writer lock
+(``Store.writer``), so a recall's read-your-writes and the worker's L1 step never interleave.
 """
 
 from __future__ import annotations
@@ -134,7 +136,7 @@ class ConsolidationQueue(EnginePart):
             raise StoreError("run_jobs() takes the jobs of one user; claim them with Store.claim_jobs")
         nodes: list[MemoryNode] = []
         try:
-            with guard:
+            with guard, self.store.transaction():  # one transaction: a recall's read-your-writes waits for it
                 if not self._still_queued(user_id, ids):
                     return nodes
                 nodes += self.consolidator.write_l1(user_id, [s for j in jobs for s in j.session_ids])
@@ -178,11 +180,14 @@ class ConsolidationQueue(EnginePart):
     def read_your_writes(self, user_id: str) -> list[MemoryNode]:
         """Write the L1 segments of ``user_id``'s queued jobs that have none yet (so that a recall sees every
         acknowledged write); returns them. Called by :meth:`MemoryEngine.recall` and :meth:`MemoryEngine.ask`."""
-        jobs = self.store.unwritten_l1_jobs(user_id)
-        if not jobs:
+        if not self.store.unwritten_l1_jobs(user_id):  # the common case: a read, no writer lock
             return []
-        nodes = self.consolidator.write_l1(user_id, [s for j in jobs for s in j.session_ids])
-        self.store.mark_jobs_l1([j.id for j in jobs])
+        with self.store.transaction():  # under the store's writer, so the worker's L1 step is before or after it
+            jobs = self.store.unwritten_l1_jobs(user_id)
+            if not jobs:
+                return []
+            nodes = self.consolidator.write_l1(user_id, [s for j in jobs for s in j.session_ids])
+            self.store.mark_jobs_l1([j.id for j in jobs])
         return nodes
 
     def settle(self, user_id: str, timeout: float | None = None) -> bool:
@@ -252,10 +257,11 @@ class QueueWorker:
 
     def wait_idle(self, timeout: float = 60.0, *, user_id: str | None = None) -> bool:
         """Wait until nothing (of ``user_id``, or of any user) is pending or running; ``True`` if so within
-        ``timeout`` seconds. Polls every 20 ms, holding the lock only to read the queue."""
+        ``timeout`` seconds. Polls every 20 ms, reading the queue on the calling thread's own cursor (without the
+        worker's lock: writers are not held up by the waiting readers)."""
         deadline = time.monotonic() + timeout
         while True:
-            with self.lock:
+            with self.engine.store.reading():
                 if user_id is not None:
                     busy = self.queue.store.open_jobs(user_id)
                 else:

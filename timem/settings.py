@@ -155,6 +155,10 @@ class EmbeddingSettings(_Section):
     """The sentence embedder (MiniLM, packaged)."""
 
     embed_batch_size: int = 64  #: texts per embedder call
+    #: micro-batching: the longest a one-text call (a query, a turn) waits for concurrent ones to join it while the
+    #: embedder is busy, in milliseconds (``0``: off, the default: batched vectors may differ from a lone call's in
+    #: the last float bits, ~2e-7); a lone call never waits (:mod:`timem.embed.batching`)
+    embed_batch_wait_ms: float = Field(default=0.0, ge=0, le=100)
 
 
 class ConsolidationSettings(_Section):

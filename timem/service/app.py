@@ -1,9 +1,10 @@
 """The memory service: a FastAPI app over one :class:`~timem.engine.MemoryEngine` (HTTP API, ``/v1``).
 
 One writer per DuckDB file: the app owns the engine (built by ``engine_factory`` at startup, closed at
-shutdown) and runs every engine call under one lock. The store keeps a single DuckDB connection, which
-must not be used from two threads at once, so reads are serialised with the writes too; requests are
-still served concurrently up to that point (auth, validation, JSON encoding run in parallel).
+shutdown) and runs every engine write under one lock (``Service.use``). Reads (user and memory lists, items,
+export, a recall without an LLM) run without it, in parallel, each request thread on its own DuckDB cursor
+(``Service.read``, :mod:`timem.store.threads`); a recall's own writes (its trace) are short transactions under
+the store's writer lock.
 
 Tenancy: every ``/v1`` route but ``/v1/health`` needs ``Authorization: Bearer <key>`` (or ``X-API-Key``)
 with a key from the keys file (:mod:`timem.service.keys`); without a valid key the answer is 401 and the

@@ -91,8 +91,8 @@ class Tenant:
 
 
 class Service:
-    """The engine, the lock every engine call holds, and the consolidation queue's worker (which holds the lock
-    for each of its steps) when ``online_queue`` is on."""
+    """The engine, the write lock every engine write holds (reads go without it: :meth:`read`), and the
+    consolidation queue's worker (which holds the lock for each of its steps) when ``online_queue`` is on."""
 
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
@@ -107,7 +107,18 @@ class Service:
 
     @contextmanager
     def use(self) -> Iterator[MemoryEngine]:
+        """The engine under the write lock (every write; the worker holds it for each of its steps)."""
         with self._lock:
+            yield self.engine
+
+    @contextmanager
+    def read(self) -> Iterator[MemoryEngine]:
+        """The engine without the write lock, for reads (lists, gets, recall without an LLM): each request thread
+        reads on its own DuckDB cursor (:mod:`timem.store.threads`); the few writes a recall makes (its trace, item
+        touches, read-your-writes, a lazy segment-tree sync) are short store transactions under the store's
+        writer lock. Never take :meth:`use` inside this block (a hard erase's compaction holds the write lock and
+        waits for the readers)."""
+        with self.engine.store.reading():
             yield self.engine
 
     def check_text(self, what: str, text: str | None) -> None:

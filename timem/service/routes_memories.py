@@ -40,7 +40,7 @@ def list_memories(user: UserPath, s: S, t: T, level: Annotated[int | None, Query
     """The user's memories in conversation order (active ones unless ``status`` says otherwise; only the
     ``ids`` given, repeated ``?ids=L1-…&ids=L2-…``, if any)."""
     s.engine.settle(t.internal(user))  # its queued writes' memories (bounded wait, outside the lock)
-    with s.use() as eng:
+    with s.read() as eng:
         internal = s.require_user(eng, t, user)
         nodes = eng.nodes(internal, level, status=None if status == "all" else NodeStatus(status), ids=ids)
     return MemoriesOut(user=user, memories=[MemoryOut.of(n, internal, user) for n in nodes])
@@ -91,7 +91,7 @@ def list_items(user: UserPath, s: S, t: T,
     """The user's memory items (facts, preferences, events, plans), oldest first; superseded items are
     active with ``valid_to`` set (history), forgotten ones ``deleted``."""
     s.engine.settle(t.internal(user))  # its queued writes' memories (bounded wait, outside the lock)
-    with s.use() as eng:
+    with s.read() as eng:
         internal = s.require_user(eng, t, user)
         items = eng.memory_items(internal, status=None if status == "all" else status)
     return ItemsOut(user=user, items=[ItemOut.of(i) for i in items])
@@ -131,7 +131,7 @@ def export_user(user: UserPath, s: S, t: T) -> dict[str, Any]:
     """Everything stored of the user as JSON: sessions, turns, memories and memory items (every status),
     recall traces."""
     s.engine.settle(t.internal(user))  # its queued writes' memories (bounded wait, outside the lock)
-    with s.use() as eng:
+    with s.read() as eng:
         internal = s.require_user(eng, t, user)
         data = eng.export_user(internal)
     exported: dict[str, Any] = as_tenant_sees(data, internal, user)

@@ -29,7 +29,7 @@ def recall_out(cls: type[Out], user: str, internal: str, res: RecallResult, **ex
 def recall(user: UserPath, body: RecallIn, s: S, t: T) -> RecallOut:
     """Recall the user's memories for ``query`` as of ``question_time``: the context and the recall trace."""
     s.check_text("query", body.query)
-    with s.use() as eng:
+    with s.read() if not s.engine.has_llm else s.use() as eng:  # an LLM planner / gate writes its cache
         internal = s.require_user(eng, t, user)
         qt = body.question_time or eng.default_question_time(internal)
         res = eng.recall(internal, body.query, qt, body.options(eng.config))

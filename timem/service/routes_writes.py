@@ -30,7 +30,7 @@ def health() -> dict[str, str]:
 @router.get("/v1/users")
 def list_users(s: S, t: T) -> UsersOut:
     """Your users (ids without the tenant prefix), sorted."""
-    with s.use() as eng:
+    with s.read() as eng:
         return UsersOut(users=t.users(eng))
 
 

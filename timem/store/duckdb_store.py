@@ -13,16 +13,21 @@
   after each recorded write; the SQL they replace (:mod:`timem.store.search`) gives the same rows.
 * The embedder's model id and dimension are recorded on creation; opening the file with another
   embedder raises :class:`StoreError` rather than mixing vector spaces.
+* Threads (issue 26 §4): :attr:`Store.con` is the calling thread's own DuckDB cursor, so reads run in parallel;
+  every :meth:`Store.transaction` holds :attr:`Store.writer`, one lock per store, so writes go one at a time;
+  :meth:`Store.snapshot` reads in one consistent view; a hard erase's :meth:`Store.compact` waits for the readers
+  inside :meth:`Store.reading` and keeps new ones out (:mod:`timem.store.threads`).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +47,7 @@ from timem.store.rows import ID_LIST, one_row
 from timem.store.search import drop_hnsw, ensure_hnsw
 from timem.store.search_tables import SearchTables
 from timem.store.segtree_tables import SegmentTreeTables
+from timem.store.threads import Cursors
 from timem.store.traces import TraceTables
 from timem.store.turns import TurnTables
 
@@ -71,7 +77,10 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
             except OSError as exc:
                 raise StoreError(f"cannot create the folder of DuckDB file {self.path}: {exc}; pass a path in a "
                                  "folder you can write to.") from exc
-        self.con = self._connect()
+        #: one DuckDB cursor per thread over one connection, and the gate a hard erase's compaction closes
+        self.cursors = Cursors(self._connect())
+        #: held by every write transaction (re-entrant): one writer at a time per store
+        self.writer = threading.RLock()
         self.con.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
         stored = dict(self.con.execute("SELECT key, value FROM meta").fetchall())
         if "embed_model_id" in stored and (stored["embed_model_id"], int(stored["embed_dim"])) != (embed_model_id, dim):
@@ -83,7 +92,6 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
         self.dim = dim
         self.embed_model_id = embed_model_id
         self.schema_version = migrate(self.con, dim)
-        self._in_tx = False
         #: consolidation jobs a process that died had claimed, back to pending (:mod:`timem.store.jobs`)
         self.stale_jobs_released = self.release_stale_jobs()
         #: in-memory copies of each user's vectors and BM25 postings per level (:mod:`timem.store.memory_index`)
@@ -115,8 +123,23 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
             con.load_extension(str(extension_path(ext)))
         return con
 
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The calling thread's DuckDB cursor (:class:`timem.store.threads.Cursors`)."""
+        return self.cursors.current()
+
+    @property
+    def _in_tx(self) -> bool:
+        """Whether the calling thread is inside :meth:`transaction`."""
+        return self.cursors.state().in_tx
+
+    def reading(self) -> AbstractContextManager[None]:
+        """Hold off a compaction (:meth:`compact`) while the block reads; use it around reads of a thread that
+        does not hold the caller's write lock (the memory service's reads)."""
+        return self.cursors.gate.shared()
+
     def close(self) -> None:
-        self.con.close()
+        self.cursors.close()
 
     def compact(self) -> dict[str, float]:
         """Rewrite the database file so that deleted rows leave no bytes behind (part of a hard erase).
@@ -143,24 +166,26 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
         tmp = Path(self.path + ".compact")
         for leftover in (tmp, Path(str(tmp) + ".wal")):
             leftover.unlink(missing_ok=True)
-        had_hnsw = drop_hnsw(self.con)
-        name = one_row(self.con.execute("SELECT current_database()"))[0]
-        self.con.execute("CHECKPOINT")
-        quoted = str(tmp).replace("'", "''")
-        self.con.execute(f"ATTACH '{quoted}' AS timem_compact")
-        try:
-            self.con.execute(f"COPY FROM DATABASE \"{name}\" TO timem_compact")
-        except duckdb.Error as exc:
+        with self.cursors.gate.exclusive():  # no reader inside; their cursors closed (an open result holds a
+            self.cursors.close_cursors()     # transaction, and CHECKPOINT refuses to run beside one)
+            had_hnsw = drop_hnsw(self.con)
+            name = one_row(self.con.execute("SELECT current_database()"))[0]
+            self.con.execute("CHECKPOINT")
+            quoted = str(tmp).replace("'", "''")
+            self.con.execute(f"ATTACH '{quoted}' AS timem_compact")
+            try:
+                self.con.execute(f"COPY FROM DATABASE \"{name}\" TO timem_compact")
+            except duckdb.Error as exc:
+                self.con.execute("DETACH timem_compact")
+                tmp.unlink(missing_ok=True)
+                raise StoreError(f"could not rewrite {self.path} after an erase ({exc}); the erased rows are gone "
+                                 "but their bytes may remain in the file: run `timem compact` again, with free "
+                                 "disk space for a second copy of the file") from exc
             self.con.execute("DETACH timem_compact")
-            tmp.unlink(missing_ok=True)
-            raise StoreError(f"could not rewrite {self.path} after an erase ({exc}); the erased rows are gone "
-                             "but their bytes may remain in the file: run `timem compact` again, with free "
-                             "disk space for a second copy of the file") from exc
-        self.con.execute("DETACH timem_compact")
-        self.con.close()
-        os.replace(tmp, self.path)
-        Path(self.path + ".wal").unlink(missing_ok=True)  # none after a clean close; never replay an old one
-        self.con = self._connect()
+            self.cursors.close()
+            os.replace(tmp, self.path)
+            Path(self.path + ".wal").unlink(missing_ok=True)  # none after a clean close; never replay an old one
+            self.cursors.reopen(self._connect())
         if had_hnsw or self.vector_index == "hnsw":
             ensure_hnsw(self.con)
         return {"seconds": time.perf_counter() - t0, "bytes_before": before, "bytes_after": os.path.getsize(self.path)}
@@ -196,20 +221,47 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """All-or-nothing block; nested use joins the outer transaction."""
-        if self._in_tx:
+        """All-or-nothing block on the calling thread's cursor, holding :attr:`writer` (one write transaction at a
+        time per store); nested use joins the outer transaction. Inside a :meth:`snapshot`, the snapshot ends
+        first (its reads are done; later reads see the latest commits)."""
+        st = self.cursors.state()
+        if st.in_tx:
             yield
             return
-        self.con.execute("BEGIN TRANSACTION")
-        self._in_tx = True
+        con = self.con
+        if st.in_snapshot:
+            con.execute("COMMIT")
+            st.in_snapshot = False
+        with self.writer:
+            con.execute("BEGIN TRANSACTION")
+            st.in_tx = True
+            try:
+                yield
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            finally:
+                st.in_tx = False
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads in one consistent view of the file (a DuckDB transaction on the calling thread's cursor, without
+        :attr:`writer`): what commits meanwhile is not seen. Nested use (or use inside :meth:`transaction`) joins
+        the outer block; a :meth:`transaction` inside ends the snapshot."""
+        st = self.cursors.state()
+        if st.in_tx or st.in_snapshot:
+            yield
+            return
+        con = self.con
+        con.execute("BEGIN TRANSACTION")
+        st.in_snapshot = True
         try:
             yield
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
         finally:
-            self._in_tx = False
+            if st.in_snapshot:
+                st.in_snapshot = False
+                con.execute("COMMIT")
 
     def user_texts(self, user_id: str) -> list[str]:
         """Every turn text and node content of ``user_id`` (what a hard erase of the user must not leave)."""

@@ -43,7 +43,10 @@ def _t(dt: datetime | None) -> datetime | None:
 class ItemTables:
     """Memory items and the extraction log over ``self.con``."""
 
-    con: duckdb.DuckDBPyConnection
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:  # provided by Store: the calling thread's cursor
+        raise NotImplementedError
+
     dim: int
 
     def transaction(self) -> AbstractContextManager[None]:  # provided by Store
@@ -101,8 +104,9 @@ class ItemTables:
     def touch_items(self, item_ids: Sequence[str], at: datetime) -> None:
         """Record one recall of each item: ``last_access = at`` (UTC-aware), ``access_count + 1``."""
         if item_ids:
-            self.con.execute(f"UPDATE memory_items SET last_access = ?, access_count = access_count + 1 "
-                             f"WHERE id IN {ID_LIST}", [db_time(at), list(item_ids)])
+            with self.transaction():  # the one writer: a consolidation may be rewriting the same items
+                self.con.execute(f"UPDATE memory_items SET last_access = ?, access_count = access_count + 1 "
+                                 f"WHERE id IN {ID_LIST}", [db_time(at), list(item_ids)])
 
     def items_from_sources(self, node_ids: Sequence[str]) -> list[MemoryItem]:
         """Items (any status) citing any of ``node_ids`` as a source."""

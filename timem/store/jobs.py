@@ -61,7 +61,9 @@ def _now() -> datetime:
 class JobTables:
     """The consolidation queue over ``self.con`` (a mixin of :class:`timem.store.Store`)."""
 
-    con: duckdb.DuckDBPyConnection
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:  # provided by Store: the calling thread's cursor
+        raise NotImplementedError
 
     def transaction(self) -> AbstractContextManager[None]:  # provided by Store
         raise NotImplementedError

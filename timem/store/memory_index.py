@@ -147,7 +147,10 @@ def _grow(buf: np.ndarray, used: int, rows: np.ndarray) -> np.ndarray:
 class MemoryIndex:
     """One store's cache of per-user, per-level vectors and BM25 postings (see the module docstring).
 
-    Thread-safe: loads and patches happen outside the lock on copies; the connection is the caller's.
+    Thread-safe: loads and patches happen outside the lock on copies (copy-on-write: a cached copy is never
+    changed, a patch makes a new one; rows appended to a shared vector buffer lie past every older copy's rows);
+    the lock guards the dictionaries. The connection is the caller's (its own cursor, read in one snapshot:
+    ``Store.snapshot``); a reader of an older snapshot never replaces a newer cached copy.
     """
 
     def __init__(self, dim: int) -> None:
@@ -202,6 +205,12 @@ class MemoryIndex:
         return (hit[1], chain) if chain is not None else (None, None)
 
     def _put(self, key: tuple[str, str, int], version: str | None, value: _Vectors | _Postings) -> None:
+        """Cache ``value`` at ``version``, unless a newer copy is cached (a reader of an older snapshot loaded it:
+        the steps lead from its version to the cached one)."""
+        with self._lock:
+            have = self._entries.get(key)
+        if have is not None and have[0] != version and self._chain(version, have[0]) is not None:
+            return
         with self._lock:
             self._entries[key] = (version, value)
             self._entries.move_to_end(key)
@@ -246,7 +255,8 @@ class MemoryIndex:
                 return old
             value = self._patch_vectors(old, user_id, level, chain)
         else:
-            self.loads["vec"] += 1
+            with self._lock:
+                self.loads["vec"] += 1
             tbl = con.execute("SELECT id, embedding FROM nodes WHERE user_id = ? AND level = ? "
                               "AND status = 'active' ORDER BY id", [user_id, level]).to_arrow_table()
             n = tbl.num_rows
@@ -346,7 +356,8 @@ class MemoryIndex:
         return value
 
     def _load_postings(self, con: duckdb.DuckDBPyConnection, user_id: str, level: int) -> _Postings:
-        self.loads["bm25"] += 1
+        with self._lock:
+            self.loads["bm25"] += 1
         stats = con.execute("SELECT count(*), coalesce(sum(len), 0) FROM bm25_docs WHERE user_id = ?",
                             [user_id]).fetchone()
         df = dict(con.execute("SELECT termid, count(*) FROM bm25_postings WHERE user_id = ? GROUP BY termid",

@@ -29,7 +29,10 @@ NODE_COLS = ("id, user_id, level, window_key, session_id, span_start, span_end, 
 class NodeTables:
     """Memory nodes of every level: insert with embeddings, read in conversation order, edit, erase."""
 
-    con: duckdb.DuckDBPyConnection
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:  # provided by Store: the calling thread's cursor
+        raise NotImplementedError
+
     dim: int
     memory_index: MemoryIndex
 

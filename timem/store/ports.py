@@ -102,6 +102,10 @@ class NodeRepository(Protocol):
 
     def transaction(self) -> AbstractContextManager[None]: ...
 
+    def reading(self) -> AbstractContextManager[None]:
+        """Reads of a thread that holds no write lock (each thread has its own cursor; a compaction waits)."""
+        ...
+
     def calendar_zone(self, zone: str | None = None) -> str | None:
         """The IANA zone this file's L3 day / L4 week / L5 month windows are cut in: ``zone`` is recorded if
         none is yet (the first consolidation of those levels); returns the recorded one (or ``None``)."""

@@ -39,7 +39,9 @@ def _probes(texts: Sequence[str]) -> set[str]:
 class RecordTables:
     """Cache, call log and audit rows (and the erase of traces) over ``self.con`` (a DuckDB connection)."""
 
-    con: duckdb.DuckDBPyConnection
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:  # provided by Store: the calling thread's cursor
+        raise NotImplementedError
 
     def forget_traces(self, needles: Sequence[str], user_id: str | None = None) -> int:  # provided by TraceTables
         raise NotImplementedError

@@ -28,7 +28,10 @@ from timem.store.tree_queries import adjacent_segments, segments_in_windows
 class SearchTables:
     """Search over ``self.con`` and the in-memory copies; the BM25 index's upkeep on every change to ``nodes``."""
 
-    con: duckdb.DuckDBPyConnection
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:  # provided by Store: the calling thread's cursor
+        raise NotImplementedError
+
     dim: int
     vector_index: str
     memory_index: MemoryIndex
@@ -40,6 +43,9 @@ class SearchTables:
         raise NotImplementedError
 
     def mark_nodes_written(self) -> str:  # provided by Store
+        raise NotImplementedError
+
+    def snapshot(self) -> AbstractContextManager[None]:  # provided by Store
         raise NotImplementedError
 
     def refresh_fts(self, force: bool = False) -> bool:
@@ -86,17 +92,20 @@ class SearchTables:
     def search_bm25(self, user_id: str, query: str, level: int, limit: int) -> list[tuple[str, float]]:
         """Top ``limit`` active nodes of one user and level by BM25 (higher is better); user filter in SQL.
         Scores equal the fts extension's ``match_bm25`` over this user's rows alone (see :mod:`timem.store.search`)."""
-        termids = query_termids(self.con, query)
-        if not termids:
-            return []
-        return self.memory_index.bm25_top(self.con, self.get_meta("nodes_version"), user_id, termids, level, limit)
+        with self.snapshot():  # the version and the rows a load reads, from one commit
+            termids = query_termids(self.con, query)
+            if not termids:
+                return []
+            return self.memory_index.bm25_top(self.con, self.get_meta("nodes_version"), user_id, termids, level, limit)
 
     def search_vector(self, user_id: str, query_vec: np.ndarray, level: int, limit: int) -> list[tuple[str, float]]:
         """Top ``limit`` active nodes of one user and level by cosine similarity; user filter in SQL.
         Exact unless the store was opened with ``vector_index="hnsw"`` (see :mod:`timem.store.search`)."""
         if self.vector_index == "hnsw":
             return vector_top(self.con, self.dim, user_id, query_vec, level, limit, hnsw=True)
-        return self.memory_index.vector_top(self.con, self.get_meta("nodes_version"), user_id, query_vec, level, limit)
+        with self.snapshot():  # the version and the rows a load reads, from one commit
+            return self.memory_index.vector_top(self.con, self.get_meta("nodes_version"), user_id, query_vec, level,
+                                                limit)
 
     def adjacent_segments(self, user_id: str, node_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
         """``(previous, next)`` L1 node of the same session per L1 node (see :mod:`timem.store.tree_queries`)."""

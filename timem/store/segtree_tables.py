@@ -140,6 +140,11 @@ def sync(store: StoreHandle, user_id: str, threshold: float, max_children: int, 
         ConfigError: invalid ``threshold`` / ``max_children`` (from :class:`SegTree`).
         StoreError: an L1 memory has no stored vector.
     """
+    with store.transaction():  # reads and writes in one transaction under the store's writer: two syncs never race
+        return _sync(store, user_id, threshold, max_children, rebuild=rebuild)
+
+
+def _sync(store: StoreHandle, user_id: str, threshold: float, max_children: int, *, rebuild: bool) -> SyncReport:
     leaves = l1_leaves(store, user_id)
     state = _state(store, user_id)
     stored: list[str] = []

@@ -68,8 +68,13 @@ def decode_trace(body: bytes) -> dict[str, Any]:
 class TraceTables:
     """Persisted recall traces over ``self.con``."""
 
-    con: duckdb.DuckDBPyConnection
-    _in_tx: bool  # provided by Store: inside an outer transaction
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:  # provided by Store: the calling thread's cursor
+        raise NotImplementedError
+
+    @property
+    def _in_tx(self) -> bool:  # provided by Store: the calling thread is inside an outer transaction
+        raise NotImplementedError
 
     def transaction(self) -> AbstractContextManager[None]:  # provided by Store
         raise NotImplementedError

@@ -25,7 +25,9 @@ TURN_COLS = ("id, user_id, session_id, seq, speaker, role, text, event_time, sou
 class TurnTables:
     """Turns (what was said, in order) and their sessions over ``self.con``."""
 
-    con: duckdb.DuckDBPyConnection
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:  # provided by Store: the calling thread's cursor
+        raise NotImplementedError
 
     if TYPE_CHECKING:  # provided by Store's search part (timem.store.search_tables)
         def _unindex_nodes(self, node_ids: Sequence[str]) -> None: ...
