@@ -261,7 +261,7 @@ class QueueWorker:
         worker's lock: writers are not held up by the waiting readers)."""
         deadline = time.monotonic() + timeout
         while True:
-            with self.engine.store.reading():
+            with self.queue.store.reading():
                 if user_id is not None:
                     busy = self.queue.store.open_jobs(user_id)
                 else:
