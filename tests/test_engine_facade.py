@@ -9,7 +9,7 @@ import pytest
 from timem.chat_turns import reply_without_llm
 from timem.config import load_config
 from timem.engine import MemoryEngine
-from timem.errors import ChatTurnError, ConfigError, InputError, NotFoundError
+from timem.errors import ChatTurnError, ConfigError, InputError, NotFoundError, StoreError
 from timem.llm.client import LLM
 from timem.llm.fake import ScriptedBackend
 from timem.models import Role
@@ -89,17 +89,16 @@ def test_ask_needs_an_llm_and_require_user_names_the_users(tmp_path, store, embe
 
 
 def test_the_engine_is_a_context_manager_that_closes_its_store(tmp_path, store, embedder):
-    """``with`` closes the DuckDB file when the block ends, also when it raises; the file can then be reopened."""
-    import duckdb
-
+    """``with`` closes the DuckDB file when the block ends, also when it raises; the file can then be reopened, and
+    a closed store says so (``StoreError``) instead of DuckDB's connection error."""
     with _engine(tmp_path, store, embedder) as eng:
         eng.add_exchange("mia", "chat-0", "I adopted a grey cat called Pixel.", "Lovely!", AT)
-    with pytest.raises(duckdb.ConnectionException):
+    with pytest.raises(StoreError, match="store is closed"):
         store.con.execute("SELECT 1")
     again = MemoryEngine.open(load_config(env={}, db_path=store.path, llm_backend="none"), with_llm=False)
     with pytest.raises(NotFoundError), again:
         again.require_user("nobody")
-    with pytest.raises(duckdb.ConnectionException):
+    with pytest.raises(StoreError, match="store is closed"):
         again.store.con.execute("SELECT 1")
 
 
