@@ -95,7 +95,7 @@ def test_retry_finishes_a_write_cut_short_after_its_turns_were_stored(setup):
     """A crash between the turns' commit and their consolidation: the retry is replayed and writes the L1."""
     from datetime import datetime
 
-    from timem.service.app import write_request
+    from timem.service.context import write_request
     from timem.service.models import TurnsIn
 
     factory, kf, keys = setup
