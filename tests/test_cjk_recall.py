@@ -12,7 +12,7 @@ from timem.datasets import load_dataset
 from timem.engine import MemoryEngine
 from timem.recall import cjk
 from timem.recall.keywords import clean_keywords, extract_keywords
-from timem.recall.leaves import bm25_query
+from timem.recall.leaves import bm25_query, name_free_query
 from timem.store import Store
 
 PAIR = DATA / "cases" / "found-by-trying-2"
@@ -75,3 +75,21 @@ def test_chinese_keywords_acknowledgements_and_complexity():
 def test_an_english_bm25_query_is_the_question_and_its_keywords(engines):
     en = engines["en"].recall("lin", "What is my dog's name?", persist=False)
     assert en.trace.bm25_query == "What is my dog's name? dog name" == bm25_query(en.trace.query, en.trace.plan)
+
+
+@pytest.mark.parametrize("lang, question, answer", [("zh", "小林的狗叫什么名字？", "豆豆"),
+                                                    ("en", "What is Lin's dog called?", "Doudou")])
+def test_a_question_naming_the_speaker_gets_no_more_context_than_one_saying_my(engines, lang, question, answer):
+    """The speaker's name is in every line that speaker said (``小林: …``), so it matched the whole history, and the
+    score gate took that for a keyword match: 38 lines (Chinese) and 53 (English) against 3 for "my dog"."""
+    got = engines[lang].recall("lin", question, persist=False)
+    assert answer in got.context and len(got.context.splitlines()) <= 4, got.context
+    dropped = [d for d in got.trace.gate.decisions if not d.kept and d.level == 1]
+    assert any("no keyword match but a name" in d.reason for d in dropped), [d.reason for d in dropped]
+
+
+def test_the_name_free_query_drops_names_their_words_and_a_chinese_name_s_characters():
+    assert name_free_query("What is Lin's dog called? dog", ["Lin", "Assistant"]) == "What is dog called? dog"
+    assert name_free_query("小林 狗叫 名字 小 林 狗 叫", ["小林", "助手"]) == "狗叫 名字 狗 叫"
+    assert name_free_query("When did Caroline Smith go?", ["Caroline Smith"]) == "When did go?"
+    assert name_free_query("What is my dog's name?", ["Lin"]) == "What is my dog's name?"  # no name: unchanged

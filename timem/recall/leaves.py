@@ -29,7 +29,7 @@ from timem.recall import cjk
 from timem.recall.duplicates import near_duplicates
 from timem.recall.events import event_channel
 from timem.recall.keywords import extract_keywords, person_names
-from timem.recall.planner import RecallPlan
+from timem.recall.planner import RecallPlan, mask_names
 from timem.recall.state import RecallState
 from timem.recall.time_channel import TimeLocalisation, localise, tider_score
 
@@ -56,6 +56,12 @@ class Candidate(BaseModel):
     propagated: float | None = None  #: with relevance propagation: what the tree added (s̃ − s⁽⁰⁾)
     #: a better-ranked candidate this one repeats (:mod:`timem.recall.duplicates`); never kept
     duplicate_of: str | None = None
+    #: its BM25 match comes only from person names of the question (:func:`name_free_query`): the score gate does
+    #: not count it as a keyword match, since a speaker's name matches every line that speaker said
+    name_only: bool = False
+    #: with ``name_only``: the cosine similarity to the question with those names masked
+    #: (:func:`timem.recall.planner.mask_names`), which the score gate reads instead of ``cosine``
+    masked_cosine: float | None = None
     kept: bool = False
 
 
@@ -107,6 +113,28 @@ def bm25_query(question: str, plan: RecallPlan) -> str:
     if cjk.is_chinese(question):
         return cjk.bm25_terms(question, plan.keywords)
     return " ".join([question, *plan.keywords]).strip()
+
+
+_TOKEN_EDGE = re.compile(r"^[^\w]+|(?:['’]s)?[^\w]*$")
+
+
+def name_free_query(keyword_query: str, participants: Sequence[str]) -> str:
+    """``keyword_query`` (the BM25 query, space-separated) without the names in ``participants`` (the
+    conversation's participants and the speakers of the candidate leaves): a token equal to a
+    name or to one of its words (case-insensitive, possessive ``'s`` and punctuation ignored), and, for a Chinese
+    name, its single characters (:func:`timem.recall.cjk.bm25_terms` adds 小 and 林 for 小林). Unchanged when
+    no token is a name.
+
+    The user's own name (``What is Lin's dog called?``, 小林的狗叫什么名字？) is in the BM25 query, and the speaker
+    label of every line that user spoke is indexed, so the name alone matches the whole history: the score gate
+    must not take that for relevance.
+    """
+    names = {n.strip().lower() for n in participants if n.strip()}
+    parts = names | {w for n in names for w in n.split()}
+    chars = {c for n in names if cjk.is_chinese(n) for c in n}
+    kept = [t for t in keyword_query.split()
+            if (_TOKEN_EDGE.sub("", t).lower() or t) not in parts and t not in chars]
+    return " ".join(kept)
 
 
 def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocalisation | None = None
@@ -176,12 +204,40 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
         candidates = rerank([c.model_copy(update={"speaker": config.recall.speaker_boost,
                                                   "fused": round(c.fused + config.recall.speaker_boost, 6)})
                              if speaker_of(nodes[c.node_id]) in named else c for c in candidates], k)
+    speakers = {s for s in (speaker_of(nodes[c.node_id]) for c in candidates) if s}
+    candidates = _mark_name_only(state, candidates, keyword_query, [*participants, *sorted(speakers)], n)
     if config.recall.near_duplicates == "collapse" and candidates:
         dup = near_duplicates([c.node_id for c in candidates], nodes, config.recall.near_duplicate_jaccard)
         if dup:
             notes.append(f"{len(dup)} near-duplicate candidates collapsed")
             candidates = rerank([c.model_copy(update={"duplicate_of": dup.get(c.node_id)}) for c in candidates], k)
     return LeafSelection(candidates, [c for c in candidates if c.kept], keyword_query, loc, notes)
+
+
+def _mark_name_only(state: RecallState, candidates: list[Candidate], keyword_query: str, names: Sequence[str],
+                    n: int) -> list[Candidate]:
+    """``candidates`` with :attr:`Candidate.name_only` and :attr:`Candidate.masked_cosine` set where the BM25 query
+    matched nothing but ``names`` (participants and the candidates' speakers): a second BM25 search without the
+    names (:func:`name_free_query`) tells which matched more, and the question with the names masked is embedded
+    (or reused from the centroid planner) for their cosines. Unchanged when the query holds no name.
+
+    Raises:
+        EmbeddingError: the embedder fails.
+    """
+    free = name_free_query(keyword_query, names)
+    if free == keyword_query or not candidates:
+        return candidates
+    store, user_id = state.store, state.user_id
+    content = {i for i, _ in store.search_bm25(user_id, free, int(Level.SEGMENT), max(10 * n, 1000))} if free else set()
+    only = [c.node_id for c in candidates if (c.bm25_raw or 0.0) > 0 and c.node_id not in content]
+    if not only:
+        return candidates
+    text = mask_names(state.query, names)
+    vec = state.masked[1] if state.masked is not None and state.masked[0] == text else state.embedder.embed([text])[0]
+    vecs = store.embeddings(only)
+    masked = {i: round(float(np.dot(v, vec)), 6) for i, v in vecs.items()}
+    return [c.model_copy(update={"name_only": True, "masked_cosine": masked.get(c.node_id)})
+            if c.node_id in masked else c for c in candidates]
 
 
 PRF_DOCS = 5  #: leaves read for pseudo-relevance feedback

@@ -110,8 +110,9 @@ def load_eval_set() -> list[dict[str, str]]:
     return items
 
 
-def _mask_names(question: str, participants: Sequence[str]) -> str:
-    """Replace person names by "someone" so that the classifier sees the question's shape, not who."""
+def mask_names(question: str, participants: Sequence[str]) -> str:
+    """``question`` with person names (:func:`timem.recall.keywords.person_names`) replaced by "someone": the
+    classifier sees the question's shape, not who, and the score gate a cosine the name does not lift."""
     names = person_names(question, participants)
     if not names:
         return question
@@ -151,7 +152,7 @@ class CentroidPlanner:
             labels = list(COMPLEXITIES)
             rows = []
             for c in labels:
-                vecs = embedder.embed([_mask_names(q, ()) for q in ex[c]])
+                vecs = embedder.embed([mask_names(q, ()) for q in ex[c]])
                 mean = vecs.mean(axis=0)
                 rows.append(mean / np.linalg.norm(mean))
             _CENTROIDS[key] = (labels, np.stack(rows).astype(np.float32))
@@ -160,7 +161,7 @@ class CentroidPlanner:
     @staticmethod
     def masked(question: str, participants: Sequence[str] = ()) -> str:
         """The text the classifier embeds: ``question`` with person names replaced by "someone"."""
-        return _mask_names(question, participants)
+        return mask_names(question, participants)
 
     def classify(self, question: str, participants: Sequence[str] = (), vector: np.ndarray | None = None
                  ) -> tuple[Complexity, dict[str, float]]:

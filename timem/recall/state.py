@@ -34,6 +34,8 @@ class RecallState:
         question_time: when it is asked, UTC-aware; nothing that starts after it is recalled.
         participants: the conversation's person names (speaker boost, planner masking).
         query_vec: the question's unit embedding ``(dim,)``, once computed (:meth:`query_vector`).
+        masked: ``(text, unit embedding)`` of the question with names masked, when the centroid planner embedded
+            it (:func:`timem.recall.planner.mask_names`), so that leaf selection need not embed it again.
         notes: what the stages noted for the recall trace (fallbacks, channel sizes), in order.
     """
 
@@ -46,6 +48,7 @@ class RecallState:
     question_time: datetime
     participants: Sequence[str] = ()
     query_vec: np.ndarray | None = None
+    masked: tuple[str, np.ndarray] | None = None
     notes: list[str] = field(default_factory=list)
 
     def query_vector(self) -> np.ndarray:
