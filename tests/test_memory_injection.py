@@ -103,5 +103,9 @@ def test_messages_without_memories_keep_the_rule_and_an_empty_block():
     system, user = answer.build_messages("Where do I live?", "", T0)
     assert DATA_RULE in system.content
     assert "<memories>\n(no memories found)\n</memories>" in user.content
-    assert answer.PROMPT_VERSION == "answer-v6"
+    assert answer.PROMPT_VERSION == "answer-v7"
+    # v7 (issue 27 #5): an empty context asks for "don't know" instead of a guess; a non-empty one does not
+    assert f"Question: Where do I live?\n{answer.NOTHING_RECALLED}\nAnswer:" in user.content
+    with_context = answer.build_messages("Where do I live?", "Mia: I live in Lisbon.", T0)
+    assert answer.NOTHING_RECALLED not in with_context[1].content and system.content == with_context[0].content
     assert isinstance(system, Message)
