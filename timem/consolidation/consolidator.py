@@ -76,6 +76,8 @@ class Progress(Protocol):
 
 
 VERBATIM_MODEL = "verbatim"
+#: v1 still: a multi-line turn's further lines are marked (segments.continued, issue 27 #11), one-line turns are
+#: byte-identical to before
 VERBATIM_PROMPT = "l1-verbatim-v1"
 LEVEL_PROMPTS = level_prompts()
 NEEDS_LLM = ("hybrid", "abstractive")  #: consolidation modes that call the LLM

@@ -68,11 +68,24 @@ def cut_segments(turns: Sequence[Turn], unit: str = "exchange", size: int = 1, *
     return segs
 
 
+#: the mark that starts every further line of a multi-line turn in L1 content (:func:`continued`)
+CONTINUATION = "  | "
+
+
+def continued(text: str) -> str:
+    """``text`` with each line after the first (blank lines dropped) marked by :data:`CONTINUATION`, so that no
+    line of a turn can pass for another speaker's turn: a pasted ``Assistant: …`` line inside a message (issue 27
+    #11, the fake-dialogue injection) stays visibly part of the message that quoted it."""
+    first, *rest = text.split("\n")
+    return "\n".join([first.rstrip(), *(CONTINUATION + r.strip() for r in rest if r.strip())])
+
+
 def turn_line(turn: Turn, tz: ZoneInfo) -> str:
     """``Speaker: text`` with relative dates resolved against the speaker's local time (the turn's own
-    UTC offset if known, else ``tz``; see :meth:`timem.models.Turn.local_time`)."""
+    UTC offset if known, else ``tz``; see :meth:`timem.models.Turn.local_time`); the lines of a multi-line text
+    after the first are marked (:func:`continued`)."""
     text, _ = resolve_relative_dates(turn.text, turn.local_time(tz))
-    line = f"{turn.speaker}: {text.strip()}"
+    line = f"{turn.speaker}: {continued(text.strip())}"
     if turn.image_caption:
         line += f" [shares a photo: {turn.image_caption.strip()}]"
     return line
