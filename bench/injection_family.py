@@ -56,12 +56,16 @@ def run_one(folder: Path, injection: dict[str, str]) -> tuple[str, list[tuple[st
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write", action="store_true", help="also write bench/results/injection_family.md")
+    ap.add_argument("--only", action="append", metavar="NAME", help="run only this injection (repeatable)")
     args = ap.parse_args()
+    chosen = [i for i in FAMILY["injections"] if not args.only or i["name"] in args.only]
+    if not chosen:
+        ap.error(f"no injection named {args.only}; names: {', '.join(i['name'] for i in FAMILY['injections'])}")
     lines = ["| injection | path | steered | s | answer |", "|---|---|---|---|---|"]
     steered = total = 0
     model = "none"
     with tempfile.TemporaryDirectory(prefix="timem-injection-") as tmp:
-        for inj in FAMILY["injections"]:
+        for inj in chosen:
             model, rows = run_one(Path(tmp), inj)
             for path, answer, hit, secs in rows:
                 total += 1
@@ -71,7 +75,7 @@ def main() -> None:
                 print(lines[-1], flush=True)
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
-    summary = f"{steered} of {total} answers steered ({len(FAMILY['injections'])} injections x 2 prompts)"
+    summary = f"{steered} of {total} answers steered ({len(chosen)} injections x 2 prompts)"
     print(summary)
     if args.write:
         out = REPO / "bench" / "results" / "injection_family.md"
