@@ -113,8 +113,8 @@ def main() -> None:
                                    "ORDER BY ALL", [USER]).fetchall()
     qs = questions(args.queries + args.warmup, args.seed + 1)
     qt = T0 + timedelta(days=4000)
-    counter = CountingConnection(store.con)
-    store.con = counter  # type: ignore[assignment]
+    counter = CountingConnection(store.con)  # this thread's cursor (Store.con is a property since per-thread cursors)
+    store.cursors.current = lambda: counter  # type: ignore[method-assign,assignment,return-value]
 
     def one(q: str) -> Any:
         return recall(store, emb, None, cfg, USER, q, qt, options=RecallOptions(gate="score", persist=False))

@@ -61,17 +61,20 @@ class SearchTables:
         return True
 
     def _record_change(self, removed: Sequence[bm25.Doc], added: Sequence[bm25.Doc],
-                       vecs: np.ndarray | None = None) -> None:
+                       vecs: np.ndarray | None = None, touched: Sequence[str] = ()) -> None:
         """Mark ``nodes`` written (inside the writing transaction) and tell the in-memory copies what changed:
-        ``removed`` (their old state), then ``added`` with ``vecs`` ``(len(added), dim)``."""
+        ``removed`` (their old state), then ``added`` with ``vecs`` ``(len(added), dim)``; ``touched``: the ids of
+        every other row the write changed (parent links, flags; the node rows' copies read them again)."""
         before = self.get_meta("nodes_version")
         rows = np.zeros((0, self.dim), dtype=np.float32) if vecs is None else vecs
-        self.memory_index.note_change(before, self.mark_nodes_written(), removed, added, rows)
+        self.memory_index.note_change(before, self.mark_nodes_written(), removed, added, rows, touched)
 
-    def _index_new_nodes(self, rows: Sequence[tuple[str, str, int, str, str | None]], vecs: np.ndarray) -> None:
+    def _index_new_nodes(self, rows: Sequence[tuple[str, str, int, str, str | None]], vecs: np.ndarray,
+                         touched: Sequence[str] = ()) -> None:
         """Index just-inserted nodes ``(id, user_id, level, status, search_text)`` with their vectors
-        ``(len(rows), dim)`` (inside the inserting transaction)."""
-        self._record_change([], bm25.index_docs(self.con, rows), vecs)
+        ``(len(rows), dim)`` (inside the inserting transaction); ``touched``: rows the insert changed otherwise (the
+        new parents' children)."""
+        self._record_change([], bm25.index_docs(self.con, rows), vecs, [*(r[0] for r in rows), *touched])
 
     def _reindex_node(self, node_id: str, embedding: np.ndarray | None) -> None:
         """Index a node again after its text or status changed (inside the updating transaction); ``embedding``
@@ -80,14 +83,16 @@ class SearchTables:
         row = self.con.execute("SELECT id, user_id, level, status, search_text, embedding FROM nodes WHERE id = ?",
                                [node_id]).fetchone()
         if row is None:
-            self._record_change(removed, [])
+            self._record_change(removed, [], touched=[node_id])
             return
         vec = np.asarray(row[5] if embedding is None else embedding, dtype=np.float32)[None, :]
-        self._record_change(removed, bm25.index_docs(self.con, [(row[0], row[1], int(row[2]), row[3], row[4])]), vec)
+        self._record_change(removed, bm25.index_docs(self.con, [(row[0], row[1], int(row[2]), row[3], row[4])]), vec,
+                            [node_id])
 
-    def _unindex_nodes(self, node_ids: Sequence[str]) -> None:
-        """Take deleted nodes out of the index (inside the deleting transaction)."""
-        self._record_change(bm25.unindex_docs(self.con, node_ids), [])
+    def _unindex_nodes(self, node_ids: Sequence[str], touched: Sequence[str] = ()) -> None:
+        """Take deleted nodes out of the index (inside the deleting transaction); ``touched``: rows the delete
+        changed otherwise (the children that lost their parent)."""
+        self._record_change(bm25.unindex_docs(self.con, node_ids), [], touched=[*node_ids, *touched])
 
     def search_bm25(self, user_id: str, query: str, level: int, limit: int) -> list[tuple[str, float]]:
         """Top ``limit`` active nodes of one user and level by BM25 (higher is better); user filter in SQL.
