@@ -46,7 +46,7 @@ def _fill(store: Store, user: str, n: int, seed: int) -> list[str]:
     return ids
 
 
-def _both(store: Store, fn):  # noqa: ANN001, ANN202 - the result of fn with the working set, then from DuckDB
+def _both(store: Store, fn):
     budget = store.memory_index.budget_bytes
     with_ws = fn()
     store.memory_index.budget_bytes = 0  # working_set() is None: the SQL paths
