@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from timem.models import Level, MemoryNode, NodeStatus
+from timem.models import Level, MemoryNode, NodeStatus, Role, Turn
 from timem.store.duckdb_store import Store
 
 DIM = 8
@@ -26,7 +26,8 @@ def _l1(user: str, i: int, session: str = "S1") -> MemoryNode:
     return MemoryNode(id=f"{user}:L1:{i:03d}", user_id=user, level=Level.SEGMENT, window_key=f"segment:{user}:{i}",
                       span_start=T0 + timedelta(hours=i // 3), span_end=T0 + timedelta(hours=i // 3, minutes=5),
                       content=f"{user} segment {i}: we talked about item {i % 7}", session_id=session,
-                      source_turn_ids=[f"{user}:{session}:{(7 * i) % 11}"], model_id="verbatim",
+                      source_turn_ids=[f"{user}:{session}:{(37 * i) % 101}", f"{user}:{session}:{(37 * i) % 101}b"],
+                      model_id="verbatim",
                       prompt_version="test")
 
 
@@ -37,8 +38,17 @@ def _parent(user: str, key: str, kids: list[str], level: Level = Level.SESSION) 
                       prompt_version="test")
 
 
+def _turns(nodes: list[MemoryNode], skip: int = -1) -> list[Turn]:
+    """The source turns of L1 nodes (their seq from the id; the ``skip``-th node's last turn left out)."""
+    return [Turn(id=t, user_id=x.user_id, session_id=x.session_id or "", seq=int(t.rsplit(":", 1)[1].rstrip("b")),
+                 speaker="A",
+                 role=Role.USER, text="hi", event_time=x.span_start)
+            for k, x in enumerate(nodes) for t in x.source_turn_ids[: 1 if k == skip else 2]]
+
+
 def _fill(store: Store, user: str, n: int, seed: int) -> list[str]:
     l1 = [_l1(user, i) for i in range(n)]
+    store.add_turns(_turns(l1, skip=2))
     store.add_nodes(l1, _vecs(n, seed))
     ids = [x.id for x in l1]
     store.add_nodes([_parent(user, "a", ids[: n // 2]), _parent(user, "b", ids[n // 2:])], _vecs(2, seed + 1))
@@ -71,7 +81,8 @@ def test_reads_by_id_equal_duckdb_and_follow_every_write(store: Store) -> None:
 
     def reads() -> tuple:
         return (store.nodes(user_id="u1", ids=asked), store.nodes(user_id="u1", ids=asked, status=None),
-                store.lineage("u1", ids[:5] + ids[-3:], 5), store.lineage("u1", ids[:4], 2))
+                store.lineage("u1", ids[:5] + ids[-3:], 5), store.lineage("u1", ids[:4], 2),
+                store.adjacent_segments("u1", asked))
 
     def check() -> tuple:
         got, sql = _both(store, reads)
@@ -81,12 +92,15 @@ def test_reads_by_id_equal_duckdb_and_follow_every_write(store: Store) -> None:
     first = check()
     assert [n.id for n in first[0]] != sorted(n.id for n in first[0])  # the conversation order, not the ids'
     assert "u2:L1:003" not in {n.id for n in first[1]}
+    assert sum(1 for p, n in first[4].values() if p and n) > 20 and ids[2] not in first[4]  # no last turn: absent
     assert store.memory_index.loads["rows"] == 1
 
     # a write, then a read: each sees the write (patched from the recorded step, not loaded again)
     new = [_l1("u1", 100 + i, "S2") for i in range(3)]
+    store.add_turns(_turns(new))
     store.add_nodes(new, _vecs(3, 9))
     asked += [x.id for x in new]
+    assert check()[4][new[1].id] != (None, None)  # neighbours in the new session
     store.add_nodes([_parent("u1", "c", [x.id for x in new])], _vecs(1, 10))  # links the new L1 to a parent
     assert {n.id: n for n in check()[0]}[new[0].id].id == new[0].id
     assert store.lineage("u1", [new[1].id], 5)[1][new[1].id] == "u1:L2:c"

@@ -238,7 +238,7 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
         con = self.con
         if st.in_snapshot:
             con.execute("COMMIT")
-            st.in_snapshot = False
+            st.in_snapshot, st.snapshot_version = False, None
         with self.writer:
             con.execute("BEGIN TRANSACTION")
             st.in_tx = True
@@ -262,13 +262,24 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
             return
         con = self.con
         con.execute("BEGIN TRANSACTION")
-        st.in_snapshot = True
+        st.in_snapshot, st.snapshot_version = True, None
         try:
             yield
         finally:
             if st.in_snapshot:
-                st.in_snapshot = False
+                st.in_snapshot, st.snapshot_version = False, None
                 con.execute("COMMIT")
+
+    def nodes_version(self) -> str | None:
+        """The nodes version (meta ``nodes_version``, :mod:`timem.store.memory_index`) as the calling thread sees it;
+        read once per :meth:`snapshot` (it cannot change inside one)."""
+        st = self.cursors.state()
+        if st.in_snapshot and st.snapshot_version is not None:
+            return st.snapshot_version[0]
+        version = self.get_meta("nodes_version")
+        if st.in_snapshot:
+            st.snapshot_version = (version,)
+        return version
 
     def user_texts(self, user_id: str) -> list[str]:
         """Every turn text and node content of ``user_id`` (what a hard erase of the user must not leave)."""

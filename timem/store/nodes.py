@@ -62,6 +62,8 @@ class NodeTables:
 
         def snapshot(self) -> AbstractContextManager[None]: ...
 
+        def nodes_version(self) -> str | None: ...
+
     def relink(self, child_id: str, parent_id: str) -> None:
         """Set ``child_id``'s parent to ``parent_id`` if the child has none and the parent lists it."""
         with self.transaction():
@@ -166,7 +168,7 @@ class NodeTables:
         if self.memory_index.budget_bytes <= 0 or self._in_tx:
             return None
         with self.snapshot():  # the version and the rows a load or patch reads, from one commit
-            return self.memory_index.rows(self.con, self.get_meta("nodes_version"), user_id)
+            return self.memory_index.rows(self.con, self.nodes_version(), user_id)
 
     def _nodes(self, where: str, args: list[Any], order: str = SQL_ORDER, limit: int | None = None
                ) -> list[MemoryNode]:

@@ -23,6 +23,7 @@ from timem.store.memory_index import MemoryIndex
 from timem.store.rows import one_row, utc
 from timem.store.search import query_termids, vector_top
 from timem.store.tree_queries import adjacent_segments, segments_in_windows
+from timem.store.working_set import WorkingSet
 
 
 class SearchTables:
@@ -46,6 +47,12 @@ class SearchTables:
         raise NotImplementedError
 
     def snapshot(self) -> AbstractContextManager[None]:  # provided by Store
+        raise NotImplementedError
+
+    def nodes_version(self) -> str | None:  # provided by Store
+        raise NotImplementedError
+
+    def working_set(self, user_id: str) -> WorkingSet | None:  # provided by Store (timem.store.nodes)
         raise NotImplementedError
 
     def refresh_fts(self, force: bool = False) -> bool:
@@ -101,7 +108,7 @@ class SearchTables:
             termids = query_termids(self.con, query)
             if not termids:
                 return []
-            return self.memory_index.bm25_top(self.con, self.get_meta("nodes_version"), user_id, termids, level, limit)
+            return self.memory_index.bm25_top(self.con, self.nodes_version(), user_id, termids, level, limit)
 
     def search_vector(self, user_id: str, query_vec: np.ndarray, level: int, limit: int) -> list[tuple[str, float]]:
         """Top ``limit`` active nodes of one user and level by cosine similarity; user filter in SQL.
@@ -109,11 +116,15 @@ class SearchTables:
         if self.vector_index == "hnsw":
             return vector_top(self.con, self.dim, user_id, query_vec, level, limit, hnsw=True)
         with self.snapshot():  # the version and the rows a load reads, from one commit
-            return self.memory_index.vector_top(self.con, self.get_meta("nodes_version"), user_id, query_vec, level,
+            return self.memory_index.vector_top(self.con, self.nodes_version(), user_id, query_vec, level,
                                                 limit)
 
     def adjacent_segments(self, user_id: str, node_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
-        """``(previous, next)`` L1 node of the same session per L1 node (see :mod:`timem.store.tree_queries`)."""
+        """``(previous, next)`` L1 node of the same session per L1 node (see :mod:`timem.store.tree_queries`); from
+        the user's working set when held (:mod:`timem.store.working_set`)."""
+        ws = self.working_set(user_id)
+        if ws is not None:
+            return ws.adjacent(node_ids)
         return adjacent_segments(self.con, user_id, node_ids)
 
     def segments_in_windows(self, user_id: str, windows: Sequence[tuple[datetime, datetime]], limit: int,

@@ -25,6 +25,7 @@ recently used user's copies first.
 
 from __future__ import annotations
 
+import bisect
 import re
 import sys
 from collections.abc import Iterable, Sequence
@@ -88,11 +89,42 @@ class WorkingSet:
     rows: dict[str, tuple[Any, ...]]
     row_bytes: int
     active_l1: int  #: active L1 rows (the segment tree's leaf count when current)
+    #: L1 id -> ``seq`` of its first and of its last source turn (``None``: that turn is not stored)
+    seqs: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
     _built: dict[str, MemoryNode] = field(default_factory=dict, repr=False)
+    #: session -> its active L1 rows with a first turn, as sorted ``(first seq, id)`` (built on first use)
+    _sessions: dict[str, list[tuple[int, str]]] | None = field(default=None, repr=False)
 
     @property
     def nbytes(self) -> int:
-        return self.row_bytes + MODEL_BYTES * len(self._built)
+        return self.row_bytes + MODEL_BYTES * len(self._built) + 120 * len(self.seqs)
+
+    def _session_index(self) -> dict[str, list[tuple[int, str]]]:
+        if self._sessions is None:
+            groups: dict[str, list[tuple[int, str]]] = {}
+            for i, (first, _) in self.seqs.items():
+                r = self.rows.get(i)
+                if r is not None and first is not None and r[4] is not None and _active_l1(r):
+                    groups.setdefault(r[4], []).append((first, i))
+            self._sessions = {s: sorted(v) for s, v in groups.items()}
+        return self._sessions
+
+    def adjacent(self, node_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
+        """``Store.adjacent_segments`` over the cached rows (:func:`timem.store.tree_queries.adjacent_segments`):
+        per L1 node of the user among ``node_ids`` whose first and last turns are stored, the previous and the next
+        active L1 node of its session by first-turn seq."""
+        index = self._session_index()
+        out: dict[str, tuple[str | None, str | None]] = {}
+        for i in dict.fromkeys(node_ids):
+            r, seq = self.rows.get(i), self.seqs.get(i)
+            if r is None or seq is None or int(r[_LEVEL]) != 1 or seq[0] is None or seq[1] is None:
+                continue
+            members = index.get(r[4], []) if r[4] is not None else []
+            k = bisect.bisect_left(members, (seq[0], ""))
+            prev = members[k - 1][1] if k > 0 else None
+            j = bisect.bisect_right(members, (seq[1], "\U0010ffff"))
+            out[i] = (prev, members[j][1] if j < len(members) else None)
+        return out
 
     def node(self, node_id: str) -> MemoryNode:
         """The model of one cached row (built once)."""
@@ -130,11 +162,27 @@ def _active_l1(r: tuple[Any, ...]) -> bool:
     return int(r[_LEVEL]) == 1 and r[_STATUS] == NodeStatus.ACTIVE.value
 
 
+_SEQS = ("SELECT n.id, tf.seq, tl.seq FROM nodes n LEFT JOIN turns tf ON tf.id = n.source_turn_ids[1] "
+         "LEFT JOIN turns tl ON tl.id = n.source_turn_ids[-1] WHERE n.user_id = ? AND n.level = 1")
+
+
+def _seqs(con: duckdb.DuckDBPyConnection, user_id: str, ids: Sequence[str] | None = None
+          ) -> dict[str, tuple[int | None, int | None]]:
+    """First and last source-turn seqs of the user's L1 rows (``ids`` of them, or all). Turns are never rewritten or
+    removed without their L1 rows (``Store.delete_nodes``, ``erase_user``), so these follow the node rows."""
+    if ids is None:
+        got = con.execute(_SEQS, [user_id]).fetchall()
+    else:
+        frag, vals = in_list(ids)
+        got = con.execute(_SEQS + f" AND n.id IN {frag}", [user_id, *vals]).fetchall() if ids else []
+    return {r[0]: (r[1], r[2]) for r in got}
+
+
 def load(con: duckdb.DuckDBPyConnection, user_id: str) -> WorkingSet:
-    """Every node row of ``user_id`` (one query, user filter in SQL)."""
+    """Every node row of ``user_id`` and its L1 rows' turn seqs (two queries, user filter in SQL)."""
     rows = con.execute(f"SELECT {NODE_COLS} FROM nodes WHERE user_id = ?", [user_id]).fetchall()
     return WorkingSet(user_id, {r[0]: r for r in rows}, sum(_row_bytes(r) for r in rows),
-                      sum(1 for r in rows if _active_l1(r)))
+                      sum(1 for r in rows if _active_l1(r)), _seqs(con, user_id))
 
 
 def patched(con: duckdb.DuckDBPyConnection, old: WorkingSet, changed: set[str]) -> WorkingSet:
@@ -148,12 +196,26 @@ def patched(con: duckdb.DuckDBPyConnection, old: WorkingSet, changed: set[str]) 
     rows = dict(old.rows)
     built = {k: v for k, v in old._built.items() if k not in changed}
     nbytes, active = old.row_bytes, old.active_l1
+    sessions: set[str] = set()
     for i in changed:
         was = rows.pop(i, None)
         if was is not None:
             nbytes, active = nbytes - _row_bytes(was), active - _active_l1(was)
+            sessions.add(was[4])
         now = fresh.get(i)
         if now is not None:
             rows[i] = now
             nbytes, active = nbytes + _row_bytes(now), active + _active_l1(now)
-    return WorkingSet(old.user_id, rows, nbytes, active, built)
+            sessions.add(now[4])
+    seqs = {k: v for k, v in old.seqs.items() if k not in changed}
+    seqs.update(_seqs(con, old.user_id, sorted(i for i in changed if i in fresh and int(fresh[i][_LEVEL]) == 1)))
+    out = WorkingSet(old.user_id, rows, nbytes, active, seqs, built)
+    if old._sessions is not None:  # the sessions the change touched, done again; the others shared
+        index = dict(old._sessions)
+        for s in sessions - {None}:
+            kept = [(q, i) for q, i in index.get(s, []) if i not in changed]
+            kept += [(first, i) for i in changed if (r := rows.get(i)) is not None and r[4] == s and _active_l1(r)
+                     and (first := seqs.get(i, (None, None))[0]) is not None]
+            index[s] = sorted(kept)
+        out._sessions = index
+    return out
