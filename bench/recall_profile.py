@@ -96,32 +96,45 @@ def main() -> None:
     ap.add_argument("--dump", type=Path, default=None, help="write every recall's result (no timings) here")
     ap.add_argument("--profile", type=int, default=30, help="cProfile rows to print (0: no profile pass)")
     ap.add_argument("--threads", type=int, default=0, help="DuckDB threads (0: DuckDB's default)")
+    ap.add_argument("--working-set-mb", type=float, default=None,
+                    help="the store's working-set budget (StoreSettings.working_set_mb; default: its default)")
+    ap.add_argument("--users", default=USER, help="comma-separated users asked in turn (e.g. bench-a,bench-b with a "
+                    "budget that holds one: every recall a miss)")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="timem-recall-profile-"))
     db = tmp / args.db.name
     shutil.copy(args.db, db)
     emb = MiniLMEmbedder()
-    store = Store(db, emb.model_id, emb.dim)
+    kw: dict[str, Any] = {} if args.working_set_mb is None else {"working_set_mb": args.working_set_mb}
+    store = Store(db, emb.model_id, emb.dim, **kw)
+    users = [u for u in args.users.split(",") if u]
     if args.threads:
         store.con.execute(f"SET threads = {int(args.threads)}")
     cfg = Config(llm_backend="none", planner="centroid", gate="score",
                  **{k: json.loads(v) for k, _, v in (x.partition("=") for x in args.set)})
-    segstore.sync(store, USER, cfg.recall.segtree_threshold, cfg.recall.segtree_max_children)
+    for u in users:
+        segstore.sync(store, u, cfg.recall.segtree_threshold, cfg.recall.segtree_max_children)
     store.refresh_fts()
     n_internal = store.con.execute("SELECT height, count(*) FROM segtree_nodes WHERE user_id = ? GROUP BY ALL "
                                    "ORDER BY ALL", [USER]).fetchall()
     qs = questions(args.queries + args.warmup, args.seed + 1)
     qt = T0 + timedelta(days=4000)
-    counter = CountingConnection(store.con)
-    store.con = counter  # type: ignore[assignment]
+    counter = CountingConnection(store.con)  # this thread's cursor (Store.con is a property since per-thread cursors)
+    store.cursors.current = lambda: counter  # type: ignore[method-assign,assignment,return-value]
+
+    asked = iter(range(10**9))
 
     def one(q: str) -> Any:
-        return recall(store, emb, None, cfg, USER, q, qt, options=RecallOptions(gate="score", persist=False))
+        user = users[next(asked) % len(users)]
+        return recall(store, emb, None, cfg, user, q, qt, options=RecallOptions(gate="score", persist=False))
 
     for q in qs[: args.warmup]:
         one(q)
     counter.by_shape.clear()
+    index = getattr(store, "memory_index", None)
+    if hasattr(index, "reset_counts"):
+        index.reset_counts()
     walls, cpus, nq = [], [], []
     stages: dict[str, list[float]] = {}
     dump = []
@@ -147,6 +160,8 @@ def main() -> None:
     print("stages wall p50 / p95 ms: " + ", ".join(f"{k} {_pct(v, 50):.1f} / {_pct(v, 95):.1f}"
                                                   for k, v in stages.items()))
     print(f"DuckDB queries per recall: min {min(nq)} median {statistics.median(nq)} max {max(nq)}")
+    if hasattr(index, "stats"):
+        print(f"working set (users {users}): {json.dumps(index.stats())}")
     per = len(walls)
     print("query shapes (calls per recall, ms per recall):")
     for shape, ts in sorted(counter.by_shape.items(), key=lambda kv: -sum(kv[1])):

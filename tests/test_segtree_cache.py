@@ -35,7 +35,9 @@ def _recall(eng: MemoryEngine, question: str) -> list[tuple]:
 
 
 def _cached(eng: MemoryEngine) -> segview.SegIndex:
-    return segview._CACHE[eng.store][("u1", eng.config.recall.propagation_hops)][1]
+    hit = eng.store.memory_index.latest(("seg", "u1", eng.config.recall.propagation_hops))
+    assert hit is not None
+    return hit[1]
 
 
 def _same_index(a: segview.SegIndex, b: segview.SegIndex) -> None:
@@ -46,13 +48,14 @@ def _same_index(a: segview.SegIndex, b: segview.SegIndex) -> None:
         assert (a.parent[x], a.height[x], a.n_children[x], a.start[x]) == (b.parent[y], b.height[y], b.n_children[y],
                                                                            b.start[y])
         assert np.array_equal(a.centroids[x], b.centroids[y])
+    assert a.leaves == b.leaves and a.children == b.children  # the leaves' rows, patched like the nodes
 
 
 def _assert_fresh(eng: MemoryEngine, question: str) -> list[tuple]:
     """Recall through the cache; the index it used equals a fresh load, and a cold cache recalls the same."""
     warm = _recall(eng, question)
     _same_index(_cached(eng), segview.load_index(eng.store, "u1", eng.config.recall.propagation_hops))
-    segview._CACHE.pop(eng.store, None)
+    eng.store.memory_index.clear()
     assert _recall(eng, question) == warm
     return warm
 

@@ -88,7 +88,8 @@ class MemoryEngine:
         if config.embedding.embed_batch_wait_ms > 0:  # concurrent one-text calls in one model call, same vectors
             embedder = BatchingEmbedder(embedder, config.embedding.embed_batch_wait_ms / 1000,
                                         config.embedding.embed_batch_size)
-        store = open_store(config.store.db_path, embedder.model_id, embedder.dim, config.store.vector_index)
+        store = open_store(config.store.db_path, embedder.model_id, embedder.dim, config.store.vector_index,
+                           config.store.working_set_mb)
         llm = make_llm(config, store) if with_llm else None
         return cls(config, store, embedder, llm)
 

@@ -80,6 +80,10 @@ class StoreSettings(_Section):
     #: "exact" cosine scan, or "hnsw": the vss HNSW index with over-fetch (approximate; pays off at
     #: ~100k nodes per file, costs minutes to build and ~1 GB RAM there; bench/results/recall-latency.md)
     vector_index: Literal["exact", "hnsw"] = "exact"
+    #: MiB of memory for the users' working sets (issue 26 §3): the vectors, BM25 postings, node rows and segment
+    #: tree a recall reads, per user, least recently used user dropped first. About 600 MB for a user of 100k L1
+    #: memories, 60 MB for 10k (bench/results/recall-latency-working-set.md). 0: node rows are read from DuckDB
+    working_set_mb: float = Field(default=1024.0, ge=0)
     #: longest turn text (or image caption) stored, in characters, on every path (import, chat, service, MCP);
     #: a longer one is refused with the file and line (HTTP 413) and nothing is written. 100,000 characters is
     #: ~25k tokens: LoCoMo dev turns are at most 434 and the 5,400-word pasted turn of the shared cases 38,975;

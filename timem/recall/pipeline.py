@@ -295,7 +295,8 @@ def recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config
     """
     config = options.config or config
     rec = RecordingLLM(llm) if llm is not None else None
-    result = _recall(store, embedder, rec, config, user_id, query, question_time, options)
+    with store.snapshot():  # the recall's reads in one view: one transaction, one nodes-version read (issue 26 §3)
+        result = _recall(store, embedder, rec, config, user_id, query, question_time, options)
     if options.persist:
         save_trace(store, result.trace, config.store)
         _touch_items(store, result)
@@ -347,7 +348,8 @@ def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Confi
                           "the context alone.")
     config = options.config or config
     rec = RecordingLLM(llm)
-    result = _recall(store, embedder, rec, config, user_id, query, question_time, options)
+    with store.snapshot():  # as recall(): one view; the answer call runs outside it
+        result = _recall(store, embedder, rec, config, user_id, query, question_time, options)
     trace = result.trace
     t0 = time.perf_counter()
     msgs = answer_prompt.build_messages(query, result.context, trace.question_time.astimezone(config.time.tz),

@@ -95,7 +95,7 @@ def propagate_segtree(state: RecallState, selection: LeafSelection, top_k: int
     routed: list[str] = []
     if config.recall.propagation_route > 0:
         segments = sorted((i for i in upper if height[i] == 1), key=lambda i: (-upper[i], i))
-        under = store.segment_tree.leaves_under(user_id, segments[: config.recall.propagation_route])
+        under = view.leaves_under(segments[: config.recall.propagation_route])  # from the cached index
         routed = [i for i, _, _, start in under if i not in cands and start <= question_time]
         view.leaves.update({i: (p, n) for i, p, n, _ in under if i in routed})
     if routed:

@@ -12,18 +12,22 @@ from timem.store.duckdb_store import Store
 from timem.store.ports import MemoryStore
 
 
-def open_store(path: str | Path, embed_model_id: str, dim: int, vector_index: str = "exact") -> MemoryStore:
+def open_store(path: str | Path, embed_model_id: str, dim: int, vector_index: str = "exact",
+               working_set_mb: float | None = None) -> MemoryStore:
     """Open (or create) the DuckDB memory store at ``path`` (``":memory:"`` for a throwaway one).
 
     Args:
         embed_model_id: id of the embedder whose vectors the file holds (refused if it holds another's).
         dim: the embedding dimension.
         vector_index: ``"exact"`` or ``"hnsw"`` (see :class:`~timem.store.duckdb_store.Store`).
+        working_set_mb: the in-memory copies' budget (``StoreSettings.working_set_mb``; ``None``: its default).
 
     Raises:
         StoreError: the file cannot be opened (e.g. locked by another process) or holds another embedder's vectors.
     """
-    return Store(path, embed_model_id, dim, vector_index)
+    if working_set_mb is None:
+        return Store(path, embed_model_id, dim, vector_index)
+    return Store(path, embed_model_id, dim, vector_index, working_set_mb)
 
 
 __all__ = ["MemoryStore", "Store", "open_store"]

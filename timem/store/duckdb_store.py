@@ -10,7 +10,10 @@
   them from every node (repair, hard erase).
 * Leaf searches (:meth:`Store.search_vector`, :meth:`Store.search_bm25`) read per-user in-memory copies of
   the vectors and BM25 postings (:mod:`timem.store.memory_index`), loaded on the first search and patched
-  after each recorded write; the SQL they replace (:mod:`timem.store.search`) gives the same rows.
+  after each recorded write; the SQL they replace (:mod:`timem.store.search`) gives the same rows. Reads of a
+  user's nodes by id (``nodes(user_id=…, ids=…)``, :meth:`lineage`) and of its segment tree's leaves come from
+  the user's working set in the same cache (:mod:`timem.store.working_set`), one LRU budget per store
+  (``working_set_mb``).
 * The embedder's model id and dimension are recorded on creation; opening the file with another
   embedder raises :class:`StoreError` rather than mixing vector spaces.
 * Threads (issue 26 §4): :attr:`Store.con` is the calling thread's own DuckDB cursor, so reads run in parallel;
@@ -38,7 +41,7 @@ from timem.store.bm25 import unindex_user
 from timem.store.extensions import extension_path
 from timem.store.items import ItemTables
 from timem.store.jobs import JobTables
-from timem.store.memory_index import MemoryIndex
+from timem.store.memory_index import CACHE_BYTES, MemoryIndex
 from timem.store.merge import merge_file
 from timem.store.migrations import migrate
 from timem.store.nodes import NodeTables
@@ -63,13 +66,17 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
             ``hnsw-dropped`` audit row: any command opened without ``vector_index="hnsw"`` does) or
             ``"hnsw"`` (creates the vss HNSW index if missing -- minutes at 200k nodes -- and
             searches it with over-fetch; see :mod:`timem.store.search`).
+        working_set_mb: MiB the in-memory copies of every user may take (vectors, postings, node rows, segment
+            tree; least recently used user first out); 0: node rows and leaves are read from DuckDB, and the
+            search copies keep only the latest one (``StoreSettings.working_set_mb``).
 
     Raises:
         StoreError: the file cannot be opened (e.g. locked by another process) or was built
             with a different embedder.
     """
 
-    def __init__(self, path: str | Path, embed_model_id: str, dim: int, vector_index: str = "exact") -> None:
+    def __init__(self, path: str | Path, embed_model_id: str, dim: int, vector_index: str = "exact",
+                 working_set_mb: float = CACHE_BYTES / 2**20) -> None:
         self.path = str(path)
         if self.path != ":memory:":
             try:
@@ -95,7 +102,7 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
         #: consolidation jobs a process that died had claimed, back to pending (:mod:`timem.store.jobs`)
         self.stale_jobs_released = self.release_stale_jobs()
         #: in-memory copies of each user's vectors and BM25 postings per level (:mod:`timem.store.memory_index`)
-        self.memory_index = MemoryIndex(dim)
+        self.memory_index = MemoryIndex(dim, int(working_set_mb * 2**20))
         if vector_index not in ("exact", "hnsw"):
             raise StoreError(f"unknown vector_index {vector_index!r}; use 'exact' or 'hnsw'")
         self.vector_index = vector_index
@@ -231,7 +238,7 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
         con = self.con
         if st.in_snapshot:
             con.execute("COMMIT")
-            st.in_snapshot = False
+            st.in_snapshot, st.snapshot_version = False, None
         with self.writer:
             con.execute("BEGIN TRANSACTION")
             st.in_tx = True
@@ -255,13 +262,24 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
             return
         con = self.con
         con.execute("BEGIN TRANSACTION")
-        st.in_snapshot = True
+        st.in_snapshot, st.snapshot_version = True, None
         try:
             yield
         finally:
             if st.in_snapshot:
-                st.in_snapshot = False
+                st.in_snapshot, st.snapshot_version = False, None
                 con.execute("COMMIT")
+
+    def nodes_version(self) -> str | None:
+        """The nodes version (meta ``nodes_version``, :mod:`timem.store.memory_index`) as the calling thread sees it;
+        read once per :meth:`snapshot` (it cannot change inside one)."""
+        st = self.cursors.state()
+        if st.in_snapshot and st.snapshot_version is not None:
+            return st.snapshot_version[0]
+        version = self.get_meta("nodes_version")
+        if st.in_snapshot:
+            st.snapshot_version = (version,)
+        return version
 
     def user_texts(self, user_id: str) -> list[str]:
         """Every turn text and node content of ``user_id`` (what a hard erase of the user must not leave)."""

@@ -15,6 +15,9 @@ from typing import Protocol
 import duckdb
 import numpy as np
 
+from timem.store.memory_index import MemoryIndex
+from timem.store.working_set import WorkingSet
+
 
 class StoreHandle(Protocol):
     """An open TiMem DuckDB file: its connection, identity and the few writes the function modules call."""
@@ -50,6 +53,15 @@ class StoreHandle(Protocol):
 
     def embeddings(self, node_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors of ``node_ids``, by id."""
+        ...
+
+    @property
+    def memory_index(self) -> MemoryIndex:
+        """The store's in-memory copies and their budget (:mod:`timem.store.memory_index`)."""
+        ...
+
+    def working_set(self, user_id: str) -> WorkingSet | None:
+        """The user's node rows in memory at the current nodes version, or ``None`` (:mod:`timem.store.working_set`)."""
         ...
 
     def mark_nodes_written(self) -> str:

@@ -32,7 +32,10 @@ scores differ in the last bit), ranked by the score rounded to 9 decimals, ties 
 both with the SQL on LoCoMo text.
 
 Memory: ``4·dim`` bytes per node for vectors (1.5 KB at dim 384: 154 MB for 100k nodes) plus about
-24 bytes per posting; the least recently used entries are dropped beyond :data:`CACHE_BYTES`.
+24 bytes per posting. The same cache holds each user's node rows (:mod:`timem.store.working_set`) and segment-tree
+index (:mod:`timem.store.segtree_view`): one budget per store (``budget_bytes``, the setting
+``StoreSettings.working_set_mb``) over every user's copies, the least recently used dropped first (the latest always
+kept). :meth:`MemoryIndex.stats` counts hits, patches, loads and evictions per kind.
 """
 
 from __future__ import annotations
@@ -42,17 +45,20 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 import numpy as np
 
+from timem.store import working_set
 from timem.store.bm25 import Doc
 from timem.store.search import BM25_B, BM25_K1
+from timem.store.working_set import WorkingSet
 
 #: numpy-vs-DuckDB cosine slack of the shortlist (the two differ by < 5e-5)
 MARGIN = 1e-3
-#: bytes of cached vectors and postings per store (least recently used first out; the latest always kept)
-CACHE_BYTES = 768 * 2**20
+#: default bytes of cached copies per store (least recently used first out; the latest always kept)
+CACHE_BYTES = 1024 * 2**20
 #: ``k1 + 1`` in tenths (the SQL's decimal literal ``1.2 + 1``), derived so the two formulas cannot drift apart
 _K1_PLUS_1_TENTHS = round((BM25_K1 + 1) * 10)
 #: write steps remembered per store (an ingest writes one per batch of nodes)
@@ -86,11 +92,12 @@ def exact_cosines(rows: np.ndarray, query_vec: np.ndarray) -> list[float]:
 @dataclass(frozen=True)
 class _Change:
     """One write's effect on ``nodes``: nodes removed (their old state), then nodes added (``vecs[i]`` is
-    ``added[i]``'s unit vector)."""
+    ``added[i]``'s unit vector); ``touched``: other rows it changed (a parent link, a flag)."""
 
     removed: tuple[Doc, ...]
     added: tuple[Doc, ...]
     vecs: np.ndarray
+    touched: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -153,22 +160,32 @@ class MemoryIndex:
     ``Store.snapshot``); a reader of an older snapshot never replaces a newer cached copy.
     """
 
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, budget_bytes: int = CACHE_BYTES) -> None:
         self.dim = dim
+        #: bytes the cached copies of every user may take (least recently used dropped first; the latest kept)
+        self.budget_bytes = int(budget_bytes)
         self._lock = threading.Lock()
-        #: full loads from DuckDB so far, by kind (``"vec"``, ``"bm25"``): recorded writes patch without one
+        #: full loads from DuckDB so far, by kind (``"vec"``, ``"bm25"``, ``"rows"``, ``"seg"``): recorded writes
+        #: patch without one
         self.loads: Counter[str] = Counter()
-        self._entries: OrderedDict[tuple[str, str, int], tuple[str | None, _Vectors | _Postings]] = OrderedDict()
+        #: reads served by a copy at the asked version, by kind; ``patches``: by a copy brought there by steps
+        self.hits: Counter[str] = Counter()
+        self.patches: Counter[str] = Counter()
+        #: copies dropped to stay within the budget, by kind
+        self.evictions: Counter[str] = Counter()
+        self._entries: OrderedDict[tuple[str, str, int], tuple[Any, Any]] = OrderedDict()
         #: nodes version before -> (version after, what the write changed)
         self._steps: OrderedDict[str | None, tuple[str, _Change]] = OrderedDict()
 
     # ------------------------------------------------------------------ bookkeeping
     def note_change(self, before: str | None, after: str, removed: Sequence[Doc], added: Sequence[Doc],
-                    vecs: np.ndarray) -> None:
+                    vecs: np.ndarray, touched: Sequence[str] = ()) -> None:
         """Record that a write turned nodes version ``before`` into ``after`` by removing the nodes ``removed``
         (as they were) and then adding ``added`` (``vecs``: ``(len(added), dim)`` unit vectors; rows of nodes
-        that are not active are not used). An edit is a removal and an addition of the same id."""
-        change = _Change(tuple(removed), tuple(added), np.asarray(vecs, dtype=np.float32).reshape(len(added), self.dim))
+        that are not active are not used), and by changing the rows ``touched`` otherwise (parent links, flags).
+        An edit is a removal and an addition of the same id."""
+        change = _Change(tuple(removed), tuple(added), np.asarray(vecs, dtype=np.float32).reshape(len(added), self.dim),
+                         tuple(touched))
         with self._lock:
             self._steps[before] = (after, change)
             while len(self._steps) > MAX_STEPS:
@@ -189,24 +206,49 @@ class MemoryIndex:
                 out.append(change)
         return None
 
-    def _cached(self, key: tuple[str, str, int], version: str | None
-                ) -> tuple[_Vectors | _Postings | None, list[_Change] | None]:
+    def _cached(self, key: tuple[str, str, int], version: Any) -> tuple[Any, list[_Change] | None]:
         """``(copy, None)`` when cached at ``version``; ``(older copy, changes to apply)`` when a chain of steps
-        leads there from it; ``(None, None)`` when it must be loaded."""
+        leads there from it; ``(None, None)`` when it must be loaded. Counts a hit, a patch or a load of the kind."""
         with self._lock:
             hit = self._entries.get(key)
             if hit is not None:
                 self._entries.move_to_end(key)
-        if hit is None:
-            return None, None
-        if hit[0] == version:
-            return hit[1], None
-        chain = self._chain(hit[0], version)
-        return (hit[1], chain) if chain is not None else (None, None)
+        chain = None if hit is None or hit[0] == version else self._chain(hit[0], version)
+        with self._lock:
+            if hit is not None and hit[0] == version:
+                self.hits[key[0]] += 1
+                return hit[1], None
+            if hit is not None and chain is not None:
+                self.patches[key[0]] += 1
+                return hit[1], chain
+            self.loads[key[0]] += 1
+        return None, None
 
-    def _put(self, key: tuple[str, str, int], version: str | None, value: _Vectors | _Postings) -> None:
-        """Cache ``value`` at ``version``, unless a newer copy is cached (a reader of an older snapshot loaded it:
-        the steps lead from its version to the cached one)."""
+    def cached(self, key: tuple[str, str, int], version: Any) -> Any:
+        """The copy cached under ``key`` at exactly ``version`` (counted as a hit), else ``None`` (not counted: the
+        caller then loads or patches it and :meth:`put` s it, counting with :meth:`count`)."""
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is None or hit[0] != version:
+                return None
+            self._entries.move_to_end(key)
+            self.hits[key[0]] += 1
+            return hit[1]
+
+    def latest(self, key: tuple[str, str, int]) -> tuple[Any, Any] | None:
+        """``(version, copy)`` cached under ``key`` at any version, or ``None``."""
+        with self._lock:
+            return self._entries.get(key)
+
+    def count(self, kind: str, what: str) -> None:
+        """Count a ``"load"`` or a ``"patch"`` of ``kind`` done outside :meth:`_cached` (the segment-tree index)."""
+        with self._lock:
+            (self.loads if what == "load" else self.patches)[kind] += 1
+
+    def put(self, key: tuple[str, str, int], version: Any, value: Any) -> None:
+        """Cache ``value`` (anything with an ``nbytes``) at ``version``, unless a newer copy is cached (a reader of an
+        older snapshot loaded it: the steps lead from its version to the cached one); then drop the least recently
+        used copies while the cache is over :attr:`budget_bytes` (the one just put stays)."""
         with self._lock:
             have = self._entries.get(key)
         if have is not None and have[0] != version and self._chain(version, have[0]) is not None:
@@ -214,8 +256,61 @@ class MemoryIndex:
         with self._lock:
             self._entries[key] = (version, value)
             self._entries.move_to_end(key)
-            while len(self._entries) > 1 and sum(v.nbytes for _, v in self._entries.values()) > CACHE_BYTES:
-                self._entries.popitem(last=False)
+            total = sum(v.nbytes for _, v in self._entries.values())
+            while len(self._entries) > 1 and total > self.budget_bytes:
+                old_key, (_, old) = self._entries.popitem(last=False)
+                total -= old.nbytes
+                self.evictions[old_key[0]] += 1
+
+    _put = put
+
+    def stats(self) -> dict[str, Any]:
+        """What the cache holds and did: ``bytes`` (estimated), ``budget_bytes``, ``users``, ``entries`` per kind,
+        and per kind the ``hits``, ``patches``, ``loads``, ``evictions`` and ``hit_rate`` (hits and patches over all
+        reads) so far."""
+        with self._lock:
+            entries = list(self._entries.items())
+            kinds = sorted({k[0] for k, _ in entries} | set(self.hits) | set(self.loads) | set(self.patches))
+            out: dict[str, Any] = {"bytes": sum(v.nbytes for _, (_, v) in entries), "budget_bytes": self.budget_bytes,
+                                   "users": len({k[1] for k, _ in entries})}
+            for kind in kinds:
+                h, p, lo = self.hits[kind], self.patches[kind], self.loads[kind]
+                out[kind] = {"entries": sum(1 for k, _ in entries if k[0] == kind),
+                             "bytes": sum(v.nbytes for k, (_, v) in entries if k[0] == kind),
+                             "hits": h, "patches": p, "loads": lo, "evictions": self.evictions[kind],
+                             "hit_rate": round((h + p) / (h + p + lo), 4) if h + p + lo else None}
+            return out
+
+    def clear(self) -> None:
+        """Drop every cached copy (the next reads load again); the remembered steps stay."""
+        with self._lock:
+            self._entries.clear()
+
+    def reset_counts(self) -> None:
+        """Zero the hit, patch, load and eviction counters (a benchmark's warm-up)."""
+        with self._lock:
+            for c in (self.hits, self.patches, self.loads, self.evictions):
+                c.clear()
+
+    # ------------------------------------------------------------------ node rows
+    def rows(self, con: duckdb.DuckDBPyConnection, version: str | None, user_id: str) -> WorkingSet:
+        """The user's node rows (:class:`~timem.store.working_set.WorkingSet`) at nodes ``version``, from the
+        cached copy (patched by the steps since) or loaded; read in the caller's snapshot."""
+        key = ("rows", user_id, 0)
+        old, chain = self._cached(key, version)
+        if old is not None:
+            assert isinstance(old, WorkingSet)
+            if chain is None:
+                return old
+            changed: set[str] = set()
+            for change in chain:
+                changed.update(d.node_id for d in (*change.removed, *change.added) if d.user_id == user_id)
+                changed.update(change.touched)
+            value = working_set.patched(con, old, changed)
+        else:
+            value = working_set.load(con, user_id)
+        self.put(key, version, value)
+        return value
 
     # ------------------------------------------------------------------ vectors
     def _patch_vectors(self, old: _Vectors, user_id: str, level: int, chain: list[_Change]) -> _Vectors:
@@ -255,8 +350,6 @@ class MemoryIndex:
                 return old
             value = self._patch_vectors(old, user_id, level, chain)
         else:
-            with self._lock:
-                self.loads["vec"] += 1
             tbl = con.execute("SELECT id, embedding FROM nodes WHERE user_id = ? AND level = ? "
                               "AND status = 'active' ORDER BY id", [user_id, level]).to_arrow_table()
             n = tbl.num_rows
@@ -356,8 +449,6 @@ class MemoryIndex:
         return value
 
     def _load_postings(self, con: duckdb.DuckDBPyConnection, user_id: str, level: int) -> _Postings:
-        with self._lock:
-            self.loads["bm25"] += 1
         stats = con.execute("SELECT count(*), coalesce(sum(len), 0) FROM bm25_docs WHERE user_id = ?",
                             [user_id]).fetchone()
         df = dict(con.execute("SELECT termid, count(*) FROM bm25_postings WHERE user_id = ? GROUP BY termid",

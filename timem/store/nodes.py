@@ -19,11 +19,12 @@ from timem.errors import NotFoundError, StoreError
 from timem.models import Level, MemoryNode, NodeStatus
 from timem.store.memory_index import MemoryIndex
 from timem.store.records import db_time
-from timem.store.rows import ID_LIST, SQL_ORDER, in_list, utc
+from timem.store.rows import ID_LIST, SQL_ORDER, in_list
 from timem.store.segmenter import search_text
+from timem.store.working_set import NODE_COLS as _WS_COLS
+from timem.store.working_set import WorkingSet, node_of
 
-NODE_COLS = ("id, user_id, level, window_key, session_id, span_start, span_end, content, child_ids, "
-             "history_ids, source_turn_ids, parent_id, model_id, prompt_version, created_at, status, stale, mode")
+NODE_COLS = _WS_COLS
 
 
 class NodeTables:
@@ -36,6 +37,10 @@ class NodeTables:
     dim: int
     memory_index: MemoryIndex
 
+    @property
+    def _in_tx(self) -> bool:  # provided by Store
+        raise NotImplementedError
+
     if TYPE_CHECKING:  # provided by Store and its other parts (declared for the type checker only)
         def transaction(self) -> AbstractContextManager[None]: ...
 
@@ -45,21 +50,28 @@ class NodeTables:
 
         def drop_item_sources(self, node_ids: Sequence[str], units: Sequence[str] = ()) -> dict[str, int]: ...
 
-        def _index_new_nodes(self, rows: Sequence[tuple[str, str, int, str, str | None]], vecs: np.ndarray) -> None: ...
+        def _index_new_nodes(self, rows: Sequence[tuple[str, str, int, str, str | None]], vecs: np.ndarray,
+                             touched: Sequence[str] = ()) -> None: ...
 
         def _reindex_node(self, node_id: str, embedding: np.ndarray | None) -> None: ...
 
-        def _unindex_nodes(self, node_ids: Sequence[str]) -> None: ...
+        def _unindex_nodes(self, node_ids: Sequence[str], touched: Sequence[str] = ()) -> None: ...
 
-        def _record_change(self, removed: Sequence[Any], added: Sequence[Any], vecs: np.ndarray | None = None
-                           ) -> None: ...
+        def _record_change(self, removed: Sequence[Any], added: Sequence[Any], vecs: np.ndarray | None = None,
+                           touched: Sequence[str] = ()) -> None: ...
+
+        def snapshot(self) -> AbstractContextManager[None]: ...
+
+        def nodes_version(self) -> str | None: ...
 
     def relink(self, child_id: str, parent_id: str) -> None:
         """Set ``child_id``'s parent to ``parent_id`` if the child has none and the parent lists it."""
-        self.con.execute("UPDATE nodes SET parent_id = ? WHERE id = ? AND parent_id IS NULL AND EXISTS "
-                         "(SELECT 1 FROM nodes p WHERE p.id = ? AND p.status = 'active' "
-                         "AND list_contains(p.child_ids, ?))",
-                         [parent_id, child_id, parent_id, child_id])
+        with self.transaction():
+            self.con.execute("UPDATE nodes SET parent_id = ? WHERE id = ? AND parent_id IS NULL AND EXISTS "
+                             "(SELECT 1 FROM nodes p WHERE p.id = ? AND p.status = 'active' "
+                             "AND list_contains(p.child_ids, ?))",
+                             [parent_id, child_id, parent_id, child_id])
+            self._record_change([], [], touched=[child_id])
 
     def add_node(self, node: MemoryNode, embedding: np.ndarray) -> None:
         """Insert one node with its embedding and link its children to it (see :meth:`add_nodes`)."""
@@ -93,7 +105,8 @@ class NodeTables:
                     self.con.execute(f"UPDATE nodes SET parent_id = ? WHERE id IN {ID_LIST}", [n.id, n.child_ids])
             # the BM25 postings of the new nodes, in this transaction (timem.store.bm25)
             self._index_new_nodes([(n.id, n.user_id, int(n.level), n.status.value, text)
-                                   for n, text in zip(nodes, texts, strict=True)], vecs)
+                                   for n, text in zip(nodes, texts, strict=True)], vecs,
+                                  [c for n in nodes for c in n.child_ids])
 
     def window_keys(self, user_id: str, level: Level, session_id: str | None = None, *,
                     include_deleted: bool = False) -> set[str]:
@@ -127,7 +140,7 @@ class NodeTables:
             if content is not None or status is not None:  # its postings (and its place in the searches) change
                 self._reindex_node(node_id, embedding)
             else:
-                self._record_change([], [])
+                self._record_change([], [], touched=[node_id])
 
     def delete_nodes(self, node_ids: Sequence[str]) -> None:
         """Hard-erase nodes (rows, vectors, BM25 postings) and the source turns of erased L1
@@ -137,6 +150,8 @@ class NodeTables:
         with self.transaction():
             self.con.execute("DELETE FROM turns WHERE id IN (SELECT unnest(source_turn_ids) FROM nodes "
                              f"WHERE id IN {ID_LIST} AND level = 1)", [list(node_ids)])
+            orphans = [r[0] for r in self.con.execute(f"SELECT id FROM nodes WHERE parent_id IN {ID_LIST}",
+                                                      [list(node_ids)]).fetchall()]
             self.con.execute(f"UPDATE nodes SET parent_id = NULL WHERE parent_id IN {ID_LIST}", [list(node_ids)])
             # segment trees name the erased L1 ids and average their vectors: dropped (rebuilt on sync)
             owners = f"(SELECT DISTINCT user_id FROM nodes WHERE id IN {ID_LIST} AND level = 1)"
@@ -145,7 +160,15 @@ class NodeTables:
             self.con.execute(f"DELETE FROM segtree_summaries WHERE user_id IN {owners}", [list(node_ids)])
             self.drop_item_sources(node_ids)  # items read only from erased segments go with them
             self.con.execute(f"DELETE FROM nodes WHERE id IN {ID_LIST}", [list(node_ids)])
-            self._unindex_nodes(node_ids)
+            self._unindex_nodes(node_ids, orphans)
+
+    def working_set(self, user_id: str) -> WorkingSet | None:
+        """The user's node rows held in memory at the current nodes version (:mod:`timem.store.working_set`), or
+        ``None`` inside a write transaction or with the budget at 0 (then reads go to DuckDB)."""
+        if self.memory_index.budget_bytes <= 0 or self._in_tx:
+            return None
+        with self.snapshot():  # the version and the rows a load or patch reads, from one commit
+            return self.memory_index.rows(self.con, self.nodes_version(), user_id)
 
     def _nodes(self, where: str, args: list[Any], order: str = SQL_ORDER, limit: int | None = None
                ) -> list[MemoryNode]:
@@ -166,6 +189,10 @@ class NodeTables:
               session_id: str | None = None) -> list[MemoryNode]:
         """Nodes filtered by user, level, status (``None`` = any), ids, session; in conversation order (span
         start, level, then session and turn seq at equal times: :mod:`timem.tree.order`)."""
+        if user_id is not None and ids is not None and level is None and session_id is None:
+            ws = self.working_set(user_id)
+            if ws is not None:
+                return ws.nodes(ids, status)
         where: list[str] = ["TRUE"]
         args: list[Any] = []
         for col, val in (("user_id", user_id), ("level", level), ("session_id", session_id)):
@@ -215,6 +242,9 @@ class NodeTables:
             ``(nodes by id, parent id by node id)``; a parent outside the result (another user's, or
             above the climb) maps to ``None``.
         """
+        ws = self.working_set(user_id)
+        if ws is not None:
+            return ws.lineage(node_ids, top_level)
         nodes: dict[str, MemoryNode] = {}
         parent: dict[str, str | None] = {}
         frontier = list(dict.fromkeys(node_ids))
@@ -234,8 +264,4 @@ class NodeTables:
         return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
 
 
-def _node(r: tuple[Any, ...]) -> MemoryNode:
-    return MemoryNode(id=r[0], user_id=r[1], level=Level(r[2]), window_key=r[3], session_id=r[4],
-                      span_start=utc(r[5]), span_end=utc(r[6]), content=r[7], child_ids=list(r[8]),
-                      history_ids=list(r[9]), source_turn_ids=list(r[10]), model_id=r[12], prompt_version=r[13],
-                      created_at=utc(r[14]), status=NodeStatus(r[15]), stale=r[16], mode=r[17])
+_node = node_of

@@ -106,6 +106,10 @@ class NodeRepository(Protocol):
         """Reads of a thread that holds no write lock (each thread has its own cursor; a compaction waits)."""
         ...
 
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Reads in one consistent view of the file (a recall's reads: one snapshot, one nodes-version read)."""
+        ...
+
     def calendar_zone(self, zone: str | None = None) -> str | None:
         """The IANA zone this file's L3 day / L4 week / L5 month windows are cut in: ``zone`` is recorded if
         none is yet (the first consolidation of those levels); returns the recorded one (or ``None``)."""

@@ -23,6 +23,7 @@ from timem.store.memory_index import MemoryIndex
 from timem.store.rows import one_row, utc
 from timem.store.search import query_termids, vector_top
 from timem.store.tree_queries import adjacent_segments, segments_in_windows
+from timem.store.working_set import WorkingSet
 
 
 class SearchTables:
@@ -48,6 +49,12 @@ class SearchTables:
     def snapshot(self) -> AbstractContextManager[None]:  # provided by Store
         raise NotImplementedError
 
+    def nodes_version(self) -> str | None:  # provided by Store
+        raise NotImplementedError
+
+    def working_set(self, user_id: str) -> WorkingSet | None:  # provided by Store (timem.store.nodes)
+        raise NotImplementedError
+
     def refresh_fts(self, force: bool = False) -> bool:
         """With ``force``, build the BM25 index (:mod:`timem.store.bm25`) again from every node: repair (``timem
         check --repair``) and hard erase (the terms only erased nodes held leave the dictionary) only, as it
@@ -61,17 +68,20 @@ class SearchTables:
         return True
 
     def _record_change(self, removed: Sequence[bm25.Doc], added: Sequence[bm25.Doc],
-                       vecs: np.ndarray | None = None) -> None:
+                       vecs: np.ndarray | None = None, touched: Sequence[str] = ()) -> None:
         """Mark ``nodes`` written (inside the writing transaction) and tell the in-memory copies what changed:
-        ``removed`` (their old state), then ``added`` with ``vecs`` ``(len(added), dim)``."""
+        ``removed`` (their old state), then ``added`` with ``vecs`` ``(len(added), dim)``; ``touched``: the ids of
+        every other row the write changed (parent links, flags; the node rows' copies read them again)."""
         before = self.get_meta("nodes_version")
         rows = np.zeros((0, self.dim), dtype=np.float32) if vecs is None else vecs
-        self.memory_index.note_change(before, self.mark_nodes_written(), removed, added, rows)
+        self.memory_index.note_change(before, self.mark_nodes_written(), removed, added, rows, touched)
 
-    def _index_new_nodes(self, rows: Sequence[tuple[str, str, int, str, str | None]], vecs: np.ndarray) -> None:
+    def _index_new_nodes(self, rows: Sequence[tuple[str, str, int, str, str | None]], vecs: np.ndarray,
+                         touched: Sequence[str] = ()) -> None:
         """Index just-inserted nodes ``(id, user_id, level, status, search_text)`` with their vectors
-        ``(len(rows), dim)`` (inside the inserting transaction)."""
-        self._record_change([], bm25.index_docs(self.con, rows), vecs)
+        ``(len(rows), dim)`` (inside the inserting transaction); ``touched``: rows the insert changed otherwise (the
+        new parents' children)."""
+        self._record_change([], bm25.index_docs(self.con, rows), vecs, [*(r[0] for r in rows), *touched])
 
     def _reindex_node(self, node_id: str, embedding: np.ndarray | None) -> None:
         """Index a node again after its text or status changed (inside the updating transaction); ``embedding``
@@ -80,14 +90,16 @@ class SearchTables:
         row = self.con.execute("SELECT id, user_id, level, status, search_text, embedding FROM nodes WHERE id = ?",
                                [node_id]).fetchone()
         if row is None:
-            self._record_change(removed, [])
+            self._record_change(removed, [], touched=[node_id])
             return
         vec = np.asarray(row[5] if embedding is None else embedding, dtype=np.float32)[None, :]
-        self._record_change(removed, bm25.index_docs(self.con, [(row[0], row[1], int(row[2]), row[3], row[4])]), vec)
+        self._record_change(removed, bm25.index_docs(self.con, [(row[0], row[1], int(row[2]), row[3], row[4])]), vec,
+                            [node_id])
 
-    def _unindex_nodes(self, node_ids: Sequence[str]) -> None:
-        """Take deleted nodes out of the index (inside the deleting transaction)."""
-        self._record_change(bm25.unindex_docs(self.con, node_ids), [])
+    def _unindex_nodes(self, node_ids: Sequence[str], touched: Sequence[str] = ()) -> None:
+        """Take deleted nodes out of the index (inside the deleting transaction); ``touched``: rows the delete
+        changed otherwise (the children that lost their parent)."""
+        self._record_change(bm25.unindex_docs(self.con, node_ids), [], touched=[*node_ids, *touched])
 
     def search_bm25(self, user_id: str, query: str, level: int, limit: int) -> list[tuple[str, float]]:
         """Top ``limit`` active nodes of one user and level by BM25 (higher is better); user filter in SQL.
@@ -96,7 +108,7 @@ class SearchTables:
             termids = query_termids(self.con, query)
             if not termids:
                 return []
-            return self.memory_index.bm25_top(self.con, self.get_meta("nodes_version"), user_id, termids, level, limit)
+            return self.memory_index.bm25_top(self.con, self.nodes_version(), user_id, termids, level, limit)
 
     def search_vector(self, user_id: str, query_vec: np.ndarray, level: int, limit: int) -> list[tuple[str, float]]:
         """Top ``limit`` active nodes of one user and level by cosine similarity; user filter in SQL.
@@ -104,11 +116,15 @@ class SearchTables:
         if self.vector_index == "hnsw":
             return vector_top(self.con, self.dim, user_id, query_vec, level, limit, hnsw=True)
         with self.snapshot():  # the version and the rows a load reads, from one commit
-            return self.memory_index.vector_top(self.con, self.get_meta("nodes_version"), user_id, query_vec, level,
+            return self.memory_index.vector_top(self.con, self.nodes_version(), user_id, query_vec, level,
                                                 limit)
 
     def adjacent_segments(self, user_id: str, node_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
-        """``(previous, next)`` L1 node of the same session per L1 node (see :mod:`timem.store.tree_queries`)."""
+        """``(previous, next)`` L1 node of the same session per L1 node (see :mod:`timem.store.tree_queries`); from
+        the user's working set when held (:mod:`timem.store.working_set`)."""
+        ws = self.working_set(user_id)
+        if ws is not None:
+            return ws.adjacent(node_ids)
         return adjacent_segments(self.con, user_id, node_ids)
 
     def segments_in_windows(self, user_id: str, windows: Sequence[tuple[datetime, datetime]], limit: int,

@@ -28,7 +28,7 @@ from timem.errors import StoreError
 from timem.store.handle import StoreHandle
 from timem.store.records import db_time
 from timem.store.rows import ID_LIST, SQL_ORDER, utc
-from timem.store.segtree_view import TreeView, cached_index, leaf_rows, leaves_under, note_append
+from timem.store.segtree_view import TreeView, cached_index, leaves_under, note_append
 from timem.tree.segtree import SegNode, SegTree
 
 _COLS = ("id, user_id, parent_id, height, first_seq, last_seq, span_start, span_end, n_leaves, n_children, "
@@ -99,10 +99,16 @@ def version(store: StoreHandle, user_id: str, threshold: float, max_children: in
     strictly increasing ``built_at`` and every erase, edit and drop deletes: equal versions, equal trees
     (what :mod:`timem.store.segtree_view` caches by).
     """
-    row = store.con.execute(
-        "SELECT s.n_leaves, s.next_id, s.threshold, s.max_children, s.built_at, (SELECT count(*) FROM nodes "
-        "WHERE user_id = ? AND level = 1 AND status = 'active') FROM segtree_state s WHERE s.user_id = ?",
-        [user_id, user_id]).fetchone()
+    ws = store.working_set(user_id)  # the active L1 count from the user's rows in memory, when held
+    if ws is not None:
+        got = store.con.execute("SELECT n_leaves, next_id, threshold, max_children, built_at FROM segtree_state "
+                                "WHERE user_id = ?", [user_id]).fetchone()
+        row = None if got is None else (*got, ws.active_l1)
+    else:
+        row = store.con.execute(
+            "SELECT s.n_leaves, s.next_id, s.threshold, s.max_children, s.built_at, (SELECT count(*) FROM nodes "
+            "WHERE user_id = ? AND level = 1 AND status = 'active') FROM segtree_state s WHERE s.user_id = ?",
+            [user_id, user_id]).fetchone()
     if row is None or (float(row[2]), int(row[3])) != (float(threshold), int(max_children)) \
             or int(row[5]) != int(row[0]):
         return None
@@ -184,7 +190,7 @@ def _sync(store: StoreHandle, user_id: str, threshold: float, max_children: int,
                           [user_id, tree.n, tree.next_id, float(threshold), int(max_children),
                            db_time(_stamp())])
         if resume:  # the cached index of the old version can be patched with the rewritten nodes alone
-            note_append(store, user_id, state, _state(store, user_id), [x.id for x in rows if x.height > 0])
+            note_append(store, user_id, state, _state(store, user_id), [x.id for x in rows])
     return SyncReport(rebuilt=not resume, added=len(new), rows=len(rows))
 
 
@@ -231,8 +237,9 @@ class SegmentTreeTables:
              until: datetime | None, max_height: int) -> TreeView:
         """A :class:`~timem.store.segtree_view.TreeView` for one question: the user's cached index at
         ``version`` (:func:`version`) up to ``max_height``, and the rows of the candidate ``leaf_ids``."""
-        return TreeView(cached_index(self._store, user_id, max_height, version),
-                        leaf_rows(self._store, user_id, leaf_ids), query_vec, per_height, until)
+        index = cached_index(self._store, user_id, max_height, version)
+        rows = {i: (leaf[0], leaf[1]) for i in leaf_ids if (leaf := index.leaves.get(i)) is not None}
+        return TreeView(index, rows, query_vec, per_height, until)
 
     def leaves_under(self, user_id: str, parent_ids: Sequence[str]) -> list[tuple[str, str, int, datetime]]:
         return leaves_under(self._store, user_id, parent_ids)

@@ -18,8 +18,13 @@ is within :data:`MARGIN` of the ``k``-th best. Both computations are within ``γ
 real cosine (float32 sums of 384 products of unit-bounded terms), so the exact top ``k`` (ties by id)
 is always inside the shortlist; the exact arithmetic then scores the shortlist and the candidates' ancestors.
 
-Queries per recall: the leaves' rows (one), the routed leaves (one, in
-:mod:`timem.recall.segtree`); before, about ten (``bench/results/recall-latency-tree.md``).
+**Leaves, cached too** (issue 26 §3): the index also holds every leaf's parent, ``n_children``, ``first_seq`` and span
+start, and each height-1 node's leaves in leaf order, loaded with it and patched with it; so the candidate leaves' rows
+(:meth:`TreeView.leaves_under`, ``TreeView.leaves``) need no query. The index lives in the store's cache
+(:class:`~timem.store.memory_index.MemoryIndex`, key ``("seg", user, max height)``) under its one budget.
+
+Queries per recall: none once the index is cached (before the leaf cache: the leaves' rows and the routed leaves,
+one each; before the index: about ten, ``bench/results/recall-latency-tree.md``).
 """
 
 from __future__ import annotations
@@ -27,7 +32,6 @@ from __future__ import annotations
 import math
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -44,9 +48,11 @@ from timem.store.rows import in_list
 
 #: numpy-vs-DuckDB cosine slack of the shortlist (the two differ by < 5e-5; measured 2.4e-7)
 MARGIN = 1e-3
-#: centroid bytes of the indexes one store keeps (least recently used dropped first; the latest always kept):
-#: 12 KB per 8 internal nodes at dim 384, e.g. 21 MB for a user of 10k L1 memories on the synthetic bench
-CACHE_BYTES = 256 * 2**20
+#: estimated bytes of one cached leaf (its tuple, id, parent id, timestamp and dictionary slots)
+LEAF_BYTES = 420
+
+#: a leaf: ``(parent id, n_children, first_seq, span_start naive UTC)``
+Leaf = tuple[str | None, int, int, datetime]
 
 #: ``(parent id, or None at or above the view's max height; height; n_children; exact cosine with the
 #: question, or None for a leaf or a node not scored)``
@@ -67,12 +73,20 @@ class SegIndex:
     start: np.ndarray
     centroids: np.ndarray
     max_height: int
+    #: every leaf (height 0) by id, and each parent's leaves in ``first_seq`` order
+    leaves: dict[str, Leaf] = field(default_factory=dict)
+    children: dict[str, tuple[str, ...]] = field(default_factory=dict)
     pos: dict[str, int] = field(init=False)
     norms: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         self.pos = {i: k for k, i in enumerate(self.ids)}
         self.norms = np.linalg.norm(self.centroids, axis=1) if len(self.ids) else np.zeros(0, np.float32)
+
+    @property
+    def nbytes(self) -> int:
+        """Estimated bytes held: centroids, norms and per node and leaf bookkeeping."""
+        return int(self.centroids.nbytes + self.norms.nbytes) + 200 * len(self.ids) + LEAF_BYTES * len(self.leaves)
 
 
 _COLS = "id, parent_id, height, n_children, span_start, centroid"
@@ -92,20 +106,65 @@ def _index(tbl: pa.Table, user_id: str, dim: int, max_height: int) -> SegIndex:
                     centroids=np.asarray(flat, dtype=np.float32).reshape(n, dim), max_height=int(max_height))
 
 
+_LEAF_COLS = "id, parent_id, n_children, first_seq, span_start"
+
+
+def _children(leaves: dict[str, Leaf], changed: Iterable[str] = (), old_leaves: dict[str, Leaf] | None = None,
+              old: dict[str, tuple[str, ...]] | None = None) -> dict[str, tuple[str, ...]]:
+    """Each parent's leaves in ``first_seq`` order (then id), over ``leaves``: all of them when ``old`` is ``None``,
+    else ``old`` with the parents of the ``changed`` leaves (before, in ``old_leaves``, and now) done again."""
+    if old is None or old_leaves is None:
+        groups: dict[str, list[tuple[int, str]]] = {}
+        for i, (p, _, seq, _) in leaves.items():
+            if p is not None:
+                groups.setdefault(p, []).append((seq, i))
+        return {p: tuple(i for _, i in sorted(kids)) for p, kids in groups.items()}
+    members: dict[str, set[str]] = {}
+    for i in changed:
+        for leaf in (old_leaves.get(i), leaves.get(i)):
+            if leaf is not None and leaf[0] is not None:
+                members.setdefault(leaf[0], set())
+    for i in changed:
+        leaf = leaves.get(i)
+        if leaf is not None and leaf[0] is not None:
+            members[leaf[0]].add(i)
+    for p, ids in members.items():
+        ids.update(old.get(p, ()))
+    groups = {p: [(leaves[i][2], i) for i in ids if i in leaves and leaves[i][0] == p] for p, ids in members.items()}
+    out = dict(old)
+    for p, kids in groups.items():
+        if kids:
+            out[p] = tuple(i for _, i in sorted(kids))
+        else:
+            out.pop(p, None)
+    return out
+
+
+def _leaf_rows(rows: Iterable[tuple[Any, ...]]) -> dict[str, Leaf]:
+    return {r[0]: (r[1], int(r[2]), int(r[3]), r[4]) for r in rows}
+
+
 def load_index(store: StoreHandle, user_id: str, max_height: int) -> SegIndex:
-    """The user's internal nodes of heights ``1..max_height`` in one query (user filter in SQL; any order).
+    """The user's internal nodes of heights ``1..max_height`` and every leaf, in two queries (user filter in SQL).
 
     Raises:
         StoreError: an internal node has no centroid (a damaged tree).
     """
     tbl = store.con.execute(f"SELECT {_COLS} FROM segtree_nodes WHERE user_id = ? AND height BETWEEN 1 AND ?",
                             [user_id, int(max_height)]).to_arrow_table()
-    return _index(tbl, user_id, store.dim, max_height)
+    index = _index(tbl, user_id, store.dim, max_height)
+    index.leaves = _leaf_rows(store.con.execute(f"SELECT {_LEAF_COLS} FROM segtree_nodes WHERE user_id = ? "
+                                                "AND height = 0", [user_id]).fetchall())
+    index.children = _children(index.leaves)
+    return index
 
 
 def _patched(store: StoreHandle, user_id: str, old: SegIndex, changed: Sequence[str]) -> SegIndex:
-    """``old`` with the ``changed`` internal nodes read again (rewritten ones replaced, new ones appended)."""
+    """``old`` with the ``changed`` nodes and leaves read again (rewritten ones replaced, new ones appended)."""
     frag, vals = in_list(changed)
+    fresh = _leaf_rows(store.con.execute(f"SELECT {_LEAF_COLS} FROM segtree_nodes WHERE user_id = ? AND height = 0 "
+                                         f"AND id IN {frag}", [user_id, *vals]).fetchall())
+    leaves = {**old.leaves, **fresh}
     tbl = store.con.execute(f"SELECT {_COLS} FROM segtree_nodes WHERE user_id = ? AND height BETWEEN 1 AND ? "
                             f"AND id IN {frag}", [user_id, old.max_height, *vals]).to_arrow_table()
     new = _index(tbl, user_id, store.dim, old.max_height)
@@ -126,11 +185,9 @@ def _patched(store: StoreHandle, user_id: str, old: SegIndex, changed: Sequence[
                     parent=parent + [new.parent[k] for k in add.tolist()],
                     height=merged(old.height, new.height), n_children=merged(old.n_children, new.n_children),
                     start=merged(old.start, new.start), centroids=merged(old.centroids, new.centroids),
-                    max_height=old.max_height)
+                    max_height=old.max_height, leaves=leaves,
+                    children=_children(leaves, fresh, old.leaves, old.children))
 
-
-_CACHE: weakref.WeakKeyDictionary[StoreHandle, OrderedDict[tuple[str, int], tuple[Any, SegIndex]]] = \
-    weakref.WeakKeyDictionary()
 #: per store and user, the latest append-only sync: ``(version before, version after, internal ids it wrote)``
 _APPENDS: weakref.WeakKeyDictionary[StoreHandle, dict[str, tuple[Any, Any, list[str]]]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
@@ -149,24 +206,22 @@ def note_append(store: StoreHandle, user_id: str, before: Any, after: Any, writt
 def cached_index(store: StoreHandle, user_id: str, max_height: int, version: Any) -> SegIndex:
     """:func:`load_index`, reused while the tree's ``version`` (:func:`timem.store.segtree_tables.version`) is
     unchanged, patched after an append-only sync from the cached version (:func:`note_append`)."""
-    key = (user_id, int(max_height))
+    cache = store.memory_index
+    key = ("seg", user_id, int(max_height))
+    hit_index = cache.cached(key, version)
+    if isinstance(hit_index, SegIndex):
+        return hit_index
+    hit = cache.latest(key)
     with _LOCK:
-        per_store = _CACHE.setdefault(store, OrderedDict())
-        hit = per_store.get(key)
-        if hit is not None and hit[0] == version:
-            per_store.move_to_end(key)
-            return hit[1]
         step = _APPENDS.get(store, {}).get(user_id)
     if hit is not None and step is not None and step[0] == hit[0] and step[1] == version \
-            and len(step[2]) <= max(64, len(hit[1].ids) // 4):
+            and len(step[2]) <= max(64, (len(hit[1].ids) + len(hit[1].leaves)) // 4):
         index = _patched(store, user_id, hit[1], step[2])
+        cache.count("seg", "patch")
     else:
         index = load_index(store, user_id, max_height)
-    with _LOCK:
-        per_store[key] = (version, index)
-        per_store.move_to_end(key)
-        while len(per_store) > 1 and sum(ix.centroids.nbytes for _, ix in per_store.values()) > CACHE_BYTES:
-            per_store.popitem(last=False)
+        cache.count("seg", "load")
+    cache.put(key, version, index)
     return index
 
 
@@ -242,6 +297,14 @@ class TreeView:
         h = int(self.index.height[k])
         return (self.index.parent[k] if h < self.index.max_height else None, h, int(self.index.n_children[k]),
                 self.cos.get(i))
+
+    def leaves_under(self, parent_ids: Sequence[str]) -> list[tuple[str, str, int, datetime]]:
+        """:func:`leaves_under` from the index: the leaves whose parent is one of ``parent_ids``, as ``(leaf id,
+        parent id, n_children, span_start UTC)``, in leaf order (``first_seq``, then id)."""
+        ix = self.index
+        found = [(ix.leaves[i][2], i, p) for p in dict.fromkeys(parent_ids) for i in ix.children.get(p, ())]
+        found.sort()
+        return [(i, p, ix.leaves[i][1], ix.leaves[i][3].replace(tzinfo=UTC)) for _, i, p in found]
 
     def lineage(self, ids: Iterable[str]) -> dict[str, Row]:
         """``ids`` found in the view and their ancestors up to the max height, as ``id -> Row``."""

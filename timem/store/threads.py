@@ -32,6 +32,8 @@ class ThreadState:
 
     in_tx: bool = False
     in_snapshot: bool = False
+    #: the nodes version read inside the current snapshot (it cannot change there), once read
+    snapshot_version: tuple[str | None] | None = None
 
 
 class Gate:
