@@ -56,6 +56,8 @@ class Candidate(BaseModel):
     propagated: float | None = None  #: with relevance propagation: what the tree added (s̃ − s⁽⁰⁾)
     #: a better-ranked candidate this one repeats (:mod:`timem.recall.duplicates`); never kept
     duplicate_of: str | None = None
+    #: the extra query that placed this leaf (:mod:`timem.recall.aspects`: an aspect part or the second hop)
+    channel: str | None = None
     kept: bool = False
 
 

@@ -32,6 +32,7 @@ from timem.models import MemoryNode
 from timem.prompts import answer as answer_prompt
 from timem.recall import cjk
 from timem.recall.ancestors import AncestorRecord, fetch_lineage, lift_ancestors
+from timem.recall.aspects import merge_channels
 from timem.recall.condense import condense
 from timem.recall.context import count_context_tokens
 from timem.recall.gating import GateMode, GateOutcome, apply_budget, run_gate
@@ -122,12 +123,14 @@ def _select(state: RecallState, plan: RecallPlan) -> LeafSelection:
     rc = state.config.recall
     loc = localise_question(state) if rc.time_channel != "off" and rc.time_localiser == "llm" else None
     leaves = select_leaves(state, plan, loc)
+    top_k = min(rc.recall_top_k, plan.levels.get(1, rc.recall_top_k))
     if rc.propagation != "off":
-        top_k = min(rc.recall_top_k, plan.levels.get(1, rc.recall_top_k))
         if rc.recall_index == "segtree":  # SegTreeMem's own tree (timem.recall.segtree)
             leaves, _upper = propagate_segtree(state, leaves, top_k)
         else:
             leaves, _upper = propagate_leaves(state, leaves, top_k)
+    if rc.aspect_queries != "off" or rc.second_hop > 0:  # extra channels (timem.recall.aspects)
+        leaves = merge_channels(state, leaves, top_k)
     state.notes += leaves.notes
     return leaves
 
