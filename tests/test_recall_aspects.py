@@ -67,9 +67,9 @@ def test_hop_terms_are_the_matching_sentence_words_the_question_lacks():
 
 def test_second_hop_brings_the_turn_that_shares_no_word_with_the_question(folder, embedder):
     q = "Where did Ana move from?"
-    with _engine(folder, embedder, "second-hop", token_budget=160, channel_slot=1) as eng:
+    with _engine(folder, embedder, "second-hop", token_budget=160, channel_slot=1, second_hop=0) as eng:
         before = eng.recall("ana", q, participants=("Ana",), persist=False)
-    with _engine(folder, embedder, "second-hop", token_budget=160, channel_slot=1, second_hop=1) as eng:
+    with _engine(folder, embedder, "second-hop", token_budget=160, channel_slot=1) as eng:  # second_hop = 1
         after = eng.recall("ana", q, participants=("Ana",), persist=False)
     assert "Portugal" not in before.context, before.context  # the case is hard without the second hop
     assert "Portugal" in after.context and "moved from my home country" in after.context, after.context
@@ -82,9 +82,10 @@ def test_second_hop_brings_the_turn_that_shares_no_word_with_the_question(folder
 
 def test_aspect_queries_give_each_person_a_slot(folder, embedder):
     q = "What do Ana and Ben both collect?"
-    with _engine(folder, embedder, "aspects", token_budget=170, channel_slot=1) as eng:
+    with _engine(folder, embedder, "aspects", token_budget=170, channel_slot=1, second_hop=0) as eng:
         before = eng.recall("duo", q, participants=("Ana", "Ben"), persist=False)
-    with _engine(folder, embedder, "aspects", token_budget=170, channel_slot=1, aspect_queries="rules") as eng:
+    with _engine(folder, embedder, "aspects", token_budget=170, channel_slot=1, aspect_queries="rules",
+                 second_hop=0) as eng:
         after = eng.recall("duo", q, participants=("Ana", "Ben"), persist=False)
     assert "coins" not in before.context, before.context  # Ana's stamps fill the budget without aspects
     assert "coins" in after.context and "stamp" in after.context, after.context
@@ -96,7 +97,7 @@ def test_aspect_queries_give_each_person_a_slot(folder, embedder):
 
 def test_channels_off_leave_the_ranking_alone(folder, embedder):
     q = "What do Ana and Ben both collect?"
-    with _engine(folder, embedder, "aspects", token_budget=170) as eng:
+    with _engine(folder, embedder, "aspects", token_budget=170, second_hop=0) as eng:
         a = eng.recall("duo", q, participants=("Ana", "Ben"), persist=False)
     assert all(c.channel is None for c in a.trace.candidates)
     assert not any("aspect queries" in n or "second hop" in n for n in a.trace.notes)

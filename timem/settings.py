@@ -259,8 +259,8 @@ class RecallSettings(_Section):
     aspect_leaves: int = Field(default=1, ge=1, le=10)  #: leaves placed per aspect query
     #: second-hop retrieval (:mod:`timem.recall.aspects`): the best leaf's sentence matching the question gives
     #: its other content words as a BM25 query; this many of its leaves from other sessions are placed after
-    #: ``channel_slot`` (0 = off)
-    second_hop: int = Field(default=0, ge=0, le=10)
+    #: ``channel_slot`` (0 = off). 1 by measurement on LoCoMo dev (bench/results/scattered-evidence.md)
+    second_hop: int = Field(default=1, ge=0, le=10)
     #: the extra channels' leaves go right after this many leaves of the question's own ranking
     channel_slot: int = Field(default=4, ge=0)
     #: SegTreeMem relevance propagation over the tree (arXiv 2606.04555): "off" or a direction
