@@ -226,8 +226,8 @@ def test_gate_fallback_when_call_fails(two_users, embedder):
 
 
 def test_no_llm_substitutions_are_recorded_and_explicit_requests_refused(two_users, embedder):
-    res = recall(two_users, embedder, None, Config(planner="llm", gate="llm", propagation="off"), "u1",
-                 "LGBTQ support group", QT)  # without propagation's note, the notes are the two substitutions
+    res = recall(two_users, embedder, None, Config(planner="llm", gate="llm", propagation="off", second_hop=0), "u1",
+                 "LGBTQ support group", QT)  # without propagation's and the second hop's notes: the two substitutions
     assert res.trace.plan.planner == "centroid" and res.trace.gate.applied == "score"
     assert len(res.trace.notes) == 2 and res.trace.plan.note
     with pytest.raises(ConfigError):
