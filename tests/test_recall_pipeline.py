@@ -226,8 +226,8 @@ def test_gate_fallback_when_call_fails(two_users, embedder):
 
 
 def test_no_llm_substitutions_are_recorded_and_explicit_requests_refused(two_users, embedder):
-    res = recall(two_users, embedder, None, Config(planner="llm", gate="llm", propagation="off"), "u1",
-                 "LGBTQ support group", QT)  # without propagation's note, the notes are the two substitutions
+    res = recall(two_users, embedder, None, Config(planner="llm", gate="llm", propagation="off", second_hop=0), "u1",
+                 "LGBTQ support group", QT)  # without propagation's and the second hop's notes: the two substitutions
     assert res.trace.plan.planner == "centroid" and res.trace.gate.applied == "score"
     assert len(res.trace.notes) == 2 and res.trace.plan.note
     with pytest.raises(ConfigError):
@@ -289,6 +289,23 @@ def test_answer_uses_context_and_question_date_and_saves_the_answer(two_users, e
     assert [c.purpose for c in saved.llm_calls] == ["answer"]
     with pytest.raises(ConfigError):
         answer(two_users, embedder, None, Config(), "u1", "q", QT)
+
+
+@pytest.mark.parametrize("question, expected", [("Which car do I drive?", "I don't know"),
+                                                ("我的猫叫什么名字？", "我不知道")])
+def test_nothing_recalled_is_answered_dont_know_without_the_llm(two_users, embedder, question, expected):
+    """Issue 27 #5: given no memory, the embedded model invented "the University of Oxford" and answered 你好！ to a
+    Chinese question. With an empty context and nothing pinned, ``ask`` answers "don't know" in the question's
+    language and calls no model; in a chat (an asker) the model is still asked (a greeting needs a reply)."""
+    llm, backend = scripted(two_users)
+    out = answer(two_users, embedder, llm, Config(), "u1", question, QT, options=RecallOptions(gate="score"))
+    assert out.recall.context == "" and out.answer.startswith(expected), out.answer
+    assert [c for c in backend.calls if c.messages[0].content.startswith("You answer")] == []
+    saved = load_traces(two_users, "u1")[0]
+    assert saved.answer == out.answer and saved.llm_calls == [] and any("don't know" in n for n in saved.notes)
+    chat = answer(two_users, embedder, llm, Config(), "u1", question, QT,
+                  options=RecallOptions(gate="score", asker="Caroline"))
+    assert chat.answer == "On 7 May 2023."  # the scripted model's reply: it was asked
 
 
 def test_evaluation_reports_coverage_per_category(two_users, embedder):

@@ -256,6 +256,17 @@ class RecallSettings(_Section):
     #: pseudo-relevance feedback: this many content words of the best first-pass leaves are added to the BM25
     #: query, which runs again (0 = off; :func:`timem.recall.leaves._feedback`)
     prf_terms: int = Field(default=0, ge=0, le=30)
+    #: aspect queries (:mod:`timem.recall.aspects`): "rules" splits a conjunctive question ("Jon and Gina", "X, Y
+    #: and Z", "X or Y") into parts, each searched like the question, their best leaves placed after
+    #: ``channel_slot`` ("off": none)
+    aspect_queries: Literal["off", "rules"] = "off"
+    aspect_leaves: int = Field(default=1, ge=1, le=10)  #: leaves placed per aspect query
+    #: second-hop retrieval (:mod:`timem.recall.aspects`): the best leaf's sentence matching the question gives
+    #: its other content words as a BM25 query; this many of its leaves from other sessions are placed after
+    #: ``channel_slot`` (0 = off). 1 by measurement on LoCoMo dev (bench/results/scattered-evidence.md)
+    second_hop: int = Field(default=1, ge=0, le=10)
+    #: the extra channels' leaves go right after this many leaves of the question's own ranking
+    channel_slot: int = Field(default=4, ge=0)
     #: SegTreeMem relevance propagation over the tree (arXiv 2606.04555): "off" or a direction
     propagation: Literal["off", "top-down", "bottom-up", "both"] = "top-down"
     propagation_hops: int = Field(default=2, ge=0, le=5)  #: H

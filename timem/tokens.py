@@ -39,6 +39,11 @@ def _stem(word: str) -> str:
     return str(_stemmer().stem(word)) if word.isascii() else word
 
 
+def stem(word: str) -> str:
+    """The Porter stem (NLTK) of one lower-case word; a non-ASCII word unchanged."""
+    return _stem(word)
+
+
 def content_stems(text: str, exclude: Collection[str] = (), ascii_only: bool = False) -> set[str]:
     """Porter stems (NLTK) of the content words of ``text``: lower case, scikit-learn's English stop words, the
     words in ``exclude`` (lower case, e.g. person names) and words of one or two letters left out; a non-ASCII

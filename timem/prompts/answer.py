@@ -50,6 +50,20 @@ know.
 """ + DATA_RULE
 
 
+#: the answer of ``timem ask`` / :meth:`MemoryEngine.ask` without an asker when recall found nothing and nothing is
+#: pinned, by the question's language (:func:`timem.prompts.common.cjk_language`); no LLM call is made then: the
+#: embedded model answered 我的猫叫什么名字？ over English memories with 你好！ (issue 27 #5, a new-user trial)
+DONT_KNOW = {None: "I don't know: nothing in memory is about this question.",
+             "Chinese": "我不知道：记忆里没有与这个问题相关的内容。",
+             "Japanese": "わかりません：この質問に関する記憶はありません。",
+             "Korean": "모르겠습니다: 이 질문에 관한 기억이 없습니다."}
+
+
+def dont_know(question: str) -> str:
+    """:data:`DONT_KNOW` in the language of ``question``."""
+    return DONT_KNOW[cjk_language(question)]
+
+
 #: the user message's note when recall found nothing (v7)
 NOTHING_RECALLED = ("No memory is about this question. If it asks about the person, their life or their past, say "
                     "that you don't know because they have not told you: do not guess or invent. Otherwise (a "

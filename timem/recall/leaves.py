@@ -62,6 +62,8 @@ class Candidate(BaseModel):
     #: with ``name_only``: the cosine similarity to the question with those names masked
     #: (:func:`timem.recall.planner.mask_names`), which the score gate reads instead of ``cosine``
     masked_cosine: float | None = None
+    #: the extra query that placed this leaf (:mod:`timem.recall.aspects`: an aspect part or the second hop)
+    channel: str | None = None
     kept: bool = False
 
 

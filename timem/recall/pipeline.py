@@ -32,6 +32,7 @@ from timem.models import MemoryNode
 from timem.prompts import answer as answer_prompt
 from timem.recall import cjk
 from timem.recall.ancestors import AncestorRecord, fetch_lineage, lift_ancestors
+from timem.recall.aspects import merge_channels
 from timem.recall.condense import condense
 from timem.recall.context import count_context_tokens
 from timem.recall.gating import GateMode, GateOutcome, apply_budget, run_gate
@@ -124,12 +125,14 @@ def _select(state: RecallState, plan: RecallPlan) -> LeafSelection:
     rc = state.config.recall
     loc = localise_question(state) if rc.time_channel != "off" and rc.time_localiser == "llm" else None
     leaves = select_leaves(state, plan, loc)
+    top_k = min(rc.recall_top_k, plan.levels.get(1, rc.recall_top_k))
     if rc.propagation != "off":
-        top_k = min(rc.recall_top_k, plan.levels.get(1, rc.recall_top_k))
         if rc.recall_index == "segtree":  # SegTreeMem's own tree (timem.recall.segtree)
             leaves, _upper = propagate_segtree(state, leaves, top_k)
         else:
             leaves, _upper = propagate_leaves(state, leaves, top_k)
+    if rc.aspect_queries != "off" or rc.second_hop > 0:  # extra channels (timem.recall.aspects)
+        leaves = merge_channels(state, leaves, top_k)
     state.notes += leaves.notes
     return leaves
 
@@ -330,7 +333,9 @@ def _touch_items(store: MemoryStore, result: RecallResult) -> None:
 def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Config, user_id: str, query: str,
            question_time: datetime | None = None, options: RecallOptions = DEFAULT_OPTIONS) -> AnswerResult:
     """Recall (as :func:`recall`, with ``options``), then answer from the context with one ``llm.complete`` call
-    (purpose ``"answer"``).
+    (purpose ``"answer"``). Without an asker (not a chat), an empty context and no pinned item get
+    :func:`timem.prompts.answer.dont_know` in the question's language, with no LLM call (a model given nothing
+    invents: "the University of Oxford", 你好！).
 
     The user's pinned memory items (open ones, at most ``Config.memory.memory_pinned_tokens`` cl100k tokens) go
     into the system message; ``options.asker`` (a chat's speaker) is answered as "you".
@@ -352,11 +357,15 @@ def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Confi
         result = _recall(store, embedder, rec, config, user_id, query, question_time, options)
     trace = result.trace
     t0 = time.perf_counter()
+    pinned = pinned_lines(store, config, user_id, trace.question_time)
     msgs = answer_prompt.build_messages(query, result.context, trace.question_time.astimezone(config.time.tz),
-                                        pinned=pinned_lines(store, config, user_id, trace.question_time),
-                                        asker=options.asker)
+                                        pinned=pinned, asker=options.asker)
     try:
-        text = rec.complete(msgs, purpose="answer", user_id=user_id).strip()
+        if options.asker is None and not result.context.strip() and not pinned:  # nothing to answer from
+            text = answer_prompt.dont_know(query)
+            trace.notes.append("nothing recalled and nothing pinned: answered 'don't know' without the LLM")
+        else:
+            text = rec.complete(msgs, purpose="answer", user_id=user_id).strip()
     except LLMError as exc:
         trace.answer_error = str(exc)
         raise
