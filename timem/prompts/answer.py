@@ -27,7 +27,10 @@ English ones included, so answers cached under v1-v5 are not reused.
 v7 (issue 27 #5: asked "Which university did I study at?" with no memory about it, the embedded model answered
 "I studied at the University of Oxford."): when the context is empty, the user message says so and asks for "I
 don't know" on a question about the person instead of a guess (:data:`NOTHING_RECALLED`); the system message is
-unchanged (a chat's reusable prefix stays), and so is every message whose context is not empty.
+unchanged (a chat's reusable prefix stays), and so is every message whose context is not empty. v7 also drops the
+chat system message's example sentence ("e.g. You moved to Berlin in May."), which the embedded model gave as the
+answer when a pasted "ignore all previous instructions" e-mail was in the context (bench/injection_family.py,
+2026-12-03); it now asks for one sentence that starts with "You" and gives what the memories say.
 """
 
 from __future__ import annotations
@@ -98,8 +101,8 @@ def build_messages(question: str, context: str, question_date: datetime, *, pinn
                    + quote_memories("\n".join(f"- {p}" for p in pinned), tag="pinned") if pinned else "")
     if asker:  # v5: the same system message on every turn of this person's chat (a reusable prefix)
         system = (_SYSTEM + _ITEMS + f"\nThe question comes from {asker}, talking with you in a chat: the memories "
-                  "are about them; address them as \"you\" in one short sentence (e.g. \"You moved to Berlin in "
-                  "May.\") and never answer as if you were them." + pinned_note)
+                  "are about them; address them as \"you\" in one short sentence that starts with \"You\" and "
+                  "gives what the memories say, and never answer as if you were them." + pinned_note)
     else:
         system = _SYSTEM + (_ITEMS if _ITEM_LINE.search(context) else "") + pinned_note
     return [Message(role="system", content=system), Message(role="user", content=user)]
