@@ -31,6 +31,18 @@ def test_a_file_that_is_not_duckdb(tmp_path):
     assert "is not a DuckDB file" in text and LOCK_ADVICE not in text and "close" not in text.lower()
 
 
+def test_a_conversation_file_given_as_the_database_is_refused_and_left_as_it_was(tmp_path):
+    """A new-user trial passed an import file as ``--db``: DuckDB 1.5 opened that JSONL file as an empty database
+    (no error), so ``timem ask`` said "no user 'demo-mia' … users: none" and ``timem stats`` printed zeros."""
+    jsonl = tmp_path / "good.jsonl"
+    jsonl.write_text('{"user_id": "demo-mia", "session_id": "s1", "speaker": "Mia", "role": "user", '
+                     '"text": "Hi! I just moved to Lisbon.", "timestamp": "2024-04-02T08:15:00"}\n')
+    before = jsonl.read_bytes()
+    text = _open(jsonl)
+    assert "is not a DuckDB file" in text and jsonl.read_bytes() == before
+    Store(tmp_path / "empty.duckdb", "fake", 8).close()  # a new file is still created
+
+
 def test_a_folder(tmp_path):
     folder = tmp_path / "memories.duckdb"
     folder.mkdir()

@@ -122,6 +122,9 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
 
     # ---------------------------------------------------------------- basics
     def _connect(self) -> duckdb.DuckDBPyConnection:
+        if not is_duckdb_file(self.path):  # DuckDB 1.5 "opens" e.g. a JSONL file as an empty in-memory database
+            raise StoreError(f"{self.path} exists but is not a DuckDB file: give the path of a TiMem .duckdb file, "
+                             "or a new file name to create one.")
         try:
             con = duckdb.connect(self.path)
         except duckdb.Error as exc:
@@ -335,6 +338,21 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
 
 
 _PID = re.compile(r"\(PID (\d+)\)")
+
+
+def is_duckdb_file(path: str) -> bool:
+    """Whether ``path`` can be a DuckDB database: ``":memory:"``, a path with no file yet, an empty file, or a file
+    with DuckDB's ``DUCK`` magic at bytes 8–11 of its header (a folder counts as ``True``: DuckDB's own error
+    says what it is)."""
+    p = Path(path)
+    if path == ":memory:" or not p.is_file():
+        return True
+    try:
+        with p.open("rb") as f:
+            head = f.read(12)
+    except OSError:
+        return True  # permission and the like: DuckDB's own error is clearer (open_error)
+    return len(head) == 0 or head[8:12] == b"DUCK"
 
 
 def open_error(path: str, exc: BaseException) -> str:
