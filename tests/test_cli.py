@@ -107,6 +107,19 @@ def test_ask_recall_only_and_answer_over_http(cli_env, chat_file):
     assert code == 1 and "question has 112 characters, more than max_turn_chars = 100" in out, out
 
 
+@pytest.mark.parametrize("at, says", [("9999-12-31T23:00:00-05:00", "outside the years 1-9999 in UTC"),
+                                      ("0001-01-01T01:00:00+05:00", "outside the years 1-9999 in UTC"),
+                                      ("31/02/2024", "cannot read --at"), ("tomorrowish", "cannot read --at")])
+def test_a_bad_at_is_one_error_line_that_says_what_is_wrong(cli_env, chat_file, at, says):
+    """A new-user trial: a valid ISO time past year 9999 in UTC was "cannot read --at", and bad --at values printed a
+    boxed usage error instead of the one ``error:`` line of every other bad input."""
+    db = str(cli_env / "t.duckdb")
+    assert run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--db", db)[0] == 0
+    code, out = run("ask", "What is the name of my dog?", "--user", "zoe", "--db", db, "--recall-only", "--at", at)
+    assert code == 1 and out.strip().splitlines()[-1].startswith("error: ") and says in out, out
+    assert "╭" not in out
+
+
 def limit_config(folder) -> Path:
     """A TOML config whose ``max_turn_chars`` (the limit of any text, questions included) is 100."""
     path = folder / "limit.toml"

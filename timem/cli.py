@@ -226,9 +226,13 @@ def _parse_time(at: str | None, cfg: Config) -> datetime | None:
     from timem.tree.windows import to_utc
 
     try:
-        return to_utc(dateparser.parse(at), cfg.time.tz)
+        parsed = dateparser.parse(at)
     except (ValueError, OverflowError) as exc:
-        raise typer.BadParameter(f"cannot read --at {at!r}; use e.g. 2023-08-20T10:00") from exc
+        raise InputError(f"cannot read --at {at!r} as a date and time; use e.g. 2023-08-20T10:00") from exc
+    try:
+        return to_utc(parsed, cfg.time.tz)
+    except (ValueError, OverflowError) as exc:  # e.g. 9999-12-31T23:00-05:00 is past year 9999 in UTC
+        raise InputError(f"--at {at!r} is outside the years 1-9999 in UTC; give a time within them") from exc
 
 
 @app.command()
