@@ -303,6 +303,8 @@ def test_unrepresentable_event_times_and_reserved_user_ids_write_nothing(cli_env
                                  "timestamp": ts}) + "\n")
         code, out = run("ingest", str(f), "--format", "jsonl", "--llm", "none", "--db", db)
         assert code == 1 and needle in out and "Traceback" not in out, out
+        if user == "acme/eve":  # named where it is, as every other import error (a new-user trial: it was not)
+            assert f"(file {f}, record line 1, field 'user_id')" in out, out
     code, out = run("consolidate", "--user", "ghost", "--db", db, "--llm", "none")
     assert code == 1 and "no user 'ghost'" in out, out
 

@@ -12,6 +12,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from timem.datasets.base import ID_SEPARATOR, check_id, check_length, check_name, check_text, is_blank, turn_id
+from timem.datasets.base import check_user_id as check_local_user_id
 from timem.errors import InputError, TextTooLongError
 from timem.models import MAX_YEAR, MIN_YEAR, MemoryNode, Role, Turn
 from timem.recall.trace import RecallTrace
@@ -56,10 +57,7 @@ def check_user_id(user_id: str) -> str:
     """
     if is_blank(user_id):
         raise InputError("the user id is empty; give one, e.g. alice", field="user_id")
-    if "/" in user_id:
-        raise InputError(f"user id {user_id!r} holds '/', which is reserved for the memory service's tenants "
-                         "(tenant/user); rename the user", field="user_id")
-    return check_id(user_id, field="user_id")
+    return check_local_user_id(user_id)
 
 
 def check_turn(turn: Turn, max_chars: int | None = None) -> None:

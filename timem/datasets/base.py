@@ -55,6 +55,20 @@ def check_id(value: str, *, file: str | None = None, record: str | None = None, 
     return check_name(value, file=file, record=record, field=field)
 
 
+def check_user_id(value: str, *, file: str | None = None, record: str | None = None) -> str:
+    """``value`` unchanged if a user of a local file may have it: :func:`check_id`, and no ``/``, which the memory
+    service reserves for its tenants (``tenant/user``).
+
+    Raises:
+        InputError: it holds ``/``, ``:``, a line break or a control character; the message names ``file`` and
+            ``record``.
+    """
+    if "/" in value:
+        raise InputError(f"user id {value!r} holds '/', which is reserved for the memory service's tenants "
+                         "(tenant/user); rename the user", file=file, record=record, field="user_id")
+    return check_id(value, file=file, record=record, field="user_id")
+
+
 #: Unicode categories refused in names and ids: control characters (newline, tab, carriage return, NUL, ESC,
 #: C1 ...) and the line and paragraph separators U+2028 / U+2029
 _NOT_IN_NAMES = frozenset({"Cc", "Zl", "Zp"})

@@ -52,6 +52,7 @@ from timem.datasets.base import (
     check_length,
     check_name,
     check_text,
+    check_user_id,
     is_blank,
     need,
     turn_id,
@@ -174,7 +175,7 @@ def _row(line: str, no: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, Zone
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", file=file, record=rec)
     where = {"file": file, "record": rec}
-    user_id = check_id(need(obj, "user_id", str, file=file, record=rec).strip(), **where, field="user_id")
+    user_id = check_user_id(need(obj, "user_id", str, file=file, record=rec).strip(), **where)
     session_id = check_id(need(obj, "session_id", str, file=file, record=rec).strip(), **where, field="session_id")
     for key in ("text", "image_caption"):  # before the character checks, which take seconds on megabytes
         if isinstance(obj.get(key), str):
