@@ -112,6 +112,7 @@ def test_a_memory_erased_or_edited_since_shows_as_such(conv26, tmp_path, embedde
     (shown,) = load_traces(eng.store, user.user_id)
     assert "I adopted a parrot called Quill." in shown.context and "edited" in shown.notes[-1]
     eng.store.con.execute("DELETE FROM nodes WHERE id = ?", [gone])  # removed by a path that left the trace
+    eng.store.mark_nodes_written()  # as every writer must (the in-memory working set follows that version)
     (shown,) = load_traces(eng.store, user.user_id)
     assert "erased" in shown.notes[-1] and gone in shown.notes[-1]
     assert "I adopted a parrot called Quill." in shown.context
@@ -120,6 +121,7 @@ def test_a_memory_erased_or_edited_since_shows_as_such(conv26, tmp_path, embedde
     assert gate.loc[gate.node_id == gone, "preview"].item() == tt.MISSING
     assert "(memory no longer exists)" in render_trace(shown, nodes=nodes)
     eng.store.con.execute("DELETE FROM nodes WHERE id = ?", [edited])
+    eng.store.mark_nodes_written()
     (shown,) = load_traces(eng.store, user.user_id)
     assert "Quill" not in shown.context and "2 of" in shown.notes[-1]
     eng.close()

@@ -238,7 +238,10 @@ def merge_channels(state: RecallState, selection: LeafSelection, top_k: int) -> 
         if src is not None:
             update.update({"channel": channel[nid], "cosine": src.cosine if own is None else own.cosine,
                            "bm25_raw": src.bm25_raw if own is None or own.bm25_raw is None else own.bm25_raw,
-                           "semantic": base.semantic, "bm25": base.bm25})
+                           "semantic": base.semantic, "bm25": base.bm25,
+                           # its channel's query matched content words (names are left out of it): not a match on
+                           # a name alone, whatever the question's own query matched (leaves.name_free_query)
+                           "name_only": False, "masked_cosine": None})
         keep = base.duplicate_of is None and n_kept < top_k
         n_kept += keep
         update["kept"] = keep
