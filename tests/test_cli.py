@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -260,7 +263,21 @@ def test_export_json_and_jsonl_that_imports_back(cli_env, chat_file):
     for bad in (cli_env / "missing" / "x.json", cli_env):  # one line, not a traceback
         code, out = run("export", "--user", "zoe", "--out", str(bad), "--db", db)
         assert code == 1 and "give a file path in an existing folder" in out, out
-    assert run("tree", "--user", "zoe", "--level", "9", "--db", db)[0] == 2  # typer's usage error
+    for level in ("9", "0", "-1"):  # one error line with the valid range (it was typer's boxed usage error)
+        code, out = run("tree", "--user", "zoe", "--level", level, "--db", db)
+        assert code == 1 and f"error: --level {level} is not a level of the tree; use 1 to 5" in out, out
+    code, out = run("tree", "--user", "zoe", "--level", "5", "--db", db)
+    assert code == 0 and "L5" in out and "L1" not in out, out
+
+
+def test_an_out_of_range_tree_level_is_one_error_line_from_the_entry_point(cli_env):
+    """The ``timem`` entry point itself, in a subprocess: stderr is the one line, no box, exit code 1."""
+    res = subprocess.run([sys.executable, "-m", "timem.cli", "tree", "--user", "zoe", "--level", "9",
+                          "--db", str(cli_env / "none.duckdb")], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert res.returncode == 1 and res.stdout == "", (res.returncode, res.stdout, res.stderr)
+    assert res.stderr.splitlines() == ["error: --level 9 is not a level of the tree; use 1 to 5 (1 segments, "
+                                       "2 sessions, 3 days, 4 weeks, 5 months), or omit it for every level"], res.stderr
 
 
 def test_l1_only_ingest_makes_no_llm_call(cli_env, chat_file):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 from tqdm import tqdm
 
-from timem import cli_service
+from timem import cli_common, cli_service
 from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, ModeOpt, UserOpt, _complexity, _config, _engine, _gate, _samples
 from timem.cli_memory import memories_app, segtree_app
 from timem.config import Config, load_config
@@ -115,7 +115,7 @@ def consolidate(db: DbOpt = None, user: Annotated[str | None, typer.Option("--us
 
 @app.command()
 def tree(user: UserOpt, db: DbOpt = None,
-         level: Annotated[int | None, typer.Option(min=1, max=5, help="only this level (1-5)")] = None,
+         level: cli_common.LevelOpt = None,
          width: Annotated[int, typer.Option(help="characters of content per node")] = 100,
          config: ConfigOpt = None) -> None:
     """Print a user's tree, top level first, each node with its span, model and id (for `timem erase`)."""

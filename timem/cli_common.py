@@ -9,6 +9,7 @@ import typer
 
 from timem.config import Config, load_config
 from timem.errors import ConfigError, InputError, NotFoundError
+from timem.models import Level
 from timem.settings import Complexity, LLMSettings
 
 if TYPE_CHECKING:
@@ -71,6 +72,21 @@ def _gate(value: str | None) -> GateMode | None:
         if value == g:
             return g
     raise ConfigError(f"unknown gate {value!r}; use llm, score or off.")
+
+
+def _level(value: int | None) -> int | None:
+    """Check ``timem tree --level`` as it is parsed: one of the tree's levels, 1 (L1 segments) to 5 (L5 months).
+
+    Raises:
+        ConfigError: outside 1-5 (typer's own range check would print a boxed usage error instead of one line).
+    """
+    if value is not None and not int(Level.SEGMENT) <= value <= int(Level.PROFILE):
+        raise ConfigError(f"--level {value} is not a level of the tree; use 1 to 5 (1 segments, 2 sessions, 3 days, "
+                          "4 weeks, 5 months), or omit it for every level")
+    return value
+
+
+LevelOpt = Annotated[int | None, typer.Option("--level", help="only this level (1-5)", callback=_level)]
 
 
 def _samples(sample: str | None) -> list[str] | None:
