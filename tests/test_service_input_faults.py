@@ -93,3 +93,46 @@ def test_unknown_session_is_404(svc):
     assert "nope" in one_line(r, 404)
     assert [t["text"] for t in svc.get("/v1/users/mia/turns", params={"session_id": "s1"}).json()["turns"]][0] \
         .startswith("I adopted")
+
+
+@pytest.mark.parametrize("body, says", [
+    (b'{"query": "caf\xe9?"}', "the body is not UTF-8 (byte 0xe9 at offset 14); send the JSON body encoded as UTF-8"),
+    (b'{"query": "\xc3"}', "the body is not UTF-8 (byte 0xc3 at offset 11); send the JSON body encoded as UTF-8"),
+    (b'\xff\xfe{"query": "x"}', "send a JSON object encoded as UTF-8")],  # json takes the BOM for UTF-16: bad JSON
+    ids=["latin-1", "cut-utf8", "utf16-bom"])
+def test_a_body_that_is_not_utf8_is_400_saying_so(svc, body, says):
+    """A Latin-1 or cut UTF-8 body got FastAPI's generic 400 "There was an error parsing the body"."""
+    before = stored(svc)
+    for route in ("recall", "turns", "chat"):
+        r = svc.post(f"/v1/users/mia/{route}", content=body, headers={"Content-Type": "application/json"})
+        assert says in one_line(r, 400), (route, r.text)
+    assert stored(svc) == before
+
+
+RULE = "use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+COLON = "':' is refused: it separates the parts of a turn id (user:session:seq)"
+
+
+def test_a_user_or_session_id_with_a_colon_is_told_the_rule_not_the_regex(svc):
+    """A user id ``a:b`` got 422 "user: String should match pattern '^[A-Za-z0-9]...$'"; the session id (body, query,
+    path and the proxy's headers) shares the pattern and the message."""
+    before = stored(svc)
+    msgs = {"user path": one_line(svc.post("/v1/users/a:b/turns", json={"session_id": "c", "event_time": AT,
+                                                                         "message": "Hello.", "reply": "Hi."})),
+            "session body": one_line(svc.post("/v1/users/mia/turns", json={"session_id": "b:c", "event_time": AT,
+                                                                            "message": "Hello.", "reply": "Hi."})),
+            "session query": one_line(svc.get("/v1/users/mia/turns", params={"session_id": "b:c"})),
+            "session path": one_line(svc.post("/v1/users/mia/sessions/b:c/end")),
+            "proxy header": one_line(svc.post("/v1/chat/completions", headers={"X-Timem-User": "a:b"}, json={
+                "model": "timem", "messages": [{"role": "user", "content": "Hello."}]})),
+            "proxy field": one_line(svc.post("/v1/chat/completions", json={
+                "user": "a:b", "model": "timem", "messages": [{"role": "user", "content": "Hello."}]}))}
+    assert msgs["user path"].startswith("user id 'a:b' is not valid: " + RULE), msgs
+    assert msgs["session body"].startswith("session_id 'b:c' is not valid: " + RULE), msgs
+    for where, msg in msgs.items():
+        assert RULE in msg and COLON in msg and "pattern" not in msg and "^[" not in msg, (where, msg)
+    slash = one_line(svc.get("/v1/users/mia/turns", params={"session_id": "x/y"}))
+    assert RULE in slash and "'/' is refused: it separates the tenant from the user" in slash, slash
+    plain = one_line(svc.get("/v1/users/mia/turns", params={"session_id": "-x"}))  # no separator: the rule alone
+    assert plain == f"session_id '-x' is not valid: {RULE}", plain
+    assert stored(svc) == before

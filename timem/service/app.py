@@ -13,8 +13,9 @@ user ids with its own prefix, shown without it. Another tenant's user, or a memo
 tenant, answers 404 exactly like one that does not exist.
 
 Errors: every :class:`~timem.errors.TimemError` maps to a status in :data:`STATUS` (the first match along
-the exception's class hierarchy); request validation errors give 422 (malformed JSON 400); every error
-body is ``{"error": "<one line>"}``.
+the exception's class hierarchy); request validation errors give 422 (malformed JSON, or a body that is not
+UTF-8: 400; an id breaking its pattern is told what the id may hold, not the regex); every error body is
+``{"error": "<one line>"}``.
 
 The routes are FastAPI routers in modules of their own: :mod:`timem.service.routes_writes` (health, users, turns,
 sessions, consolidation), :mod:`timem.service.routes_recall` (recall, answer), :mod:`timem.service.routes_memories`
@@ -42,7 +43,7 @@ from timem.errors import AuthError, ChatTurnError, NotFoundError, TimemError
 from timem.service import routes_memories, routes_recall, routes_writes
 from timem.service.context import STATUS, Service, Tenant, _error, status_of
 from timem.service.keys import KeyFile
-from timem.service.models import ErrorOut
+from timem.service.models import PATTERN_RULES, ErrorOut, id_error
 from timem.service.openai_proxy import router as openai_router
 from timem.service.reads import add_studio_routes
 
@@ -101,7 +102,8 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
 
 def _add_error_handlers(app: FastAPI) -> None:
     """Every error body is ``{"error": "<one line>"}``: a :class:`TimemError` with its status (:data:`STATUS`; a
-    chat turn's also names its ``stage``), request validation 422 (malformed JSON 400), other HTTP errors as raised."""
+    chat turn's also names its ``stage``), request validation 422 (malformed JSON 400, an id's rule in words:
+:func:`timem.service.models.id_error`), a body that is not UTF-8 400, other HTTP errors as raised."""
 
     @app.exception_handler(TimemError)
     async def _timem_error(request: Request, exc: TimemError) -> JSONResponse:
@@ -121,10 +123,20 @@ def _add_error_handlers(app: FastAPI) -> None:
         first = errs[0] if errs else {"loc": (), "msg": "invalid request", "type": ""}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         if first.get("type") == "json_invalid":
-            return _error(400, f"the body is not valid JSON ({first.get('msg')}); send a JSON object")
+            return _error(400, f"the body is not valid JSON ({first.get('msg')}); send a JSON object encoded as UTF-8")
         more = f" (and {len(errs) - 1} more problem(s))" if len(errs) > 1 else ""
+        ctx = first.get("ctx")
+        pattern = ctx.get("pattern") if isinstance(ctx, dict) else None
+        if first.get("type") == "string_pattern_mismatch" and pattern in PATTERN_RULES:  # the rule, not the regex
+            name = str(first.get("loc", ("",))[-1])
+            what = "user id" if name == "user" else name
+            return _error(422, f"{id_error(what, first.get('input', ''), pattern)}{more}")
         return _error(422, f"{where or 'request'}: {first.get('msg')}{more}")
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        cause = exc.__cause__
+        if isinstance(cause, UnicodeDecodeError):  # FastAPI's own text: "There was an error parsing the body"
+            return _error(400, f"the body is not UTF-8 (byte 0x{cause.object[cause.start]:02x} at offset "
+                               f"{cause.start}); send the JSON body encoded as UTF-8")
         return _error(exc.status_code, str(exc.detail))

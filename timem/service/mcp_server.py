@@ -36,7 +36,7 @@ from timem.datasets.base import is_blank
 from timem.engine import MemoryEngine
 from timem.errors import InputError, NotFoundError, TextTooLongError, TimemError
 from timem.memory.forget import forget_request
-from timem.service.models import ID_PATTERN
+from timem.service.models import ID_PATTERN, id_error
 
 
 def _time(value: str | None, what: str) -> datetime | None:
@@ -55,8 +55,7 @@ def _time(value: str | None, what: str) -> datetime | None:
 def _session_id(value: str) -> str:
     """``value`` if it is an id the HTTP service takes too (:data:`~timem.service.models.ID_PATTERN`)."""
     if not re.fullmatch(ID_PATTERN, value):
-        raise InputError(f"session_id {value!r} is not a valid id; use 1-128 letters, digits, '.', '_' or '-', "
-                         "starting with a letter or digit", field="session_id")
+        raise InputError(id_error("session_id", value), field="session_id")
     return value
 
 

@@ -20,6 +20,27 @@ from timem.recall.options import RecallOptions
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 #: idempotency keys: 1-255 printable ASCII characters without spaces (a UUID is the usual choice)
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"
+#: memory item ids, as the item routes show them
+ITEM_ID_PATTERN = r"^item-[0-9a-f]{16}$"
+#: what each pattern above allows, in words: a request that breaks one is told this, never the regex
+PATTERN_RULES = {
+    ID_PATTERN: "use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit",
+    IDEMPOTENCY_KEY_PATTERN: "use 1-255 printable ASCII characters without spaces (a UUID is the usual choice)",
+    ITEM_ID_PATTERN: "use an item id as the item routes show it: 'item-' and 16 hex digits",
+}
+#: why a separator of the store's ids is refused in a user or session id
+_SEPARATORS = {":": "':' is refused: it separates the parts of a turn id (user:session:seq), so two turns could get "
+                    "the same id",
+               "/": "'/' is refused: it separates the tenant from the user in stored user ids (tenant/user)"}
+
+
+def id_error(what: str, value: object, pattern: str = ID_PATTERN) -> str:
+    """The one-line message for ``value`` that breaks ``pattern`` (one of :data:`PATTERN_RULES`), named ``what``
+    (e.g. ``"user id"``, ``"session_id"``): what the id may hold and, for a user or session id holding ``:`` or
+    ``/``, why that separator is refused."""
+    shown = repr(value) if len(str(value)) <= 80 else f"{str(value)[:77]!r}..."
+    why = [_SEPARATORS[c] for c in _SEPARATORS if pattern == ID_PATTERN and c in str(value)]
+    return f"{what} {shown} is not valid: {PATTERN_RULES[pattern]}" + "".join(f"; {w}" for w in why)
 
 
 def _iso_text(value: Any) -> Any:

@@ -37,7 +37,7 @@ from timem.errors import InputError, TimemError
 from timem.llm.openai_backend import OpenAIBackend
 from timem.openai_chat import ChatCall, ReplyStream, text_of
 from timem.service.context import S, Service, T, Tenant, _one_line
-from timem.service.models import ID_PATTERN, IsoTime
+from timem.service.models import ID_PATTERN, IsoTime, id_error
 from timem.service.openai_models import ChatCompletionIn, ModelOut, ModelsOut
 
 _log = logging.getLogger(__name__)
@@ -63,8 +63,7 @@ def _memory_user(field: str | None, header: str | None, mode: str) -> str | None
                          field="user")
     user = field if field is not None else header
     if user is not None and not re.fullmatch(ID_PATTERN, user):
-        raise InputError(f"user {user!r} is not a user id: letters, digits, '.', '_' and '-', at most 128, "
-                         "starting with a letter or digit", field="user")
+        raise InputError(id_error("user id", user), field="user")
     return user
 
 

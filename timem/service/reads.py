@@ -15,6 +15,7 @@ from timem.errors import NotFoundError
 from timem.service.context import S, T, Tenant, UserPath, as_tenant_sees
 from timem.service.models import (
     ID_PATTERN,
+    ITEM_ID_PATTERN,
     AboutOut,
     ChatIn,
     ChatOut,
@@ -38,7 +39,7 @@ def _queue_out(status: dict[str, Any], t: Tenant) -> QueueOut:
     return QueueOut(**{k: status[k] for k in ("pending", "running", "done", "failed", "worker")}, failed_jobs=jobs)
 
 
-ItemPath = Annotated[str, PathParam(pattern=r"^item-[0-9a-f]{16}$", description="a memory item id")]
+ItemPath = Annotated[str, PathParam(pattern=ITEM_ID_PATTERN, description="a memory item id")]
 
 
 def add_studio_routes(app: FastAPI) -> None:

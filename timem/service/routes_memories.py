@@ -14,6 +14,7 @@ from timem.memory.forget import forget_request
 from timem.models import MemoryNode, NodeStatus
 from timem.service.context import NodePath, S, T, UserPath, as_tenant_sees
 from timem.service.models import (
+    ITEM_ID_PATTERN,
     EditIn,
     ErasedOut,
     ForgetIn,
@@ -98,7 +99,7 @@ def list_items(user: UserPath, s: S, t: T,
 
 
 @router.delete("/v1/users/{user}/items/{item_id}")
-def delete_item(user: UserPath, item_id: Annotated[str, PathParam(pattern=r"^item-[0-9a-f]{16}$")], s: S,
+def delete_item(user: UserPath, item_id: Annotated[str, PathParam(pattern=ITEM_ID_PATTERN)], s: S,
                 t: T) -> ItemOut:
     """Forget one memory item alone (soft delete; its source segments stay)."""
     with s.use() as eng:
