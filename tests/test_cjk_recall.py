@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from conftest import DATA
+from conftest import DATA, REPO
 
 from timem.config import load_config
 from timem.datasets import load_dataset
@@ -23,15 +25,19 @@ QUESTIONS = [("我的狗叫什么名字？", "What is my dog's name?", "豆豆",
               "Thursday at 3 pm")]
 
 
+#: the bundled demo: one session of it is in Chinese (s05-zh-mandarin)
+DEMO = REPO / "timem" / "data" / "demo_conversation.jsonl"
+
+
 @pytest.fixture(scope="module")
 def engines(tmp_path_factory, embedder):
     made = {}
-    for lang, name in (("zh", "c06b_cjk_many.jsonl"), ("en", "c06c_en_control.jsonl")):
+    for lang, path in (("zh", PAIR / "c06b_cjk_many.jsonl"), ("en", PAIR / "c06c_en_control.jsonl"), ("demo", DEMO)):
         folder = tmp_path_factory.mktemp(lang)
         cfg = load_config(env={}, db_path=folder / "t.duckdb", llm_backend="none", consolidation_mode="extractive",
                           cache_dir=folder / "cache", memory_extractor="rules")
         eng = MemoryEngine(cfg, Store(cfg.store.db_path, embedder.model_id, embedder.dim), embedder, None)
-        eng.ingest(load_dataset(PAIR / name, "jsonl", tz=cfg.time.tz, user_tz=cfg.time.user_tz))
+        eng.ingest(load_dataset(path, "jsonl", tz=cfg.time.tz, user_tz=cfg.time.user_tz))
         made[lang] = eng
     yield made
     for eng in made.values():
@@ -93,3 +99,41 @@ def test_the_name_free_query_drops_names_their_words_and_a_chinese_name_s_charac
     assert name_free_query("小林 狗叫 名字 小 林 狗 叫", ["小林", "助手"]) == "狗叫 名字 狗 叫"
     assert name_free_query("When did Caroline Smith go?", ["Caroline Smith"]) == "When did go?"
     assert name_free_query("What is my dog's name?", ["Lin"]) == "What is my dog's name?"  # no name: unchanged
+
+
+def test_a_character_of_a_question_word_is_not_a_keyword_match():
+    """我在哪所大学读书？ over the demo kept 我最近在学中文 on 学, a character BM25 got from 大学: the score
+    gate took it for a keyword match, and the answer was invented. 狗叫 ("bark") is a cut jieba could as well
+    have made 狗 / 叫, so its characters are words of the question, and 叫 still finds the dog."""
+    assert extract_keywords("我在哪所大学读书？") == ["大学", "读书"]  # 所 after 哪 is a measure word
+    assert cjk.part_characters("我在哪所大学读书？") == {"大", "学", "读", "书"}
+    assert cjk.is_loose("狗叫") and cjk.is_loose("猫叫") and cjk.is_loose("我学")  # 我学: jieba's HMM made it
+    assert not any(cjk.is_loose(w) for w in ("大学", "读书", "名字", "生日", "中文", "牙医"))
+    assert cjk.part_characters("我的狗叫什么名字？") == {"名", "字"}  # 狗 and 叫 count
+    assert cjk.part_characters("What is my dog's name?") == set()  # English: nothing changes
+
+
+@pytest.mark.parametrize("lang", ["demo", "zh"])
+def test_which_university_gets_no_memory_matching_only_a_character_of_daxue(engines, lang):
+    user = "demo-mia" if lang == "demo" else "lin"
+    got = engines[lang].recall(user, "我在哪所大学读书？", persist=False)
+    lines = [x for x in got.context.splitlines() if x.strip() and x != "Conversation excerpts:"
+             and not re.match(r"\[\w{3} \d{1,2} \w+ \d{4}, \d\d:\d\d\]$", x)]  # memories, not their dates
+    assert all("大学" in x for x in lines), got.context  # c06b: 大学老师 ("a university teacher") only; demo: none
+    assert "学中文" not in got.context
+    if lang == "demo":
+        assert lines == [], got.context
+        assert any(c.parts_only for c in got.trace.candidates)
+        dropped = [d.reason for d in got.trace.gate.decisions if not d.kept]
+        assert any("no keyword match but characters of a word of the question" in r for r in dropped), dropped
+
+
+def test_questions_without_an_answer_in_the_chinese_file_get_no_noise(engines):
+    """Characters of 生日 / 多久 matched 17 and 5 unrelated days (日 of 3月4日至10日, 久 of 聊了很久)."""
+    for question in ("我妈妈的生日是几号？", "我学中文多久了？"):
+        got = engines["zh"].recall("lin", question, persist=False)
+        assert got.context == "", (question, got.context)
+    got = engines["demo"].recall("demo-mia", "我学中文多久了？", persist=False)  # 我学 is loose: 学 counts
+    assert "我学了半年了" in got.context, got.context
+    en = engines["en"].recall("lin", "What is my dog's name?", persist=False)
+    assert not any(c.parts_only for c in en.trace.candidates)

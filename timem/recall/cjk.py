@@ -9,6 +9,11 @@ because three English-only parts of recall saw Chinese as noise:
   sentences is 0.38-0.66 (median 0.56 for that question; English twin: median 0.14), so every leaf passed it;
 * the next-turn neighbour of each kept leaf was the assistant's 好的，我记住了。, which says nothing.
 
+The BM25 query splits two-character words into their characters too (:func:`bm25_terms`), and the score gate took
+a match on one of them for a keyword match: 我在哪所大学读书？ kept 我最近在学中文 on 学 of 大学. Such a match counts
+only when the word is one jieba could as well have cut in two (:func:`is_loose`: 狗叫 of 我的狗叫什么名字？, whose
+叫 finds the dog); the other characters are :func:`part_characters`.
+
 Here a question is **Chinese** when it holds a Han character and no kana or Hangul (:func:`is_chinese`; mixed
 "Caroline 什么时候去的支持小组？" counts). Nothing in this module changes a question or a memory without a Han
 character, so English recall is unchanged.
@@ -18,9 +23,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 
 from timem.config import Complexity
-from timem.store.segmenter import jieba_words
+from timem.store.segmenter import jieba_words, word_log_probability
 
 #: function words, pronouns, question words, time words and fillers of Chinese questions (not content)
 _STOP_TEXT = """
@@ -35,6 +41,13 @@ CJK_STOPWORDS = frozenset(_STOP_TEXT.split())
 #: the words of a reply that only acknowledges ("好的，我记住了。", "收到，谢谢！")
 _ACK_TEXT = "好 好的 好啊 好吧 嗯 嗯嗯 行 可以 没问题 收到 记住 记下 记下来 知道 明白 了解 谢谢 感谢 不客气 放心 当然"
 _ACK_WORDS = frozenset(_ACK_TEXT.split())
+
+#: measure words: after 哪 or 几 (哪所大学, 几只猫) they count nothing
+_MEASURE_WORDS = frozenset("所 家 位 本 只 条 种 辆 件 个 次 张 首 部 台 间 座 把 双 块 门 支 份".split())
+#: a two-character word of a question is "loose" when jieba's dictionary makes it less than e^2 (about 7) times as
+#: likely as its two characters as words of their own (:func:`is_loose`): 狗叫 "bark" 0.09 and 猫叫 0.78 (in 我的狗叫
+#: 什么名字？ the words are 狗 / 叫), 去过 1.0; real words are above, e.g. 生日 3.6, 中文 3.7, 大学 6.2, 名字 6.4
+LOOSE_WORD_MARGIN = 2.0
 
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _KANA_HANGUL = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f\uff66-\uff9f]")
@@ -56,13 +69,16 @@ def is_chinese(text: str) -> bool:
 def content_words(text: str, limit: int | None = None) -> list[str]:
     """The Chinese content words of ``text`` in order, without duplicates: jieba's accurate cut
     (:func:`timem.store.segmenter.jieba_words`) of its Han runs, without :data:`CJK_STOPWORDS`, punctuation, digits
-    and one-character particles. ASCII words are left out (the English rules handle them). ``[]`` for text
-    that is not Chinese (:func:`is_chinese`)."""
+    and one-character particles, and a measure word after 哪 or 几 (所 of 哪所大学). ASCII words are left out (the
+    English rules handle them). ``[]`` for text that is not Chinese (:func:`is_chinese`)."""
     if not is_chinese(text):
         return []
     out: list[str] = []
+    before = ""
     for word in jieba_words(unicodedata.normalize("NFKC", text)):
-        if not _HAN.search(word) or word in CJK_STOPWORDS or word in out:
+        after_question_word, before = before in ("哪", "几"), word
+        if (not _HAN.search(word) or word in CJK_STOPWORDS or word in out
+                or (after_question_word and word in _MEASURE_WORDS)):
             continue
         out.append(word)
         if limit is not None and len(out) == limit:
@@ -82,6 +98,32 @@ def bm25_terms(question: str, keywords: list[str]) -> str:
     chars = [c for w in words if len(w) == 2 for c in w if c not in CJK_STOPWORDS and c not in words]
     ascii_words = _ASCII_WORD.findall(question)
     return " ".join(dict.fromkeys([*words, *chars, *ascii_words, *keywords]))
+
+
+def is_loose(word: str) -> bool:
+    """Whether jieba could as well have cut the two-character ``word`` into its two characters: the word is not in
+    its dictionary (its HMM made it, e.g. 我学), or it is less than ``e**LOOSE_WORD_MARGIN`` times as likely as the two
+    characters as words (:data:`LOOSE_WORD_MARGIN`: 狗叫, not 大学)."""
+    whole = word_log_probability(word)
+    if whole is None:
+        return True
+    first, second = word_log_probability(word[0]), word_log_probability(word[1])
+    return first is not None and second is not None and first + second >= whole - LOOSE_WORD_MARGIN
+
+
+def part_characters(question: str, keywords: Sequence[str] = ()) -> set[str]:
+    """The characters :func:`bm25_terms` adds to the BM25 query of a Chinese question that are not words of it: those
+    of a two-character content word that is not loose (:func:`is_loose`: 大 and 学 of 大学), unless they are a content
+    word, a keyword, or a character of a loose word too. They still rank memories (a word cut another way in a memory
+    is found), but a memory that matches only them matches no word of the question (学 of 大学 in 我最近在学中文), so
+    the score gate does not count that as a keyword match (:attr:`timem.recall.leaves.Candidate.parts_only`). The
+    characters of a loose word do count: 叫 of 狗叫 finds 我养了一只叫豆豆的柴犬. Empty for a question that is not
+    Chinese."""
+    words = content_words(question)
+    pairs = [w for w in words if len(w) == 2]
+    loose = {c for w in pairs if is_loose(w) for c in w}
+    return {c for w in pairs if not is_loose(w) for c in w
+            if c not in CJK_STOPWORDS and c not in words and c not in keywords and c not in loose}
 
 
 def is_acknowledgement(text: str) -> bool:

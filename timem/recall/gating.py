@@ -71,17 +71,20 @@ def score_gate(leaves: Sequence[Candidate], ancestors: Sequence[AncestorRecord],
 
     ``threshold`` is relative (fused scores are max-normalised, so the best candidate always
     passes it); ``floor`` is absolute: a leaf also needs a keyword match (raw BM25 > 0, not from a person's name
-    alone: :attr:`Candidate.name_only`, whose cosine is then the one with the names masked) or a raw
+    alone: :attr:`Candidate.name_only`, whose cosine is then the one with the names masked, nor from characters
+    split from a word of a Chinese question alone: :attr:`Candidate.parts_only`) or a raw
     cosine similarity ``>= floor``, so an unrelated or empty-content question ("???") gets little
     or no context, and each dropped leaf says so.
     """
     kept, why = set(), {}
     for c in leaves:
-        keyword = (c.bm25_raw or 0.0) > 0 and not c.name_only
+        keyword = (c.bm25_raw or 0.0) > 0 and not c.name_only and not c.parts_only
         cosine = c.masked_cosine if c.name_only else c.cosine
         relevant = keyword or (cosine is not None and cosine >= floor)
         ok = c.fused >= threshold and relevant
         name, masked = (" but a name", " (names masked)") if c.name_only else ("", "")
+        if c.parts_only:
+            name = " but characters of a word of the question"
         why[c.node_id] = (f"fused {c.fused:.3f} {'>=' if c.fused >= threshold else '<'} threshold {threshold}"
                           + ("" if relevant else f"; no keyword match{name} and cosine{masked} {cosine or 0.0:.3f} "
                              f"< relevance floor {floor}"))

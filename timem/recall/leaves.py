@@ -62,6 +62,9 @@ class Candidate(BaseModel):
     #: with ``name_only``: the cosine similarity to the question with those names masked
     #: (:func:`timem.recall.planner.mask_names`), which the score gate reads instead of ``cosine``
     masked_cosine: float | None = None
+    #: its BM25 match (names aside) comes only from characters of a word of a Chinese question, not from a word of it
+    #: (:func:`timem.recall.cjk.part_characters`: 学 of 大学): the score gate does not count it as a keyword match
+    parts_only: bool = False
     #: the extra query that placed this leaf (:mod:`timem.recall.aspects`: an aspect part or the second hop)
     channel: str | None = None
     kept: bool = False
@@ -208,6 +211,7 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
                              if speaker_of(nodes[c.node_id]) in named else c for c in candidates], k)
     speakers = {s for s in (speaker_of(nodes[c.node_id]) for c in candidates) if s}
     candidates = _mark_name_only(state, candidates, keyword_query, [*participants, *sorted(speakers)], n)
+    candidates = _mark_parts_only(state, plan, candidates, keyword_query, [*participants, *sorted(speakers)], n)
     if config.recall.near_duplicates == "collapse" and candidates:
         dup = near_duplicates([c.node_id for c in candidates], nodes, config.recall.near_duplicate_jaccard)
         if dup:
@@ -240,6 +244,22 @@ def _mark_name_only(state: RecallState, candidates: list[Candidate], keyword_que
     masked = {i: round(float(np.dot(v, vec)), 6) for i, v in vecs.items()}
     return [c.model_copy(update={"name_only": True, "masked_cosine": masked.get(c.node_id)})
             if c.node_id in masked else c for c in candidates]
+
+
+def _mark_parts_only(state: RecallState, plan: RecallPlan, candidates: list[Candidate], keyword_query: str,
+                     names: Sequence[str], n: int) -> list[Candidate]:
+    """``candidates`` with :attr:`Candidate.parts_only` set where the BM25 query of a Chinese question matched
+    nothing but names and characters split from its words (:func:`timem.recall.cjk.part_characters`): a second BM25
+    search without both tells. Unchanged for a question that is not Chinese, or without such characters."""
+    parts = cjk.part_characters(state.query, plan.keywords)
+    if not parts or not candidates:
+        return candidates
+    strict = " ".join(t for t in name_free_query(keyword_query, names).split() if t not in parts)
+    store, user_id = state.store, state.user_id
+    hits = store.search_bm25(user_id, strict, int(Level.SEGMENT), max(10 * n, 1000)) if strict else []
+    words = {i for i, _ in hits}
+    return [c.model_copy(update={"parts_only": True})
+            if (c.bm25_raw or 0.0) > 0 and not c.name_only and c.node_id not in words else c for c in candidates]
 
 
 PRF_DOCS = 5  #: leaves read for pseudo-relevance feedback

@@ -24,6 +24,7 @@ Rules (the whole text decides the language):
 from __future__ import annotations
 
 import logging
+import math
 import re
 import unicodedata
 from functools import lru_cache
@@ -64,6 +65,15 @@ def jieba_words(text: str) -> list[str]:
     """jieba's accurate-mode cut of ``text`` (``jieba.lcut``: each character in exactly one word; whitespace and
     punctuation come back as their own pieces). Recall's Chinese keywords use it (:mod:`timem.recall.cjk`)."""
     return [w for w in _jieba().lcut(text) if w.strip()]
+
+
+def word_log_probability(word: str) -> float | None:
+    """The natural log of ``word``'s probability in jieba's dictionary (its count over the dictionary's total), which
+    jieba's cut maximises over a sentence; ``None`` for a word the dictionary does not hold (or holds with count 0,
+    e.g. one its HMM guessed)."""
+    jieba = _jieba()
+    count = jieba.dt.FREQ.get(word) or 0
+    return math.log(count / jieba.dt.total) if count > 0 else None
 
 
 def _bigrams(run: str, unigrams: re.Pattern[str] | None = None) -> str:
