@@ -137,3 +137,25 @@ def test_questions_without_an_answer_in_the_chinese_file_get_no_noise(engines):
     assert "我学了半年了" in got.context, got.context
     en = engines["en"].recall("lin", "What is my dog's name?", persist=False)
     assert not any(c.parts_only for c in en.trace.candidates)
+
+
+
+@pytest.mark.parametrize("lang, question", [("zh", "小林的狗叫什么名字？"), ("en", "What is Lin's dog called?")])
+def test_the_name_masked_cosines_are_read_from_the_vectors_in_memory(engines, monkeypatch, lang, question):
+    """The score gate's name-masked cosines need the vectors of the leaves a name alone matched: they come from the
+    user's L1 vectors that the leaf search keeps in memory (``Store.embeddings`` with the user), not from DuckDB
+    (the vectors are the same either way: tests/test_working_set.py)."""
+    store = engines[lang].store
+    asked: list[tuple[list[str], set[str]]] = []
+    real = store.memory_index.cached_vectors
+
+    def spy(version, user_id, node_ids):
+        got = real(version, user_id, node_ids)
+        asked.append((list(node_ids), set(got)))
+        return got
+
+    monkeypatch.setattr(store.memory_index, "cached_vectors", spy)
+    got = engines[lang].recall("lin", question, persist=False)
+    only = sorted(c.node_id for c in got.trace.candidates if c.name_only)
+    assert only and any(sorted(ids) == only for ids, _ in asked), (only, asked)
+    assert all(set(ids) == served for ids, served in asked), asked  # every vector from memory: none read from DuckDB

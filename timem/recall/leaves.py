@@ -175,14 +175,14 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
             spans = [(w.start, w.end) for w in loc.windows]
             timed = [i for i, _, _ in store.segments_in_windows(user_id, spans, n, until=question_time)]
             new = [i for i in timed if i not in vec_hits]
-            vecs = store.embeddings(new) if new else {}
+            vecs = store.embeddings(new, user_id=user_id) if new else {}
             vec_hits.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
             notes.append(f"time channel: {len(timed)} leaves in the window(s) of "
                          f"{', '.join(repr(p) for p in loc.phrases)}, {len(new)} new")
     if config.recall.event_pool > 0:  # TIDER's event pool (timem.recall.events): the best events' members join
         members, note = event_channel(state)
         new = [i for i in dict.fromkeys(members) if i not in vec_hits]
-        vecs = store.embeddings(new) if new else {}
+        vecs = store.embeddings(new, user_id=user_id) if new else {}
         vec_hits.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
         if note:
             notes.append(f"{note}, {len(new)} new candidates")
@@ -225,7 +225,8 @@ def _mark_name_only(state: RecallState, candidates: list[Candidate], keyword_que
     """``candidates`` with :attr:`Candidate.name_only` and :attr:`Candidate.masked_cosine` set where the BM25 query
     matched nothing but ``names`` (participants and the candidates' speakers): a second BM25 search without the
     names (:func:`name_free_query`) tells which matched more, and the question with the names masked is embedded
-    (or reused from the centroid planner) for their cosines. Unchanged when the query holds no name.
+    (or reused from the centroid planner) for their cosines, with their vectors from the user's L1 copy in memory
+    that the leaf search read (``MemoryStore.embeddings`` with the user). Unchanged when the query holds no name.
 
     Raises:
         EmbeddingError: the embedder fails.
@@ -240,7 +241,7 @@ def _mark_name_only(state: RecallState, candidates: list[Candidate], keyword_que
         return candidates
     text = mask_names(state.query, names)
     vec = state.masked[1] if state.masked is not None and state.masked[0] == text else state.embedder.embed([text])[0]
-    vecs = store.embeddings(only)
+    vecs = store.embeddings(only, user_id=user_id)  # the L1 copy the leaf search read: no query
     masked = {i: round(float(np.dot(v, vec)), 6) for i, v in vecs.items()}
     return [c.model_copy(update={"name_only": True, "masked_cosine": masked.get(c.node_id)})
             if c.node_id in masked else c for c in candidates]

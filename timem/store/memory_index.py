@@ -50,6 +50,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from timem.models import Level
 from timem.store import working_set
 from timem.store.bm25 import Doc
 from timem.store.search import BM25_B, BM25_K1
@@ -359,6 +360,24 @@ class MemoryIndex:
                              np.asarray(flat, dtype=np.float32).reshape(n, self.dim), np.ones(n, dtype=bool))
         self._put(key, version, value)
         return value
+
+    def cached_vectors(self, version: str | None, user_id: str, node_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors of those of ``node_ids`` that the user's vector copies cached at exactly nodes ``version`` hold
+        (active nodes of a level searched since: every recall's L1 candidates), by id, each a fresh ``(dim,)``
+        float32 array equal to the stored ``FLOAT[dim]`` value. Never loads or patches a copy (each copy read counts
+        a hit); an id no copy holds is left out, for the caller to read from DuckDB."""
+        out: dict[str, np.ndarray] = {}
+        rest = list(dict.fromkeys(node_ids))
+        for level in Level:
+            if not rest:
+                break
+            v = self.cached(("vec", user_id, int(level)), version)
+            if v is None:
+                continue
+            assert isinstance(v, _Vectors)
+            out.update({i: v.buf[k].copy() for i in rest if (k := v.where.get(i)) is not None})
+            rest = [i for i in rest if i not in out]
+        return out
 
     def vector_top(self, con: duckdb.DuckDBPyConnection, version: str | None, user_id: str,
                    query_vec: np.ndarray, level: int, limit: int) -> list[tuple[str, float]]:
