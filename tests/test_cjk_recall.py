@@ -99,6 +99,8 @@ def test_the_name_free_query_drops_names_their_words_and_a_chinese_name_s_charac
     assert name_free_query("小林 狗叫 名字 小 林 狗 叫", ["小林", "助手"]) == "狗叫 名字 狗 叫"
     assert name_free_query("When did Caroline Smith go?", ["Caroline Smith"]) == "When did go?"
     assert name_free_query("What is my dog's name?", ["Lin"]) == "What is my dog's name?"  # no name: unchanged
+    # a name with a letter outside ASCII, possessives with either apostrophe, punctuation around the name
+    assert name_free_query("Did José’s “Lin” James' (dog) bark?", ["José", "Lin", "James"]) == "Did (dog) bark?"
 
 
 def test_a_character_of_a_question_word_is_not_a_keyword_match():

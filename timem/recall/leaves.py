@@ -28,7 +28,7 @@ from timem.models import Level, MemoryNode
 from timem.recall import cjk
 from timem.recall.duplicates import near_duplicates
 from timem.recall.events import event_channel
-from timem.recall.keywords import extract_keywords, person_names
+from timem.recall.keywords import extract_keywords, name_words, person_names, strip_possessive
 from timem.recall.planner import RecallPlan, mask_names
 from timem.recall.state import RecallState
 from timem.recall.time_channel import TimeLocalisation, localise, tider_score
@@ -120,7 +120,7 @@ def bm25_query(question: str, plan: RecallPlan) -> str:
     return " ".join([question, *plan.keywords]).strip()
 
 
-_TOKEN_EDGE = re.compile(r"^[^\w]+|(?:['’]s)?[^\w]*$")
+_EDGES = re.compile(r"^[^\w]+|[^\w]+$")
 
 
 def name_free_query(keyword_query: str, participants: Sequence[str]) -> str:
@@ -134,11 +134,10 @@ def name_free_query(keyword_query: str, participants: Sequence[str]) -> str:
     label of every line that user spoke is indexed, so the name alone matches the whole history: the score gate
     must not take that for relevance.
     """
-    names = {n.strip().lower() for n in participants if n.strip()}
-    parts = names | {w for n in names for w in n.split()}
-    chars = {c for n in names if cjk.is_chinese(n) for c in n}
+    parts = name_words(participants)  # as person_names matches a token; its tokenizer is ASCII, not used here
+    chars = {c for n in (n.strip().lower() for n in participants) if n and cjk.is_chinese(n) for c in n}
     kept = [t for t in keyword_query.split()
-            if (_TOKEN_EDGE.sub("", t).lower() or t) not in parts and t not in chars]
+            if (strip_possessive(_EDGES.sub("", t)).lower() or t) not in parts and t not in chars]
     return " ".join(kept)
 
 
