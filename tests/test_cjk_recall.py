@@ -99,6 +99,8 @@ def test_the_name_free_query_drops_names_their_words_and_a_chinese_name_s_charac
     assert name_free_query("小林 狗叫 名字 小 林 狗 叫", ["小林", "助手"]) == "狗叫 名字 狗 叫"
     assert name_free_query("When did Caroline Smith go?", ["Caroline Smith"]) == "When did go?"
     assert name_free_query("What is my dog's name?", ["Lin"]) == "What is my dog's name?"  # no name: unchanged
+    # a name with a letter outside ASCII, possessives with either apostrophe, punctuation around the name
+    assert name_free_query("Did José’s “Lin” James' (dog) bark?", ["José", "Lin", "James"]) == "Did (dog) bark?"
 
 
 def test_a_character_of_a_question_word_is_not_a_keyword_match():
@@ -137,3 +139,25 @@ def test_questions_without_an_answer_in_the_chinese_file_get_no_noise(engines):
     assert "我学了半年了" in got.context, got.context
     en = engines["en"].recall("lin", "What is my dog's name?", persist=False)
     assert not any(c.parts_only for c in en.trace.candidates)
+
+
+
+@pytest.mark.parametrize("lang, question", [("zh", "小林的狗叫什么名字？"), ("en", "What is Lin's dog called?")])
+def test_the_name_masked_cosines_are_read_from_the_vectors_in_memory(engines, monkeypatch, lang, question):
+    """The score gate's name-masked cosines need the vectors of the leaves a name alone matched: they come from the
+    user's L1 vectors that the leaf search keeps in memory (``Store.embeddings`` with the user), not from DuckDB
+    (the vectors are the same either way: tests/test_working_set.py)."""
+    store = engines[lang].store
+    asked: list[tuple[list[str], set[str]]] = []
+    real = store.memory_index.cached_vectors
+
+    def spy(version, user_id, node_ids):
+        got = real(version, user_id, node_ids)
+        asked.append((list(node_ids), set(got)))
+        return got
+
+    monkeypatch.setattr(store.memory_index, "cached_vectors", spy)
+    got = engines[lang].recall("lin", question, persist=False)
+    only = sorted(c.node_id for c in got.trace.candidates if c.name_only)
+    assert only and any(sorted(ids) == only for ids, _ in asked), (only, asked)
+    assert all(set(ids) == served for ids, served in asked), asked  # every vector from memory: none read from DuckDB

@@ -158,3 +158,37 @@ def test_the_budget_evicts_the_least_recently_used_user(store: Store) -> None:
     loads = idx.loads["rows"]
     assert store.working_set("u1") is None and store.nodes(user_id="u1", ids=["u1:L1:002"])[0].id == "u1:L1:002"
     assert idx.loads["rows"] == loads
+
+
+def test_a_user_s_vectors_come_from_its_copy_in_memory_and_equal_duckdb_s(store: Store) -> None:
+    ids = _fill(store, "u1", 30, 1)
+    _fill(store, "u2", 10, 5)
+    store.update_node(ids[5], status=NodeStatus.DELETED)  # not in the copy of active nodes: read from DuckDB
+    asked = [*ids[::-1], "u1:L2:a", "u2:L1:003", "nope"]  # an L2 node, another user's node, a missing one
+    sql = store.embeddings(asked)  # without a user: DuckDB
+    assert set(sql) == {*ids, "u1:L2:a", "u2:L1:003"}
+
+    def same(got: dict[str, np.ndarray]) -> None:
+        assert set(got) == set(sql) - {"u2:L1:003"}  # the user's nodes only
+        for i, v in got.items():
+            assert v.dtype == np.float32 and v.shape == (DIM,) and v.tobytes() == sql[i].tobytes(), i
+
+    idx = store.memory_index
+    same(store.embeddings(asked, user_id="u1"))  # no copy yet: all from DuckDB, none loaded
+    assert idx.loads["vec"] == 0 and idx.hits["vec"] == 0
+    store.search_vector("u1", _vecs(1, 7)[0], int(Level.SEGMENT), 5)  # the leaf search loads the L1 copy
+    served: list[set[str]] = []
+    real = idx.cached_vectors
+
+    def spy(*args: object) -> dict[str, np.ndarray]:
+        got = real(*args)  # type: ignore[arg-type]
+        served.append(set(got))
+        return got
+
+    idx.cached_vectors = spy  # type: ignore[method-assign]
+    same(store.embeddings(asked, user_id="u1"))
+    assert served == [set(ids) - {ids[5]}] and idx.hits["vec"] == 1 and idx.loads["vec"] == 1
+    store.update_node(ids[7], content="an edited segment", embedding=_vecs(1, 12)[0])  # a write: the copy is older
+    sql = store.embeddings(asked)
+    same(store.embeddings(asked, user_id="u1"))  # the older copy is not used (nor patched): DuckDB
+    assert served[-1] == set() and idx.patches["vec"] == 0

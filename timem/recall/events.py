@@ -101,7 +101,7 @@ def user_events(store: MemoryStore, config: Config, user_id: str) -> list[Event]
     if ver is not None and hit is not None and hit[0] == ver:
         return hit[1]
     nodes = store.nodes(user_id, int(Level.SEGMENT))
-    vecs = store.embeddings([n.id for n in nodes]) if nodes else {}
+    vecs = store.embeddings([n.id for n in nodes], user_id=user_id) if nodes else {}
     events = build_events([(n.id, n.span_start, n.span_end, vecs[n.id]) for n in nodes if n.id in vecs])
     if ver is not None:
         with _LOCK:

@@ -42,8 +42,15 @@ _TIME_WORDS = frozenset(MONTHS) | frozenset(WEEKDAYS) | frozenset(m[:3] for m in
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 
 
-def _strip_possessive(token: str) -> str:
+def strip_possessive(token: str) -> str:
+    """``token`` without a final possessive ``'s`` (``’s``) or bare apostrophe (``James'``)."""
     return re.sub(r"['’]s?$", "", token)
+
+
+def name_words(participants: Iterable[str]) -> set[str]:
+    """The lower-cased names in ``participants`` and each word of them (``Caroline Smith``: ``caroline smith``,
+    ``caroline``, ``smith``): what a token must equal to be taken for a name (:func:`person_names`)."""
+    return {p.lower() for name in participants for p in [name, *name.split()] if p}
 
 
 def _starts_sentence(text: str, start: int) -> bool:
@@ -60,12 +67,12 @@ def _starts_sentence(text: str, start: int) -> bool:
 def person_names(text: str, participants: Iterable[str] = ()) -> set[str]:
     """Lower-cased person names in ``text``: the given participants' names (first names and full
     names) if any, otherwise capitalised non-initial tokens that are not acronyms, months or weekdays."""
-    known = {p.lower() for name in participants for p in [name, *name.split()] if p}
+    known = name_words(participants)
     if known:
-        return {t for t in (_strip_possessive(m.group()).lower() for m in _TOKEN.finditer(text)) if t in known}
+        return {t for t in (strip_possessive(m.group()).lower() for m in _TOKEN.finditer(text)) if t in known}
     names = set()
     for m in _TOKEN.finditer(text):
-        tok = _strip_possessive(m.group())
+        tok = strip_possessive(m.group())
         at_start = _starts_sentence(text, m.start())
         if (not at_start and tok[:1].isupper() and not tok.isupper() and tok.lower() not in _TIME_WORDS
                 and tok.lower() not in STOPWORDS):
@@ -85,7 +92,7 @@ def extract_keywords(question: str, participants: Sequence[str] = (), limit: int
     if len(out) >= limit:
         return out[:limit]
     for m in _TOKEN.finditer(question):
-        tok = _strip_possessive(m.group()).lower().strip("-")
+        tok = strip_possessive(m.group()).lower().strip("-")
         if (len(tok) < 2 or tok in STOPWORDS or tok in names or tok in _TIME_WORDS or not re.search(r"[a-z]", tok)
                 or tok in out):
             continue
@@ -108,7 +115,7 @@ def clean_keywords(keywords: Iterable[str], question: str, participants: Sequenc
             if len(out) == limit:
                 break
             continue
-        words = [_strip_possessive(w).lower() for w in _TOKEN.findall(kw)]
+        words = [strip_possessive(w).lower() for w in _TOKEN.findall(kw)]
         words = [w for w in words if w not in names and w not in STOPWORDS]
         phrase = " ".join(words)
         if phrase and phrase not in out:

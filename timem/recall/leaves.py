@@ -28,7 +28,7 @@ from timem.models import Level, MemoryNode
 from timem.recall import cjk
 from timem.recall.duplicates import near_duplicates
 from timem.recall.events import event_channel
-from timem.recall.keywords import extract_keywords, person_names
+from timem.recall.keywords import extract_keywords, name_words, person_names, strip_possessive
 from timem.recall.planner import RecallPlan, mask_names
 from timem.recall.state import RecallState
 from timem.recall.time_channel import TimeLocalisation, localise, tider_score
@@ -120,7 +120,7 @@ def bm25_query(question: str, plan: RecallPlan) -> str:
     return " ".join([question, *plan.keywords]).strip()
 
 
-_TOKEN_EDGE = re.compile(r"^[^\w]+|(?:['’]s)?[^\w]*$")
+_EDGES = re.compile(r"^[^\w]+|[^\w]+$")
 
 
 def name_free_query(keyword_query: str, participants: Sequence[str]) -> str:
@@ -134,11 +134,10 @@ def name_free_query(keyword_query: str, participants: Sequence[str]) -> str:
     label of every line that user spoke is indexed, so the name alone matches the whole history: the score gate
     must not take that for relevance.
     """
-    names = {n.strip().lower() for n in participants if n.strip()}
-    parts = names | {w for n in names for w in n.split()}
-    chars = {c for n in names if cjk.is_chinese(n) for c in n}
+    parts = name_words(participants)  # as person_names matches a token; its tokenizer is ASCII, not used here
+    chars = {c for n in (n.strip().lower() for n in participants) if n and cjk.is_chinese(n) for c in n}
     kept = [t for t in keyword_query.split()
-            if (_TOKEN_EDGE.sub("", t).lower() or t) not in parts and t not in chars]
+            if (strip_possessive(_EDGES.sub("", t)).lower() or t) not in parts and t not in chars]
     return " ".join(kept)
 
 
@@ -175,14 +174,14 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
             spans = [(w.start, w.end) for w in loc.windows]
             timed = [i for i, _, _ in store.segments_in_windows(user_id, spans, n, until=question_time)]
             new = [i for i in timed if i not in vec_hits]
-            vecs = store.embeddings(new) if new else {}
+            vecs = store.embeddings(new, user_id=user_id) if new else {}
             vec_hits.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
             notes.append(f"time channel: {len(timed)} leaves in the window(s) of "
                          f"{', '.join(repr(p) for p in loc.phrases)}, {len(new)} new")
     if config.recall.event_pool > 0:  # TIDER's event pool (timem.recall.events): the best events' members join
         members, note = event_channel(state)
         new = [i for i in dict.fromkeys(members) if i not in vec_hits]
-        vecs = store.embeddings(new) if new else {}
+        vecs = store.embeddings(new, user_id=user_id) if new else {}
         vec_hits.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
         if note:
             notes.append(f"{note}, {len(new)} new candidates")
@@ -225,7 +224,8 @@ def _mark_name_only(state: RecallState, candidates: list[Candidate], keyword_que
     """``candidates`` with :attr:`Candidate.name_only` and :attr:`Candidate.masked_cosine` set where the BM25 query
     matched nothing but ``names`` (participants and the candidates' speakers): a second BM25 search without the
     names (:func:`name_free_query`) tells which matched more, and the question with the names masked is embedded
-    (or reused from the centroid planner) for their cosines. Unchanged when the query holds no name.
+    (or reused from the centroid planner) for their cosines, with their vectors from the user's L1 copy in memory
+    that the leaf search read (``MemoryStore.embeddings`` with the user). Unchanged when the query holds no name.
 
     Raises:
         EmbeddingError: the embedder fails.
@@ -240,7 +240,7 @@ def _mark_name_only(state: RecallState, candidates: list[Candidate], keyword_que
         return candidates
     text = mask_names(state.query, names)
     vec = state.masked[1] if state.masked is not None and state.masked[0] == text else state.embedder.embed([text])[0]
-    vecs = store.embeddings(only)
+    vecs = store.embeddings(only, user_id=user_id)  # the L1 copy the leaf search read: no query
     masked = {i: round(float(np.dot(v, vec)), 6) for i, v in vecs.items()}
     return [c.model_copy(update={"name_only": True, "masked_cosine": masked.get(c.node_id)})
             if c.node_id in masked else c for c in candidates]

@@ -85,13 +85,14 @@ def propagate_relevance(local: Mapping[str, float], parent: Mapping[str, str | N
 
 
 def with_routed(store: MemoryStore, config: Config, selection: LeafSelection, routed: Sequence[str],
-                query_vec: np.ndarray) -> dict[str, Candidate]:
+                query_vec: np.ndarray, user_id: str | None = None) -> dict[str, Candidate]:
     """The selection's candidates plus the ``routed`` leaves, by id, all re-fused from raw cosine and BM25.
 
     A routed leaf gets its cosine with ``query_vec`` (shape ``(dim,)``, unit length) and no BM25; the
-    existing candidates keep their own entries (with their time and speaker adjustments).
+    existing candidates keep their own entries (with their time and speaker adjustments). With ``user_id`` (whose
+    leaves they are) their vectors come from the user's in-memory L1 copy where it holds them (``Store.embeddings``).
     """
-    vecs = store.embeddings(list(routed))
+    vecs = store.embeddings(list(routed), user_id=user_id)
     sem = {c.node_id: c.cosine for c in selection.candidates if c.cosine is not None}
     sem.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
     lex = {c.node_id: c.bm25_raw for c in selection.candidates if c.bm25_raw is not None}
@@ -132,7 +133,7 @@ def propagate_leaves(state: RecallState, selection: LeafSelection, top_k: int
         sessions.sort(key=lambda x: (-upper[x.id], x.id))
         routed = [c for x in sessions[: config.recall.propagation_route] for c in x.child_ids if c not in cands]
     if routed:
-        cands = with_routed(store, config, selection, routed, query_vec)
+        cands = with_routed(store, config, selection, routed, query_vec, user_id)
     nodes, parent = store.lineage(user_id, list(cands), 5)
     # a routed leaf from after the question never becomes a candidate
     cands = {i: c for i, c in cands.items() if i in nodes and nodes[i].span_start <= question_time}

@@ -99,7 +99,7 @@ def propagate_segtree(state: RecallState, selection: LeafSelection, top_k: int
         routed = [i for i, _, _, start in under if i not in cands and start <= question_time]
         view.leaves.update({i: (p, n) for i, p, n, _ in under if i in routed})
     if routed:
-        cands = with_routed(store, config, selection, routed, query_vec)
+        cands = with_routed(store, config, selection, routed, query_vec, user_id)
         info.update(view.lineage(routed))
     tree_ids = set(info) | set(upper)
     missing = [i for i in upper if i not in info]  # scored by centroid only: their parents, for the edges

@@ -258,10 +258,26 @@ class NodeTables:
             frontier = sorted({r[11] for r in rows if r[11] and int(r[2]) < top_level} - nodes.keys())
         return nodes, {nid: (pid if pid in nodes else None) for nid, pid in parent.items()}
 
-    def embeddings(self, node_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        frag, vals = in_list(node_ids)
-        rows = self.con.execute(f"SELECT id, embedding FROM nodes WHERE id IN {frag}", vals).fetchall()
-        return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
+    def embeddings(self, node_ids: Sequence[str], user_id: str | None = None) -> dict[str, np.ndarray]:
+        """The stored vectors of ``node_ids`` (any status), by id, as ``(dim,)`` float32 arrays.
+
+        With ``user_id``, of that user's nodes only, and those that the user's vector copies in memory hold at the
+        current nodes version (:meth:`MemoryIndex.cached_vectors`: the active nodes of each level a search read,
+        e.g. a recall's L1 candidates) come from there, the rest from DuckDB: the same values, without a query when
+        all are held (recall's extra candidates, the name-masked cosines of the score gate)."""
+        if user_id is None:
+            frag, vals = in_list(node_ids)
+            rows = self.con.execute(f"SELECT id, embedding FROM nodes WHERE id IN {frag}", vals).fetchall()
+            return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
+        with self.snapshot():  # the version and the rows read for the rest, from one commit
+            out = self.memory_index.cached_vectors(self.nodes_version(), user_id, node_ids)
+            rest = [i for i in dict.fromkeys(node_ids) if i not in out]
+            if rest:
+                frag, vals = in_list(rest)
+                rows = self.con.execute(f"SELECT id, embedding FROM nodes WHERE id IN {frag} AND user_id = ?",
+                                        [*vals, user_id]).fetchall()
+                out.update({r[0]: np.asarray(r[1], dtype=np.float32) for r in rows})
+        return out
 
 
 _node = node_of

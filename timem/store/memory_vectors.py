@@ -1,0 +1,141 @@
+"""The in-memory copy of one user's vectors of one level, and its exact top k by cosine (:mod:`timem.store.memory_index`
+caches the copies and brings them to the current nodes version).
+
+A copy (:class:`Vectors`) holds the active nodes' ids and their ``(n, dim)`` float32 embeddings, in a buffer that
+grows by doubling, with a live mask (a removed node is masked, the buffer compacted when half of it is dead).
+
+**Same answers as the SQL.** numpy only shortlists vectors: every node whose numpy cosine is within :data:`MARGIN`
+of the ``k``-th best (float32 sums of 384 products differ from DuckDB's by less than ``γ₃₈₄ ≈ 2.3e-5``), then the
+shortlist is scored with DuckDB's ``array_cosine_similarity`` arithmetic reproduced bit for bit
+(:func:`exact_cosines`), so the cosines and their order (ties by id) are those of
+:func:`timem.store.search.vector_top`.
+
+Memory: ``4·dim`` bytes per node (1.5 KB at dim 384: 154 MB for 100k nodes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+
+from timem.store.memory_steps import ACTIVE, Change
+
+#: numpy-vs-DuckDB cosine slack of the shortlist (the two differ by < 5e-5)
+MARGIN = 1e-3
+
+
+def exact_cosines(rows: np.ndarray, query_vec: np.ndarray) -> list[float]:
+    """DuckDB's ``array_cosine_similarity(row, query)`` over ``FLOAT[dim]`` values, bit for bit, per row of
+    ``rows`` ``(m, dim)``, computed in numpy.
+
+    DuckDB (``CosineSimilarityOp``) sums ``x·y``, ``x·x`` and ``y·y`` in float32, element by element in order,
+    divides the dot product by ``sqrt(|x|²·|y|²)`` and clamps with ``max(-1, min(s, 1))`` (so a zero vector,
+    whose ratio is NaN, gives -1). ``np.cumsum`` along a row accumulates in the same order, so the results are
+    identical (``tests/test_store_search.py`` checks it against DuckDB on real and random vectors), without a
+    query per call."""
+    v = np.asarray(rows, dtype=np.float32)
+    q = np.asarray(query_vec, dtype=np.float32)
+    if not len(v):
+        return []
+    dot = np.cumsum(v * q, axis=1, dtype=np.float32)[:, -1]
+    nl = np.cumsum(v * v, axis=1, dtype=np.float32)[:, -1]
+    nr = np.cumsum(q * q, dtype=np.float32)[-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sim = dot / np.sqrt(nl * nr)
+    sim = np.where(np.float32(1) < sim, np.float32(1), sim)  # std::min(s, 1): NaN stays NaN
+    sim = np.where(np.float32(-1) < sim, sim, np.float32(-1))  # std::max(-1, s): NaN becomes -1
+    return [float(x) for x in sim]
+
+
+@dataclass(frozen=True)
+class Vectors:
+    """Active nodes of one user and level: ``ids[k]`` has vector ``buf[k]``; ``k`` is live while ``alive[k]``."""
+
+    ids: list[str]  #: position -> node id (arrival order; a position is never reused)
+    where: dict[str, int]  #: node id -> its live position
+    buf: np.ndarray  #: (capacity, dim) float32; rows ``[0, len(ids))`` are used
+    alive: np.ndarray  #: bool per used position
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.buf.nbytes + self.alive.nbytes) + 96 * len(self.ids)
+
+    def of(self, node_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors of those of ``node_ids`` the copy holds (live), by id, each a fresh ``(dim,)`` array."""
+        return {i: self.buf[k].copy() for i in node_ids if (k := self.where.get(i)) is not None}
+
+
+def grow(buf: np.ndarray, used: int, rows: np.ndarray) -> np.ndarray:
+    """``buf`` with ``rows`` written after its first ``used`` rows, reallocated (doubling) when full. Rows
+    below ``used`` are never written, so a copy that shares ``buf`` keeps seeing its own rows."""
+    need = used + len(rows)
+    if need > len(buf):
+        bigger = np.empty((max(need, 2 * len(buf), 16), buf.shape[1]), dtype=np.float32)
+        bigger[:used] = buf[:used]
+        buf = bigger
+    buf[used:need] = rows
+    return buf
+
+
+def load(con: duckdb.DuckDBPyConnection, user_id: str, level: int, dim: int) -> Vectors:
+    """The active nodes of ``user_id`` and ``level`` with their vectors, read from DuckDB (ids in order)."""
+    tbl = con.execute("SELECT id, embedding FROM nodes WHERE user_id = ? AND level = ? "
+                      "AND status = 'active' ORDER BY id", [user_id, level]).to_arrow_table()
+    n = tbl.num_rows
+    flat = tbl.column("embedding").combine_chunks().flatten().to_numpy() if n else np.zeros(0, np.float32)
+    ids = tbl.column("id").to_pylist()
+    return Vectors(ids, {i: k for k, i in enumerate(ids)}, np.asarray(flat, dtype=np.float32).reshape(n, dim),
+                   np.ones(n, dtype=bool))
+
+
+def patched(old: Vectors, user_id: str, level: int, chain: Sequence[Change]) -> Vectors:
+    """``old`` after the ``chain`` of writes (a new copy; ``old`` is not changed): the user's active nodes of
+    ``level`` they removed masked, those they added appended; compacted when half of it is dead."""
+    ids, where, alive = list(old.ids), dict(old.where), old.alive.copy()
+    new_alive: list[bool] = []
+    rows: list[np.ndarray] = []
+    n0 = len(old.ids)
+    for change in chain:
+        for d in change.removed:
+            if d.user_id == user_id and d.level == level and d.status == ACTIVE and d.node_id in where:
+                k = where.pop(d.node_id)
+                if k < n0:
+                    alive[k] = False
+                else:
+                    new_alive[k - n0] = False
+        for d, v in zip(change.added, change.vecs, strict=True):
+            if d.user_id == user_id and d.level == level and d.status == ACTIVE:
+                where[d.node_id] = len(ids)
+                ids.append(d.node_id)
+                rows.append(v)
+                new_alive.append(True)
+    buf = grow(old.buf, n0, np.stack(rows)) if rows else old.buf
+    value = Vectors(ids, where, buf, np.concatenate([alive, np.array(new_alive, dtype=bool)]))
+    if len(value.where) * 2 < len(value.ids):  # half dead: compact
+        keep = np.flatnonzero(value.alive)
+        kept = [value.ids[k] for k in keep.tolist()]
+        value = Vectors(kept, {i: k for k, i in enumerate(kept)}, value.buf[keep].copy(),
+                        np.ones(len(kept), dtype=bool))
+    return value
+
+
+def top(v: Vectors, query_vec: np.ndarray, limit: int) -> list[tuple[str, float]]:
+    """Top ``limit`` nodes of the copy by cosine with ``query_vec`` (``(dim,)`` unit vector), as ``(id, cosine)``:
+    the rows and order of :func:`timem.store.search.vector_top` (exact)."""
+    n = len(v.ids)
+    live = len(v.where)
+    if not live or limit <= 0:
+        return []
+    approx = v.buf[:n] @ np.asarray(query_vec, dtype=np.float32)
+    approx[~v.alive] = -np.inf
+    if live > limit:
+        kth = np.partition(approx, n - limit)[n - limit]
+        short = np.flatnonzero((approx >= kth - MARGIN) & v.alive)
+    else:
+        short = np.flatnonzero(v.alive)
+    exact = exact_cosines(v.buf[short], query_vec)
+    scored = sorted(zip(exact, short.tolist(), strict=True), key=lambda t: (-t[0], v.ids[t[1]]))
+    return [(v.ids[k], c) for c, k in scored[:limit]]
