@@ -1,0 +1,114 @@
+"""The memory service on Ray Serve (``timem serve --ray``): a local 2-CPU Ray cluster, two shard replicas behind the
+router, real HTTP on 127.0.0.1, real DuckDB shard files and MiniLM. Writes land on the shard the hash names, each
+user recalls only its own turns, an erase-user leaves its shard, a tenant export and list cover every shard, and
+afterwards each shard file is served by the plain one-process service."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from service_support import client, free_port, serving
+
+from timem.config import load_config
+from timem.service import KeyFile, create_app
+from timem.service.shards import shard_of, shard_paths
+
+ray = pytest.importorskip("ray")
+serve = pytest.importorskip("ray.serve")
+
+AT = "2024-05-02T09:00:00+00:00"
+WORDS = ["avocado", "blizzard", "cinnamon", "dolphin", "emerald", "falcon"]
+USERS = [f"u{i}" for i in range(len(WORDS))]
+
+
+def _config(db):
+    return load_config(env={}, db_path=db, llm_backend="none", consolidation_mode="extractive", online_queue=False,
+                       cache_dir=db.parent / "cache", memory_extractor="rules")
+
+
+@pytest.fixture(scope="module")
+def cluster_service(tmp_path_factory, ray_cluster):
+    from timem.service import ray_serve
+
+    tmp = tmp_path_factory.mktemp("ray-serve")
+    db = tmp / "memory.duckdb"
+    kf = KeyFile(tmp / "memory.duckdb.keys.json")
+    keys = {t: kf.add(t) for t in ("acme", "beta")}
+    port = free_port()
+    ray_serve.start(_config(db), str(kf.path), 2, "127.0.0.1", port)
+    try:
+        yield f"http://127.0.0.1:{port}", keys, db, kf
+    finally:
+        ray_serve.stop()
+        serve.shutdown()
+
+
+def _shard_users(shard: int, key: str) -> list[str]:
+    """The tenant's users as one shard replica sees them (asked through its handle, not the router)."""
+    h = serve.get_deployment_handle(f"timem-shard{shard}", app_name="timem")
+    req = {"method": "GET", "path": "/v1/users", "query": b"",
+           "headers": [(b"authorization", f"Bearer {key}".encode())], "body": b""}
+    a = h.call.remote(req).result(timeout_s=60)
+    assert a["status"] == 200, a
+    return httpx.Response(200, content=a["body"]).json()["users"]
+
+
+@pytest.mark.slow
+def test_users_are_sharded_routed_erased_and_exported_over_ray_serve(cluster_service):
+    base, keys, db, kf = cluster_service
+    owner = {u: shard_of("acme", u, 2) for u in USERS}
+    assert set(owner.values()) == {0, 1}, owner  # both shards hold users (else the test proves little)
+    with client(base, keys["acme"]) as a, client(base, keys["beta"]) as b, client(base, None) as anon:
+        assert anon.get("/v1/users").status_code == 401
+        assert anon.get("/v1/health").json() == {"status": "ok", "shards": 2}
+        for u, word in zip(USERS, WORDS, strict=True):
+            r = a.post(f"/v1/users/{u}/turns", json={"session_id": "s1", "event_time": AT, "reply": "Noted.",
+                                                      "message": f"My secret word is {word}."})
+            assert r.status_code == 200, r.text
+            assert r.json()["turn_ids"] == [f"{u}:s1:0", f"{u}:s1:1"]
+        r = b.post("/v1/users/u0/turns", json={"session_id": "s1", "event_time": AT, "message": "Beta's word: zebra."})
+        assert r.status_code == 200, r.text
+
+        # every write is on the shard the hash names, and only there
+        for shard in (0, 1):
+            assert _shard_users(shard, keys["acme"]) == sorted(u for u in USERS if owner[u] == shard)
+        assert a.get("/v1/users").json() == {"users": USERS}  # the list fans out and merges
+        assert b.get("/v1/users").json() == {"users": ["u0"]}
+
+        # each user's recall sees its own turns only
+        for u, word in zip(USERS, WORDS, strict=True):
+            r = a.post(f"/v1/users/{u}/recall", json={"query": "What is my secret word?"})
+            assert r.status_code == 200, r.text
+            context = r.json()["context"]
+            assert word in context, (u, context)
+            assert not [w for w in [*WORDS, "zebra"] if w != word and w in context], (u, context)
+
+        # a tenant export covers every shard
+        data = a.get("/v1/export").json()
+        assert sorted(data["users"]) == USERS
+        for u, word in zip(USERS, WORDS, strict=True):
+            assert [t["text"] for t in data["users"][u]["turns"]][0] == f"My secret word is {word}."
+        assert "zebra" not in str(data)
+
+        # erase one user: gone from its shard, from the list, from the export; the others stay
+        gone = USERS[1]
+        r = a.delete(f"/v1/users/{gone}")
+        assert r.status_code == 200, r.text
+        assert a.get(f"/v1/users/{gone}/export").status_code == 404
+        assert gone not in _shard_users(owner[gone], keys["acme"])
+        assert a.get("/v1/users").json() == {"users": [u for u in USERS if u != gone]}
+        assert sorted(a.get("/v1/export").json()["users"]) == [u for u in USERS if u != gone]
+        assert a.get("/v1/about").json()["shards"] == 2
+
+    # once the application is gone, each shard file is an ordinary TiMem file for the one-process service
+    from timem.service import ray_serve
+
+    ray_serve.stop()
+    for shard, path in enumerate(shard_paths(db, 2)):
+        assert path.exists()
+        with serving(create_app(_config(path), kf)) as (one, _), client(one, keys["acme"]) as a:
+            mine = sorted(u for u in USERS if owner[u] == shard and u != USERS[1])
+            assert a.get("/v1/users").json() == {"users": mine}
+            u = mine[0]
+            word = WORDS[USERS.index(u)]
+            assert word in a.post(f"/v1/users/{u}/recall", json={"query": "What is my secret word?"}).json()["context"]
