@@ -251,5 +251,5 @@ def run(config: Config, keys: str, replicas: int, host: str, port: int, address:
     finally:
         stop()
         if started:
-            serve.shutdown()
+            serve.shutdown()  # type: ignore[no-untyped-call]
             ray.shutdown()
