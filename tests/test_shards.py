@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from service_support import client, two_tenants
+from test_cli import cli_env  # noqa: F401  (fixture)
 
 from timem.errors import ConfigError
 from timem.service.shards import (
@@ -141,3 +142,13 @@ def test_tenant_export_and_erase_on_one_process(tmp_path, embedder):
         assert r.json()["erased"] == ["leo", "mia"] and r.json()["counts"]["turns"] == 4
         assert a.get("/v1/users").json() == {"users": []}
         assert b.get("/v1/users").json() == {"users": ["mia"]}  # the other tenant keeps its user
+
+
+def test_serve_ray_refuses_another_shard_count_before_starting_ray(cli_env):  # noqa: F811
+    from test_cli import run
+
+    db = cli_env / "memory.duckdb"
+    check_layout(db, 2)
+    code, out = run("serve", "--ray", "--replicas", "3", "--db", str(db), "--llm", "none")
+    assert code == 1
+    assert "spread over 2 shard(s)" in out and "--replicas 2" in out
