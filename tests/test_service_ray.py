@@ -5,9 +5,15 @@ afterwards each shard file is served by the plain one-process service."""
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 from service_support import client, free_port, serving
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, StreamingResponse
+from starlette.routing import Route
 
 from timem.config import load_config
 from timem.service import KeyFile, create_app
@@ -26,7 +32,7 @@ def _config(db):
                        cache_dir=db.parent / "cache", memory_extractor="rules")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture()
 def cluster_service(tmp_path_factory, ray_cluster):
     from timem.service import ray_serve
 
@@ -112,3 +118,93 @@ def test_users_are_sharded_routed_erased_and_exported_over_ray_serve(cluster_ser
             u = mine[0]
             word = WORDS[USERS.index(u)]
             assert word in a.post(f"/v1/users/{u}/recall", json={"query": "What is my secret word?"}).json()["context"]
+
+
+def _req(path, body=b""):
+    return {"method": "POST", "path": path, "query": b"a=1", "headers": [(b"content-type", b"application/json")],
+            "body": body}
+
+
+def test_call_app_runs_a_request_in_process_and_streams_as_the_app_sends():
+    from timem.service.ray_serve import call_app, streamed_answer, whole_answer
+
+    seen = {}
+
+    async def echo(request: Request):
+        seen["query"], seen["body"] = request.url.query, await request.body()
+        return JSONResponse({"ok": True}, status_code=201)
+
+    async def chunks(request: Request):
+        async def gen():
+            for i in range(3):
+                yield f"chunk{i} "
+        return StreamingResponse(gen(), media_type="text/plain")
+
+    async def boom(request: Request):
+        raise RuntimeError("broken route")
+
+    app = Starlette(routes=[Route("/echo", echo, methods=["POST"]), Route("/stream", chunks, methods=["POST"]),
+                            Route("/boom", boom, methods=["POST"])])
+
+    async def main():
+        whole = await whole_answer(app, _req("/echo", b'{"x": 1}'))  # what a shard replica answers, without Ray
+        streamed = [m async for m in streamed_answer(app, _req("/stream"))]
+        broken = await whole_answer(app, _req("/boom"))
+        return whole, streamed, broken, [m["type"] async for m in call_app(app, _req("/missing"))]
+
+    whole, streamed, broken, missing = asyncio.run(main())
+    assert whole["status"] == 201 and whole["body"] == b'{"ok":true}'
+    assert seen == {"query": "a=1", "body": b'{"x": 1}'}
+    assert streamed[0]["status"] == 200 and streamed[1:] == [b"chunk0 ", b"chunk1 ", b"chunk2 "]
+    assert broken["status"] == 500  # the app's own 500 (the error is logged, not swallowed)
+    assert missing == ["http.response.start", "http.response.body"]
+
+
+def test_call_app_tells_the_app_when_the_caller_goes_away():
+    from timem.service.ray_serve import call_app
+
+    told = asyncio.Event()
+
+    async def endless(request: Request):
+        async def gen():
+            try:
+                while True:
+                    yield "tick "
+                    await asyncio.sleep(0.01)
+            finally:  # Starlette ends the stream when it receives http.disconnect
+                told.set()
+        return StreamingResponse(gen(), media_type="text/plain")
+
+    app = Starlette(routes=[Route("/endless", endless, methods=["POST"])])
+
+    async def main():
+        got = []
+        stream = call_app(app, _req("/endless"))
+        async for m in stream:
+            got.append(m)
+            if len(got) == 3:
+                break
+        await stream.aclose()
+        await asyncio.wait_for(told.wait(), 5)
+        return got
+
+    got = asyncio.run(main())
+    assert got[0]["type"] == "http.response.start" and got[1]["body"] == b"tick "
+
+
+@pytest.mark.slow
+def test_a_shard_file_that_does_not_open_stops_the_start_with_its_error(tmp_path, ray_cluster):
+    from timem.service import ray_serve
+
+    db = tmp_path / "memory.duckdb"
+    kf = KeyFile(tmp_path / "memory.duckdb.keys.json")
+    kf.add("acme")
+    shard_paths(db, 2)[1].write_bytes(b"this is not a DuckDB file" * 100)
+    try:
+        with pytest.raises(ray_serve.ShardServeError, match="did not start") as err:
+            ray_serve.start(_config(db), str(kf.path), 2, "127.0.0.1", free_port())
+        msg = str(err.value)
+        assert "timem-shard1" in msg and "memory.shard1.duckdb exists but is not a DuckDB file" in msg, msg
+        assert "timem-shard0" not in msg  # the shard that opened is not blamed
+    finally:
+        ray_serve.stop()

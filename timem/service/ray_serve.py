@@ -17,9 +17,12 @@ Needs ``ray[serve]`` (the ``[cluster]`` extra); this module imports Ray, so impo
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import Any
 
 from ray import serve
@@ -27,17 +30,22 @@ from ray.serve.handle import DeploymentHandle, DeploymentResponseGenerator
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from timem.cluster import ClusterError, connect
 from timem.config import Config
 from timem.errors import AuthError
 from timem.service.context import STATUS
 from timem.service.keys import KeyFile
-from timem.service.shards import Route, merge, route, shard_of, shard_paths
+from timem.service.shards import Route, check_layout, merge, route, shard_of, shard_paths
 
 _log = logging.getLogger(__name__)
 
 #: what a request without a valid key is told (the one-process service says the same)
 NO_KEY = ("missing or invalid API key; send 'Authorization: Bearer <key>' with a key from `timem keys add TENANT`")
 APP_NAME = "timem"
+
+
+class ShardServeError(ClusterError):
+    """The Ray Serve application did not start (a shard replica failed to open its file, or Serve failed)."""
 
 
 def _request_dict(method: str, path: str, query: bytes, headers: list[tuple[bytes, bytes]], body: bytes
@@ -87,6 +95,27 @@ async def call_app(app: Any, req: dict[str, Any]) -> AsyncIterator[dict[str, Any
             _log.error("a shard request failed: %s %s", req["method"], req["path"], exc_info=task.exception())
 
 
+async def whole_answer(app: Any, req: dict[str, Any]) -> dict[str, Any]:
+    """The whole answer of the ASGI ``app`` to ``req``: ``{"status", "headers", "body"}`` (:func:`call_app`)."""
+    status, headers, chunks = 500, [], []
+    async for m in call_app(app, req):
+        if m["type"] == "http.response.start":
+            status, headers = m["status"], list(m.get("headers", []))
+        else:
+            chunks.append(m.get("body", b""))
+    return {"status": status, "headers": headers, "body": b"".join(chunks)}
+
+
+async def streamed_answer(app: Any, req: dict[str, Any]) -> AsyncIterator[dict[str, Any] | bytes]:
+    """The answer of the ASGI ``app`` to ``req`` as it comes: first ``{"status", "headers"}``, then the body's
+    chunks (:func:`call_app`)."""
+    async for m in call_app(app, req):
+        if m["type"] == "http.response.start":
+            yield {"status": m["status"], "headers": list(m.get("headers", []))}
+        elif m.get("body"):
+            yield m["body"]
+
+
 class ShardService:
     """One shard: the one-process service app over ``config.store.db_path`` (the shard file), started at replica
     start (its lifespan opens the engine) and stopped at replica shutdown."""
@@ -96,30 +125,23 @@ class ShardService:
 
         self.shard = shard
         self.app = create_app(config, keys)
-        self._life = self.app.router.lifespan_context(self.app)
+        self._life: AbstractAsyncContextManager[Any] | None = self.app.router.lifespan_context(self.app)
         await self._life.__aenter__()
 
     async def call(self, req: dict[str, Any]) -> dict[str, Any]:
-        """The whole answer to ``req``: ``{"status", "headers", "body"}``."""
-        status, headers, chunks = 500, [], []
-        async for m in call_app(self.app, req):
-            if m["type"] == "http.response.start":
-                status, headers = m["status"], list(m.get("headers", []))
-            else:
-                chunks.append(m.get("body", b""))
-        return {"status": status, "headers": headers, "body": b"".join(chunks)}
+        """The whole answer to ``req``: ``{"status", "headers", "body"}`` (:func:`whole_answer`)."""
+        return await whole_answer(self.app, req)
 
     async def stream(self, req: dict[str, Any]) -> AsyncIterator[dict[str, Any] | bytes]:
-        """The answer to ``req`` as it comes: first ``{"status", "headers"}``, then the body's chunks."""
-        async for m in call_app(self.app, req):
-            if m["type"] == "http.response.start":
-                yield {"status": m["status"], "headers": list(m.get("headers", []))}
-            elif m.get("body"):
-                yield m["body"]
+        """The answer to ``req`` as it comes (:func:`streamed_answer`)."""
+        async for part in streamed_answer(self.app, req):
+            yield part
 
     async def __del__(self) -> None:
-        """Close the engine (the shard file) when Ray Serve stops the replica."""
-        await self._life.__aexit__(None, None, None)
+        """Close the engine (the shard file) when Ray Serve stops the replica (once)."""
+        life, self._life = getattr(self, "_life", None), None
+        if life is not None:
+            await life.__aexit__(None, None, None)
 
 
 def _response(status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> Response:
@@ -198,8 +220,10 @@ def _streams(body: bytes) -> bool:
 def build(config: Config, keys: str, replicas: int, shard_cpus: float = 1.0) -> Any:
     """The bound Ray Serve application: ``replicas`` shard deployments over the shard files of
     ``config.store.db_path`` (each reserving ``shard_cpus`` CPUs) behind the router."""
+    retries: dict[str, Any] = {"max_constructor_retry_count": 1} if "max_constructor_retry_count" in inspect.signature(
+        serve.deployment).parameters else {}  # a file that does not open will not open on the 20th try either
     shards = [serve.deployment(name=f"timem-shard{i}", max_ongoing_requests=64,
-                               ray_actor_options={"num_cpus": shard_cpus})(ShardService)
+                               ray_actor_options={"num_cpus": shard_cpus}, **retries)(ShardService)
               .bind(config.with_overrides(db_path=str(p.resolve())), keys, i)
               for i, p in enumerate(shard_paths(config.store.db_path, replicas))]
     router = serve.deployment(name="timem-router", max_ongoing_requests=256,
@@ -215,7 +239,29 @@ def start(config: Config, keys: str, replicas: int, host: str, port: int) -> Non
 
     cpus = float(ray.cluster_resources().get("CPU", 1.0))  # type: ignore[no-untyped-call]
     serve.start(http_options={"host": host, "port": port})
-    serve.run(build(config, keys, replicas, min(1.0, cpus / replicas)), name=APP_NAME, route_prefix="/")
+    try:
+        serve.run(build(config, keys, replicas, min(1.0, cpus / replicas)), name=APP_NAME, route_prefix="/")
+    except RuntimeError as exc:  # Serve's "Deploying application timem failed: <the replica's traceback>"
+        why = _failures(shard_paths(config.store.db_path, replicas)) or _last_line(str(exc))
+        raise ShardServeError(f"the Ray Serve application did not start: {why}; fix what it names, or see the "
+                              "replica logs in /tmp/ray/session_latest/logs/serve/") from exc
+
+
+def _failures(paths: list[Path]) -> str:
+    """What failed in each deployment of the application that did not start: its name, its shard file, the last
+    line of its error."""
+    app = serve.status().applications.get(APP_NAME)
+    if app is None:
+        return ""
+    files = {f"timem-shard{i}": p for i, p in enumerate(paths)}
+    return "; ".join(f"{name}" + (f" ({files[name]})" if name in files else "") + f": {_last_line(d.message)}"
+                     for name, d in sorted(app.deployments.items()) if d.message)
+
+
+def _last_line(text: str) -> str:
+    """The last non-empty line of a traceback (the error itself)."""
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    return lines[-1] if lines else text
 
 
 def stop() -> None:
@@ -230,13 +276,11 @@ def run(config: Config, keys: str, replicas: int, host: str, port: int, address:
 
     Raises:
         ClusterError: the cluster cannot be reached. ShardLayoutError: the shards were written with another count.
+        ShardServeError: a shard did not start (e.g. its file does not open).
     """
     import time
 
     import ray
-
-    from timem.cluster import connect
-    from timem.service.shards import check_layout
 
     check_layout(config.store.db_path, replicas)
     started = connect(address)
