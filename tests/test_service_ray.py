@@ -6,9 +6,11 @@ afterwards each shard file is served by the plain one-process service."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import httpx
 import pytest
+from openai_support import UPSTREAM_KEY, fake_upstream, streamed
 from service_support import client, free_port, serving
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -27,9 +29,13 @@ WORDS = ["avocado", "blizzard", "cinnamon", "dolphin", "emerald", "falcon"]
 USERS = [f"u{i}" for i in range(len(WORDS))]
 
 
-def _config(db):
-    return load_config(env={}, db_path=db, llm_backend="none", consolidation_mode="extractive", online_queue=False,
-                       cache_dir=db.parent / "cache", memory_extractor="rules")
+def _config(db, upstream=None):
+    """No LLM, or (``upstream``) an OpenAI-compatible endpoint that only answers chat completions: the gate is the
+    score gate and memories are extractive either way."""
+    llm = {"llm_backend": "openai", "openai_base_url": upstream, "openai_api_key": UPSTREAM_KEY,
+           "openai_model": "cfg-model", "gate": "score"} if upstream else {"llm_backend": "none"}
+    return load_config(env={}, db_path=db, consolidation_mode="extractive", online_queue=False,
+                       cache_dir=db.parent / "cache", memory_extractor="rules", **llm)
 
 
 @pytest.fixture()
@@ -41,12 +47,13 @@ def cluster_service(tmp_path_factory, ray_cluster):
     kf = KeyFile(tmp / "memory.duckdb.keys.json")
     keys = {t: kf.add(t) for t in ("acme", "beta")}
     port = free_port()
-    ray_serve.start(_config(db), str(kf.path), 2, "127.0.0.1", port)
-    try:
-        yield f"http://127.0.0.1:{port}", keys, db, kf
-    finally:
-        ray_serve.stop()
-        serve.shutdown()
+    with fake_upstream() as (up_url, up):
+        ray_serve.start(_config(db, up_url), str(kf.path), 2, "127.0.0.1", port)
+        try:
+            yield f"http://127.0.0.1:{port}", keys, db, kf, up
+        finally:
+            ray_serve.stop()
+            serve.shutdown()
 
 
 def _shard_users(shard: int, key: str) -> list[str]:
@@ -61,7 +68,7 @@ def _shard_users(shard: int, key: str) -> list[str]:
 
 @pytest.mark.slow
 def test_users_are_sharded_routed_erased_and_exported_over_ray_serve(cluster_service):
-    base, keys, db, kf = cluster_service
+    base, keys, db, kf, up = cluster_service
     owner = {u: shard_of("acme", u, 2) for u in USERS}
     assert set(owner.values()) == {0, 1}, owner  # both shards hold users (else the test proves little)
     with client(base, keys["acme"]) as a, client(base, keys["beta"]) as b, client(base, None) as anon:
@@ -74,6 +81,22 @@ def test_users_are_sharded_routed_erased_and_exported_over_ray_serve(cluster_ser
             assert r.json()["turn_ids"] == [f"{u}:s1:0", f"{u}:s1:1"]
         r = b.post("/v1/users/u0/turns", json={"session_id": "s1", "event_time": AT, "message": "Beta's word: zebra."})
         assert r.status_code == 200, r.text
+
+        # an OpenAI chat completion goes to the shard of its user, and a stream is streamed through the router
+        held = threading.Event()  # the upstream holds the rest of its answer until the first chunk came through
+        up.replies.append(streamed(["Hello ", "from ", "upstream."], wait=held))
+        with a.stream("POST", "/v1/chat/completions", headers={"X-Timem-Event-Time": "2024-05-03T09:00:00+00:00"},
+                      json={"model": "m", "user": "u2", "stream": True,
+                            "messages": [{"role": "user", "content": "Good morning!"}]}) as r:
+            assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+            lines = r.iter_lines()
+            first = next(line for line in lines if line.startswith("data: "))
+            assert '"role": "assistant"' in first and not held.is_set()  # streamed, not buffered
+            held.set()
+            events = [first, *(line for line in lines if line.startswith("data: "))]
+        assert events[-1] == "data: [DONE]" and "upstream." in events[-3]
+        said = [(t["role"], t["text"]) for t in a.get("/v1/users/u2/turns").json()["turns"]]
+        assert said[-2:] == [("user", "Good morning!"), ("assistant", "Hello from upstream.")]
 
         # every write is on the shard the hash names, and only there
         for shard in (0, 1):
