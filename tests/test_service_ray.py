@@ -6,6 +6,7 @@ afterwards each shard file is served by the plain one-process service."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 
 import httpx
@@ -231,3 +232,57 @@ def test_a_shard_file_that_does_not_open_stops_the_start_with_its_error(tmp_path
         assert "timem-shard0" not in msg  # the shard that opened is not blamed
     finally:
         ray_serve.stop()
+
+
+class _FakeShard:
+    """A shard's handle without Ray: ``handle.call.remote(req)`` answers with ``answer(req)`` (or raises it)."""
+
+    def __init__(self, answer):
+        self.answer, self.seen = answer, []
+        self.call = self
+
+    def remote(self, req):
+        self.seen.append(req["path"])
+
+        async def reply():
+            out = self.answer(req)
+            if isinstance(out, Exception):
+                raise out
+            return {"status": 200, "headers": [(b"content-type", b"application/json")],
+                    "body": json.dumps(out).encode()}
+        return reply()
+
+
+def _http(router, method, path, key=None):
+    headers = [(b"authorization", f"Bearer {key}".encode())] if key else []
+    scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(), "query_string": b"",
+             "headers": headers, "scheme": "http", "server": ("127.0.0.1", 80), "root_path": ""}
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    res = asyncio.run(router(Request(scope, receive)))
+    return res.status_code, json.loads(res.body)
+
+
+def test_the_router_checks_the_key_routes_by_the_hash_fans_out_and_says_when_a_shard_is_down(tmp_path):
+    from ray.exceptions import RayError
+
+    from timem.service.ray_serve import ShardRouter
+
+    kf = KeyFile(tmp_path / "k.json")
+    key = kf.add("acme")
+    shards = [_FakeShard(lambda req, i=i: {"users": [f"from{i}"]}) for i in range(2)]
+    router = ShardRouter(shards, str(kf.path))
+    assert _http(router, "GET", "/v1/users")[0] == 401
+    assert _http(router, "GET", "/v1/users/mia/export", "tmk_00000000_" + "x" * 30)[0] == 401
+    assert shards[0].seen == shards[1].seen == []  # nothing forwarded without a valid key
+    assert _http(router, "GET", "/v1/users", key) == (200, {"users": ["from0", "from1"]})
+    for user in USERS:
+        before = [len(s.seen) for s in shards]
+        _http(router, "GET", f"/v1/users/{user}/export", key)
+        assert [len(s.seen) - b for s, b in zip(shards, before, strict=True)] == [
+            int(shard_of("acme", user, 2) == i) for i in range(2)]
+    shards[1].answer = lambda req: RayError("the replica died")
+    status, body = _http(router, "GET", "/v1/users", key)
+    assert status == 503 and "not available" in body["error"] and "retry" in body["error"]

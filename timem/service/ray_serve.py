@@ -20,12 +20,15 @@ import asyncio
 import inspect
 import json
 import logging
+import signal
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 from ray import serve
+from ray.exceptions import RayError
+from ray.serve.exceptions import RayServeException
 from ray.serve.handle import DeploymentHandle, DeploymentResponseGenerator
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -168,7 +171,18 @@ class ShardRouter:
         return await asyncio.to_thread(self.keys.tenant_of, key)  # scrypt (once per key): off the event loop
 
     async def __call__(self, request: Request) -> Response:
-        """Route one HTTP request (see the module docstring)."""
+        """Route one HTTP request (see the module docstring); a shard that cannot be reached (its replica died
+        and is being restarted, or is overloaded) is 503 ``{"error": ...}``."""
+        try:
+            return await self._route(request)
+        except (RayError, RayServeException) as exc:
+            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            _log.warning("a shard did not answer %s %s: %s: %s", request.method, request.url.path,
+                         type(exc).__name__, first)
+            return _json(503, {"error": f"a shard of the memory service is not available ({type(exc).__name__}: "
+                                        f"{first}); Ray Serve restarts it, retry in a few seconds"})
+
+    async def _route(self, request: Request) -> Response:
         path, body = request.url.path, await request.body()
         req = _request_dict(request.method, path, request.scope.get("query_string", b""),
                             list(request.scope["headers"]), body)
@@ -269,6 +283,10 @@ def stop() -> None:
     serve.delete(APP_NAME)
 
 
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run(config: Config, keys: str, replicas: int, host: str, port: int, address: str) -> None:
     """``timem serve --ray``: join (or, with ``address="local"``, start) a Ray cluster, check the shard layout of
     ``config.store.db_path`` (:func:`timem.service.shards.check_layout`), deploy, and serve until interrupted; then
@@ -284,6 +302,7 @@ def run(config: Config, keys: str, replicas: int, host: str, port: int, address:
 
     check_layout(config.store.db_path, replicas)
     started = connect(address)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)  # a `kill` stops it as Ctrl-C does: shards close their files
     try:
         start(config, keys, replicas, host, port)
         _log.warning("timem on Ray Serve: %d shard(s) of %s, http://%s:%d (Ctrl-C stops)", replicas,
