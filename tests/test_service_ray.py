@@ -130,6 +130,15 @@ def test_users_are_sharded_routed_erased_and_exported_over_ray_serve(cluster_ser
         assert sorted(a.get("/v1/export").json()["users"]) == [u for u in USERS if u != gone]
         assert a.get("/v1/about").json()["shards"] == 2
 
+        # erasing a tenant reaches every shard; the other tenant keeps its users
+        r = b.delete("/v1/users")
+        assert r.status_code == 422 and "confirm=true" in r.json()["error"]
+        r = b.delete("/v1/users", params={"confirm": "true"})
+        assert r.status_code == 200, r.text
+        assert r.json()["erased"] == ["u0"] and r.json()["counts"]["turns"] == 1
+        assert b.get("/v1/users").json() == {"users": []}
+        assert a.get("/v1/users").json() == {"users": [u for u in USERS if u != gone]}
+
     # once the application is gone, each shard file is an ordinary TiMem file for the one-process service
     from timem.service import ray_serve
 
