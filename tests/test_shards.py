@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -152,3 +153,13 @@ def test_serve_ray_refuses_another_shard_count_before_starting_ray(cli_env):  # 
     code, out = run("serve", "--ray", "--replicas", "3", "--db", str(db), "--llm", "none")
     assert code == 1
     assert "spread over 2 shard(s)" in out and "--replicas 2" in out
+
+
+def test_serve_ray_without_ray_names_the_cluster_extra(tmp_path):
+    code = ("import sys; sys.modules['ray'] = None  # as if Ray were not installed\n"
+            "from typer.testing import CliRunner\nfrom timem.cli import app\n"
+            "print(CliRunner().invoke(app, ['serve', '--ray', '--db', 'm.duckdb', '--llm', 'none']).exception)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert "timem serve --ray needs the optional 'cluster' packages (ray is not installed)" in out.stdout, out
+    assert "pip install 'timem[cluster]'" in out.stdout
