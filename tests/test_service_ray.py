@@ -164,7 +164,7 @@ def test_call_app_runs_a_request_in_process_and_streams_as_the_app_sends():
     seen = {}
 
     async def echo(request: Request):
-        seen["query"], seen["body"] = request.url.query, await request.body()
+        seen["query"], seen["body"], seen["state"] = request.url.query, await request.body(), request.state.ready
         return JSONResponse({"ok": True}, status_code=201)
 
     async def chunks(request: Request):
@@ -180,14 +180,15 @@ def test_call_app_runs_a_request_in_process_and_streams_as_the_app_sends():
                             Route("/boom", boom, methods=["POST"])])
 
     async def main():
-        whole = await whole_answer(app, _req("/echo", b'{"x": 1}'))  # what a shard replica answers, without Ray
+        # what a shard replica answers, without Ray (with its lifespan's state)
+        whole = await whole_answer(app, _req("/echo", b'{"x": 1}'), {"ready": "yes"})
         streamed = [m async for m in streamed_answer(app, _req("/stream"))]
         broken = await whole_answer(app, _req("/boom"))
         return whole, streamed, broken, [m["type"] async for m in call_app(app, _req("/missing"))]
 
     whole, streamed, broken, missing = asyncio.run(main())
     assert whole["status"] == 201 and whole["body"] == b'{"ok":true}'
-    assert seen == {"query": "a=1", "body": b'{"x": 1}'}
+    assert seen == {"query": "a=1", "body": b'{"x": 1}', "state": "yes"}  # the lifespan's state, as a server gives
     assert streamed[0]["status"] == 200 and streamed[1:] == [b"chunk0 ", b"chunk1 ", b"chunk2 "]
     assert broken["status"] == 500  # the app's own 500 (the error is logged, not swallowed)
     assert missing == ["http.response.start", "http.response.body"]

@@ -56,13 +56,16 @@ def _request_dict(method: str, path: str, query: bytes, headers: list[tuple[byte
     return {"method": method, "path": path, "query": query, "headers": headers, "body": body}
 
 
-async def call_app(app: Any, req: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+async def call_app(app: Any, req: dict[str, Any], state: dict[str, Any] | None = None
+                   ) -> AsyncIterator[dict[str, Any]]:
     """Run one HTTP request ``req`` (:func:`_request_dict`) through the ASGI ``app`` in this process; yields the
     app's ``http.response.start`` and ``http.response.body`` messages as it sends them. When the caller stops
-    early (a client that went away), the app is told ``http.disconnect``."""
+    early (a client that went away), the app is told ``http.disconnect``. ``state``: what the app's lifespan
+    yielded, given to each request as a server does (a shallow copy)."""
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": req["method"],
              "scheme": "http", "path": req["path"], "raw_path": req["path"].encode(), "query_string": req["query"],
-             "root_path": "", "headers": req["headers"], "client": ("127.0.0.1", 0), "server": ("127.0.0.1", 80)}
+             "root_path": "", "headers": req["headers"], "client": ("127.0.0.1", 0), "server": ("127.0.0.1", 80),
+             "state": dict(state or {})}
     sent: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     gone = asyncio.Event()
     body_given = False
@@ -98,10 +101,10 @@ async def call_app(app: Any, req: dict[str, Any]) -> AsyncIterator[dict[str, Any
             _log.error("a shard request failed: %s %s", req["method"], req["path"], exc_info=task.exception())
 
 
-async def whole_answer(app: Any, req: dict[str, Any]) -> dict[str, Any]:
+async def whole_answer(app: Any, req: dict[str, Any], state: dict[str, Any] | None = None) -> dict[str, Any]:
     """The whole answer of the ASGI ``app`` to ``req``: ``{"status", "headers", "body"}`` (:func:`call_app`)."""
     status, headers, chunks = 500, [], []
-    async for m in call_app(app, req):
+    async for m in call_app(app, req, state):
         if m["type"] == "http.response.start":
             status, headers = m["status"], list(m.get("headers", []))
         else:
@@ -109,10 +112,11 @@ async def whole_answer(app: Any, req: dict[str, Any]) -> dict[str, Any]:
     return {"status": status, "headers": headers, "body": b"".join(chunks)}
 
 
-async def streamed_answer(app: Any, req: dict[str, Any]) -> AsyncIterator[dict[str, Any] | bytes]:
+async def streamed_answer(app: Any, req: dict[str, Any], state: dict[str, Any] | None = None
+                          ) -> AsyncIterator[dict[str, Any] | bytes]:
     """The answer of the ASGI ``app`` to ``req`` as it comes: first ``{"status", "headers"}``, then the body's
     chunks (:func:`call_app`)."""
-    async for m in call_app(app, req):
+    async for m in call_app(app, req, state):
         if m["type"] == "http.response.start":
             yield {"status": m["status"], "headers": list(m.get("headers", []))}
         elif m.get("body"):
@@ -129,15 +133,15 @@ class ShardService:
         self.shard = shard
         self.app = create_app(config, keys)
         self._life: AbstractAsyncContextManager[Any] | None = self.app.router.lifespan_context(self.app)
-        await self._life.__aenter__()
+        self.state = dict(await self._life.__aenter__() or {})  # a lifespan's state, if it yields one
 
     async def call(self, req: dict[str, Any]) -> dict[str, Any]:
         """The whole answer to ``req``: ``{"status", "headers", "body"}`` (:func:`whole_answer`)."""
-        return await whole_answer(self.app, req)
+        return await whole_answer(self.app, req, self.state)
 
     async def stream(self, req: dict[str, Any]) -> AsyncIterator[dict[str, Any] | bytes]:
         """The answer to ``req`` as it comes (:func:`streamed_answer`)."""
-        async for part in streamed_answer(self.app, req):
+        async for part in streamed_answer(self.app, req, self.state):
             yield part
 
     async def __del__(self) -> None:
