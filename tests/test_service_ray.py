@@ -139,6 +139,15 @@ def test_users_are_sharded_routed_erased_and_exported_over_ray_serve(cluster_ser
         assert b.get("/v1/users").json() == {"users": []}
         assert a.get("/v1/users").json() == {"users": [u for u in USERS if u != gone]}
 
+        # a shard replica killed (as kill -9 would): Ray Serve restarts it on its file, and the request waits
+        victim = USERS[0]
+        replica = next(a for a in ray.util.list_named_actors(all_namespaces=True)
+                       if f"#timem-shard{owner[victim]}#" in a["name"])
+        ray.kill(ray.get_actor(replica["name"], namespace=replica["namespace"]))
+        r = a.get(f"/v1/users/{victim}/export", timeout=120)
+        assert r.status_code == 200, r.text
+        assert [t["text"] for t in r.json()["turns"]][0] == f"My secret word is {WORDS[0]}."
+
     # once the application is gone, each shard file is an ordinary TiMem file for the one-process service
     from timem.service import ray_serve
 
