@@ -1,7 +1,9 @@
 """The memory service on Ray Serve (``timem serve --ray``): a local 2-CPU Ray cluster, two shard replicas behind the
 router, real HTTP on 127.0.0.1, real DuckDB shard files and MiniLM. Writes land on the shard the hash names, each
-user recalls only its own turns, an erase-user leaves its shard, a tenant export and list cover every shard, and
-afterwards each shard file is served by the plain one-process service."""
+user recalls only its own turns, a chat completion goes to its user's shard and streams through, an erase-user
+leaves its shard, a tenant list, export and erase cover every shard, a killed shard replica comes back with its
+data, and afterwards each shard file is served by the plain one-process service. Also, without Ray: the shard's
+in-process ASGI driver, and the router over fake handles (keys, hash routing, fan-out, a shard that is down)."""
 
 from __future__ import annotations
 
