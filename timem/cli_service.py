@@ -24,9 +24,19 @@ def _keyfile(cfg: Config, keys: Path | None) -> KeyFile:
     return KeyFile(keys or default_keys_path(cfg.store.db_path))
 
 
+RayOpt = Annotated[bool, typer.Option("--ray", help="run as a Ray Serve application: --replicas shards of --db, "
+                                          "users by a hash of tenant and user (docs/cluster.md)")]
+ReplicasOpt = Annotated[int, typer.Option("--replicas", min=1, help="with --ray: shards (one replica each, the only "
+                                          "writer of <db stem>.shard<i>.duckdb)")]
+AddressOpt = Annotated[str, typer.Option("--ray-address", help="with --ray: local (a cluster in this process), auto "
+                                         "(this machine's `ray start` cluster) or HOST:6379")]
+
+
 def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: KeysOpt = None, llm: LlmOpt = None,
-          config: ConfigOpt = None) -> None:
-    """Serve the memory HTTP API (docs/service.md) over --db; the service is the file's one writer while it runs."""
+          config: ConfigOpt = None, ray: RayOpt = False, replicas: ReplicasOpt = 2,
+          ray_address: AddressOpt = "local") -> None:
+    """Serve the memory HTTP API (docs/service.md) over --db; the service is the file's one writer while it runs
+    (with --ray: each shard replica is the one writer of its shard file)."""
     try:
         import uvicorn
 
@@ -39,6 +49,16 @@ def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: Key
     if not kf.list():
         typer.echo(f"warning: no API keys in {kf.path}; every request will get 401. Add one with "
                    f"`timem keys add TENANT --db {cfg.store.db_path}`", err=True)
+    if ray:
+        try:
+            from timem.service import ray_serve
+        except ImportError as exc:
+            raise MissingExtraError("timem serve --ray", "cluster", (exc.name or "").split(".")[0] or None) from exc
+        if Path(cfg.store.db_path).exists():
+            typer.echo(f"warning: {cfg.store.db_path} is not served with --ray (only its shard files beside it); "
+                       "its users are not moved to the shards", err=True)
+        ray_serve.run(cfg, str(kf.path.resolve()), replicas, host, port, ray_address)
+        return
     uvicorn.run(create_app(cfg, kf),
                 host=host, port=port, log_level="info")
 

@@ -19,7 +19,8 @@ UTF-8: 400; an id breaking its pattern is told what the id may hold, not the reg
 
 The routes are FastAPI routers in modules of their own: :mod:`timem.service.routes_writes` (health, users, turns,
 sessions, consolidation), :mod:`timem.service.routes_recall` (recall, answer), :mod:`timem.service.routes_memories`
-(memories, items, forgetting, export, erasing), :mod:`timem.service.reads` (the studio's reads) and
+(memories, items, forgetting, export, erasing), :mod:`timem.service.routes_tenant` (export and erase of every user
+of the tenant), :mod:`timem.service.reads` (the studio's reads) and
 :mod:`timem.service.openai_proxy` (``/v1/chat/completions``); this module builds the app around them.
 """
 
@@ -40,7 +41,7 @@ from starlette.responses import Response
 from timem.config import Config
 from timem.engine import MemoryEngine
 from timem.errors import AuthError, ChatTurnError, NotFoundError, TimemError
-from timem.service import routes_memories, routes_recall, routes_writes
+from timem.service import routes_memories, routes_recall, routes_tenant, routes_writes
 from timem.service.context import STATUS, Service, Tenant, _error, status_of
 from timem.service.keys import KeyFile
 from timem.service.models import PATTERN_RULES, ErrorOut, id_error
@@ -95,6 +96,7 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
     app.include_router(routes_writes.router)
     app.include_router(routes_recall.router)
     app.include_router(routes_memories.router)
+    app.include_router(routes_tenant.router)
     add_studio_routes(app)
     app.include_router(openai_router)
     return app

@@ -258,6 +258,14 @@ class ErasedOut(BaseModel):
     file: dict[str, float]  #: the file rewrite: seconds, bytes_before, bytes_after
 
 
+class TenantErasedOut(BaseModel):
+    """What ``DELETE /v1/users?confirm=true`` erased: the tenant's users and the rows removed per table."""
+
+    tenant: str
+    erased: list[str]  #: the users erased, sorted
+    counts: dict[str, int]  #: rows removed per table, summed over the users
+
+
 class TurnOut(BaseModel):
     """One stored turn as a tenant sees it (``id`` is ``<user>:<session>:<seq>``)."""
 
