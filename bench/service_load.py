@@ -22,6 +22,11 @@ Usage (prints a markdown report; writes nothing under bench/results)::
     python bench/service_load.py --clients 4 --seconds 20 --users 10
     python bench/service_load.py --clients 20 --seconds 120 --users 25   # the issue's run: 50 users
     python bench/service_load.py --clients 20 --seconds 120 --users 25 --kill-after 60   # kill -9 mid-load
+    python bench/service_load.py --clients 20 --seconds 120 --users 25 --ray 2   # timem serve --ray, 2 shards
+
+With ``--ray N`` the service is ``timem serve --ray --replicas N`` (a local Ray cluster in the service's process,
+N shard files beside the file); the checks are the same, and ``timem check`` runs on every shard file.
+``--kill-after`` is for the one-process service only.
 
 Exit code 1 if an isolation breach, a lost or duplicated turn, or a failed check was found.
 """
@@ -50,6 +55,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from timem.service.keys import KeyFile, default_keys_path
+from timem.service.shards import shard_paths
 
 TENANTS = ("acme", "beta")
 MARK = re.compile(r"\[(\w+)\.(u\d+)\.c\d+\.\d+\]")
@@ -196,8 +202,8 @@ def _verify(base: str, keys: dict[str, str], stats: Stats) -> tuple[int, list[st
 class Server:
     """``timem serve`` on ``db`` as a subprocess on 127.0.0.1:``port`` (log appended to ``log``)."""
 
-    def __init__(self, db: Path, port: int, env: dict[str, str], log: Path) -> None:
-        self.db, self.port, self.env, self.log = db, port, env, log
+    def __init__(self, db: Path, port: int, env: dict[str, str], log: Path, ray: int = 0) -> None:
+        self.db, self.port, self.env, self.log, self.ray = db, port, env, log, ray
         self.base = f"http://127.0.0.1:{port}"
         self.proc: subprocess.Popen | None = None
 
@@ -206,7 +212,9 @@ class Server:
         t0 = time.monotonic()
         with open(self.log, "a") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "timem.cli", "serve", "--db", str(self.db), "--port",
-                                          str(self.port), "--llm", "none"], env=self.env, cwd=self.db.parent,
+                                          str(self.port), "--llm", "none",
+                                          *(["--ray", "--replicas", str(self.ray)] if self.ray else [])],
+                                         env=self.env, cwd=self.db.parent,
                                          stdout=log, stderr=subprocess.STDOUT)
         for _ in range(480):
             try:
@@ -226,7 +234,7 @@ class Server:
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(60)
+            self.proc.wait(120)
 
 
 def _killer(server: Server, after: float, outages: list[float], stop: threading.Event) -> None:
@@ -248,7 +256,11 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, default=None, help="work folder (default: a temporary one)")
     ap.add_argument("--kill-after", type=float, default=None, metavar="SECONDS",
                     help="kill -9 the service this many seconds into the load, then restart it on the same file")
+    ap.add_argument("--ray", type=int, default=0, metavar="N",
+                    help="serve with timem serve --ray --replicas N (N shards) instead of one process")
     args = ap.parse_args()
+    if args.ray and args.kill_after is not None:
+        ap.error("--kill-after is for the one-process service; leave it out with --ray")
 
     work = args.dir or Path(tempfile.mkdtemp(prefix="timem-load-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -256,7 +268,7 @@ def main() -> int:
     kf = KeyFile(default_keys_path(db))
     keys = {t: kf.add(t) for t in TENANTS}
     env = {**os.environ, "PYTHONPATH": str(REPO), "TIMEM_LLM_BACKEND": "none"}
-    server = Server(db, _free_port(), env, work / "serve.log")
+    server = Server(db, _free_port(), env, work / "serve.log", args.ray)
     base = server.base
     outages: list[float] = []
     stop_killer = threading.Event()
@@ -281,12 +293,17 @@ def main() -> int:
     finally:
         stop_killer.set()
         server.stop()
-    check = subprocess.run([sys.executable, "-m", "timem.cli", "check", "--db", str(db)], env=env, cwd=work,
-                           capture_output=True, text=True, check=False)
+    files = shard_paths(db, args.ray) if args.ray else [db]
+    checks = [subprocess.run([sys.executable, "-m", "timem.cli", "check", "--db", str(f)], env=env, cwd=work,
+                             capture_output=True, text=True, check=False) for f in files]
 
     print(f"# Service load test: {args.clients} clients, {args.seconds:.0f} s, {args.users} users x "
           f"{len(TENANTS)} tenants\n")
-    print(f"wall {wall:.1f} s; file {db} ({db.stat().st_size / 1e6:.1f} MB)\n")
+    served = f"timem serve --ray --replicas {args.ray}" if args.ray else "timem serve (one process)"
+    print(f"{served}; wall {wall:.1f} s; " + ", ".join(f"file {f} ({f.stat().st_size / 1e6:.1f} MB)" for f in files)
+          + "\n")
+    total = sum(len(a) for a in stats.lat.values())
+    print(f"all endpoints: {total} requests, {total / wall:.1f} req/s\n")
     print("| endpoint | n | req/s | p50 ms | p95 ms | p99 ms | errors |")
     print("|---|---:|---:|---:|---:|---:|---|")
     for ep in sorted(stats.lat):
@@ -306,9 +323,11 @@ def main() -> int:
           "".join(f"\n- {b}" for b in stats.breaches[:10]))
     print(f"turns: {checked} acknowledged, {len(problems)} lost/duplicated/changed, {extra} stored without an "
           "acknowledgement" + "".join(f"\n- {p}" for p in problems[:10]))
-    said = (check.stdout.strip() or check.stderr.strip()).splitlines()
-    print(f"timem check: exit {check.returncode}: {' / '.join(said[-3:])}")
-    return 1 if stats.breaches or problems or stats.gave_up or check.returncode != 0 else 0
+    for f, check in zip(files, checks, strict=True):
+        said = (check.stdout.strip() or check.stderr.strip()).splitlines()
+        print(f"timem check {f.name}: exit {check.returncode}: {' / '.join(said[-3:])}")
+    failed = any(c.returncode != 0 for c in checks)
+    return 1 if stats.breaches or problems or stats.gave_up or failed else 0
 
 
 if __name__ == "__main__":
