@@ -280,6 +280,27 @@ def test_an_out_of_range_tree_level_is_one_error_line_from_the_entry_point(cli_e
                                        "2 sessions, 3 days, 4 weeks, 5 months), or omit it for every level"], res.stderr
 
 
+def test_the_command_lines_own_errors_are_one_error_line_from_the_entry_point(cli_env):
+    """A value that is not a number, an unknown option or command, a missing argument or option (click's usage
+    errors) were typer's boxed panel, or 3 lines; now one ``error:`` line naming the --help to read, exit code 2."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    db = str(cli_env / "none.duckdb")
+    cases = {("tree", "--user", "zoe", "--level", "x", "--db", db): "Invalid value for '--level'",
+             ("tree", "--user", "zoe", "--levl", "3", "--db", db): "No such option: --levl",
+             ("frobnicate",): "No such command 'frobnicate'",
+             ("ask",): "Missing argument 'question'",
+             ("tree", "--db", db): "Missing option '--user'",
+             ("ingest", "f.jsonl", "--format", "csv"): "'csv' is not one of 'locomo', 'longmemeval', 'jsonl'"}
+    for args, said in cases.items():
+        res = subprocess.run([sys.executable, "-m", "timem.cli", *args], capture_output=True, text=True, timeout=120,
+                             env=env)
+        lines = res.stderr.splitlines()
+        assert res.returncode == 2 and res.stdout == "" and len(lines) == 1, (args, res.returncode, res.stderr)
+        assert lines[0].startswith("error: ") and said in lines[0] and "Value error" not in lines[0], lines
+        assert "--help" in lines[0] and "│" not in lines[0], lines
+    assert not (cli_env / "none.duckdb").exists()
+
+
 def test_l1_only_ingest_makes_no_llm_call(cli_env, chat_file):
     server = FakeServer()  # answers 500 to anything: a call would fail the ingest
     try:

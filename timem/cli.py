@@ -400,15 +400,37 @@ def _check_argv(argv: list[str]) -> None:
                              f"character {bad + 1}; type it in UTF-8 (check the terminal's locale, e.g. LANG=C.UTF-8)")
 
 
+try:  # typer 0.2x carries its own copy of click, and raises its exceptions
+    from typer._click import exceptions as _click_errors
+except ImportError:  # pragma: no cover - an older typer on plain click
+    from click import exceptions as _click_errors  # type: ignore[no-redef]
+
+
 def main() -> None:
-    """Entry point: run the app and turn TiMem errors into one-line messages."""
+    """Entry point: run the app and turn TiMem errors, and the command line's own (an unknown option, a value that is
+    not a number, a missing argument: click's usage errors, which typer draws as a box), into one-line messages.
+    Exit code 1 for a TiMem error, click's (2) for a usage error, 130 for Ctrl-C."""
     try:
         _check_argv(sys.argv)
         _mount_bench()
-        app()
+        code = app(standalone_mode=False)  # click's errors come back here instead of being drawn
     except TimemError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(1)
+    except typer.Abort:
+        typer.echo("error: aborted", err=True)
+        sys.exit(130)
+    except _click_errors.NoArgsIsHelpError as exc:  # `timem keys` alone: its help, as before
+        exc.show()
+        sys.exit(exc.exit_code)
+    except _click_errors.ClickException as exc:
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        said = exc.format_message().replace("Value error, ", "")  # pydantic's prefix on a checker's message
+        typer.echo(f"error: {said}{hint}", err=True)
+        sys.exit(exc.exit_code)
+    if isinstance(code, int) and code:  # typer.Exit(code) of a command
+        sys.exit(code)
 
 
 if __name__ == "__main__":
