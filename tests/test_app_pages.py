@@ -421,6 +421,28 @@ def test_import_upload_jsonl_and_a_bad_file(empty_engine):
     assert keys == ["sb_imp_file_1"], keys
 
 
+def test_a_jsonl_file_under_the_default_locomo_format_is_told_which_format_to_pick(empty_engine, tmp_path):
+    """A new-user trial: a .jsonl path with Format left at LoCoMo failed with CLI advice ('use --format jsonl'),
+    and the sample ids box came filled with conv-30 (a full LoCoMo file would import one conversation)."""
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(ZOE_LINE + ZOE_LINE.replace("10:00", "10:05"), encoding="utf-8")
+    at = make_app(empty_engine, user="me")
+    at.radio(key="sb_imp_source").set_value("File on this machine").run()
+    assert at.selectbox(key="sb_imp_fmt").value == "LoCoMo (JSON)"
+    assert at.text_input(key="sb_imp_ids").value == ""  # empty = all samples
+    at.text_input(key="sb_imp_path").set_value(str(chat)).run()
+    assert any("chat.jsonl ends in .jsonl" in i.value and "TiMem JSONL" in i.value for i in at.sidebar.info)
+    at.button(key="sb_imp_go").click().run()
+    errors = [e.value for e in at.error]
+    assert any("Import failed" in e and "Format 'TiMem JSONL'" in e for e in errors), errors
+    assert empty_engine.store.users() == []
+    at.selectbox(key="sb_imp_fmt").set_value("TiMem JSONL").run()
+    assert not any("ends in .jsonl" in i.value for i in at.sidebar.info)
+    at.button(key="sb_imp_go").click().run()
+    assert_clean(at)
+    assert empty_engine.store.users() == ["zoe"]
+
+
 def test_import_locomo_conv30_from_a_file_on_this_machine(empty_engine, locomo_dev):
     at = make_app(empty_engine, user="me")
     at.radio(key="sb_imp_source").set_value("File on this machine").run()

@@ -228,8 +228,9 @@ def read_json(path: Path) -> Any:
         raise InputError(TOO_DEEP, file=str(path)) from exc
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data" and _looks_like_jsonl(text):
-            raise InputError("this is JSON Lines (one object per line), not one JSON document; use --format jsonl "
-                             "for TiMem JSONL", file=str(path), record=f"line {exc.lineno}") from exc
+            raise InputError("this is JSON Lines (one object per line), not one JSON document; import it as TiMem "
+                             "JSONL (--format jsonl; in the studio, Format 'TiMem JSONL')", file=str(path),
+                             record=f"line {exc.lineno}") from exc
         raise InputError(f"invalid JSON: {exc.msg}. Fix the file or re-download it.", file=str(path),
                          record=f"line {exc.lineno} column {exc.colno}") from exc
 

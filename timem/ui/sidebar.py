@@ -163,8 +163,12 @@ def _import(ctx: state.StudioContext) -> None:
         else:
             raw = st.text_input("Path", value="", key="sb_imp_path")
             path = Path(raw).expanduser() if raw.strip() else None
+        name = upload.name if upload is not None else (path.name if path is not None else "")
+        if name.lower().endswith(".jsonl") and fmt != "jsonl":
+            st.info(f"{name} ends in .jsonl: LoCoMo and LongMemEval files are one JSON document; pick Format "
+                    "'TiMem JSONL' for one turn per line.")
         if fmt == "locomo":
-            ids = st.text_input("Sample ids (comma-separated, empty = all)", value="conv-30", key="sb_imp_ids")
+            ids = st.text_input("Sample ids (comma-separated, empty = all)", value="", key="sb_imp_ids")
             sample_ids = [s.strip() for s in ids.split(",") if s.strip()] or None
         if fmt == "longmemeval":
             limit = int(st.number_input("First N instances (0 = all)", 0, 10_000, 1, key="sb_imp_limit")) or None
