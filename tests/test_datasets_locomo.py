@@ -187,8 +187,18 @@ def test_error_in_later_conversation_raises_before_returning(raw, tmp_path: Path
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="cannot read"):
-        load_locomo(tmp_path / "nope.json", None, NY)
+    """The message names the file once (a new-user trial saw it three times) and says why."""
+    missing = tmp_path / "nope.json"
+    with pytest.raises(InputError, match="cannot read the file: No such file or directory") as info:
+        load_locomo(missing, None, NY)
+    assert str(info.value).count(str(missing)) == 1, info.value
+
+
+def test_a_file_that_is_not_utf8_says_so_with_the_byte(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.json"
+    path.write_bytes('[{"sample_id": "é"}]'.encode("latin-1"))
+    with pytest.raises(InputError, match=r"not UTF-8 \(byte 0xe9 at offset 16\); save it as UTF-8"):
+        load_locomo(path, None, NY)
 
 
 def test_a_jsonl_file_read_as_locomo_says_to_use_format_jsonl(tmp_path: Path) -> None:

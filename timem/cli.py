@@ -426,7 +426,8 @@ def main() -> None:
     except _click_errors.ClickException as exc:
         ctx = getattr(exc, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-        said = exc.format_message().replace("Value error, ", "")  # pydantic's prefix on a checker's message
+        # one line (click lists choices on lines of their own), without pydantic's prefix on a checker's message
+        said = " ".join(exc.format_message().replace("Value error, ", "").split())
         typer.echo(f"error: {said}{hint}", err=True)
         sys.exit(exc.exit_code)
     if isinstance(code, int) and code:  # typer.Exit(code) of a command

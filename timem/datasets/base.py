@@ -220,8 +220,11 @@ def read_json(path: Path) -> Any:
     """Parse a JSON file; unreadable files, bad JSON and JSON nested too deeply raise :class:`InputError`."""
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {path}: {exc}. Check the path.", file=str(path)) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"the file is not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); save it "
+                         "as UTF-8", file=str(path)) from exc
+    except OSError as exc:  # "No such file or directory", not the path again: the location names it
+        raise InputError(f"cannot read the file: {exc.strerror or exc}. Check the path.", file=str(path)) from exc
     try:
         return json.loads(text)
     except RecursionError as exc:

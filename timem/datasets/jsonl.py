@@ -86,7 +86,7 @@ def load_jsonl(path: str | Path, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo] |
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc}. Check the path.", file=file) from exc
+        raise InputError(f"cannot read the file: {exc.strerror or exc}. Check the path.", file=file) from exc
     rows: list[dict[str, Any]] = []
     for no, raw in enumerate(data.splitlines(), start=1):
         try:

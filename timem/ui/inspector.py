@@ -106,11 +106,13 @@ def render() -> None:
             return
         by_id = {t.trace_id: t for t in past}
         tid = st.selectbox("Past query", list(by_id), key="insp_past", format_func=lambda i: (
-            f"{by_id[i].created_at.astimezone(ctx.tz):%Y-%m-%d %H:%M} · {by_id[i].query[:90]}"))
+            f"{by_id[i].query[:90]} · asked for {by_id[i].question_time.astimezone(ctx.tz):%Y-%m-%d %H:%M}"))
         stored = by_id[tid]
         query, qtime = stored.query, stored.question_time
-        st.caption(f"Stored trace `{stored.trace_id}`, asked at {qtime.astimezone(ctx.tz):%Y-%m-%d %H:%M}. Open "
-                   "**Re-run** below to recompute it under two configurations.")
+        st.caption(f"Stored trace `{stored.trace_id}`: asked for {qtime.astimezone(ctx.tz):%Y-%m-%d %H:%M} (the "
+                   "question's time, simulated in a simulated chat), recalled on "
+                   f"{stored.created_at.astimezone(ctx.tz):%Y-%m-%d %H:%M} (the clock). Open **Re-run** below to "
+                   "recompute it under two configurations.")
         render_trace(ctx, stored, key=f"insp_stored_{stored.trace_id}")
     else:
         query = st.text_input("Question", key="insp_query", placeholder="e.g. What does Mia drink in the morning?")

@@ -180,8 +180,7 @@ def open_context() -> StudioContext:
                 ctx = _context_for(base, requested)
                 st.session_state[DB_KEY] = requested
             except TimemError as exc:
-                st.session_state[DB_ERROR_KEY] = (f"Cannot open {requested}: {exc} The studio stays on {current}; "
-                                                  "give the path of a new or existing .duckdb file.")
+                st.session_state[DB_ERROR_KEY] = f"Cannot open {requested}: {exc} The studio stays on {current}."
         if ctx is None:
             try:
                 ctx = _context_for(base, current)
