@@ -130,6 +130,28 @@ def test_queued_write_returns_at_once_and_a_recall_reads_it(tmp_path, embedder):
         assert check_store(eng.store, eng.config) == []
 
 
+def test_a_waiting_read_does_not_poll_the_queue_and_wakes_when_the_worker_ends_a_batch(tmp_path, embedder,
+                                                                                        monkeypatch):
+    """``GET .../memories`` waits (bounded) for the user's queued jobs. The wait counted open jobs every 20 ms, a
+    third of the service's CPU under bench/service_load.py; it now reads the queue when a batch ends (and at least
+    every IDLE_RECHECK_SECONDS), and still returns as soon as the worker is done."""
+    import timem.engine_queue as engine_queue
+
+    lock = threading.RLock()  # held by the test: the worker cannot run a job meanwhile
+    with _engine(tmp_path / "timem.duckdb", embedder) as eng:
+        eng.start_queue_worker(lock)
+        reads = Counter()
+        real = eng.store.open_jobs
+        monkeypatch.setattr(eng.store, "open_jobs", lambda user: reads.update([user]) or real(user))
+        with lock:
+            _write_days(eng, "amy", 2)
+            assert eng.queue.worker.wait_idle(1.2, user_id="amy") is False  # the worker is held: times out
+        assert reads["amy"] <= 1.2 / engine_queue.IDLE_RECHECK_SECONDS + 2, reads  # was ~60 reads in 1.2 s
+        assert eng.queue.worker.wait_idle(60, user_id="amy")  # released: the batch's end wakes the wait
+        eng.queue.worker.stop()
+        assert eng.store.queue_counts()["pending"] == 0
+
+
 def test_sync_path_when_the_queue_is_off(tmp_path, embedder):
     with _engine(tmp_path / "timem.duckdb", embedder, online_queue=False) as eng:
         with pytest.raises(ConfigError, match="online_queue"):
