@@ -106,7 +106,7 @@ def render() -> None:
             return
         by_id = {t.trace_id: t for t in past}
         tid = st.selectbox("Past query", list(by_id), key="insp_past", format_func=lambda i: (
-            f"{by_id[i].query[:90]} · asked for {by_id[i].question_time.astimezone(ctx.tz):%Y-%m-%d %H:%M}"))
+            f"recalled {by_id[i].created_at.astimezone(ctx.tz):%Y-%m-%d %H:%M} · {by_id[i].query[:90]}"))
         stored = by_id[tid]
         query, qtime = stored.query, stored.question_time
         st.caption(f"Stored trace `{stored.trace_id}`: asked for {qtime.astimezone(ctx.tz):%Y-%m-%d %H:%M} (the "
