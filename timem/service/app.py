@@ -43,7 +43,7 @@ from timem.engine import MemoryEngine
 from timem.errors import AuthError, ChatTurnError, NotFoundError, TimemError
 from timem.service import routes_memories, routes_recall, routes_tenant, routes_writes
 from timem.service.context import STATUS, Service, Tenant, _error, status_of
-from timem.service.keys import KeyFile
+from timem.service.keys import NO_KEY, KeyFile, request_key
 from timem.service.models import PATTERN_RULES, ErrorOut, id_error
 from timem.service.openai_proxy import router as openai_router
 from timem.service.reads import add_studio_routes
@@ -80,13 +80,10 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
     async def _auth(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         path = request.url.path
         if path.startswith("/v1/") and path != "/v1/health":
-            header = request.headers.get("authorization", "")
-            key = header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-api-key")
+            key = request_key(request.headers)
             tenant = await anyio.to_thread.run_sync(keyfile.tenant_of, key)  # scrypt: off the event loop
             if tenant is None:
-                return _error(STATUS[AuthError], str(AuthError(
-                    "missing or invalid API key; send 'Authorization: Bearer <key>' "
-                    "with a key from `timem keys add TENANT`")))
+                return _error(STATUS[AuthError], str(AuthError(NO_KEY)))
             request.state.tenant = Tenant(tenant)
             limit = 4 * request.app.state.service.max_text + 64 * 1024
             if int(request.headers.get("content-length") or 0) > limit:

@@ -22,6 +22,7 @@ import os
 import re
 import secrets
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +35,17 @@ TENANT_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 _KEY_RE = re.compile(r"^tmk_([0-9a-f]{8})_([A-Za-z0-9_-]{20,100})$")
 _N, _R, _P = 2**14, 8, 1
 KDF = f"scrypt:{_N}:{_R}:{_P}"
+
+
+#: what a request without a valid key is told (the one-process service and the Ray Serve router)
+NO_KEY = "missing or invalid API key; send 'Authorization: Bearer <key>' with a key from `timem keys add TENANT`"
+
+
+def request_key(headers: Mapping[str, str]) -> str | None:
+    """The API key a request carries (``headers`` case-insensitive, e.g. Starlette's): ``Authorization: Bearer
+    <key>``, else ``X-API-Key``; ``None`` if neither."""
+    header = headers.get("authorization", "")
+    return header[7:].strip() if header.lower().startswith("bearer ") else headers.get("x-api-key")
 
 
 def default_keys_path(db_path: str | Path) -> Path:

@@ -37,13 +37,11 @@ from timem.cluster import ClusterError, connect
 from timem.config import Config
 from timem.errors import AuthError
 from timem.service.context import STATUS
-from timem.service.keys import KeyFile
+from timem.service.keys import NO_KEY, KeyFile, request_key
 from timem.service.shards import Route, check_layout, merge, route, shard_of, shard_paths
 
 _log = logging.getLogger(__name__)
 
-#: what a request without a valid key is told (the one-process service says the same)
-NO_KEY = ("missing or invalid API key; send 'Authorization: Bearer <key>' with a key from `timem keys add TENANT`")
 APP_NAME = "timem"
 
 
@@ -170,9 +168,8 @@ class ShardRouter:
         self.keys = KeyFile(keys)
 
     async def _tenant(self, request: Request) -> str | None:
-        header = request.headers.get("authorization", "")
-        key = header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-api-key")
-        return await asyncio.to_thread(self.keys.tenant_of, key)  # scrypt (once per key): off the event loop
+        # scrypt (once per key): off the event loop
+        return await asyncio.to_thread(self.keys.tenant_of, request_key(request.headers))
 
     async def __call__(self, request: Request) -> Response:
         """Route one HTTP request (see the module docstring); a shard that cannot be reached (its replica died
