@@ -145,3 +145,9 @@ class ConsolidationCancelled(TimemError):
 class ServiceUnreachableError(TimemError):
     """The memory service (``timem serve``) could not be reached at its URL (refused, timed out, DNS). Nothing
     was read or written; start the service (``timem serve --db FILE --port PORT``) or fix the URL."""
+
+
+def first_bad_byte(exc: UnicodeDecodeError) -> str:
+    """Where ``exc``'s bytes stop being UTF-8, for a message: ``"byte 0xe9 at offset 14"`` (offset from 0 into the
+    decoded bytes)."""
+    return f"byte 0x{exc.object[exc.start]:02x} at offset {exc.start}"

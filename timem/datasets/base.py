@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 from dateutil import parser as dateutil_parser
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from timem.errors import InputError, TextTooLongError
+from timem.errors import InputError, TextTooLongError, first_bad_byte
 from timem.models import ID_SEPARATOR, MAX_YEAR, MIN_YEAR, Turn
 from timem.tree.windows import offset_minutes, to_utc
 
@@ -221,8 +221,7 @@ def read_json(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"the file is not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); save it "
-                         "as UTF-8", file=str(path)) from exc
+        raise InputError(f"the file is not UTF-8 ({first_bad_byte(exc)}); save it as UTF-8", file=str(path)) from exc
     except OSError as exc:  # "No such file or directory", not the path again: the location names it
         raise InputError(f"cannot read the file: {exc.strerror or exc}. Check the path.", file=str(path)) from exc
     try:

@@ -40,7 +40,7 @@ from starlette.responses import Response
 
 from timem.config import Config
 from timem.engine import MemoryEngine
-from timem.errors import AuthError, ChatTurnError, NotFoundError, TimemError
+from timem.errors import AuthError, ChatTurnError, NotFoundError, TimemError, first_bad_byte
 from timem.service import routes_memories, routes_recall, routes_tenant, routes_writes
 from timem.service.context import STATUS, Service, Tenant, _error, status_of
 from timem.service.keys import NO_KEY, KeyFile, request_key
@@ -136,6 +136,5 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         cause = exc.__cause__
         if isinstance(cause, UnicodeDecodeError):  # FastAPI's own text: "There was an error parsing the body"
-            return _error(400, f"the body is not UTF-8 (byte 0x{cause.object[cause.start]:02x} at offset "
-                               f"{cause.start}); send the JSON body encoded as UTF-8")
+            return _error(400, f"the body is not UTF-8 ({first_bad_byte(cause)}); send the JSON body encoded as UTF-8")
         return _error(exc.status_code, str(exc.detail))
