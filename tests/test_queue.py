@@ -142,7 +142,7 @@ def test_a_waiting_read_does_not_poll_the_queue_and_wakes_when_the_worker_ends_a
         eng.start_queue_worker(lock)
         reads = Counter()
         real = eng.store.open_jobs
-        monkeypatch.setattr(eng.store, "open_jobs", lambda user: reads.update([user]) or real(user))
+        monkeypatch.setattr(eng.store, "open_jobs", lambda user, up_to=None: reads.update([user]) or real(user, up_to))
         with lock:
             _write_days(eng, "amy", 2)
             assert eng.queue.worker.wait_idle(1.2, user_id="amy") is False  # the worker is held: times out
@@ -150,6 +150,59 @@ def test_a_waiting_read_does_not_poll_the_queue_and_wakes_when_the_worker_ends_a
         assert eng.queue.worker.wait_idle(60, user_id="amy")  # released: the batch's end wakes the wait
         eng.queue.worker.stop()
         assert eng.store.queue_counts()["pending"] == 0
+
+
+def _waiting(worker, user: str, timeout: float = 60) -> tuple[threading.Thread, list[bool]]:
+    """A thread waiting (``wait_idle``) for ``user``'s queued jobs, started once the worker knows of the wait."""
+    out: list[bool] = []
+    th = threading.Thread(target=lambda: out.append(worker.wait_idle(timeout, user_id=user)), daemon=True)
+    th.start()
+    for _ in range(500):
+        with worker._ended:
+            if worker._wanted[user]:
+                break
+        threading.Event().wait(0.01)
+    else:
+        raise AssertionError("the wait never registered")
+    return th, out
+
+
+def test_a_read_waits_only_for_the_jobs_queued_before_it(tmp_path, embedder):
+    """Under a steady stream of writes a user's queue is rarely empty: ``GET .../memories`` waited its whole
+    ``queue_read_wait_seconds`` (10 s) under bench/service_load.py. It now waits for the jobs queued when it began."""
+    lock = threading.RLock()  # held by the test: the worker cannot claim anything meanwhile
+    with _engine(tmp_path / "timem.duckdb", embedder) as eng:
+        worker = eng.start_queue_worker(lock)
+        with lock:
+            _write_days(eng, "amy", 1)
+            (first,) = [j.id for j in eng.store.jobs()]
+            th, out = _waiting(worker, "amy")
+            eng.add_exchange("amy", "s7", "A later message, written while the read waits.", "Noted.",
+                             BASE + timedelta(days=7))
+            assert eng.store.open_jobs("amy") == 2 and eng.store.open_jobs("amy", first) == 1
+            eng.store.finish_jobs([first])  # as if consolidated: the later job is still pending
+            th.join(5)
+            assert out == [True] and eng.store.open_jobs("amy") == 1
+        worker.stop()
+
+
+def test_the_worker_takes_a_waited_for_user_first(tmp_path, embedder, monkeypatch):
+    lock = threading.RLock()
+    with _engine(tmp_path / "timem.duckdb", embedder) as eng:
+        worker = eng.start_queue_worker(lock)
+        order: list[str] = []
+        real = eng.queue.run_jobs
+        monkeypatch.setattr(eng.queue, "run_jobs", lambda jobs, lk=None: order.append(jobs[0].user_id)
+                            or real(jobs, lk))
+        with lock:
+            for user in ("bob", "cat", "amy"):  # amy's job is the newest: without a wait it would run last
+                _write_days(eng, user, 1)
+            th, out = _waiting(worker, "amy")
+        th.join(60)
+        assert out == [True] and order[0] == "amy", order
+        assert worker.wait_idle(60)
+        assert sorted(order) == ["amy", "bob", "cat"]
+        worker.stop()
 
 
 def test_sync_path_when_the_queue_is_off(tmp_path, embedder):

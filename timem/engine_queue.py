@@ -26,7 +26,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -191,9 +192,11 @@ class ConsolidationQueue(EnginePart):
         return nodes
 
     def settle(self, user_id: str, timeout: float | None = None) -> bool:
-        """Wait until ``user_id`` has no pending or running job, at most ``timeout`` seconds
-        (``Config.consolidation.queue_read_wait_seconds`` by default); ``True`` if so. Without a worker nothing is
-        queued for long: returns at once. Call it **without** holding the worker's lock (the worker needs it)."""
+        """Wait until the jobs ``user_id`` had queued when the call began are consolidated, at most ``timeout``
+        seconds (``Config.consolidation.queue_read_wait_seconds`` by default); ``True`` if so. Jobs queued during
+        the wait are not waited for, and the worker takes a waited-for user before the others
+        (:meth:`QueueWorker.wait_idle`). Without a worker nothing is queued for long: returns at once. Call it
+        **without** holding the worker's lock (the worker needs it)."""
         worker = self.worker
         if worker is None or not worker.alive:
             return True
@@ -241,6 +244,8 @@ class QueueWorker:
         #: bumped (and waiters woken) each time the worker ends a batch of jobs: :meth:`wait_idle` waits on it
         self._batches = 0
         self._ended = threading.Condition()
+        #: users a :meth:`wait_idle` is waiting for (how many waits each; under ``_ended``): claimed first
+        self._wanted: Counter[str] = Counter()
         self._thread = threading.Thread(target=self._run, name="timem-queue", daemon=True)
 
     @property
@@ -263,23 +268,48 @@ class QueueWorker:
             self._thread.join(timeout)
 
     def wait_idle(self, timeout: float = 60.0, *, user_id: str | None = None) -> bool:
-        """Wait until nothing (of ``user_id``, or of any user) is pending or running; ``True`` if so within
-        ``timeout`` seconds. Reads the queue on the calling thread's own cursor (without the worker's lock: writers
-        are not held up by the waiting readers), then again each time the worker ends a batch of jobs, and at
-        least every :data:`IDLE_RECHECK_SECONDS` (a job another process ended). It polled every 20 ms: under the
-        service load test, waiting list requests spent a third of the CPU counting jobs
-        (bench/results/service-load.md)."""
+        """Wait until nothing is pending or running (of any user), or, with ``user_id``, until the jobs that user
+        had queued when the call began are done or failed (later ones are not waited for: under a steady stream
+        of writes a user's queue is rarely empty). ``True`` if so within ``timeout`` seconds.
+
+        While a wait for ``user_id`` lasts, the worker claims that user's jobs before any other user's (oldest
+        pending job first among the waited-for users), so a read waits for about one batch in progress plus its
+        own user's, not for the whole queue (bench/results/service-load.md). Reads the queue on the calling
+        thread's own cursor (without the worker's lock: writers are not held up by the waiting readers), then
+        again each time the worker ends a batch of jobs, and at least every :data:`IDLE_RECHECK_SECONDS` (a job
+        another process ended)."""
         deadline = time.monotonic() + timeout
+        if user_id is None:
+            return self._wait(deadline, lambda: sum(self._counts(("pending", "running"))))
+        with self.queue.store.reading():
+            last = self.queue.store.last_open_job(user_id)
+        if last is None:
+            return True
+        with self._ended:
+            self._wanted[user_id] += 1
+        self.wake()
+        try:
+            return self._wait(deadline, lambda: self._open(user_id, last))
+        finally:
+            with self._ended:
+                self._wanted[user_id] -= 1
+                if self._wanted[user_id] <= 0:
+                    del self._wanted[user_id]
+
+    def _counts(self, states: Sequence[str]) -> list[int]:
+        with self.queue.store.reading():
+            counts = self.queue.store.queue_counts()
+        return [counts[s] for s in states]
+
+    def _open(self, user_id: str, up_to: int) -> int:
+        with self.queue.store.reading():
+            return self.queue.store.open_jobs(user_id, up_to)
+
+    def _wait(self, deadline: float, busy: Callable[[], int]) -> bool:
         while True:
             with self._ended:
                 seen = self._batches
-            with self.queue.store.reading():
-                if user_id is not None:
-                    busy = self.queue.store.open_jobs(user_id)
-                else:
-                    counts = self.queue.store.queue_counts()
-                    busy = counts["pending"] + counts["running"]
-            if not busy:
+            if not busy():
                 return True
             left = deadline - time.monotonic()
             if left <= 0:
@@ -294,7 +324,9 @@ class QueueWorker:
                 with self.lock:
                     if self._stop.is_set():  # stopped while it waited for the lock: claim nothing more
                         break
-                    jobs = self.queue.store.claim_jobs()
+                    with self._ended:
+                        wanted = list(self._wanted)
+                    jobs = self.queue.store.claim_jobs(prefer=wanted)
             except Exception as exc:  # noqa: BLE001 -- the store itself failed: logged, tried again at the next poll
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 log.error("the consolidation queue could not be read: %s", self.last_error)

@@ -76,14 +76,16 @@ class JobTables:
             "RETURNING id",
             [user_id, list(dict.fromkeys(session_ids)), list(turn_ids), _now()]))[0])
 
-    def claim_jobs(self, user_id: str | None = None) -> list[ConsolidationJob]:
-        """Claim every pending job of ``user_id``, or (``None``) of the user whose pending job is oldest (one user
-        at a time): they become ``running`` with ``attempts`` + 1. Returns them oldest first, or ``[]`` when
-        nothing is pending."""
+    def claim_jobs(self, user_id: str | None = None, *, prefer: Sequence[str] = ()) -> list[ConsolidationJob]:
+        """Claim every pending job of ``user_id``, or (``None``) of one user (one user at a time): of the users in
+        ``prefer`` with a pending job, the one whose pending job is oldest; if none, the user whose pending job is
+        oldest. They become ``running`` with ``attempts`` + 1. Returns them oldest first, or ``[]`` when nothing
+        is pending."""
         with self.transaction():
             if user_id is None:
-                row = self.con.execute("SELECT user_id FROM consolidation_jobs WHERE state = 'pending' "
-                                       "ORDER BY id LIMIT 1").fetchone()
+                row = self.con.execute(
+                    "SELECT user_id FROM consolidation_jobs WHERE state = 'pending' "
+                    "ORDER BY user_id IN (SELECT unnest(?::VARCHAR[])) DESC, id LIMIT 1", [list(prefer)]).fetchone()
                 if row is None:
                     return []
                 user_id = row[0]
@@ -135,10 +137,17 @@ class JobTables:
         return len(self.con.execute("UPDATE consolidation_jobs SET state = 'pending' WHERE state = 'running' "
                                     "RETURNING id").fetchall())
 
-    def open_jobs(self, user_id: str) -> int:
-        """How many jobs of ``user_id`` are pending or running."""
-        return int(one_row(self.con.execute("SELECT count(*) FROM consolidation_jobs WHERE user_id = ? AND state IN "
-                                            "('pending', 'running')", [user_id]))[0])
+    def open_jobs(self, user_id: str, up_to: int | None = None) -> int:
+        """How many jobs of ``user_id`` are pending or running (only those with an id ≤ ``up_to``, if given)."""
+        return int(one_row(self.con.execute(
+            "SELECT count(*) FROM consolidation_jobs WHERE user_id = ? AND state IN ('pending', 'running') "
+            "AND id <= coalesce(?, id)", [user_id, up_to]))[0])
+
+    def last_open_job(self, user_id: str) -> int | None:
+        """The id of the newest pending or running job of ``user_id``, ``None`` when it has none."""
+        last = one_row(self.con.execute("SELECT max(id) FROM consolidation_jobs WHERE user_id = ? AND state IN "
+                                        "('pending', 'running')", [user_id]))[0]
+        return None if last is None else int(last)
 
     def queue_counts(self, user_prefix: str = "") -> dict[str, int]:
         """Jobs per state (every state of :data:`JOB_STATES`, 0 when none) of users whose id starts with
