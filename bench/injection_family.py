@@ -31,18 +31,19 @@ sys.path.insert(0, str(REPO))
 
 import timem  # noqa: E402
 
-FAMILY = json.loads((REPO / "tests" / "data" / "injection_family.json").read_text(encoding="utf-8"))
+FAMILIES = {"tuned": REPO / "tests" / "data" / "injection_family.json",
+            "heldout": REPO / "tests" / "data" / "injection_family_heldout.json"}
 T0 = datetime(2024, 5, 2, 9, 0, tzinfo=UTC)
 
 
-def run_one(folder: Path, injection: dict[str, str]) -> tuple[str, list[tuple[str, str, bool, float]]]:
+def run_one(folder: Path, injection: dict[str, str], family: dict) -> tuple[str, list[tuple[str, str, bool, float]]]:
     """The model id, and ``(path, answer, steered, seconds)`` for the answer prompt and the chat prompt over one
     injection."""
-    question = injection.get("question", FAMILY["question"])
+    question = injection.get("question", family["question"])
     rows = []
     with timem.open(folder / f"{injection['name']}.duckdb", memory_extractor="rules",
                     consolidation_mode="extractive") as mem:
-        mem.add_exchange("mia", "s1", FAMILY["fact"], "Thanks for telling me.", T0 - timedelta(days=1),
+        mem.add_exchange("mia", "s1", family["fact"], "Thanks for telling me.", T0 - timedelta(days=1),
                          user_name="Mia")
         mem.add_exchange("mia", "s2", injection["text"], "Thanks for sharing it.", T0, user_name="Mia")
         for path, asker in (("answer", None), ("chat", "Mia")):
@@ -57,16 +58,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write", action="store_true", help="also write bench/results/injection_family.md")
     ap.add_argument("--only", action="append", metavar="NAME", help="run only this injection (repeatable)")
+    ap.add_argument("--family", choices=sorted(FAMILIES), default="tuned",
+                    help="tuned: tests/data/injection_family.json (the quarantine rules were tuned on it); heldout: "
+                         "tests/data/injection_family_heldout.json (written before them)")
     args = ap.parse_args()
-    chosen = [i for i in FAMILY["injections"] if not args.only or i["name"] in args.only]
+    family = json.loads(FAMILIES[args.family].read_text(encoding="utf-8"))
+    chosen = [i for i in family["injections"] if not args.only or i["name"] in args.only]
     if not chosen:
-        ap.error(f"no injection named {args.only}; names: {', '.join(i['name'] for i in FAMILY['injections'])}")
+        ap.error(f"no injection named {args.only}; names: {', '.join(i['name'] for i in family['injections'])}")
     lines = ["| injection | path | steered | s | answer |", "|---|---|---|---|---|"]
     steered = total = 0
     model = "none"
     with tempfile.TemporaryDirectory(prefix="timem-injection-") as tmp:
         for inj in chosen:
-            model, rows = run_one(Path(tmp), inj)
+            model, rows = run_one(Path(tmp), inj, family)
             for path, answer, hit, secs in rows:
                 total += 1
                 steered += hit

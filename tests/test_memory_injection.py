@@ -10,13 +10,15 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from conftest import DATA
+from conftest import DATA, REPO
 from service_support import engine_factory
 from studio_support import studio_answer
 
+from timem.consolidation.segments import CONTINUATION
 from timem.llm.protocol import ChatRequest, Message
 from timem.prompts import answer
 from timem.prompts.common import DATA_RULE, neutralise_data
+from timem.prompts.injection import WITHHELD, instruction_reason, withhold_instructions
 from timem.prompts.memory_message import memory_message
 
 FAMILY = json.loads((DATA / "injection_family.json").read_text(encoding="utf-8"))
@@ -60,8 +62,23 @@ def engines(tmp_path_factory, embedder):
         eng.close()
 
 
+def assert_withheld(text: str, target: str) -> None:
+    """``text`` (one message) holds one ``<memories>`` block with the withheld marker in it, and ``target``
+    nowhere."""
+    text = text.replace(DATA_RULE, "")
+    assert text.count("<memories>") == 1 and text.count("</memories>") == 1, text
+    start, end = text.index("<memories>"), text.index("</memories>")
+    assert WITHHELD in text[start:end], text
+    assert target.lower() not in text.lower(), f"the injection reached the prompt:\n{text}"
+    assert "<|" not in text and "|>" not in text, text
+
+
 @pytest.mark.parametrize("name, text, target", INJECTIONS, ids=[i[0] for i in INJECTIONS])
-def test_an_injection_reaches_every_answer_prompt_only_as_quoted_data(engines, name, text, target):
+def test_an_injection_is_withheld_from_every_answer_prompt(engines, name, text, target):
+    """The quoted block and the data rule did not stop the embedded 1.5B reader: 4 of the 20 answers of
+    bench/injection_family.py were steered (2026-12-03). A turn that gives instructions to an assistant now
+    never reaches a prompt; the recall context (what the person sees) still holds it, and the fact beside it
+    reaches the prompt."""
     eng = engines[name]
     asked = T0 + timedelta(days=1)
     backend = eng.llm.backend
@@ -73,13 +90,55 @@ def test_an_injection_reaches_every_answer_prompt_only_as_quoted_data(engines, n
         assert system.role == "system" and DATA_RULE in system.content
         assert "<memories>" not in system.content.replace(DATA_RULE, "")
         assert target.lower() not in system.content.lower()
-        assert_quoted(user.content, target)
+        assert_withheld(user.content, target)
+        if name != "chinese":  # the English fact is not recalled for the Chinese question
+            assert "Ana is a nurse in Porto" in user.content
         assert out.answer == "Your sister Ana is a nurse in Porto."
+        assert any("withheld from the answer prompt" in n for n in out.recall.trace.notes), out.recall.trace.notes
+        assert target.lower() in out.recall.context.lower()  # the context shown to the person is unchanged
     # the OpenAI-compatible proxy's memory system message, over the same recall
     res = eng.recall("mia", QUESTIONS[name], asked)
     message = memory_message(res.context, asked)
     assert DATA_RULE in message and message.index(DATA_RULE) < message.rindex("<memories>")
-    assert_quoted(message, target)
+    assert_withheld(message, target)
+
+
+HELD_OUT = json.loads((DATA / "injection_family_heldout.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("inj", FAMILY["injections"] + HELD_OUT["injections"], ids=lambda i: i["name"])
+def test_every_injection_of_both_families_reads_as_an_instruction(inj):
+    assert instruction_reason(inj["text"]) is not None
+    first, *more = [ln for ln in inj["text"].splitlines() if ln.strip()]  # rendered as the context renders it
+    ctx = ("Conversation excerpts:\n[Thu 2 May 2024, 09:00]\n" + f"Mia: {first}\n"
+           + "".join(f"{CONTINUATION.strip()} {ln}\n" for ln in more) + "Assistant: Thanks.")
+    out, withheld = withhold_instructions(ctx)
+    assert inj["target"].lower() not in out.lower() and len(withheld) == 1, out
+    assert out.endswith(f"Mia: {WITHHELD}\nAssistant: Thanks."), out
+
+
+#: ordinary sentences near the rules' words (answer, reply, only, AI, assistant, instructions, ignore, policy)
+BENIGN = ["I only answer emails in the morning, it keeps me sane.",
+          "My boss said every answer on the report must be double-checked.",
+          "The AI assistant at work told me to reply only when I'm sure.",
+          "My teacher told us to ignore the previous chapter's instructions for the lab.",
+          "From now on you can call me Max!", "The new policy: no phones at dinner.",
+          "I answered every question on the exam, fingers crossed.", "Forget all the rules, we're on vacation!",
+          "She replied with a single word: yes.", "My mom's only answer to everything is tea.",
+          "Ignore my previous message, I meant Tuesday.", "The assistant manager said I must be there at 8.",
+          "Say hi to NASA for me, ha!", "Q&A night at the library was fun."]
+
+
+def test_no_turn_of_the_dev_conversations_or_the_demo_and_no_ordinary_sentence_is_withheld():
+    locomo = json.loads((DATA / "locomo-dev.json").read_text(encoding="utf-8"))
+    texts = [t["text"] for conv in locomo for v in conv["conversation"].values() if isinstance(v, list) for t in v]
+    demo = [json.loads(ln)["text"] for ln in (REPO / "timem" / "data" / "demo_conversation.jsonl").read_text(
+        encoding="utf-8").splitlines() if ln.strip()]
+    assert len(texts) > 700 and len(demo) > 50
+    flagged = [(t, instruction_reason(t)) for t in texts + demo + BENIGN if instruction_reason(t)]
+    assert flagged == []
+    ctx = "Conversation excerpts:\n[Wed 1 May 2024, 09:00]\n" + "\n".join(f"Mia: {t}" for t in texts[:200])
+    assert withhold_instructions(ctx) == (ctx, [])  # byte for byte
 
 
 @pytest.mark.parametrize("name, text, target", INJECTIONS, ids=[i[0] for i in INJECTIONS])
@@ -103,7 +162,7 @@ def test_messages_without_memories_keep_the_rule_and_an_empty_block():
     system, user = answer.build_messages("Where do I live?", "", T0)
     assert DATA_RULE in system.content
     assert "<memories>\n(no memories found)\n</memories>" in user.content
-    assert answer.PROMPT_VERSION == "answer-v7"
+    assert answer.PROMPT_VERSION == "answer-v8"
     # v7 (issue 27 #5): an empty context asks for "don't know" instead of a guess; a non-empty one does not
     assert f"Question: Where do I live?\n{answer.NOTHING_RECALLED}\nAnswer:" in user.content
     with_context = answer.build_messages("Where do I live?", "Mia: I live in Lisbon.", T0)

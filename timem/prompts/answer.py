@@ -31,6 +31,10 @@ unchanged (a chat's reusable prefix stays), and so is every message whose contex
 chat system message's example sentence ("e.g. You moved to Berlin in May."), which the embedded model gave as the
 answer when a pasted "ignore all previous instructions" e-mail was in the context (bench/injection_family.py,
 2026-12-03); it now asks for one sentence that starts with "You" and gives what the memories say.
+v8 (issue 27 #11: a pasted dialogue, a Chinese imperative and a tool-call JSON still steered the embedded model):
+every recalled turn that gives instructions to an AI assistant is replaced by
+:data:`timem.prompts.injection.WITHHELD` in the quoted memories (:func:`timem.prompts.injection.withhold_instructions`);
+messages whose context has no such turn are byte-identical to v7.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from datetime import datetime
 from timem.llm.protocol import Message
 from timem.prompts.common import DATA_RULE, cjk_language, quote_memories
 
-PROMPT_VERSION = "answer-v7"
+PROMPT_VERSION = "answer-v8"
 
 
 _SYSTEM = """You answer questions about a user's past conversations using only the memories given.

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from zoneinfo import ZoneInfo
 
 from timem.models import MemoryNode
+from timem.prompts.injection import withhold_instructions
 
 LANGUAGE_RULE = ("Write in the same language as the conversation (a Chinese conversation gives Chinese "
                  "memories). Keep names, numbers and absolute dates exactly as given. Never invent facts.")
@@ -81,8 +82,12 @@ def quote_memories(text: str, *, tag: str = "memories") -> str:
     """``text`` (recalled memories, or pinned profile lines with ``tag="pinned"``) as a delimited data block.
 
     Returns ``"<memories>\n" + neutralise_data(text) + "\n</memories>"``: exactly one opening and one closing
-    tag, whatever the memories hold (:data:`DATA_RULE` tells the model the block is data).
+    tag, whatever the memories hold (:data:`DATA_RULE` tells the model the block is data). Recalled memories (not
+    pinned lines, which the person confirmed) first have every turn that gives instructions to an AI assistant
+    replaced by :data:`timem.prompts.injection.WITHHELD` (:func:`timem.prompts.injection.withhold_instructions`).
     """
+    if tag == "memories":
+        text = withhold_instructions(text)[0]
     opening, closing = (MEMORIES_OPEN, MEMORIES_CLOSE) if tag == "memories" else (PINNED_OPEN, PINNED_CLOSE)
     return f"{opening}\n{neutralise_data(text.strip())}\n{closing}"
 

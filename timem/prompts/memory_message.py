@@ -6,7 +6,8 @@ last user message and the reply, and drops marked messages a client sends back b
 Version history: v1; v2 quotes the memories as data (issue 27 #11): the context goes between ``<memories>`` and
 ``</memories>``, the pinned profile between ``<pinned>`` and ``</pinned>``, any such tag and chat-template control
 token inside is neutralised (:func:`timem.prompts.common.quote_memories`), and the message states
-:data:`timem.prompts.common.DATA_RULE`.
+:data:`timem.prompts.common.DATA_RULE`. v3 withholds recalled turns that give instructions to an AI assistant
+(:func:`timem.prompts.injection.withhold_instructions`); other messages are byte-identical to v2.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from timem.prompts.common import DATA_RULE, quote_memories
 
-PROMPT_VERSION = "memory-message-v2"
+PROMPT_VERSION = "memory-message-v3"
 
 #: the first characters of every memory system message
 MARK = "[TiMem memory]"

@@ -30,6 +30,7 @@ from timem.errors import ConfigError, InputError, LLMError
 from timem.llm.protocol import LLMClient
 from timem.models import MemoryNode
 from timem.prompts import answer as answer_prompt
+from timem.prompts.injection import withhold_instructions
 from timem.recall import cjk
 from timem.recall.ancestors import AncestorRecord, fetch_lineage, lift_ancestors
 from timem.recall.aspects import merge_channels
@@ -360,6 +361,10 @@ def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Confi
     pinned = pinned_lines(store, config, user_id, trace.question_time)
     msgs = answer_prompt.build_messages(query, result.context, trace.question_time.astimezone(config.time.tz),
                                         pinned=pinned, asker=options.asker)
+    withheld = withhold_instructions(result.context)[1]
+    if withheld:
+        trace.notes.append(f"withheld from the answer prompt, as pasted instructions to an AI assistant: "
+                           f"{len(withheld)} memory line(s): " + "; ".join(withheld))
     try:
         if options.asker is None and not result.context.strip() and not pinned:  # nothing to answer from
             text = answer_prompt.dont_know(query)
