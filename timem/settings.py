@@ -189,8 +189,9 @@ class ConsolidationSettings(_Section):
     #: studio, the CLI, the Python API), the job is consolidated inside the write, as before
     online_queue: bool = True
     #: with ``online_queue``: how long a read that lists memories or memory items (service ``GET .../memories``,
-    #: ``.../items``, ``.../export``; MCP ``list``, ``facts``, ``forget``) waits for the user's queued jobs, in
-    #: seconds; then it answers with what is written. A recall never waits: it writes the queued L1 segments itself
+    #: ``.../items``, ``.../export``; MCP ``list``, ``facts``, ``forget``) waits for the jobs the user had queued
+    #: when it arrived (the worker takes that user next), in seconds; then it answers with what is written. A
+    #: recall never waits: it writes the queued L1 segments itself
     queue_read_wait_seconds: float = Field(default=10.0, ge=0)
 
     @field_validator("level_modes")
