@@ -123,6 +123,28 @@ def test_chat_simulated_event_time(engine):
     assert at.time_input(key="chat_sim_clock").value == time(9, 31)
 
 
+def test_a_reload_continues_a_simulated_clock_that_runs_ahead_of_now(engine):
+    """A new-user trial moved the simulated clock a month ahead, chatted, reloaded the page: the Chat page came back
+    on "Now", so the next exchange was dated before the last one."""
+    from datetime import UTC, datetime, timedelta
+
+    at = make_app(engine)
+    at.radio(key="chat_time_mode").set_value("Simulated").run()
+    ahead = (datetime.now(UTC) + timedelta(days=30)).replace(second=0, microsecond=0)
+    local = ahead.astimezone(engine.config.time.tz)
+    at.date_input(key="chat_sim_date").set_value(local.date())
+    at.time_input(key="chat_sim_clock").set_value(local.time().replace(tzinfo=None)).run()
+    at.chat_input[0].set_value("I booked a trip to Lisbon").run()
+    assert_clean(at)
+    assert engine.store.turns(DEMO_USER)[-1].event_time > datetime.now(UTC) + timedelta(days=29)
+
+    reloaded = make_app(engine)  # a reload: a new browser session over the same store
+    assert reloaded.radio(key="chat_time_mode").value == "Simulated"
+    last = engine.store.turns(DEMO_USER)[-1].event_time
+    assert reloaded.session_state["chat_sim_time"] == (last + timedelta(hours=1)).astimezone(
+        engine.config.time.tz).replace(tzinfo=None, second=0, microsecond=0)
+
+
 def test_chat_after_a_pause_starts_a_new_session(engine):
     """A message after the session idled (simulated clock moved on a day) goes to a new session; the engine
     refuses a turn more than a day into a session, so the studio must not send it there."""

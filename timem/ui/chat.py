@@ -84,10 +84,13 @@ def _default_sim(ctx: state.StudioContext) -> datetime:
 
 def default_time_mode(ctx: state.StudioContext) -> str:
     """``"Simulated"`` when the user's last turn is more than a week old (an imported conversation, so
-    new exchanges continue its timeline), else ``"Now"``."""
+    new exchanges continue its timeline) or later than now (a chat whose simulated clock was moved ahead: after a
+    reload "Now" would date the next exchange before the last one), else ``"Now"``."""
     turns = ctx.engine.turns(ctx.user)
-    old = bool(turns) and datetime.now(UTC) - turns[-1].event_time > timedelta(days=7)
-    return "Simulated" if old else "Now"
+    if not turns:
+        return "Now"
+    since = datetime.now(UTC) - turns[-1].event_time
+    return "Simulated" if since > timedelta(days=7) or since < -timedelta(minutes=1) else "Now"
 
 
 def event_time(ctx: state.StudioContext) -> datetime:
