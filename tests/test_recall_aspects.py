@@ -63,6 +63,8 @@ def test_hop_terms_are_the_matching_sentence_words_the_question_lacks():
     assert "home" in terms and "country" in terms
     assert "moved" not in terms and "ana" not in terms and "lucky" not in terms  # the question's stem, a name
     assert hop_terms(node, "What is the weather like?", ("Ana",)) == []
+    dated = node.model_copy(update={"content": "Sam: Big news: I moved to Madrid last week [= week of 22 April 2024]!"})
+    assert hop_terms(dated, "Which city did I move to?") == ["news"]  # was ["news", "april"]: the resolved date
 
 
 def test_second_hop_brings_the_turn_that_shares_no_word_with_the_question(folder, embedder):

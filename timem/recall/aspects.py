@@ -141,6 +141,10 @@ def _channel(state: RecallState, text: str, vector: np.ndarray | None, exclude: 
     return ranked
 
 
+#: a relative date's resolution appended by :mod:`timem.reldates` (" [= 7 May 2023]", "[=2023年5月7日]")
+_RESOLVED = re.compile(r"\s?\[=[^\]]*\]")
+
+
 def _stems(text: str, names: set[str]) -> set[str]:
     """Porter stems of ``text``'s words of 3+ letters that are not recall stop words
     (:data:`timem.recall.keywords.STOPWORDS`, which keep "move" and "home", unlike scikit-learn's) or ``names``."""
@@ -160,7 +164,7 @@ def hop_terms(node: MemoryNode, question: str, participants: Sequence[str] = ())
     scored = [(len(stems & _stems(s, names)), -i, s) for i, s in enumerate(sents)]
     if not scored or max(scored)[0] == 0:
         return []
-    best = max(scored)[2]
+    best = _RESOLVED.sub("", max(scored)[2])  # a resolved date ("[= 22 April 2024]") is not what the turn is about
     speaker, sep, text = best.partition(": ")
     best = text if sep and len(speaker) <= 60 else best
     out: list[str] = []
