@@ -126,6 +126,7 @@ def main() -> None:
     ap.add_argument("--cpu-profile", action="store_true",
                     help="time the cProfile pass with CPU time (time.process_time) instead of wall time, and print "
                     "CPU ms per recall of the recall's stages (cumulative, STAGES)")
+    ap.add_argument("--pstats", type=Path, default=None, help="also save the cProfile pass's stats here (pstats)")
     ap.add_argument("--threads", type=int, default=0, help="DuckDB threads (0: DuckDB's default)")
     ap.add_argument("--working-set-mb", type=float, default=None,
                     help="the store's working-set budget (StoreSettings.working_set_mb; default: its default)")
@@ -206,6 +207,8 @@ def main() -> None:
         for q in qs[args.warmup:]:
             one(q)
         prof.disable()
+        if args.pstats:
+            prof.dump_stats(args.pstats)
         out = io.StringIO()
         stats = pstats.Stats(prof, stream=out)
         stats.sort_stats("cumulative").print_stats(r"timem/", args.profile)
