@@ -65,3 +65,23 @@ def test_fit_context_falls_back_on_a_memory_without_lines() -> None:
     want = fit_budget([full, empty], lambda ns: render_context(ns, tz), 50, lambda n: min_line_cost(n, tz))
     assert fit_context([full, empty], tz, "grouped", 50) == want
     assert [n.id for n in want[0]] == ["f", "e"]
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("layout", ["grouped", "lines"])
+def test_the_running_count_is_the_rendered_count(seed: int, layout: str) -> None:
+    from timem.recall.context import count_context_tokens
+    from timem.recall.context_fit import _Context, _piece
+
+    rng = random.Random(1000 + seed)
+    tz = ZoneInfo("Europe/Berlin")
+    nodes = [_node(rng, i, datetime(2023, 5, 8, 13, 56, tzinfo=UTC)) for i in range(30)]
+    ctx, chosen = _Context(layout), []  # type: ignore[arg-type]
+    for node in nodes:
+        p = _piece(node, tz, layout)  # type: ignore[arg-type]
+        assert p is not None
+        assert ctx.tokens_with(p) == count_context_tokens(render_context([*chosen, node], tz, layout))  # type: ignore[arg-type]
+        if rng.random() < 0.6:
+            ctx.add(p)
+            chosen.append(node)
+            assert ctx.tokens() == count_context_tokens(render_context(chosen, tz, layout))  # type: ignore[arg-type]
