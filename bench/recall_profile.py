@@ -86,6 +86,34 @@ def _pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, max(0, round(q / 100 * (len(xs) - 1))))]
 
 
+#: (module path suffix, function) of the recall's stages and hot spots, for ``--cpu-profile``
+STAGES = [("recall/pipeline.py", "_recall"), ("recall/state.py", "query_vector"), ("recall/pipeline.py", "_plan"),
+          ("recall/leaves.py", "select_leaves"), ("recall/segtree.py", "propagate_segtree"),
+          ("recall/leaves.py", "fuse"), ("recall/leaves.py", "rerank"), ("recall/duplicates.py", "near_duplicates"),
+          ("recall/ancestors.py", "fetch_lineage"), ("recall/ancestors.py", "lift_ancestors"),
+          ("recall/pipeline.py", "_gate"), ("recall/pipeline.py", "_items"), ("recall/pipeline.py", "_context"),
+          ("recall/pipeline.py", "neighbour_leaves"), ("recall/condense.py", "condense"),
+          ("recall/gating.py", "apply_budget"), ("recall/context.py", "best_passage"),
+          ("recall/context.py", "fit_budget"), ("recall/context_fit.py", "fit_context"),
+          ("recall/context.py", "render_context"), ("pydantic/main.py", "model_copy")]
+
+
+def print_stages(stats: pstats.Stats, per: int) -> None:
+    """CPU ms per recall (cumulative: the function and what it calls) of each of :data:`STAGES` that ran."""
+    rows: dict[tuple[str, str], list[float]] = {}
+    for (path, _line, name), (_cc, nc, _tt, ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        for suffix, fn in STAGES:
+            if name == fn and path.endswith(suffix):
+                row = rows.setdefault((suffix, fn), [0, 0.0])
+                row[0] += nc
+                row[1] += ct
+    print("stage CPU ms per recall (cProfile, cumulative; calls per recall):")
+    for key in STAGES:
+        if key in rows:
+            n, ct = rows[key]
+            print(f"  {ct * 1000 / per:8.2f}  {n / per:7.1f}  {key[0]}:{key[1]}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("db", type=Path, help="a bench-N.duckdb kept by recall_latency.py --keep-db (copied, not written)")
@@ -95,6 +123,10 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=JSON", help="Config override")
     ap.add_argument("--dump", type=Path, default=None, help="write every recall's result (no timings) here")
     ap.add_argument("--profile", type=int, default=30, help="cProfile rows to print (0: no profile pass)")
+    ap.add_argument("--cpu-profile", action="store_true",
+                    help="time the cProfile pass with CPU time (time.process_time) instead of wall time, and print "
+                    "CPU ms per recall of the recall's stages (cumulative, STAGES)")
+    ap.add_argument("--pstats", type=Path, default=None, help="also save the cProfile pass's stats here (pstats)")
     ap.add_argument("--threads", type=int, default=0, help="DuckDB threads (0: DuckDB's default)")
     ap.add_argument("--working-set-mb", type=float, default=None,
                     help="the store's working-set budget (StoreSettings.working_set_mb; default: its default)")
@@ -170,15 +202,19 @@ def main() -> None:
         args.dump.write_text("".join(json.dumps(d, sort_keys=True) + "\n" for d in dump), encoding="utf-8")
         print(f"wrote {args.dump}")
     if args.profile:
-        prof = cProfile.Profile()
+        prof = cProfile.Profile(time.process_time) if args.cpu_profile else cProfile.Profile()
         prof.enable()
         for q in qs[args.warmup:]:
             one(q)
         prof.disable()
+        if args.pstats:
+            prof.dump_stats(args.pstats)
         out = io.StringIO()
         stats = pstats.Stats(prof, stream=out)
         stats.sort_stats("cumulative").print_stats(r"timem/", args.profile)
         print(out.getvalue())
+        if args.cpu_profile:
+            print_stages(stats, per)
     store.close()
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -130,3 +130,12 @@ def test_a_cut_keeps_the_sentence_that_shares_a_content_word_not_a_greeting():
     assert cut.content.startswith("Melanie: … We went camping")  # kept whole past the cap, attributed
     opening = passage(_node("y", turn), "Which instrument does Mia play?", content_stems(QUESTION), 12)
     assert opening.content.startswith("Melanie: Hey Caroline") and "…" in opening.content  # no shared word
+
+
+def test_content_stems_fast_path_keeps_every_rule():
+    # the cached per-word path (no exclusion) and the general path give the same stems
+    text = ("On 8 May 2023 (Monday) 13:56: Mia: I've been CAMPING with the kids' club, it's İstanbul-style! "
+            "Then we camped at Lake Tahoe; a_b ab ABC don't ça été 大学 学生 fuß Straße")
+    assert content_stems(text) == content_stems(text, exclude=("\x00",))
+    assert {"camp", "kid", "club", "taho", "lake", "i̇stanbul", "été", "straße"} <= content_stems(text)
+    assert "with" not in content_stems(text) and "ab" not in content_stems(text)

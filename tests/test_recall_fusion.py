@@ -139,3 +139,18 @@ def test_grouped_context_one_header_per_session_in_turn_order():
     assert count_tokens(text) < count_tokens(lines)  # one date per session instead of one per memory
     with pytest.raises(ValueError, match="layout"):
         render_context(nodes, tz, layout="wide")  # type: ignore[arg-type]
+
+
+def test_fused_scores_and_rerank_updates_match_the_candidate_forms():
+    from timem.recall.leaves import fused_scores, rerank
+
+    sem, lex = {"a": 0.8, "b": 0.4, "c": -0.2, "e": 0.4}, {"b": 6.0, "d": 3.0, "e": 6.0}
+    cands = fuse(sem, lex, lam=0.3, top_k=3)
+    assert fused_scores(sem, lex, 0.3) == {c.node_id: c.fused for c in cands}
+    assert list(fused_scores(sem, lex, 0.3)) == [c.node_id for c in cands]
+    updates = [{"fused": 0.5, "time_bonus": 0.1}, None, {"duplicate_of": "a"}, {"duplicate_of": None}, {}]
+    want = rerank([c.model_copy(update=u) if u else c for c, u in zip(cands, updates, strict=True)], 2)
+    got = rerank(cands, 2, updates)
+    assert [c.model_dump() for c in got] == [c.model_dump() for c in want]
+    # fused order b, e (tie), d, a, c: b drops to 0.5 behind e, d is a duplicate and takes no slot
+    assert [c.node_id for c in got if c.kept] == ["e", "b"] and got[1].time_bonus == 0.1

@@ -48,8 +48,20 @@ def content_stems(text: str, exclude: Collection[str] = (), ascii_only: bool = F
     """Porter stems (NLTK) of the content words of ``text``: lower case, scikit-learn's English stop words, the
     words in ``exclude`` (lower case, e.g. person names) and words of one or two letters left out; a non-ASCII
     word is kept unstemmed, or left out with ``ascii_only``."""
+    if not exclude and not ascii_only:  # the common case: one cached look-up per word
+        return {s for s in map(_content_stem, _WORD.findall(text)) if s is not None}
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     words = (w.lower() for w in _WORD.findall(text))
     return {_stem(w) for w in words if len(w) > 2 and w not in ENGLISH_STOP_WORDS and w not in exclude
             and (w.isascii() or not ascii_only)}
+
+
+@lru_cache(maxsize=65536)
+def _content_stem(word: str) -> str | None:
+    """What :func:`content_stems` keeps of one word as found (before lower-casing), with no exclusion: its stem, or
+    ``None`` for a word left out."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    w = word.lower()
+    return _stem(w) if len(w) > 2 and w not in ENGLISH_STOP_WORDS else None

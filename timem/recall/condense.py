@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from timem.models import MemoryNode
-from timem.recall.context import best_passage
+from timem.recall.context import best_passage, content_tokens
 from timem.tokens import content_stems
 
 
@@ -31,6 +31,8 @@ def passage(node: MemoryNode, question: str, stems: set[str], max_tokens: int) -
     ``stems`` (the question's content stems, :func:`timem.tokens.content_stems`); that sentence is kept whole. A
     memory with no such sentence keeps its opening within ``max_tokens`` (it reached the context by meaning, not
     by a shared word). Unchanged when it already fits."""
+    if content_tokens(node) <= max_tokens:
+        return node
     if not stems & content_stems(node.content):
         return best_passage(node, question, max_tokens)
     return best_passage(node, question, max_tokens, score=lambda sent: len(stems & content_stems(sent)),

@@ -104,8 +104,14 @@ def turn_order(node: MemoryNode) -> tuple[datetime, str, int, str]:
 
 def l1_lines(node: MemoryNode) -> list[str]:
     """The content lines of an L1 node without its verbatim date line (empty lines dropped)."""
-    text = _VERBATIM_HEAD.sub("", node.content.strip())
-    return [ln for ln in (_SPACE.sub(" ", x).strip() for x in text.splitlines()) if ln]
+    return list(content_lines(node.content))
+
+
+@lru_cache(maxsize=8192)
+def content_lines(content: str) -> tuple[str, ...]:
+    """:func:`l1_lines` of a node with this content, cached by text."""
+    text = _VERBATIM_HEAD.sub("", content.strip())
+    return tuple(ln for ln in (_SPACE.sub(" ", x).strip() for x in text.splitlines()) if ln)
 
 
 def _grouped_l1(nodes: Sequence[MemoryNode], tz: ZoneInfo) -> list[str]:
@@ -158,7 +164,7 @@ def best_passage(node: MemoryNode, question: str, max_tokens: int,
     dated. A best sentence longer than the cap is cut at a word, or kept whole with ``whole_sentence``.
     Unchanged when it already fits.
     """
-    if count_tokens(node.content) <= max_tokens:
+    if content_tokens(node) <= max_tokens:
         return node
     head = _VERBATIM_HEAD.match(node.content)
     date_line = head.group(0).strip() if head else ""
@@ -230,6 +236,17 @@ def fit_budget(items: Sequence[T], render: Callable[[list[T]], str], budget: int
 @lru_cache(maxsize=65536)
 def _line_tokens(line: str) -> int:
     return count_tokens(line)
+
+
+@lru_cache(maxsize=8192)
+def _text_tokens(text: str) -> int:
+    return count_tokens(text)
+
+
+def content_tokens(node: MemoryNode) -> int:
+    """:func:`count_tokens` of ``node.content``, cached by text (a memory is measured by condensing, by the budget,
+    and again in the next recalls)."""
+    return _text_tokens(node.content)
 
 
 def count_context_tokens(text: str) -> int:

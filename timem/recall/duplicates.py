@@ -19,16 +19,25 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from itertools import chain
 
 from timem.models import MemoryNode
-from timem.recall.context import l1_lines
+from timem.recall.context import content_lines
 
 _WORDS = re.compile(r"\w+", re.UNICODE)
 MIN_WORDS = 5
 
 
-def _words(node: MemoryNode) -> tuple[str, ...]:
-    return tuple(_WORDS.findall(" ".join(l1_lines(node)).lower()))  # without the verbatim date line
+def _words(node: MemoryNode) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The node's lower-cased words (without the verbatim date line) and their set."""
+    return _content_words(node.content)
+
+
+@lru_cache(maxsize=8192)
+def _content_words(content: str) -> tuple[tuple[str, ...], frozenset[str]]:
+    ws = tuple(_WORDS.findall(" ".join(content_lines(content)).lower()))
+    return ws, frozenset(ws)
 
 
 def near_duplicates(ranked_ids: Sequence[str], nodes: Mapping[str, MemoryNode], jaccard: float) -> dict[str, str]:
@@ -44,12 +53,12 @@ def near_duplicates(ranked_ids: Sequence[str], nodes: Mapping[str, MemoryNode], 
     indexed word and only those pairs are compared (well under a millisecond for 160 candidates).
     """
     words = {nid: _words(nodes[nid]) for nid in dict.fromkeys(ranked_ids) if nid in nodes}
-    df = Counter(w for ws in words.values() for w in set(ws))
+    df = Counter(chain.from_iterable(bag for _, bag in words.values()))
     exact: dict[tuple[str, ...], str] = {}
     index: dict[str, list[str]] = {}
     bags: dict[str, frozenset[str]] = {}
     out: dict[str, str] = {}
-    for nid, ws in words.items():
+    for nid, (ws, bag) in words.items():
         if not ws:
             continue
         if ws in exact:
@@ -58,8 +67,7 @@ def near_duplicates(ranked_ids: Sequence[str], nodes: Mapping[str, MemoryNode], 
         exact[ws] = nid
         if len(ws) < MIN_WORDS:
             continue
-        bag = frozenset(ws)
-        order = sorted(bag, key=lambda w: (df[w], w))
+        order = sorted(sorted(bag), key=df.__getitem__)  # rarest first, ties by word
         prefix = order[: len(order) - math.ceil(jaccard * len(order)) + 1]
         seen: set[str] = set()
         for w in prefix:

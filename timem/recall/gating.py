@@ -37,7 +37,8 @@ from timem.models import MemoryNode
 from timem.prompts import gate as gate_prompt
 from timem.recall import cjk
 from timem.recall.ancestors import AncestorRecord
-from timem.recall.context import Layout, best_passage, date_label, fit_budget, min_line_cost, render_context
+from timem.recall.context import Layout, best_passage, date_label
+from timem.recall.context_fit import fit_context
 from timem.recall.leaves import Candidate
 from timem.recall.state import RecallState
 
@@ -165,7 +166,8 @@ def apply_budget(kept: set[str], why: dict[str, str], leaves: Sequence[Candidate
     Priority: each leaf by rank followed by the ancestors it brought; ``neighbours`` are
     ``(leaf id, neighbour id, reason)`` triples (the adjacent turns of kept leaves), placed right
     after their leaf when ``interleave``, else after every leaf. The greedy fill is
-    :func:`timem.recall.context.fit_budget` over the rendered context in ``layout``. With ``question``, a
+    :func:`timem.recall.context.fit_budget` over the rendered context in ``layout``
+    (:func:`timem.recall.context_fit.fit_context`: the same choices without a render per trial). With ``question``, a
     memory longer than a quarter of the budget is replaced by its most relevant passage
     (:func:`timem.recall.context.best_passage`), so an over-long memory contributes, never nothing.
 
@@ -200,8 +202,7 @@ def apply_budget(kept: set[str], why: dict[str, str], leaves: Sequence[Candidate
     # an over-long memory contributes its most relevant passage instead of nothing (a quarter of the budget)
     eligible = [best_passage(nodes[nid], question, max(32, budget // 4)) if question else nodes[nid]
                 for nid in priority if nid in kept]
-    chosen, text, tokens = fit_budget(eligible, lambda ns: render_context(ns, tz, layout), budget,
-                                      lambda n: min_line_cost(n, tz, layout))
+    chosen, text, tokens = fit_context(eligible, tz, layout, budget)
     final = {n.id for n in chosen}
     decisions = []
     for nid in priority:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel
@@ -93,14 +93,25 @@ def fuse(semantic: Mapping[str, float], bm25: Mapping[str, float], lam: float, t
         Every id of either mapping as a :class:`Candidate`, sorted by fused score descending
         (ties: higher semantic, then id), ranks from 1.
     """
-    sem, lex = max_normalise(semantic), max_normalise(bm25)
-    ids = list(dict.fromkeys([*semantic, *bm25]))
-    scored = [(lam * sem.get(i, 0.0) + (1 - lam) * lex.get(i, 0.0), sem.get(i, 0.0), i) for i in ids]
-    scored.sort(key=lambda t: (-t[0], -t[1], t[2]))
-    return [Candidate(node_id=i, semantic=round(s, 6), bm25=round(lex.get(i, 0.0), 6), fused=round(f, 6),
+    return [Candidate(node_id=i, semantic=round(s, 6), bm25=round(b, 6), fused=round(f, 6),
                       rank=r, cosine=semantic.get(i), bm25_raw=bm25.get(i),
                       kept=top_k is None or r <= top_k)
-            for r, (f, s, i) in enumerate(scored, start=1)]
+            for r, (f, s, b, i) in enumerate(_fused_order(semantic, bm25, lam), start=1)]
+
+
+def fused_scores(semantic: Mapping[str, float], bm25: Mapping[str, float], lam: float) -> dict[str, float]:
+    """``{c.node_id: c.fused for c in fuse(semantic, bm25, lam)}`` without building the candidates."""
+    return {i: round(f, 6) for f, _, _, i in _fused_order(semantic, bm25, lam)}
+
+
+def _fused_order(semantic: Mapping[str, float], bm25: Mapping[str, float], lam: float
+                 ) -> list[tuple[float, float, float, str]]:
+    """``(fused, semantic, bm25, id)`` (normalised, unrounded) of every id, in :func:`fuse`'s order."""
+    sem, lex = max_normalise(semantic), max_normalise(bm25)
+    ids = list(dict.fromkeys([*semantic, *bm25]))
+    scored = [(lam * s + (1 - lam) * b, s, b, i) for i in ids for s, b in ((sem.get(i, 0.0), lex.get(i, 0.0)),)]
+    scored.sort(key=lambda t: (-t[0], -t[1], t[3]))
+    return scored
 
 
 class LeafSelection(NamedTuple):
@@ -196,18 +207,18 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
         lex_hits = {i: v for i, v in lex_hits.items() if i not in late}
     candidates = fuse(vec_hits, lex_hits, config.recall.recall_lambda, top_k=k)
     if loc.detect:
-        out = []
+        changes = []
         for c in candidates:
             x = nodes[c.node_id]
             fused, bonus, factor = tider_score(c.fused, x.span_start, x.span_end, loc,
                                                decay=config.recall.time_channel == "decay")
-            out.append(c.model_copy(update={"fused": fused, "time_bonus": bonus, "time_factor": factor}))
-        candidates = rerank(out, k)
+            changes.append({"fused": fused, "time_bonus": bonus, "time_factor": factor})
+        candidates = rerank(candidates, k, changes)
     named = [p for p in participants if re.search(rf"\b{re.escape(p)}\b", question, re.IGNORECASE)]
     if config.recall.speaker_boost > 0 and named and candidates:
-        candidates = rerank([c.model_copy(update={"speaker": config.recall.speaker_boost,
-                                                  "fused": round(c.fused + config.recall.speaker_boost, 6)})
-                             if speaker_of(nodes[c.node_id]) in named else c for c in candidates], k)
+        candidates = rerank(candidates, k, [{"speaker": config.recall.speaker_boost,
+                                             "fused": round(c.fused + config.recall.speaker_boost, 6)}
+                                            if speaker_of(nodes[c.node_id]) in named else None for c in candidates])
     speakers = {s for s in (speaker_of(nodes[c.node_id]) for c in candidates) if s}
     candidates = _mark_name_only(state, candidates, keyword_query, [*participants, *sorted(speakers)], n)
     candidates = _mark_parts_only(state, plan, candidates, keyword_query, [*participants, *sorted(speakers)], n)
@@ -215,7 +226,7 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
         dup = near_duplicates([c.node_id for c in candidates], nodes, config.recall.near_duplicate_jaccard)
         if dup:
             notes.append(f"{len(dup)} near-duplicate candidates collapsed")
-            candidates = rerank([c.model_copy(update={"duplicate_of": dup.get(c.node_id)}) for c in candidates], k)
+            candidates = rerank(candidates, k, [{"duplicate_of": dup.get(c.node_id)} for c in candidates])
     return LeafSelection(candidates, [c for c in candidates if c.kept], keyword_query, loc, notes)
 
 
@@ -287,15 +298,28 @@ def _feedback(state: RecallState, keyword_query: str, vec_hits: Mapping[str, flo
         f"pseudo-relevance feedback: BM25 query + {', '.join(terms)} (from the best {len(top)} leaves)"
 
 
-def rerank(candidates: Sequence[Candidate], top_k: int | None) -> list[Candidate]:
+def rerank(candidates: Sequence[Candidate], top_k: int | None,
+           updates: Sequence[Mapping[str, Any] | None] | None = None) -> list[Candidate]:
     """Candidates re-sorted by ``fused`` (ties: higher semantic, then id), ranks renumbered, the top k
-    kept; a near-duplicate (``duplicate_of`` set) is never kept and takes no top-k slot."""
-    ordered = sorted(candidates, key=lambda c: (-c.fused, -c.semantic, c.node_id))
+    kept; a near-duplicate (``duplicate_of`` set) is never kept and takes no top-k slot.
+
+    ``updates`` (one per candidate, ``None``: unchanged): field values set first, as
+    ``rerank([c.model_copy(update=u) for c, u in ...], top_k)`` would, with one copy per candidate.
+    """
+    rows: list[tuple[float, float, str, int, Candidate, Mapping[str, Any] | None, str | None]] = []
+    for j, c in enumerate(candidates):
+        u = updates[j] if updates is not None else None
+        if u:
+            d = {**c.__dict__, **u}
+            rows.append((-d["fused"], -d["semantic"], d["node_id"], j, c, u, d["duplicate_of"]))
+        else:
+            rows.append((-c.fused, -c.semantic, c.node_id, j, c, u, c.duplicate_of))
+    rows.sort(key=lambda t: t[:4])
     out, n_kept = [], 0
-    for r, c in enumerate(ordered, 1):
-        keep = c.duplicate_of is None and (top_k is None or n_kept < top_k)
+    for r, (_, _, _, _, c, u, dup) in enumerate(rows, 1):
+        keep = dup is None and (top_k is None or n_kept < top_k)
         n_kept += keep
-        out.append(c.model_copy(update={"rank": r, "kept": keep}))
+        out.append(c.model_copy(update={**u, "rank": r, "kept": keep} if u else {"rank": r, "kept": keep}))
     return out
 
 

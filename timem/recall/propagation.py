@@ -25,7 +25,7 @@ import numpy as np
 
 from timem.config import Config
 from timem.models import Level
-from timem.recall.leaves import Candidate, LeafSelection, fuse, max_normalise, rerank
+from timem.recall.leaves import Candidate, LeafSelection, fuse, fused_scores, max_normalise, rerank
 from timem.recall.state import RecallState
 from timem.store.ports import MemoryStore
 
@@ -123,7 +123,7 @@ def propagate_leaves(state: RecallState, selection: LeafSelection, top_k: int
     for level in range(2, min(5, 1 + config.recall.propagation_hops) + 1):
         vec = dict(store.search_vector(user_id, query_vec, level, n))
         lex = dict(store.search_bm25(user_id, query, level, n))
-        upper.update(max_normalise({c.node_id: c.fused for c in fuse(vec, lex, config.recall.recall_lambda)}))
+        upper.update(max_normalise(fused_scores(vec, lex, config.recall.recall_lambda)))
     if not upper:
         return selection, {}
     cands = {c.node_id: c for c in selection.candidates}
@@ -141,10 +141,9 @@ def propagate_leaves(state: RecallState, selection: LeafSelection, top_k: int
     local = {**{i: v for i, v in upper.items() if i in nodes}, **max_normalise({i: c.fused for i, c in cands.items()})}
     total = propagate_relevance(local, parent, n_children, direction_of(config), config.recall.propagation_hops,
                                 config.recall.propagation_alpha)
-    out = [c.model_copy(update={"local": round(local.get(i, 0.0), 6),
-                                "propagated": round(total.get(i, 0.0) - local.get(i, 0.0), 6),
-                                "fused": round(total.get(i, 0.0), 6)}) for i, c in cands.items()]
-    ranked = rerank(out, top_k)
+    ranked = rerank(list(cands.values()), top_k, [{"local": round(local.get(i, 0.0), 6),
+                                                   "propagated": round(total.get(i, 0.0) - local.get(i, 0.0), 6),
+                                                   "fused": round(total.get(i, 0.0), 6)} for i in cands])
     rc = config.recall
     notes = [*selection.notes, f"relevance propagation {rc.propagation}, H={rc.propagation_hops}, "
              f"α={rc.propagation_alpha}: {len(upper)} upper nodes scored, {len(routed)} leaves routed in"]

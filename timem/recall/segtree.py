@@ -30,7 +30,7 @@ from typing import Any
 
 from timem.config import Config
 from timem.errors import StoreError
-from timem.recall.leaves import LeafSelection, fuse, max_normalise, rerank
+from timem.recall.leaves import LeafSelection, fused_scores, max_normalise, rerank
 from timem.recall.propagation import direction_of, propagate_relevance, with_routed
 from timem.recall.state import RecallState
 from timem.store.ports import MemoryStore
@@ -88,7 +88,7 @@ def propagate_segtree(state: RecallState, selection: LeafSelection, top_k: int
     for h in range(1, hops + 1):
         sem = {i: v for i, v in cosine.items() if height.get(i) == h}
         lex = {i: v for i, v in best_bm25.items() if height.get(i) == h}
-        upper.update(max_normalise({c.node_id: c.fused for c in fuse(sem, lex, config.recall.recall_lambda)}))
+        upper.update(max_normalise(fused_scores(sem, lex, config.recall.recall_lambda)))
     if not upper:
         note = f"segment tree of {user_id} has no node within {hops} hop(s) of a leaf: no relevance propagation"
         return selection._replace(notes=[*selection.notes, note]), {}
@@ -109,10 +109,9 @@ def propagate_segtree(state: RecallState, selection: LeafSelection, top_k: int
     n_children = {i: info[i][2] for i in tree_ids if i in info}
     local = {**upper, **max_normalise({i: c.fused for i, c in cands.items()})}
     total = propagate_relevance(local, parent, n_children, direction_of(config), hops, config.recall.propagation_alpha)
-    out = [c.model_copy(update={"local": round(local.get(i, 0.0), 6),
-                                "propagated": round(total.get(i, 0.0) - local.get(i, 0.0), 6),
-                                "fused": round(total.get(i, 0.0), 6)}) for i, c in cands.items()]
-    ranked = rerank(out, top_k)
+    ranked = rerank(list(cands.values()), top_k, [{"local": round(local.get(i, 0.0), 6),
+                                                   "propagated": round(total.get(i, 0.0) - local.get(i, 0.0), 6),
+                                                   "fused": round(total.get(i, 0.0), 6)} for i in cands])
     best = sorted(upper, key=lambda i: (-upper[i], i))[:3]
     built = "" if synced is None else (f"; segment tree {'rebuilt' if synced.rebuilt else 'extended'} "
                                        f"({synced.added} leaves)")
