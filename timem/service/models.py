@@ -233,7 +233,12 @@ class WrittenOut(BaseModel):
 
 class RecallOut(BaseModel):
     user: str
-    context: str
+    context: str  #: the recalled context, as the person sees it
+    #: ``context`` for an LLM prompt: each memory that gives instructions to an AI assistant (a pasted "ignore all
+    #: previous instructions", a fake ``System:`` line) replaced by a withheld marker
+    #: (:func:`timem.prompts.injection.withhold_instructions`); equal to ``context`` when there is none
+    prompt_context: str
+    withheld: list[str]  #: the first line of each memory withheld from ``prompt_context`` (``[]`` when none)
     node_ids: list[str]
     mem_len: int  #: cl100k tokens of the context
     trace: dict[str, Any]  #: the recall trace (:class:`timem.recall.trace.RecallTrace` as JSON)

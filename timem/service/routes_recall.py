@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 from fastapi import APIRouter
 
 from timem.errors import ConfigError
+from timem.prompts.injection import withhold_instructions
 from timem.recall.pipeline import RecallResult
 from timem.service.context import S, T, UserPath, as_tenant_sees
 from timem.service.models import AnswerOut, RecallIn, RecallOut
@@ -21,8 +22,9 @@ def recall_out(cls: type[Out], user: str, internal: str, res: RecallResult, **ex
     """``res`` as a response body of class ``cls``: ids and trace without the tenant prefix; ``extra`` fields
     (an ``answer``) as given."""
     trace = as_tenant_sees(res.trace.model_dump(mode="json"), internal, user)
-    return cls(user=user, context=res.context, node_ids=[n.id for n in res.nodes], mem_len=res.trace.context_tokens,
-               trace=trace, **extra)
+    prompt_context, withheld = withhold_instructions(res.context)
+    return cls(user=user, context=res.context, prompt_context=prompt_context, withheld=withheld,
+               node_ids=[n.id for n in res.nodes], mem_len=res.trace.context_tokens, trace=trace, **extra)
 
 
 @router.post("/v1/users/{user}/recall")
