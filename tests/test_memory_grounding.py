@@ -189,3 +189,10 @@ def test_the_default_extractor_keeps_its_score_on_the_labelled_set():
     "I like running my own studio.", "I love how the sunset is awesome.", "Then I started finding my way."])
 def test_rules_read_no_hobby_or_like_from_loose_phrasing(text):
     assert [s for s in extract_statements(text) if s.attribute in ("hobby", "likes")] == []
+
+
+def test_a_sentence_opening_with_an_adverb_is_the_speakers_own():
+    """ "Just moved to Madrid with my partner." read "Just" as someone's name ("Ana moved …") and was refused as
+    being about someone else, so the old city stayed current."""
+    assert check_statement("home city", "Madrid", "Just moved to Madrid with my partner.") is None
+    assert check_statement("home city", "Faro", "Ana moved to Faro.") is not None

@@ -39,6 +39,9 @@ AT = datetime(2024, 6, 20, 12, tzinfo=UTC)
     ("我不喝咖啡了，只喝茶", [("drink", "茶")]),
     ("不对，我住在杭州，不是北京。", [("home city", "杭州")]),
     ("How was your day? The weather in Lisbon is nice.", []),
+    ("Just moved to Madrid with my partner.", [("home city", "Madrid")]),  # chat style: no subject
+    ("Big news: finally moved back to Porto!", [("home city", "Porto")]),
+    ("She just moved to Faro.", []),
 ])
 def test_rule_extractor_reads_first_person_statements(text, expected):
     assert [(s.attribute, s.value) for s in extract_statements(text)] == expected
@@ -389,6 +392,27 @@ def test_an_older_statement_read_later_does_not_supersede_a_newer_one(tmp_path, 
     assert middle is not None and [i.value for i in chain] == ["black coffee", "espresso", "green tea"]
     assert [(i.valid_from, i.valid_to) for i in chain] == [(t1, mid), (mid, t2), (t2, None)]
     assert [i.superseded_by for i in chain] == [middle.id, new.id, None]
+
+
+def test_a_move_dated_before_the_last_statement_of_the_old_city_supersedes_it_and_corrects_nothing(
+        tmp_path, store, embedder):
+    """Found by trying it: "I live in Porto" on 1 March, then on 30 April "I relocated to Madrid for work last month".
+    "Last month" starts on 1 March at midnight, before Porto was said, so Porto's interval closed where it opened and
+    the context called it a correction ("corrected: was Porto"). A change verb is news of a change: what it ends
+    held when it was said."""
+    eng = _engine(tmp_path, store, embedder, memory_extractor="rules")
+    (porto,) = extract_statements("I live in Porto, near the river.")
+    (madrid,) = extract_statements("I relocated to Madrid for work last month.")
+    t1, t2 = datetime(2024, 3, 1, 9, tzinfo=UTC), datetime(2024, 4, 30, 9, tzinfo=UTC)
+    with store.transaction():
+        old = eng.item_writer.apply("mia", "Mia", porto, t1, "seg-1", source="stated", confidence=0.8)
+        new = eng.item_writer.apply("mia", "Mia", madrid, t2, "seg-2", source="stated", confidence=0.8)
+    assert old is not None and new is not None
+    old = next(i for i in store.items("mia") if i.id == old.id)
+    assert old.valid_to is not None and old.valid_to > old.valid_from  # it held: superseded, not corrected
+    assert old.superseded_by == new.id and new.valid_from == old.valid_to and t1 < new.valid_from < t2
+    res = eng.recall("mia", "Where do I live now?", datetime(2024, 5, 10, tzinfo=UTC), persist=False)
+    assert "Madrid (superseded: Porto" in res.context and "corrected" not in res.context
 
 
 def test_items_stated_after_the_question_time_stay_out_of_its_context(tmp_path, store, embedder):

@@ -95,7 +95,7 @@ _VERB = (r"(?:is|was|are|were|lives|lived|works|worked|drinks|drank|loves|likes|
 #: "Tom is ...", "my friend Leo switched ..."
 _THIRD_PERSON = re.compile(
     rf"^\W*(?:(?i:also|and|but|so|now|then|honestly|well)\W+)?(?:(?i:(?:my|our)\s+(?:{_CLOSE})\b|(?:his|her|their)\b|"
-    rf"(?:he|she|they|it)\b)|(?!(?:I|We|My|Our|Me|Us)\b)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?\s+{_VERB}\b)|(?i:\b(?:my|our)\s+(?:{_CLOSE}))"
+    rf"(?:he|she|they|it)\b)|(?!(?:I|We|My|Our|Me|Us|Just|Finally|Recently|Only|Already)\b)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?\s+{_VERB}\b)|(?i:\b(?:my|our)\s+(?:{_CLOSE}))"
     rf"(?:\s+[A-Z][a-z]+)?\s+{_VERB}\b")
 _ZH_CLOSE = re.compile(r"我(?:的)?(?:妈妈|爸爸|母亲|父亲|姐姐|妹妹|哥哥|弟弟|朋友|老公|老婆|丈夫|妻子|男朋友|女朋友|"
                        r"同事|儿子|女儿|家人|父母|奶奶|爷爷|外婆|外公|老板|猫|狗)")

@@ -89,6 +89,9 @@ _I = r"\b(?:[Ii]|[Ww]e)"
 _HOME = [re.compile(_I + r"(?i:'m|\s+am|\s+are|'re)?\s+(?i:now\s+|currently\s+|still\s+)?"
                     r"(?i:live|living|based)\s+(?i:in)\s+" + _cap("v") + _END_CAP),
          re.compile(_I + r"(?i:'ve|\s+have)?\s+(?i:just\s+|finally\s+|recently\s+)?"
+                    r"(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)\s+" + _cap("v") + _END_CAP),
+         # chat style drops the subject at the start of a sentence: "Just moved to Madrid with my partner."
+         re.compile(r"^\s*(?:(?i:big\s+news|guess\s+what|so|and|well)[:!,]?\s+)?(?i:just\s+|finally\s+|recently\s+)"
                     r"(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)\s+" + _cap("v") + _END_CAP)]
 _AS_JOB = r"(?:\s+(?i:as)\s+(?:(?i:an?)\s+)?" + _JOB + ")?"
 _WORK = [re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?i:at|for)\s+" + _cap("emp")

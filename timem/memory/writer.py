@@ -52,6 +52,9 @@ from timem.store.ports import MemoryStore
 from timem.tree.windows import session_closed
 
 SUPERSEDING_KINDS = ("fact", "preference")
+#: how long after the last statement of a value a change that ends it starts at the earliest, when the change's
+#: own date ("last month") reaches back before that statement: the old value held when it was said
+CHANGE_AFTER = timedelta(seconds=1)
 #: attributes that name the same slot: a statement on one joins an open item on the other
 ATTRIBUTE_FAMILIES: dict[str, tuple[str, ...]] = {"drink": ("morning drink",), "morning drink": ("drink",)}
 
@@ -262,17 +265,22 @@ class ItemWriter:
             if segment_id not in known.source_ids:
                 self.store.update_item(known.id, source_ids=[*known.source_ids, segment_id])
             return known
-        if corrected is not None and corrected.attribute == attribute:
-            valid_from = corrected.valid_from
-        else:  # "I moved to Braga last week": it holds since last week's Monday, not since it was said
-            valid_from = self._since(user_id, st.text, at) if kind in SUPERSEDING_KINDS else at
-        item = MemoryItem(id=new_id, user_id=user_id, kind=kind, subject=subject, attribute=attribute,  # type: ignore[arg-type]
-                          value=st.value, event_time=at, valid_from=valid_from, confidence=confidence,
-                          source=source, source_ids=[segment_id])  # type: ignore[arg-type]
         closing = same if kind in SUPERSEDING_KINDS and attribute not in MULTI_VALUED else []
         closing += [i for i in ended if i not in closing]
         closing += [i for i in open_items if i.attribute == OPPOSITES.get(attribute) and i not in closing
                     and (mentions(i.value, st.value) or mentions(st.value, i.value))]
+        if corrected is not None and corrected.attribute == attribute:
+            valid_from = corrected.valid_from
+        else:  # "I moved to Braga last week": it holds since last week's Monday, not since it was said
+            valid_from = self._since(user_id, st.text, at) if kind in SUPERSEDING_KINDS else at
+            # ... but a change is not a correction: what it ends held when it was said ("I live in Porto" on
+            # 1 March, then on 30 April "I relocated to Madrid last month": Madrid from just after 1 March)
+            stated = [i.event_time for i in closing if i.event_time < at]
+            if stated and valid_from <= max(stated):
+                valid_from = min(at, max(stated) + CHANGE_AFTER)
+        item = MemoryItem(id=new_id, user_id=user_id, kind=kind, subject=subject, attribute=attribute,  # type: ignore[arg-type]
+                          value=st.value, event_time=at, valid_from=valid_from, confidence=confidence,
+                          source=source, source_ids=[segment_id])  # type: ignore[arg-type]
         vec = self.embedder.embed([f"{subject} {attribute}: {st.value}"])[0]
         self.store.add_item(item, vec)
         for old in closing:  # a corrected item never held: its interval closes where it opened
