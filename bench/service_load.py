@@ -26,7 +26,10 @@ Usage (prints a markdown report; writes nothing under bench/results)::
 
 With ``--ray N`` the service is ``timem serve --ray --replicas N`` (a local Ray cluster in the service's process,
 N shard files beside the file); the checks are the same, and ``timem check`` runs on every shard file.
-``--kill-after`` is for the one-process service only.
+``--kill-after`` is for the one-process service; with ``--ray`` it kills one shard's replica process instead
+(``kill -9`` of the Ray worker that serves ``timem-shard0``): Ray Serve starts a new replica on the same shard
+file, the router and the other shard keep serving, and the report gives the time until the new replica's
+process is up and the service answers again.
 
 Exit code 1 if an isolation breach, a lost or duplicated turn, or a failed check was found.
 """
@@ -247,6 +250,45 @@ def _killer(server: Server, after: float, outages: list[float], stop: threading.
     outages.append(time.monotonic() - t0)
 
 
+def _replica_pids(shard: int) -> list[int]:
+    """PIDs of the Ray worker processes serving deployment ``timem-shard<shard>`` (their process title is
+    ``ray::ServeReplica:<app>:timem-shard<shard>``), read from /proc."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "ServeReplica" in cmd and re.search(rf"timem-shard{shard}(?!\d)", cmd):
+            out.append(int(proc.name))
+    return out
+
+
+def _shard_killer(server: Server, after: float, outages: list[float], stop: threading.Event) -> None:
+    """kill -9 shard 0's replica process ``after`` seconds in; the time until a new replica process runs and
+    the service's health answers goes to ``outages``."""
+    if stop.wait(after):
+        return
+    old = _replica_pids(0)
+    if not old:
+        raise SystemExit("no Ray Serve replica process of timem-shard0 found to kill")
+    t0 = time.monotonic()
+    for pid in old:
+        os.kill(pid, signal.SIGKILL)
+    while time.monotonic() - t0 < 300 and not stop.is_set():
+        new = [p for p in _replica_pids(0) if p not in old]
+        try:
+            healthy = bool(new) and httpx.get(f"{server.base}/v1/health", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            healthy = False
+        if healthy:
+            outages.append(time.monotonic() - t0)
+            return
+        time.sleep(0.2)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clients", type=int, default=4)
@@ -255,12 +297,11 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--dir", type=Path, default=None, help="work folder (default: a temporary one)")
     ap.add_argument("--kill-after", type=float, default=None, metavar="SECONDS",
-                    help="kill -9 the service this many seconds into the load, then restart it on the same file")
+                    help="kill -9 the service this many seconds into the load, then restart it on the same file "
+                         "(with --ray: kill -9 shard 0's replica process; Ray Serve starts a new one)")
     ap.add_argument("--ray", type=int, default=0, metavar="N",
                     help="serve with timem serve --ray --replicas N (N shards) instead of one process")
     args = ap.parse_args()
-    if args.ray and args.kill_after is not None:
-        ap.error("--kill-after is for the one-process service; leave it out with --ray")
 
     work = args.dir or Path(tempfile.mkdtemp(prefix="timem-load-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -280,7 +321,8 @@ def main() -> int:
         threads = [threading.Thread(target=_client, args=(i, base, keys, args.users, deadline, stats, args.seed))
                    for i in range(args.clients)]
         if args.kill_after is not None:
-            threads.append(threading.Thread(target=_killer, args=(server, args.kill_after, outages, stop_killer)))
+            killer = _shard_killer if args.ray else _killer
+            threads.append(threading.Thread(target=killer, args=(server, args.kill_after, outages, stop_killer)))
         for t in threads:
             t.start()
         for t in threads[:args.clients]:
@@ -315,8 +357,10 @@ def main() -> int:
     if transport:
         print(f"\ntransport errors: {dict(transport)}")
     if args.kill_after is not None:
-        print(f"\nkill -9 at {args.kill_after:.0f} s: " + (f"service back after {outages[0]:.1f} s" if outages
-                                                          else "not reached (the load ended first)"))
+        what = "shard 0's replica process" if args.ray else "the service"
+        back = "a new replica up and the service answering" if args.ray else "service back"
+        print(f"\nkill -9 of {what} at {args.kill_after:.0f} s: " + (f"{back} after {outages[0]:.1f} s" if outages
+                                                                     else "not reached (the load ended first)"))
     print(f"\nwrites resent {stats.retries}x (same key); {stats.replayed} answered as already stored; "
           f"{len(stats.gave_up)} never acknowledged")
     print(f"\nisolation: {len(stats.breaches)} breach(es) over every response" +
