@@ -42,6 +42,9 @@ AT = datetime(2024, 6, 20, 12, tzinfo=UTC)
     ("Just moved to Madrid with my partner.", [("home city", "Madrid")]),  # chat style: no subject
     ("Big news: finally moved back to Porto!", [("home city", "Porto")]),
     ("She just moved to Faro.", []),
+    # a question states nothing (a new-user trial: 我现在住在哪个城市？ became "home city: 哪个城市", served as current)
+    ("我现在住在哪个城市？", []), ("我住在上海吗？", []), ("我在哪家公司工作？", []), ("Do I live in Lisbon?", []),
+    ("I live in Lisbon. Where do you live?", [("home city", "Lisbon")]),
 ])
 def test_rule_extractor_reads_first_person_statements(text, expected):
     assert [(s.attribute, s.value) for s in extract_statements(text)] == expected

@@ -55,6 +55,9 @@ _CORRECTION_EN = re.compile(r"^\s*(?:oh,?\s+)?(?:actually|sorry,?\s+i\s+meant|co
                             re.IGNORECASE)
 _CORRECTION_ZH = re.compile(r"^\s*(?:不对|不是|其实|更正一下|说错了|纠正一下)[，,：:]?\s*")
 _SENTENCES = re.compile(r"(?<=[.!?;。！？；\n])\s*")
+#: a sentence that asks: it ends with a question mark (quotes, brackets and emoji after it aside), or, in Chinese,
+#: it holds a question word (哪, 什么, 谁, 几, 怎么, 多少, 是否) or ends with 吗 / 呢
+_QUESTION = re.compile(r"[?？][\s\"'”’)）\]】\W]*$|哪|什么|谁|几[个点岁天年]|怎么|多少|是否|[吗呢][\s。.!！]*$")
 
 
 @dataclass(frozen=True)
@@ -282,11 +285,14 @@ def extract_statements(text: str) -> list[Statement]:
     """Statements in one turn's ``text`` (first person, English or Chinese), in sentence order.
 
     A sentence starting with a correction marker ("actually, ...", "不对，...") yields statements flagged
-    ``correction``; a correction that names only a value yields one with ``attribute=None``.
+    ``correction``; a correction that names only a value yields one with ``attribute=None``. A question
+    ("Do I live in Lisbon?", 我现在住在哪个城市？) yields nothing.
     Returns ``[]`` when nothing matches (most turns).
     """
     out: list[Statement] = []
     for sent in filter(None, (x.strip() for x in _SENTENCES.split(text))):
+        if _QUESTION.search(sent):  # "Do I live in Lisbon?", 我现在住在哪个城市？ ask; they state nothing
+            continue
         correction = False
         for rx in (_CORRECTION_EN, _CORRECTION_ZH):
             if m := rx.match(sent):
