@@ -291,6 +291,20 @@ def test_recall_inspector_compares_two_configurations(engine):
     assert_clean(at)
 
 
+def test_a_new_inspector_query_is_asked_at_the_chats_clock_not_todays_date(engine):
+    """A new-user trial asked "What did I drink in the morning in April?" over the 2024 demo: the inspector's "now"
+    was today's date, so the time window was April 2026 and espresso was missing; the chat used April 2024."""
+    at = make_app(engine, page="recall_inspector")
+    at.text_input(key="insp_query").set_value("What did Mia drink in the morning in April?").run()
+    at.button(key="insp_run").click().run()
+    assert_clean(at)
+    trace = at.session_state["insp_results"]["results"][0]
+    last = engine.store.turns(DEMO_USER)[-1].event_time
+    assert trace.question_time.year == last.year == 2024 and trace.question_time > last
+    assert trace.plan.time_window is not None and trace.plan.time_window.start.year == 2024
+    assert any("chat's simulated clock" in c.value for c in at.caption)
+
+
 def test_recall_inspector_compares_two_databases_built_in_different_modes(engine, tmp_path, embedder):
     """B recalls the same user and question from the demo consolidated extractively; the Gate tab names
     each memory's mode, and a database without that user is refused in B's column only."""

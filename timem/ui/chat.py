@@ -93,6 +93,15 @@ def default_time_mode(ctx: state.StudioContext) -> str:
     return "Simulated" if since > timedelta(days=7) or since < -timedelta(minutes=1) else "Now"
 
 
+def chat_clock(ctx: state.StudioContext) -> tuple[datetime, bool]:
+    """The Chat page's clock for the current user, also before the page ran: ``(UTC-aware time, simulated)``; the
+    chosen mode, else the default one (:func:`default_time_mode`: an imported conversation's timeline)."""
+    mode = st.session_state.get(MODE_KEY) or default_time_mode(ctx)
+    if mode == "Now":
+        return datetime.now(UTC), False
+    return to_utc(st.session_state.get(SIM_KEY) or _default_sim(ctx), ctx.tz), True
+
+
 def event_time(ctx: state.StudioContext) -> datetime:
     """The event time (UTC-aware) of the next exchange: now, or the simulated clock."""
     if st.session_state.get(MODE_KEY, "Now") == "Now":

@@ -13,7 +13,7 @@ question (results of a re-run are shown only under the stored trace they were re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, time
+from datetime import datetime, time
 
 import streamlit as st
 
@@ -22,6 +22,7 @@ from timem.errors import TimemError
 from timem.recall.trace import RecallTrace
 from timem.tree.windows import to_utc
 from timem.ui import state
+from timem.ui.chat import chat_clock
 from timem.ui.feedback import show_flashes
 from timem.ui.trace_view import render_trace
 
@@ -152,11 +153,17 @@ def _setups(ctx: state.StudioContext) -> list[RecallSetup]:
 
 
 def _question_time(ctx: state.StudioContext) -> datetime:
-    when = st.radio("Asked at", ["now", "a date"], horizontal=True, key="insp_when",
-                    help="Relative phrases such as 'last week' resolve against this time.")
-    if when == "now":
-        return datetime.now(UTC)
-    d = st.date_input("Date", key="insp_date")
+    """The new query's time: the Chat page's clock (now, or its simulated time: a new-user trial asked "What did I
+    drink in the morning in April?" over the 2024 demo and got April 2026), or a chosen date."""
+    clock, simulated = chat_clock(ctx)
+    when = st.radio("Asked at", ["the chat's clock", "a date"], horizontal=True, key="insp_when",
+                    help="Relative phrases such as 'last week' resolve against this time. The chat's clock is "
+                         "what the Chat page dates its next exchange with.")
+    if when != "a date":
+        st.caption(f"Asked at {clock.astimezone(ctx.tz):%a %d %b %Y %H:%M}"
+                   + (" (the chat's simulated clock)" if simulated else " (now)"))
+        return clock
+    d = st.date_input("Date", key="insp_date", value=clock.astimezone(ctx.tz).date())
     return to_utc(datetime.combine(d, time(12, 0)), ctx.tz)
 
 
