@@ -107,6 +107,49 @@ def test_chat_answers_and_warns_when_a_window_cannot_be_consolidated(engine):
     assert any("recorded, but consolidation is incomplete" in w.value for w in at.warning)
 
 
+def test_forget_typed_in_chat_shows_a_preview_and_acts_only_on_confirm(engine):
+    """A new-user trial typed "Forget that I live in Porto." in the chat: it was deleted at once, with no preview, and
+    the notice vanished at the next message. Now the chat previews, forgets on Confirm, keeps on Cancel, and lists
+    what happened under the chat."""
+    def active_teas():
+        return [i for i in engine.memory_items(DEMO_USER) if "green tea" in i.value]
+
+    assert active_teas()
+    before = len(engine.store.turns(DEMO_USER))
+    at = make_app(engine)
+    at.chat_input[0].set_value("Forget that I drink green tea.").run()
+    assert_clean(at)
+    assert active_teas() and len(engine.store.turns(DEMO_USER)) == before  # nothing gone, nothing stored
+    box = "\n".join(m.value for m in at.markdown)
+    assert "Forget 1 fact(s)" in box and "green tea" in box and "\n- item " in box  # one line per item / segment
+    at.button(key="chat_forget_no").click().run()
+    assert_clean(at)
+    assert active_teas() and any("cancelled, nothing was forgotten" in c.value for c in at.caption)
+
+    at.chat_input[0].set_value("Forget that I drink green tea.").run()
+    at.button(key="chat_forget_yes").click().run()
+    assert_clean(at)
+    assert not active_teas() and len(engine.store.turns(DEMO_USER)) == before
+    assert any("forgot 1 fact(s)" in c.value for c in at.caption)
+    at.chat_input[0].set_value("What do I drink in the morning now?").run()  # the log stays after the next message
+    assert any("forgot 1 fact(s)" in c.value for c in at.caption)
+
+    at.chat_input[0].set_value("Forget that I keep a pet iguana.").run()  # nothing matches: said so, nothing changes
+    assert any("Nothing in memory matches" in m.value for m in at.markdown)
+    at.button(key="chat_forget_ok").click().run()
+    assert any("nothing matched" in c.value for c in at.caption)
+
+
+def test_a_blank_chat_message_shows_no_empty_bubble_and_a_long_one_is_shown_cut(engine):
+    at = make_app(engine)
+    at.chat_input[0].set_value("   ").run()
+    assert [m for m in at.chat_message if m.markdown and not m.markdown[0].value.strip()] == []
+    assert any("it is empty" in e.value for e in at.error)
+    at.chat_input[0].set_value("x" * 150_000).run()
+    shown = [m.markdown[0].value for m in at.chat_message if m.markdown and m.markdown[0].value.startswith("xxx")]
+    assert shown and all(len(t) < 5000 for t in shown) and "150,000 characters" in shown[-1]
+
+
 def test_chat_simulated_event_time(engine):
     at = make_app(engine)
     at.radio(key="chat_time_mode").set_value("Simulated").run()

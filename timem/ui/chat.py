@@ -29,7 +29,7 @@ from timem.models import MemoryNode, Role
 from timem.recall.trace import RecallTrace
 from timem.studio_backend import StudioBackend
 from timem.tree.windows import to_utc
-from timem.ui import jobs, state, welcome
+from timem.ui import chat_forget, jobs, state, welcome
 from timem.ui.feedback import flash, plural, show_flashes, user_errors
 from timem.ui.trace_view import render_trace
 
@@ -40,6 +40,7 @@ MODE_KEY = "chat_time_mode"
 _PENDING_KEY = "_chat_pending_advance"
 _CLOCK_KEYS = (MODE_KEY, SIM_KEY, "chat_sim_date", "chat_sim_clock", _PENDING_KEY)
 BACKGROUND_TITLE = "Memories of the last exchange"
+SHOWN_CHARS = 4000  #: a longer message is shown cut in its bubble (the store refuses it past max_turn_chars)
 NO_LLM_NOTE = "No LLM is configured: the message is stored as a memory, and nothing answered it."
 MISSING_ANSWER = ("No answer was recorded for this message (the answer failed, or the page was left while it was "
                   "being written). Send it again to get one.")
@@ -129,8 +130,7 @@ def render() -> None:
     notice = st.empty()
     if session_id:
         _history(ctx, session_id)
-    if forgotten := st.session_state.pop("chat_forgotten", None):
-        st.info(forgotten, icon=":material/delete_sweep:")
+    chat_forget.render(ctx)
     if not session_id:
         notice.info("No open session. Type a message to start one, or press **Start session**.")
     busy = jobs.busy(ctx.engine)
@@ -283,11 +283,16 @@ def _session_at(ctx: state.StudioContext, session_id: str | None, at: datetime) 
 
 def _exchange(ctx: state.StudioContext, text: str) -> None:
     """One chat exchange through :meth:`MemoryEngine.chat_turn` (the message is kept even if answering fails)."""
+    if not text.strip():  # no empty bubble above the error
+        st.error("The message was not recorded: it is empty. Type something to send.")
+        return
+    if chat_forget.intercept(ctx, text):  # "forget that …": a preview to confirm, nothing stored or answered
+        st.rerun()
     at = event_time(ctx)
     sessions = _sessions()
     session_id = _session_at(ctx, sessions.get(ctx.user), at)
     with st.chat_message("user"):
-        st.markdown(text)
+        st.markdown(text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]} … ({len(text):,} characters)")
     later = jobs.chat_consolidates_later(ctx.engine)  # embedded LLM: the answer first, memories in the background
     with st.chat_message("assistant"), ctx.lock:
         try:
@@ -304,8 +309,7 @@ def _exchange(ctx: state.StudioContext, text: str) -> None:
             st.error(f"The message was not recorded: {exc}")
             return
     sessions[ctx.user] = session_id
-    if turn.forgotten is not None:  # "forget that …": answered here, nothing stored as a turn
-        st.session_state["chat_forgotten"] = turn.reply
+    if turn.forgotten is not None:  # (the page intercepts "forget that …" before: see chat_forget)
         st.rerun()
     seq = len(ctx.engine.turns(ctx.user, session_id)) - 1  # the reply's seq
     summary = (f"Memories of this exchange are written in the background ('{BACKGROUND_TITLE}', in the sidebar)."

@@ -1,0 +1,71 @@
+"""The Chat page's "forget that …": a preview of what would go, then Confirm or Cancel, and a log of it.
+
+A new-user trial typed "Forget that I live in Porto." in the chat: it was deleted at once, with no preview, and the
+one notice vanished at the next message, so the history showed no forgetting ever happened. Now a message that
+asks to forget (:func:`timem.memory.forget.forget_request`) is neither stored nor answered: the page shows what
+"Forget by text" would soft-delete (:meth:`MemoryEngine.forget` without ``confirm``), one line per item and
+segment, and acts only on **Confirm**. What was forgotten or kept stays listed under the chat for this browser
+session (the audit log keeps it for good).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import streamlit as st
+
+from timem.memory.forget import forget_request
+from timem.ui import state
+from timem.ui.feedback import user_errors
+
+PENDING_KEY = "chat_forget_pending"  #: {"user": user id, "text": what to forget} awaiting Confirm or Cancel
+LOG_KEY = "chat_forget_log"  #: user id -> lines saying what was forgotten or kept
+
+
+def intercept(ctx: state.StudioContext, text: str) -> bool:
+    """Whether ``text`` asks to forget something; if so it becomes the pending request (nothing is stored)."""
+    what = forget_request(text)
+    if what is None:
+        return False
+    st.session_state[PENDING_KEY] = {"user": ctx.user, "text": what}
+    return True
+
+
+def _log(ctx: state.StudioContext, line: str) -> None:
+    at = datetime.now().astimezone(ctx.tz)
+    st.session_state.setdefault(LOG_KEY, {}).setdefault(ctx.user, []).append(f"{at:%H:%M} · {line}")
+
+
+def render(ctx: state.StudioContext) -> None:
+    """The log of this browser session's forget requests, then the pending one's preview with Confirm / Cancel."""
+    for line in st.session_state.get(LOG_KEY, {}).get(ctx.user, []):
+        st.caption(line)
+    pending = st.session_state.get(PENDING_KEY)
+    if not pending or pending["user"] != ctx.user:
+        return
+    text = pending["text"]
+    with st.container(border=True, key="chat_forget_box"), user_errors("Preview failed"):
+        plan = ctx.engine.forget(ctx.user, text)
+        if plan.empty:
+            st.markdown(f"**Nothing in memory matches “{text}”.** Nothing was forgotten. Try the words as they were "
+                        "said, or search the Memories page (Facts → Forget by text).")
+            if st.button("OK", key="chat_forget_ok"):
+                st.session_state.pop(PENDING_KEY, None)
+                _log(ctx, f"you asked to forget “{text}”: nothing matched")
+                st.rerun()
+            return
+        st.markdown(f"**Forget {len(plan.items)} fact(s) and {len(plan.segments)} conversation segment(s) for "
+                    f"“{text}”?** Each segment goes whole, with any other fact read only from it; it can be "
+                    "restored from the Memories page.")
+        st.markdown("\n".join(f"- {line}" for line in plan.describe().splitlines()))
+        a, b = st.columns(2)
+        if a.button("Confirm: forget these", key="chat_forget_yes", type="primary"):
+            done = ctx.engine.forget(ctx.user, text, confirm=True, actor="studio-chat")
+            st.session_state.pop(PENDING_KEY, None)
+            _log(ctx, f"you asked to forget “{text}”: forgot {len(done.items)} fact(s) and {len(done.segments)} "
+                      "segment(s) (restore them from the Memories page)")
+            st.rerun()
+        if b.button("Cancel", key="chat_forget_no"):
+            st.session_state.pop(PENDING_KEY, None)
+            _log(ctx, f"you asked to forget “{text}”: cancelled, nothing was forgotten")
+            st.rerun()
