@@ -514,3 +514,25 @@ def test_profile_facts_block_edges():
     assert facts_as_of(items, t(20), tz, ["Bo", "Ana"]).splitlines()[1:] == [
         "- Bo's job: baker (since 2024-03-03)", "- Ana's home city: Porto (since 2024-03-10)"]
     assert facts_as_of(items, t(20), tz, ["Cy"]) == "" and facts_as_of(items, t(20), tz, limit=1).count("\n") == 1
+
+
+def test_the_facts_table_shows_a_value_whose_successor_was_forgotten_as_holding_again():
+    """New-user trial: after forgetting "matcha", the Facts table still said "green tea … – 2024-06-18, superseded by
+    matcha" while recall (and the inspector) had green tea valid now."""
+    from zoneinfo import ZoneInfo
+
+    from timem.models import MemoryItem
+    from timem.ui.facts import facts_table
+
+    t1, t2 = datetime(2024, 4, 8, 9, tzinfo=UTC), datetime(2024, 6, 18, 9, tzinfo=UTC)
+    tea = MemoryItem(id="i-tea", user_id="mia", kind="preference", subject="Mia", attribute="morning drink",
+                     value="green tea", event_time=t1, valid_from=t1, valid_to=t2, superseded_by="i-matcha")
+    matcha = MemoryItem(id="i-matcha", user_id="mia", kind="preference", subject="Mia", attribute="morning drink",
+                        value="matcha", event_time=t2, valid_from=t2)
+    utc = ZoneInfo("UTC")
+    live = facts_table([tea, matcha], utc, t2, None).set_index("id")
+    assert live.loc["i-tea", "valid"] == "2024-04-08 – 2024-06-18" and live.loc["i-tea", "superseded by"] == "matcha"
+    gone = matcha.model_copy(update={"status": "deleted"})
+    after = facts_table([tea], utc, t2, None, known=[tea, gone]).set_index("id")
+    assert after.loc["i-tea", "valid"] == "2024-04-08 – now"
+    assert after.loc["i-tea", "superseded by"] == "matcha (forgotten: this holds again)"

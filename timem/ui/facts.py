@@ -30,11 +30,24 @@ def facts_table(items: list[MemoryItem], tz, at: datetime, half_life: float | No
     def day(dt):
         return dt.astimezone(tz).date().isoformat() if dt else "now"
 
+    def reopened(i: MemoryItem) -> bool:
+        """Its successor was forgotten: recall treats it as holding again (:func:`timem.recall.items._as_of`),
+        and so does this table (a new-user trial saw "green tea … – 2024-06-18, superseded by matcha" here while
+        the inspector showed green tea valid now, matcha having been forgotten)."""
+        nxt = by_id.get(i.superseded_by) if i.superseded_by else None
+        return i.superseded_by is not None and (nxt is None or nxt.status == "deleted")
+
+    def successor(i: MemoryItem) -> str:
+        if not i.superseded_by:
+            return ""
+        nxt = by_id.get(i.superseded_by)
+        return ("(forgotten: this holds again)" if nxt is None
+                else f"{nxt.value} (forgotten: this holds again)" if nxt.status == "deleted" else nxt.value)
+
     return pd.DataFrame([{
         "kind": i.kind, "subject": i.subject, "attribute": i.attribute, "value": i.value,
-        "valid": f"{day(i.valid_from)} – {day(i.valid_to)}", "sources": len(i.source_ids),
-        "superseded by": (by_id[i.superseded_by].value if i.superseded_by in by_id
-                          else "(forgotten)" if i.superseded_by else ""),
+        "valid": f"{day(i.valid_from)} – {day(None if reopened(i) else i.valid_to)}", "sources": len(i.source_ids),
+        "superseded by": successor(i),
         "decay": round(decay_weight(i, at, half_life), 3) if half_life else None,
         "pinned": i.pinned, "status": "forgotten" if i.status == "deleted" else i.status, "id": i.id,
     } for i in items], columns=["kind", "subject", "attribute", "value", "valid", "sources", "superseded by", "decay",
