@@ -251,6 +251,21 @@ def test_forget_typed_in_chat_is_answered_and_not_stored(tmp_path, store, embedd
     assert zh.forgotten is not None and "Lisbon" in zh.reply
 
 
+def test_forgetting_one_sentence_names_the_other_fact_of_its_message_that_goes_with_it(tmp_path, store, embedder):
+    """New-user trial: "I live in Lisbon. I adopted a grey cat called Pixel." then forget "my cat Pixel": the
+    preview listed home city Lisbon among what goes, unexplained. The message's segment goes whole, so Lisbon goes
+    with it; the preview now says so (and ``collateral`` names it)."""
+    eng = _engine(tmp_path, store, embedder)
+    t0 = datetime(2024, 5, 2, 9, tzinfo=UTC)
+    eng.chat_turn("mia", "c1", "I live in Lisbon. I adopted a grey cat called Pixel.", t0, user_name="Mia")
+    plan = eng.forget("mia", "my cat Pixel")
+    lisbon = next(i for i in plan.items if i.value == "Lisbon")
+    assert plan.collateral == {lisbon.id} and len(plan.segments) == 1
+    assert "home city: Lisbon (not named, but said only in a message that goes: it goes too)" in plan.describe()
+    named = eng.forget("mia", "I live in Lisbon")
+    assert named.collateral == set() and any(i.value == "Lisbon" for i in named.items)
+
+
 def test_hard_erase_removes_items_read_only_from_the_erased_segment(tmp_path, store, embedder):
     eng = _engine(tmp_path, store, embedder)
     _ingest(eng, tmp_path, "mia", EN)

@@ -257,6 +257,7 @@ def test_items_list_forget_preview_confirm_and_delete_one(svc):
     assert preview.status_code == 200, preview.text
     assert preview.json()["forgotten"] is False and [i["id"] for i in preview.json()["items"]] == [job["id"]]
     assert preview.json()["segments"] and _snapshot(a, "lea") == before  # a preview changes nothing
+    assert preview.json()["collateral"] == []  # only what the text names
     # another tenant cannot see or forget lea's items
     assert b.get("/v1/users/lea/items").status_code == 404
     assert b.post("/v1/users/lea/forget", json={"text": "Blue Harbor", "confirm": True}).status_code == 404

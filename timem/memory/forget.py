@@ -57,6 +57,8 @@ class ForgetPreview:
     text: str
     items: list[MemoryItem] = field(default_factory=list)
     segments: list[MemoryNode] = field(default_factory=list)
+    #: ids of the items in ``items`` that ``text`` does not name: read only from a segment that goes, they go with it
+    collateral: set[str] = field(default_factory=set)
 
     @property
     def empty(self) -> bool:
@@ -66,7 +68,8 @@ class ForgetPreview:
         """One line per item and segment (for the chat reply and the CLI)."""
         if self.empty:
             return f"Nothing in memory matches {self.text!r}."
-        lines = [f"item {i.id}: {i.label()}" for i in self.items]
+        lines = [f"item {i.id}: {i.label()}" + (" (not named, but said only in a message that goes: it goes too)"
+                                                 if i.id in self.collateral else "") for i in self.items]
         lines += [f"segment {n.id}: {' '.join(n.content.split())[:120]}" for n in self.segments]
         return "\n".join(lines)
 
@@ -99,9 +102,9 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem]) 
                 if n.id in source_ids or any(p and mentions(n.content, p) for p in probes) or _covers(n.content, stems)]
     # items read only from those segments go with them (editing.soft_delete): the preview names them too
     seg_ids, chosen = {n.id for n in segments}, {i.id for i in items}
-    items = items + [i for i in store.items(user_id)
-                     if i.id not in chosen and i.source_ids and set(i.source_ids) <= seg_ids]
-    return ForgetPreview(user_id=user_id, text=text, items=items, segments=segments)
+    extra = [i for i in store.items(user_id) if i.id not in chosen and i.source_ids and set(i.source_ids) <= seg_ids]
+    return ForgetPreview(user_id=user_id, text=text, items=items + extra, segments=segments,
+                         collateral={i.id for i in extra})
 
 
 def preview_items(store: MemoryStore, user_id: str, item_ids: list[str]) -> ForgetPreview:

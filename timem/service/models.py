@@ -179,6 +179,8 @@ class ForgetOut(BaseModel):
     forgotten: bool  #: true when ``confirm`` was given and something matched
     items: list[ItemOut]  #: the items that go (or would go)
     segments: list[str]  #: the L1 segment ids that go (or would go), undoable with .../restore
+    #: ids of the items in ``items`` that ``text`` does not name: said only in a message that goes, they go with it
+    collateral: list[str] = Field(default_factory=list)
 
 
 class MemoryOut(BaseModel):

@@ -124,7 +124,8 @@ def forget(user: UserPath, body: ForgetIn, s: S, t: T) -> ForgetOut:
         plan = eng.forget(internal, what, item_ids=body.item_ids, confirm=body.confirm, actor=f"api:{t.name}")
         what = what or plan.text
     return ForgetOut(user=user, text=what, forgotten=body.confirm and not plan.empty,
-                     items=[ItemOut.of(i) for i in plan.items], segments=[n.id for n in plan.segments])
+                     items=[ItemOut.of(i) for i in plan.items], segments=[n.id for n in plan.segments],
+                     collateral=sorted(plan.collateral))
 
 
 @router.get("/v1/users/{user}/export")
