@@ -250,6 +250,26 @@ def _killer(server: Server, after: float, outages: list[float], stop: threading.
     outages.append(time.monotonic() - t0)
 
 
+def _queue_sampler(base: str, keys: dict[str, str], every: float, samples: list[int], stop: threading.Event) -> None:
+    """Every ``every`` seconds, the consolidation jobs pending or running over both tenants (``GET /v1/queue``):
+    how far the worker is behind the writes."""
+    clients = [httpx.Client(base_url=base, headers={"Authorization": f"Bearer {k}"}, timeout=30) for k in keys.values()]
+    try:
+        while not stop.wait(every):
+            total = 0
+            for c in clients:
+                try:
+                    q = c.get("/v1/queue").json()
+                except (httpx.HTTPError, ValueError):
+                    break
+                total += int(q.get("pending", 0)) + int(q.get("running", 0))
+            else:
+                samples.append(total)
+    finally:
+        for c in clients:
+            c.close()
+
+
 def _replica_pids(shard: int) -> list[int]:
     """PIDs of the Ray worker processes serving deployment ``timem-shard<shard>`` (their process title is
     ``ray::ServeReplica:<app>:timem-shard<shard>``), read from /proc."""
@@ -320,6 +340,8 @@ def main() -> int:
         deadline = t_start + args.seconds
         threads = [threading.Thread(target=_client, args=(i, base, keys, args.users, deadline, stats, args.seed))
                    for i in range(args.clients)]
+        queue_samples: list[int] = []
+        threads.append(threading.Thread(target=_queue_sampler, args=(base, keys, 5.0, queue_samples, stop_killer)))
         if args.kill_after is not None:
             killer = _shard_killer if args.ray else _killer
             threads.append(threading.Thread(target=killer, args=(server, args.kill_after, outages, stop_killer)))
@@ -361,6 +383,9 @@ def main() -> int:
         back = "a new replica up and the service answering" if args.ray else "service back"
         print(f"\nkill -9 of {what} at {args.kill_after:.0f} s: " + (f"{back} after {outages[0]:.1f} s" if outages
                                                                      else "not reached (the load ended first)"))
+    if queue_samples:
+        print(f"\nconsolidation jobs pending or running, sampled every 5 s: median {int(np.median(queue_samples))}, "
+              f"max {max(queue_samples)}, last {queue_samples[-1]} ({len(queue_samples)} samples)")
     print(f"\nwrites resent {stats.retries}x (same key); {stats.replayed} answered as already stored; "
           f"{len(stats.gave_up)} never acknowledged")
     print(f"\nisolation: {len(stats.breaches)} breach(es) over every response" +

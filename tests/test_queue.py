@@ -265,6 +265,37 @@ def test_service_acks_queued_writes_and_shows_the_queue(tmp_path, embedder):
         assert check_store(store, load_config(env={}, db_path=db)) == []
 
 
+def test_a_list_of_l1_memories_writes_the_queued_segments_instead_of_waiting_for_the_worker(tmp_path, embedder):
+    """Under bench/service_load.py every ``GET .../memories`` took its whole ``queue_read_wait_seconds``: the worker
+    ran behind the writes. A list of L1 memories now writes the queued L1 segments itself (as a recall does) and
+    answers at once; other lists still wait, at most the bound."""
+    import time
+
+    db = tmp_path / "timem.duckdb"
+    kf = KeyFile(tmp_path / "keys.json")
+    key = kf.add("acme")
+    app = create_app(engine_factory(db, embedder, memory_extractor="rules", online_queue=True,
+                                    queue_read_wait_seconds=3.0), kf)
+    with serving(app) as (base, _), httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"},
+                                                 timeout=60) as http:
+        queue = app.state.service.engine.queue
+        held, real = threading.Event(), queue.run_jobs
+        queue.run_jobs = lambda jobs, lock=None: held.wait(60) and real(jobs, lock)  # the worker waits for the test
+        try:
+            r = http.post("/v1/users/mia/turns", json={"session_id": "s1", "message": "I met Zalbrecht.",
+                                                      "reply": "Who?", "event_time": BASE.isoformat()})
+            assert r.status_code == 200 and r.json()["queued"] is True
+            t0 = time.monotonic()
+            l1 = http.get("/v1/users/mia/memories", params={"level": 1}).json()["memories"]
+            assert time.monotonic() - t0 < 2.5 and any("Zalbrecht" in m["content"] for m in l1)
+            t0 = time.monotonic()
+            http.get("/v1/users/mia/memories")  # every level: waits for the worker, at most the bound
+            assert time.monotonic() - t0 >= 2.9
+        finally:
+            held.set()
+        assert queue.settle("mia", 60)
+
+
 def test_timem_check_shows_a_queue_left_by_a_crash_and_timem_consolidate_drains_it(tmp_path, monkeypatch):
     from test_cli import run
 
