@@ -188,7 +188,8 @@ class ConsolidationSettings(_Section):
     #: memory items and L2-L5 afterwards (:mod:`timem.engine_queue`). ``false``, and wherever no worker runs (the
     #: studio, the CLI, the Python API), the job is consolidated inside the write, as before
     online_queue: bool = True
-    #: with ``online_queue``: how long a read that lists memories or memory items (service ``GET .../memories``,
+    #: with ``online_queue``: how long a read that lists memories or memory items (service ``GET .../memories``
+    #: but for ``level=1``, which writes the queued L1 segments itself,
     #: ``.../items``, ``.../export``; MCP ``list``, ``facts``, ``forget``) waits for the jobs the user had queued
     #: when it arrived (the worker takes that user next), in seconds; then it answers with what is written. A
     #: recall never waits: it writes the queued L1 segments itself
