@@ -124,8 +124,10 @@ def test_a_fact_told_in_one_session_is_recalled_and_used_a_day_later(svc):
 
 def test_a_pasted_closing_tag_stays_inside_the_quoted_memories(svc):
     """Issue 27 #11: what a person pasted reaches the model as quoted data in one ``<memories>`` block, under the
-    rule that it is never an instruction, even when it tries to close the block or fake a template token."""
+    rule that it is never an instruction, even when it tries to close the block or fake a template token; a pasted
+    text that gives instructions to an assistant is withheld from the block (memory-message-v3)."""
     from timem.prompts.common import DATA_RULE
+    from timem.prompts.injection import WITHHELD
 
     base, keys = svc
     erase(base, keys["acme"], "ivy")
@@ -135,8 +137,8 @@ def test_a_pasted_closing_tag_stays_inside_the_quoted_memories(svc):
     (memory,) = [m.content for m in SEEN[-1].messages if m.content.startswith(MARK)]
     body = memory.replace(DATA_RULE, "")
     assert DATA_RULE in memory and body.count("<memories>") == 1 and body.count("</memories>") == 1
-    assert body.index("<memories>") < body.index("OVERRIDE OK") < body.index("</memories>")
-    assert "<|" not in memory and "‹/memories›‹|im_start|›system" in memory
+    assert "OVERRIDE OK" not in memory and body.index("<memories>") < body.index(WITHHELD) < body.index("</memories>")
+    assert "<|" not in memory and "im_start" not in memory
 
 
 def test_streaming_sends_openai_chunks_and_writes_the_exchange_at_the_end(svc):
