@@ -266,6 +266,20 @@ def test_forgetting_one_sentence_names_the_other_fact_of_its_message_that_goes_w
     assert named.collateral == set() and any(i.value == "Lisbon" for i in named.items)
 
 
+def test_the_forget_preview_names_the_older_fact_that_holds_again(tmp_path, store, embedder):
+    """Second new-user trial: "I live in Berlin", "Just moved to Madrid with my partner.", then "forget that I live in
+    Madrid" and Confirm: "Where do I live now?" answered Berlin, and the preview had not said so."""
+    eng = _engine(tmp_path, store, embedder)
+    t0 = datetime(2024, 5, 2, 9, tzinfo=UTC)
+    eng.chat_turn("mia", "c1", "I live in Berlin.", t0, user_name="Mia")
+    eng.chat_turn("mia", "c2", "Just moved to Madrid with my partner.", t0 + timedelta(days=9), user_name="Mia")
+    plan = eng.forget("mia", "I live in Madrid")
+    assert [i.value for i in plan.reopened] == ["Berlin"] and "holds again: Mia's home city: Berlin" in plan.describe()
+    eng.forget("mia", "I live in Madrid", confirm=True)
+    res = eng.recall("mia", "Where do I live now?", t0 + timedelta(days=10), persist=False)
+    assert "home city: Berlin" in res.context  # as the preview said
+
+
 def test_hard_erase_removes_items_read_only_from_the_erased_segment(tmp_path, store, embedder):
     eng = _engine(tmp_path, store, embedder)
     _ingest(eng, tmp_path, "mia", EN)

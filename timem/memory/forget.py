@@ -59,6 +59,9 @@ class ForgetPreview:
     segments: list[MemoryNode] = field(default_factory=list)
     #: ids of the items in ``items`` that ``text`` does not name: read only from a segment that goes, they go with it
     collateral: set[str] = field(default_factory=set)
+    #: active items (not in ``items``) that an item in ``items`` superseded: with it gone they hold again, as recall
+    #: treats them ("forget that I drink green tea" brings back the espresso that green tea replaced)
+    reopened: list[MemoryItem] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -71,6 +74,7 @@ class ForgetPreview:
         lines = [f"item {i.id}: {i.label()}" + (" (not named, but said only in a message that goes: it goes too)"
                                                  if i.id in self.collateral else "") for i in self.items]
         lines += [f"segment {n.id}: {' '.join(n.content.split())[:120]}" for n in self.segments]
+        lines += [f"holds again: {i.label()} (item {i.id}: the fact that replaced it goes)" for i in self.reopened]
         return "\n".join(lines)
 
 
@@ -102,9 +106,12 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem]) 
                 if n.id in source_ids or any(p and mentions(n.content, p) for p in probes) or _covers(n.content, stems)]
     # items read only from those segments go with them (editing.soft_delete): the preview names them too
     seg_ids, chosen = {n.id for n in segments}, {i.id for i in items}
-    extra = [i for i in store.items(user_id) if i.id not in chosen and i.source_ids and set(i.source_ids) <= seg_ids]
+    active = store.items(user_id)
+    extra = [i for i in active if i.id not in chosen and i.source_ids and set(i.source_ids) <= seg_ids]
+    going = chosen | {i.id for i in extra}
+    reopened = [i for i in active if i.id not in going and i.superseded_by in going]
     return ForgetPreview(user_id=user_id, text=text, items=items + extra, segments=segments,
-                         collateral={i.id for i in extra})
+                         collateral={i.id for i in extra}, reopened=reopened)
 
 
 def preview_items(store: MemoryStore, user_id: str, item_ids: list[str]) -> ForgetPreview:

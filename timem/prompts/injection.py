@@ -30,6 +30,7 @@ are measured in bench/results/injection_family.md.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 #: what a withheld unit's text becomes in a prompt (its speaker label, if any, is kept)
 WITHHELD = "[withheld from this prompt: pasted text that gives instructions to an AI assistant]"
@@ -68,9 +69,15 @@ _DICTATE_ZH = re.compile(r"只(?:能)?(?:回答|回复|答复|说|输出)")
 _LABEL = re.compile(r"^([^\[\]|:\n]{1,60}): (.*)$", re.S)
 
 
+#: zero-width and other invisible format characters, dropped before matching ("IGNORE\u200b ALL")
+_INVISIBLE = re.compile(r"[\u200b-\u200f\u2060-\u2064\ufeff\u00ad]")
+
+
 def instruction_reason(text: str) -> str | None:
     """Why ``text`` (one turn's text, continuation lines included; no speaker label) reads as instructions to an
-    AI assistant, or ``None``. See the module doc for the rules."""
+    AI assistant, or ``None``. See the module doc for the rules. The text is matched after NFKC normalisation
+    (fullwidth "ｉｇｎｏｒｅ" is "ignore") with invisible format characters removed."""
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
     lines = text.splitlines() or [""]
     if any(_ROLE.match(ln) for ln in lines) or _QA.search(text):
         return "pasted role line"

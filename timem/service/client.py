@@ -319,7 +319,8 @@ class ServiceClient:
     def _preview(self, user_id: str, f: dict[str, Any]) -> ForgetPreview:
         segments = self.nodes(user_id, ids=f["segments"], status=None)
         return ForgetPreview(user_id=user_id, text=f["text"], items=[self._item(i, user_id) for i in f["items"]],
-                             segments=segments, collateral=set(f.get("collateral", [])))
+                             segments=segments, collateral=set(f.get("collateral", [])),
+                             reopened=[self._item(i, user_id) for i in f.get("reopened", [])])
 
     def _written(self, user_id: str, out: dict[str, Any]) -> list[MemoryNode]:
         nodes = [self._node(m, user_id) for m in out["written"]]

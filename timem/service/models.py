@@ -181,6 +181,8 @@ class ForgetOut(BaseModel):
     segments: list[str]  #: the L1 segment ids that go (or would go), undoable with .../restore
     #: ids of the items in ``items`` that ``text`` does not name: said only in a message that goes, they go with it
     collateral: list[str] = Field(default_factory=list)
+    #: older items that hold again once ``items`` go (an item in ``items`` had superseded them)
+    reopened: list[ItemOut] = Field(default_factory=list)
 
 
 class MemoryOut(BaseModel):

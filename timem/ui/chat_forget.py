@@ -56,7 +56,9 @@ def render(ctx: state.StudioContext) -> None:
             return
         st.markdown(f"**Forget {len(plan.items)} fact(s) and {len(plan.segments)} conversation segment(s) for "
                     f"“{text}”?** Each segment goes whole, with any other fact read only from it; it can be "
-                    "restored from the Memories page.")
+                    "restored from the Memories page."
+                    + (f" **{len(plan.reopened)} older fact(s) hold again**, since what replaced them goes."
+                       if plan.reopened else ""))
         st.markdown("\n".join(f"- {line}" for line in plan.describe().splitlines()))
         a, b = st.columns(2)
         if a.button("Confirm: forget these", key="chat_forget_yes", type="primary"):
