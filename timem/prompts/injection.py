@@ -17,10 +17,12 @@ matches):
   tool-call JSON keys (``"tool_call"``, ``"function_call"``, ``"arguments"``);
 * **override phrases**: "ignore / disregard / forget (all) previous instructions (rules, prompts)", "from now on
   you are", "new instruction", "system prompt"; in Chinese 忽略…指令 (规则, 提示), 从现在开始你, 你现在是;
-* **an answer dictated to the reader**: a verb of answering (answer, reply, respond, say, output, start every
-  answer) with "only", "exactly", "must be", "the single word" or "every / any question", in a turn that also
-  addresses an assistant (AI, assistant, chatbot, the user's, any / every question, policy, instruction); in
-  Chinese 只(能)回答 / 只回复 / 只说.
+* **an answer dictated to the reader**: a verb of answering (answer, reply, respond, say, output, print, start,
+  begin) followed within its clause by the text to give, quoted or a word in capitals, in a turn that also says
+  "only", "exactly", "must be", "the (single) word / phrase", "every / any / all … question(s) / answer(s)", or
+  addresses an assistant (AI, assistant, chatbot, bot, the user's, policy); in Chinese 只(能)回答 / 只回复 / 只说.
+* matching is on the NFKC form with invisible format characters removed; other languages' override phrases
+  (Spanish, French, German, Italian, Portuguese, Dutch "ignore … instructions") are listed too.
 
 A false positive withholds one turn from the answer and costs nothing else; on the LoCoMo dev conversations and the
 bundled demo no turn matches (``tests/test_memory_injection.py``). Held-out injections written before these rules
@@ -114,8 +116,8 @@ def withhold_instructions(context: str) -> tuple[str, list[str]]:
         if m:
             prefix, body = m.group(1), m.group(2)
         else:
-            label = _LABEL.match(body)
-            if label and not re.match(r"^\s*\[", body):
+            label = _LABEL.match(body)  # its label holds no "[": a bracketed line matched above
+            if label:
                 prefix, body = label.group(1) + ": ", label.group(2)
         text = "\n".join([body, *(ln.strip().removeprefix("|").strip() for ln in unit[1:])])
         if not body.strip() or instruction_reason(text) is None:
