@@ -140,6 +140,37 @@ def test_forget_typed_in_chat_shows_a_preview_and_acts_only_on_confirm(engine):
     assert any("nothing matched" in c.value for c in at.caption)
 
 
+def test_a_forgotten_exchange_is_not_shown_again_in_the_chat_history(engine):
+    """A new-user trial forgot "I keep a parrot named Kiwi" from the chat: recall no longer found it, but the chat
+    history above still showed the message and the reply word for word. Now both show a note instead."""
+    from timem.ui.chat import FORGOTTEN_NOTE
+
+    at = make_app(engine)
+    at.chat_input[0].set_value("I keep a parrot named Kiwi at home.").run()
+    at.chat_input[0].set_value("And I play the cello on Sundays.").run()
+    assert_clean(at)
+    shown = [m.markdown[0].value for m in at.chat_message if m.markdown]
+    assert any("parrot named Kiwi" in t for t in shown)
+    at.chat_input[0].set_value("Forget that I keep a parrot named Kiwi.").run()
+    at.button(key="chat_forget_yes").click().run()
+    assert_clean(at)
+    shown = [m.markdown[0].value for m in at.chat_message if m.markdown]
+    assert not any("parrot" in t or "Kiwi" in t for t in shown), shown
+    assert any("cello" in t for t in shown)  # the other exchange stays as it was
+    notes = [c.value for m in at.chat_message for c in m.caption if c.value == FORGOTTEN_NOTE]
+    assert len(notes) == 2  # the message and its reply
+    everywhere = [e.value for kind in (at.markdown, at.caption, at.text, at.code, at.info, at.warning)
+                  for e in kind if isinstance(e.value, str) and "parrot" in e.value]
+    everywhere += [t for d in at.dataframe if "parrot" in (t := d.value.to_string())]
+    assert all("you asked to forget" in v for v in everywhere), everywhere  # only this browser's own forget log
+    session_id = at.session_state["chat_sessions"][DEMO_USER]
+    assert len(engine.forgotten_turn_ids(DEMO_USER, session_id)) == 2
+    seg = next(n for n in engine.nodes(DEMO_USER, 1, status=NodeStatus.DELETED) if "parrot" in n.content)
+    engine.restore_memory(seg.id)  # restored: shown again
+    at.run()
+    assert any("parrot named Kiwi" in m.markdown[0].value for m in at.chat_message if m.markdown)
+
+
 def test_a_blank_chat_message_shows_no_empty_bubble_and_a_long_one_is_shown_cut(engine):
     at = make_app(engine)
     at.chat_input[0].set_value("   ").run()

@@ -95,6 +95,8 @@ def test_edit_delete_restore_erase(svc, acme):
     assert edited.content.startswith("Zoe: I play the viola") and edited.id == leaf.id
     assert acme.delete_memories([leaf.id]) == {}
     assert acme.nodes("zoe", ids=[leaf.id], status=NodeStatus.DELETED)
+    assert acme.forgotten_turn_ids("zoe", "z1") == set(leaf.source_turn_ids)  # the chat history hides them
+    assert {t.id for t in acme.turns("zoe", "z1")} >= set(leaf.source_turn_ids)  # kept, for a restore
     assert leaf.id not in {n.id for n in acme.nodes("zoe")}
     fresh = ServiceClient(svc[0], svc[1]["acme"])  # knows no owner yet: finds it user by user
     fresh.restore_memory(leaf.id)

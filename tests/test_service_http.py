@@ -268,6 +268,9 @@ def test_items_list_forget_preview_confirm_and_delete_one(svc):
     assert "Blue Harbor" not in left and "Porto" in left
     ctx = a.post("/v1/users/lea/recall", json={"query": "Where do I work? Blue Harbor"}).json()["context"]
     assert "Blue Harbor" not in ctx
+    turns = a.get("/v1/users/lea/turns", params={"session_id": "s1"}).json()["turns"]
+    marked = {t["text"]: t["forgotten"] for t in turns}  # the forgotten message is marked, the others not
+    assert marked["I work at Blue Harbor."] is True and marked["I live in Porto."] is False
     # one item alone: its segment stays
     r = a.delete(f"/v1/users/lea/items/{city['id']}")
     assert r.status_code == 200 and r.json()["status"] == "deleted", r.text

@@ -194,6 +194,10 @@ class MemoryEngine:
         """As :meth:`timem.engine_reads.StoreReads.turns`."""
         return self.reads.turns(user_id, session_id, ids)
 
+    def forgotten_turn_ids(self, user_id: str, session_id: str | None = None) -> set[str]:
+        """As :meth:`timem.engine_reads.StoreReads.forgotten_turn_ids`."""
+        return self.reads.forgotten_turn_ids(user_id, session_id)
+
     def sessions(self, user_id: str) -> list[SessionInfo]:
         """As :meth:`timem.engine_reads.StoreReads.sessions`."""
         return self.reads.sessions(user_id)

@@ -19,7 +19,7 @@ from timem.embed.protocol import Embedder
 from timem.errors import NotFoundError
 from timem.llm.client import local_model
 from timem.llm.protocol import LLMClient
-from timem.models import MemoryNode, NodeStatus, SessionInfo, Turn
+from timem.models import MemoryNode, SessionInfo, Turn
 from timem.recall.trace import RecallTrace
 from timem.recall.trace_store import save_trace
 from timem.store.ports import MemoryStore
@@ -104,11 +104,8 @@ class StoreReads(EnginePart):
         from timem.datasets.jsonl import write_jsonl
 
         self.require_user(user_id)
-        # turns the person asked to forget (their L1 segments soft-deleted, none active) are left out: a
-        # re-import would bring the forgotten facts back
-        deleted = {t for n in self.store.nodes(user_id, 1, status=NodeStatus.DELETED) for t in n.source_turn_ids}
-        kept = {t for n in self.store.nodes(user_id, 1) for t in n.source_turn_ids}
-        forgotten = deleted - kept
+        # turns the person asked to forget are left out: a re-import would bring the forgotten facts back
+        forgotten = self.forgotten_turn_ids(user_id)
         sessions = [ImportedSession(session_id=s.session_id, turns=turns, date_label="")
                     for s in self.store.sessions(user_id)
                     if (turns := [t for t in self.store.turns(user_id, s.session_id) if t.id not in forgotten])]
@@ -133,6 +130,13 @@ class StoreReads(EnginePart):
     def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]:
         """The user's stored turns (one session's if ``session_id``; only ``ids`` if given), in conversation order."""
         return self.store.turns(user_id, session_id, ids)
+
+    def forgotten_turn_ids(self, user_id: str, session_id: str | None = None) -> set[str]:
+        """Ids of the user's turns (one session's if ``session_id``) whose L1 segments were all forgotten (soft-deleted,
+        restorable): views of the conversation hide their text (:func:`timem.memory.forget.forgotten_turn_ids`)."""
+        from timem.memory.forget import forgotten_turn_ids
+
+        return forgotten_turn_ids(self.store.nodes(user_id, 1, status=None, session_id=session_id))
 
     def sessions(self, user_id: str) -> list[SessionInfo]:
         """The user's sessions, by start."""

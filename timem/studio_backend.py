@@ -56,6 +56,10 @@ class StudioBackend(Protocol):
 
     def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]: ...
 
+    def forgotten_turn_ids(self, user_id: str, session_id: str | None = None) -> set[str]:
+        """Ids of turns whose L1 segments were all forgotten (restorable): the chat history hides their text."""
+        ...
+
     def sessions(self, user_id: str) -> list[SessionInfo]: ...
 
     def nodes(self, user_id: str | None = None, level: int | None = None, **kw: Any) -> list[MemoryNode]:

@@ -14,6 +14,9 @@
   through :func:`timem.editing.soft_delete` (ancestors re-consolidated without them, segment tree rebuilt),
   and the LLM-cache entries quoting the segments are purged. Undo: :func:`timem.editing.restore` for the
   segments; hard erase stays :func:`timem.editing.erase`.
+* The turns of a forgotten segment stay in the store (a restore needs them), but every view of the conversation
+  hides them: :func:`forgotten_turn_ids` names them (the studio's chat history shows a placeholder, the service's
+  turn listing marks them ``forgotten``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from timem.consolidation.consolidator import Consolidator
 from timem.errors import InputError, NotFoundError
 from timem.item_values import mentions, normalise
 from timem.memory.rules import extract_statements
-from timem.models import Level, MemoryItem, MemoryNode
+from timem.models import Level, MemoryItem, MemoryNode, NodeStatus
 from timem.store.ports import MemoryStore
 from timem.tokens import content_stems
 
@@ -145,3 +148,11 @@ def apply(store: MemoryStore, cons: Consolidator, plan: ForgetPreview, *, actor:
     if plan.segments:
         editing.soft_delete(store, cons, [n.id for n in plan.segments], actor=actor)
     return plan
+
+
+def forgotten_turn_ids(segments: list[MemoryNode]) -> set[str]:
+    """The ids of the turns that were forgotten: held by a soft-deleted L1 segment of ``segments`` (the user's L1
+    nodes in any status, e.g. one session's) and by no active one. A turn not yet in any segment (a queued write)
+    is not forgotten; a segment superseded by an edit leaves its turns as they are."""
+    gone = {t for n in segments if n.status == NodeStatus.DELETED for t in n.source_turn_ids}
+    return gone - {t for n in segments if n.status == NodeStatus.ACTIVE for t in n.source_turn_ids}

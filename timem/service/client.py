@@ -221,7 +221,13 @@ class ServiceClient:
             return []
         rows = self._list(f"/v1/users/{user_id}/turns", "turns", session_id=session_id,
                           ids=list(ids) if ids else None)
-        return [Turn(user_id=user_id, **{**t, "role": Role(t["role"])}) for t in rows]
+        return [Turn(user_id=user_id, **{**{k: v for k, v in t.items() if k != "forgotten"}, "role": Role(t["role"])})
+                for t in rows]
+
+    def forgotten_turn_ids(self, user_id: str, session_id: str | None = None) -> set[str]:
+        """Ids of the turns the service marks ``forgotten`` (their L1 segments all soft-deleted)."""
+        rows = self._list(f"/v1/users/{user_id}/turns", "turns", session_id=session_id)
+        return {t["id"] for t in rows if t.get("forgotten")}
 
     def sessions(self, user_id: str) -> list[SessionInfo]:
         """The user's sessions, by start."""

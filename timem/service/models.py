@@ -288,12 +288,15 @@ class TurnOut(BaseModel):
     utc_offset_minutes: int | None = None  #: the speaker's UTC offset when it was said
     source_ref: str | None = None
     image_caption: str | None = None
+    #: the person asked to forget it: its L1 segments are soft-deleted (restorable), so recall no longer finds it;
+    #: the text stays here until a restore or an erase (views of the conversation should hide it)
+    forgotten: bool = False
 
     @classmethod
-    def of(cls, t: Turn, internal: str, user: str) -> TurnOut:
+    def of(cls, t: Turn, internal: str, user: str, forgotten: bool = False) -> TurnOut:
         return cls(id=t.id.replace(internal, user), session_id=t.session_id, seq=t.seq, speaker=t.speaker,
                    role=t.role.value, text=t.text, event_time=t.event_time, utc_offset_minutes=t.utc_offset_minutes,
-                   source_ref=t.source_ref, image_caption=t.image_caption)
+                   source_ref=t.source_ref, image_caption=t.image_caption, forgotten=forgotten)
 
 
 class TurnsOut(BaseModel):

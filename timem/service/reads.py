@@ -82,7 +82,8 @@ def add_studio_routes(app: FastAPI) -> None:
                    session_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
                    ids: Annotated[list[str] | None, Query()] = None) -> TurnsOut:
         """The user's turns in conversation order (one session's with ``session_id``; only ``ids``, repeated
-        ``?ids=mia:s1:0&ids=…``, if given); an unknown ``session_id`` is 404."""
+        ``?ids=mia:s1:0&ids=…``, if given); an unknown ``session_id`` is 404. A turn the person asked to forget is
+        marked ``forgotten`` (its text is kept until a restore or an erase)."""
         with s.use() as eng:
             internal = s.require_user(eng, t, user)
             if session_id is not None and session_id not in {x.session_id for x in eng.sessions(internal)}:
@@ -90,7 +91,8 @@ def add_studio_routes(app: FastAPI) -> None:
                                     f"GET /v1/users/{user}/sessions")
             wanted = [internal + i[len(user):] if i.startswith(user + ":") else i for i in ids] if ids else None
             turns = eng.turns(internal, session_id, wanted)
-        return TurnsOut(user=user, turns=[TurnOut.of(x, internal, user) for x in turns])
+            forgotten = eng.forgotten_turn_ids(internal, session_id) if turns else set()
+        return TurnsOut(user=user, turns=[TurnOut.of(x, internal, user, x.id in forgotten) for x in turns])
 
     @app.get("/v1/users/{user}/traces")
     def list_traces(user: UserPath, s: S, t: T, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> TracesOut:

@@ -42,6 +42,8 @@ _CLOCK_KEYS = (MODE_KEY, SIM_KEY, "chat_sim_date", "chat_sim_clock", _PENDING_KE
 BACKGROUND_TITLE = "Memories of the last exchange"
 SHOWN_CHARS = 4000  #: a longer message is shown cut in its bubble (the store refuses it past max_turn_chars)
 NO_LLM_NOTE = "No LLM is configured: the message is stored as a memory, and nothing answered it."
+FORGOTTEN_NOTE = ("*Forgotten at your request: recall no longer finds this message. The Memories page can "
+                 "restore it (status “deleted (undoable)”) or erase it for good.*")
 MISSING_ANSWER = ("No answer was recorded for this message (the answer failed, or the page was left while it was "
                   "being written). Send it again to get one.")
 
@@ -206,13 +208,17 @@ def _apply_pending_advance() -> None:
 def _history(ctx: state.StudioContext, session_id: str) -> None:
     meta = _meta()
     turns = ctx.engine.turns(ctx.user, session_id)
+    forgotten = ctx.engine.forgotten_turn_ids(ctx.user, session_id) if turns else set()
     for i, t in enumerate(turns):
         role = "assistant" if t.role == Role.ASSISTANT else "user"
         with st.chat_message(role):
-            st.markdown(t.text)
+            if t.id in forgotten:  # the person asked to forget it: its text is not shown again
+                st.caption(FORGOTTEN_NOTE)
+            else:
+                st.markdown(t.text)
             st.caption(f"{t.speaker} · {t.event_time.astimezone(ctx.tz):%a %d %b %Y %H:%M}")
             info = meta.get((ctx.user, session_id, t.seq))
-            if info:
+            if info and t.id not in forgotten:  # a forgotten exchange's trace would quote it
                 _answer_details(ctx, info)
             if t.role != Role.ASSISTANT and (i + 1 == len(turns) or turns[i + 1].role != Role.ASSISTANT):
                 if ctx.engine.has_llm:

@@ -1,9 +1,9 @@
 """Recall trace -> tables for the studio's Recall inspector and the Chat page (no streamlit here).
 
 Every function takes a :class:`~timem.recall.trace.RecallTrace` and a lookup of node id ->
-:class:`~timem.models.MemoryNode` (deleted or erased nodes may be missing: their preview then
-says so) and returns a :class:`pandas.DataFrame` ready for ``st.dataframe``. Scores are "higher is
-better"; latencies are milliseconds.
+:class:`~timem.models.MemoryNode` (erased nodes are missing: their preview then says so; a soft-deleted, i.e.
+forgotten, node's preview says it was forgotten instead of quoting it) and returns a :class:`pandas.DataFrame`
+ready for ``st.dataframe``. Scores are "higher is better"; latencies are milliseconds.
 """
 
 from __future__ import annotations
@@ -12,17 +12,20 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from timem.models import MemoryNode
+from timem.models import MemoryNode, NodeStatus
 from timem.recall.render import candidate_reasons
 from timem.recall.trace import RecallTrace
 
 MISSING = "(memory no longer exists)"
+FORGOTTEN = "(forgotten since: the Memories page shows it, status deleted)"
 
 
 def _preview(nodes: Mapping[str, MemoryNode], nid: str, width: int = 120) -> str:
     n = nodes.get(nid)
     if n is None:
         return MISSING
+    if n.status == NodeStatus.DELETED:  # the person asked to forget it: not quoted again outside the Memories page
+        return FORGOTTEN
     flat = " ".join(n.content.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
