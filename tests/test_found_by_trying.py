@@ -42,6 +42,23 @@ def test_forget_reaches_a_segment_that_says_it_in_other_words(tmp_path, embedder
         eng.close()
 
 
+def test_forget_my_cat_reaches_the_segments_about_the_cat(tmp_path, embedder):
+    """A new-user trial: "forget my cat" matched nothing ("cat" was one content word, and two were required), while
+    "I have a cat named Miso" and "Miso the cat scratched the sofa" were in memory."""
+    eng = _engine(tmp_path, embedder)
+    try:
+        _ingest(eng, tmp_path, [
+            ("s1", "Mia", "I have a cat named Miso.", "2024-05-01T09:00:00"),
+            ("s2", "Mia", "Miso the cat scratched the new sofa again.", "2024-05-02T09:00:00"),
+            ("s3", "Mia", "I bought a new sofa in May.", "2024-05-03T09:00:00")])
+        plan = eng.forget("mia", "my cat")
+        assert sorted(n.content.splitlines()[-1] for n in plan.segments) == [
+            "Mia: I have a cat named Miso.", "Mia: Miso the cat scratched the new sofa again."]
+        assert eng.forget("mia", "my dog").empty  # nothing says it: nothing matches
+    finally:
+        eng.close()
+
+
 def test_a_moves_relative_date_starts_the_item(tmp_path, embedder):
     """'Actually I moved to Braga last week' (said Wed 12 June 2024) holds since Monday 3 June; Lisbon until then."""
     eng = _engine(tmp_path, embedder)

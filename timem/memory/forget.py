@@ -5,9 +5,10 @@
 * :func:`preview` finds the user's active items whose value the text names (or that the text states again,
   read by :mod:`timem.memory.rules`: "I work at Blue Harbor" names employer Blue Harbor) and the active L1
   segments that hold those values (their sources, and any segment quoting a value); with no item matched,
-  the segments quoting the text itself, or holding every one of its content words (at least two; stemmed with
-  NLTK's Porter stemmer, scikit-learn's English stopwords left out): "my sister lives in Porto" reaches
-  "My sister Ana lives in Porto". Other items read only from those segments are listed too, since
+  the segments quoting the text itself, or holding every one of its content words (stemmed with NLTK's Porter
+  stemmer, scikit-learn's English stopwords left out): "my sister lives in Porto" reaches "My sister Ana lives in
+  Porto", and "my cat" (one content word) every segment that speaks of a cat or cats; the preview lists them
+  before anything goes. Other items read only from those segments are listed too, since
   they go with them.
 * :func:`apply` soft-deletes them: items ``status = deleted`` (audit ``forget-item``, ids only; the L5 profiles
   listing them are rewritten), segments
@@ -35,7 +36,7 @@ from timem.tokens import content_stems
 
 
 def _covers(content: str, stems: set[str]) -> bool:
-    return len(stems) >= 2 and stems <= content_stems(content, ascii_only=True)
+    return bool(stems) and stems <= content_stems(content, ascii_only=True)
 
 
 _EN = re.compile(r"^\s*(?:please\s+|can\s+you\s+|could\s+you\s+)?forget\s+(?:that\s+|about\s+|the\s+fact\s+that\s+)?"
