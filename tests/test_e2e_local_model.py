@@ -95,3 +95,20 @@ def test_the_local_model_says_it_does_not_know_what_memory_does_not_hold(tmp_pat
             assert got.recall.context == "", got.recall.context  # nothing recalled: the case this is about
             assert "know" in got.answer.lower(), got.answer
             assert not any(w in got.answer for w in ("Oxford", "University of", "His name", "named")), got.answer
+
+
+def test_the_local_model_acknowledges_a_first_statement_in_the_chat(tmp_path):
+    """Issue 27 #5: a new person's first chat message, "I have a cat named Miso.", recalls nothing, and answer-v8 (a
+    question's "don't know" note for an empty context) made the embedded model reply "You don't know.". answer-v9
+    gives a message that asks nothing as a message to acknowledge; a question after it is answered from memory."""
+    import timem
+
+    cache = Path(os.environ.get("TIMEM_CACHE_DIR", Path.home() / ".cache" / "timem"))
+    at = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
+    with timem.open(tmp_path / "chat.duckdb", llm_backend="local", cache_dir=str(cache),
+                    consolidation_mode="extractive", memory_extractor="rules") as mem:
+        first = mem.chat_turn("zed", "chat-1", "I have a cat named Miso.", at, user_name="Zed")
+        assert first.trace is not None and first.trace.context == ""  # nothing recalled: the case this is about
+        assert "know" not in first.reply.lower() and "Miso" in first.reply, first.reply
+        later = mem.chat_turn("zed", "chat-1", "What is my cat's name?", at.replace(minute=5), user_name="Zed")
+        assert "Miso" in later.reply, later.reply

@@ -162,12 +162,38 @@ def test_messages_without_memories_keep_the_rule_and_an_empty_block():
     system, user = answer.build_messages("Where do I live?", "", T0)
     assert DATA_RULE in system.content
     assert "<memories>\n(no memories found)\n</memories>" in user.content
-    assert answer.PROMPT_VERSION == "answer-v8"
+    assert answer.PROMPT_VERSION == "answer-v9"
     # v7 (issue 27 #5): an empty context asks for "don't know" instead of a guess; a non-empty one does not
     assert f"Question: Where do I live?\n{answer.NOTHING_RECALLED}\nAnswer:" in user.content
     with_context = answer.build_messages("Where do I live?", "Mia: I live in Lisbon.", T0)
     assert answer.NOTHING_RECALLED not in with_context[1].content and system.content == with_context[0].content
     assert isinstance(system, Message)
+
+
+def test_a_chat_message_that_asks_nothing_is_acknowledged_not_answered_dont_know():
+    """answer-v9 (issue 27 #5: "I have a cat named Miso." as a first chat message got "You don't know."): in a chat, a
+    message that asks nothing is a "Message:" to acknowledge, without the empty context's "don't know" note; a
+    question, and every message without an asker, are as in v8."""
+    system, user = answer.build_messages("I have a cat named Miso.", "", T0, asker="Zed")
+    assert f"Message: I have a cat named Miso.\n{answer.STATEMENT}\nReply (one sentence to Zed" in user.content
+    assert answer.NOTHING_RECALLED not in user.content
+    _, hello = answer.build_messages("Hi!", "", T0, asker="Zed")
+    assert answer.GREETING in hello.content and answer.STATEMENT not in hello.content
+    q_system, question = answer.build_messages("What is my cat's name", "", T0, asker="Zed")  # no "?": still asks
+    assert "Question: What is my cat's name\n" in question.content and answer.NOTHING_RECALLED in question.content
+    assert q_system.content == system.content  # the chat's reusable system prefix is the same
+    _, no_asker = answer.build_messages("I have a cat named Miso.", "", T0)  # timem ask: a question as before
+    assert "Question: I have a cat named Miso." in no_asker.content and answer.STATEMENT not in no_asker.content
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("I have a cat named Miso.", False), ("Just moved to Madrid.", False), ("Thanks!", False),
+    ("我养了一只猫。", False), ("What do I drink", True), ("Tell me about my sister.", True),
+    ("I started a new job. Is that good?", True), ("我的猫叫什么名字？", True), ("你住在哪里", True)])
+def test_asks_tells_a_question_or_request_from_a_statement(text, expected):
+    from timem.prompts.common import asks
+
+    assert asks(text) is expected
 
 
 def test_a_pasted_dialogue_cannot_pass_for_turns_of_the_conversation():

@@ -30,6 +30,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from timem.prompts.common import QUESTION, SENTENCES
+
 #: drinks the preference patterns know (longest first, so "green tea" wins over "tea")
 DRINKS = sorted(["coffee", "black coffee", "espresso", "latte", "cappuccino", "tea", "green tea", "black tea",
                  "herbal tea", "matcha", "chai", "juice", "orange juice", "water", "hot chocolate", "kombucha",
@@ -54,10 +56,8 @@ _CONTRAST = re.compile(r"\bnot\b|\binstead\b|\brather than\b|不是|而不是", 
 _CORRECTION_EN = re.compile(r"^\s*(?:oh,?\s+)?(?:actually|sorry,?\s+i\s+meant|correction:?|no,?\s+wait)[,:]?\s*",
                             re.IGNORECASE)
 _CORRECTION_ZH = re.compile(r"^\s*(?:不对|不是|其实|更正一下|说错了|纠正一下)[，,：:]?\s*")
-_SENTENCES = re.compile(r"(?<=[.!?;。！？；\n])\s*")
-#: a sentence that asks: it ends with a question mark (quotes, brackets and emoji after it aside), or, in Chinese,
-#: it holds a question word (哪, 什么, 谁, 几, 怎么, 多少, 是否) or ends with 吗 / 呢
-_QUESTION = re.compile(r"[?？][\s\"'”’)）\]】\W]*$|哪|什么|谁|几[个点岁天年]|怎么|多少|是否|[吗呢][\s。.!！]*$")
+_SENTENCES = SENTENCES
+_QUESTION = QUESTION  #: a sentence that asks (:data:`timem.prompts.common.QUESTION`)
 
 
 @dataclass(frozen=True)

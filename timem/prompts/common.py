@@ -35,6 +35,26 @@ def cjk_language(text: str) -> str | None:
     return None
 
 
+#: a sentence that asks: it ends with a question mark (quotes, brackets and emoji after it aside), or, in Chinese,
+#: it holds a question word (哪, 什么, 谁, 几, 怎么, 多少, 是否) or ends with 吗 / 呢
+QUESTION = re.compile(r"[?？][\s\"'”’)）\]】\W]*$|哪|什么|谁|几[个点岁天年]|怎么|多少|是否|[吗呢][\s。.!！]*$")
+#: an English sentence that asks or requests without a question mark ("what do I drink", "tell me about my sister")
+_ASKING_START = re.compile(
+    r"^\W*(?:what|which|who|whom|whose|when|where|why|how|do|does|did|is|are|was|were|am|have|has|had|can|could|"
+    r"would|will|should|shall|may|tell|remind|list|name|summari[sz]e|give|show|explain|describe|recall|help|find|"
+    r"search|please|any|anything)\b", re.IGNORECASE)
+#: where a message splits into sentences
+SENTENCES = re.compile(r"(?<=[.!?;。！？；\n])\s*")
+
+
+def asks(text: str) -> bool:
+    """Whether a chat message asks something (a question, or a request such as "tell me about my sister"): one of its
+    sentences ends with a question mark or holds a Chinese question word (:data:`QUESTION`), or starts like an English
+    question or request. ``False`` for a plain statement ("I have a cat named Miso.") or a greeting."""
+    sentences = [s for s in SENTENCES.split(text.strip()) if s.strip()]
+    return any(QUESTION.search(s) or _ASKING_START.match(s) for s in sentences)
+
+
 def language_note(text: str) -> str:
     """A closing instruction naming the conversation's language when it is Chinese, Japanese or Korean.
 
