@@ -27,7 +27,7 @@ def reply(body: dict[str, Any], answers: dict[str, str]) -> tuple[int, dict[str,
     user = messages[-1]["content"] if messages else ""
     if '{"keep": [numbers]}' in system:
         content = json.dumps({"keep": [int(n) for n in re.findall(r"^\[(\d+)\]", user, re.MULTILINE)]})
-    elif body.get("response_format") is None and (m := re.search(r"^Question: (.*)$", user, re.MULTILINE)):
+    elif body.get("response_format") is None and (m := re.search(r"^(?:Question|Message): (.*)$", user, re.MULTILINE)):
         if m.group(1) not in answers:
             return 400, {"error": {"message": f"fake endpoint: no answer scripted for {m.group(1)!r}"}}
         content = answers[m.group(1)]

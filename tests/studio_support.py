@@ -78,9 +78,8 @@ def studio_answer(request: ChatRequest) -> str:
     if "complexity" in props:
         return json.dumps({"complexity": "simple", "keywords": ["tea"], "time_expression": None})
     last = request.messages[-1].content
-    if request.json_schema is None and "Question:" in last:
-        question = last.rsplit("Question:", 1)[-1].split("\n")[0].strip()
-        return f"Scripted answer to: {question}"
+    if request.json_schema is None and (asked := re.findall(r"^(?:Question|Message): (.*)$", last, re.MULTILINE)):
+        return f"Scripted answer to: {asked[-1].strip()}"  # a chat message that asks nothing is a "Message:" (v9)
     summary = extractive_summary(last)
     if summary is None:
         return consolidation_answer(request)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from helpers import ABSTRACTIVE
 from streamlit.testing.v1 import AppTest
@@ -645,8 +647,8 @@ def _llm_answering(engine, reply):
 
     def answer(request):
         last = request.messages[-1].content
-        if request.json_schema is None and "Question:" in last:
-            return reply(last.rsplit("Question:", 1)[-1].split("\n")[0].strip())
+        if request.json_schema is None and (asked := re.findall(r"^(?:Question|Message): (.*)$", last, re.MULTILINE)):
+            return reply(asked[-1].strip())
         return studio_answer(request)
 
     engine.llm = engine.consolidator.llm = LLM(ScriptedBackend(answer, model_id=SCRIPTED_MODEL), engine.store)

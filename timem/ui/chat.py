@@ -106,11 +106,8 @@ def chat_clock(ctx: state.StudioContext) -> tuple[datetime, bool]:
 
 
 def event_time(ctx: state.StudioContext) -> datetime:
-    """The event time (UTC-aware) of the next exchange: now, or the simulated clock."""
-    if st.session_state.get(MODE_KEY, "Now") == "Now":
-        return datetime.now(UTC)
-    sim = st.session_state.get(SIM_KEY) or _default_sim(ctx)
-    return to_utc(sim, ctx.tz)
+    """The event time (UTC-aware) of the next exchange: now, or the simulated clock (:func:`chat_clock`)."""
+    return chat_clock(ctx)[0]
 
 
 def _speaker_name(engine: StudioBackend, user_id: str) -> str:
