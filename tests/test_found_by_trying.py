@@ -59,6 +59,32 @@ def test_forget_my_cat_reaches_the_segments_about_the_cat(tmp_path, embedder):
         eng.close()
 
 
+def test_forget_by_text_takes_the_assistants_replies_that_repeat_it(tmp_path, embedder):
+    """A new-user trial: "I have a cat named Miso.", "What is my cat's name?" ("Your cat's name is Miso."), then
+    "forget that I have a cat" forgot the message alone, and the next "What is my cat's name?" was answered from the
+    assistant's reply. The reply that repeats it goes too; recall no longer finds the name."""
+    from datetime import timedelta
+
+    from timem.recall import recall
+
+    eng = _engine(tmp_path, embedder)
+    try:
+        at = datetime(2024, 5, 1, 9, tzinfo=UTC)
+        eng.add_exchange("sam", "chat-1", "I have a cat named Miso.", "Noted!", at, user_name="Sam")
+        eng.add_exchange("sam", "chat-1", "What is my cat's name?", "Your cat's name is Miso.",
+                         at + timedelta(minutes=2), user_name="Sam")
+        eng.add_exchange("sam", "chat-1", "I play the cello on Sundays.", "Lovely.", at + timedelta(minutes=4),
+                         user_name="Sam")
+        plan = eng.forget("sam", "I have a cat", confirm=True)
+        gone = {n.content.splitlines()[-1] for n in plan.segments}
+        assert "Assistant: Your cat's name is Miso." in gone and "Sam: I have a cat named Miso." in gone, gone
+        res = recall(eng.store, eng.embedder, None, eng.config, "sam", "What is my cat's name?",
+                     at + timedelta(hours=1))
+        assert "Miso" not in res.context and "cello" not in " ".join(gone), res.context
+    finally:
+        eng.close()
+
+
 def test_a_moves_relative_date_starts_the_item(tmp_path, embedder):
     """'Actually I moved to Braga last week' (said Wed 12 June 2024) holds since Monday 3 June; Lisbon until then."""
     eng = _engine(tmp_path, embedder)

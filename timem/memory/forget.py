@@ -34,9 +34,16 @@ from timem.models import Level, MemoryItem, MemoryNode, NodeStatus
 from timem.store.ports import MemoryStore
 from timem.tokens import content_stems
 
+_POSSESSIVE = re.compile(r"(?<=\w)['’]s\b")
+
+
+def _stems(text: str) -> set[str]:
+    """Content stems with possessives read as their noun ("Your cat's name" holds "cat", as "my cat" does)."""
+    return content_stems(_POSSESSIVE.sub("", text), ascii_only=True)
+
 
 def _covers(content: str, stems: set[str]) -> bool:
-    return bool(stems) and stems <= content_stems(content, ascii_only=True)
+    return bool(stems) and stems <= _stems(content)
 
 
 _EN = re.compile(r"^\s*(?:please\s+|can\s+you\s+|could\s+you\s+)?forget\s+(?:that\s+|about\s+|the\s+fact\s+that\s+)?"
@@ -104,7 +111,7 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem]) 
     one of their values (with no item, the segments quoting ``text`` or holding all its content words), and the
     other items read only from those segments."""
     probes = [normalise(i.value) for i in items] or [normalise(text)]
-    stems = set() if items else content_stems(text, ascii_only=True)
+    stems = set() if items else _stems(text)
     source_ids = {s for i in items for s in i.source_ids}
     segments = [n for n in store.nodes(user_id, Level.SEGMENT)
                 if n.id in source_ids or any(p and mentions(n.content, p) for p in probes) or _covers(n.content, stems)]

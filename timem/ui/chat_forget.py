@@ -62,8 +62,10 @@ def render(ctx: state.StudioContext) -> None:
         st.markdown("\n".join(f"- {line}" for line in plan.describe().splitlines()))
         a, b = st.columns(2)
         if a.button("Confirm: forget these", key="chat_forget_yes", type="primary"):
-            done = ctx.engine.forget(ctx.user, text, confirm=True, actor="studio-chat")
+            # the request is settled before it runs: a message sent right after Confirm starts a new run, which
+            # must not preview it again (a new-user trial saw "Nothing in memory matches" for what was just gone)
             st.session_state.pop(PENDING_KEY, None)
+            done = ctx.engine.forget(ctx.user, text, confirm=True, actor="studio-chat")
             _log(ctx, f"you asked to forget “{text}”: forgot {len(done.items)} fact(s) and {len(done.segments)} "
                       "segment(s) (restore them from the Memories page)")
             st.rerun()
