@@ -84,3 +84,21 @@ def test_the_cli_prints_that_one_line(tmp_path):
     lines = [ln for ln in (res.stdout + res.stderr).splitlines() if ln.strip()]
     assert res.returncode == 1 and len(lines) == 1, res.stdout + res.stderr
     assert lines[0].startswith("error: ") and "is not a DuckDB file" in lines[0] and LOCK_ADVICE not in lines[0]
+
+
+def test_serve_on_a_file_another_process_holds_prints_one_line(tmp_path):
+    """A new-user trial ran `timem serve` on a file another service held: 61 lines of uvicorn startup traceback (the
+    store was opened in the app's startup), where `timem stats` gives one line."""
+    db = tmp_path / "held.duckdb"
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
+                               "print('ready', flush=True); sys.stdin.read()", str(db)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        res = subprocess.run([sys.executable, "-m", "timem.cli", "serve", "--db", str(db), "--llm", "none",
+                              "--port", "0"], capture_output=True, text=True, timeout=300)
+        lines = [ln for ln in (res.stdout + res.stderr).splitlines() if ln.strip() and "no API keys" not in ln]
+        assert res.returncode == 1 and len(lines) == 1, res.stdout + res.stderr
+        assert lines[0].startswith("error: ") and f"is open in another process (PID {holder.pid})" in lines[0]
+    finally:
+        holder.communicate("")

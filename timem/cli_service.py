@@ -59,8 +59,15 @@ def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: Key
                        "its users are not moved to the shards", err=True)
         ray_serve.run(cfg, str(kf.path.resolve()), replicas, host, port, ray_address)
         return
-    uvicorn.run(create_app(cfg, kf),
-                host=host, port=port, log_level="info")
+    from timem.engine import MemoryEngine
+
+    # opened here, not in the app's startup: a file that is locked by another process or cannot be opened is one
+    # error line (as for `timem stats`), not uvicorn's startup traceback
+    engine = MemoryEngine.open(cfg, with_llm=cfg.llm.llm_backend != "none")
+    try:
+        uvicorn.run(create_app(lambda: engine, kf), host=host, port=port, log_level="info")
+    finally:
+        engine.close()
 
 
 def mcp(user: UserOpt, db: DbOpt = None, llm: LlmOpt = None, config: ConfigOpt = None) -> None:
