@@ -79,9 +79,16 @@ def _meta() -> dict[tuple[str, str, int], dict]:
 
 
 def _default_sim(ctx: state.StudioContext) -> datetime:
-    """One hour after the user's last turn, else now (naive wall time in the user's zone)."""
+    """Where a simulated clock starts (naive wall time in the user's zone): a minute after the user's last turn when
+    that turn is in the open chat session a reload resumes (the chat goes on; a new-user trial saw the clock jump an
+    hour at every reload or user switch), an hour after it otherwise (an imported conversation: a new session), and
+    now without turns."""
     turns = ctx.engine.turns(ctx.user)
-    base = turns[-1].event_time + timedelta(hours=1) if turns else datetime.now(UTC)
+    if not turns:
+        base = datetime.now(UTC)
+    else:
+        resumed = turns[-1].session_id == open_chat_session(ctx.engine, ctx.user)
+        base = turns[-1].event_time + (timedelta(minutes=1) if resumed else timedelta(hours=1))
     return base.astimezone(ctx.tz).replace(tzinfo=None, second=0, microsecond=0)
 
 
