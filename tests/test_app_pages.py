@@ -853,3 +853,27 @@ def test_timeline_replay_inspects_only_memories_that_exist_at_that_date(engine):
     assert at.subheader[0].value.startswith("L1 segment")
     assert "tl_up" not in [b.key for b in at.button]  # its parent is not written yet at that date
     assert any("not written yet" in c.value for c in at.caption)
+
+
+def test_timeline_after_a_user_switch_inspects_the_new_users_memory_and_replays_a_short_chat(engine):
+    """A new-user trial switched the sidebar user from a chat user to demo-mia: the inspect box still read the other
+    user's memory (its state was dropped, not set, so the browser kept showing it). And the replay slider stepped by
+    hours over a chat of six minutes, so its thumb sat at the start while its label said the end."""
+    from datetime import UTC, datetime, timedelta
+
+    from timem.ui.timeline import NODE_KEY
+
+    at0 = datetime(2024, 7, 1, 17, 12, tzinfo=UTC)
+    engine.add_exchange("sam", "chat-1", "I have a cat named Miso.", "Noted.", at0, user_name="Sam")
+    engine.add_exchange("sam", "chat-1", "I play the cello.", "Lovely.", at0 + timedelta(minutes=6), user_name="Sam")
+    at = make_app(engine, user="sam", page="timeline")
+    assert_clean(at)
+    sams = at.session_state[NODE_KEY]
+    slider = next(s for s in at.slider if s.key.startswith("tl_until_"))
+    assert slider.proto.step == 60_000_000  # a minute (microseconds), not an hour
+    at.session_state[USER_KEY] = DEMO_USER
+    at.run()
+    assert_clean(at)
+    box = at.selectbox(key=NODE_KEY)
+    assert box.value == at.session_state[NODE_KEY] != sams and engine.node(box.value).user_id == DEMO_USER
+    assert box.proto.set_value  # the value is sent to the browser's box, which otherwise keeps showing sam's

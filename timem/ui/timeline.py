@@ -50,10 +50,11 @@ def render() -> None:
         st.session_state[NODE_KEY] = picked
     by_id = {n.id: n for n in nodes}
     ids = list(shown.sort_values(["level", "start", "order"], ascending=[False, True, True], kind="stable")["id"])
-    if st.session_state.get(NODE_KEY) not in ids:
-        st.session_state.pop(NODE_KEY, None)
     if not ids:
+        st.session_state.pop(NODE_KEY, None)
         return
+    if st.session_state.get(NODE_KEY) not in ids:  # another user, or filtered out: set, not dropped, so that the
+        st.session_state[NODE_KEY] = ids[0]  # browser's box shows it too (it kept the other user's memory)
     st.selectbox("Inspect a memory", ids, key=NODE_KEY, format_func=lambda i: _label(by_id[i], ctx.tz))
     _details(ctx, by_id[st.session_state[NODE_KEY]], by_id, set(df.loc[df["appears"] <= until, "id"]))
 
@@ -74,9 +75,15 @@ def _filters(df) -> tuple[Any, datetime]:
     until = last
     if last > first:
         until = st.slider("Replay growth: the tree as it stood at event time …", min_value=first, max_value=last,
-                          value=last, step=timedelta(hours=1), format="YYYY-MM-DD HH:mm",
+                          value=last, step=_replay_step(last - first), format="YYYY-MM-DD HH:mm",
                           key=f"tl_until_{first:%Y%m%d%H%M}_{last:%Y%m%d%H%M}")
     return tl.filter_frame(df, levels=levels, start=start, end=end, until=until), until
+
+
+def _replay_step(span: timedelta) -> timedelta:
+    """The replay slider's step: an hour, or a minute for a history shorter than a day (a new user's first chat:
+    with hourly steps over 17:12-17:18 the thumb sat at the start while the label said 17:18)."""
+    return timedelta(hours=1) if span >= timedelta(days=1) else timedelta(minutes=1)
 
 
 def _label(n: MemoryNode, tz) -> str:
