@@ -99,6 +99,24 @@ def test_a_moves_relative_date_starts_the_item(tmp_path, embedder):
         eng.close()
 
 
+def test_a_new_job_said_with_a_relative_date_supersedes_the_old_one_from_then(tmp_path, embedder):
+    """Issue 27 #1: "I started working as a nurse last week." wrote no item, so "What is my job?" got "I don't know"
+    with no memory. Said Wed 12 June 2024, it holds since Monday 3 June and ends the teacher job there."""
+    eng = _engine(tmp_path, embedder)
+    try:
+        _ingest(eng, tmp_path, [("s1", "Mia", "I am a teacher.", "2024-04-02T09:00:00"),
+                                ("s2", "Mia", "I started working as a nurse last week.", "2024-06-12T09:00:00")])
+        items = {i.value: i for i in eng.memory_items("mia") if i.attribute == "job"}
+        start = datetime(2024, 6, 3, tzinfo=UTC)
+        assert set(items) == {"teacher", "nurse"}
+        assert items["nurse"].valid_from == start and items["nurse"].valid_to is None
+        assert items["teacher"].valid_to == start and items["teacher"].superseded_by == items["nurse"].id
+        head = eng.recall("mia", "What is my job?", datetime(2024, 6, 20, 12, tzinfo=UTC)).context.split("\n\n")[0]
+        assert "job: nurse" in head and "superseded: teacher" in head, head
+    finally:
+        eng.close()
+
+
 def test_eval_recall_table_aligns_long_category_names():
     row = {"n": 3, "n_evidence": 2, "evidence_recall": 0.5, "full_coverage": None, "n_answer": 1,
            "answer_in_context": 1.0, "mean_mem_len": 312.4}

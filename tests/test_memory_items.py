@@ -17,6 +17,7 @@ from timem.engine import MemoryEngine
 from timem.llm.client import LLM
 from timem.llm.fake import ScriptedBackend
 from timem.llm.protocol import Message
+from timem.memory.grounding import check_statement
 from timem.memory.rules import extract_statements
 from timem.models import Level
 from timem.recall.items import decay_weight
@@ -48,6 +49,31 @@ AT = datetime(2024, 6, 20, 12, tzinfo=UTC)
 ])
 def test_rule_extractor_reads_first_person_statements(text, expected):
     assert [(s.attribute, s.value) for s in extract_statements(text)] == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [  # issue 27 #1: "What is my job?" got "I don't know", 0 memories
+    ("I started working as a nurse last week.", [("job", "nurse")]),
+    ("I am a nurse.", [("job", "nurse")]), ("I'm a nurse now.", [("job", "nurse")]),
+    ("I'm now a nurse.", [("job", "nurse")]), ("I became a nurse.", [("job", "nurse")]),
+    ("I've been working as a nurse since May.", [("job", "nurse")]), ("I got a job as a nurse.", [("job", "nurse")]),
+    ("I'm a nurse at St Mary's.", [("employer", "St Mary's"), ("job", "nurse")]),
+    ("I'm a physiotherapist at Santa Maria hospital.", [("employer", "Santa Maria"), ("job", "physiotherapist")]),
+    ("I am also a registered nurse.", [("job", "registered nurse")]),
+    ("I quit the bank and now I freelance as a photographer.", [("job", "photographer")]),
+    ("我是护士。", [("job", "护士")]), ("我现在是一名护士。", [("job", "护士")]),
+    ("我开始当护士了。", [("job", "护士")]),
+    # "I'm a …" that names no occupation, someone else's job, a question, the past, a judgement: no job
+    ("I am a big fan of jazz.", []), ("I'm a bit tired.", []), ("I am a vegetarian.", [("diet", "vegetarian")]),
+    ("I'm a mother of two.", []), ("I am a member of the club.", []), ("My sister is a nurse.", []),
+    ("I'm a morning person.", []), ("I am a huge Beatles fan.", []), ("I'm a nurse? No way.", []),
+    ("I'm a terrible cook.", []), ("I'm a retired teacher.", []), ("I'm not a nurse.", []),
+    ("I used to work as a nurse.", []), ("I was a nurse for ten years.", []),
+    ("我姐姐是护士。", []), ("我是上海人。", []), ("我是一个好人。", []),
+])
+def test_job_rules_read_the_copula_only_for_an_occupation(text, expected):
+    got = [(s.attribute, s.value) for s in extract_statements(text)]
+    assert got == expected
+    assert all(check_statement(s.attribute, s.value, s.text) is None for s in extract_statements(text)), text
 
 
 def test_changes_ends_and_corrections_are_flagged():

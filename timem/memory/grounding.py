@@ -14,7 +14,8 @@ passes :func:`check_statement` before the writer (:mod:`timem.memory.writer`) ap
    ("my sister lives in Porto", "Tom is vegetarian", "they love hiking", "我姐姐住在广州").
 5. **The clause speaks of the attribute** (:data:`CUES`): a home city needs "live", "moved", "based",
    "住", "搬" … and no trip, visit or event ("back from Shanghai", "the wedding in Porto", "出差"); a job
-   needs "work", "job", "as a", "I'm a" …; a drink needs a drink word; a diet needs a known diet.
+   needs "work", "job", "as a", "I'm (now) a", "became a", "我是", "当" …; a drink needs a drink word; a diet
+   needs a known diet.
 
 The LoCoMo-style labelled set ``bench/data/memory_items_labelled.jsonl`` measures it (``bench/item_extraction.py``,
 results in ``bench/results/item-extraction.md``).
@@ -68,8 +69,9 @@ CUES: dict[str, re.Pattern[str]] = {
     "home city": re.compile(r"\b(?:live[sd]?|living|moved|move|moving|relocat\w*|based|settled|reside\w*|home)\b|"
                             r"住|搬|定居|生活在", re.IGNORECASE),
     "hometown": re.compile(r"\bhome\s*town\b|\bgrew\s+up\b|\bborn\b|\bfrom\b|老家|家乡|出生", re.IGNORECASE),
-    "job": re.compile(r"\b(?:work\w*|job|as\s+an?|i'm\s+an?|i\s+am\s+an?|position|career|profession|hired|"
-                      r"employed|title|promot\w*)\b|工作|职业|当|担任|做", re.IGNORECASE),
+    "job": re.compile(r"\b(?:work\w*|job|as\s+an?|i(?:'m|’m|\s+am)\s+(?:(?:now|currently|still|also|officially|"
+                      r"finally)\s+)*an?|bec[oa]me\s+an?|position|career|profession|hired|employed|title|promot\w*)\b|"
+                      r"工作|职业|当|担任|做|我(?:现在|目前|如今|已经|最近|终于)?(?:是|成了|成为)", re.IGNORECASE),
     "employer": re.compile(r"\b(?:work\w*|job|joined|hired|employ\w*|position|company|at)\b|工作|上班|公司|在",
                            re.IGNORECASE),
     "drink": re.compile(r"\b(?:drink\w*|drank|sip\w*|cups?|glass(?:es)?|coffees?|teas?|espresso|caffeine|"

@@ -6,8 +6,9 @@ Each sentence of a person's turn is matched against a small set of patterns; a m
 explicit first-person statements and corrections):
 
 * home city -- "I live in Lisbon (now)", "I moved to Porto", "我住在上海", "我搬到了北京";
-* employer / job -- "I work at Acme as a designer", "I started a new job at X", "I'm a nurse at X",
-  "我现在在腾讯工作", "我在医院当护士";
+* employer / job -- "I work at Acme as a designer", "I started a new job at X", "I started working as a nurse",
+  "我现在在腾讯工作", "我在医院当护士"; the copula only for an occupation of :mod:`timem.memory.occupations`:
+  "I'm a nurse (at X)", "I became a nurse", "我是护士", "我开始当护士了" (not "I'm a big fan of jazz", 我是上海人);
 * drinks -- "I drink black coffee every morning", "I switched from coffee to green tea",
   "I don't drink coffee anymore" (ends the open item), "我不喝咖啡了，只喝茶", "我改喝绿茶了";
 * diet -- "I'm vegetarian now", "I went vegan", "我吃素了";
@@ -30,6 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from timem.memory.occupations import ZH_OCCUPATION, occupation
 from timem.prompts.common import QUESTION, SENTENCES
 
 #: drinks the preference patterns know (longest first, so "green tea" wins over "tea")
@@ -97,13 +99,23 @@ _HOME = [re.compile(_I + r"(?i:'m|\s+am|\s+are|'re)?\s+(?i:now\s+|currently\s+|s
          re.compile(r"^\s*(?:(?i:big\s+news|guess\s+what|so|and|well)[:!,]?\s+)?(?i:just\s+|finally\s+|recently\s+)"
                     r"(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)\s+" + _cap("v") + _END_CAP)]
 _AS_JOB = r"(?:\s+(?i:as)\s+(?:(?i:an?)\s+)?" + _JOB + ")?"
-_WORK = [re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?i:at|for)\s+" + _cap("emp")
-                    + _AS_JOB + _END),
-         re.compile(r"\b[Ii]\s+(?i:just\s+|recently\s+)?(?i:started|got|took)\s+(?i:a\s+new\s+job|a\s+job|working|a\s+position)"
-                    r"\s+(?i:at|with|for)\s+" + _cap("emp") + _AS_JOB + _END),
-         re.compile(r"\b[Ii](?i:'m|\s+am)\s+(?i:now\s+)?(?i:an?\s+)" + _JOB + r"\s+(?i:at)\s+" + _cap("emp") + _END),
-         re.compile(r"\b[Ii]\s+(?i:now\s+)?(?i:work\s+as)\s+(?i:an?\s+)" + _JOB + r"(?:\s+(?i:at)\s+" + _cap("emp")
-                    + ")?" + _END)]
+_AT_EMP = r"(?:\s+(?i:at|with|for)\s+" + _cap("emp") + _END_CAP + "|" + _END + ")"
+_SOON = r"(?:(?i:now|just|recently|currently|still|also|officially|finally|been|started|start|began|begun)\s+)*"
+#: (pattern, whether its job must be an occupation of :mod:`timem.memory.occupations`): the copula ("I'm a X",
+#: "I became a X") says many things that are no job ("I'm a big fan of jazz"); "work as a X" names a job
+_WORK = [(re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?i:at|for)\s+" + _cap("emp")
+                     + _AS_JOB + _END), False),
+         (re.compile(r"\b[Ii]\s+(?i:just\s+|recently\s+)?(?i:started|got|took)\s+(?i:a\s+new\s+job|a\s+job|working|"
+                     r"a\s+position)\s+(?i:at|with|for)\s+" + _cap("emp") + _AS_JOB + _END), False),
+         # "I'm a nurse (now)", "I'm now a nurse at St Mary's (hospital)", "I am also a registered nurse"
+         (re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+" + _SOON + r"(?i:an?\s+)" + _JOB + _AT_EMP), True),
+         # "I became a nurse", "I've (just) become a nurse", "I got hired as a nurse", "I qualified as a nurse"
+         (re.compile(r"\b[Ii](?i:'ve|’ve|\s+have)?\s+" + _SOON + r"(?i:became|become|qualified\s+as|got\s+hired\s+as|"
+                     r"was\s+hired\s+as)\s+(?i:an?\s+)" + _JOB + _AT_EMP), True),
+         # "I work as a nurse", "I started working as a nurse last week", "I've been working as a nurse since May",
+         # "now I freelance as a photographer"; not "I used to work as …", "I don't work as … anymore"
+         (re.compile(r"\b[Ii](?i:'ve|’ve|\s+have|'m|’m|\s+am)?\s+" + _SOON + r"(?i:work|working|freelance|freelancing)"
+                     r"\s+(?i:as)\s+(?i:an?\s+)" + _JOB + _AT_EMP), False)]
 _SWITCH = _p(r"\bi(?:'ve|\s+have)?\s+(?:switched|changed|moved|gone)\s+from\s+{old}\s+to\s+{new}\b",
              old=_DRINK, new=_DRINK)
 _STOP = _p(r"\bi\s+(?:don't|do\s+not|no\s+longer|never)\s+(?:even\s+)?(?:drink|want|have)\s+{old}"
@@ -131,6 +143,10 @@ _ZH_HOME = [_p(r"我(?:们)?(?:现在|目前|如今)?(?:住在|定居在|生活�
 _ZH_WORK_JOB = _p(r"我(?:现在|目前)?在{emp}(?:当|做|担任)(?:一名|一个)?{job}" + _ZH_END, emp=_ZH_VAL, job=_ZH_VAL)
 _ZH_WORK = _p(r"我(?:现在|目前|如今)?在{emp}(?:工作|上班)" + _ZH_END, emp=_ZH_VAL)
 _ZH_JOB = _p(r"我的(?:工作|职业)是{job}" + _ZH_END, job=_ZH_VAL)
+#: 我是护士, 我现在是一名护士, 我成了一名医生, 我开始当护士了: an occupation of
+#: :data:`timem.memory.occupations.ZH_OCCUPATIONS` only (我是上海人 is none)
+_ZH_BE_JOB = re.compile(r"我(?:现在|目前|如今|已经|最近|终于)?(?:是|成了|成为了?|当上了?|(?:开始|正式)?(?:当|做)了?)"
+                        r"(?:一名|一个|一位|个|名)?" + ZH_OCCUPATION + _ZH_END)
 _ZH_STOP = _p(r"我(?:现在|已经)?(?:不|不再)喝{old}了?", old=_ZH_DRINK)
 _ZH_ONLY = _p(r"(?:只喝|改喝|开始喝|现在喝|每天早上喝|早上喝|每天喝){v}", v=_ZH_DRINK)
 _ZH_SWITCH = _p(r"我?从{old}(?:换成|改成|改喝|换到)了?{new}", old=_ZH_DRINK, new=_ZH_DRINK)
@@ -188,7 +204,8 @@ def _gerund(verb: str) -> str:
     return v + "ing"
 
 
-_ZH_HOBBY = _p(r"我(?:最近|现在|已经)?(?:开始学|开始练|开始|在学|爱上了|迷上了){v}" + _ZH_END, v=_ZH_VAL)
+# 开始当护士 is a job (:data:`_ZH_BE_JOB`), not a hobby
+_ZH_HOBBY = _p(r"我(?:最近|现在|已经)?(?:开始学|开始练|开始|在学|爱上了|迷上了)(?!当|做){v}" + _ZH_END, v=_ZH_VAL)
 _ZH_BARE = _p(r"^(?:是|应该是){v}" + _ZH_END, v=_ZH_VAL)
 
 
@@ -213,12 +230,12 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
         if m := rx.search(s):
             add("fact", "home city", m["v"])
             break
-    for rx in _WORK:
-        if m := rx.search(s):
+    for rx, listed in _WORK:
+        if (m := rx.search(s)) and not (listed and occupation(m["job"]) is None):
             if m.groupdict().get("emp"):
                 add("fact", "employer", m["emp"])
             if m.groupdict().get("job"):
-                add("fact", "job", m["job"])
+                add("fact", "job", occupation(m["job"]) or m["job"])
             break
     if m := _JOB_LOST.search(s):  # "lost my job as a banker": ends that job
         add("fact", "job", m["job"], replaces=m["job"].lower(), ends_only=True)
@@ -230,6 +247,8 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
     elif m := _ZH_WORK.search(s):
         add("fact", "employer", m["emp"])
     if m := _ZH_JOB.search(s):
+        add("fact", "job", m["job"])
+    elif not any(x.attribute == "job" for x in out) and (m := _ZH_BE_JOB.search(s)):  # 我是护士, 我开始当护士了
         add("fact", "job", m["job"])
     attr = _drink_attr(s)
     if m := (_SWITCH.search(s) or _ZH_SWITCH.search(s)):

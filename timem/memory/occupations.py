@@ -1,0 +1,73 @@
+"""The occupations the job rules know (English and Chinese), for the copula: "I'm a nurse", "I became a nurse",
+"我是护士".
+
+"I'm a …" says many things that are no job ("I'm a big fan of jazz", "I'm a morning person", "I'm a mother of two",
+"I'm a member of the club", "I'm a vegetarian"), so a job read from "I am / I'm / I became a X" (and "我是X",
+"我当X") is written only when X ends with an occupation of :data:`OCCUPATIONS` (:data:`ZH_OCCUPATIONS`), with at
+most three words before it and none of :data:`NOT_A_JOB` ("a terrible cook", "a retired teacher", "an aspiring
+writer"). The explicit phrasings ("I work as a X", "a job as a X", "I work at Y as a X", "我的工作是X") need no list.
+
+No package was taken for the list: ``find-job-titles`` (PyPI, last release 0.7.0 in 2017) finds any of 77k titles
+anywhere in a string, with the C library acora and ~20 s to build its dictionary (its README); a short list that
+leaves out the words of "I'm a …" that are no job is what this rule needs.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: occupations (a head noun or a fixed title); "software engineer", "registered nurse" end with one of them
+OCCUPATIONS = frozenset("""
+accountant actor actress administrator analyst anesthesiologist architect artist assistant attorney auditor
+baker banker barber barista bartender biologist bookkeeper broker builder butcher caregiver carer carpenter
+cashier ceo cfo chef chemist chiropractor cleaner clerk coach comedian consultant cook copywriter counselor
+counsellor courier cto dentist designer developer dietitian dietician director dispatcher doctor economist
+editor electrician engineer entrepreneur farmer firefighter florist founder co-founder freelancer geologist
+hairdresser housekeeper hygienist illustrator intern janitor jeweler jeweller journalist judge lawyer lecturer
+librarian lifeguard machinist manager marketer mechanic midwife miner musician nanny nurse optician optometrist
+painter paralegal paramedic pediatrician pharmacist photographer physician physicist physio physiotherapist pilot
+plumber policeman policewoman postman principal producer professor programmer psychiatrist psychologist
+radiologist realtor receptionist recruiter reporter researcher salesman saleswoman scientist secretary singer
+soldier sommelier surgeon surveyor tailor teacher technician therapist trader translator tutor vet
+veterinarian waiter waitress welder writer
+""".split()) | frozenset({
+    "bus driver", "truck driver", "taxi driver", "delivery driver", "flight attendant", "police officer",
+    "social worker", "care worker", "construction worker", "factory worker", "security guard", "estate agent",
+    "real estate agent", "travel agent", "insurance agent", "nurse practitioner", "web developer", "dj",
+})
+#: words before an occupation that make it no job of the speaker: judgements ("a terrible cook"), pastimes
+#: ("an amateur photographer", "a keen gardener"), and another time ("a retired teacher", "a future doctor")
+NOT_A_JOB = frozenset("""
+good bad great terrible awful horrible lousy decent pretty better best worse worst big huge massive avid keen
+amateur hobby weekend home natural born real total complete proper slow fast quick careful nervous picky messy
+hopeless budding aspiring wannabe would-be future former ex ex- retired failed frustrated closet armchair backseat
+self-taught passionate enthusiastic casual occasional regular frequent little fan of and or the my your
+""".split())
+#: Chinese occupations (longest first, so 产品经理 wins over 经理)
+ZH_OCCUPATIONS = sorted("""
+护士 医生 大夫 老师 教师 教授 工程师 软件工程师 程序员 律师 会计 会计师
+设计师 记者 编辑 警察 厨师 司机 产品经理 项目经理 经理 销售 公务员 服务员
+演员 歌手 画家 作家 翻译 摄影师 理发师 药剂师 建筑师 科学家 研究员 分析师
+咨询师 心理咨询师 健身教练 教练 农民 工人 快递员 外卖员 保安 主播 店长 老板
+创业者 自由职业者 兽医 牙医 飞行员 空姐 导游 秘书 前台 实习生 物理治疗师
+康复师 幼师 数据分析师 数据科学家
+""".split(), key=len, reverse=True)
+ZH_OCCUPATION = "(?P<job>" + "|".join(re.escape(o) for o in ZH_OCCUPATIONS) + ")"
+
+
+def occupation(phrase: str) -> str | None:
+    """The job ``phrase`` names ("registered nurse", "nurse", "software engineer"), or ``None`` when it names
+    none: it must end with an occupation of :data:`OCCUPATIONS` (or be one of :data:`ZH_OCCUPATIONS`), with at most
+    three words before it, none of them in :data:`NOT_A_JOB`. A leading "new" is dropped ("a new nurse": nurse)."""
+    p = " ".join(phrase.strip().split())
+    if p in ZH_OCCUPATIONS:
+        return p
+    words = p.lower().split()
+    if words[:1] == ["new"]:
+        words, p = words[1:], " ".join(p.split()[1:])
+    if not words or any(w in NOT_A_JOB for w in words):
+        return None
+    for n in (3, 2, 1):
+        if len(words) >= n and " ".join(words[-n:]) in OCCUPATIONS and len(words) - n <= 3:
+            return p
+    return None
