@@ -197,3 +197,18 @@ def test_ask_with_bytes_that_are_not_utf8_is_one_line(tmp_path):
     err = res.stderr.strip()
     assert len(err.splitlines()) == 1 and "not UTF-8" in err and "0xe9" in err, err
     assert db.read_bytes() == before  # no trace stored
+
+
+def test_a_byte_order_mark_is_read_as_the_service_reads_it(tmp_path):
+    """A new-user trial: a JSONL file saved with a UTF-8 byte-order mark was refused ("Unexpected UTF-8 BOM (decode
+    using utf-8-sig)") while the service accepts such a body. A mark before the first line is now allowed; one
+    anywhere else is still an error of that line."""
+    row = {"user_id": "mia", "session_id": "s1", "speaker": "Mia", "role": "user", "text": "I live in Lisbon.",
+           "timestamp": "2024-04-02T08:15:00"}
+    f = tmp_path / "bom.jsonl"
+    f.write_bytes(b"\xef\xbb\xbf" + json.dumps(row).encode() + b"\n")
+    (user,) = load_jsonl(f, UTC_ZONE)
+    assert user.sessions[0].turns[0].text == "I live in Lisbon."
+    f.write_bytes(json.dumps(row).encode() + b"\n\xef\xbb\xbf" + json.dumps(row).encode() + b"\n")
+    with pytest.raises(InputError, match="line 2"):
+        load_jsonl(f, UTC_ZONE)

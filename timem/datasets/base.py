@@ -219,7 +219,7 @@ def check_length(value: str | None, limit: int | None, *, file: str | None = Non
 def read_json(path: Path) -> Any:
     """Parse a JSON file; unreadable files, bad JSON and JSON nested too deeply raise :class:`InputError`."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is allowed, as in JSON Lines
     except UnicodeDecodeError as exc:
         raise InputError(f"the file is not UTF-8 ({first_bad_byte(exc)}); save it as UTF-8", file=str(path)) from exc
     except OSError as exc:  # "No such file or directory", not the path again: the location names it

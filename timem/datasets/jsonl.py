@@ -87,6 +87,7 @@ def load_jsonl(path: str | Path, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo] |
         data = Path(path).read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read the file: {exc.strerror or exc}. Check the path.", file=file) from exc
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark (Windows editors write one), as the service
     rows: list[dict[str, Any]] = []
     for no, raw in enumerate(data.splitlines(), start=1):
         try:
