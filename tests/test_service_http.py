@@ -252,6 +252,7 @@ def test_items_list_forget_preview_confirm_and_delete_one(svc):
     job = next(i for i in items if i["value"] == "Blue Harbor")
     city = next(i for i in items if i["value"] == "Porto")
     assert job["valid_to"] is None and job["source_ids"] and job["status"] == "active"
+    assert job["subject"] == "lea"  # no user_name sent: the user id names them (a trial saw "User's job: teacher")
     before = _snapshot(a, "lea")
     preview = a.post("/v1/users/lea/forget", json={"text": "forget that I work at Blue Harbor"})
     assert preview.status_code == 200, preview.text

@@ -104,7 +104,7 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
         at = _time(event_time, "event_time") or datetime.now(UTC)
         sid = _session_id(session_id) if session_id is not None else f"mcp-{at.astimezone(UTC).date().isoformat()}"
         with lock:
-            written = engine.remember(user_id, sid, text, at)
+            written = engine.remember(user_id, sid, text, at, user_name=user_id)  # facts of "mia", not "User"
             turn = engine.turns(user_id, sid)[-1]
             queued = engine.queues_writes
         return {"turn_id": turn.id, "session_id": sid, "memories_written": [n.id for n in written], "queued": queued}

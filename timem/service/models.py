@@ -76,7 +76,8 @@ class TurnsIn(_In):
     event_time: IsoTime
     message: str | None = None
     reply: str | None = None
-    user_name: str = Field(default="User", min_length=1, max_length=100)
+    #: the person's name on their turns and facts; default: the user id (as the studio names them)
+    user_name: str | None = Field(default=None, min_length=1, max_length=100)
     assistant_name: str = Field(default="Assistant", min_length=1, max_length=100)
     consolidate: bool = True
     idempotency_key: str | None = Field(default=None, pattern=IDEMPOTENCY_KEY_PATTERN)
@@ -121,7 +122,8 @@ class ChatIn(_In):
     session_id: str = Field(pattern=ID_PATTERN)
     event_time: IsoTime
     message: str
-    user_name: str = Field(default="User", min_length=1, max_length=100)
+    #: the person's name on their turns and facts; default: the user id (as the studio names them)
+    user_name: str | None = Field(default=None, min_length=1, max_length=100)
     assistant_name: str = Field(default="Assistant", min_length=1, max_length=100)
     consolidate: bool = True
 

@@ -111,8 +111,9 @@ def add_studio_routes(app: FastAPI) -> None:
         s.check_text("message", body.message)
         internal = t.internal(user)
         with s.use() as eng:
-            turn = eng.chat_turn(internal, body.session_id, body.message, body.event_time, user_name=body.user_name,
-                                 assistant_name=body.assistant_name, consolidate=body.consolidate)
+            turn = eng.chat_turn(internal, body.session_id, body.message, body.event_time,
+                                 user_name=body.user_name or user, assistant_name=body.assistant_name,
+                                 consolidate=body.consolidate)
         forgotten = None
         if turn.forgotten is not None:
             plan = turn.forgotten

@@ -66,11 +66,11 @@ def add_turns(user: UserPath, body: TurnsIn, s: S, t: T, idempotency_key: IdemHe
         try:
             if body.message is not None and body.reply is not None:
                 written = eng.add_exchange(internal, body.session_id, body.message, body.reply, body.event_time,
-                                           user_name=body.user_name, assistant_name=body.assistant_name,
+                                           user_name=body.user_name or user, assistant_name=body.assistant_name,
                                            consolidate=body.consolidate, request=request)
             elif body.message is not None:  # its L1 segment at once (l1_unit "turn"; "exchange" waits for a reply)
                 written = eng.remember(internal, body.session_id, body.message, body.event_time,
-                                       user_name=body.user_name, consolidate=body.consolidate, request=request)
+                                       user_name=body.user_name or user, consolidate=body.consolidate, request=request)
             else:
                 assert body.reply is not None  # a message, a reply or both: checked above
                 written = eng.add_reply(internal, body.session_id, body.reply, body.event_time,
