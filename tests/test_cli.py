@@ -370,3 +370,19 @@ def test_studio_takes_a_config_file_checked_before_it_starts(cli_env, monkeypatc
     bad.write_text('[llm]\ntoken_budget = 400\n')
     code, out = run("studio", "--config", str(bad))
     assert code == 1 and "token_budget belongs in [recall]" in out and not seen, out
+
+
+def test_serve_warns_of_a_new_database_and_its_key_hint_names_the_keys_file(cli_env, monkeypatch):
+    """A new-user trial: `timem serve --keys /elsewhere/keys.json` advised `timem keys add TENANT --db …` without
+    `--keys`, so following it wrote the key to another file; and a mistyped `--db` started on a new empty file
+    without a word."""
+    import uvicorn
+
+    served = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.append(kw))
+    db, keys = cli_env / "typo.duckdb", cli_env / "elsewhere" / "keys.json"
+    code, out = run("serve", "--db", str(db), "--keys", str(keys), "--llm", "none")
+    assert code == 0 and served, out
+    assert f"--keys {keys}" in out and f"{db} does not exist" in out
+    code, out = run("serve", "--db", str(db), "--llm", "none")  # the file exists now; the default keys file
+    assert "does not exist" not in out and "--keys" not in out

@@ -47,8 +47,12 @@ def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: Key
     cfg = _config(config, db, llm_backend=llm)
     kf = _keyfile(cfg, keys)
     if not kf.list():
+        where = f" --keys {kf.path}" if keys is not None else ""  # following the hint must write to this file
         typer.echo(f"warning: no API keys in {kf.path}; every request will get 401. Add one with "
-                   f"`timem keys add TENANT --db {cfg.store.db_path}`", err=True)
+                   f"`timem keys add TENANT --db {cfg.store.db_path}{where}`", err=True)
+    if not ray and not Path(cfg.store.db_path).exists():  # a mistyped --db: say so before serving an empty file
+        typer.echo(f"warning: {cfg.store.db_path} does not exist; the service starts on a new, empty database "
+                   "there", err=True)
     if ray:
         try:
             from timem.service import ray_serve
