@@ -136,3 +136,19 @@ def test_a_user_or_session_id_with_a_colon_is_told_the_rule_not_the_regex(svc):
     plain = one_line(svc.get("/v1/users/mia/turns", params={"session_id": "-x"}))  # no separator: the rule alone
     assert plain == f"session_id '-x' is not valid: {RULE}", plain
     assert stored(svc) == before
+
+
+def test_unclear_errors_found_by_a_trial_now_say_what_to_send(svc):
+    """A new-user trial: a body sent without a JSON Content-Type got "request: Input should be a valid dictionary",
+    a UTF-8 Idempotency-Key came back garbled ('ÐºÐ»Ñ…'), and a user id holding an encoded '/' a bare "Not Found"."""
+    err = one_line(svc.post("/v1/users/mia/recall", content=b'{"query": "cat"}',
+                            headers={"Content-Type": "application/x-www-form-urlencoded"}))
+    assert "Content-Type: application/json" in err and "x-www-form-urlencoded" in err
+    err = one_line(svc.post("/v1/users/mia/turns", json={"session_id": "s9", "event_time": AT, "message": "hi"},
+                            headers={"Idempotency-Key": "ключ".encode()}))
+    assert "ключ" in err and "Ð" not in err, err
+    err = one_line(svc.get("/v1/users/a%2Fb/memories"), 404)
+    assert "cannot hold '/'" in err and "no endpoint GET" in err
+    assert "Not Found" not in one_line(svc.get("/v2/nothing"), 404)
+    err = one_line(svc.post("/v1/users/mia/turns", json={"session_id": "s9", "event_time": AT, "message": "a\u0000b"}))
+    assert "field 'message'" in err and "'text'" not in err, err  # the request's field, not the stored turn's

@@ -99,6 +99,14 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
     return app
 
 
+def _header_text(value: str) -> str:
+    """A header value as it was sent: HTTP reads header bytes as Latin-1, so UTF-8 text ("ключ") arrives garbled."""
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return value
+
+
 def _add_error_handlers(app: FastAPI) -> None:
     """Every error body is ``{"error": "<one line>"}``: a :class:`TimemError` with its status (:data:`STATUS`; a
     chat turn's also names its ``stage``), request validation 422 (malformed JSON 400, an id's rule in words:
@@ -124,6 +132,12 @@ def _add_error_handlers(app: FastAPI) -> None:
         if first.get("type") == "json_invalid":
             return _error(400, f"the body is not valid JSON ({first.get('msg')}); send a JSON object encoded as UTF-8")
         more = f" (and {len(errs) - 1} more problem(s))" if len(errs) > 1 else ""
+        if tuple(first.get("loc", ())) == ("body",) and "json" not in request.headers.get("content-type", ""):
+            # curl -d '{...}' sends form-encoded: the body was never read as JSON
+            return _error(422, "the body must be a JSON object sent with the header Content-Type: application/json "
+                               f"(this request's is {request.headers.get('content-type') or 'missing'})")
+        if first.get("type") == "string_pattern_mismatch" and isinstance(sent := first.get("input"), str):
+            first = {**first, "input": _header_text(sent)}  # a header value, read by HTTP as Latin-1
         ctx = first.get("ctx")
         pattern = ctx.get("pattern") if isinstance(ctx, dict) else None
         if first.get("type") == "string_pattern_mismatch" and pattern in PATTERN_RULES:  # the rule, not the regex
@@ -137,4 +151,9 @@ def _add_error_handlers(app: FastAPI) -> None:
         cause = exc.__cause__
         if isinstance(cause, UnicodeDecodeError):  # FastAPI's own text: "There was an error parsing the body"
             return _error(400, f"the body is not UTF-8 ({first_bad_byte(cause)}); send the JSON body encoded as UTF-8")
+        if exc.status_code == 404 and str(exc.detail) == "Not Found":  # no route: say why, not a bare "Not Found"
+            path = request.url.path
+            hint = (" A user or session id cannot hold '/' (an encoded %2F too): ids are letters, digits, '.', '_' "
+                    "and '-'." if path.startswith("/v1/users/") else " The routes are listed at /docs.")
+            return _error(404, f"no endpoint {request.method} {path}.{hint}")
         return _error(exc.status_code, str(exc.detail))

@@ -16,6 +16,7 @@ from fastapi import Depends, Header, Request
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse
 
+from timem.datasets.base import check_text
 from timem.engine import MemoryEngine
 from timem.errors import (
     AuthError,
@@ -122,9 +123,13 @@ class Service:
             yield self.engine
 
     def check_text(self, what: str, text: str | None) -> None:
+        """422 for a request text longer than ``service_max_text_chars`` or holding a lone surrogate or a control
+        character, naming the request's field ``what`` (not the stored turn's ``text``)."""
         if text is not None and len(text) > self.max_text:
             raise TextTooLongError(f"the {what} has {len(text)} characters, more than the limit of {self.max_text} "
                                    "(service_max_text_chars); split it or raise the limit", field=what)
+        if text is not None:
+            check_text(text, file=None, record=None, field=what)
 
     def require_user(self, eng: MemoryEngine, t: Tenant, user: str) -> str:
         internal = t.internal(user)
