@@ -167,6 +167,11 @@ def test_a_forgotten_exchange_is_not_shown_again_in_the_chat_history(engine):
     assert all("you asked to forget" in v for v in everywhere), everywhere  # only this browser's own forget log
     session_id = at.session_state["chat_sessions"][DEMO_USER]
     assert len(engine.forgotten_turn_ids(DEMO_USER, session_id)) == 2
+    insp = make_app(engine, page="recall_inspector")  # its past queries leave out the forgotten message's
+    insp.radio(key="insp_source").set_value("Past query").run()
+    assert_clean(insp)
+    options = insp.selectbox(key="insp_past").options
+    assert any("cello" in o for o in options) and not any("parrot" in o for o in options), options
     seg = next(n for n in engine.nodes(DEMO_USER, 1, status=NodeStatus.DELETED) if "parrot" in n.content)
     engine.restore_memory(seg.id)  # restored: shown again
     at.run()

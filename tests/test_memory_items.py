@@ -590,4 +590,4 @@ def test_the_facts_table_shows_a_value_whose_successor_was_forgotten_as_holding_
     gone = matcha.model_copy(update={"status": "deleted"})
     after = facts_table([tea], utc, t2, None, known=[tea, gone]).set_index("id")
     assert after.loc["i-tea", "valid"] == "2024-04-08 – now"
-    assert after.loc["i-tea", "superseded by"] == "matcha (forgotten: this holds again)"
+    assert after.loc["i-tea", "superseded by"] == "a value since forgotten: this holds again"  # matcha not quoted

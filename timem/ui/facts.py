@@ -19,6 +19,10 @@ PENDING_KEY = "facts_forget_pending"  #: the item ids of a "Forget N…" awaitin
 STATUSES = {"active": "active", "forgotten": "deleted", "any": None}
 
 
+#: the "superseded by" cell of a value whose successor was forgotten: it holds again
+FORGOTTEN_SUCCESSOR = "a value since forgotten: this holds again"
+
+
 def facts_table(items: list[MemoryItem], tz, at: datetime, half_life: float | None,
                 known: list[MemoryItem] | None = None) -> pd.DataFrame:
     """One row per item: kind, subject, attribute, value, validity (local days), sources, what superseded it (its
@@ -41,8 +45,8 @@ def facts_table(items: list[MemoryItem], tz, at: datetime, half_life: float | No
         if not i.superseded_by:
             return ""
         nxt = by_id.get(i.superseded_by)
-        return ("(forgotten: this holds again)" if nxt is None
-                else f"{nxt.value} (forgotten: this holds again)" if nxt.status == "deleted" else nxt.value)
+        # a forgotten value is not quoted again here (a trial saw "Madrid (forgotten …)" in the active facts)
+        return FORGOTTEN_SUCCESSOR if nxt is None or nxt.status == "deleted" else nxt.value
 
     return pd.DataFrame([{
         "kind": i.kind, "subject": i.subject, "attribute": i.attribute, "value": i.value,

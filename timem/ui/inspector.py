@@ -89,6 +89,14 @@ def run_setup(ctx: state.StudioContext, setup: RecallSetup, query: str, question
         where.lock.release()
 
 
+def _not_forgotten(ctx: state.StudioContext, traces: list[RecallTrace]) -> list[RecallTrace]:
+    """``traces`` without those of chat messages the person asked to forget (a trial found "I have a cat named Miso."
+    still listed as a past query, its stored answer quoting it, after the forget); the traces stay stored."""
+    gone = ctx.engine.forgotten_turn_ids(ctx.user) if traces else set()
+    said = {t.text for t in ctx.engine.turns(ctx.user, ids=sorted(gone))} if gone else set()
+    return [t for t in traces if t.query not in said]
+
+
 def render() -> None:
     """The Recall inspector page."""
     ctx = state.current()
@@ -97,7 +105,7 @@ def render() -> None:
     if ctx.engine is None:
         st.error(ctx.open_error or "the memory store is not open")
         return
-    past = ctx.engine.traces(ctx.user, limit=200)
+    past = _not_forgotten(ctx, ctx.engine.traces(ctx.user, limit=200))
     source = st.radio("Query", ["New query", "Past query"], horizontal=True, key="insp_source",
                       index=1 if past and not st.session_state.get(RESULTS_KEY) else 0)
     stored: RecallTrace | None = None
