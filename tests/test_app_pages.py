@@ -338,6 +338,11 @@ def test_erase_user(engine):
     at.button(key="mem_erase_user").click().run()
     assert_clean(at)
     assert DEMO_USER not in engine.store.users()
+    # a trial: the sidebar still offered and kept the erased user, and the notice was a raw dump of table counts
+    assert at.session_state[USER_KEY] != DEMO_USER and DEMO_USER not in at.sidebar.selectbox(key="sb_user").options
+    note = " ".join(m.value for kind in (at.success, at.info, at.markdown, at.toast) for m in kind)
+    assert f"Erased user {DEMO_USER}:" in note and " turns" in note and "no erased text remains" in note, note
+    assert "llm_cache" not in note and "audit_redacted" not in note
 
 
 def test_no_erase_is_offered_for_a_user_with_nothing_stored(engine):

@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from timem.models import MemoryNode, NodeStatus
-from timem.ui import jobs, state
+from timem.ui import chat, jobs, state
 from timem.ui.facts import render_facts
 from timem.ui.feedback import flash, plural, show_flashes, user_errors
 from timem.ui.sidebar import remove_uploads
@@ -176,6 +176,20 @@ def _undo_bar(ctx: state.StudioContext) -> None:
         _restore(ctx, [i for i in ids if i in still])
 
 
+_ERASED = {"turns": "turn", "nodes": "memory", "memory_items": "fact", "recall_traces": "recall trace"}
+
+
+def erase_summary(user: str, counts: dict[str, float]) -> str:
+    """``"Erased user sam: 4 turns, 7 memories, 2 facts, 3 recall traces and 31 other rows (LLM cache, audit …);
+    the file was rewritten, so no erased text remains in it."`` (a trial got a raw dump of table counts)."""
+    named = [plural(int(counts.get(k, 0)), one, f"{one}s" if one != "memory" else "memories")
+             for k, one in _ERASED.items() if counts.get(k)]
+    other = sum(int(v) for k, v in counts.items() if k not in _ERASED and not k.startswith("file_"))
+    parts = named + ([f"{other} other rows (LLM cache, call log, audit entries redacted …)"] if other else [])
+    return (f"Erased user {user}: " + (", ".join(parts) or "nothing stored")
+            + "; the file was rewritten, so no erased text remains in it.")
+
+
 def _danger_zone(ctx: state.StudioContext) -> None:
     if ctx.user not in ctx.engine.users():  # e.g. ?user=nobody: nothing stored, nothing to erase
         return
@@ -185,9 +199,12 @@ def _danger_zone(ctx: state.StudioContext) -> None:
         if st.button("Erase user", key="mem_erase_user",
                      disabled=typed.strip() != ctx.user or bool(jobs.busy(ctx.engine))):
             with user_errors("Erasing the user failed"):
-                counts = ctx.engine.erase_user(ctx.user)
+                erased = ctx.user
+                counts = ctx.engine.erase_user(erased)
                 remove_uploads()
                 st.session_state.pop(UNDO_KEY, None)
-                flash("Erased user " + ctx.user + ": " + ", ".join(f"{v} {k}" for k, v in counts.items()
-                                                              if not k.startswith("file_")))
+                flash(erase_summary(erased, counts))
+                left = ctx.engine.users()  # the erased user is no longer offered in the sidebar
+                state.set_user(left[0] if left else state.DEFAULT_USER)
+                chat.reset_event_time()
                 st.rerun()
