@@ -85,6 +85,8 @@ def test_ask_recall_only_and_answer_over_http(cli_env, chat_file):
     assert run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--db", db)[0] == 0
     code, out = run("ask", "What is the name of my dog?", "--user", "zoe", "--db", db, "--recall-only")
     assert code == 0 and "Rex" in out and "Mem Len" in out, out
+    code, out = run("ask", "  ", "--user", "zoe", "--db", db, "--recall-only")  # names the argument, not 'query'
+    assert code == 1 and "the QUESTION argument" in out and "'query'" not in out, out
 
     server = FakeServer()
     try:

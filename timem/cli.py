@@ -253,11 +253,16 @@ def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
         eng.require_user(user)
         qt = _parse_time(at, cfg) or eng.default_question_time(user)
         fixed, gate_mode = _complexity(complexity), _gate(gate)
-        if recall_only:
-            res, text = eng.recall(user, question, qt, complexity=fixed, gate=gate_mode), None
-        else:
-            out = eng.ask(user, question, qt, complexity=fixed, gate=gate_mode)
-            res, text = out.recall, out.answer
+        try:
+            if recall_only:
+                res, text = eng.recall(user, question, qt, complexity=fixed, gate=gate_mode), None
+            else:
+                out = eng.ask(user, question, qt, complexity=fixed, gate=gate_mode)
+                res, text = out.recall, out.answer
+        except InputError as exc:  # the engine's "field 'query'" is this command's QUESTION argument
+            if exc.field != "query":
+                raise
+            raise InputError(str(exc).removesuffix(" (field 'query')") + " (the QUESTION argument)") from exc
         if show_trace:
             nodes = {n.id: n for n in eng.nodes(ids=[c.node_id for c in res.trace.candidates], status=None)}
     if as_json:
