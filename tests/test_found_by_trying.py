@@ -145,3 +145,26 @@ def test_the_first_page_offers_the_demo_and_says_what_each_page_is_for(tmp_path,
         assert "Load the bundled demo" not in " ".join(m.value for m in at.markdown)  # gone once there is a user
     finally:
         eng.close()
+
+
+def test_the_statement_behind_a_current_fact_line_is_in_the_context(tmp_path, embedder):
+    """A new-user trial: "Where does Ana live?" put "[fact, valid … – now] Ana's home city: Hamburg" first, but the
+    gate kept only the excerpt "I live in Berlin." (closer to the question), and the embedded model answered
+    "Ana lives in Berlin." The segment the current fact was read from is now kept with it."""
+    from datetime import timedelta
+
+    from timem.recall import recall
+
+    eng = _engine(tmp_path, embedder)
+    try:
+        _ingest(eng, tmp_path, [("s1", "Ana", "I live in Berlin.", "2024-03-01T09:00:00"),
+                                ("s2", "Ana", "I moved to Hamburg last week.", "2024-03-20T09:00:00"),
+                                ("s3", "Ana", "Hamburg is rainy.", "2024-03-21T09:00:00")])
+        res = recall(eng.store, eng.embedder, None, eng.config, "mia", "Where does Ana live?",
+                     datetime(2024, 3, 22, tzinfo=UTC) + timedelta(hours=1))
+        assert res.context.startswith("[fact, valid 2024-03-11 – now] Ana's home city: Hamburg"), res.context
+        assert "I moved to Hamburg last week" in res.context, res.context
+        source = next(n.id for n in eng.nodes("mia", 1) if "moved to Hamburg" in n.content)
+        assert source in res.trace.node_ids
+    finally:
+        eng.close()

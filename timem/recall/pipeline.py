@@ -163,6 +163,18 @@ def _items(state: RecallState, plan: RecallPlan) -> tuple[ItemRecall, int]:
     return items, count_context_tokens(items.block) + 2 if items.lines else 0
 
 
+def _with_fact_evidence(gated: tuple[set[str], dict[str, str], GateOutcome], items: ItemRecall,
+                        nodes: dict[str, MemoryNode]) -> tuple[set[str], dict[str, str], GateOutcome]:
+    """The gate's kept set plus the kept leaves (``nodes``) that a current item line of the context was read from:
+    the statement behind "[fact, valid … – now] Ana's home city: Hamburg". A trial asked "Where does Ana live?":
+    the item said Hamburg, but the gate kept only "I live in Berlin." and the embedded model answered Berlin."""
+    kept, why, outcome = gated
+    evidence = {s for u in items.used if u.valid_to is None for s in u.source_ids if s in nodes and s not in kept}
+    if not evidence:
+        return gated
+    return kept | evidence, {**why, **dict.fromkeys(evidence, "the source of a fact line in the context")}, outcome
+
+
 @dataclass(frozen=True)
 class _Context:
     """The context stage's result: the nodes shown in order, the context text and its cl100k tokens, the gate's
@@ -233,6 +245,7 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
 
     t0 = time.perf_counter()
     items, item_tokens = _items(state, plan)
+    gated = _with_fact_evidence(gated, items, nodes)
     latency["items"] = _ms(t0)
 
     t0 = time.perf_counter()
