@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import duckdb
 import pytest
@@ -50,17 +51,24 @@ def test_a_folder(tmp_path):
     assert "is a folder" in text and str(folder / "timem.duckdb") in text and "close" not in text.lower()
 
 
-def test_a_file_another_process_holds(tmp_path):
-    db = tmp_path / "held.duckdb"
+@contextmanager
+def held(db):
+    """A second process holding ``db`` open (DuckDB's file lock) until the block ends; yields its PID."""
     holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
                                "print('ready', flush=True); sys.stdin.read()", str(db)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
-        text = _open(db)
-        assert f"is open in another process (PID {holder.pid})" in text and "close the timem command" in text
+        yield holder.pid
     finally:
         holder.communicate("")
+
+
+def test_a_file_another_process_holds(tmp_path):
+    db = tmp_path / "held.duckdb"
+    with held(db) as pid:
+        text = _open(db)
+        assert f"is open in another process (PID {pid})" in text and "close the timem command" in text
 
 
 @pytest.mark.parametrize("duck, expected", [
@@ -90,15 +98,9 @@ def test_serve_on_a_file_another_process_holds_prints_one_line(tmp_path):
     """A new-user trial ran `timem serve` on a file another service held: 61 lines of uvicorn startup traceback (the
     store was opened in the app's startup), where `timem stats` gives one line."""
     db = tmp_path / "held.duckdb"
-    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
-                               "print('ready', flush=True); sys.stdin.read()", str(db)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+    with held(db) as pid:
         res = subprocess.run([sys.executable, "-m", "timem.cli", "serve", "--db", str(db), "--llm", "none",
                               "--port", "0"], capture_output=True, text=True, timeout=300)
         lines = [ln for ln in (res.stdout + res.stderr).splitlines() if ln.strip() and "no API keys" not in ln]
         assert res.returncode == 1 and len(lines) == 1, res.stdout + res.stderr
-        assert lines[0].startswith("error: ") and f"is open in another process (PID {holder.pid})" in lines[0]
-    finally:
-        holder.communicate("")
+        assert lines[0].startswith("error: ") and f"is open in another process (PID {pid})" in lines[0]
