@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+import pytest
 from memory_scenario import write
 from studio_support import assert_clean, studio_app
 
@@ -85,34 +86,25 @@ def test_forget_by_text_takes_the_assistants_replies_that_repeat_it(tmp_path, em
         eng.close()
 
 
-def test_a_moves_relative_date_starts_the_item(tmp_path, embedder):
-    """'Actually I moved to Braga last week' (said Wed 12 June 2024) holds since Monday 3 June; Lisbon until then."""
+@pytest.mark.parametrize(("attribute", "old", "said", "new", "question"), [
+    ("home city", "I live in Lisbon now.", "Actually I moved to Braga last week.", "Braga", "Where do I live?"),
+    # issue 27 #1: "I started working as a nurse last week." wrote no item, so "What is my job?" got "I don't know"
+    ("job", "I am a teacher.", "I started working as a nurse last week.", "nurse", "What is my job?"),
+])
+def test_a_change_said_with_a_relative_date_holds_from_then(tmp_path, embedder, attribute, old, said, new, question):
+    """Said Wed 12 June 2024 with "last week", the new value holds since Monday 3 June, and the old one ends there
+    (superseded); recall for the present puts the new value first, the old one as superseded."""
     eng = _engine(tmp_path, embedder)
     try:
-        _ingest(eng, tmp_path, [("s1", "Mia", "I live in Lisbon now.", "2024-04-02T09:00:00"),
-                                ("s2", "Mia", "Actually I moved to Braga last week.", "2024-06-12T09:00:00")])
-        items = {i.value: i for i in eng.memory_items("mia") if i.attribute == "home city"}
+        _ingest(eng, tmp_path, [("s1", "Mia", old, "2024-04-02T09:00:00"), ("s2", "Mia", said, "2024-06-12T09:00:00")])
+        items = {i.value: i for i in eng.memory_items("mia") if i.attribute == attribute}
+        (before,) = set(items) - {new}
         start = datetime(2024, 6, 3, tzinfo=UTC)
-        assert items["Braga"].valid_from == start and items["Braga"].event_time == datetime(2024, 6, 12, 9, tzinfo=UTC)
-        assert items["Lisbon"].valid_to == start and items["Lisbon"].superseded_by == items["Braga"].id
-    finally:
-        eng.close()
-
-
-def test_a_new_job_said_with_a_relative_date_supersedes_the_old_one_from_then(tmp_path, embedder):
-    """Issue 27 #1: "I started working as a nurse last week." wrote no item, so "What is my job?" got "I don't know"
-    with no memory. Said Wed 12 June 2024, it holds since Monday 3 June and ends the teacher job there."""
-    eng = _engine(tmp_path, embedder)
-    try:
-        _ingest(eng, tmp_path, [("s1", "Mia", "I am a teacher.", "2024-04-02T09:00:00"),
-                                ("s2", "Mia", "I started working as a nurse last week.", "2024-06-12T09:00:00")])
-        items = {i.value: i for i in eng.memory_items("mia") if i.attribute == "job"}
-        start = datetime(2024, 6, 3, tzinfo=UTC)
-        assert set(items) == {"teacher", "nurse"}
-        assert items["nurse"].valid_from == start and items["nurse"].valid_to is None
-        assert items["teacher"].valid_to == start and items["teacher"].superseded_by == items["nurse"].id
-        head = eng.recall("mia", "What is my job?", datetime(2024, 6, 20, 12, tzinfo=UTC)).context.split("\n\n")[0]
-        assert "job: nurse" in head and "superseded: teacher" in head, head
+        assert items[new].valid_from == start and items[new].event_time == datetime(2024, 6, 12, 9, tzinfo=UTC)
+        assert items[new].valid_to is None
+        assert items[before].valid_to == start and items[before].superseded_by == items[new].id
+        head = eng.recall("mia", question, datetime(2024, 6, 20, 12, tzinfo=UTC)).context.split("\n\n")[0]
+        assert f"{attribute}: {new}" in head and f"superseded: {before}" in head, head
     finally:
         eng.close()
 
