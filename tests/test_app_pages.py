@@ -172,6 +172,9 @@ def test_a_forgotten_exchange_is_not_shown_again_in_the_chat_history(engine):
     assert_clean(insp)
     options = insp.selectbox(key="insp_past").options
     assert any("cello" in o for o in options) and not any("parrot" in o for o in options), options
+    at.chat_input[0].set_value("I keep a parrot named Kiwi at home.").run()  # said again: this one is listed
+    insp.run()
+    assert sum("parrot" in o for o in insp.selectbox(key="insp_past").options) == 1
     seg = next(n for n in engine.nodes(DEMO_USER, 1, status=NodeStatus.DELETED) if "parrot" in n.content)
     engine.restore_memory(seg.id)  # restored: shown again
     at.run()

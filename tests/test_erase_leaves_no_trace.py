@@ -91,6 +91,7 @@ def test_erase_user_leaves_no_bytes_and_keeps_other_users(tmp_path, embedder):
     path = tmp_path / "two.jsonl"
     rows = [("ada", "My locker code is 8842 at the Westbrook gym.", "2024-03-01T10:00:00"),
             ("ada", "我的护照号码是 E12345678，放在蓝色抽屉里。", "2024-03-01T10:01:00"),
+            ("ada", "What is my locker code?", "2024-03-01T10:02:00"),
             ("bo", "I am learning the cello with a teacher called Marguerite.", "2024-03-01T11:00:00")]
     path.write_text("".join(json.dumps({"user_id": u, "session_id": "s1", "speaker": u, "role": "user", "text": t,
                                         "timestamp": ts}, ensure_ascii=False) + "\n" for u, t, ts in rows),
@@ -100,10 +101,14 @@ def test_erase_user_leaves_no_bytes_and_keeps_other_users(tmp_path, embedder):
     eng.ingest(load_jsonl(path, eng.config.time.tz), upper_levels=False)
     recall(eng.store, embedder, None, eng.config, "ada", "What is my locker code?",
            options=RecallOptions(gate="score"))
+    # a trial: erasing one user deleted another user's trace that asked what the erased user had said
+    recall(eng.store, embedder, None, eng.config, "bo", "What is my locker code?",
+           options=RecallOptions(gate="score"))
     eng.store.audit("grounding-drop", "ada", "L2-y", {"sentence": "Ada uses the Westbrook gym."})
     counts = eng.erase_user("ada")
-    assert counts["turns"] == 2 and counts["recall_traces"] == 1 and counts["audit_redacted"] == 1
+    assert counts["turns"] == 3 and counts["recall_traces"] == 1 and counts["audit_redacted"] == 1
     assert eng.store.users() == ["bo"]
+    assert [t.query for t in load_traces(eng.store, "bo")] == ["What is my locker code?"]
     eng.close()
     raw = file_bytes(db)
     for s in ("Westbrook", "8842 at the", "护照号码", "蓝色抽屉"):

@@ -179,7 +179,8 @@ def erase(store: MemoryStore, cons: Consolidator, node_ids: Sequence[str], *, ac
         if gone:
             store.purge_cache_mentioning([a.content for a in gone])
             store.delete_nodes([a.id for a in gone])
-        forgotten = store.forget_text([n.id for n in nodes] + list(old_ancestors), texts + [a.content for a in gone])
+        forgotten = store.forget_text([n.id for n in nodes] + list(old_ancestors), texts + [a.content for a in gone],
+                                      within={n.user_id for n in nodes})  # another user's trace is not about them
         store.audit("erase-traces", None, None, {"actor": actor, **forgotten})
     store.refresh_fts(force=True)
     return _compact(store, actor)
@@ -209,7 +210,7 @@ def erase_user(store: MemoryStore, user_id: str, *, actor: str = "user") -> dict
     with store.transaction():
         texts = store.user_texts(user_id)
         counts = store.erase_user(user_id)
-        counts["audit_redacted"] = store.forget_text([], texts, user_id=user_id)["audit_redacted"]
+        counts["audit_redacted"] = store.forget_text([], texts, user_id=user_id, within={user_id})["audit_redacted"]
         store.audit("erase-user", None, None, {"actor": actor, "counts": counts})
     store.refresh_fts(force=True)
     cost = _compact(store, actor)

@@ -20,7 +20,7 @@ A module that needs one concern depends on its port, not on the DuckDB class, so
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
@@ -265,8 +265,8 @@ class Maintenance(Protocol):
 
     def user_texts(self, user_id: str) -> list[str]: ...
 
-    def forget_text(self, node_ids: Sequence[str], texts: Sequence[str], user_id: str | None = None
-                    ) -> dict[str, int]: ...
+    def forget_text(self, node_ids: Sequence[str], texts: Sequence[str], user_id: str | None = None, *,
+                    within: Collection[str] | None = None) -> dict[str, int]: ...
 
     def purge_cache_mentioning(self, texts: Sequence[str]) -> int: ...
 

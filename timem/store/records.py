@@ -7,7 +7,7 @@ as naive UTC wall time (see :mod:`timem.store.migrations`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,7 +43,8 @@ class RecordTables:
     def con(self) -> duckdb.DuckDBPyConnection:  # provided by Store: the calling thread's cursor
         raise NotImplementedError
 
-    def forget_traces(self, needles: Sequence[str], user_id: str | None = None) -> int:  # provided by TraceTables
+    def forget_traces(self, needles: Sequence[str], user_id: str | None = None,
+                      within: Collection[str] | None = None) -> int:  # provided by TraceTables
         raise NotImplementedError
 
     def purge_cache_mentioning(self, texts: Sequence[str]) -> int:
@@ -55,15 +56,18 @@ class RecordTables:
             self.con.execute("DELETE FROM llm_cache WHERE contains(request, ?) OR contains(response, ?)", [key, key])
         return n
 
-    def forget_text(self, node_ids: Sequence[str], texts: Sequence[str], user_id: str | None = None) -> dict[str, int]:
-        """Hard erase, outside the tree: delete the recall traces that name any of ``node_ids`` or quote
-        any of ``texts`` (or belong to ``user_id``), and redact the detail of audit rows that quote
+    def forget_text(self, node_ids: Sequence[str], texts: Sequence[str], user_id: str | None = None, *,
+                    within: Collection[str] | None = None) -> dict[str, int]:
+        """Hard erase, outside the tree: delete the recall traces (of the users ``within``, the owners of what is
+        erased; of every user if ``None``) that name any of ``node_ids`` or quote any of ``texts`` (or belong to
+        ``user_id``), and redact the detail of audit rows that quote
         ``texts``, are about one of ``node_ids`` (pass the erased nodes' ancestors too: their
         ``grounding-drop`` rows carry model sentences about them) or belong to ``user_id``; the
         ``erase*`` rows themselves are kept.
         Returns ``{"recall_traces": deleted, "audit_redacted": redacted}``."""
         probes = sorted(_probes(texts))
-        out = {"recall_traces": self.forget_traces([json.dumps(nid)[1:-1] for nid in node_ids] + probes, user_id),
+        out = {"recall_traces": self.forget_traces([json.dumps(nid)[1:-1] for nid in node_ids] + probes, user_id,
+                                                    within),
                "audit_redacted": 0}
         aconds = ["contains(detail, ?)"] * len(probes) + (["user_id = ?"] if user_id is not None else [])
         aargs: list[Any] = [*probes, *([user_id] if user_id is not None else [])]

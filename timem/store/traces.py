@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -154,12 +154,18 @@ class TraceTables:
                                            f"FROM recall_traces{where}", args))
         return int(n), int(size)
 
-    def forget_traces(self, needles: Sequence[str], user_id: str | None = None) -> int:
-        """Delete every trace whose JSON text contains one of ``needles`` (ids, quoted lines: any user's
-        trace), and every trace of ``user_id`` if given; returns how many were deleted."""
+    def forget_traces(self, needles: Sequence[str], user_id: str | None = None,
+                      within: Collection[str] | None = None) -> int:
+        """Delete every trace whose JSON text contains one of ``needles`` (ids, quoted lines), among the traces of
+        the users ``within`` (the owners of what is erased: recall reads one user's memories, so another user's
+        trace that holds the same words, "What is my job?", is not about them), or of every user when ``within`` is
+        ``None``; and every trace of ``user_id`` if given. Returns how many were deleted."""
         doomed: list[str] = []
-        if needles:
-            cur = self.con.execute("SELECT id, body FROM recall_traces")
+        if needles and (within is None or within):
+            sql, args = "SELECT id, body FROM recall_traces", []
+            if within is not None:
+                sql, args = sql + f" WHERE user_id IN {ID_LIST}", [sorted(within)]
+            cur = self.con.execute(sql, args)
             while rows := cur.fetchmany(_BATCH):
                 for tid, body in rows:
                     text = zlib.decompress(body).decode()

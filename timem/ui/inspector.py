@@ -93,8 +93,9 @@ def _not_forgotten(ctx: state.StudioContext, traces: list[RecallTrace]) -> list[
     """``traces`` without those of chat messages the person asked to forget (a trial found "I have a cat named Miso."
     still listed as a past query, its stored answer quoting it, after the forget); the traces stay stored."""
     gone = ctx.engine.forgotten_turn_ids(ctx.user) if traces else set()
-    said = {t.text for t in ctx.engine.turns(ctx.user, ids=sorted(gone))} if gone else set()
-    return [t for t in traces if t.query not in said]
+    # a chat message's trace asks its text at its event time: the same words asked again later stay listed
+    said = {(t.text, t.event_time) for t in ctx.engine.turns(ctx.user, ids=sorted(gone))} if gone else set()
+    return [t for t in traces if (t.query, t.question_time) not in said]
 
 
 def render() -> None:
