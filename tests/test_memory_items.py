@@ -591,3 +591,12 @@ def test_the_facts_table_shows_a_value_whose_successor_was_forgotten_as_holding_
     after = facts_table([tea], utc, t2, None, known=[tea, gone]).set_index("id")
     assert after.loc["i-tea", "valid"] == "2024-04-08 – now"
     assert after.loc["i-tea", "superseded by"] == "a value since forgotten: this holds again"  # matcha not quoted
+
+
+def test_an_abbreviation_does_not_end_the_sentence():
+    """Second new-user trial: "I work as a nurse at St. Mary hospital." wrote the employer "St"."""
+    from timem.memory.rules import extract_statements
+
+    got = {(s.attribute, s.value) for s in extract_statements("I work as a nurse at St. Mary hospital.")}
+    assert ("employer", "St. Mary") in got and ("employer", "St") not in got, got
+    assert {s.attribute for s in extract_statements("My doctor is Dr. Silva. I live in Porto.")} == {"home city"}

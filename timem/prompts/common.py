@@ -43,8 +43,10 @@ _ASKING_START = re.compile(
     r"^\W*(?:what|which|who|whom|whose|when|where|why|how|do|does|did|is|are|was|were|am|have|has|had|can|could|"
     r"would|will|should|shall|may|tell|remind|list|name|summari[sz]e|give|show|explain|describe|recall|help|find|"
     r"search|please|any|anything)\b", re.IGNORECASE)
-#: where a message splits into sentences
-SENTENCES = re.compile(r"(?<=[.!?;。！？；\n])\s*")
+#: where a message splits into sentences: after an end mark, but not after a title or place abbreviation ("St. Mary
+#: hospital" was cut to the employer "St")
+SENTENCES = re.compile(r"(?<=[.!?;。！？；\n])(?<!\bSt\.)(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMt\.)(?<!\bJr\.)"
+                       r"(?<!\bMrs\.)(?<!\bProf\.)\s*")
 
 
 def asks(text: str) -> bool:
