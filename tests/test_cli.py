@@ -385,6 +385,6 @@ def test_serve_warns_of_a_new_database_and_its_key_hint_names_the_keys_file(cli_
     db, keys = cli_env / "typo.duckdb", cli_env / "elsewhere" / "keys.json"
     code, out = run("serve", "--db", str(db), "--keys", str(keys), "--llm", "none")
     assert code == 0 and served, out
-    assert f"--keys {keys}" in out and f"{db} does not exist" in out
+    assert f"--keys {keys}" in out and f"{db} did not exist" in out
     code, out = run("serve", "--db", str(db), "--llm", "none")  # the file exists now; the default keys file
-    assert "does not exist" not in out and "--keys" not in out
+    assert "did not exist" not in out and "--keys" not in out

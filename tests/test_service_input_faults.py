@@ -150,5 +150,7 @@ def test_unclear_errors_found_by_a_trial_now_say_what_to_send(svc):
     err = one_line(svc.get("/v1/users/a%2Fb/memories"), 404)
     assert "cannot hold '/'" in err and "no endpoint GET" in err
     assert "Not Found" not in one_line(svc.get("/v2/nothing"), 404)
+    err = one_line(svc.post("/v1/users/mia/recall", content=b"", headers={"Content-Type": "application/json"}))
+    assert "has no body" in err, err  # was "request: Field required"
     err = one_line(svc.post("/v1/users/mia/turns", json={"session_id": "s9", "event_time": AT, "message": "a\u0000b"}))
     assert "field 'message'" in err and "'text'" not in err, err  # the request's field, not the stored turn's

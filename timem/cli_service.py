@@ -40,20 +40,15 @@ def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: Key
     try:
         import uvicorn
 
+        from timem.engine import MemoryEngine
         from timem.service import create_app
     except ImportError as exc:
         raise MissingExtraError("timem serve", "service", (exc.name or "").split(".")[0] or None) from exc
 
     cfg = _config(config, db, llm_backend=llm)
     kf = _keyfile(cfg, keys)
-    if not kf.list():
-        where = f" --keys {kf.path}" if keys is not None else ""  # following the hint must write to this file
-        typer.echo(f"warning: no API keys in {kf.path}; every request will get 401. Add one with "
-                   f"`timem keys add TENANT --db {cfg.store.db_path}{where}`", err=True)
-    if not ray and not Path(cfg.store.db_path).exists():  # a mistyped --db: say so before serving an empty file
-        typer.echo(f"warning: {cfg.store.db_path} does not exist; the service starts on a new, empty database "
-                   "there", err=True)
     if ray:
+        _warn_no_keys(kf, keys, cfg)
         try:
             from timem.service import ray_serve
         except ImportError as exc:
@@ -63,15 +58,25 @@ def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: Key
                        "its users are not moved to the shards", err=True)
         ray_serve.run(cfg, str(kf.path.resolve()), replicas, host, port, ray_address)
         return
-    from timem.engine import MemoryEngine
-
     # opened here, not in the app's startup: a file that is locked by another process or cannot be opened is one
-    # error line (as for `timem stats`), not uvicorn's startup traceback
+    # error line (as for `timem stats`), not uvicorn's startup traceback, and before any warning
+    new_file = not Path(cfg.store.db_path).exists()  # a mistyped --db: say so before serving an empty file
     engine = MemoryEngine.open(cfg, with_llm=cfg.llm.llm_backend != "none")
+    _warn_no_keys(kf, keys, cfg)
+    if new_file:
+        typer.echo(f"warning: {cfg.store.db_path} did not exist; the service starts on a new, empty database there",
+                   err=True)
     try:
         uvicorn.run(create_app(lambda: engine, kf), host=host, port=port, log_level="info")
     finally:
         engine.close()
+
+
+def _warn_no_keys(kf: KeyFile, keys: Path | None, cfg: Config) -> None:
+    if not kf.list():
+        where = f" --keys {kf.path}" if keys is not None else ""  # following the hint must write to this file
+        typer.echo(f"warning: no API keys in {kf.path}; every request will get 401. Add one with "
+                   f"`timem keys add TENANT --db {cfg.store.db_path}{where}`", err=True)
 
 
 def mcp(user: UserOpt, db: DbOpt = None, llm: LlmOpt = None, config: ConfigOpt = None) -> None:

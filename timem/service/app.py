@@ -132,6 +132,9 @@ def _add_error_handlers(app: FastAPI) -> None:
         if first.get("type") == "json_invalid":
             return _error(400, f"the body is not valid JSON ({first.get('msg')}); send a JSON object encoded as UTF-8")
         more = f" (and {len(errs) - 1} more problem(s))" if len(errs) > 1 else ""
+        if tuple(first.get("loc", ())) == ("body",) and first.get("type") == "missing":  # "request: Field required"
+            return _error(422, "the request has no body: send a JSON object with this endpoint's fields "
+                               "(docs/service.md, or /docs)")
         if tuple(first.get("loc", ())) == ("body",) and "json" not in request.headers.get("content-type", ""):
             # curl -d '{...}' sends form-encoded: the body was never read as JSON
             return _error(422, "the body must be a JSON object sent with the header Content-Type: application/json "
