@@ -106,9 +106,12 @@ def _user(ctx: state.StudioContext) -> None:
         st.session_state["sb_user"] = cur        # widget's remembered value, set before the widget exists
     st.selectbox("User", options, key="sb_user", on_change=_picked_user,
                  help="Each user has their own Temporal Memory Tree (the partition key).")
-    with st.popover("New user"):
+    with st.popover("New user"), st.form("sb_new_user_form", border=False):  # a form: Enter submits it too
         new = st.text_input("User id", key="sb_new_user", placeholder="e.g. alice")
-        if st.button("Use this user", key="sb_new_user_go", disabled=not new.strip()):
+        submitted = st.form_submit_button("Use this user", key="sb_new_user_go")
+        if submitted and not new.strip():
+            st.error("Type a user id first, e.g. alice.")
+        elif submitted:
             try:
                 state.set_user(check_user_id(new.strip()) if ctx.local is not None else new.strip())
             except InputError as exc:
