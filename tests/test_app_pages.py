@@ -593,11 +593,12 @@ def test_import_locomo_conv30_from_a_file_on_this_machine(empty_engine, locomo_d
     assert empty_engine.store.users() == ["conv-30"] and at.session_state[USER_KEY] == "conv-30"
     at.run()  # the next interaction keeps the imported user (the user box once switched back to the old one)
     assert at.session_state[USER_KEY] == "conv-30" and at.selectbox(key="sb_user").value == "conv-30"
-    at.text_input(key="sb_new_user").set_value("acme/bob").run()  # '/' is the service's tenant separator
+    # a form ("New user", submitted by Enter or its button): the typed id goes with the submit
+    at.text_input(key="sb_new_user").set_value("acme/bob")  # '/' is the service's tenant separator
     at.button(key="sb_new_user_go").click().run()
     assert at.session_state[USER_KEY] == "conv-30" and any("reserved for the memory service" in e.value
                                                             for e in at.sidebar.error)
-    at.text_input(key="sb_new_user").set_value("bob").run()
+    at.text_input(key="sb_new_user").set_value("bob")
     at.button(key="sb_new_user_go").click().run()
     assert at.session_state[USER_KEY] == "bob" and at.selectbox(key="sb_user").value == "bob"
     at.selectbox(key="sb_user").set_value("conv-30").run()  # picking a user in the box still switches
