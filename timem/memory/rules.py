@@ -58,8 +58,6 @@ _CONTRAST = re.compile(r"\bnot\b|\binstead\b|\brather than\b|不是|而不是", 
 _CORRECTION_EN = re.compile(r"^\s*(?:oh,?\s+)?(?:actually|sorry,?\s+i\s+meant|correction:?|no,?\s+wait)[,:]?\s*",
                             re.IGNORECASE)
 _CORRECTION_ZH = re.compile(r"^\s*(?:不对|不是|其实|更正一下|说错了|纠正一下)[，,：:]?\s*")
-_SENTENCES = SENTENCES
-_QUESTION = QUESTION  #: a sentence that asks (:data:`timem.prompts.common.QUESTION`)
 
 
 @dataclass(frozen=True)
@@ -309,8 +307,8 @@ def extract_statements(text: str) -> list[Statement]:
     Returns ``[]`` when nothing matches (most turns).
     """
     out: list[Statement] = []
-    for sent in filter(None, (x.strip() for x in _SENTENCES.split(text))):
-        if _QUESTION.search(sent):  # "Do I live in Lisbon?", 我现在住在哪个城市？ ask; they state nothing
+    for sent in filter(None, (x.strip() for x in SENTENCES.split(text))):
+        if QUESTION.search(sent):  # "Do I live in Lisbon?", 我现在住在哪个城市？ ask; they state nothing
             continue
         correction = False
         for rx in (_CORRECTION_EN, _CORRECTION_ZH):

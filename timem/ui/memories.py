@@ -176,14 +176,14 @@ def _undo_bar(ctx: state.StudioContext) -> None:
         _restore(ctx, [i for i in ids if i in still])
 
 
-_ERASED = {"turns": "turn", "nodes": "memory", "memory_items": "fact", "recall_traces": "recall trace"}
+_ERASED = {"turns": ("turn", "turns"), "nodes": ("memory", "memories"), "memory_items": ("fact", "facts"),
+           "recall_traces": ("recall trace", "recall traces")}
 
 
 def erase_summary(user: str, counts: dict[str, float]) -> str:
     """``"Erased user sam: 4 turns, 7 memories, 2 facts, 3 recall traces and 31 other rows (LLM cache, audit …);
     the file was rewritten, so no erased text remains in it."`` (a trial got a raw dump of table counts)."""
-    named = [plural(int(counts.get(k, 0)), one, f"{one}s" if one != "memory" else "memories")
-             for k, one in _ERASED.items() if counts.get(k)]
+    named = [plural(int(counts[k]), one, many) for k, (one, many) in _ERASED.items() if counts.get(k)]
     other = sum(int(v) for k, v in counts.items() if k not in _ERASED and not k.startswith("file_"))
     parts = named + ([f"{other} other rows (LLM cache, call log, audit entries redacted …)"] if other else [])
     return (f"Erased user {user}: " + (", ".join(parts) or "nothing stored")
