@@ -67,6 +67,15 @@ def scripted_items(prompt: str) -> list[dict]:
     return out
 
 
+def answer_request(request: ChatRequest) -> str | None:
+    """The question (or, in a chat, the message that asks nothing: answer-v9's "Message:") of an answer prompt, else
+    ``None``."""
+    if request.json_schema is not None:
+        return None
+    asked = re.findall(r"^(?:Question|Message): (.*)$", request.messages[-1].content, re.MULTILINE)
+    return asked[-1].strip() if asked else None
+
+
 def studio_answer(request: ChatRequest) -> str:
     """A valid answer for every prompt the studio triggers: planner, gate, answer and consolidation
     (consolidation: :func:`extractive_summary`, so that screenshots read sensibly; model id says scripted)."""
@@ -78,8 +87,8 @@ def studio_answer(request: ChatRequest) -> str:
     if "complexity" in props:
         return json.dumps({"complexity": "simple", "keywords": ["tea"], "time_expression": None})
     last = request.messages[-1].content
-    if request.json_schema is None and (asked := re.findall(r"^(?:Question|Message): (.*)$", last, re.MULTILINE)):
-        return f"Scripted answer to: {asked[-1].strip()}"  # a chat message that asks nothing is a "Message:" (v9)
+    if (asked := answer_request(request)) is not None:
+        return f"Scripted answer to: {asked}"
     summary = extractive_summary(last)
     if summary is None:
         return consolidation_answer(request)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from helpers import ABSTRACTIVE
 from streamlit.testing.v1 import AppTest
@@ -668,16 +666,14 @@ def test_extractive_mode_from_the_sidebar_without_an_llm(tmp_path, embedder):
 # ---------------------------------------------------------------- issue 15 item 16: a new user's browser walk
 def _llm_answering(engine, reply):
     """Swap the engine's LLM for the scripted one, except that chat answers come from ``reply(question)``."""
-    from studio_support import studio_answer
+    from studio_support import answer_request, studio_answer
 
     from timem.llm.client import LLM
     from timem.llm.fake import ScriptedBackend
 
     def answer(request):
-        last = request.messages[-1].content
-        if request.json_schema is None and (asked := re.findall(r"^(?:Question|Message): (.*)$", last, re.MULTILINE)):
-            return reply(asked[-1].strip())
-        return studio_answer(request)
+        asked = answer_request(request)
+        return reply(asked) if asked is not None else studio_answer(request)
 
     engine.llm = engine.consolidator.llm = LLM(ScriptedBackend(answer, model_id=SCRIPTED_MODEL), engine.store)
 
