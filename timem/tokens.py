@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+_POSSESSIVE = re.compile(r"['’]s$")
 
 
 @lru_cache(maxsize=1)
@@ -47,12 +48,13 @@ def stem(word: str) -> str:
 def content_stems(text: str, exclude: Collection[str] = (), ascii_only: bool = False) -> set[str]:
     """Porter stems (NLTK) of the content words of ``text``: lower case, scikit-learn's English stop words, the
     words in ``exclude`` (lower case, e.g. person names) and words of one or two letters left out; a non-ASCII
-    word is kept unstemmed, or left out with ``ascii_only``."""
+    word is kept unstemmed, or left out with ``ascii_only``. A possessive counts as its noun ("cat's" → "cat",
+    as "cat"; "it's" → "it", a stop word)."""
     if not exclude and not ascii_only:  # the common case: one cached look-up per word
         return {s for s in map(_content_stem, _WORD.findall(text)) if s is not None}
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    words = (w.lower() for w in _WORD.findall(text))
+    words = (_POSSESSIVE.sub("", w.lower()) for w in _WORD.findall(text))
     return {_stem(w) for w in words if len(w) > 2 and w not in ENGLISH_STOP_WORDS and w not in exclude
             and (w.isascii() or not ascii_only)}
 
@@ -63,5 +65,5 @@ def _content_stem(word: str) -> str | None:
     ``None`` for a word left out."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    w = word.lower()
+    w = _POSSESSIVE.sub("", word.lower())
     return _stem(w) if len(w) > 2 and w not in ENGLISH_STOP_WORDS else None

@@ -34,12 +34,10 @@ from timem.models import Level, MemoryItem, MemoryNode, NodeStatus
 from timem.store.ports import MemoryStore
 from timem.tokens import content_stems
 
-_POSSESSIVE = re.compile(r"(?<=\w)['’]s\b")
-
 
 def _stems(text: str) -> set[str]:
-    """Content stems with possessives read as their noun ("Your cat's name" holds "cat", as "my cat" does)."""
-    return content_stems(_POSSESSIVE.sub("", text), ascii_only=True)
+    """ASCII content stems (:func:`timem.tokens.content_stems`: "Your cat's name" holds "cat", as "my cat" does)."""
+    return content_stems(text, ascii_only=True)
 
 
 def _covers(content: str, stems: set[str]) -> bool:
