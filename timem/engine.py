@@ -198,6 +198,10 @@ class MemoryEngine:
         """As :meth:`timem.engine_reads.StoreReads.forgotten_turn_ids`."""
         return self.reads.forgotten_turn_ids(user_id, session_id)
 
+    def history(self, user_id: str, session_id: str) -> tuple[list[Turn], set[str]]:
+        """As :meth:`timem.engine_reads.StoreReads.history`."""
+        return self.reads.history(user_id, session_id)
+
     def sessions(self, user_id: str) -> list[SessionInfo]:
         """As :meth:`timem.engine_reads.StoreReads.sessions`."""
         return self.reads.sessions(user_id)

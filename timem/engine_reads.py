@@ -138,6 +138,12 @@ class StoreReads(EnginePart):
 
         return forgotten_turn_ids(self.store.nodes(user_id, 1, status=None, session_id=session_id))
 
+    def history(self, user_id: str, session_id: str) -> tuple[list[Turn], set[str]]:
+        """One session's turns in conversation order and the ids of those forgotten (:meth:`turns`,
+        :meth:`forgotten_turn_ids`): what a chat history shows."""
+        turns = self.turns(user_id, session_id)
+        return turns, self.forgotten_turn_ids(user_id, session_id) if turns else set()
+
     def sessions(self, user_id: str) -> list[SessionInfo]:
         """The user's sessions, by start."""
         return self.store.sessions(user_id)

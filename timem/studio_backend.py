@@ -60,6 +60,10 @@ class StudioBackend(Protocol):
         """Ids of turns whose L1 segments were all forgotten (restorable): the chat history hides their text."""
         ...
 
+    def history(self, user_id: str, session_id: str) -> tuple[list[Turn], set[str]]:
+        """One session's turns in conversation order and the ids of the forgotten ones (one read)."""
+        ...
+
     def sessions(self, user_id: str) -> list[SessionInfo]: ...
 
     def nodes(self, user_id: str | None = None, level: int | None = None, **kw: Any) -> list[MemoryNode]:

@@ -219,15 +219,23 @@ class ServiceClient:
         """The user's turns in conversation order (one session's; only ``ids`` if given)."""
         if ids is not None and not ids:
             return []
-        rows = self._list(f"/v1/users/{user_id}/turns", "turns", session_id=session_id,
-                          ids=list(ids) if ids else None)
-        return [Turn(user_id=user_id, **{**{k: v for k, v in t.items() if k != "forgotten"}, "role": Role(t["role"])})
-                for t in rows]
+        return self._turns(user_id, session_id, ids)[0]
 
     def forgotten_turn_ids(self, user_id: str, session_id: str | None = None) -> set[str]:
         """Ids of the turns the service marks ``forgotten`` (their L1 segments all soft-deleted)."""
-        rows = self._list(f"/v1/users/{user_id}/turns", "turns", session_id=session_id)
-        return {t["id"] for t in rows if t.get("forgotten")}
+        return self._turns(user_id, session_id)[1]
+
+    def history(self, user_id: str, session_id: str) -> tuple[list[Turn], set[str]]:
+        """One session's turns and the ids of the forgotten ones, from one GET of the turns listing."""
+        return self._turns(user_id, session_id)
+
+    def _turns(self, user_id: str, session_id: str | None = None,
+               ids: Sequence[str] | None = None) -> tuple[list[Turn], set[str]]:
+        rows = self._list(f"/v1/users/{user_id}/turns", "turns", session_id=session_id,
+                          ids=list(ids) if ids else None)
+        turns = [Turn(user_id=user_id, **{**{k: v for k, v in t.items() if k != "forgotten"},
+                                          "role": Role(t["role"])}) for t in rows]
+        return turns, {t["id"] for t in rows if t.get("forgotten")}
 
     def sessions(self, user_id: str) -> list[SessionInfo]:
         """The user's sessions, by start."""

@@ -211,8 +211,7 @@ def _apply_pending_advance() -> None:
 
 def _history(ctx: state.StudioContext, session_id: str) -> None:
     meta = _meta()
-    turns = ctx.engine.turns(ctx.user, session_id)
-    forgotten = ctx.engine.forgotten_turn_ids(ctx.user, session_id) if turns else set()
+    turns, forgotten = ctx.engine.history(ctx.user, session_id)
     for i, t in enumerate(turns):
         role = "assistant" if t.role == Role.ASSISTANT else "user"
         with st.chat_message(role):
