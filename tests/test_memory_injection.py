@@ -162,7 +162,7 @@ def test_messages_without_memories_keep_the_rule_and_an_empty_block():
     system, user = answer.build_messages("Where do I live?", "", T0)
     assert DATA_RULE in system.content
     assert "<memories>\n(no memories found)\n</memories>" in user.content
-    assert answer.PROMPT_VERSION == "answer-v9"
+    assert answer.PROMPT_VERSION == "answer-v10"
     # v7 (issue 27 #5): an empty context asks for "don't know" instead of a guess; a non-empty one does not
     assert f"Question: Where do I live?\n{answer.NOTHING_RECALLED}\nAnswer:" in user.content
     with_context = answer.build_messages("Where do I live?", "Mia: I live in Lisbon.", T0)
@@ -179,6 +179,12 @@ def test_a_chat_message_that_asks_nothing_is_acknowledged_not_answered_dont_know
     assert answer.NOTHING_RECALLED not in user.content
     _, hello = answer.build_messages("Hi!", "", T0, asker="Zed")
     assert answer.GREETING in hello.content and answer.STATEMENT not in hello.content
+    assert 'for example "Hi Zed!"' in hello.content  # v10: not 'You said "Hi!"'
+    for message, example in (("Thanks a lot!", "You're welcome, Zed!"), ("Good night", "Goodbye, Zed!"),
+                             ("ok", "Great, Zed!"), ("谢谢！", "不客气，Zed！"), ("你好", "Zed，你好！")):
+        assert f'for example "{example}"' in answer.build_messages(message, "", T0, asker="Zed")[1].content, message
+    _, zh = answer.build_messages("我养了一只猫。", "", T0, asker="Zed")  # v10: not 'You said "我养了一只猫。"'
+    assert '(The message is in Chinese: reply in Chinese, to them as "你".)' in zh.content
     q_system, question = answer.build_messages("What is my cat's name", "", T0, asker="Zed")  # no "?": still asks
     assert "Question: What is my cat's name\n" in question.content and answer.NOTHING_RECALLED in question.content
     assert q_system.content == system.content  # the chat's reusable system prefix is the same
