@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 from service_support import engine_factory, serving
 
@@ -324,6 +325,54 @@ def _open_minilm(db: Path) -> Store:
     return Store(db, emb.model_id, emb.dim)
 
 
+def test_l1_segments_are_embedded_before_the_write_transaction_not_inside_it(tmp_path, embedder):
+    """Issue 26: read-your-writes and the worker's L1 step embed before they take the store's writer (a write
+    transaction that waits for the embedder holds up every other write)."""
+    calls: list[tuple[int, bool]] = []
+
+    class Watched:
+        model_id, dim = embedder.model_id, embedder.dim
+
+        def embed(self, texts):
+            calls.append((len(texts), eng.store.writer._is_owned()))  # held by this thread: inside a transaction
+            return embedder.embed(texts)
+
+    db = tmp_path / "timem.duckdb"
+    config = load_config(env={}, db_path=db, llm_backend="none", cache_dir=tmp_path / "cache",
+                         consolidation_mode="extractive", memory_extractor="rules", online_queue=True)
+    with MemoryEngine(config, Store(db, embedder.model_id, embedder.dim), Watched(), None) as eng:
+        lock = threading.RLock()
+        eng.start_queue_worker(lock)
+        with lock:  # the worker waits: the recall's read-your-writes writes the segments
+            _write_days(eng, "amy", 2)
+            assert eng.store.nodes("amy", 1) == []
+            eng.recall("amy", "What did I bake?", BASE + timedelta(days=3), persist=False)
+            assert len(eng.store.nodes("amy", 1)) == 4  # a segment per turn
+        _write_days(eng, "bob", 2)  # the worker's own L1 step
+        assert eng.queue.worker.wait_idle(60)
+        eng.queue.worker.stop()
+        assert len(eng.store.nodes("bob", 1)) == 4
+    assert calls and not [c for c in calls if c[1]], calls
+
+
+def test_a_segment_is_written_with_the_vector_of_its_own_text_whatever_was_embedded_before(tmp_path, embedder):
+    with _engine(tmp_path / "timem.duckdb", embedder) as eng:
+        lock = threading.RLock()
+        eng.start_queue_worker(lock)
+        with lock:  # the worker waits: the test writes the segments
+            _write_days(eng, "amy", 2)
+            early = eng.consolidator.embed_l1("amy", ["s0", "s1"])
+            assert len(early) == 4 and eng.store.nodes("amy", 1) == []  # a segment per turn; reads only
+            stale, *kept = early
+            with eng.store.transaction():  # as if the first segment's text changed after it was embedded
+                written = eng.consolidator.write_l1("amy", ["s0", "s1"], {"no such text": early[stale],
+                                                                          **{k: early[k] for k in kept}})
+            stored = eng.store.embeddings([n.id for n in written])
+            assert sorted(n.content for n in written) == sorted(early)
+            for node in written:
+                assert np.allclose(stored[node.id], embedder.embed([node.content])[0])  # never another text's
+
+
 def test_jobs_of_a_user_erased_between_two_steps_write_nothing_more(tmp_path, embedder):
     with _engine(tmp_path / "timem.duckdb", embedder) as eng:
         lock = threading.RLock()
@@ -333,8 +382,8 @@ def test_jobs_of_a_user_erased_between_two_steps_write_nothing_more(tmp_path, em
             jobs = eng.store.claim_jobs("amy")
             real = eng.consolidator.write_l1
 
-            def then_erase(user_id, session_ids):
-                out = real(user_id, session_ids)
+            def then_erase(user_id, session_ids, vectors=None):
+                out = real(user_id, session_ids, vectors)
                 eng.store.erase_user(user_id)  # as DELETE /v1/users/amy between the worker's steps
                 return out
 

@@ -18,7 +18,9 @@ embedding per exchange); a recall with nothing queued does one small query on th
 One writer: the worker takes the same lock as the caller's writes (the service's), once per step, and lets go of it
 between steps. Reads do not take it (the memory service's recalls run on their own cursors, issue 26 §4); the L1
 step and read-your-writes each run in one store transaction, which holds the store's writer lock
-(``Store.writer``), so a recall's read-your-writes and the worker's L1 step never interleave.
+(``Store.writer``), so a recall's read-your-writes and the worker's L1 step never interleave. Both embed their
+segments before that transaction (:meth:`Consolidator.embed_l1`, reads only) and write them inside it; a segment
+whose text changed meanwhile is embedded again inside (never a stale vector).
 """
 
 from __future__ import annotations
@@ -137,10 +139,12 @@ class ConsolidationQueue(EnginePart):
             raise StoreError("run_jobs() takes the jobs of one user; claim them with Store.claim_jobs")
         nodes: list[MemoryNode] = []
         try:
+            sessions = [s for j in jobs for s in j.session_ids]
+            vectors = self.consolidator.embed_l1(user_id, sessions)  # before the lock and the transaction
             with guard, self.store.transaction():  # one transaction: a recall's read-your-writes waits for it
                 if not self._still_queued(user_id, ids):
                     return nodes
-                nodes += self.consolidator.write_l1(user_id, [s for j in jobs for s in j.session_ids])
+                nodes += self.consolidator.write_l1(user_id, sessions, vectors)
                 self.store.mark_jobs_l1(ids)
             with guard:  # what closed, with the memory items read between L1 and L2-L5 (one hold: no window twice)
                 if not self._still_queued(user_id, ids):
@@ -181,13 +185,15 @@ class ConsolidationQueue(EnginePart):
     def read_your_writes(self, user_id: str) -> list[MemoryNode]:
         """Write the L1 segments of ``user_id``'s queued jobs that have none yet (so that a recall sees every
         acknowledged write); returns them. Called by :meth:`MemoryEngine.recall` and :meth:`MemoryEngine.ask`."""
-        if not self.store.unwritten_l1_jobs(user_id):  # the common case: a read, no writer lock
+        queued = self.store.unwritten_l1_jobs(user_id)
+        if not queued:  # the common case: a read, no writer lock
             return []
+        vectors = self.consolidator.embed_l1(user_id, [s for j in queued for s in j.session_ids])  # outside
         with self.store.transaction():  # under the store's writer, so the worker's L1 step is before or after it
             jobs = self.store.unwritten_l1_jobs(user_id)
             if not jobs:
                 return []
-            nodes = self.consolidator.write_l1(user_id, [s for j in jobs for s in j.session_ids])
+            nodes = self.consolidator.write_l1(user_id, [s for j in jobs for s in j.session_ids], vectors)
             self.store.mark_jobs_l1([j.id for j in jobs])
         return nodes
 

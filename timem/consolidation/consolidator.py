@@ -36,9 +36,11 @@ Without an LLM, windows whose mode needs one (hybrid, abstractive) are left as t
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
+
+import numpy as np
 
 from timem.config import Config
 from timem.consolidation import extractive
@@ -109,20 +111,21 @@ class Consolidator:
         self._sentence_vecs = extractive.EmbeddingCache(embedder)  #: extractive units, shared by all levels
 
     # ------------------------------------------------------------------ L1
-    def write_segments(self, user_id: str, session_id: str, *, closed: bool) -> list[MemoryNode]:
-        """Write the missing L1 segments of one session; returns the new nodes."""
-        turns = self.store.turns(user_id, session_id)
-        cons = self.config.consolidation
-        segs = cut_segments(turns, cons.l1_unit, cons.l1_segment_exchanges, closed=closed)
-        have = self.store.window_keys(user_id, Level.SEGMENT, session_id, include_deleted=True)
-        todo = [s for s in segs if f"segment:{s[0].id}" not in have]
+    def write_segments(self, user_id: str, session_id: str, *, closed: bool,
+                       vectors: Mapping[str, np.ndarray] | None = None) -> list[MemoryNode]:
+        """Write the missing L1 segments of one session; returns the new nodes. ``vectors``: embeddings already
+        made for some of their contents (:meth:`embed_l1`), by content; the others are embedded here."""
+        todo = self._todo_segments(user_id, session_id, closed)
         if not todo:
             return []
         if self.config.consolidation.l1_mode == "llm":
             contents = self._llm_segments(user_id, todo)
         else:
             contents = [(render_segment(s, self.tz), VERBATIM_MODEL, VERBATIM_PROMPT) for s in todo]
-        vecs = self.embedder.embed([c for c, _, _ in contents])
+        known = vectors or {}
+        missing = list(dict.fromkeys(c for c, _, _ in contents if c not in known))
+        fresh = dict(zip(missing, self.embedder.embed(missing), strict=True)) if missing else {}
+        vecs = np.stack([known[c] if c in known else fresh[c] for c, _, _ in contents])
         written = [MemoryNode(
             id=node_id(user_id, Level.SEGMENT, f"segment:{seg[0].id}", [t.id for t in seg]), user_id=user_id,
             level=Level.SEGMENT, window_key=f"segment:{seg[0].id}", session_id=session_id,
@@ -132,6 +135,24 @@ class Consolidator:
         self.store.add_nodes(written, vecs)
         return written
 
+    def _todo_segments(self, user_id: str, session_id: str, closed: bool) -> list[list[Turn]]:
+        """The turns of each L1 segment of the session that has no node yet (deleted ones count as written)."""
+        cons = self.config.consolidation
+        segs = cut_segments(self.store.turns(user_id, session_id), cons.l1_unit, cons.l1_segment_exchanges,
+                            closed=closed)
+        have = self.store.window_keys(user_id, Level.SEGMENT, session_id, include_deleted=True)
+        return [s for s in segs if f"segment:{s[0].id}" not in have]
+
+    def embed_l1(self, user_id: str, session_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Embeddings of the verbatim L1 segments :meth:`write_l1` would write now, by content (reads only, no
+        write): made before the write transaction, so that the transaction does not hold the store's writer
+        while the embedder runs (issue 26). ``{}`` in ``l1_mode = "llm"`` (its contents come from the LLM)."""
+        if self.config.consolidation.l1_mode == "llm":
+            return {}
+        texts = [render_segment(seg, self.tz) for sid, closed in self._l1_sessions(user_id, session_ids)
+                 for seg in self._todo_segments(user_id, sid, closed)]
+        texts = list(dict.fromkeys(texts))
+        return dict(zip(texts, self.embedder.embed(texts), strict=True)) if texts else {}
     def _llm_segments(self, user_id: str, segs: list[list[Turn]]) -> list[tuple[str, str, str]]:
         """LLM facts per segment, batched; a segment without facts keeps its verbatim text (labelled so)."""
         llm = self._need_llm("L1 segments in llm mode")
@@ -205,20 +226,25 @@ class Consolidator:
             raise ConsolidationIncomplete(failures, written)
         return written
 
-    def write_l1(self, user_id: str, session_ids: Sequence[str]) -> list[MemoryNode]:
+    def write_l1(self, user_id: str, session_ids: Sequence[str],
+                 vectors: Mapping[str, np.ndarray] | None = None) -> list[MemoryNode]:
         """Write the missing L1 segments of these sessions of ``user_id`` only (what :meth:`consolidate` writes
         first, without reading the user's other sessions): a queued write's segments, recallable at once
-        (:mod:`timem.engine_queue`). Returns the new nodes; unknown session ids are skipped."""
+        (:mod:`timem.engine_queue`). ``vectors``: as :meth:`write_segments`. Returns the new nodes; unknown
+        session ids are skipped."""
+        written: list[MemoryNode] = []
+        for sid, closed in self._l1_sessions(user_id, session_ids):
+            written += self.write_segments(user_id, sid, closed=closed, vectors=vectors)
+        return written
+
+    def _l1_sessions(self, user_id: str, session_ids: Sequence[str]) -> list[tuple[str, bool]]:
+        """(session id, closed in event time) of the user's sessions among ``session_ids``, by start."""
         sessions = self.store.sessions(user_id)
         wanted = set(session_ids)
         if not sessions or not wanted:
             return []
         closed = self._closed(sessions, max(s.last_event_at for s in sessions), False)
-        written: list[MemoryNode] = []
-        for s in sessions:
-            if s.session_id in wanted:
-                written += self.write_segments(user_id, s.session_id, closed=closed[s.session_id])
-        return written
+        return [(s.session_id, closed[s.session_id]) for s in sessions if s.session_id in wanted]
 
     def _closed(self, sessions: Sequence[SessionInfo], watermark: datetime, flush: bool) -> dict[str, bool]:
         """Per session id: whether the session is closed in event time (:func:`session_closed`)."""
