@@ -186,7 +186,9 @@ def test_the_default_extractor_keeps_its_score_on_the_labelled_set():
 
 @pytest.mark.parametrize("text", [  # from LoCoMo dev: the first hobby / likes patterns read these as items
     "I love caring for my kids.", "I started creating again after the move.", "I love all the yellow leaves!",
-    "I like running my own studio.", "I love how the sunset is awesome.", "Then I started finding my way."])
+    "I like running my own studio.", "I love how the sunset is awesome.", "Then I started finding my way.",
+    # running a business is no hobby of running (LoCoMo dev conv-30: Jon runs a dance studio, he does not run)
+    "I love running my own studio.", "I started running my own business.", "I enjoy running a small bakery."])
 def test_rules_read_no_hobby_or_like_from_loose_phrasing(text):
     assert [s for s in extract_statements(text) if s.attribute in ("hobby", "likes")] == []
 

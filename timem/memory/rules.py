@@ -199,12 +199,17 @@ violin cello drums ukulele saxophone flute calligraphy origami woodworking journ
 """.split())
 _NOT_A_THING = frozenset({"all", "how", "being", "every", "everything", "anything", "something", "so", "very",
                           "doing", "when", "what", "where", "why", "seeing", "having", "getting", "making"})
+#: "running my own studio", "running a small bakery": running a business is no hobby of running (LoCoMo dev)
+_NOT_RUNNING_A_BUSINESS = (r"(?<!\brunning)|(?!\s+(?:my|our|his|her|their|an?|the)\s+"
+                           r"(?:own\s+|small\s+|little\s+|new\s+)*(?:business|biz|company|studio|shop|store|restaurant|caf[eé]|bakery|salon|gym|firm|agency|"
+                           r"startup|brand|practice|clinic|school|team|club|blog|channel|household|place|show)s?\b)")
 _HOBBY_START = re.compile(r"\bi(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|also\s+)?(?:took|taken|take)\s+up\s+"
                           r"(?:the\s+|a\s+)?(?P<v>[a-z][a-z-]{2,20})\b"
                           r"|\bi(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|also\s+)?(?:started|begun|began)\s+"
                           r"(?:(?:doing|playing|practi[sc]ing|learning)\s+(?:the\s+|a\s+)?(?P<w>[a-z][a-z-]{2,20}(?:\s+[a-z][a-z-]{2,20})?)"
-                          r"|(?P<g>[a-z]{3,20}ing))\b", re.IGNORECASE)
-_HOBBY_LOVE = re.compile(r"\bi\s+(?:really\s+|just\s+)?(?:love|enjoy)\s+(?P<v>[a-z]{3,20}ing)\b", re.IGNORECASE)
+                          r"|(?P<g>[a-z]{3,20}ing))\b(?:" + _NOT_RUNNING_A_BUSINESS + ")", re.IGNORECASE)
+_HOBBY_LOVE = re.compile(r"\bi\s+(?:really\s+|just\s+)?(?:love|enjoy)\s+(?P<v>[a-z]{3,20}ing)\b(?:"
+                         + _NOT_RUNNING_A_BUSINESS + ")", re.IGNORECASE)
 _HOBBY_THING = re.compile(r"(?:^|,\s*|\band\s+)(?P<v>[a-z][a-z-]{2,20})\s+is\s+(?:now\s+)?my\s+(?:new\s+)?"
                           r"(?:thing|hobby|passion)\b", re.IGNORECASE)
 _HOBBY_STOP = re.compile(r"\bi(?:'ve|\s+have)?\s+(?:stopped|quit|gave\s+up|given\s+up)\s+(?P<v>[a-z]{3,20}ing)\b",
