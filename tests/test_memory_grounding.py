@@ -186,7 +186,9 @@ def test_the_default_extractor_keeps_its_score_on_the_labelled_set():
 
 @pytest.mark.parametrize("text", [  # from LoCoMo dev: the first hobby / likes patterns read these as items
     "I love caring for my kids.", "I started creating again after the move.", "I love all the yellow leaves!",
-    "I like running my own studio.", "I love how the sunset is awesome.", "Then I started finding my way."])
+    "I like running my own studio.", "I love how the sunset is awesome.", "Then I started finding my way.",
+    # running a business is no hobby of running (LoCoMo dev conv-30: Jon runs a dance studio, he does not run)
+    "I love running my own studio.", "I started running my own business.", "I enjoy running a small bakery."])
 def test_rules_read_no_hobby_or_like_from_loose_phrasing(text):
     assert [s for s in extract_statements(text) if s.attribute in ("hobby", "likes")] == []
 
@@ -196,3 +198,50 @@ def test_a_sentence_opening_with_an_adverb_is_the_speakers_own():
     being about someone else, so the old city stayed current."""
     assert check_statement("home city", "Madrid", "Just moved to Madrid with my partner.") is None
     assert check_statement("home city", "Faro", "Ana moved to Faro.") is not None
+
+
+def _grounded(text: str) -> list[tuple[str | None, str]]:
+    return [(s.attribute, s.value) for s in extract_statements(text)
+            if check_statement(s.attribute, s.value, s.text, ends=s.replaces) is None]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # issue 27 leftovers: "and my sister is …" in the speaker's clause made it someone else's, so nothing was written
+    ("My sister is a nurse and I am a teacher.", [("job", "teacher")]),
+    ("My husband is a nurse and I'm a teacher.", [("job", "teacher")]),
+    ("I am a teacher and my sister is a nurse.", [("job", "teacher")]),
+    ("I'm a teacher, my husband is a nurse.", [("job", "teacher")]),
+    ("My sister and I moved to Porto.", [("home city", "Porto")]),
+    ("I moved to Porto and my sister lives in Faro.", [("home city", "Porto")]),
+    ("My sister lives in Faro and I moved to Porto.", [("home city", "Porto")]),
+    ("My sister is a nurse and my brother is a teacher.", []),
+    ("My sister is a nurse and she loves jazz.", []),
+    ("我是老师，我姐姐是护士。", [("job", "老师")]),
+    ("我姐姐是护士，我是老师。", [("job", "老师")]),
+    ("我姐姐是护士而我是老师。", [("job", "老师")]),
+    ("我姐姐是护士。", []),
+])
+def test_the_speakers_clause_beside_someone_elses_gives_the_speakers_item_only(text, expected):
+    assert _grounded(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # issue 27 leftovers: "I'm a big fan of …" made no like
+    ("I'm a big fan of jazz.", [("likes", "jazz")]),
+    ("I am a huge Beatles fan.", [("likes", "Beatles")]),
+    ("I'm a fan of the Beatles.", [("likes", "Beatles")]),
+    ("I've always been a huge fan of Miles Davis.", [("likes", "Miles Davis")]),
+    ("I'm a big sci-fi fan these days.", [("likes", "sci-fi")]),
+    ("I'm a big fan of pottery - the creativity and skill is awesome", [("likes", "pottery")]),  # LoCoMo dev
+    ("I'm not a fan of jazz.", [("dislikes", "jazz")]),
+    ("I'm not a big fan of country music.", [("dislikes", "country music")]),
+    ("I'm not really a jazz fan.", [("dislikes", "jazz")]),
+    # a device, someone else, no object, a pronoun, the past, a doubt: no like
+    ("The fan is broken.", []), ("I bought a ceiling fan.", []), ("My sister is a big fan of jazz.", []),
+    ("I'm a big fan.", []), ("I'm a huge fan of yours!", []), ("I'm a big fan of what you do.", []),
+    ("I'm a big fan of the idea.", []), ("I was a big fan of jazz as a kid.", []),
+    ("I don't think I'm a fan of jazz.", []), ("Tom is a huge Beatles fan.", []),
+    ("I'm a fan of both classical like Bach and Mozart, as well as modern music like Ed Sheeran's songs.", []),
+])
+def test_a_fan_of_something_likes_it(text, expected):
+    assert _grounded(text) == expected

@@ -63,9 +63,10 @@ def test_rule_extractor_reads_first_person_statements(text, expected):
     ("我是护士。", [("job", "护士")]), ("我现在是一名护士。", [("job", "护士")]),
     ("我开始当护士了。", [("job", "护士")]),
     # "I'm a …" that names no occupation, someone else's job, a question, the past, a judgement: no job
-    ("I am a big fan of jazz.", []), ("I'm a bit tired.", []), ("I am a vegetarian.", [("diet", "vegetarian")]),
+    ("I am a big fan of jazz.", [("likes", "jazz")]), ("I'm a bit tired.", []),
+    ("I am a vegetarian.", [("diet", "vegetarian")]),
     ("I'm a mother of two.", []), ("I am a member of the club.", []), ("My sister is a nurse.", []),
-    ("I'm a morning person.", []), ("I am a huge Beatles fan.", []), ("I'm a nurse? No way.", []),
+    ("I'm a morning person.", []), ("I am a huge Beatles fan.", [("likes", "Beatles")]), ("I'm a nurse? No way.", []),
     ("I'm a terrible cook.", []), ("I'm a retired teacher.", []), ("I'm not a nurse.", []),
     ("I used to work as a nurse.", []), ("I was a nurse for ten years.", []),
     ("我姐姐是护士。", []), ("我是上海人。", []), ("我是一个好人。", []),

@@ -69,6 +69,52 @@ def test_timeline_figure_bars_links_and_selection(tree):
     assert tl.selected_node_id({"selection": {"points": []}}) is None
 
 
+def _l1_bars(fig) -> list[tuple[datetime, datetime]]:
+    """The L1 bars of ``fig`` as (left, right) edges, in time order."""
+    bar = next(t for t in fig.data if t.type == "bar" and t.name == "L1 segment")
+    return sorted((pd.Timestamp(b).to_pydatetime(), pd.Timestamp(b).to_pydatetime() + timedelta(milliseconds=w))
+                  for b, w in zip(bar.base, bar.x, strict=True))
+
+
+def _short_chat(*above: MemoryNode) -> list[MemoryNode]:
+    """A 5-minute studio chat (the simulated clock moves +1 min an exchange): 3 point-like segments at 17:12,
+    17:13, 17:17, their session, and the nodes ``above``."""
+    t = datetime(2024, 7, 1, 17, 12, tzinfo=UTC)
+    segs = [node(f"e{i}", 1, t + timedelta(minutes=m), t + timedelta(minutes=m), session="c1")
+            for i, m in enumerate((0, 1, 5))]
+    return [*segs, node("c1", 2, t, t + timedelta(minutes=5), children=["e0", "e1", "e2"], session="c1"), *above]
+
+
+def test_the_l1_bars_of_a_short_chat_are_narrow_visible_and_apart():
+    """A new-user trial: the L1 bars of a five-minute chat were a minute wide each (the minimum width), so the
+    bars of exchanges one minute apart touched and each looked much wider than its instant."""
+    df = tl.timeline_frame(_short_chat(), ZoneInfo("UTC"))
+    bars = _l1_bars(tl.timeline_figure(df))
+    shown = timedelta(minutes=5)
+    for (left, right), seg in zip(bars, sorted(df[df["level"] == 1]["start"]), strict=True):
+        assert left < seg.to_pydatetime() < right  # centred on its instant
+        assert shown * 0.002 <= right - left <= shown * 0.01  # visible (about 0.4 % of the axis), not a minute
+    assert all(a[1] < b[0] for a, b in zip(bars, bars[1:], strict=False))  # no bar reaches the next one
+    session = next(t for t in tl.timeline_figure(df).data if t.name == "L2 session")
+    assert session.x[0] == shown.total_seconds() * 1000  # a span wider than the minimum is drawn as it is
+
+
+def test_bars_widened_on_a_long_axis_stop_short_of_their_neighbours():
+    """With the day, week and month of the chat shown, the minimum width (0.4 % of a month, about three hours) would
+    have covered all three segments: each widened bar keeps clear of the next one in its lane."""
+    t = datetime(2024, 7, 1, tzinfo=UTC)
+    above = [node("d", 3, t, t + timedelta(days=1), children=["c1"]),
+             node("w", 4, t, t + timedelta(days=7), children=["d"]),
+             node("m", 5, t, t + timedelta(days=31), children=["w"])]
+    df = tl.timeline_frame(_short_chat(*above), ZoneInfo("UTC"))
+    bars = _l1_bars(tl.timeline_figure(df))
+    assert all(a[1] < b[0] for a, b in zip(bars, bars[1:], strict=False))
+    assert all(right - left > timedelta(0) for left, right in bars)
+    single = tl.timeline_frame([node("x", 1, t, t)], ZoneInfo("UTC"))  # one instant: still a visible bar
+    ((left, right),) = _l1_bars(tl.timeline_figure(single))
+    assert right - left == timedelta(minutes=1)
+
+
 def test_timeline_figure_empty():
     fig = tl.timeline_figure(tl.timeline_frame([], ZoneInfo("UTC")))
     assert len(fig.data) == 0

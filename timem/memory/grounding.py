@@ -11,7 +11,8 @@ passes :func:`check_statement` before the writer (:mod:`timem.memory.writer`) ap
    attribute knows (``diet: vegetarian`` for "I don't eat meat", ``素食`` for "吃素").
 4. **The clause speaks of the speaker.** The turn is the speaker's own, so a clause with no other subject is
    theirs ("No coffee for two months now, only tea"); a clause whose subject is someone else is refused
-   ("my sister lives in Porto", "Tom is vegetarian", "they love hiking", "我姐姐住在广州").
+   ("my sister lives in Porto", "Tom is vegetarian", "they love hiking", "我姐姐住在广州"). A clause also ends at
+   "and" or 而 before a new subject, so "My sister is a nurse and I am a teacher" holds the speaker's own clause.
 5. **The clause speaks of the attribute** (:data:`CUES`): a home city needs "live", "moved", "based",
    "住", "搬" … and no trip, visit or event ("back from Shanghai", "the wedding in Porto", "出差"); a job
    needs "work", "job", "as a", "I'm (now) a", "became a", "我是", "当" …; a drink needs a drink word; a diet
@@ -81,9 +82,10 @@ CUES: dict[str, re.Pattern[str]] = {
                         r"practi[sc]\w*|play\w*|learn\w*|my\s+thing|into|passion|joined|stopped|gave\s+up|quit|"
                         r"no\s+more|done\s+with|finished\s+with|through\s+with|anymore|any\s+more|no\s+longer)\b|"
                         r"学|爱好|喜欢|开始|迷上|爱上", re.IGNORECASE),
-    "likes": re.compile(r"\b(?:love|like|enjoy|adore|fan|into)\b|喜欢|爱", re.IGNORECASE),
+    "likes": re.compile(r"\b(?:love|like|enjoy|adore|fans?|into)\b|喜欢|爱", re.IGNORECASE),
     "dislikes": re.compile(r"\b(?:dislike|hate|can't\s+stand|cannot\s+stand|don't\s+like|do\s+not\s+like|"
-                           r"not\s+a\s+fan)\b|讨厌|不喜欢", re.IGNORECASE),
+                           r"(?:not|never\s+been)\s+(?:really\s+)?(?:(?:that\s+)?much\s+of\s+)?an?\s+(?:[\w'’-]+\s+){0,3}?"
+                           r"fans?|no\s+fan)\b|讨厌|不喜欢", re.IGNORECASE),
     "name": re.compile(r"\bname\b|\bcall(?:ed)?\s+me\b|\bi'm\b|\bi\s+am\b|叫|名字", re.IGNORECASE),
     "birthday": re.compile(r"\bbirthday\b|\bborn\b|生日|出生", re.IGNORECASE),
 }
@@ -101,7 +103,12 @@ _THIRD_PERSON = re.compile(
     rf"(?:\s+[A-Z][a-z]+)?\s+{_VERB}\b")
 _ZH_CLOSE = re.compile(r"我(?:的)?(?:妈妈|爸爸|母亲|父亲|姐姐|妹妹|哥哥|弟弟|朋友|老公|老婆|丈夫|妻子|男朋友|女朋友|"
                        r"同事|儿子|女儿|家人|父母|奶奶|爷爷|外婆|外公|老板|猫|狗)")
-_CLAUSES = re.compile(r"[,;.!?，。；！？\n]+|\s+(?:but|and then|so|while|because)\s+", re.IGNORECASE)
+#: clause breaks: punctuation, a conjunction, and "and" or 而 before a new subject ("My sister is a nurse and I am a
+#: teacher", "I moved to Porto and my sister lives in Faro", 我姐姐是护士而我是老师): the speaker's clause is their own
+_CLAUSES = re.compile(
+    r"[,;.!?，。；！？\n]+|\s+(?:but|and then|so|while|because)\s+|而(?=我)|但是?(?=我)"
+    rf"|\s+and\s+(?=(?:i|we|he|she|they)\b|(?:my|our|his|her|their)\s+(?:{_CLOSE})\b|(?-i:[A-Z][a-z]+)\s+{_VERB}\b)",
+    re.IGNORECASE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 

@@ -8,7 +8,7 @@ explicit first-person statements and corrections):
 * home city -- "I live in Lisbon (now)", "I moved to Porto", "我住在上海", "我搬到了北京";
 * employer / job -- "I work at Acme as a designer", "I started a new job at X", "I started working as a nurse",
   "我现在在腾讯工作", "我在医院当护士"; the copula only for an occupation of :mod:`timem.memory.occupations`:
-  "I'm a nurse (at X)", "I became a nurse", "我是护士", "我开始当护士了" (not "I'm a big fan of jazz", 我是上海人);
+  "I'm a nurse (at X)", "I became a nurse", "我是护士", "我开始当护士了" (not "I'm a morning person", 我是上海人);
 * drinks -- "I drink black coffee every morning", "I switched from coffee to green tea",
   "I don't drink coffee anymore" (ends the open item), "我不喝咖啡了，只喝茶", "我改喝绿茶了";
 * diet -- "I'm vegetarian now", "I went vegan", "我吃素了";
@@ -16,7 +16,8 @@ explicit first-person statements and corrections):
   "I love hiking", "yoga is my thing now", "I stopped running" / "I gave up climbing" / "no more running" /
   "I don't swim anymore" (ends it), "我开始学游泳";
 * likes and dislikes (several at once; "I love jazz now" ends "dislikes jazz" and the other way round) --
-  "I hate country music", "I really like jazz now"; a diet ends with "I'm not vegetarian anymore", "I eat meat again";
+  "I hate country music", "I really like jazz now", "I'm a big fan of jazz", "I am a huge Beatles fan",
+  "I'm not a fan of jazz" (a dislike); a diet ends with "I'm not vegetarian anymore", "I eat meat again";
 * favourites and a few "my X is Y" facts -- "my favourite band is Muse", "我最喜欢的运动是游泳";
 * corrections -- "actually, ...", "sorry, I meant ...", "不对，是…", "其实…": the rest of the sentence
   is matched again and flagged ``correction``; a bare "actually, it's Braga" names only a value (the
@@ -158,6 +159,32 @@ _LIKE = re.compile(r"\bi\s+(?:really\s+|absolutely\s+|actually\s+|kind\s+of\s+)?
                    + _OPINION_VALUE, re.IGNORECASE)
 _DISLIKE = re.compile(r"\bi\s+(?:really\s+)?(?:dislike|hate|can't\s+stand|cannot\s+stand|don't\s+like|"
                       r"do\s+not\s+like)\s+" + _OPINION_VALUE, re.IGNORECASE)
+#: "I'm a big fan of jazz", "I am a huge Beatles fan", "I've always been a fan of the Beatles", "we're big fans of
+#: X" like X; "I'm not (really) a fan of X", "I've never been a jazz fan" dislike it. Not "I was a fan" (the past),
+#: "a fan of yours / what you do / the idea" (no thing), "I don't think I'm a fan" (:func:`_negated`), a ceiling fan
+_FAN_WHO = (r"\b(?:i(?:'m|’m|\s+am)|i(?:'ve|’ve|\s+have)\s+(?:always\s+|long\s+)?been|i\s+(?:became|have\s+become)"
+            r"|we(?:'re|’re|\s+are))\s+")
+_FAN_NOT = (r"\b(?:i(?:'m|’m|\s+am)\s+(?:not|no)|i(?:'ve|’ve|\s+have)\s+never\s+been)\s+"
+            r"(?:really\s+|(?:that\s+)?much\s+of\s+)?")
+_FAN_SO = r"(?:(?:still|also|really|just|always|now|truly|definitely|totally|kind\s+of|such)\s+)*(?:an?\s+)?"
+_FAN_BIG = (r"(?:big|huge|massive|great|real|true|die-?hard|long-?time|lifelong|total|complete|absolute|enormous|"
+            r"avid|devoted|loyal|hardcore|crazy|major|serious|proud|biggest|number\s+one)")
+_FAN_NO_THING = (r"(?!(?:it|that|this|these|those|you|yours|him|his|her|hers|them|theirs|ours|mine|to|how|when|what|"
+                 r"whatever|being|my|your|our|their|the|a|an|both|all|any|every|everything|anything|some|people|"
+                 r"someone|everyone|one|each|many|lots|plenty|most|such|not|no|never)\b)")
+#: a word of a liked name: "Miles Davis", "sci-fi", "St. Louis" (the sentences do not end at "St.")
+_FAN_WORD = r"(?:(?-i:St|Dr|Mr|Mrs|Ms|Mt)\.|[a-z][\w'’&-]*)"
+#: "a fan of X": X runs to punctuation, a dash or a word that starts something else ("since", "and", "like")
+_FAN_OF = (rf"(?:{_FAN_BIG}\s+)*fans?\s+of\s+(?:the\s+(?=(?-i:[A-Z])))?{_FAN_NO_THING}"
+           rf"(?P<v>{_FAN_WORD}(?:\s+{_FAN_WORD}){{0,3}}?)"
+           r"(?=\s*(?:[,.!?;:()–—]|$)|\s+-|\s+(?:now|these\s+days|nowadays|since|for|and|but|because|too|so|ever|"
+           r"as|from|when|who|which|that|in|at|on|with|like|though|honestly|myself|really)\b)")
+#: "a (huge) X fan": one to three words before "fan", none of them a "big" word
+_FAN_NAMED = (rf"(?:{_FAN_BIG}\s+)*(?!{_FAN_BIG}\b){_FAN_NO_THING}"
+              rf"(?P<v>{_FAN_WORD}(?:\s+(?!{_FAN_BIG}\b){_FAN_WORD}){{0,2}}?)\s+fans?\b(?!\s+of\b)")
+_FANS = [(re.compile(who + _FAN_SO + body, re.IGNORECASE), attribute)
+         for who, attribute in ((_FAN_NOT, "dislikes"), (_FAN_WHO, "likes")) for body in (_FAN_OF, _FAN_NAMED)]
+_FAN_RX = frozenset(rx for rx, _ in _FANS)
 _ZH_DIET = re.compile(r"我(?:现在|已经)?(?:开始)?(?:吃素|是素食者|是素食主义者)")
 _ZH_FAV = _p(r"我最喜欢的{a}是{v}" + _ZH_END, a=_ZH_VAL, v=_ZH_VAL)
 #: activities the hobby patterns know (English); other words after "I love …" / "I started …" are no hobby
@@ -172,12 +199,17 @@ violin cello drums ukulele saxophone flute calligraphy origami woodworking journ
 """.split())
 _NOT_A_THING = frozenset({"all", "how", "being", "every", "everything", "anything", "something", "so", "very",
                           "doing", "when", "what", "where", "why", "seeing", "having", "getting", "making"})
+#: "running my own studio", "running a small bakery": running a business is no hobby of running (LoCoMo dev)
+_NOT_RUNNING_A_BUSINESS = (r"(?<!\brunning)|(?!\s+(?:my|our|his|her|their|an?|the)\s+"
+                           r"(?:own\s+|small\s+|little\s+|new\s+)*(?:business|biz|company|studio|shop|store|restaurant|caf[eé]|bakery|salon|gym|firm|agency|"
+                           r"startup|brand|practice|clinic|school|team|club|blog|channel|household|place|show)s?\b)")
 _HOBBY_START = re.compile(r"\bi(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|also\s+)?(?:took|taken|take)\s+up\s+"
                           r"(?:the\s+|a\s+)?(?P<v>[a-z][a-z-]{2,20})\b"
                           r"|\bi(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|also\s+)?(?:started|begun|began)\s+"
                           r"(?:(?:doing|playing|practi[sc]ing|learning)\s+(?:the\s+|a\s+)?(?P<w>[a-z][a-z-]{2,20}(?:\s+[a-z][a-z-]{2,20})?)"
-                          r"|(?P<g>[a-z]{3,20}ing))\b", re.IGNORECASE)
-_HOBBY_LOVE = re.compile(r"\bi\s+(?:really\s+|just\s+)?(?:love|enjoy)\s+(?P<v>[a-z]{3,20}ing)\b", re.IGNORECASE)
+                          r"|(?P<g>[a-z]{3,20}ing))\b(?:" + _NOT_RUNNING_A_BUSINESS + ")", re.IGNORECASE)
+_HOBBY_LOVE = re.compile(r"\bi\s+(?:really\s+|just\s+)?(?:love|enjoy)\s+(?P<v>[a-z]{3,20}ing)\b(?:"
+                         + _NOT_RUNNING_A_BUSINESS + ")", re.IGNORECASE)
 _HOBBY_THING = re.compile(r"(?:^|,\s*|\band\s+)(?P<v>[a-z][a-z-]{2,20})\s+is\s+(?:now\s+)?my\s+(?:new\s+)?"
                           r"(?:thing|hobby|passion)\b", re.IGNORECASE)
 _HOBBY_STOP = re.compile(r"\bi(?:'ve|\s+have)?\s+(?:stopped|quit|gave\s+up|given\s+up)\s+(?P<v>[a-z]{3,20}ing)\b",
@@ -205,6 +237,12 @@ def _gerund(verb: str) -> str:
 # 开始当护士 is a job (:data:`_ZH_BE_JOB`), not a hobby
 _ZH_HOBBY = _p(r"我(?:最近|现在|已经)?(?:开始学|开始练|开始|在学|爱上了|迷上了)(?!当|做){v}" + _ZH_END, v=_ZH_VAL)
 _ZH_BARE = _p(r"^(?:是|应该是){v}" + _ZH_END, v=_ZH_VAL)
+
+
+def _negated(before: str) -> bool:
+    """Whether the clause ``before`` a match is negated ("I don't think I'm a fan of jazz"); a comma or "but"
+    closes the clause ("I don't drink coffee, but I'm a big fan of tea" is not)."""
+    return re.search(r"(?:\bnot|\bnever|\bno|n['’]t)\b(?:(?!\bbut\b)[^,;])*$", before, re.IGNORECASE) is not None
 
 
 def _clean(v: str) -> str:
@@ -280,13 +318,18 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
             hobby = next((w for w in (v or "").lower().split() if w in HOBBIES), None)
         if hobby and not any(x.attribute == "hobby" and not x.ends_only for x in out):
             add("preference", "hobby", hobby)
-    for rx, attribute in ((_DISLIKE, "dislikes"), (_LIKE, "likes")):
+    for rx, attribute in ((_DISLIKE, "dislikes"), *_FANS[:2], (_LIKE, "likes"), *_FANS[2:]):
         m = rx.search(s)
-        words = m["v"].lower().split() if m else []
-        # an activity ("running my studio") is a hobby or nothing; "all the …", "how …", "… is awesome" are no thing
-        if words and not words[0].endswith("ing") and words[0] not in _NOT_A_THING and not (
-                set(words) & {"is", "are", "was", "were", "be"}):
-            add("preference", attribute, " ".join(words))
+        fan = rx in _FAN_RX
+        if m and fan and attribute == "likes" and _negated(s[:m.start()]):
+            continue
+        words = _clean(m["v"]).split() if m else []
+        # an activity ("running my studio") is a hobby or nothing (a name is a name: "a fan of the Rolling Stones");
+        # "all the …", "how …", "… is awesome" are no thing
+        if words and not (words[0].lower().endswith("ing") and not (fan and words[0][0].isupper())) and (
+                words[0].lower() not in _NOT_A_THING) and not (
+                {w.lower() for w in words} & {"is", "are", "was", "were", "be"}):
+            add("preference", attribute, " ".join(words if fan else (w.lower() for w in words)))  # fan: "Beatles"
             break
     if m := (_FAV.search(s) or _ZH_FAV.search(s)):
         add("preference", f"favourite {_clean(m['a']).lower()}", m["v"])

@@ -10,6 +10,7 @@ aware datetimes are compared in UTC.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -87,20 +88,55 @@ def filter_frame(df: pd.DataFrame, *, levels: Iterable[int] | None = None, start
     return df[mask]
 
 
+#: the share of the gap to a neighbouring bar that a widened bar may take on each side (so 20 % stays free)
+NEIGHBOUR_SHARE = 0.4
+
+
 def _min_width(df: pd.DataFrame) -> timedelta:
-    """A visible bar width for point-like spans: 0.4 % of the shown range, at least one minute."""
+    """A visible bar width for point-like spans: 0.4 % of the shown range (a few pixels at any zoom of the whole
+    range), or a minute when the range is one instant. No fixed floor: a minute floor made the bars of a
+    five-minute chat a fifth of the axis each."""
     if df.empty:
         return timedelta(minutes=1)
     total = pd.Timedelta(df["end"].max() - df["start"].min()).to_pytimedelta()
-    return max(total * 0.004, timedelta(minutes=1))
+    return total * 0.004 if total > timedelta(0) else timedelta(minutes=1)
+
+
+def bar_extents(starts: Sequence[pd.Timestamp], ends: Sequence[pd.Timestamp],
+                minw: timedelta) -> list[tuple[pd.Timestamp, timedelta]]:
+    """``(left edge, width)`` of the bar of each span ``[starts[i], ends[i]]`` in one lane.
+
+    A bar is its span; a span shorter than ``minw`` is widened around its centre towards ``minw``, but by at most
+    :data:`NEIGHBOUR_SHARE` of the gap to the nearest span before it and after it in the lane (spans at the same
+    instant share their place), so that it never reaches its neighbour's bar.
+    """
+    lo = [pd.Timestamp(x) for x in starts]
+    hi = [pd.Timestamp(x) for x in ends]
+    sorted_ends, sorted_starts = sorted(hi), sorted(lo)
+    out: list[tuple[pd.Timestamp, timedelta]] = []
+    for s, e in zip(lo, hi, strict=True):
+        dur = pd.Timedelta(e - s).to_pytimedelta()
+        if dur >= minw:
+            out.append((s, dur))
+            continue
+        extra = (minw - dur) / 2
+        k = bisect.bisect_left(sorted_ends, s)  # the last span ending strictly before this one starts
+        if k > 0:
+            extra = min(extra, pd.Timedelta(s - sorted_ends[k - 1]).to_pytimedelta() * NEIGHBOUR_SHARE)
+        k = bisect.bisect_right(sorted_starts, e)  # the first span starting strictly after this one ends
+        if k < len(sorted_starts):
+            extra = min(extra, pd.Timedelta(sorted_starts[k] - e).to_pytimedelta() * NEIGHBOUR_SHARE)
+        out.append((s - extra, dur + 2 * extra))
+    return out
 
 
 def timeline_figure(df: pd.DataFrame, *, links: bool = True, selected: str | None = None,
                     height: int = 460) -> go.Figure:
     """Plotly figure: a horizontal bar per row of ``df`` (see :func:`timeline_frame`) in its level's lane.
 
-    Bars shorter than :func:`_min_width` are widened around their centre so that L1 segments (often
-    a single instant) stay visible. Each bar's ``customdata`` is ``[node id]`` (for selection
+    Each bar is its node's span; a span shorter than :func:`_min_width` is widened around its centre so that L1
+    segments (often a single instant) stay visible, but never up to the next bar of its lane (:func:`bar_extents`).
+    Each bar's ``customdata`` is ``[node id]`` (for selection
     events); hover shows level, span, model, mode and a preview. With ``links``, a grey line joins each
     node to its parent. ``selected`` outlines one node.
     """
@@ -108,14 +144,9 @@ def timeline_figure(df: pd.DataFrame, *, links: bool = True, selected: str | Non
     minw = _min_width(df)
     for level in sorted(df["level"].unique()) if not df.empty else []:
         part = df[df["level"] == level]
-        starts, widths = [], []
-        for s, e in zip(part["start"], part["end"], strict=True):
-            dur = (e - s).to_pytimedelta() if hasattr(e - s, "to_pytimedelta") else e - s
-            if dur < minw:
-                s = s + dur / 2 - minw / 2
-                dur = minw
-            starts.append(s)
-            widths.append(dur.total_seconds() * 1000.0)
+        extents = bar_extents(list(part["start"]), list(part["end"]), minw)
+        starts = [left for left, _ in extents]
+        widths = [width.total_seconds() * 1000.0 for _, width in extents]
         hover = [f"<b>{r.lane}</b> · {r.window_key}<br>{r.start:%Y-%m-%d %H:%M} → {r.end:%Y-%m-%d %H:%M}"
                  f"<br>model: {r.model_id} · mode: {r.mode}<br>{_wrap(r.preview)}" for r in part.itertuples()]
         line_w = [3 if i == selected else 0.5 for i in part["id"]]
