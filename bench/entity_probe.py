@@ -41,6 +41,8 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=500)
     ap.add_argument("--variant", action="append", default=[])
     ap.add_argument("--misses", action="store_true")
+    ap.add_argument("--dump", help="write one JSON line per question and variant here (question, gold, covered, "
+                    "the channel-placed leaves)")
     args = ap.parse_args()
     recipe = get_recipe("timem")
     embedder = MiniLMEmbedder()
@@ -50,6 +52,7 @@ def main() -> None:
     spec = RunSpec(dataset="locomo", data_file=Path(args.data), recipe=recipe, out_dir=Path("/tmp"),
                    retrieval_only=True)
     items = select_questions(users, spec)
+    dump = open(args.dump, "w") if args.dump else None
     for var in args.variant or ["{}"]:
         cfg, _ = resolve_config(base.with_overrides(**json.loads(var)), recipe, True)
         engine = MemoryEngine(cfg, store, embedder, None)
@@ -81,12 +84,22 @@ def main() -> None:
                 rk = rank_of.get(g)
                 where["top60" if rk is not None and rk <= 60 else "below" if rk is not None else "none"] += 1
                 misses.append((q.question, g, rk))
+            if dump is not None:
+                placed = [{"rank": c.rank, "channel": c.channel, "kept": c.kept,
+                           "turns": [str(ref.get(t)) for t in cand_nodes[c.node_id].source_turn_ids]
+                           if c.node_id in cand_nodes else []}
+                          for c in trace.candidates if c.channel]
+                dump.write(json.dumps({"variant": var, "question": q.question, "category": q.category,
+                                       "evidence": row["evidence"], "covered": sorted(row["covered"]),
+                                       "placed": placed}) + "\n")
         print(f"{var:50s} | " + " | ".join(cells(rows)) + f" | missing {sum(where.values())}: {dict(where)}",
               flush=True)
         if args.misses:
             for qq, g, rk in misses:
                 print(f"    {g:7s} rank {rk}  {qq}")
     store.close()
+    if dump is not None:
+        dump.close()
 
 
 if __name__ == "__main__":

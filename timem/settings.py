@@ -267,6 +267,18 @@ class RecallSettings(_Section):
     #: its other content words as a BM25 query; this many of its leaves from other sessions are placed after
     #: ``channel_slot`` (0 = off). 1 by measurement on LoCoMo dev (bench/results/scattered-evidence.md)
     second_hop: int = Field(default=1, ge=0, le=10)
+    #: entity channel (:mod:`timem.recall.entities`): the question's content words and non-participant names (BM25)
+    #: and the name-masked question (cosine), over every session; the best leaf of this many other sessions than
+    #: the first ``channel_slot`` leaves' is placed after them (0 = off)
+    entity_leaves: int = Field(default=0, ge=0, le=10)
+    #: whose leaves the entity and Rocchio channels take: "speaker" (the participant the question names first,
+    #: any speaker when it names none) or "any"
+    entity_scope: Literal["speaker", "any"] = "speaker"
+    #: Rocchio channel (:mod:`timem.recall.entities`): the name-masked question vector plus ``rocchio_beta`` x the
+    #: mean of the first ``channel_slot`` leaves' vectors, searched by cosine; its best leaf of this many other
+    #: sessions is placed after them (0 = off)
+    rocchio_leaves: int = Field(default=0, ge=0, le=10)
+    rocchio_beta: float = Field(default=0.5, ge=0.0, le=5.0)  #: weight of the leaves' mean in the Rocchio query
     #: the extra channels' leaves go right after this many leaves of the question's own ranking
     channel_slot: int = Field(default=4, ge=0)
     #: SegTreeMem relevance propagation over the tree (arXiv 2606.04555): "off" or a direction

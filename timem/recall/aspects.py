@@ -29,6 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from timem.models import Level, MemoryNode
+from timem.recall.entities import entity_inserts
 from timem.recall.keywords import STOPWORDS, person_names
 from timem.recall.leaves import Candidate, LeafSelection, fuse, speaker_of
 from timem.recall.state import RecallState
@@ -179,7 +180,8 @@ def hop_terms(node: MemoryNode, question: str, participants: Sequence[str] = ())
 def merge_channels(state: RecallState, selection: LeafSelection, top_k: int) -> LeafSelection:
     """The selection with the aspect and second-hop leaves placed (module docstring): the first
     ``Config.recall.channel_slot`` kept leaves stay, then each channel's best leaves not already above (aspect
-    parts in turn, ``aspect_leaves`` each; then ``second_hop``), then the rest of the ranking; the top ``top_k``
+    parts in turn, ``aspect_leaves`` each; then ``second_hop``; then the entity and Rocchio channels of
+    :mod:`timem.recall.entities`), then the rest of the ranking; the top ``top_k``
     are kept. A placed leaf takes the fused score of the slot it fills (so scores stay monotone in rank and the
     score gate judges it as it judges that slot) and keeps its own cosine and BM25 from its channel; its
     ``channel`` names the query. Unchanged (one note) when no channel applies."""
@@ -217,6 +219,10 @@ def merge_channels(state: RecallState, selection: LeafSelection, top_k: int) -> 
             other = [c for c in got if c.node_id in got_nodes and got_nodes[c.node_id].session_id != session]
             inserts += [(f"second hop: {query}", c) for c in other[:rc.second_hop]]
             notes.append(f"second hop from leaf {ranked[0].node_id}: BM25 query {query!r}")
+    if rc.entity_leaves > 0 or rc.rocchio_leaves > 0:  # entity / topic channels (timem.recall.entities)
+        more, more_notes = entity_inserts(state, ranked[:slot])
+        inserts += more
+        notes += more_notes
     if not inserts:
         return selection._replace(notes=notes)
     late = {x.id for x in store.nodes(user_id=user_id, ids=[c.node_id for _, c in inserts])

@@ -132,7 +132,8 @@ def _select(state: RecallState, plan: RecallPlan) -> LeafSelection:
             leaves, _upper = propagate_segtree(state, leaves, top_k)
         else:
             leaves, _upper = propagate_leaves(state, leaves, top_k)
-    if rc.aspect_queries != "off" or rc.second_hop > 0:  # extra channels (timem.recall.aspects)
+    if rc.aspect_queries != "off" or rc.second_hop > 0 or rc.entity_leaves > 0 or rc.rocchio_leaves > 0:
+        # extra channels (timem.recall.aspects, timem.recall.entities)
         leaves = merge_channels(state, leaves, top_k)
     state.notes += leaves.notes
     return leaves
