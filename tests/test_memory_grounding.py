@@ -245,3 +245,17 @@ def test_the_speakers_clause_beside_someone_elses_gives_the_speakers_item_only(t
 ])
 def test_a_fan_of_something_likes_it(text, expected):
     assert _grounded(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # issue 27 leftovers, on the labelled set (like-04, move-09): no item before
+    ("I'm really into jazz these days.", [("likes", "jazz")]),
+    ("I'm so into Korean dramas now!", [("likes", "korean dramas")]),
+    ("We finally settled in Valencia after years of moving around.", [("home city", "Valencia")]),
+    ("I settled down in Berlin.", [("home city", "Berlin")]),
+    # no thing, an activity, someone else, a negation, "settled in" with no place: nothing
+    ("I'm into it.", []), ("I'm into you.", []), ("I am into the idea.", []), ("I'm into running.", []),
+    ("My sister is really into jazz.", []), ("I'm not into jazz.", []), ("We settled in for the night.", []),
+])
+def test_into_something_likes_it_and_settled_in_a_city_lives_there(text, expected):
+    assert _grounded(text) == expected

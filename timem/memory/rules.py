@@ -5,7 +5,7 @@ Each sentence of a person's turn is matched against a small set of patterns; a m
 "Porto")``. The patterns cover the triggers of the memory layer (TiMem's semantic memories written on
 explicit first-person statements and corrections):
 
-* home city -- "I live in Lisbon (now)", "I moved to Porto", "我住在上海", "我搬到了北京";
+* home city -- "I live in Lisbon (now)", "I moved to Porto", "We settled in Valencia", "我住在上海", "我搬到了北京";
 * employer / job -- "I work at Acme as a designer", "I started a new job at X", "I started working as a nurse",
   "我现在在腾讯工作", "我在医院当护士"; the copula only for an occupation of :mod:`timem.memory.occupations`:
   "I'm a nurse (at X)", "I became a nurse", "我是护士", "我开始当护士了" (not "I'm a morning person", 我是上海人);
@@ -16,8 +16,9 @@ explicit first-person statements and corrections):
   "I love hiking", "yoga is my thing now", "I stopped running" / "I gave up climbing" / "no more running" /
   "I don't swim anymore" (ends it), "我开始学游泳";
 * likes and dislikes (several at once; "I love jazz now" ends "dislikes jazz" and the other way round) --
-  "I hate country music", "I really like jazz now", "I'm a big fan of jazz", "I am a huge Beatles fan",
-  "I'm not a fan of jazz" (a dislike); a diet ends with "I'm not vegetarian anymore", "I eat meat again";
+  "I hate country music", "I really like jazz now", "I'm really into jazz", "I'm a big fan of jazz",
+  "I am a huge Beatles fan", "I'm not a fan of jazz" (a dislike); a diet ends with "I'm not vegetarian anymore",
+  "I eat meat again";
 * favourites and a few "my X is Y" facts -- "my favourite band is Muse", "我最喜欢的运动是游泳";
 * corrections -- "actually, ...", "sorry, I meant ...", "不对，是…", "其实…": the rest of the sentence
   is matched again and flagged ``correction``; a bare "actually, it's Braga" names only a value (the
@@ -93,7 +94,8 @@ _I = r"\b(?:[Ii]|[Ww]e)"
 _HOME = [re.compile(_I + r"(?i:'m|\s+am|\s+are|'re)?\s+(?i:now\s+|currently\s+|still\s+)?"
                     r"(?i:live|living|based)\s+(?i:in)\s+" + _cap("v") + _END_CAP),
          re.compile(_I + r"(?i:'ve|\s+have)?\s+(?i:just\s+|finally\s+|recently\s+)?"
-                    r"(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)\s+" + _cap("v") + _END_CAP),
+                    r"(?:(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)|(?i:settled)\s+(?i:down\s+)?(?i:in))\s+"
+                    + _cap("v") + _END_CAP),
          # chat style drops the subject at the start of a sentence: "Just moved to Madrid with my partner."
          re.compile(r"^\s*(?:(?i:big\s+news|guess\s+what|so|and|well)[:!,]?\s+)?(?i:just\s+|finally\s+|recently\s+)"
                     r"(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)\s+" + _cap("v") + _END_CAP)]
@@ -155,7 +157,8 @@ _DIET_END = re.compile(rf"\bi(?:'m|\s+am)\s+(?:no\s+longer|not)\s+(?:a\s+)?(?P<v
 _OPINION_VALUE = (r"(?!(?:it|that|this|you|him|her|them|to|how|when|what|being|my|your|his|our|their|the|"
                   r"a|an)\b)(?P<v>[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,3}?)\s*(?:now|these\s+days|nowadays)?"
                   r"(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|more|again|here|there)\b))")
-_LIKE = re.compile(r"\bi\s+(?:really\s+|absolutely\s+|actually\s+|kind\s+of\s+)?(?:love|like|enjoy|adore)\s+"
+_LIKE = re.compile(r"(?:\bi\s+(?:really\s+|absolutely\s+|actually\s+|kind\s+of\s+)?(?:love|like|enjoy|adore)\s+"
+                   r"|\bi(?:'m|’m|\s+am)\s+(?:really\s+|so\s+|totally\s+|very\s+|big\s+|now\s+|also\s+)*into\s+)"
                    + _OPINION_VALUE, re.IGNORECASE)
 _DISLIKE = re.compile(r"\bi\s+(?:really\s+)?(?:dislike|hate|can't\s+stand|cannot\s+stand|don't\s+like|"
                       r"do\s+not\s+like)\s+" + _OPINION_VALUE, re.IGNORECASE)
