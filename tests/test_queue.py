@@ -415,3 +415,20 @@ def test_a_later_successful_job_resolves_the_users_failed_ones(tmp_path, embedde
         eng.add_exchange("amy", "s2", "I baked spelt bread.", "Nice!", BASE + timedelta(days=1))
         assert eng.store.queue_counts() == {"pending": 0, "running": 0, "done": 2, "failed": 0}
         assert {n.session_id for n in eng.store.nodes("amy", 2)} == {"s1"}  # the failed job's session, written now
+
+
+def test_a_chat_message_is_not_recalled_as_its_own_memory(tmp_path, embedder):
+    """A new-user trial over the service: "What is my job?" was answered from a context that held only the question
+    itself (stored before it is answered, its segment was written by read-your-writes with the session's pending
+    job) and got "You are a software developer."."""
+    with _engine(tmp_path / "timem.duckdb", embedder) as eng:
+        lock = threading.RLock()
+        eng.start_queue_worker(lock)
+        with lock:  # the worker waits: the first exchange's job is pending when the question comes
+            eng.chat_turn("amy", "s1", "My dog is called Rex.", BASE)
+            turn = eng.chat_turn("amy", "s1", "What is my zorblax job?", BASE + timedelta(minutes=1))
+            assert "zorblax" not in turn.trace.context, turn.trace.context
+            assert any("zorblax" in n.content for n in eng.store.nodes("amy", 1))  # it is a memory, for later
+            later = eng.recall("amy", "zorblax", BASE + timedelta(minutes=2), persist=False)
+            assert "zorblax" in later.context
+        eng.queue.worker.stop()

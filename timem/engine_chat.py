@@ -209,14 +209,17 @@ class OnlineChat(EnginePart):
         what = forget_mod.forget_request(text)
         if what is not None:
             return self._forget_turn(user_id, session_id, what, event_time)
-        self.add_message(user_id, session_id, text, event_time, user_name=user_name)
+        asked = self.add_message(user_id, session_id, text, event_time, user_name=user_name)
         chat_config = self.chat_config()
+        own = (asked.id,)  # stored first, the message is not a memory of itself
         try:
             if self.llm is None:
-                res = self.recaller.recall(user_id, text, event_time, RecallOptions(config=chat_config))
+                res = self.recaller.recall(user_id, text, event_time, RecallOptions(config=chat_config,
+                                                                                    exclude_turns=own))
                 trace, reply = res.trace, reply_without_llm(len(res.nodes), res.trace.context_tokens)
             else:
-                out = self.recaller.ask(user_id, text, event_time, RecallOptions(config=chat_config, asker=user_name))
+                out = self.recaller.ask(user_id, text, event_time, RecallOptions(config=chat_config, asker=user_name,
+                                                                                 exclude_turns=own))
                 trace, reply = out.recall.trace, out.answer
         except TimemError as exc:
             raise ChatTurnError("answer", f"your message was recorded, but answering it failed: {exc}") from exc

@@ -226,7 +226,7 @@ def merge_channels(state: RecallState, selection: LeafSelection, top_k: int) -> 
     if not inserts:
         return selection._replace(notes=notes)
     late = {x.id for x in store.nodes(user_id=user_id, ids=[c.node_id for _, c in inserts])
-            if x.span_start > state.question_time}
+            if state.unseen(x)}
     by_id = {c.node_id: c for c in ranked}
     placed: list[str] = []
     channel: dict[str, str] = {}

@@ -88,7 +88,7 @@ def _per_session(state: RecallState, ranked: Sequence[Candidate], exclude_ids: s
     out: list[Candidate] = []
     for c in pool:
         x = nodes.get(c.node_id)
-        if x is None or x.span_start > state.question_time or x.session_id in seen or not _speaks(x, subject):
+        if x is None or state.unseen(x) or x.session_id in seen or not _speaks(x, subject):
             continue
         seen.add(x.session_id)
         out.append(c)

@@ -200,7 +200,7 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
         keyword_query, lex_hits, note = _feedback(state, keyword_query, vec_hits, lex_hits, n)
         notes.append(note)
     nodes = {x.id: x for x in store.nodes(user_id=user_id, ids=list({*vec_hits, *lex_hits}))}
-    late = {i for i, x in nodes.items() if x.span_start > question_time}
+    late = {i for i, x in nodes.items() if state.unseen(x)}
     if late:
         notes.append(f"{len(late)} candidates after the question time dropped")
         vec_hits = {i: v for i, v in vec_hits.items() if i not in late}

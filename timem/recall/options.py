@@ -26,6 +26,7 @@ class RecallOptions:
         persist: save the recall trace (and the items' access times); ``False`` for a comparison or bench run.
         config: replaces the caller's settings for this call (e.g. a benchmark recipe, the chat's settings).
         asker: for an answer, the chat's speaker, answered as "you" (one line of text).
+        exclude_turns: turn ids whose L1 segments are never recalled (the chat message being answered).
     """
 
     complexity: Complexity | None = None
@@ -35,6 +36,7 @@ class RecallOptions:
     persist: bool = True
     config: Config | None = None
     asker: str | None = None
+    exclude_turns: tuple[str, ...] = ()
 
 
 #: the options of a recall as configured (no override, participants by heuristic, trace persisted)

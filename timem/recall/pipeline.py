@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -197,7 +197,7 @@ def _context(state: RecallState, leaves: LeafSelection, ancestors: list[Ancestor
     store, config, user_id, query, rc = state.store, state.config, state.user_id, state.query, state.config.recall
     kept, why, outcome = gated
     pulled = neighbour_leaves(store, config, user_id, [c for c in leaves.kept if c.node_id in kept], nodes,
-                              {c.node_id for c in leaves.kept})
+                              {c.node_id for c in leaves.kept}, state.unseen)
     shown, caps, stems = nodes, dict[str, int](), set[str]()  # shown: what the context shows; nodes: as stored
     if rc.condense_after != "off":
         stems = content_stems(query, person_names(query, state.participants))
@@ -222,7 +222,8 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
     t_all = time.perf_counter()
     qt = datetime.now(UTC) if question_time is None else to_utc(question_time, config.time.tz)
     planner_name, gate_mode = _modes(config, llm, options)
-    state = RecallState(store, embedder, llm, config, user_id, query, qt, options.participants)
+    state = RecallState(store, embedder, llm, config, user_id, query, qt, options.participants,
+                        exclude_turns=frozenset(options.exclude_turns))
     latency: dict[str, float] = {}
 
     t0 = time.perf_counter()
@@ -267,11 +268,14 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
 
 
 def neighbour_leaves(store: MemoryStore, config: Config, user_id: str, kept_leaves: Sequence[Candidate],
-                     nodes: dict[str, MemoryNode], candidates: Collection[str] = ()) -> list[tuple[str, str, str]]:
+                     nodes: dict[str, MemoryNode], candidates: Collection[str] = (),
+                     unseen: Callable[[MemoryNode], bool] | None = None) -> list[tuple[str, str, str]]:
     """The adjacent segments of kept leaves (``Config.recall.recall_neighbours``) as ``(leaf, neighbour, reason)``,
     in leaf rank order; their nodes are added to ``nodes`` (one store query each way, user filter in SQL). A
     neighbour that is a Chinese acknowledgement (:func:`timem.recall.cjk.is_acknowledgement`) is not pulled.
-    ``candidates``: the leaf candidates' ids, for the ``"relevant"`` rule (a next turn that is itself one)."""
+    ``candidates``: the leaf candidates' ids, for the ``"relevant"`` rule (a next turn that is itself one).
+    ``unseen``: neighbours it is true of are not pulled (:meth:`RecallState.unseen`: after the question, or the
+    chat message being answered)."""
     if config.recall.recall_neighbours == "none" or not kept_leaves:
         return []
     adj = store.adjacent_segments(user_id, [c.node_id for c in kept_leaves])
@@ -291,7 +295,8 @@ def neighbour_leaves(store: MemoryStore, config: Config, user_id: str, kept_leav
     if missing:
         nodes.update({n.id: n for n in store.nodes(user_id=user_id, ids=missing)})
     # a Chinese reply that only acknowledges (助手: 好的，我记住了。) adds nothing (timem.recall.cjk); English unchanged
-    return [t for t in out if t[1] not in nodes or not cjk.is_acknowledgement(nodes[t[1]].content)]
+    return [t for t in out if t[1] not in nodes or not (cjk.is_acknowledgement(nodes[t[1]].content)
+                                                        or (unseen is not None and unseen(nodes[t[1]])))]
 
 
 def recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config: Config, user_id: str, query: str,

@@ -114,7 +114,7 @@ def propagate_leaves(state: RecallState, selection: LeafSelection, top_k: int
     selection's BM25 query and the state's question embedding; nodes starting after the question time are
     left out.
     """
-    store, config, user_id, question_time = state.store, state.config, state.user_id, state.question_time
+    store, config, user_id = state.store, state.config, state.user_id
     query, query_vec = selection.bm25_query, state.query_vector()
     n = max(1, config.recall.recall_candidates // 2)
     upper: dict[str, float] = {}
@@ -136,7 +136,7 @@ def propagate_leaves(state: RecallState, selection: LeafSelection, top_k: int
         cands = with_routed(store, config, selection, routed, query_vec, user_id)
     nodes, parent = store.lineage(user_id, list(cands), 5)
     # a routed leaf from after the question never becomes a candidate
-    cands = {i: c for i, c in cands.items() if i in nodes and nodes[i].span_start <= question_time}
+    cands = {i: c for i, c in cands.items() if i in nodes and not state.unseen(nodes[i])}
     n_children = {i: len(x.child_ids) for i, x in nodes.items()}
     local = {**{i: v for i, v in upper.items() if i in nodes}, **max_normalise({i: c.fused for i, c in cands.items()})}
     total = propagate_relevance(local, parent, n_children, direction_of(config), config.recall.propagation_hops,

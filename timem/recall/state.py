@@ -17,6 +17,7 @@ import numpy as np
 from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.llm.protocol import LLMClient
+from timem.models import MemoryNode
 from timem.store.ports import MemoryStore
 
 
@@ -37,6 +38,8 @@ class RecallState:
         masked: ``(text, unit embedding)`` of the question with names masked, when the centroid planner embedded
             it (:func:`timem.recall.planner.mask_names`), so that leaf selection need not embed it again.
         notes: what the stages noted for the recall trace (fallbacks, channel sizes), in order.
+        exclude_turns: turn ids whose L1 segments are never recalled: in a chat, the message being answered
+            (stored before it is answered, it was recalled as its own memory).
     """
 
     store: MemoryStore
@@ -50,6 +53,13 @@ class RecallState:
     query_vec: np.ndarray | None = None
     masked: tuple[str, np.ndarray] | None = None
     notes: list[str] = field(default_factory=list)
+    exclude_turns: frozenset[str] = frozenset()
+
+    def unseen(self, node: MemoryNode) -> bool:
+        """Whether ``node`` may not be recalled for this question: it starts after the question time, or it is an
+        L1 segment of the excluded turns only (:attr:`exclude_turns`)."""
+        return node.span_start > self.question_time or (
+            bool(self.exclude_turns) and node.level == 1 and set(node.source_turn_ids) <= self.exclude_turns)
 
     def query_vector(self) -> np.ndarray:
         """The question's embedding ``(dim,)``, computed on first use.
