@@ -183,6 +183,8 @@ def test_a_chat_message_that_asks_nothing_is_acknowledged_not_answered_dont_know
     for message, example in (("Thanks a lot!", "You're welcome, Zed!"), ("Good night", "Goodbye, Zed!"),
                              ("ok", "Great, Zed!"), ("谢谢！", "不客气，Zed！"), ("你好", "Zed，你好！")):
         assert f'for example "{example}"' in answer.build_messages(message, "", T0, asker="Zed")[1].content, message
+    _, me = answer.build_messages("Hi!", "", T0, asker="me")  # a trial: "Hi me!" for the studio's user "me"
+    assert 'Reply (a few words to them, for example "Hi!")' in me.content
     _, zh = answer.build_messages("我养了一只猫。", "", T0, asker="Zed")  # v10: not 'You said "我养了一只猫。"'
     assert '(The message is in Chinese: reply in Chinese, to them as "你".)' in zh.content
     q_system, question = answer.build_messages("What is my cat's name", "", T0, asker="Zed")  # no "?": still asks

@@ -109,7 +109,8 @@ def test_a_body_that_is_not_utf8_is_400_saying_so(svc, body, says):
     assert stored(svc) == before
 
 
-RULE = "use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+RULE = ("use 1-128 ASCII letters (a-z, A-Z; no accents, no Chinese), digits, '.', '_' or '-', starting with a letter "
+        "or digit")
 COLON = "':' is refused: it separates the parts of a turn id (user:session:seq)"
 
 
@@ -154,3 +155,37 @@ def test_unclear_errors_found_by_a_trial_now_say_what_to_send(svc):
     assert "has no body" in err, err  # was "request: Field required"
     err = one_line(svc.post("/v1/users/mia/turns", json={"session_id": "s9", "event_time": AT, "message": "a\u0000b"}))
     assert "field 'message'" in err and "'text'" not in err, err  # the request's field, not the stored turn's
+
+
+def test_a_chunked_body_past_the_limit_is_413_before_it_is_read_whole(svc):
+    """A new-user trial: with ``Transfer-Encoding: chunked`` (no Content-Length) a 60 MB body was read and parsed
+    in full, and refused only on the message's length; a body of one known size was refused at once."""
+    def chunks(n: int):
+        yield b'{"session_id": "s9", "event_time": "' + AT.encode() + b'", "message": "'
+        for _ in range(n):
+            yield b"a" * 65536
+        yield b'"}'
+
+    r = svc.post("/v1/users/mia/turns", content=chunks(960), headers={"Content-Type": "application/json"})
+    assert r.status_code == 413 and "larger than" in r.json()["error"], r.text
+    small = svc.post("/v1/users/mia/turns", content=chunks(0), headers={"Content-Type": "application/json"})
+    assert small.status_code == 422 and "message" in small.text, small.text  # read whole, then the empty message
+    fine = svc.post("/v1/users/mia/turns", content=(b for b in [b'{"session_id": "s9", "event_time": "',
+                                                                 AT.encode(), b'", "message": "chunked hello"}']),
+                    headers={"Content-Type": "application/json"})
+    assert fine.status_code == 200, fine.text
+
+
+def test_forget_says_what_to_send_and_confirm_is_a_real_boolean(svc):
+    """A new-user trial: ``{"text": ""}`` was told "give either text or item_ids, not both", and
+    ``"confirm": "yes"`` was taken as true and forgot."""
+    err = one_line(svc.post("/v1/users/mia/forget", json={"text": ""}))
+    assert "not both" not in err and "give text" in err and "item_ids" in err, err
+    err = one_line(svc.post("/v1/users/mia/forget", json={"text": "cat", "confirm": "yes"}))
+    assert "confirm" in err, err
+    assert "Pixel" in svc.post("/v1/users/mia/recall", json={"query": "my grey cat", "persist": False}).text
+    for flag in ("consolidate", "persist"):  # every boolean of a request body: true or false, nothing else
+        body = {"session_id": "s9", "event_time": AT, "message": "hi", flag: "no"} if flag == "consolidate" else \
+            {"query": "cat", flag: "no"}
+        path = "/v1/users/mia/turns" if flag == "consolidate" else "/v1/users/mia/recall"
+        assert flag in one_line(svc.post(path, json=body))

@@ -124,7 +124,7 @@ def test_mcp_refuses_bad_session_ids_and_limits(tmp_path):
         assert result.is_error, (key, result.content)
         text = result.content[0].text
         assert needle in text and "\n" not in text, (key, text)
-    assert "is not valid: use 1-128 letters" in out["sid a/b"].content[0].text  # the HTTP service's words
+    assert "is not valid: use 1-128 ASCII letters" in out["sid a/b"].content[0].text  # the HTTP service's words
     assert "'/' is refused" in out["sid a/b"].content[0].text
     assert "1-500" in out["limit -1"].content[0].text
     assert len(out["one"]) == 1 and any("Pixel" in m["content"] for m in out["list"])

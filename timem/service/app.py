@@ -86,8 +86,16 @@ def create_app(engine_factory: Callable[[], MemoryEngine] | Config, keys: KeyFil
                 return _error(STATUS[AuthError], str(AuthError(NO_KEY)))
             request.state.tenant = Tenant(tenant)
             limit = 4 * request.app.state.service.max_text + 64 * 1024
+            too_big = f"the request body is larger than {limit} bytes; send shorter texts"
             if int(request.headers.get("content-length") or 0) > limit:
-                return _error(413, f"the request body is larger than {limit} bytes; send shorter texts")
+                return _error(413, too_big)
+            if "content-length" not in request.headers and request.method in ("POST", "PUT", "PATCH"):
+                body = bytearray()  # chunked: read up to the limit, never the whole of an endless body
+                async for chunk in request.stream():
+                    body += chunk
+                    if len(body) > limit:
+                        return _error(413, too_big)
+                request._body = bytes(body)  # Starlette's cached body: the route reads it again from here
         return await call_next(request)
 
     app.include_router(routes_writes.router)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from timem.config import Config
 from timem.models import MemoryItem, MemoryNode, SessionInfo, Turn
@@ -24,7 +24,8 @@ IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"
 ITEM_ID_PATTERN = r"^item-[0-9a-f]{16}$"
 #: what each pattern above allows, in words: a request that breaks one is told this, never the regex
 PATTERN_RULES = {
-    ID_PATTERN: "use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit",
+    ID_PATTERN: "use 1-128 ASCII letters (a-z, A-Z; no accents, no Chinese), digits, '.', '_' or '-', starting with "
+                "a letter or digit",
     IDEMPOTENCY_KEY_PATTERN: "use 1-255 printable ASCII characters without spaces (a UUID is the usual choice)",
     ITEM_ID_PATTERN: "use an item id as the item routes show it: 'item-' and 16 hex digits",
 }
@@ -79,12 +80,12 @@ class TurnsIn(_In):
     #: the person's name on their turns and facts; default: the user id (as the studio names them)
     user_name: str | None = Field(default=None, min_length=1, max_length=100)
     assistant_name: str = Field(default="Assistant", min_length=1, max_length=100)
-    consolidate: bool = True
+    consolidate: StrictBool = True
     idempotency_key: str | None = Field(default=None, pattern=IDEMPOTENCY_KEY_PATTERN)
 
 
 class ConsolidateIn(_In):
-    flush: bool = False  #: close every open window (session, day, week, month), not only the due ones
+    flush: StrictBool = False  #: close every open window (session, day, week, month), not only the due ones
 
 
 class RecallIn(_In):
@@ -93,7 +94,7 @@ class RecallIn(_In):
     complexity: Literal["simple", "hybrid", "complex"] | None = None
     gate: Literal["score", "off", "llm"] | None = None
     planner: Literal["llm", "centroid"] | None = None  #: default: the service's configured planner
-    persist: bool = True  #: false: the trace is returned but not stored (a comparison run)
+    persist: StrictBool = True  #: false: the trace is returned but not stored (a comparison run)
     #: per-request recall settings (default: the service's): semantic weight, leaf top k, token budget, and
     #: level quotas per complexity (``{"simple": {"1": 20, "2": 4}, ...}``)
     recall_lambda: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -125,11 +126,11 @@ class ChatIn(_In):
     #: the person's name on their turns and facts; default: the user id (as the studio names them)
     user_name: str | None = Field(default=None, min_length=1, max_length=100)
     assistant_name: str = Field(default="Assistant", min_length=1, max_length=100)
-    consolidate: bool = True
+    consolidate: StrictBool = True
 
 
 class PinIn(_In):
-    pinned: bool = True  #: false unpins
+    pinned: StrictBool = True  #: false unpins
 
 
 class EditIn(_In):
@@ -141,7 +142,7 @@ class ForgetIn(_In):
     text: str = ""
     #: memory items to forget with the L1 segments they were read from (instead of ``text``)
     item_ids: list[str] = Field(default_factory=list, max_length=500)
-    confirm: bool = False  #: false: only say what would go; true: soft-delete it
+    confirm: StrictBool = False  #: false: only say what would go; true: soft-delete it
 
 
 class ItemOut(BaseModel):

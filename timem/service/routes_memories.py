@@ -122,8 +122,11 @@ def forget(user: UserPath, body: ForgetIn, s: S, t: T) -> ForgetOut:
     """Explicit forgetting: the items and L1 segments that match ``text``; with ``confirm`` they are
     soft-deleted (segments undoable with ``POST .../memories/{id}/restore``), else only listed."""
     s.check_text("text", body.text)
-    if bool(body.text.strip()) == bool(body.item_ids):
+    if body.text.strip() and body.item_ids:
         raise InputError("give either text (what to forget) or item_ids, not both", field="text")
+    if not body.text.strip() and not body.item_ids:
+        raise InputError("give text (what to forget, e.g. \"my cat\") or item_ids (from GET "
+                         f"/v1/users/{user}/items)", field="text")
     what = forget_request(body.text) or body.text
     with s.use() as eng:
         internal = s.require_user(eng, t, user)
