@@ -432,3 +432,17 @@ def test_a_chat_message_is_not_recalled_as_its_own_memory(tmp_path, embedder):
             later = eng.recall("amy", "zorblax", BASE + timedelta(minutes=2), persist=False)
             assert "zorblax" in later.context
         eng.queue.worker.stop()
+
+
+def test_a_reply_that_only_says_dont_know_is_not_recalled(tmp_path, embedder):
+    """A new-user trial: after a restore, "My cat's name is Mochi." was in the context next to the earlier
+    "What is my cat's name? / Assistant: You don't know." and the answer stayed "You don't know."."""
+    with _engine(tmp_path / "timem.duckdb", embedder, online_queue=False) as eng:
+        eng.add_exchange("amy", "s1", "My cat's name is Mochi.", "Lovely name!", BASE)
+        eng.add_exchange("amy", "s1", "What is my cat's name?", "You don't know.", BASE + timedelta(minutes=1))
+        eng.add_exchange("amy", "s1", "I don't know if I should adopt a second cat.", "Take your time.",
+                         BASE + timedelta(minutes=2))
+        res = eng.recall("amy", "What is my cat's name?", BASE + timedelta(minutes=3), persist=False)
+        assert "Mochi" in res.context and "You don't know" not in res.context, res.context
+        assert "second cat" in eng.recall("amy", "Should I adopt a second cat?", BASE + timedelta(minutes=3),
+                                          persist=False).context  # "I don't know if …" says something

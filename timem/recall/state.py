@@ -8,6 +8,7 @@ the notes every stage leaves for the recall trace are collected in one list.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,6 +20,20 @@ from timem.embed.protocol import Embedder
 from timem.llm.protocol import LLMClient
 from timem.models import MemoryNode
 from timem.store.ports import MemoryStore
+
+#: a line that says only that someone does not know ("Assistant: You don't know.", "Assistant: I don't know: nothing
+#: in memory is about this question.", "助手: 我不知道。"); "I don't know if I should move" says something
+_NOTHING_LINE = re.compile(r"^[^:\n]{1,64}:\s*(?:(?:I|You|We)\s+(?:don't|do\s+not|didn't|did\s+not)\s+know"
+                           r"(?:\s*[.!]|\s*[:,;—-]\s.{0,100})?|[我你]不知道(?:[。！]|[：:，,].{0,50})?)\s*$",
+                           re.IGNORECASE)
+
+
+def says_nothing(content: str) -> bool:
+    """Whether an L1 segment's every line after its date line only says that someone does not know: a chat reply
+    "You don't know." carries no memory, and recalled it kept the right answer out after a restore (a new-user
+    trial: a restored "My cat's name is Mochi." still got "You don't know.")."""
+    lines = [x for x in content.splitlines()[1:] if x.strip()]
+    return bool(lines) and all(_NOTHING_LINE.match(x) for x in lines)
 
 
 @dataclass
@@ -56,10 +71,12 @@ class RecallState:
     exclude_turns: frozenset[str] = frozenset()
 
     def unseen(self, node: MemoryNode) -> bool:
-        """Whether ``node`` may not be recalled for this question: it starts after the question time, or it is an
-        L1 segment of the excluded turns only (:attr:`exclude_turns`)."""
-        return node.span_start > self.question_time or (
-            bool(self.exclude_turns) and node.level == 1 and set(node.source_turn_ids) <= self.exclude_turns)
+        """Whether ``node`` may not be recalled for this question: it starts after the question time, it is an
+        L1 segment of the excluded turns only (:attr:`exclude_turns`), or one whose every line says only that
+        someone does not know (:func:`says_nothing`)."""
+        return node.span_start > self.question_time or (node.level == 1 and (
+            (bool(self.exclude_turns) and set(node.source_turn_ids) <= self.exclude_turns)
+            or says_nothing(node.content)))
 
     def query_vector(self) -> np.ndarray:
         """The question's embedding ``(dim,)``, computed on first use.
