@@ -12,25 +12,14 @@
 from __future__ import annotations
 
 import pytest
-from conftest import DATA
+from channel_support import case_engine
 
-from timem.config import load_config
-from timem.datasets import load_dataset
 from timem.engine import MemoryEngine
 from timem.recall.entities import entity_terms, subject_of
-from timem.store import Store
-
-CASES = DATA / "cases" / "channels"
 
 
 def _engine(folder, embedder, case: str, **settings) -> MemoryEngine:
-    cfg = load_config(env={}, db_path=folder / f"{case}.duckdb", llm_backend="none",
-                      consolidation_mode="extractive", cache_dir=folder / "cache", memory_extractor="rules",
-                      memory_items=False, second_hop=0, **settings)
-    eng = MemoryEngine(cfg, Store(cfg.store.db_path, embedder.model_id, embedder.dim), embedder, None)
-    if not eng.store.nodes(level=1):
-        eng.ingest(load_dataset(CASES / f"{case}.jsonl", "jsonl", tz=cfg.time.tz, user_tz=cfg.time.user_tz))
-    return eng
+    return case_engine(folder, embedder, case, second_hop=0, **settings)
 
 
 @pytest.fixture(scope="module")
