@@ -80,8 +80,8 @@ class ForgetPreview:
         """One line per item and segment (for the chat reply and the CLI)."""
         if self.empty:
             return f"Nothing in memory matches {self.text!r}."
-        lines = [f"item {i.id}: {i.label()}" + (" (not named, but said only in a message that goes: it goes too)"
-                                                 if i.id in self.collateral else "") for i in self.items]
+        also = " (also goes: it was said in the same message as what you asked to forget)"
+        lines = [f"item {i.id}: {i.label()}" + (also if i.id in self.collateral else "") for i in self.items]
         lines += [f"segment {n.id}: {' '.join(n.content.split())[:120]}" for n in self.segments]
         lines += [f"holds again: {i.label()} (item {i.id}: the fact that replaced it goes)" for i in self.reopened]
         return "\n".join(lines)
