@@ -602,3 +602,37 @@ def test_an_abbreviation_does_not_end_the_sentence():
     got = {(s.attribute, s.value) for s in extract_statements("I work as a nurse at St. Mary hospital.")}
     assert ("employer", "St. Mary") in got and ("employer", "St") not in got, got
     assert {s.attribute for s in extract_statements("My doctor is Dr. Silva. I live in Porto.")} == {"home city"}
+
+
+REWORDED = [
+    ("s01", "Noa", "I live in Lisbon now.", "2024-03-01T09:00:00"),
+    ("s01", "Noa", "I work as a nurse at the city hospital.", "2024-03-01T09:05:00"),
+    ("s02", "Noa", "I love jazz, it is my favourite music.", "2024-03-02T20:00:00"),
+    ("s02", "Noa", "I'm really into folk music.", "2024-03-02T20:05:00"),
+    ("s03", "Noa", "My hobby is hiking.", "2024-03-03T10:00:00"),
+    ("s03", "Noa", "I hate horror movies.", "2024-03-03T10:05:00"),
+]
+
+
+@pytest.mark.parametrize(("question", "wanted", "unwanted"), [
+    # "living" alone points at the home city; "for a living" at the job
+    ("What do I do for a living?", ["job: nurse"], ["home city"]),
+    ("Where am I living these days?", ["home city: Lisbon"], ["job"]),
+    # every open value of a multi-valued attribute, not only the latest
+    ("What music do I like?", ["likes: jazz", "likes: folk music"], ["dislikes"]),
+    ("What do I enjoy doing in my free time?", ["hobby: hiking"], []),
+    ("Which movies do I hate?", ["dislikes: horror movies"], ["likes: jazz"]),
+    # "like" after a copula asks what a thing is like, not what is liked
+    ("What is the weather like in Lisbon?", [], ["likes:"]),
+])
+def test_reworded_questions_reach_the_item_they_ask_about(tmp_path, store, embedder, question, wanted, unwanted):
+    """Found by trying (issue 27): "What music do I like?" and "What do I do for a living?" recalled no item,
+    and "for a living" pointed at the home city."""
+    eng = _engine(tmp_path, store, embedder)
+    _ingest(eng, tmp_path, "noa", REWORDED)
+    head = _first(eng.recall("noa", question, AT).context)
+    items = [line for line in head.splitlines() if line.startswith("[")]
+    for w in wanted:
+        assert any(w in line for line in items), (question, head)
+    for u in unwanted:
+        assert not any(u in line for line in items), (question, head)

@@ -5,6 +5,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
+#: attributes that hold several values at once: a new value adds to them, only an explicit end closes one (the memory
+#: layer's writer) and recall gives each open value, not only the latest (:mod:`timem.recall.items`)
+MULTI_VALUED = frozenset({"hobby", "likes", "dislikes"})
+
 #: a general word names its kinds: "switched from coffee" ends an espresso
 KINDS_OF: dict[str, tuple[str, ...]] = {
     "coffee": ("espresso", "black coffee", "latte", "cappuccino", "flat white", "americano", "decaf"),

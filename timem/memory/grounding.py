@@ -34,8 +34,6 @@ ATTRIBUTES: dict[str, str] = {
     "birthday": "fact", "drink": "preference", "morning drink": "preference", "diet": "preference",
     "hobby": "preference", "likes": "preference", "dislikes": "preference",
 }
-#: attributes that hold several values at once: a new value adds to them, only an explicit end closes one
-MULTI_VALUED = frozenset({"hobby", "likes", "dislikes"})
 #: a value of one ends the same value of the other ("I love jazz now" ends "dislikes jazz")
 OPPOSITES: dict[str, str] = {"likes": "dislikes", "dislikes": "likes"}
 #: other names the LLM gives an attribute
@@ -141,7 +139,14 @@ def _clause_of(value: str, text: str) -> str | None:
     return None
 
 
+#: "Hiking is my hobby": the capitalised word before the verb is the value, not a person
+_MY_THING = re.compile(r"\bis\s+(?:now\s+)?my\s+(?:new\s+|favou?rite\s+)?(?:thing|hobby|passion|pastime)\b",
+                       re.IGNORECASE)
+
+
 def _about_speaker(clause: str) -> bool:
+    if _MY_THING.search(clause):
+        return True
     if _CJK.search(clause):
         return not _ZH_CLOSE.search(clause)
     return not _THIRD_PERSON.search(clause)

@@ -215,6 +215,8 @@ _HOBBY_LOVE = re.compile(r"\bi\s+(?:really\s+|just\s+)?(?:love|enjoy)\s+(?P<v>[a
                          + _NOT_RUNNING_A_BUSINESS + ")", re.IGNORECASE)
 _HOBBY_THING = re.compile(r"(?:^|,\s*|\band\s+)(?P<v>[a-z][a-z-]{2,20})\s+is\s+(?:now\s+)?my\s+(?:new\s+)?"
                           r"(?:thing|hobby|passion)\b", re.IGNORECASE)
+_HOBBY_MY = re.compile(r"\bmy\s+(?:new\s+|main\s+)?(?:hobby|pastime|passion)\s+is\s+(?:now\s+)?"
+                       r"(?P<v>[a-z][a-z-]{2,20}(?:\s+[a-z][a-z-]{2,20})?)\b", re.IGNORECASE)
 _HOBBY_STOP = re.compile(r"\bi(?:'ve|\s+have)?\s+(?:stopped|quit|gave\s+up|given\s+up)\s+(?P<v>[a-z]{3,20}ing)\b",
                          re.IGNORECASE)
 #: other ways to end a hobby: "no more running (for me)", "I'm done with climbing", "I don't run anymore",
@@ -313,7 +315,8 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
         add("preference", "hobby", m["v"].lower(), replaces=m["v"].lower(), ends_only=True)
     elif (m := _HOBBY_NO_MORE.search(s)) and (g := _gerund(next(x for x in m.groups() if x))) in HOBBIES:
         add("preference", "hobby", g, replaces=g, ends_only=True)
-    for m in (_HOBBY_START.search(s), _HOBBY_LOVE.search(s), _HOBBY_THING.search(s), _ZH_HOBBY.search(s)):
+    for m in (_HOBBY_START.search(s), _HOBBY_LOVE.search(s), _HOBBY_THING.search(s), _HOBBY_MY.search(s),
+              _ZH_HOBBY.search(s)):
         v = next((x for x in (m.groupdict().get(k) for k in ("v", "w", "g")) if x), None) if m else None
         if v and not v.isascii():
             hobby: str | None = v

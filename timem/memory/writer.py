@@ -24,7 +24,7 @@ supersession.
 * **Grounding** (:mod:`timem.memory.grounding`): a statement is applied only when its attribute is in the
   vocabulary, its value is no placeholder and occurs in a first-person clause of its turn that speaks of the
   attribute (a trip is not a move); a refused one is audited ``item-ungrounded`` with the reason.
-* Multi-valued attributes (:data:`timem.memory.grounding.MULTI_VALUED`: hobbies, likes, dislikes) are not
+* Multi-valued attributes (:data:`timem.item_values.MULTI_VALUED`: hobbies, likes, dislikes) are not
   superseded by a new value, only ended ("I stopped running"); a like supersedes the dislike of the same value
   and the other way round (:data:`timem.memory.grounding.OPPOSITES`).
 
@@ -40,10 +40,10 @@ from datetime import UTC, datetime, time, timedelta
 from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.errors import LLMError
-from timem.item_values import mentions, normalise
+from timem.item_values import MULTI_VALUED, mentions, normalise
 from timem.llm.protocol import LLMClient
 from timem.memory.forget import forget_request
-from timem.memory.grounding import MULTI_VALUED, OPPOSITES, canonical_attribute, check_statement
+from timem.memory.grounding import OPPOSITES, canonical_attribute, check_statement
 from timem.memory.rules import Statement, extract_statements
 from timem.models import Level, MemoryItem, Role, Turn
 from timem.prompts import memory as memory_prompt

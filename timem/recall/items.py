@@ -8,7 +8,8 @@
   none for Chinese); otherwise the cosine alone decides. A question naming a subject ("Where does Caroline
   live?") gets only that subject's items.
 * **As of when**: without a time window in the plan, or with one that reaches the question time, the
-  question is about the present: only the chain's *open* item is given, with what it superseded. When the
+  question is about the present: only the chain's *open* item is given, with what it superseded (each open value
+  of a multi-valued attribute, :data:`timem.item_values.MULTI_VALUED`, best cosine first). When the
   recall planner resolved a window that ended before the question (:mod:`timem.recall.time_window`:
   "in March"), the items valid in that window are given instead, latest statement first.
 * **Decay** (:func:`decay_weight`; only when ``Config.memory.memory_decay_half_life_days`` is set): items below
@@ -27,7 +28,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from timem.config import Config
-from timem.item_values import mentions, normalise
+from timem.item_values import MULTI_VALUED, mentions, normalise
 from timem.models import MemoryItem, TimeSpan
 from timem.recall.state import RecallState
 from timem.store.segmenter import search_text
@@ -41,7 +42,15 @@ ATTRIBUTE_CUES: dict[str, tuple[str, ...]] = {
     "drink": ("drink", "drinks", "drinking", "coffee", "tea", "喝", "饮料", "咖啡", "茶"),
     "morning drink": ("drink", "drinks", "drinking", "morning", "coffee", "tea", "喝", "早上", "咖啡", "茶"),
     "diet": ("eat", "eats", "diet", "food", "meat", "vegetarian", "vegan", "吃", "饮食", "素"),
+    "hobby": ("hobby", "hobbies", "pastime", "free time", "spare time", "for fun", "爱好", "业余"),
+    "likes": ("like", "likes", "love", "loves", "enjoy", "enjoys", "favourite", "favorite", "fan", "喜欢"),
+    "dislikes": ("dislike", "dislikes", "hate", "hates", "don't like", "not like", "不喜欢", "讨厌"),
+    "birthday": ("birthday", "born", "生日"),
+    "hometown": ("hometown", "grew up", "grow up", "老家", "家乡"),
 }
+#: "What is Lisbon like?": "like" after a copula, in a question with no do/does/did, asks what a thing is like
+_LIKE_AS_PREPOSITION = re.compile(r"^(?!.*\b(?:do|does|did|would)\b).*\b(?:is|was|are|were|'s)\b.*\blike\b",
+                                  re.IGNORECASE)
 _STOP = {"i", "me", "my", "you", "your", "do", "does", "did", "is", "are", "was", "what", "where", "who", "the", "a",
          "an", "in", "at", "of", "to", "now", "these", "days", "usually", "still", "and", "or", "how", "when", "we"}
 
@@ -98,8 +107,27 @@ def decay_weight(item: MemoryItem, at: datetime, half_life_days: float) -> float
 
 
 def _words(text: str) -> set[str]:
-    text = search_text(text).lower()
+    """The question's words (lower case, stop words out); "for a living" is one word, so that "living" alone
+    still points at the home city but "What do I do for a living?" at the job."""
+    text = re.sub(r"\bfor a living\b", "for-a-living", search_text(text).lower())
     return {w for w in re.findall(r"[\w'-]+", text) if w not in _STOP}
+
+
+def _names_attribute(query: str, qwords: set[str], attribute: str) -> bool:
+    """Whether the question points at ``attribute`` by one of its :data:`ATTRIBUTE_CUES` (a word of the
+    question, a phrase of it, or a Chinese cue in its text); without cues, by the attribute's own words."""
+    cues = ATTRIBUTE_CUES.get(attribute, tuple(attribute.split()))
+    text = " " + " ".join(re.findall(r"[\w'-]+", search_text(query).lower())) + " "
+    for c in cues:
+        if not c.isascii():
+            hit = c in query
+        elif " " in c:
+            hit = f" {c} " in text
+        else:
+            hit = c in qwords
+        if hit and not (c == "like" and _LIKE_AS_PREPOSITION.search(query)):
+            return True
+    return False
 
 
 def _day(dt: datetime | None, config: Config) -> str:
@@ -171,8 +199,7 @@ def recall_items(state: RecallState, window: TimeSpan | None) -> ItemRecall:
     for (_subject, attribute), chain in chains.items():
         chain.sort(key=lambda i: (i.event_time, i.created_at))
         cos = {i.id: float(np.dot(qv, vecs[i.id])) for i in chain}
-        cues = ATTRIBUTE_CUES.get(attribute, tuple(attribute.split()))
-        named = any(c in qwords or (not c.isascii() and c in query) for c in cues) or any(
+        named = _names_attribute(query, qwords, attribute) or any(
             mentions(query, i.value) or normalise(i.value) in qwords for i in chain)
         if not named and max(cos.values()) < config.memory.memory_item_min_cosine:
             continue
@@ -181,6 +208,8 @@ def recall_items(state: RecallState, window: TimeSpan | None) -> ItemRecall:
             picks = [i for i in chain if i.valid_from < window.end and (i.valid_to is None or i.valid_to > window.start)
                      and i.valid_to != i.valid_from]
             picks.sort(key=lambda i: (i.event_time, i.created_at), reverse=True)
+        elif attribute in MULTI_VALUED:  # every value that holds ("What music do I like?": jazz and folk)
+            picks = sorted((i for i in chain if i.is_open), key=lambda i: -cos[i.id])
         else:
             picks = [i for i in chain if i.is_open][-1:]
         for rank_in_chain, item in enumerate(picks):
@@ -194,7 +223,8 @@ def recall_items(state: RecallState, window: TimeSpan | None) -> ItemRecall:
                     out.notes.append(f"item {item.id} ({item.label()}) left out: decay weight {weight:.3f} "
                                      f"< floor {config.memory.memory_decay_floor}")
                     continue
-            score = (max(cos.values()) + (0.5 if named else 0.0)) * (weight if weight is not None else 1.0)
+            fit = cos[item.id] if attribute in MULTI_VALUED else max(cos.values())
+            score = (fit + (0.5 if named else 0.0)) * (weight if weight is not None else 1.0)
             score -= 0.01 * rank_in_chain
             use = ItemUse(item_id=item.id, kind=item.kind, subject=item.subject, attribute=item.attribute,
                           value=item.value, valid_from=item.valid_from, valid_to=item.valid_to,
