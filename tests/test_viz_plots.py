@@ -205,3 +205,20 @@ def test_png_export_or_an_actionable_error():
             mf.figure_png(fig)
     else:
         assert mf.figure_png(fig, width=400, height=300)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_message_and_its_reply_at_one_instant_are_drawn_side_by_side():
+    """A new-user trial: in the studio's chat a message and its reply share one event time, so their L1 bars were
+    drawn on top of each other and only the reply could be clicked."""
+    t = datetime(2024, 7, 1, 9, tzinfo=UTC)
+    t2 = t + timedelta(minutes=2)
+    nodes = [node("m1", 1, t, t), node("r1", 1, t, t), node("m2", 1, t2, t2), node("r2", 1, t2, t2)]
+    df = tl.timeline_frame(nodes, ZoneInfo("UTC"))
+    bars = _l1_bars(tl.timeline_figure(df))
+    assert len(bars) == 4
+    assert all(right - left > timedelta(0) for left, right in bars)
+    ordered = sorted(bars)
+    assert all(a[1] <= b[0] for a, b in zip(ordered, ordered[1:], strict=False))  # none covers another
+    trace = next(t for t in tl.timeline_figure(df).data if t.name == "L1 segment")
+    lefts = dict(zip((c[0] for c in trace.customdata), trace.base, strict=True))
+    assert pd.Timestamp(lefts["m1"]) < pd.Timestamp(lefts["r1"])  # the message first, then its reply

@@ -107,8 +107,10 @@ def bar_extents(starts: Sequence[pd.Timestamp], ends: Sequence[pd.Timestamp],
     """``(left edge, width)`` of the bar of each span ``[starts[i], ends[i]]`` in one lane.
 
     A bar is its span; a span shorter than ``minw`` is widened around its centre towards ``minw``, but by at most
-    :data:`NEIGHBOUR_SHARE` of the gap to the nearest span before it and after it in the lane (spans at the same
-    instant share their place), so that it never reaches its neighbour's bar.
+    :data:`NEIGHBOUR_SHARE` of the gap to the nearest span before it and after it in the lane, so that it never
+    reaches its neighbour's bar. Short spans with the same start and end (a chat message and its reply, written at
+    one instant) split that bar into equal parts side by side, in the order given, so that each can be seen and
+    clicked (they were drawn on top of each other).
     """
     lo = [pd.Timestamp(x) for x in starts]
     hi = [pd.Timestamp(x) for x in ends]
@@ -127,6 +129,16 @@ def bar_extents(starts: Sequence[pd.Timestamp], ends: Sequence[pd.Timestamp],
         if k < len(sorted_starts):
             extra = min(extra, pd.Timedelta(sorted_starts[k] - e).to_pytimedelta() * NEIGHBOUR_SHARE)
         out.append((s - extra, dur + 2 * extra))
+    same: dict[tuple[pd.Timestamp, pd.Timestamp], list[int]] = {}
+    for i, (s, e) in enumerate(zip(lo, hi, strict=True)):
+        if pd.Timedelta(e - s).to_pytimedelta() < minw:
+            same.setdefault((s, e), []).append(i)
+    for group in same.values():
+        if len(group) > 1:
+            left, width = out[group[0]]
+            part = width / len(group)
+            for j, i in enumerate(group):
+                out[i] = (left + part * j, part)
     return out
 
 
