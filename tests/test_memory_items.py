@@ -271,10 +271,15 @@ def test_forget_typed_in_chat_is_answered_and_not_stored(tmp_path, store, embedd
     now = eng.chat_turn("mia", "c3", "Where do I live now?", t0 + timedelta(days=21), user_name="Mia")
     assert "home city: Porto" in _first(now.trace.context)
     n_turns = len(eng.turns("mia"))
-    turn = eng.chat_turn("mia", "c4", "Forget that I live in Porto.", t0 + timedelta(days=22), user_name="Mia")
+    ask = eng.chat_turn("mia", "c4", "Forget that I live in Porto.", t0 + timedelta(days=22), user_name="Mia")
+    assert ask.forgotten is not None and "Porto" in ask.reply and "until you confirm" in ask.reply
+    assert "home city: Porto" in _first(eng.recall("mia", "Where do I live now?", t0 + timedelta(days=22),
+                                                   persist=False).context)  # a preview forgets nothing
+    turn = eng.chat_turn("mia", "c4", "Forget that I live in Porto.", t0 + timedelta(days=22), user_name="Mia",
+                         confirm_forget=True)
     assert turn.forgotten is not None and "Porto" in turn.reply and len(eng.turns("mia")) == n_turns
     assert "Porto" not in eng.recall("mia", "Where do I live now?", t0 + timedelta(days=23), persist=False).context
-    zh = eng.chat_turn("mia", "c5", "忘掉我住在Lisbon", t0 + timedelta(days=24), user_name="Mia")
+    zh = eng.chat_turn("mia", "c5", "忘掉我住在Lisbon", t0 + timedelta(days=24), user_name="Mia", confirm_forget=True)
     assert zh.forgotten is not None and "Lisbon" in zh.reply
 
 

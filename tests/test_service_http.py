@@ -279,3 +279,25 @@ def test_items_list_forget_preview_confirm_and_delete_one(svc):
     assert any("Porto" in m["content"] for m in a.get("/v1/users/lea/memories").json()["memories"])
     assert {i["status"] for i in a.get("/v1/users/lea/items", params={"status": "deleted"}).json()["items"]} \
         == {"deleted"}
+
+
+def test_a_forget_message_in_chat_previews_and_forgets_only_when_confirmed(svc):
+    """A new-user trial: over ``POST …/chat`` "forget that I live in Porto" acted at once, with no preview, and took
+    the job said in the same message ("job: baker") with it. It now previews, names that job as collateral, and
+    forgets only with ``confirm_forget``."""
+    _, _, a, _ = svc
+    _exchange(a, "ines", message="I live in Porto and I work as a baker.", reply="Nice.")
+    before = _snapshot(a, "ines")
+    body = {"session_id": "c2", "event_time": "2024-05-03T09:00:00+00:00", "message": "Forget that I live in Porto."}
+    preview = a.post("/v1/users/ines/chat", json=body)
+    assert preview.status_code == 200, preview.text
+    out = preview.json()
+    assert out["forgotten"]["forgotten"] is False and "Nothing is forgotten until you confirm" in out["reply"]
+    baker = next(i for i in out["forgotten"]["items"] if i["value"] == "baker")
+    assert out["forgotten"]["collateral"] == [baker["id"]] and "also goes" in out["reply"]
+    assert _snapshot(a, "ines") == before  # a preview changes nothing
+    assert {i["value"] for i in a.get("/v1/users/ines/items").json()["items"]} == {"Porto", "baker"}
+    assert a.post("/v1/users/ines/chat", json={**body, "confirm_forget": "yes"}).status_code == 422
+    done = a.post("/v1/users/ines/chat", json={**body, "confirm_forget": True}).json()
+    assert done["forgotten"]["forgotten"] is True and done["reply"].startswith("I forgot:")
+    assert a.get("/v1/users/ines/items").json()["items"] == []

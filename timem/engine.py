@@ -428,10 +428,12 @@ class MemoryEngine:
         return self.chat.write_request(user_id, key)
 
     def chat_turn(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
-                  user_name: str = "User", assistant_name: str = ASSISTANT_NAME, consolidate: bool = True) -> ChatTurn:
+                  user_name: str = "User", assistant_name: str = ASSISTANT_NAME, consolidate: bool = True,
+                  confirm_forget: bool = False) -> ChatTurn:
         """As :meth:`timem.engine_chat.OnlineChat.chat_turn`."""
         return self.chat.chat_turn(user_id, session_id, text, event_time, user_name=user_name,
-                                   assistant_name=assistant_name, consolidate=consolidate)
+                                   assistant_name=assistant_name, consolidate=consolidate,
+                                   confirm_forget=confirm_forget)
 
     def warm_chat(self, user_id: str, user_name: str = "User", *,
                   store_lock: AbstractContextManager[Any] | None = None) -> int | None:

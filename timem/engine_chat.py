@@ -181,7 +181,8 @@ class OnlineChat(EnginePart):
         return self.queue.after_enqueue(user_id) if consolidate else []
 
     def chat_turn(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
-                  user_name: str = "User", assistant_name: str = ASSISTANT_NAME, consolidate: bool = True) -> ChatTurn:
+                  user_name: str = "User", assistant_name: str = ASSISTANT_NAME, consolidate: bool = True,
+                  confirm_forget: bool = False) -> ChatTurn:
         """One chat exchange: store the message, recall and answer it, store the reply, consolidate.
 
         ``consolidate=False`` stores the reply without writing memories, so that the caller can show the
@@ -194,8 +195,10 @@ class OnlineChat(EnginePart):
         question time is ``event_time``; with the embedded model the context budget is at most
         ``Config.recall.local_chat_token_budget``. Memory items decay with ``Config.memory.memory_chat_half_life_days``
         unless ``memory_decay_half_life_days`` is set. A "forget that …" / "忘掉…" message is not answered
-        from memory: what it names is forgotten (:meth:`forget` with ``confirm``), the reply lists it, and
-        neither the message nor the reply is stored (``ChatTurn.forgotten`` holds the preview).
+        from memory: the reply previews what it names, and with ``confirm_forget`` that is forgotten
+        (:meth:`forget` with ``confirm``); without it nothing is (the preview may name a fact said in the same
+        message, which would go too). Neither the message nor the reply is stored (``ChatTurn.forgotten`` holds
+        the preview).
 
         Raises:
             InputError: empty message, naive ``event_time``, or a name that is empty or holds a line break or
@@ -208,7 +211,7 @@ class OnlineChat(EnginePart):
         check_names(user_name=user_name, assistant_name=assistant_name)  # before the message is stored
         what = forget_mod.forget_request(text)
         if what is not None:
-            return self._forget_turn(user_id, session_id, what, event_time)
+            return self._forget_turn(user_id, session_id, what, event_time, confirm_forget)
         asked = self.add_message(user_id, session_id, text, event_time, user_name=user_name)
         chat_config = self.chat_config()
         own = (asked.id,)  # stored first, the message is not a memory of itself
@@ -263,14 +266,18 @@ class OnlineChat(EnginePart):
         at = datetime.now(UTC).astimezone(self.config.time.tz)
         return model.warm(answer_prompt.build_messages("", "", at, pinned=pinned, asker=user_name))
 
-    def _forget_turn(self, user_id: str, session_id: str, what: str, event_time: datetime) -> ChatTurn:
-        """A "forget that …" chat message: soft-delete what matches, answer with what went; the trace is a
-        recall of ``what`` afterwards (not persisted: it shows what is left). Nothing is stored as a turn."""
+    def _forget_turn(self, user_id: str, session_id: str, what: str, event_time: datetime,
+                     confirm: bool) -> ChatTurn:
+        """A "forget that …" chat message: the preview of what matches, soft-deleted with ``confirm``; the trace
+        is a recall of ``what`` afterwards (not persisted: it shows what is left). Nothing is stored as a turn."""
         plan = forget_mod.preview(self.store, user_id, what)
-        if not plan.empty:
+        if plan.empty:
+            reply = plan.describe()
+        elif confirm:
             forget_mod.apply(self.store, self.items.consolidator, plan, actor="chat")
             reply = "I forgot:\n" + plan.describe()
         else:
-            reply = plan.describe()
+            reply = ("This would forget:\n" + plan.describe()
+                     + "\nNothing is forgotten until you confirm.")
         trace = self.recaller.recall(user_id, what, event_time, RecallOptions(persist=False)).trace
         return ChatTurn(session_id=session_id, trace=trace, reply=reply, written=[], forgotten=plan)

@@ -312,7 +312,8 @@ class ServiceClient:
                             trace=RecallTrace.model_validate(out["trace"]))
 
     def chat_turn(self, user_id: str, session_id: str, text: str, event_time: datetime, *,
-                  user_name: str = "User", assistant_name: str = "Assistant", consolidate: bool = True) -> ChatTurn:
+                  user_name: str = "User", assistant_name: str = "Assistant", consolidate: bool = True,
+                  confirm_forget: bool = False) -> ChatTurn:
         """One chat turn answered by the service (``POST …/chat``; :meth:`MemoryEngine.chat_turn`): the message is
         stored, recalled for and answered (without an LLM there: a short note), the reply stored, memories written.
 
@@ -322,7 +323,7 @@ class ServiceClient:
         """
         out = self._call("POST", f"/v1/users/{user_id}/chat", json={
             "session_id": session_id, "event_time": event_time.isoformat(), "message": text, "user_name": user_name,
-            "assistant_name": assistant_name, "consolidate": consolidate})
+            "assistant_name": assistant_name, "consolidate": consolidate, "confirm_forget": confirm_forget})
         forgotten = None
         if out.get("forgotten") is not None:
             forgotten = self._preview(user_id, out["forgotten"])

@@ -127,6 +127,9 @@ class ChatIn(_In):
     user_name: str | None = Field(default=None, min_length=1, max_length=100)
     assistant_name: str = Field(default="Assistant", min_length=1, max_length=100)
     consolidate: StrictBool = True
+    #: a "forget that ..." message forgets only with this; without it the reply and ``forgotten`` preview what
+    #: would go (a fact said in the same message goes too), and nothing is forgotten
+    confirm_forget: StrictBool = False
 
 
 class PinIn(_In):

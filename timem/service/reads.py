@@ -106,18 +106,19 @@ def add_studio_routes(app: FastAPI) -> None:
     def chat(user: UserPath, body: ChatIn, s: S, t: T) -> ChatOut:
         """One chat turn (:meth:`timem.engine.MemoryEngine.chat_turn`): store the message, recall, answer (without
         an LLM: a short note; the trace shows what was recalled), store the reply, consolidate what closed. The
-        first message creates the user. A "forget that ..." message forgets what it names instead (nothing stored).
+        first message creates the user. A "forget that ..." message previews what it names instead, and forgets it
+        with ``"confirm_forget": true`` (nothing stored either way).
         If answering fails the message stays stored: 502 with ``"stage": "answer"``."""
         s.check_text("message", body.message)
         internal = t.internal(user)
         with s.use() as eng:
             turn = eng.chat_turn(internal, body.session_id, body.message, body.event_time,
                                  user_name=body.user_name or user, assistant_name=body.assistant_name,
-                                 consolidate=body.consolidate)
+                                 consolidate=body.consolidate, confirm_forget=body.confirm_forget)
         forgotten = None
         if turn.forgotten is not None:
             plan = turn.forgotten
-            forgotten = ForgetOut(user=user, text=plan.text, forgotten=not plan.empty,
+            forgotten = ForgetOut(user=user, text=plan.text, forgotten=body.confirm_forget and not plan.empty,
                                   items=[ItemOut.of(i) for i in plan.items], segments=[n.id for n in plan.segments],
                                   collateral=sorted(plan.collateral), reopened=[ItemOut.of(i) for i in plan.reopened])
         return ChatOut(user=user, session_id=body.session_id, reply=turn.reply,
