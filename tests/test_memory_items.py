@@ -641,3 +641,32 @@ def test_reworded_questions_reach_the_item_they_ask_about(tmp_path, store, embed
         assert any(w in line for line in items), (question, head)
     for u in unwanted:
         assert not any(u in line for line in items), (question, head)
+
+
+NAMED = [
+    ("s01", "Mia", "I adopted a grey cat called Pixel.", "2024-03-01T09:00:00"),
+    ("s02", "Mia", "Pixel chewed my shoes again.", "2024-03-05T09:00:00"),
+    ("s03", "Mia", "My sister Ana lives in Porto.", "2024-03-06T09:00:00"),
+    ("s04", "Mia", "Ana called me yesterday about her new job.", "2024-03-07T09:00:00"),
+    ("s05", "Mia", "The cat next door is loud.", "2024-03-08T09:00:00"),
+]
+
+
+@pytest.mark.parametrize(("text", "reached", "kept"), [
+    # the thing by its name: what a matched segment called it
+    ("my cat", ["called Pixel", "Pixel chewed", "cat next door"], ["Ana"]),
+    ("my cat Pixel", ["called Pixel", "Pixel chewed"], ["Ana", "cat next door"]),
+    ("my sister", ["sister Ana", "Ana called"], ["Pixel"]),
+    # a statement about the thing reaches that statement only
+    ("that my sister Ana lives in Porto", ["sister Ana"], ["Ana called", "Pixel"]),
+])
+def test_forgetting_a_thing_reaches_the_lines_that_name_it(tmp_path, store, embedder, text, reached, kept):
+    """A new-user trial: "forget my cat" went, but "Pixel chewed my shoes" stayed (it names the cat by its name)."""
+    eng = _engine(tmp_path, store, embedder)
+    _ingest(eng, tmp_path, "mia", NAMED)
+    plan = eng.forget("mia", text)
+    going = " | ".join(n.content for n in plan.segments)
+    for r in reached:
+        assert r in going, (text, going)
+    for k in kept:
+        assert k not in going, (text, going)

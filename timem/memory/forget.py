@@ -7,7 +7,8 @@
   segments that hold those values (their sources, and any segment quoting a value); with no item matched,
   the segments quoting the text itself, or holding every one of its content words (stemmed with NLTK's Porter
   stemmer, scikit-learn's English stopwords left out): "my sister lives in Porto" reaches "My sister Ana lives in
-  Porto", and "my cat" (one content word) every segment that speaks of a cat or cats; the preview lists them
+  Porto", and "my cat" (one content word) every segment that speaks of a cat or cats, and those naming the cat by
+  the name a matched segment gave it ("a grey cat called Pixel" -> "Pixel chewed my shoes"); the preview lists them
   before anything goes. Other items read only from those segments are listed too, since
   they go with them.
 * :func:`apply` soft-deletes them: items ``status = deleted`` (audit ``forget-item``, ids only; the L5 profiles
@@ -104,15 +105,49 @@ def preview(store: MemoryStore, user_id: str, text: str) -> ForgetPreview:
     return _plan(store, user_id, text, items)
 
 
+#: capitalised words that follow a noun without being its name ("my cat I think", "the dog The next day")
+_NOT_NAMES = frozenset({"The", "This", "That", "These", "Those", "And", "But", "So", "Then", "Now", "Today",
+                        "Yesterday", "Tomorrow", "He", "She", "It", "They", "We", "You", "My", "Our", "His", "Her"})
+
+
+def _named_by(noun: str, content: str) -> set[str]:
+    """The names that ``content`` gives a ``noun`` of the request: "a grey cat called Pixel", "my cat Pixel",
+    "my sister, Ana" (English, a capitalised word right after the noun)."""
+    rx = re.compile(rf"\b{re.escape(noun)}s?,?\s+(?:(?:who\s+is\s+|is\s+)?(?:called|named)\s+)?"
+                    r"(?P<name>[A-Z][a-z]{1,20})\b")
+    return {m["name"] for m in rx.finditer(content)} - _NOT_NAMES
+
+
+def _linked(text: str, segments: list[MemoryNode], all_segments: list[MemoryNode]) -> list[MemoryNode]:
+    """The segments that name what ``text`` is about by its name: "forget my cat" and a matched segment saying "a
+    grey cat called Pixel" reach "Pixel chewed my shoes" (a new-user trial: they stayed). Only when the request is
+    that thing and nothing more (its content words are the nouns that were given a name, and the names):
+    "forget that my sister Ana lives in Porto" reaches no other line about Ana."""
+    words = re.findall(r"[A-Za-z][a-z'-]*", text)
+    names = {w for w in words if w[0].isupper() and _stems(w) and w not in _NOT_NAMES}
+    naming = [w.lower() for w in words if w[0].islower() and _stems(w)
+              and any(_named_by(w.lower(), n.content) for n in segments)]
+    names |= {x for w in naming for n in segments for x in _named_by(w, n.content)}
+    if not naming or not _stems(text) <= _stems(" ".join([*naming, *names])):
+        return []
+    rx = re.compile(r"\b(?:" + "|".join(re.escape(x) for x in sorted(names)) + r")\b")
+    chosen = {n.id for n in segments}
+    return [n for n in all_segments if n.id not in chosen and rx.search(n.content)]
+
+
 def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem]) -> ForgetPreview:
     """The preview for ``items`` (possibly none) matched by ``text``: the segments they were read from or that quote
-    one of their values (with no item, the segments quoting ``text`` or holding all its content words), and the
-    other items read only from those segments."""
+    one of their values (with no item, the segments quoting ``text`` or holding all its content words, and those
+    naming it by the name a matched segment gave it: :func:`_linked`), and the other items read only from those
+    segments."""
     probes = [normalise(i.value) for i in items] or [normalise(text)]
     stems = set() if items else _stems(text)
     source_ids = {s for i in items for s in i.source_ids}
-    segments = [n for n in store.nodes(user_id, Level.SEGMENT)
+    every = store.nodes(user_id, Level.SEGMENT)
+    segments = [n for n in every
                 if n.id in source_ids or any(p and mentions(n.content, p) for p in probes) or _covers(n.content, stems)]
+    if not items:
+        segments += _linked(text, segments, every)
     # items read only from those segments go with them (editing.soft_delete): the preview names them too
     seg_ids, chosen = {n.id for n in segments}, {i.id for i in items}
     active = store.items(user_id)
