@@ -46,6 +46,15 @@ AT = datetime(2024, 6, 20, 12, tzinfo=UTC)
     # a question states nothing (a new-user trial: 我现在住在哪个城市？ became "home city: 哪个城市", served as current)
     ("我现在住在哪个城市？", []), ("我住在上海吗？", []), ("我在哪家公司工作？", []), ("Do I live in Lisbon?", []),
     ("I live in Lisbon. Where do you live?", [("home city", "Lisbon")]),
+    # 2026-12-04: the labelled set's last misses
+    ("I don't drink coffee anymore, tea all the way.", [("drink", "tea")]),
+    ("Honestly I drink four coffees a day now.", [("drink", "coffee")]),
+    ("Swimming three mornings a week now.", [("hobby", "swimming")]),
+    ("Cooking every evening for the kids is exhausting.", []),
+    ("My hobby is hiking.", [("hobby", "hiking")]), ("Pottery is my hobby.", [("hobby", "pottery")]),
+    ("我很喜欢爵士乐。", [("likes", "爵士乐")]), ("我是周杰伦的铁杆粉丝。", [("likes", "周杰伦")]),
+    ("我讨厌香菜。", [("dislikes", "香菜")]), ("我姐姐是周杰伦的粉丝。", []), ("我喜欢你。", []),
+    ("我喜欢吃寿司。", [("likes", "寿司")]),
 ])
 def test_rule_extractor_reads_first_person_statements(text, expected):
     assert [(s.attribute, s.value) for s in extract_statements(text)] == expected

@@ -78,12 +78,14 @@ CUES: dict[str, re.Pattern[str]] = {
     "diet": re.compile("|".join(_DIETS) + r"|\beat\b|吃", re.IGNORECASE),
     "hobby": re.compile(r"\b(?:took\s+up|take\s+up|taking\s+up|started|starting|hobby|hobbies|love|enjoy\w*|"
                         r"practi[sc]\w*|play\w*|learn\w*|my\s+thing|into|passion|joined|stopped|gave\s+up|quit|"
-                        r"no\s+more|done\s+with|finished\s+with|through\s+with|anymore|any\s+more|no\s+longer)\b|"
+                        r"no\s+more|done\s+with|finished\s+with|through\s+with|anymore|any\s+more|no\s+longer|"
+                        r"(?:once|twice|times|mornings|evenings|nights|days)\s+(?:a|per|each)\s+week|"
+                        r"every\s+(?:day|morning|evening|weekend))\b|"
                         r"学|爱好|喜欢|开始|迷上|爱上", re.IGNORECASE),
-    "likes": re.compile(r"\b(?:love|like|enjoy|adore|fans?|into)\b|喜欢|爱", re.IGNORECASE),
+    "likes": re.compile(r"\b(?:love|like|enjoy|adore|fans?|into)\b|喜欢|爱|粉丝|迷", re.IGNORECASE),
     "dislikes": re.compile(r"\b(?:dislike|hate|can't\s+stand|cannot\s+stand|don't\s+like|do\s+not\s+like|"
                            r"(?:not|never\s+been)\s+(?:really\s+)?(?:(?:that\s+)?much\s+of\s+)?an?\s+(?:[\w'’-]+\s+){0,3}?"
-                           r"fans?|no\s+fan)\b|讨厌|不喜欢", re.IGNORECASE),
+                           r"fans?|no\s+fan)\b|讨厌|不喜欢|受不了", re.IGNORECASE),
     "name": re.compile(r"\bname\b|\bcall(?:ed)?\s+me\b|\bi'm\b|\bi\s+am\b|叫|名字", re.IGNORECASE),
     "birthday": re.compile(r"\bbirthday\b|\bborn\b|生日|出生", re.IGNORECASE),
 }
@@ -128,7 +130,7 @@ def _occurs(value: str, text: str) -> bool:
         return False
     if _CJK.search(v):
         return v in t
-    return re.search(rf"(?<![\w-]){re.escape(v)}(?![\w-])", t) is not None
+    return re.search(rf"(?<![\w-]){re.escape(v)}(?:s|es)?(?![\w-])", t) is not None  # "four coffees": coffee
 
 
 def _clause_of(value: str, text: str) -> str | None:

@@ -122,13 +122,15 @@ _SWITCH = _p(r"\bi(?:'ve|\s+have)?\s+(?:switched|changed|moved|gone)\s+from\s+{o
 _STOP = _p(r"\bi\s+(?:don't|do\s+not|no\s+longer|never)\s+(?:even\s+)?(?:drink|want|have)\s+{old}"
            r"(?:\s+(?:anymore|any\s+more))?\b", old=_DRINK)
 _ONLY_EN = _p(r"\bonly\s+(?:drink\s+)?{v}\b", v=_DRINK)
+_ALL_THE_WAY = _p(r"\b{v}\s+all\s+the\s+way\b", v=_DRINK)  #: "I don't drink coffee anymore, tea all the way"
 _MORNING = _p(r"\bmy\s+mornings?\s+(?:start|starts|begin|begins)\s+with\s+(?:an?\s+)?"
               r"(?:(?:double|strong|big|hot|cup\s+of)\s+)*{v}\b", v=_DRINK)
 _JOB_AS = re.compile(r"\b(?:a\s+|my\s+)?(?:new\s+)?job\s+as\s+(?:an?\s+)" + _JOB + _END, re.IGNORECASE)
 _JOB_LOST = re.compile(r"\b(?:lost|quit|left)\s+my\s+job\s+as\s+(?:an?\s+)" + _JOB + _END, re.IGNORECASE)
 _GAVE_UP = _p(r"\bi(?:'ve|\s+have)?\s+(?:gave|given|give)\s+up\s+{old}\b", old=_DRINK)
 _DRINK_NOW = _p(r"\bi\s+(?:now\s+|usually\s+|always\s+|only\s+|just\s+|mostly\s+)*"
-                r"(?:drink|have|start\s+my\s+day\s+with)\s+{v}\b(?P<when>[^.!?]*\bmorning)?", v=_DRINK)
+                r"(?:drink|have|start\s+my\s+day\s+with)\s+(?:(?:two|three|four|five|six|several|\d+)\s+"
+                r"(?:cups\s+of\s+)?)?{v}(?:s|es)?\b(?P<when>[^.!?]*\bmorning)?", v=_DRINK)
 _DIET = re.compile(r"\bi(?:'m|\s+am|\s+became|\s+went|'ve\s+become|\s+have\s+become)\s+(?:now\s+|a\s+|fully\s+)*"
                    rf"(?P<v>{'|'.join(DIETS)})\b", re.IGNORECASE)
 _NO_MEAT = re.compile(r"\bi\s+(?:don't|do\s+not|no\s+longer)\s+eat\s+meat\b", re.IGNORECASE)
@@ -190,6 +192,13 @@ _FANS = [(re.compile(who + _FAN_SO + body, re.IGNORECASE), attribute)
 _FAN_RX = frozenset(rx for rx, _ in _FANS)
 _ZH_DIET = re.compile(r"我(?:现在|已经)?(?:开始)?(?:吃素|是素食者|是素食主义者)")
 _ZH_FAV = _p(r"我最喜欢的{a}是{v}" + _ZH_END, a=_ZH_VAL, v=_ZH_VAL)
+_ZH_OFTEN = r"(?:很|非常|特别|真的|也|一直|最近|超)*"
+_ZH_DISLIKE = _p(r"我" + _ZH_OFTEN + r"(?:不喜欢|讨厌|受不了){v}" + _ZH_END, v=_ZH_VAL)  #: 我讨厌香菜
+_ZH_LIKE = _p(r"我" + _ZH_OFTEN + r"(?:喜欢|爱)(?!上){v}" + _ZH_END, v=_ZH_VAL)  #: 我很喜欢爵士乐 (爱上了: a hobby)
+#: no thing liked: a person or a place pointed at ("我喜欢你", "我喜欢这里")
+_ZH_NOT_A_THING = frozenset("你 您 他 她 它 你们 他们 她们 它们 这 那 这里 那里 这儿 那儿 "
+                            "这个 那个 这样 那样 这些 那些 自己 大家".split())
+_ZH_FAN = _p(r"我(?:也|一直)?是{v}的(?:铁杆|忠实|超级|老)?(?:粉丝|歌迷|影迷|球迷|书迷)", v=_ZH_VAL)  #: 我是周杰伦的粉丝
 #: activities the hobby patterns know (English); other words after "I love …" / "I started …" are no hobby
 #: ("I started working", "I love caring for them"): on LoCoMo dev such words made 5 false hobbies of 7
 HOBBIES = frozenset("""
@@ -217,6 +226,11 @@ _HOBBY_THING = re.compile(r"(?:^|,\s*|\band\s+)(?P<v>[a-z][a-z-]{2,20})\s+is\s+(
                           r"(?:thing|hobby|passion)\b", re.IGNORECASE)
 _HOBBY_MY = re.compile(r"\bmy\s+(?:new\s+|main\s+)?(?:hobby|pastime|passion)\s+is\s+(?:now\s+)?"
                        r"(?P<v>[a-z][a-z-]{2,20}(?:\s+[a-z][a-z-]{2,20})?)\b", re.IGNORECASE)
+#: how often, after an activity: "Swimming three mornings a week now" (no subject: hobby-03 of the labelled set)
+_OFTEN = (r"(?:once|twice|(?:\w+\s+)?(?:times|mornings|evenings|nights|days))\s+(?:a|per|each)\s+week"
+          r"|every\s+(?:day|morning|evening|weekend)")
+_HOBBY_HABIT = re.compile(rf"^(?P<v>[A-Za-z]{{3,20}}ing)\s+(?:{_OFTEN})\b"  # not a chore done for others
+                          r"(?![^.!?]*\bfor\s+(?:the|my|our|his|her|their)\b)", re.IGNORECASE)
 _HOBBY_STOP = re.compile(r"\bi(?:'ve|\s+have)?\s+(?:stopped|quit|gave\s+up|given\s+up)\s+(?P<v>[a-z]{3,20}ing)\b",
                          re.IGNORECASE)
 #: other ways to end a hobby: "no more running (for me)", "I'm done with climbing", "I don't run anymore",
@@ -296,10 +310,10 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
         add("preference", attr, m["new"], replaces=m["old"].lower())
     else:
         stop = _STOP.search(s) or _GAVE_UP.search(s) or _ZH_STOP.search(s)
-        new = (_ZH_ONLY.search(s) or _ONLY_EN.search(s) or _MORNING.search(s)
+        new = (_ZH_ONLY.search(s) or _ONLY_EN.search(s) or _ALL_THE_WAY.search(s) or _MORNING.search(s)
                or (_DRINK_NOW.search(s) if not _STOP.search(s) else None))
         if new and (not stop or new["v"].lower() != stop["old"].lower()):
-            add("preference", attr, new["v"], replaces=stop["old"].lower() if stop else None)
+            add("preference", attr, new["v"].lower(), replaces=stop["old"].lower() if stop else None)
         elif stop:
             add("preference", attr, stop["old"], replaces=stop["old"].lower(), ends_only=True)
     if m := _DIET_END.search(s):  # "I'm not vegetarian anymore", "I eat meat again": ends the diet
@@ -316,7 +330,7 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
     elif (m := _HOBBY_NO_MORE.search(s)) and (g := _gerund(next(x for x in m.groups() if x))) in HOBBIES:
         add("preference", "hobby", g, replaces=g, ends_only=True)
     for m in (_HOBBY_START.search(s), _HOBBY_LOVE.search(s), _HOBBY_THING.search(s), _HOBBY_MY.search(s),
-              _ZH_HOBBY.search(s)):
+              _HOBBY_HABIT.search(s), _ZH_HOBBY.search(s)):
         v = next((x for x in (m.groupdict().get(k) for k in ("v", "w", "g")) if x), None) if m else None
         if v and not v.isascii():
             hobby: str | None = v
@@ -337,6 +351,13 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
                 {w.lower() for w in words} & {"is", "are", "was", "were", "be"}):
             add("preference", attribute, " ".join(words if fan else (w.lower() for w in words)))  # fan: "Beatles"
             break
+    if not any(x.attribute in ("likes", "dislikes") for x in out):
+        for rx, attribute in ((_ZH_DISLIKE, "dislikes"), (_ZH_FAN, "likes"), (_ZH_LIKE, "likes")):
+            if m := rx.search(s):
+                v = re.sub(r"^[吃喝看听玩去](?=.)", "", m["v"])  # 我喜欢听爵士乐: 爵士乐
+                if v not in _ZH_NOT_A_THING:
+                    add("preference", attribute, v)
+                break
     if m := (_FAV.search(s) or _ZH_FAV.search(s)):
         add("preference", f"favourite {_clean(m['a']).lower()}", m["v"])
     if m := _MY.search(s):
