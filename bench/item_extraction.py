@@ -200,6 +200,10 @@ def rule_runs(rows: list[dict]) -> dict[str, list[list[Extracted]]]:
     return runs
 
 
+#: the heading of the hand-written notes at the end of ``--out``, kept across re-runs
+NOTES_HEADING = "## What the tables do not show"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--llm", action="store_true", help="also score the embedded model (minutes)")
@@ -225,7 +229,10 @@ def main() -> None:
         lines += table(f"The statements the embedded model was asked ({len(asked)} of {len(rows)})", asked, runs)
         lines += [f"The embedded model took {seconds:.0f} s for these {len(asked)} statements, one statement a call "
                   "(a one-turn session), on a machine shared with other jobs (load average 6-11).", ""]
-    args.out.write_text("\n".join(lines))
+    notes = NOTES_HEADING in args.out.read_text(encoding="utf-8") if args.out.exists() else False
+    if notes:  # the hand-written notes after the tables are kept (a re-run rewrote them away)
+        lines += [NOTES_HEADING + args.out.read_text(encoding="utf-8").split(NOTES_HEADING, 1)[1].rstrip("\n")]
+    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 
 
