@@ -166,10 +166,14 @@ def _line(item: MemoryItem, history: list[MemoryItem], config: Config, by: Memor
 def _as_of(items: list[MemoryItem], question_time: datetime) -> list[MemoryItem]:
     """The items as they stood at ``question_time`` (UTC-aware): those stated by then (``event_time``), and a
     supersession or correction stated later undone (``valid_to`` and ``superseded_by`` cleared), so that
-    nothing said after the question reaches its context (issue 15 #7)."""
+    nothing said after the question reaches its context (issue 15 #7). An end stated later ("I eat meat again",
+    no successor: ``valid_to`` is when it was said) is undone too: asked before it, the diet held."""
     known = {i.id for i in items if i.event_time <= question_time}
-    return [i if not i.superseded_by or i.superseded_by in known
-            else i.model_copy(update={"valid_to": None, "superseded_by": None})
+
+    def as_stored(i: MemoryItem) -> bool:
+        return i.superseded_by in known if i.superseded_by else i.valid_to is None or i.valid_to <= question_time
+
+    return [i if as_stored(i) else i.model_copy(update={"valid_to": None, "superseded_by": None})
             for i in items if i.id in known]
 
 
