@@ -7,7 +7,7 @@ import streamlit as st
 
 from timem.errors import TimemError
 from timem.ui import state
-from timem.ui.feedback import show_flashes
+from timem.ui.feedback import plural, show_flashes
 from timem.viz import manifold as mf
 
 LABEL_NAMES = {"user_id": "users", "session_id": "sessions", "month": "months"}
@@ -60,7 +60,8 @@ def render() -> None:
     if len(X) == 0:
         st.info("These users have no memories at these levels.")
         return
-    with st.spinner(f"UMAP of {len(X)} memories … (the first projection in a process compiles numba, ~20 s)"):
+    with st.spinner(f"UMAP of {plural(len(X), 'memory', 'memories')} … (the first projection in a process compiles "
+                    "numba, ~20 s)"):
         coords = _projection(tuple(meta["id"]), X, n_neighbors, min_dist)
     if len(X) < 4:
         st.caption("Fewer than 4 memories: showing the first two principal components instead of UMAP.")

@@ -80,7 +80,7 @@ def render() -> None:
     nodes = filter_nodes(all_nodes, text=text, levels=levels, models=picked_models, start=start, end=end)
     # by start, a container before what it contains (month, week, day, session, segment); stable otherwise
     nodes = sorted(nodes, key=lambda n: (n.span_start, -int(n.level)))
-    st.caption(f"{len(nodes)} of {len(all_nodes)} {status} memories")
+    st.caption(f"{len(nodes)} of {plural(len(all_nodes), f'{status} memory', f'{status} memories')}")
     st.dataframe(_table(nodes, ctx.tz), hide_index=True, key="mem_table",
                  column_config={"content": st.column_config.TextColumn(width="large")})
     by_id = {n.id: n for n in nodes}

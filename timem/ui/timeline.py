@@ -10,7 +10,7 @@ import streamlit as st
 from timem.models import MemoryNode
 from timem.tree.order import conversation_key
 from timem.ui import state
-from timem.ui.feedback import show_flashes
+from timem.ui.feedback import plural, show_flashes
 from timem.viz import timeline as tl
 
 NODE_KEY = "tl_node"
@@ -38,7 +38,7 @@ def render() -> None:
         return
     df = tl.timeline_frame(nodes, ctx.tz)
     shown, until = _filters(df)
-    st.caption(f"{len(shown)} of {len(df)} memories · times in {ctx.config.time.timezone} · "
+    st.caption(f"{len(shown)} of {plural(len(df), 'memory', 'memories')} · times in {ctx.config.time.timezone} · "
                "click a bar (or pick below) to inspect it")
     fig = tl.timeline_figure(shown, links=st.session_state.get("tl_links", True),
                              selected=st.session_state.get(NODE_KEY))

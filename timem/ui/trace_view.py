@@ -7,6 +7,7 @@ import streamlit as st
 
 from timem.models import MemoryNode
 from timem.recall.trace import RecallTrace
+from timem.ui.feedback import plural
 from timem.ui.state import StudioContext
 from timem.viz import trace_tables as tt
 
@@ -78,7 +79,8 @@ def render_trace(ctx: StudioContext, trace: RecallTrace, *, key: str, compact: b
                 "superseded": "; ".join(_was(s, ctx) for s in u.superseded),
                 "cosine": u.cosine, "decay": u.decay, "id": u.item_id} for u in trace.items]),
                 hide_index=True, key=f"{key}_items")
-        st.caption(f"Mem Len: {trace.context_tokens} tokens (cl100k), {len(trace.node_ids)} memories")
+        used = plural(len(trace.node_ids), "memory", "memories")
+        st.caption(f"Mem Len: {trace.context_tokens} tokens (cl100k), {used}")
         st.code(trace.context or "(empty context)", language=None, wrap_lines=True)
         if trace.answer:
             st.markdown(f"**Answer**: {trace.answer}")
