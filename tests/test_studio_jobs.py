@@ -161,3 +161,63 @@ def test_a_chat_answer_is_shown_before_the_llm_consolidates_the_day_it_closed(ga
     gate.set()
     assert job.join(120) and not job.error, job.error
     assert eng.nodes("me", int(Level.DAY))  # day 1's memory, written after the answer was shown
+
+
+@pytest.fixture()
+def endpoint_extractive(tmp_path, embedder):
+    """An empty store in extractive mode whose LLM is an OpenAI-compatible endpoint (scripted), so that the memory
+    items are read by the LLM (``memory_extractor = "auto"``), each call waiting for ``gate``."""
+    from timem.config import load_config
+    from timem.engine import MemoryEngine
+    from timem.store import Store
+
+    gate = threading.Event()
+    calls: list[tuple[str, bool]] = []  #: (thread name, whether it was a memory-items call)
+
+    def answer(request):
+        calls.append((threading.current_thread().name,
+                      "items" in (request.json_schema or {}).get("properties", {})))
+        assert gate.wait(120), "the test never opened the gate"
+        return studio_answer(request)
+
+    cfg = load_config(env={}, db_path=tmp_path / "endpoint.duckdb", llm_backend="none",
+                      consolidation_mode="extractive").with_overrides(llm_backend="openai")
+    store = Store(cfg.store.db_path, embedder.model_id, embedder.dim)
+    eng = MemoryEngine(cfg, store, embedder, LLM(ScriptedBackend(answer, model_id="scripted-endpoint"), store))
+    yield eng, gate, calls
+    gate.set()
+    job = jobs.current_job(eng)
+    if job is not None:
+        job.join(120)
+    eng.close()
+
+
+def test_an_extractive_import_reads_items_with_the_llm_in_the_background_and_can_be_cancelled(endpoint_extractive):
+    """Issue 27 #7: in extractive mode the sidebar's import ran the LLM's memory-item extraction in the foreground
+    (385 s for the demo with the embedded model, no Cancel). It runs in the background job now."""
+    eng, gate, calls = endpoint_extractive
+    assert eng.items_use_llm and jobs.slow_consolidation(eng)
+    at = _app(eng)
+    at.button(key="sb_imp_go").click().run()  # returns with L1 written and no model call made
+    assert not at.exception, at.exception
+    job = jobs.busy(eng)
+    assert job is not None and job.user_ids == [DEMO_USER]
+    assert {int(n.level) for n in eng.nodes(DEMO_USER)} == {1} and not eng.memory_items(DEMO_USER)
+    _wait_for_call(calls)
+    assert calls[0][1] and calls[0][0].startswith("timem-job-"), calls  # the job's thread asks for the items
+    sessions = len(eng.store.sessions(DEMO_USER))
+    assert "memory items" in job.stage and (job.done_items, job.total) == (0, sessions), (job.stage, job.total)
+    at.run()  # the sidebar shows that stage, the chat waits
+    assert not at.exception, at.exception
+    assert at.chat_input[0].disabled and any("running in the background" in i.value for i in at.info)
+    assert any("memory items" in p.proto.text for p in at.get("progress")), [p.proto.text for p in at.get("progress")]
+
+    at.button(key="sb_job_cancel").click().run()  # stops between two sessions, not after all of them
+    gate.set()
+    assert job.join(120) and job.cancelled, job.summary()
+    assert [c for c in calls if c[1]] == [calls[0]], calls
+    assert all(name.startswith("timem-job-") for name, _ in calls), calls  # no LLM call in the page's thread
+    read = eng.memory_items(DEMO_USER)
+    eng.consolidate(DEMO_USER, flush=True)  # the sessions not read stay due: the next write reads them, once each
+    assert len([c for c in calls if c[1]]) == sessions
+    assert len(eng.memory_items(DEMO_USER)) > len(read)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from timem import editing
-from timem.consolidation.consolidator import Consolidator
+from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
 from timem.engine_reads import EngineCore, EnginePart, StoreReads
 from timem.errors import ConfigError
 from timem.memory import forget as forget_mod
@@ -26,11 +26,13 @@ class MemoryItems(EnginePart):
         #: per user, the failures of the last memory-item extraction (``(session id, error)``; also audited)
         self.extraction_failures: dict[str, list[tuple[str, str]]] = {}
 
-    def extract_items(self, user_ids: Sequence[str], *, with_llm: bool = True) -> dict[str, ExtractionReport]:
+    def extract_items(self, user_ids: Sequence[str], *, with_llm: bool = True,
+                      progress: Progress = _no_progress) -> dict[str, ExtractionReport]:
         """Read the users' new L1 segments (rules) or closed sessions (LLM) into memory items, with merge and
         supersession (:mod:`timem.memory.writer`); nothing when ``Config.memory.memory_items`` is off.
         ``with_llm=False`` defers LLM extraction (an L1-only ingest makes no LLM call). Failed LLM sessions are
-        audited and kept in :attr:`extraction_failures` (they are tried again on the next write).
+        audited and kept in :attr:`extraction_failures` (they are tried again on the next write). ``progress``
+        wraps the LLM's sessions (:meth:`timem.memory.writer.ItemWriter.extract`).
 
         Raises:
             ConfigError: ``memory_extractor = "llm"`` but no LLM is configured.
@@ -44,7 +46,7 @@ class MemoryItems(EnginePart):
         for uid in user_ids:
             if self.item_writer.mode == "llm" and not with_llm:
                 continue
-            out[uid] = self.item_writer.extract(uid)
+            out[uid] = self.item_writer.extract(uid, progress)
             self.extraction_failures[uid] = out[uid].failures
         return out
 

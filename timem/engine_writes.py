@@ -146,7 +146,8 @@ class MemoryWrites(EnginePart):
     def _consolidate(self, user_id: str, read: set[str], **kw: Any) -> list[MemoryNode]:
         """:meth:`Consolidator.consolidate`, with the memory items read between L1 and L2-L5 so that an L5
         profile lists the items that hold at its window's end (:mod:`timem.consolidation.profile_facts`); ``user_id`` is
-        added to ``read`` once they are (the caller's :meth:`_extract_rest` then skips it).
+        added to ``read`` before they are (the caller's :meth:`_extract_rest` then skips it, also after a cancel
+        between two LLM sessions: ``kw["progress"]`` wraps them too).
 
         Raises:
             ConsolidationIncomplete: as the consolidator; ``.written`` includes the L1 nodes of the first pass.
@@ -154,8 +155,8 @@ class MemoryWrites(EnginePart):
         if not (self.config.memory.memory_items and kw.get("upper_levels", True)):
             return self.consolidator.consolidate(user_id, **kw)
         first = self.consolidator.consolidate(user_id, **{**kw, "upper_levels": False})
-        self.items.extract_items([user_id])
-        read.add(user_id)
+        read.add(user_id)  # read once in this write, also when it stops (a cancel): the rest stay due
+        self.items.extract_items([user_id], progress=kw.get("progress", _no_progress))
         try:
             return first + self.consolidator.consolidate(user_id, **kw)
         except ConsolidationIncomplete as exc:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
 
 from timem.config import Config
+from timem.consolidation.consolidator import Progress, _no_progress
 from timem.embed.protocol import Embedder
 from timem.errors import LLMError
 from timem.item_values import MULTI_VALUED, mentions, normalise
@@ -98,8 +99,10 @@ class ItemWriter:
             return "rules"
         return "llm"
 
-    def extract(self, user_id: str) -> ExtractionReport:
-        """Read every not yet read unit of ``user_id`` (see the module doc); returns the report.
+    def extract(self, user_id: str, progress: Progress = _no_progress) -> ExtractionReport:
+        """Read every not yet read unit of ``user_id`` (see the module doc); returns the report. ``progress`` wraps
+        the LLM's sessions (one call each), so that the studio's background job shows them and can stop between
+        two (the sessions not yet read stay due); the rules take seconds and are not wrapped.
 
         Raises:
             ConfigError: ``memory_extractor = "llm"`` without an LLM (via :attr:`mode` it falls back only
@@ -109,7 +112,7 @@ class ItemWriter:
         if self.mode == "rules":
             self._extract_rules(user_id, report)
         else:
-            self._extract_llm(user_id, report)
+            self._extract_llm(user_id, report, progress)
         return report
 
     # ------------------------------------------------------------------ rules
@@ -143,7 +146,7 @@ class ItemWriter:
             report.units += 1
 
     # ------------------------------------------------------------------ LLM
-    def _extract_llm(self, user_id: str, report: ExtractionReport) -> None:
+    def _extract_llm(self, user_id: str, report: ExtractionReport, progress: Progress) -> None:
         assert self.llm is not None
         sessions = self.store.sessions(user_id)
         if not sessions:
@@ -152,10 +155,10 @@ class ItemWriter:
         watermark = max(s.last_event_at for s in sessions)
         idle = timedelta(minutes=self.config.time.session_idle_timeout_minutes)
         segs = self.store.nodes(user_id, Level.SEGMENT)
-        for s in sorted(sessions, key=lambda s: s.started_at):
+        todo = [s for s in sorted(sessions, key=lambda s: s.started_at)
+                if f"session:{s.session_id}" not in done and session_closed(s, sessions, watermark, idle)]
+        for s in progress(todo, "memory items (LLM)", len(todo)):
             unit = f"session:{s.session_id}"
-            if unit in done or not session_closed(s, sessions, watermark, idle):
-                continue
             turns = self._person_turns(user_id, self.store.turns(user_id, s.session_id))
             seg_of = {tid: n.id for n in segs if n.session_id == s.session_id for tid in n.source_turn_ids}
             turns = [t for t in turns if t.id in seg_of]  # a turn without an active segment is not read
