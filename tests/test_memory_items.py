@@ -666,6 +666,9 @@ NAMED = [
     ("my cat", ["called Pixel", "Pixel chewed", "cat next door"], ["Ana"]),
     ("my cat Pixel", ["called Pixel", "Pixel chewed"], ["Ana", "cat next door"]),
     ("my sister", ["sister Ana", "Ana called"], ["Pixel"]),
+    # the request gives the name itself (a new-user trial: it matched nothing, since no line said "called")
+    ("that I have a cat called Pixel", ["called Pixel", "Pixel chewed"], ["Ana", "cat next door"]),
+    ("that I have a sister named Ana", ["sister Ana", "Ana called"], ["Pixel"]),
     # a statement about the thing reaches that statement only
     ("that my sister Ana lives in Porto", ["sister Ana"], ["Ana called", "Pixel"]),
 ])

@@ -118,6 +118,20 @@ def _named_by(noun: str, content: str) -> set[str]:
     return {m["name"] for m in rx.finditer(content)} - _NOT_NAMES
 
 
+#: the stems of the verbs that give a thing its name ("a cat called Pixel", "a dog named Rex")
+_NAMING = frozenset(_stems("called named"))
+
+
+def _request_stems(text: str) -> set[str]:
+    """The content stems of a forget request. When it gives a thing its name ("I have a cat called Pixel"), the
+    naming verb is no content: the request is "my cat Pixel" (a new-user trial: "Forget that I have a cat called
+    Pixel" matched nothing, since no line said "called")."""
+    stems = _stems(text)
+    if any(_named_by(w.lower(), text) for w in re.findall(r"[a-z][a-z'-]*", text)):
+        stems -= _NAMING
+    return stems
+
+
 def _linked(text: str, segments: list[MemoryNode], all_segments: list[MemoryNode]) -> list[MemoryNode]:
     """The segments that name what ``text`` is about by its name: "forget my cat" and a matched segment saying "a
     grey cat called Pixel" reach "Pixel chewed my shoes" (a new-user trial: they stayed). Only when the request is
@@ -128,7 +142,7 @@ def _linked(text: str, segments: list[MemoryNode], all_segments: list[MemoryNode
     naming = [w.lower() for w in words if w[0].islower() and _stems(w)
               and any(_named_by(w.lower(), n.content) for n in segments)]
     names |= {x for w in naming for n in segments for x in _named_by(w, n.content)}
-    if not naming or not _stems(text) <= _stems(" ".join([*naming, *names])):
+    if not naming or not _request_stems(text) <= _stems(" ".join([*naming, *names])):
         return []
     rx = re.compile(r"\b(?:" + "|".join(re.escape(x) for x in sorted(names)) + r")\b")
     chosen = {n.id for n in segments}
@@ -141,7 +155,7 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem]) 
     naming it by the name a matched segment gave it: :func:`_linked`), and the other items read only from those
     segments."""
     probes = [normalise(i.value) for i in items] or [normalise(text)]
-    stems = set() if items else _stems(text)
+    stems = set() if items else _request_stems(text)
     source_ids = {s for i in items for s in i.source_ids}
     every = store.nodes(user_id, Level.SEGMENT)
     segments = [n for n in every
