@@ -49,8 +49,9 @@ def test_cjk_question_asks_for_an_answer_in_its_language(question, lang):
            f"English.)\nAnswer:" in user
     # v3: memory-item note, pinned profile, chat asker; v4: one sentence to "you" in chat; v5: chat prefix;
     # v6: memories quoted as data; v7: a note when nothing was recalled; v8: pasted instructions withheld;
-    # v9: a chat message that asks nothing is acknowledged; v10: a greeting's example reply, "你" in Chinese
-    assert answer.PROMPT_VERSION == "answer-v10"
+    # v9: a chat message that asks nothing is acknowledged; v10: a greeting's example reply, "你" in Chinese;
+    # v11: the item note's example is a pattern, not "Mia's home city: Porto"
+    assert answer.PROMPT_VERSION == "answer-v11"
 
 
 def test_a_chat_answer_has_the_same_system_message_on_every_turn():

@@ -112,3 +112,24 @@ def test_the_local_model_acknowledges_a_first_statement_in_the_chat(tmp_path):
         assert "know" not in first.reply.lower() and "Miso" in first.reply, first.reply
         later = mem.chat_turn("zed", "chat-1", "What is my cat's name?", at.replace(minute=5), user_name="Zed")
         assert "Miso" in later.reply, later.reply
+
+
+def test_the_local_model_invents_no_city_once_the_move_is_forgotten(tmp_path):
+    """Issue 27 #5, a new-user trial: after "I just moved to Lisbon" was forgotten, "Which city do I live in now?"
+    recalled off-topic lines that passed the score gate, and the embedded model answered "You live in Porto.". The
+    answer check (:mod:`timem.recall.answer_check`) turns an answer whose names no memory holds into "don't know"."""
+    import timem
+    from timem.datasets import load_dataset
+
+    demo = Path(timem.__file__).parent / "data" / "demo_conversation.jsonl"
+    cache = Path(os.environ.get("TIMEM_CACHE_DIR", Path.home() / ".cache" / "timem"))
+    at = datetime(2024, 6, 18, 21, 0, tzinfo=UTC)
+    with timem.open(tmp_path / "demo.duckdb", llm_backend="local", cache_dir=str(cache),
+                    consolidation_mode="extractive", memory_extractor="rules") as mem:
+        mem.ingest(load_dataset(demo, "jsonl", tz=mem.config.time.tz))
+        gone = mem.forget("demo-mia", "Lisbon", confirm=True)
+        assert gone.segments, "the forget matched nothing"
+        turn = mem.chat_turn("demo-mia", "chat-1", "Which city do I live in now?", at, user_name="Mia")
+        assert turn.trace is not None and "Lisbon" not in turn.trace.context, turn.trace.context
+        for city in ("Lisbon", "Porto", "Shanghai"):
+            assert city not in turn.reply or city in turn.trace.context, (turn.reply, turn.trace.context)

@@ -93,7 +93,10 @@ def test_an_injection_is_withheld_from_every_answer_prompt(engines, name, text, 
         assert_withheld(user.content, target)
         if name != "chinese":  # the English fact is not recalled for the Chinese question
             assert "Ana is a nurse in Porto" in user.content
-        assert out.answer == "Your sister Ana is a nurse in Porto."
+        # the Chinese question recalls no English fact: the scripted answer names what no memory says, and the
+        # answer check (timem.recall.answer_check) replaces it
+        assert out.answer == ("Your sister Ana is a nurse in Porto." if name != "chinese"
+                              else answer.not_in_memories(QUESTIONS[name])), out.answer
         assert any("withheld from the answer prompt" in n for n in out.recall.trace.notes), out.recall.trace.notes
         assert target.lower() in out.recall.context.lower()  # the context shown to the person is unchanged
     # the OpenAI-compatible proxy's memory system message, over the same recall
@@ -162,7 +165,7 @@ def test_messages_without_memories_keep_the_rule_and_an_empty_block():
     system, user = answer.build_messages("Where do I live?", "", T0)
     assert DATA_RULE in system.content
     assert "<memories>\n(no memories found)\n</memories>" in user.content
-    assert answer.PROMPT_VERSION == "answer-v10"
+    assert answer.PROMPT_VERSION == "answer-v11"
     # v7 (issue 27 #5): an empty context asks for "don't know" instead of a guess; a non-empty one does not
     assert f"Question: Where do I live?\n{answer.NOTHING_RECALLED}\nAnswer:" in user.content
     with_context = answer.build_messages("Where do I live?", "Mia: I live in Lisbon.", T0)

@@ -326,6 +326,10 @@ class RecallSettings(_Section):
     #: ``token_budget``: its answer time grows with the prompt (studio, AVX2 build, idle: 596 prompt tokens
     #: 13.0 s, 750 16.8 s, 1,246 33.6 s; ``bench/chat_latency.py``)
     local_chat_token_budget: int = Field(default=500, ge=50)
+    #: after the answer call (:mod:`timem.recall.answer_check`): "names" replaces an answer to a question whose
+    #: names all occur in no memory, question or pinned line ("You live in Porto." over lines about hiking: issue
+    #: 27 #5) with "I don't know", and notes the model's answer in the trace; "off" keeps every answer as written
+    answer_check: Literal["names", "off"] = "names"
 
     def chat_token_budget(self, embedded_model: bool) -> int:
         """The context budget (cl100k tokens) of a chat answer: ``token_budget``, capped at

@@ -33,6 +33,7 @@ from timem.prompts import answer as answer_prompt
 from timem.prompts.injection import withhold_instructions
 from timem.recall import cjk
 from timem.recall.ancestors import AncestorRecord, fetch_lineage, lift_ancestors
+from timem.recall.answer_check import check_answer
 from timem.recall.aspects import merge_channels
 from timem.recall.condense import condense
 from timem.recall.context import count_context_tokens
@@ -389,7 +390,10 @@ def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Confi
             text = answer_prompt.dont_know(query)
             trace.notes.append("nothing recalled and nothing pinned: answered 'don't know' without the LLM")
         else:
-            text = rec.complete(msgs, purpose="answer", user_id=user_id).strip()
+            text, note = check_answer(rec.complete(msgs, purpose="answer", user_id=user_id).strip(), query,
+                                      result.context, pinned, options.asker, config.recall.answer_check)
+            if note:
+                trace.notes.append(note)
     except LLMError as exc:
         trace.answer_error = str(exc)
         raise

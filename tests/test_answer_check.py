@@ -1,0 +1,98 @@
+"""The answer check (issue 27 #5): an answer that names only what no memory says is replaced by "I don't know".
+
+A new-user trial forgot "I moved to Lisbon", asked "Which city do I live in now?" over off-topic lines that passed
+the score gate, and the embedded model answered "You live in Porto.". Unit cases of the rule, then the chat over a
+real DuckDB file with real MiniLM and a scripted LLM that invents.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from timem.config import load_config
+from timem.engine import MemoryEngine
+from timem.llm.client import LLM
+from timem.llm.fake import ScriptedBackend
+from timem.recall.answer_check import check_answer, names, unsupported_names
+
+AT = datetime(2024, 6, 18, 21, 0, tzinfo=UTC)
+CONTEXT = ("[Sun 16 Jun 2024, 10:00]\nMia: I went hiking in the Arrábida hills with Ana.\n"
+           "Mia: The pool near my flat opened again.")
+
+
+def test_names_are_capitalised_words_inside_a_sentence():
+    assert names("You live in Porto.") == ["porto"]
+    assert names("Porto. You went to Shanghai's market in May, Mia.", ["Mia"]) == ["shanghai"]
+    assert names("Yes. On Monday I said OK to Ana's plan, User.") == ["ana"]
+    assert names("You don't know yet.") == [] and names("你住在里斯本。") == []
+
+
+@pytest.mark.parametrize("answer, unsupported", [
+    ("You live in Porto.", ["porto"]),  # the trial's answer: no memory names Porto
+    ("You live in Lisbon, Portugal.", ["lisbon", "portugal"]),  # neither is in the context
+    ("You went hiking with Ana.", []),  # Ana is there
+    ("You went hiking in the Arrábida hills, near Lisbon.", []),  # one supported name is enough
+    ("Your friend Ana's hike was on Sunday 16 June.", []),  # a possessive; a weekday and a month are no names
+    ("You don't know: the memories say nothing about it.", []),  # no names at all
+    ("The Ana you know.", []),  # a word that opens a sentence is not taken
+])
+def test_an_answer_is_unsupported_only_when_none_of_its_names_is_in_the_sources(answer, unsupported):
+    assert unsupported_names(answer, [CONTEXT, "Which city do I live in now?"], ["Mia"]) == unsupported
+
+
+def test_a_name_matches_a_longer_or_shorter_form_of_four_letters_or_more():
+    assert unsupported_names("You love Japanese food.", ["I flew to Japan."]) == []
+    assert unsupported_names("You live in Porto.", ["We drove across Portugal."]) == ["porto"]
+    assert unsupported_names("You met Al.", ["Alice called."]) == ["al"]
+
+
+def test_check_answer_replaces_only_answers_to_questions_and_only_when_on():
+    q = "Which city do I live in now?"
+    text, note = check_answer("You live in Porto.", q, CONTEXT, [], "Mia", "names")
+    assert text.startswith("I don't know") and note is not None and "'You live in Porto.'" in note
+    assert check_answer("You live in Porto.", q, CONTEXT, ["Mia's home city: Porto"], "Mia", "names")[1] is None
+    assert check_answer("You live in Porto.", q, CONTEXT, [], "Mia", "off") == ("You live in Porto.", None)
+    # a chat message that asks nothing is acknowledged from the message itself, not checked
+    said = "I moved to Porto last week."
+    assert check_answer("You moved to Porto.", said, CONTEXT, [], "Mia", "names") == ("You moved to Porto.", None)
+    # the question may name it: "Do I live in Porto?" answered "No, you don't live in Porto." is no invention
+    assert check_answer("No, you don't live in Porto.", "Do I live in Porto?", CONTEXT, [], "Mia", "names")[1] is None
+    # the question's language
+    assert check_answer("你住在 Porto。", "我现在住在哪个城市？", CONTEXT, [], "Mia", "names")[0].startswith("我不知道")
+
+
+def _engine(tmp_path, store, embedder, reply: str, **settings) -> MemoryEngine:
+    cfg = load_config(env={}, db_path=store.path, llm_backend="none", cache_dir=tmp_path / "cache",
+                      consolidation_mode="extractive", **settings)
+    return MemoryEngine(cfg, store, embedder, LLM(ScriptedBackend(lambda _request: reply), store))
+
+
+def _chat(eng: MemoryEngine) -> str:
+    for minute, text in enumerate(["I went hiking in the Arrábida hills with Ana today, away from the city.",
+                                   "The city pool near my flat opened again, so I swam twenty lengths."]):
+        eng.add_exchange("mia", "chat-1", text, "Sounds lovely!", AT.replace(hour=9, minute=minute))
+    turn = eng.chat_turn("mia", "chat-1", "Which city do I live in now?", AT, user_name="Mia")
+    assert turn.trace is not None and "hiking" in turn.trace.context  # off-topic memories reach the prompt
+    return turn.reply
+
+
+def test_an_invented_city_in_a_chat_answer_becomes_dont_know_and_the_trace_says_why(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder, "You live in Porto.")
+    reply = _chat(eng)
+    assert reply == "I don't know: the memories I found do not say.", reply
+    trace = eng.traces("mia")[0]
+    assert trace.answer == reply and any("answered 'You live in Porto.'" in n and "porto" in n for n in trace.notes)
+    # the stored reply is the replacement, so the invented city is never recalled as a memory later
+    assert "Porto" not in " ".join(t.text for t in store.turns("mia"))
+
+
+def test_the_check_can_be_turned_off(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder, "You live in Porto.", answer_check="off")
+    assert _chat(eng) == "You live in Porto."
+
+
+def test_a_supported_answer_is_kept(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder, "You went hiking with Ana in the Arrábida hills.")
+    assert _chat(eng) == "You went hiking with Ana in the Arrábida hills."

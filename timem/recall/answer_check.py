@@ -1,0 +1,110 @@
+"""Answer check: an answer that names only things found in no memory was invented (issue 27 #5).
+
+The answer prompt (:mod:`timem.prompts.answer`) asks for an answer "using only the memories given". A new-user trial
+forgot "I moved to Lisbon", then asked "Which city do I live in now?": recall gave off-topic lines (hiking, the
+pool) that passed the score gate, and the embedded 1.5B model answered "You live in Porto." with no Porto in any
+memory. A system-message rule did not stop it; this check does, after the answer call and without another one.
+
+**Rule.** The answer's *names* are its capitalised words that do not open a sentence, less stop words, month and
+weekday names, "I" and the names of who is talking (the asker, the assistant). When the answer has at least one name
+and **none** of them occurs in the sources (the quoted memories, the question and its date line, the pinned
+profile), it is unsupported. Only when none does: "You live in Lisbon, Portugal." over a memory that says Lisbon is
+kept, since a model may add what it knows about a supported name. A name occurs in the sources when a source word
+equals it case-insensitively, possessive removed, or one is a prefix of the other and the shorter has at least four
+letters ("Japan" / "Japanese"; "Porto" does not match "Portugal").
+
+Not checked: numbers and dates (an answer computes them: "last week" from a memory's date), lower-case words, and
+text without Latin capitals (a Chinese answer names things in Han characters).
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Iterable
+
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+from timem.prompts.answer import not_in_memories
+from timem.prompts.common import asks
+
+_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
+_POSSESSIVE = re.compile(r"['’]s?$")
+#: a sentence opens at the text's start or after . ! ? : and spaces, quotes or brackets
+_OPENS = re.compile(r"(?:^|[.!?:;。！？；\n])[\s\"'“‘(\[*-]*$")
+_NOT_NAMES = frozenset({
+    *(m.lower() for names in (calendar.month_name, calendar.month_abbr, calendar.day_name, calendar.day_abbr)
+      for m in names if m), "sept", "i", "i'm", "i've", "i'd", "i'll", "ok", "okay", "yes", "no", "user",
+    "assistant", "today", "yesterday", "tomorrow",
+})
+
+
+def _norm(word: str) -> str:
+    return _POSSESSIVE.sub("", word.lower()).strip("'’-")
+
+
+def names(answer: str, speakers: Iterable[str] = ()) -> list[str]:
+    """The names in ``answer`` (see the module docstring), in order, without repeats: capitalised words that do not
+    open a sentence, less stop words, month / weekday names and every word of ``speakers`` (who is talking)."""
+    own = {_norm(w) for s in speakers for w in _WORD.findall(s)}
+    out: list[str] = []
+    for m in _WORD.finditer(answer):
+        word = m.group()
+        if not word[0].isupper() or _OPENS.search(answer[:m.start()]):
+            continue
+        key = _norm(word)
+        if key and key not in _NOT_NAMES and key not in ENGLISH_STOP_WORDS and key not in own and key not in out:
+            out.append(key)
+    return out
+
+
+def _supported(name: str, source_words: set[str]) -> bool:
+    if name in source_words:
+        return True
+    return any((w.startswith(name) or name.startswith(w)) and min(len(w), len(name)) >= 4 for w in source_words)
+
+
+def unsupported_names(answer: str, sources: Iterable[str], speakers: Iterable[str] = ()) -> list[str]:
+    """The names of ``answer`` when none of them occurs in ``sources``, else ``[]`` (also when it names nothing).
+
+    Args:
+        answer: the LLM's answer.
+        sources: what the answer may draw on: the recalled context, the question, the pinned lines.
+        speakers: who is talking (the asker's name, the assistant's): their names are no evidence either way.
+
+    Returns:
+        The answer's names (lower case, possessive removed), when the answer is unsupported by this rule.
+    """
+    found = names(answer, speakers)
+    if not found:
+        return []
+    words = {_norm(w) for text in sources for w in _WORD.findall(text)}
+    return [] if any(_supported(n, words) for n in found) else found
+
+
+def check_answer(answer: str, question: str, context: str, pinned: Iterable[str], asker: str | None,
+                 mode: str) -> tuple[str, str | None]:
+    """The answer to give, and a trace note when the check replaced the model's.
+
+    With ``mode = "names"`` (``Config.recall.answer_check``) an answer to a question (a chat message that asks
+    nothing is acknowledged, not answered, and is kept) whose names are all unsupported
+    (:func:`unsupported_names`) becomes :func:`timem.prompts.answer.not_in_memories`, in the question's language.
+
+    Args:
+        answer: the LLM's answer, stripped.
+        question: the question (or chat message), verbatim.
+        context: the recalled context as rendered for the prompt.
+        pinned: the pinned profile lines in the prompt.
+        asker: a chat's speaker (answered as "you"), or ``None``.
+        mode: "names" or "off".
+
+    Returns:
+        ``(answer, None)`` when kept, else ``(replacement, note)``.
+    """
+    if mode == "off" or (asker is not None and not asks(question)):
+        return answer, None
+    found = unsupported_names(answer, [context, question, *pinned], [asker or "", "Assistant"])
+    if not found:
+        return answer, None
+    return not_in_memories(question), (f"answer check: the model answered {answer!r}, but no memory, question or "
+                                       f"pinned line names {', '.join(found)}; answered 'don't know' instead")
