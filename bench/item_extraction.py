@@ -228,7 +228,8 @@ def main() -> None:
         seconds = sum(answers[r["id"]]["seconds"] for r in asked)
         lines += table(f"The statements the embedded model was asked ({len(asked)} of {len(rows)})", asked, runs)
         lines += [f"The embedded model took {seconds:.0f} s for these {len(asked)} statements, one statement a call "
-                  "(a one-turn session), on a machine shared with other jobs (load average 6-11).", ""]
+                  "(a one-turn session; each call's seconds are in the cache file, and the machine's load when "
+                  "they were taken is in the notes below).", ""]
     notes = NOTES_HEADING in args.out.read_text(encoding="utf-8") if args.out.exists() else False
     if notes:  # the hand-written notes after the tables are kept (a re-run rewrote them away)
         lines += [NOTES_HEADING + args.out.read_text(encoding="utf-8").split(NOTES_HEADING, 1)[1].rstrip("\n")]
