@@ -4,8 +4,11 @@ four model calls, L2 to L5, about 2 minutes on the AVX2 build; the whole convers
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +19,22 @@ from timem.models import Level
 from timem.store.check import check_store
 
 pytestmark = pytest.mark.slow
+#: the bundled demo's last evening (Mia's chat), the time its questions are asked
+DEMO_EVENING = datetime(2024, 6, 18, 21, 0, tzinfo=UTC)
+
+
+@contextmanager
+def demo_memory(tmp_path: Path) -> Iterator[Any]:
+    """The bundled demo imported into a new file, answered by the embedded model (extractive L2-L5, rule items)."""
+    import timem
+    from timem.datasets import load_dataset
+
+    demo = Path(timem.__file__).parent / "data" / "demo_conversation.jsonl"
+    cache = Path(os.environ.get("TIMEM_CACHE_DIR", Path.home() / ".cache" / "timem"))
+    with timem.open(tmp_path / "demo.duckdb", llm_backend="local", cache_dir=str(cache),
+                    consolidation_mode="extractive", memory_extractor="rules") as mem:
+        mem.ingest(load_dataset(demo, "jsonl", tz=mem.config.time.tz))
+        yield mem
 
 
 def test_local_model_builds_a_checked_tree_from_real_sessions(tmp_path, locomo_dev):
@@ -80,16 +99,10 @@ def test_the_local_model_says_it_does_not_know_what_memory_does_not_hold(tmp_pat
     """Issue 27 #5: over the bundled demo, "Which university did I study at?" recalls nothing, and the embedded model
     answered "I studied at the University of Oxford."; a chat's brother question the same way. With answer-v7's
     note for an empty context it says it doesn't know, in a chat (asker) and in ``timem ask``."""
-    import timem
-    from timem.datasets import load_dataset
     from timem.recall.options import RecallOptions
 
-    demo = Path(timem.__file__).parent / "data" / "demo_conversation.jsonl"
-    cache = Path(os.environ.get("TIMEM_CACHE_DIR", Path.home() / ".cache" / "timem"))
-    at = datetime(2024, 6, 18, 21, 0, tzinfo=UTC)
-    with timem.open(tmp_path / "demo.duckdb", llm_backend="local", cache_dir=str(cache),
-                    consolidation_mode="extractive", memory_extractor="rules") as mem:
-        mem.ingest(load_dataset(demo, "jsonl", tz=mem.config.time.tz))
+    at = DEMO_EVENING
+    with demo_memory(tmp_path) as mem:
         for question, asker in (("Which university did I study at?", None), ("What is my brother's name?", "Mia")):
             got = mem.ask("demo-mia", question, at, RecallOptions(asker=asker, persist=False))
             assert got.recall.context == "", got.recall.context  # nothing recalled: the case this is about
@@ -118,19 +131,13 @@ def test_the_local_model_invents_no_city_once_the_move_is_forgotten(tmp_path):
     """Issue 27 #5, a new-user trial: after "I just moved to Lisbon" was forgotten, "Which city do I live in now?"
     recalled off-topic lines that passed the score gate, and the embedded model answered "You live in Porto.". The
     answer check (:mod:`timem.recall.answer_check`) turns an answer whose names no memory holds into "don't know"."""
-    import timem
-    from timem.datasets import load_dataset
     from timem.recall.answer_check import names
 
-    demo = Path(timem.__file__).parent / "data" / "demo_conversation.jsonl"
-    cache = Path(os.environ.get("TIMEM_CACHE_DIR", Path.home() / ".cache" / "timem"))
-    at = datetime(2024, 6, 18, 21, 0, tzinfo=UTC)
-    with timem.open(tmp_path / "demo.duckdb", llm_backend="local", cache_dir=str(cache),
-                    consolidation_mode="extractive", memory_extractor="rules") as mem:
-        mem.ingest(load_dataset(demo, "jsonl", tz=mem.config.time.tz))
+    with demo_memory(tmp_path) as mem:
         gone = mem.forget("demo-mia", "Lisbon", confirm=True)
         assert gone.segments, "the forget matched nothing"
-        turn = mem.chat_turn("demo-mia", "chat-1", "Which city do I live in now?", at, user_name="Mia")
+        turn = mem.chat_turn("demo-mia", "chat-1", "Which city do I live in now?", DEMO_EVENING,
+                              user_name="Mia")
         assert turn.trace is not None and "Lisbon" not in turn.trace.context, turn.trace.context
         # every name in the reply is in a memory: with answer_check = "off" the model said "You live in Porto."
         # (answer-v10) and "You live in Tokyo." (answer-v11), neither of them in the context

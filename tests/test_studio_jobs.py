@@ -19,12 +19,25 @@ from timem.ui import jobs
 from timem.ui.state import ENGINE_KEY, USER_KEY
 
 
+def _gated_engine(cfg, embedder, answer, model_id: str):
+    """A :class:`MemoryEngine` on ``cfg``'s file whose scripted LLM answers with ``answer``; after the test, the
+    background job is joined and the engine closed."""
+    from timem.engine import MemoryEngine
+    from timem.store import Store
+
+    store = Store(cfg.store.db_path, embedder.model_id, embedder.dim)
+    eng = MemoryEngine(cfg, store, embedder, LLM(ScriptedBackend(answer, model_id=model_id), store))
+    yield eng
+    job = jobs.current_job(eng)
+    if job is not None:
+        job.join(120)
+    eng.close()
+
+
 @pytest.fixture()
 def gated(tmp_path, embedder):
     """An empty store whose L2-L5 a scripted LLM writes, each call waiting for ``gate``."""
     from timem.config import load_config
-    from timem.engine import MemoryEngine
-    from timem.store import Store
 
     gate = threading.Event()
     calls = []
@@ -35,14 +48,10 @@ def gated(tmp_path, embedder):
         return studio_answer(request)
 
     cfg = load_config(env={}, db_path=tmp_path / "jobs.duckdb", llm_backend="none", **ABSTRACTIVE)
-    store = Store(cfg.store.db_path, embedder.model_id, embedder.dim)
-    eng = MemoryEngine(cfg, store, embedder, LLM(ScriptedBackend(answer, model_id="scripted-gated"), store))
-    yield eng, gate, calls
+    made = _gated_engine(cfg, embedder, answer, "scripted-gated")
+    yield next(made), gate, calls
     gate.set()
-    job = jobs.current_job(eng)
-    if job is not None:
-        job.join(120)
-    eng.close()
+    next(made, None)
 
 
 def _app(eng, page=None) -> AppTest:
@@ -168,8 +177,6 @@ def endpoint_extractive(tmp_path, embedder):
     """An empty store in extractive mode whose LLM is an OpenAI-compatible endpoint (scripted), so that the memory
     items are read by the LLM (``memory_extractor = "auto"``), each call waiting for ``gate``."""
     from timem.config import load_config
-    from timem.engine import MemoryEngine
-    from timem.store import Store
 
     gate = threading.Event()
     calls: list[tuple[str, bool]] = []  #: (thread name, whether it was a memory-items call)
@@ -182,14 +189,10 @@ def endpoint_extractive(tmp_path, embedder):
 
     cfg = load_config(env={}, db_path=tmp_path / "endpoint.duckdb", llm_backend="none",
                       consolidation_mode="extractive").with_overrides(llm_backend="openai")
-    store = Store(cfg.store.db_path, embedder.model_id, embedder.dim)
-    eng = MemoryEngine(cfg, store, embedder, LLM(ScriptedBackend(answer, model_id="scripted-endpoint"), store))
-    yield eng, gate, calls
+    made = _gated_engine(cfg, embedder, answer, "scripted-endpoint")
+    yield next(made), gate, calls
     gate.set()
-    job = jobs.current_job(eng)
-    if job is not None:
-        job.join(120)
-    eng.close()
+    next(made, None)
 
 
 def test_an_extractive_import_reads_items_with_the_llm_in_the_background_and_can_be_cancelled(endpoint_extractive):
