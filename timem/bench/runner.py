@@ -50,6 +50,7 @@ from timem.llm.protocol import LLMClient
 from timem.models import Level
 from timem.progress import terminal_progress
 from timem.prompts import answer as answer_prompt
+from timem.recall.answer_check import check_answer
 from timem.recall.recording import RecordingLLM
 from timem.recall.trace import LLMCall
 from timem.store import open_store
@@ -342,7 +343,7 @@ def _loop(spec: RunSpec, cfg: Config, items: list[tuple[ImportedUser, Question]]
                 "question_time": qt.isoformat(), "gold": gold}
             if adversarial:
                 row["adversarial_answer"] = q.answer
-            hyp = judgement = None
+            hyp = judgement = checked = None
             answer_calls: list[LLMCall] = []
             judge_calls: list[LLMCall] = []
             if answering is not None:
@@ -350,7 +351,8 @@ def _loop(spec: RunSpec, cfg: Config, items: list[tuple[ImportedUser, Question]]
                 rec = RecordingLLM(llm)
                 t0 = time.perf_counter()
                 msgs = answer_prompt.build_messages(q.question, r.context, qt.astimezone(cfg.time.tz))
-                hyp = rec.complete(msgs, purpose="answer", user_id=user.user_id).strip()
+                hyp, checked = check_answer(rec.complete(msgs, purpose="answer", user_id=user.user_id).strip(),
+                                            q.question, r.context, [], None, cfg.recall.answer_check)
                 lat["answer"] = round((time.perf_counter() - t0) * 1000, 1)
                 answer_calls = rec.calls
                 jrec = RecordingLLM(judge_llm)
@@ -375,7 +377,7 @@ def _loop(spec: RunSpec, cfg: Config, items: list[tuple[ImportedUser, Question]]
                                                            for c in calls),
                 "judge_calls": len(judge_calls),
                 "judge_tokens": sum((c.prompt_tokens or 0) + (c.completion_tokens or 0) for c in judge_calls),
-                "notes": r.notes})
+                "notes": [*r.notes, *([checked] if checked else [])]})
             lat["total"] = round(sum(lat.values()), 1)
             rows.append(row)
             timings.append({"question_id": q.question_id, "latency_ms": lat})
