@@ -96,3 +96,22 @@ def test_the_check_can_be_turned_off(tmp_path, store, embedder):
 def test_a_supported_answer_is_kept(tmp_path, store, embedder):
     eng = _engine(tmp_path, store, embedder, "You went hiking with Ana in the Arrábida hills.")
     assert _chat(eng) == "You went hiking with Ana in the Arrábida hills."
+
+
+ZH_CONTEXT = "[2024年6月16日 10:00]\n小美：我搬到里斯本了，在一家物流公司上班。\n小美：我姐姐安娜在波尔图结婚。"
+
+
+@pytest.mark.parametrize("answer, unsupported", [
+    ("你住在上海。", ["上海"]),  # no memory names Shanghai
+    ("你住在里斯本。", []),
+    ("你姐姐安娜住在波尔图。", []),
+    ("你住在里斯本，不是上海。", []),  # one supported name is enough
+    ("我不知道。", []),
+])
+def test_a_chinese_answer_is_checked_by_its_proper_nouns_over_chinese_memories(answer, unsupported):
+    assert unsupported_names(answer, [ZH_CONTEXT, "我现在住在哪个城市？"], ["小美"]) == unsupported
+
+
+def test_a_chinese_answer_over_english_memories_is_not_checked_by_its_han_names():
+    """It transliterates: "Lisbon" is 里斯本, which no string match can confirm."""
+    assert unsupported_names("你住在里斯本。", [CONTEXT + "\nMia: I moved to Lisbon.", "我现在住在哪个城市？"]) == []
