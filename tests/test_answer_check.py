@@ -115,3 +115,30 @@ def test_a_chinese_answer_is_checked_by_its_proper_nouns_over_chinese_memories(a
 def test_a_chinese_answer_over_english_memories_is_not_checked_by_its_han_names():
     """It transliterates: "Lisbon" is 里斯本, which no string match can confirm."""
     assert unsupported_names("你住在里斯本。", [CONTEXT + "\nMia: I moved to Lisbon.", "我现在住在哪个城市？"]) == []
+
+
+ECHO = ("[Tue 18 Jun 2024, 21:39]\nMia: Where does my sister live?\nAssistant: Your sister lives in Porto.\n"
+        "[Thu 4 Apr 2024, 19:34]\nAssistant: Then add the Kumano Kodo trail near Hakone.")
+
+
+@pytest.mark.parametrize("question, answer, kept", [
+    # a new-user trial: the assistant's own earlier (wrong) reply was the only line naming Porto
+    ("Which city do I live in now?", "You live in Porto.", False),
+    ("Do you know where I live?", "You live in Porto.", False),
+    # a question about what the assistant said may be answered from its lines
+    ("Which trail did you suggest?", "I suggested the Kumano Kodo trail.", True),
+    ("What was your advice for Hakone?", "The Kumano Kodo trail near Hakone.", True),
+    ("你推荐了哪条步道？", "Kumano Kodo 步道。", True),
+])
+def test_the_assistants_own_lines_are_evidence_only_for_what_it_said(question, answer, kept):
+    text, note = check_answer(answer, question, ECHO, [], "Mia", "names", {"Assistant"})
+    assert (note is None) is kept and (text == answer) is kept, (text, note)
+
+
+def test_an_earlier_reply_of_the_assistant_does_not_license_the_same_invention(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder, "You live in Porto.")
+    eng.add_exchange("mia", "chat-1", "Where does my sister live? I forget which city.", "Your sister lives in Porto.",
+                     AT.replace(hour=9))
+    turn = eng.chat_turn("mia", "chat-1", "Which city do I live in now?", AT, user_name="Mia")
+    assert turn.trace is not None and "Assistant: Your sister lives in Porto." in turn.trace.context  # the case
+    assert turn.reply.startswith("I don't know"), turn.reply

@@ -116,8 +116,24 @@ def unsupported_names(answer: str, sources: Iterable[str], speakers: Iterable[st
     return [*found, *han]
 
 
+#: a question about what the assistant itself said ("What did you suggest?", "your advice", "你推荐了什么？"): its own
+#: lines are evidence then; "Do you know where I live?" asks about the person, not about the assistant's words
+_ADDRESSES_ASSISTANT = re.compile(
+    r"\byou\s+(?:\w+\s+)?(?:suggest|recommend|propos|advis|said|say|told|tell\s+me\s+(?:about|to)|mention|plan|"
+    r"pick|choose|chose|think)\w*|\byour\s+(?:suggestion|recommendation|advice|idea|plan|tip|answer|reply|pick)"
+    r"|[你您](?:之前|刚才|上次)?(?:推荐|建议|说|提到|告诉|觉得|认为)", re.IGNORECASE)
+
+
+def without_lines_of(context: str, speakers: Iterable[str]) -> str:
+    """``context`` without the lines that ``speakers`` said (``"Assistant: …"``)."""
+    heads = tuple(f"{s}:" for s in speakers if s)
+    if not heads:
+        return context
+    return "\n".join(line for line in context.splitlines() if not line.lstrip().startswith(heads))
+
+
 def check_answer(answer: str, question: str, context: str, pinned: Iterable[str], asker: str | None,
-                 mode: str) -> tuple[str, str | None]:
+                 mode: str, assistants: Iterable[str] = ()) -> tuple[str, str | None]:
     """The answer to give, and a trace note when the check replaced the model's.
 
     With ``mode = "names"`` (``Config.recall.answer_check``) an answer to a question (a chat message that asks
@@ -131,13 +147,19 @@ def check_answer(answer: str, question: str, context: str, pinned: Iterable[str]
         pinned: the pinned profile lines in the prompt.
         asker: a chat's speaker (answered as "you"), or ``None``.
         mode: "names" or "off".
+        assistants: the speaker names of the assistant's turns in the context. Their lines are no evidence unless the
+            question speaks to the assistant ("What did you suggest?"): a new-user trial's chat stored the reply "Your
+            sister lives in Porto." (wrong: she married there), and a later "Which city do I live in now?" was
+            answered "You live in Porto." on the strength of that reply alone.
 
     Returns:
         ``(answer, None)`` when kept, else ``(replacement, note)``.
     """
     if mode == "off" or (asker is not None and not asks(question)):
         return answer, None
-    found = unsupported_names(answer, [context, question, *pinned], [asker or "", "Assistant"])
+    assistants = list(assistants)
+    evidence = context if _ADDRESSES_ASSISTANT.search(question) else without_lines_of(context, assistants)
+    found = unsupported_names(answer, [evidence, question, *pinned], [asker or "", "Assistant", *assistants])
     if not found:
         return answer, None
     return not_in_memories(question), (f"answer check: the model answered {answer!r}, but no memory, question or "

@@ -28,7 +28,7 @@ from timem.config import Complexity, Config
 from timem.embed.protocol import Embedder
 from timem.errors import ConfigError, InputError, LLMError
 from timem.llm.protocol import LLMClient
-from timem.models import MemoryNode
+from timem.models import MemoryNode, Role
 from timem.prompts import answer as answer_prompt
 from timem.prompts.injection import withhold_instructions
 from timem.recall import cjk
@@ -73,6 +73,12 @@ class AnswerResult(BaseModel):
 
     answer: str
     recall: RecallResult
+
+
+def _assistant_speakers(store: MemoryStore, user_id: str, nodes: Sequence[MemoryNode]) -> set[str]:
+    """The speaker names of the assistant's turns (``Role.ASSISTANT``) under the recalled L1 segments."""
+    ids = sorted({t for n in nodes if n.level == 1 for t in n.source_turn_ids})
+    return {t.speaker for t in store.turns(user_id, ids=ids) if t.role == Role.ASSISTANT} if ids else set()
 
 
 def _ms(t0: float) -> float:
@@ -391,7 +397,8 @@ def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Confi
             trace.notes.append("nothing recalled and nothing pinned: answered 'don't know' without the LLM")
         else:
             text, note = check_answer(rec.complete(msgs, purpose="answer", user_id=user_id).strip(), query,
-                                      result.context, pinned, options.asker, config.recall.answer_check)
+                                      result.context, pinned, options.asker, config.recall.answer_check,
+                                      _assistant_speakers(store, user_id, result.nodes))
             if note:
                 trace.notes.append(note)
     except LLMError as exc:
