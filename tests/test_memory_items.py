@@ -54,6 +54,8 @@ AT = datetime(2024, 6, 20, 12, tzinfo=UTC)
     ("My hobby is hiking.", [("hobby", "hiking")]), ("Pottery is my hobby.", [("hobby", "pottery")]),
     ("我很喜欢爵士乐。", [("likes", "爵士乐")]), ("我是周杰伦的铁杆粉丝。", [("likes", "周杰伦")]),
     ("我讨厌香菜。", [("dislikes", "香菜")]), ("我姐姐是周杰伦的粉丝。", []), ("我喜欢你。", []),
+    # a new-user trial: 我现在喜欢咖啡 read nothing; 我开始喜欢瑜伽了 is a like, not "hobby: 喜欢瑜伽"
+    ("我现在喜欢咖啡。", [("likes", "咖啡")]), ("我开始喜欢瑜伽了。", [("likes", "瑜伽")]),
     ("我喜欢吃寿司。", [("likes", "寿司")]),
 ])
 def test_rule_extractor_reads_first_person_statements(text, expected):
