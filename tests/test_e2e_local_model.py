@@ -143,3 +143,23 @@ def test_the_local_model_invents_no_city_once_the_move_is_forgotten(tmp_path):
         # (answer-v10) and "You live in Tokyo." (answer-v11), neither of them in the context
         invented = [n for n in names(turn.reply, ["Mia"]) if n not in turn.trace.context.lower()]
         assert not invented, (turn.reply, turn.trace.context)
+
+
+def test_the_local_model_takes_a_changed_preference_as_said(tmp_path):
+    """Issue 27 #12, a new-user trial: "I really dislike jazz.", two weeks later "I love jazz now." was answered "You
+    acknowledge that you dislike jazz." (the old dislike's item line came first). answer-v11's statement note: restate
+    what they say, and what they say now holds."""
+    import timem
+
+    cache = Path(os.environ.get("TIMEM_CACHE_DIR", Path.home() / ".cache" / "timem"))
+    at = datetime(2024, 6, 18, 21, 0, tzinfo=UTC)
+    with timem.open(tmp_path / "jazz.duckdb", llm_backend="local", cache_dir=str(cache),
+                    consolidation_mode="extractive", memory_extractor="rules") as mem:
+        mem.chat_turn("zed", "chat-1", "I really dislike jazz.", at, user_name="Zed")
+        now = mem.chat_turn("zed", "chat-2", "I love jazz now.", at.replace(month=7, day=2), user_name="Zed")
+        assert now.trace is not None and "dislikes: jazz" in now.trace.context  # the stale item: the case
+        assert "dislike" not in now.reply.lower() and "love" in now.reply.lower(), now.reply
+        assert "acknowledge" not in now.reply.lower(), now.reply  # v10: "You acknowledge that you love jazz now."
+        later = mem.chat_turn("zed", "chat-2", "Do I like jazz now?", at.replace(month=7, day=2, minute=5),
+                              user_name="Zed")
+        assert "dislike" not in later.reply.lower() and "jazz" in later.reply.lower(), later.reply

@@ -55,6 +55,9 @@ were both answered "You live in Porto." over off-topic memories): the item note'
 2024-04-21 – now] Mia's home city: Porto", and the demo's person is Mia; the embedded model answered from the example.
 It is now a pattern, "[fact, valid DATE – now] NAME's ATTRIBUTE: VALUE". This changes every chat system message (and
 every message whose context has item lines); the answer check (:mod:`timem.recall.answer_check`) stays the safety net.
+v11 also rewords :data:`STATEMENT` ("Reply in one short sentence to the person that acknowledges it" was answered
+"You acknowledge that you dislike jazz." to "I love jazz now.", with the old dislike's item line first): a friendly
+sentence that restates what they said, and what they say now holds over the memories.
 """
 
 from __future__ import annotations
@@ -111,9 +114,10 @@ NOTHING_RECALLED = ("No memory is about this question. If it asks about the pers
                     "greeting, a general question), reply briefly.")
 
 #: the user message's note in a chat when the message asks nothing: the person tells something (v9)
-STATEMENT = ("(This message tells you something and asks nothing. Reply in one short sentence to the person that "
-             "acknowledges it, using the memories only if they bear on it. Do not say that you don't know, and do "
-             "not ask a question back.)")
+STATEMENT = ("(This message tells you something and asks nothing. Reply to the person in one short, friendly "
+             "sentence, for example by restating what they told you in your own words; if it changes something the "
+             "memories say, what they tell you now holds. Do not say that you don't know, and do not ask a question "
+             "back.)")
 #: the note instead of :data:`STATEMENT` for a message that only greets, thanks or says goodbye (v9)
 GREETING = "(This message only greets, thanks or says goodbye: reply in kind, briefly and warmly.)"
 _GREETING = re.compile(r"^\W*(?:(?:(?P<hello>hi|hello|hey|hiya|good (?:morning|afternoon|evening))|"
