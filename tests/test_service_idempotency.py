@@ -112,3 +112,19 @@ def test_retry_finishes_a_write_cut_short_after_its_turns_were_stored(setup):
         l1 = [m for m in r.json()["written"] if m["level"] == 1]
         assert sorted(t for m in l1 for t in m["source_turn_ids"]) == ["mia:s1:0", "mia:s1:1"]
         assert len(_turns(a, "mia")) == 2
+
+
+def test_a_retry_while_the_first_write_is_queued_reports_no_memories(tmp_path, embedder):
+    """A new-user trial: with the queue (the service's default) the first write answered ``queued`` with no memories,
+    and its retry ran the user's consolidation in the request and listed the first write's L1-L4 as ``written``."""
+    kf = KeyFile(tmp_path / "timem.duckdb.keys.json")
+    key = kf.add("acme")
+    factory = engine_factory(tmp_path / "timem.duckdb", embedder, online_queue=True)
+    with running(factory, kf) as base, client(base, key) as a:
+        first = _post(a, "mia", key="k-q")
+        assert first.status_code == 200 and first.json()["replayed"] is False and first.json()["queued"] is True
+        again = _post(a, "mia", key="k-q")
+        assert again.status_code == 200, again.text
+        assert again.json()["replayed"] is True and again.json()["turn_ids"] == first.json()["turn_ids"]
+        assert again.json()["written"] == [] and again.json()["queued"] is True, again.json()
+        assert _turns(a, "mia").count("I adopted a grey cat called Pixel.") == 1

@@ -41,9 +41,10 @@ def add_turns(user: UserPath, body: TurnsIn, s: S, t: T, idempotency_key: IdemHe
     ``consolidate`` is false); with ``online_queue`` (the default) that is queued and done by the service's
     worker: the answer comes once the turns are stored (``queued``, ``written`` empty), a recall sees them.
     With an idempotency key (``Idempotency-Key`` header or ``idempotency_key`` field), a retry of a stored
-    write is answered with its turn ids (``replayed``) and stores nothing more (it consolidates what is due,
-    in case the first attempt was cut short after its turns were stored); the same key with another body is
-    422."""
+    write is answered with its turn ids (``replayed``) and stores nothing more: with the queue, the first attempt's
+    job was stored with its turns (``queued``, no ``written`` memories); without, it consolidates what is due, in
+    case the first attempt was cut short after its turns were stored, and reports that; the same key with another
+    body is 422."""
     if body.message is None and body.reply is None:
         raise InputError("send a message, a reply, or both", field="message")
     s.check_text("message", body.message)
@@ -56,11 +57,14 @@ def add_turns(user: UserPath, body: TurnsIn, s: S, t: T, idempotency_key: IdemHe
             if done[0] != request.fingerprint:
                 raise InputError(f"idempotency key {request.key!r} was used for another write of user {user!r}; "
                                  "send a new key for a new write", field="idempotency_key")
-            # the first attempt's turns are stored; finish its consolidation if a crash cut it short
-            finish = body.consolidate
+            # the first attempt's turns are stored. With the queue, its consolidation job was stored with them and
+            # the worker does it (a trial's retry ran it in the request and listed the first write's memories as
+            # its own); without, finish it here in case a crash cut it short, and report what that writes
+            queued = body.consolidate and eng.queues_writes
+            finish = body.consolidate and not queued
             out = written_out(user, internal, lambda: eng.consolidate(internal) if finish else [])
             return out.model_copy(update={"turn_ids": [x.replace(internal, user) for x in done[1]],
-                                          "replayed": True})
+                                          "replayed": True, "queued": queued})
         before = {x.id for x in eng.turns(internal, body.session_id)}
         written: list[MemoryNode]
         try:
