@@ -7,8 +7,10 @@ answer stands in for a model's right answer: it is checked against the context a
 would be. Among the questions whose gold evidence is all in the context (``full_coverage``), a flagged gold answer is
 a right answer the check would turn into "I don't know", so that share is the check's cost on answerable questions.
 The gold answers are the annotators' wording, not a model's ("Sweden" where a model may say "your home country"),
-so this is an estimate, not a measurement of answers. Each gold answer is checked inside a sentence, "The answer is
-GOLD.", since a word that opens a sentence is never a name to the check. Category 5 (adversarial) is left out.
+so this is an estimate, not a measurement of answers. Each gold answer is checked by
+:func:`timem.recall.answer_check.check_answer` as ``timem ask`` checks an answer, inside a sentence ("The answer is
+GOLD.", an upper bound: its first word then counts as a name) or, with ``--as-written``, as it is.
+Category 5 (adversarial) is left out.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from timem.recall.answer_check import unsupported_names
+from timem.recall.answer_check import check_answer
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("questions", type=Path, help="questions.jsonl of a retrieval-only LoCoMo run")
     ap.add_argument("--out", type=Path, default=None, help="write the table as markdown here too")
+    ap.add_argument("--as-written", action="store_true", help="check GOLD as written, not inside a sentence")
     args = ap.parse_args()
     rows = [json.loads(line) for line in args.questions.read_text(encoding="utf-8").splitlines() if line.strip()]
     rows = [r for r in rows if int(r["category"]) != 5 and r.get("full_coverage") is not None]
@@ -36,15 +39,17 @@ def main() -> None:
             key = f"{scope} · {r['category_name']}"
             total[key] += 1
             total[scope] += 1
-            # inside a sentence, as a model's answer gives it ("Sweden" alone would open a sentence, and a word that
-            # opens one is no name to the check)
-            names = unsupported_names(f"The answer is {r['gold']}.", [r["context"], r["question"]])
+            # as `timem ask` checks an answer (no asker, no assistant lines known, nothing pinned); GOLD as written,
+            # and inside a sentence ("The answer is GOLD."), where its capitalised first word counts as a name too
+            gold = str(r["gold"]) if args.as_written else f"The answer is {r['gold']}."
+            note = check_answer(gold, r["question"], r["context"], [], None, "names")[1]
+            names = note.split(" names ", 1)[1].split(";")[0] if note else ""
             if names:
                 flagged[key] += 1
                 flagged[scope] += 1
                 if scope == "all":
                     examples.append(f"- {r['category_name']}, full coverage {r['full_coverage']:.0f}: {r['question']} "
-                                    f"→ gold {str(r['gold'])!r}: {', '.join(names)}")
+                                    f"→ gold {str(r['gold'])!r}: {names}")
     lines = ["| questions | n | gold answer flagged | share |", "|---|---:|---:|---:|"]
     for key in sorted(total, key=lambda k: (" · " in k, k)):
         lines.append(f"| {key} | {total[key]} | {flagged[key]} | {100 * flagged[key] / total[key]:.1f} % |")

@@ -142,3 +142,31 @@ def test_an_earlier_reply_of_the_assistant_does_not_license_the_same_invention(t
     turn = eng.chat_turn("mia", "chat-1", "Which city do I live in now?", AT, user_name="Mia")
     assert turn.trace is not None and "Assistant: Your sister lives in Porto." in turn.trace.context  # the case
     assert turn.reply.startswith("I don't know"), turn.reply
+
+
+OWN = ("[Thu 2 May 2024, 09:00]\nMia: I live in Berlin and I really dislike jazz.\n"
+       "[Mon 10 Jun 2024, 09:00]\nMia: I moved to Munich last week.\n"
+       "[Sat 15 Jun 2024, 10:00]\nMia: My sister Ana is getting married in Porto.\nMia: Ana's new flat is in Braga.")
+
+
+@pytest.mark.parametrize("question, answer, kept", [
+    # a trial: no memory says anything of a brother, and Berlin is the person's own former city
+    ("Where does my brother live?", "Your brother lives in Berlin.", False),
+    ("Where does my brother live?", "Berlin", False),
+    # lines that name the sister, or Ana whom such a line names, may answer for her
+    ("Where does my sister live?", "Your sister Ana lives in Braga.", True),
+    ("Where does my sister live?", "In Porto.", True),  # wrong (she married there), but from a line about her
+    ("Where does my sister live?", "Your sister lives in Munich.", False),
+    ("Does my brother live in Berlin?", "Yes, your brother lives in Berlin.", False),
+    ("Where do I live now?", "You live in Munich.", True),  # no relation: the person's own lines
+])
+def test_a_question_about_a_relation_is_answered_only_from_lines_about_it(question, answer, kept):
+    text, note = check_answer(answer, question, OWN, [], "Mia", "names")
+    assert (note is None) is kept, (text, note)
+
+
+def test_a_bare_answer_is_checked_when_the_memories_know_it_as_a_name():
+    """A trial: the service's answer to "Where does my sister live?" was the bare word "Berlin"."""
+    assert check_answer("Berlin", "Where does my brother live?", OWN, [], None, "names")[1] is not None
+    assert check_answer("Berlin.", "Where did I live in May?", OWN, [], None, "names")[1] is None
+    assert check_answer("Went on a walk.", "What did I do?", OWN, [], None, "names")[1] is None  # no name

@@ -19,6 +19,11 @@ who is talking; each is supported when it occurs in the sources as written. They
 themselves hold Han characters: over English memories a Chinese answer transliterates ("Lisbon" → 里斯本), which
 no string match can confirm.
 
+**Someone else's.** A question about a relation of the person ("Where does my sister live?", "my dog's name") may be
+answered only from lines about that relation: lines that name the relation word, or a name that such a line gives
+(``My sister Ana …`` makes lines about Ana count). A trial asked the service "Where does my sister live?" over
+memories that never mention a sister and got "Berlin", the person's own former city. English questions only.
+
 Not checked: numbers and dates (an answer computes them: "last week" from a memory's date), lower-case words, and
 Japanese or Korean names.
 """
@@ -28,6 +33,7 @@ from __future__ import annotations
 import calendar
 import re
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
@@ -49,14 +55,22 @@ def _norm(word: str) -> str:
     return _POSSESSIVE.sub("", word.lower()).strip("'’-")
 
 
-def names(answer: str, speakers: Iterable[str] = ()) -> list[str]:
+def proper_words(text: str) -> set[str]:
+    """The words ``text`` capitalises inside a sentence (lower case, possessive removed): its proper nouns."""
+    return {_norm(m.group()) for m in _WORD.finditer(text)
+            if m.group()[0].isupper() and not _OPENS.search(text[max(0, m.start() - 8):m.start()])}
+
+
+def names(answer: str, speakers: Iterable[str] = (), known: AbstractSet[str] = frozenset()) -> list[str]:
     """The names in ``answer`` (see the module docstring), in order, without repeats: capitalised words that do not
-    open a sentence, less stop words, month / weekday names and every word of ``speakers`` (who is talking)."""
+    open a sentence, less stop words, month / weekday names and every word of ``speakers`` (who is talking). A word
+    that opens a sentence is a name too when it is in ``known`` (:func:`proper_words` of the memories): a bare
+    "Berlin." answers as much as "You live in Berlin."."""
     own = {_norm(w) for s in speakers for w in _WORD.findall(s)}
     out: list[str] = []
     for m in _WORD.finditer(answer):
         word = m.group()
-        if not word[0].isupper() or _OPENS.search(answer[:m.start()]):
+        if not word[0].isupper() or (_OPENS.search(answer[:m.start()]) and _norm(word) not in known):
             continue
         key = _norm(word)
         if key and key not in _NOT_NAMES and key not in ENGLISH_STOP_WORDS and key not in own and key not in out:
@@ -91,7 +105,8 @@ def _supported(name: str, source_words: set[str]) -> bool:
     return any((w.startswith(name) or name.startswith(w)) and min(len(w), len(name)) >= 4 for w in source_words)
 
 
-def unsupported_names(answer: str, sources: Iterable[str], speakers: Iterable[str] = ()) -> list[str]:
+def unsupported_names(answer: str, sources: Iterable[str], speakers: Iterable[str] = (),
+                      known: AbstractSet[str] = frozenset()) -> list[str]:
     """The names of ``answer`` when none of them occurs in ``sources``, else ``[]`` (also when it names nothing).
 
     Args:
@@ -99,13 +114,14 @@ def unsupported_names(answer: str, sources: Iterable[str], speakers: Iterable[st
         sources: what the answer may draw on: the recalled context first (its Han characters decide whether Chinese
             names are checked), then the question and the pinned lines.
         speakers: who is talking (the asker's name, the assistant's): their names are no evidence either way.
+        known: proper nouns of the memories (:func:`proper_words`): an answer's opening word that is one is a name.
 
     Returns:
         The answer's names (lower case, possessive removed), when the answer is unsupported by this rule.
     """
     sources = list(sources)
     speakers = list(speakers)
-    found = names(answer, speakers)
+    found = names(answer, speakers, known)
     han = han_names(answer, speakers) if _HAN.search(sources[0] if sources else "") else []
     if not found and not han:
         return []
@@ -130,6 +146,29 @@ def without_lines_of(context: str, speakers: Iterable[str]) -> str:
     if not heads:
         return context
     return "\n".join(line for line in context.splitlines() if not line.lstrip().startswith(heads))
+
+
+#: relation words of a person: family, partners, friends, colleagues, pets (singular; a plural "s" is allowed)
+RELATIONS = frozenset(
+    "sister brother sibling mother mom mum father dad parent wife husband partner spouse boyfriend girlfriend fiance "
+    "fiancee son daughter kid child baby grandson granddaughter friend bestie boss manager colleague coworker "
+    "roommate flatmate housemate neighbour neighbor cousin aunt uncle niece nephew grandma grandmother grandpa "
+    "grandfather nan granny stepmother stepfather dog cat puppy kitten pet".split())
+_RELATION = re.compile(r"\bmy\s+(?:(?:\w+|\w+-\w+)\s+)?(" + "|".join(sorted(RELATIONS)) + r")(?:s|es)?\b",
+                       re.IGNORECASE)
+
+
+def relation_lines(evidence: str, relation: str) -> str:
+    """The lines of ``evidence`` about ``relation`` (a word of :data:`RELATIONS`): those naming it, and those naming a
+    person or pet that such a line names ("My sister Ana …" makes "Ana moved to Hamburg." count)."""
+    word = re.compile(rf"\b{re.escape(relation)}(?:s|es|'s|’s)?\b", re.IGNORECASE)
+    lines = evidence.splitlines()
+    about = [x for x in lines if word.search(x)]
+    aliases = {n for x in about for n in names(x.split(":", 1)[-1])}
+    if aliases:
+        alias = re.compile(r"\b(?:" + "|".join(re.escape(a) for a in sorted(aliases)) + r")\b", re.IGNORECASE)
+        about += [x for x in lines if x not in about and alias.search(x)]
+    return "\n".join(about)
 
 
 def check_answer(answer: str, question: str, context: str, pinned: Iterable[str], asker: str | None,
@@ -159,7 +198,12 @@ def check_answer(answer: str, question: str, context: str, pinned: Iterable[str]
         return answer, None
     assistants = list(assistants)
     evidence = context if _ADDRESSES_ASSISTANT.search(question) else without_lines_of(context, assistants)
-    found = unsupported_names(answer, [evidence, question, *pinned], [asker or "", "Assistant", *assistants])
+    if (rel := _RELATION.search(question)) is not None:  # only lines about the relation can answer for it
+        evidence = relation_lines(evidence, rel.group(1).lower())
+        pinned = [p for p in pinned if relation_lines(p, rel.group(1).lower())]
+    asked = "" if rel is not None else question  # "Does my sister live in Porto?" is no evidence that she does
+    known = proper_words("\n".join([context, question, *pinned]))
+    found = unsupported_names(answer, [evidence, asked, *pinned], [asker or "", "Assistant", *assistants], known)
     if not found:
         return answer, None
     return not_in_memories(question), (f"answer check: the model answered {answer!r}, but no memory, question or "
