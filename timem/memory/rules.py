@@ -192,7 +192,8 @@ _FANS = [(re.compile(who + _FAN_SO + body, re.IGNORECASE), attribute)
 _FAN_RX = frozenset(rx for rx, _ in _FANS)
 _ZH_DIET = re.compile(r"我(?:现在|已经)?(?:开始)?(?:吃素|是素食者|是素食主义者)")
 _ZH_FAV = _p(r"我最喜欢的{a}是{v}" + _ZH_END, a=_ZH_VAL, v=_ZH_VAL)
-_ZH_OFTEN = r"(?:很|非常|特别|真的|也|一直|最近|超|现在|如今|目前|还|更|又|开始)*"  #: 我现在喜欢咖啡 (a trial: it read nothing)
+#: 我现在喜欢咖啡 (a trial: without 现在 it read nothing)
+_ZH_OFTEN = r"(?:很|非常|特别|真的|也|一直|最近|超|现在|如今|目前|还|更|又|开始)*"
 _ZH_DISLIKE = _p(r"我" + _ZH_OFTEN + r"(?:不喜欢|讨厌|受不了){v}" + _ZH_END, v=_ZH_VAL)  #: 我讨厌香菜
 _ZH_LIKE = _p(r"我" + _ZH_OFTEN + r"(?:喜欢|爱)(?!上){v}" + _ZH_END, v=_ZH_VAL)  #: 我很喜欢爵士乐 (爱上了: a hobby)
 #: no thing liked: a person or a place pointed at ("我喜欢你", "我喜欢这里")
@@ -254,7 +255,9 @@ def _gerund(verb: str) -> str:
 
 
 # 开始当护士 is a job (:data:`_ZH_BE_JOB`), not a hobby
-_ZH_HOBBY = _p(r"我(?:最近|现在|已经)?(?:开始学|开始练|开始|在学|爱上了|迷上了)(?!当|做|喜欢|爱){v}" + _ZH_END, v=_ZH_VAL)
+# 开始喜欢瑜伽 is a like (:data:`_ZH_LIKE`), not "hobby: 喜欢瑜伽"
+_ZH_HOBBY = _p(r"我(?:最近|现在|已经)?(?:开始学|开始练|开始|在学|爱上了|迷上了)(?!当|做|喜欢|爱){v}" + _ZH_END,
+               v=_ZH_VAL)
 _ZH_BARE = _p(r"^(?:是|应该是){v}" + _ZH_END, v=_ZH_VAL)
 
 
