@@ -684,3 +684,19 @@ def test_forgetting_a_thing_reaches_the_lines_that_name_it(tmp_path, store, embe
         assert r in going, (text, going)
     for k in kept:
         assert k not in going, (text, going)
+
+
+def test_the_facts_table_names_a_successor_of_another_attribute_with_its_attribute():
+    """A new-user trial: "dislikes jazz" was shown "superseded by: jazz"; the successor is "likes jazz"."""
+    from zoneinfo import ZoneInfo
+
+    from timem.models import MemoryItem
+    from timem.ui.facts import facts_table
+
+    t1, t2 = datetime(2024, 6, 18, 9, tzinfo=UTC), datetime(2024, 7, 2, 9, tzinfo=UTC)
+    hate = MemoryItem(id="i-hate", user_id="mia", kind="preference", subject="Mia", attribute="dislikes",
+                      value="jazz", event_time=t1, valid_from=t1, valid_to=t2, superseded_by="i-love")
+    love = MemoryItem(id="i-love", user_id="mia", kind="preference", subject="Mia", attribute="likes",
+                      value="jazz", event_time=t2, valid_from=t2)
+    table = facts_table([hate, love], ZoneInfo("UTC"), t2, None).set_index("id")
+    assert table.loc["i-hate", "superseded by"] == "likes jazz"

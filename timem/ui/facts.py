@@ -46,7 +46,10 @@ def facts_table(items: list[MemoryItem], tz, at: datetime, half_life: float | No
             return ""
         nxt = by_id.get(i.superseded_by)
         # a forgotten value is not quoted again here (a trial saw "Madrid (forgotten …)" in the active facts)
-        return FORGOTTEN_SUCCESSOR if nxt is None or nxt.status == "deleted" else nxt.value
+        if nxt is None or nxt.status == "deleted":
+            return FORGOTTEN_SUCCESSOR
+        # another attribute's value names it ("dislikes jazz" superseded by "likes jazz", not by "jazz": a trial)
+        return nxt.value if nxt.attribute == i.attribute else f"{nxt.attribute} {nxt.value}"
 
     return pd.DataFrame([{
         "kind": i.kind, "subject": i.subject, "attribute": i.attribute, "value": i.value,
