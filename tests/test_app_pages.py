@@ -187,6 +187,9 @@ def test_a_blank_chat_message_shows_no_empty_bubble_and_a_long_one_is_shown_cut(
     at.chat_input[0].set_value("x" * 150_000).run()
     shown = [m.markdown[0].value for m in at.chat_message if m.markdown and m.markdown[0].value.startswith("xxx")]
     assert shown and all(len(t) < 5000 for t in shown) and "150,000 characters" in shown[-1]
+    # the refusal speaks to the person who typed it, not of records and fields (a new-user trial)
+    refused = [e.value for e in at.error if "not recorded" in e.value]
+    assert refused and not any("record turn" in e or "field '" in e for e in refused), refused
 
 
 def test_chat_simulated_event_time(engine):

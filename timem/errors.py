@@ -50,6 +50,8 @@ class InputError(TimemError):
             f"field {field!r}" if field else "",
         ) if p)
         super().__init__(f"{message} ({where})" if where else message)
+        #: the message without where it was found: what a person who typed the input needs (the studio's chat)
+        self.reason = message
         self.file, self.record, self.field = file, record, field
 
 

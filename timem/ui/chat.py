@@ -24,7 +24,7 @@ import streamlit as st
 
 from timem import chat_sessions
 from timem.chat_sessions import new_session_id
-from timem.errors import ChatTurnError, ConsolidationIncomplete, TimemError
+from timem.errors import ChatTurnError, ConsolidationIncomplete, InputError, TimemError
 from timem.models import MemoryNode, Role
 from timem.recall.trace import RecallTrace
 from timem.studio_backend import StudioBackend
@@ -314,8 +314,8 @@ def _exchange(ctx: state.StudioContext, text: str) -> None:
             if exc.stage == "answer":
                 st.warning(MISSING_ANSWER, icon=":material/speaker_notes_off:")
             return
-        except TimemError as exc:
-            st.error(f"The message was not recorded: {exc}")
+        except TimemError as exc:  # a typed message is no record of a file: "(record turn …, field 'text')" went
+            st.error(f"The message was not recorded: {exc.reason if isinstance(exc, InputError) else exc}")
             return
     sessions[ctx.user] = session_id
     if turn.forgotten is not None:  # (the page intercepts "forget that …" before: see chat_forget)
