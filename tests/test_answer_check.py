@@ -170,3 +170,18 @@ def test_a_bare_answer_is_checked_when_the_memories_know_it_as_a_name():
     assert check_answer("Berlin", "Where does my brother live?", OWN, [], None, "names")[1] is not None
     assert check_answer("Berlin.", "Where did I live in May?", OWN, [], None, "names")[1] is None
     assert check_answer("Went on a walk.", "What did I do?", OWN, [], None, "names")[1] is None  # no name
+
+
+def test_a_question_asked_before_in_the_chat_is_not_recalled_for_itself(tmp_path, store, embedder):
+    """A new-user trial: the person's own earlier "Which city do I live in now?" filled the context of the same
+    question asked again, pushing real memories out. A question with other words stays a memory."""
+    eng = _engine(tmp_path, store, embedder, "You live in Lisbon.")
+    eng.add_exchange("mia", "chat-1", "I moved to Lisbon for a new job.", "Welcome to Lisbon!", AT.replace(hour=8))
+    eng.add_exchange("mia", "chat-1", "Which city do I live in now?", "You live in Lisbon.", AT.replace(hour=9))
+    eng.add_exchange("mia", "chat-1", "Which city did my sister live in before Porto?", "I don't know.",
+                     AT.replace(hour=10))
+    res = eng.recall("mia", "Which city do I live in now?", AT, persist=False)
+    assert "I moved to Lisbon" in res.context, res.context
+    assert "Mia: Which city do I live in now?" not in res.context.replace("User:", "Mia:"), res.context
+    other = eng.recall("mia", "Did my sister live somewhere before Porto?", AT, persist=False)
+    assert "before Porto?" in other.context, other.context

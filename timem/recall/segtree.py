@@ -97,7 +97,7 @@ def propagate_segtree(state: RecallState, selection: LeafSelection, top_k: int
         segments = sorted((i for i in upper if height[i] == 1), key=lambda i: (-upper[i], i))
         under = view.leaves_under(segments[: config.recall.propagation_route])  # from the cached index
         routed = [i for i, _, _, start in under if i not in cands and start <= question_time]
-        if routed and state.exclude_turns:  # the chat message being answered is no memory of itself
+        if routed:  # the chat message being answered, a bare "don't know", a question asked again: no memory
             routed = [x.id for x in store.nodes(user_id=user_id, ids=routed) if not state.unseen(x)]
         view.leaves.update({i: (p, n) for i, p, n, _ in under if i in routed})
     if routed:

@@ -19,7 +19,9 @@ from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.llm.protocol import LLMClient
 from timem.models import MemoryNode
+from timem.prompts.common import asks
 from timem.store.ports import MemoryStore
+from timem.tokens import content_stems
 
 #: a line that says only that someone does not know ("Assistant: You don't know.", "Assistant: I don't know: nothing
 #: in memory is about this question.", "助手: 我不知道。"); "I don't know if I should move" says something
@@ -34,6 +36,15 @@ def says_nothing(content: str) -> bool:
     trial: a restored "My cat's name is Mochi." still got "You don't know.")."""
     lines = [x for x in content.splitlines()[1:] if x.strip()]
     return bool(lines) and all(_NOTHING_LINE.match(x) for x in lines)
+
+
+def asks_again(content: str, query_stems: set[str]) -> bool:
+    """Whether an L1 segment only asks the question again: every line after its date line is a question whose
+    content words are the question's (a new-user trial: "Which city do I live in now?", asked before in the chat,
+    was recalled for itself and pushed real memories out of the context). A question with other words ("Where did
+    you move from?") says something and stays."""
+    lines = [x.split(":", 1)[-1] for x in content.splitlines()[1:] if x.strip()]
+    return bool(lines and query_stems) and all(asks(x) and content_stems(x) == query_stems for x in lines)
 
 
 @dataclass
@@ -69,14 +80,17 @@ class RecallState:
     masked: tuple[str, np.ndarray] | None = None
     notes: list[str] = field(default_factory=list)
     exclude_turns: frozenset[str] = frozenset()
+    _query_stems: set[str] | None = field(default=None, init=False, repr=False)
 
     def unseen(self, node: MemoryNode) -> bool:
         """Whether ``node`` may not be recalled for this question: it starts after the question time, it is an
         L1 segment of the excluded turns only (:attr:`exclude_turns`), or one whose every line says only that
-        someone does not know (:func:`says_nothing`)."""
+        someone does not know (:func:`says_nothing`) or that only asks this question again (:func:`asks_again`)."""
+        if self._query_stems is None:
+            self._query_stems = content_stems(self.query)
         return node.span_start > self.question_time or (node.level == 1 and (
             (bool(self.exclude_turns) and set(node.source_turn_ids) <= self.exclude_turns)
-            or says_nothing(node.content)))
+            or says_nothing(node.content) or asks_again(node.content, self._query_stems)))
 
     def query_vector(self) -> np.ndarray:
         """The question's embedding ``(dim,)``, computed on first use.
