@@ -27,7 +27,7 @@ import numpy as np
 
 from timem.chat_turns import ChatTurn
 from timem.config import Complexity, Config
-from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
+from timem.consolidation.consolidator import Consolidator
 from timem.consolidation.segment_topics import TopicReport
 from timem.datasets.base import ImportedUser
 from timem.embed.protocol import Embedder
@@ -41,6 +41,7 @@ from timem.llm.protocol import ChatBackend, LLMClient
 from timem.memory.forget import ForgetPreview
 from timem.memory.writer import ExtractionReport, ItemWriter
 from timem.models import MemoryItem, MemoryNode, SessionInfo, Turn, WriteRequest
+from timem.progress import Progress, no_progress
 from timem.recall.evaluate import EVALUATION_OPTIONS
 from timem.recall.gating import GateMode
 from timem.recall.options import RecallOptions, recall_options
@@ -279,7 +280,7 @@ class MemoryEngine:
         return self.items.pin_item(item_id, pinned, actor=actor)
 
     def ingest(self, users: Sequence[ImportedUser], *, flush: bool = True, upper_levels: bool = True,
-               update_changed: bool = False, progress: Progress = _no_progress) -> IngestReport:
+               update_changed: bool = False, progress: Progress = no_progress) -> IngestReport:
         """As :meth:`timem.engine_writes.MemoryWrites.ingest`."""
         return self.writes.ingest(users, flush=flush, upper_levels=upper_levels, update_changed=update_changed,
                                   progress=progress)
@@ -289,7 +290,7 @@ class MemoryEngine:
         return self.writes.end_session(user_id, session_id)
 
     def consolidate(self, user_id: str | None = None, *, flush: bool = False,
-                    progress: Progress = _no_progress) -> list[MemoryNode]:
+                    progress: Progress = no_progress) -> list[MemoryNode]:
         """As :meth:`timem.engine_writes.MemoryWrites.consolidate`."""
         return self.writes.consolidate(user_id, flush=flush, progress=progress)
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from timem import editing
-from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
+from timem.consolidation.consolidator import Consolidator
 from timem.engine_reads import EngineCore, EnginePart, StoreReads
 from timem.errors import ConfigError
 from timem.memory import forget as forget_mod
 from timem.memory.forget import ForgetPreview
 from timem.memory.writer import ExtractionReport, ItemWriter
 from timem.models import MemoryItem
+from timem.progress import Progress, no_progress
 
 
 class MemoryItems(EnginePart):
@@ -27,7 +28,7 @@ class MemoryItems(EnginePart):
         self.extraction_failures: dict[str, list[tuple[str, str]]] = {}
 
     def extract_items(self, user_ids: Sequence[str], *, with_llm: bool = True,
-                      progress: Progress = _no_progress) -> dict[str, ExtractionReport]:
+                      progress: Progress = no_progress) -> dict[str, ExtractionReport]:
         """Read the users' new L1 segments (rules) or closed sessions (LLM) into memory items, with merge and
         supersession (:mod:`timem.memory.writer`); nothing when ``Config.memory.memory_items`` is off.
         ``with_llm=False`` defers LLM extraction (an L1-only ingest makes no LLM call). Failed LLM sessions are

@@ -13,13 +13,14 @@ from typing import Any
 
 from timem import editing
 from timem.chat_turns import check_turn, check_user_id
-from timem.consolidation.consolidator import Consolidator, Progress, _no_progress
+from timem.consolidation.consolidator import Consolidator
 from timem.consolidation.segment_topics import TopicReport
 from timem.datasets.base import ImportedUser
 from timem.engine_items import MemoryItems
 from timem.engine_reads import EngineCore, EnginePart, StoreReads
 from timem.errors import ConsolidationIncomplete, InputError, LLMError
 from timem.models import MemoryNode
+from timem.progress import Progress, no_progress
 from timem.store.segtree_tables import SyncReport
 from timem.tree.segtree import SegNode
 
@@ -51,7 +52,7 @@ class MemoryWrites(EnginePart):
 
     # ------------------------------------------------------------------ ingest (backfill)
     def ingest(self, users: Sequence[ImportedUser], *, flush: bool = True, upper_levels: bool = True,
-               update_changed: bool = False, progress: Progress = _no_progress) -> IngestReport:
+               update_changed: bool = False, progress: Progress = no_progress) -> IngestReport:
         """Store every user's turns (all users in one transaction: a bad value anywhere writes nothing),
         then consolidate each user in event-time order.
 
@@ -156,7 +157,7 @@ class MemoryWrites(EnginePart):
             return self.consolidator.consolidate(user_id, **kw)
         first = self.consolidator.consolidate(user_id, **{**kw, "upper_levels": False})
         read.add(user_id)  # read once in this write, also when it stops (a cancel): the rest stay due
-        self.items.extract_items([user_id], progress=kw.get("progress", _no_progress))
+        self.items.extract_items([user_id], progress=kw.get("progress", no_progress))
         try:
             return first + self.consolidator.consolidate(user_id, **kw)
         except ConsolidationIncomplete as exc:
@@ -186,7 +187,7 @@ class MemoryWrites(EnginePart):
             self.store.refresh_fts()
 
     def consolidate(self, user_id: str | None = None, *, flush: bool = False,
-                    progress: Progress = _no_progress) -> list[MemoryNode]:
+                    progress: Progress = no_progress) -> list[MemoryNode]:
         """Consolidate due windows of one user (or all users); ``flush`` closes every open window.
 
         Raises:

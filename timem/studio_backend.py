@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from timem.chat_turns import ChatTurn
 from timem.config import Config
-from timem.consolidation.consolidator import Progress
 from timem.memory.forget import ForgetPreview
 from timem.models import MemoryItem, MemoryNode, SessionInfo, Turn
+from timem.progress import Progress
 from timem.recall.pipeline import RecallResult
 from timem.recall.trace import RecallTrace
 

@@ -36,9 +36,9 @@ Without an LLM, windows whose mode needs one (hybrid, abstractive) are left as t
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -61,21 +61,12 @@ from timem.models import (
     TimeSpan,
     Turn,
 )
+from timem.progress import Progress, no_progress
 from timem.prompts import segment, title
 from timem.prompts.common import assistant_note, render_nodes
 from timem.prompts.registry import level_prompts
 from timem.store.ports import MemoryStore
 from timem.tree.windows import check_containment, parent_span, parent_window, session_closed
-
-T = TypeVar("T")
-
-
-class Progress(Protocol):
-    """A progress display around one consolidation stage, called as ``progress(items, desc, total)``; it yields
-    ``items`` unchanged (e.g. ``tqdm``, the studio's progress bar)."""
-
-    def __call__(self, items: Iterable[T], desc: str, total: int, /) -> Iterable[T]: ...
-
 
 VERBATIM_MODEL = "verbatim"
 #: v1 still: a multi-line turn's further lines are marked (segments.continued, issue 27 #11), one-line turns are
@@ -83,10 +74,6 @@ VERBATIM_MODEL = "verbatim"
 VERBATIM_PROMPT = "l1-verbatim-v1"
 LEVEL_PROMPTS = level_prompts()
 NEEDS_LLM = ("hybrid", "abstractive")  #: consolidation modes that call the LLM
-
-
-def _no_progress(items: Iterable[T], desc: str, total: int) -> Iterable[T]:
-    return items
 
 
 def node_id(user_id: str, level: Level, window_key: str, parts: Sequence[str]) -> str:
@@ -181,7 +168,7 @@ class Consolidator:
 
     # ------------------------------------------------------------------ L2..L5
     def consolidate(self, user_id: str, *, flush: bool = False, upper_levels: bool = True,
-                    progress: Progress = _no_progress) -> list[MemoryNode]:
+                    progress: Progress = no_progress) -> list[MemoryNode]:
         """Write every due L1..L5 node of ``user_id``; returns the new nodes in write order.
 
         ``upper_levels=False`` writes only the L1 segments (no LLM call in verbatim mode); a later

@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
 
 from timem.config import Config
-from timem.consolidation.consolidator import Progress, _no_progress
 from timem.embed.protocol import Embedder
 from timem.errors import LLMError
 from timem.item_values import MULTI_VALUED, mentions, normalise
@@ -47,6 +46,7 @@ from timem.memory.forget import forget_request
 from timem.memory.grounding import OPPOSITES, canonical_attribute, check_statement
 from timem.memory.rules import Statement, extract_statements
 from timem.models import Level, MemoryItem, Role, Turn
+from timem.progress import Progress, no_progress
 from timem.prompts import memory as memory_prompt
 from timem.reldates import resolve_relative_dates
 from timem.store.ports import MemoryStore
@@ -99,7 +99,7 @@ class ItemWriter:
             return "rules"
         return "llm"
 
-    def extract(self, user_id: str, progress: Progress = _no_progress) -> ExtractionReport:
+    def extract(self, user_id: str, progress: Progress = no_progress) -> ExtractionReport:
         """Read every not yet read unit of ``user_id`` (see the module doc); returns the report. ``progress`` wraps
         the LLM's sessions (one call each), so that the studio's background job shows them and can stop between
         two (the sessions not yet read stay due); the rules take seconds and are not wrapped.

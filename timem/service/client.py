@@ -23,7 +23,6 @@ import httpx
 
 from timem.chat_turns import ChatTurn
 from timem.config import Complexity, Config, load_config
-from timem.consolidation.consolidator import Progress, _no_progress
 from timem.errors import (
     AuthError,
     ChatTurnError,
@@ -39,6 +38,7 @@ from timem.errors import (
 )
 from timem.memory.forget import ForgetPreview
 from timem.models import MemoryItem, MemoryNode, NodeStatus, Role, SessionInfo, Turn
+from timem.progress import Progress, no_progress
 from timem.recall.gating import GateMode
 from timem.recall.options import RecallOptions, recall_options
 from timem.recall.pipeline import RecallResult
@@ -354,7 +354,7 @@ class ServiceClient:
         return self._written(user_id, self._call("POST", f"/v1/users/{user_id}/sessions/{session_id}/end"))
 
     def consolidate(self, user_id: str | None = None, *, flush: bool = False,
-                    progress: Progress = _no_progress) -> list[MemoryNode]:
+                    progress: Progress = no_progress) -> list[MemoryNode]:
         """Consolidate the user's due windows (every open one with ``flush``; every user without ``user_id``) on the
         service; ``progress`` is not called (the work runs there, in one request).
 

@@ -16,7 +16,7 @@ log = logging.getLogger("timem.studio")
 
 
 class StreamlitProgress:
-    """A :data:`timem.consolidation.consolidator.Progress` callable that drives an ``st.progress`` bar.
+    """A :class:`timem.progress.Progress` callable that drives an ``st.progress`` bar.
 
     The engine calls it as ``progress(items, desc, total)`` once per stage (``"L1 segments"``,
     ``"L2 session"`` …); the bar shows ``"<desc>: i / total"`` and the stage names seen so far.

@@ -163,7 +163,7 @@ def _consolidate(engine: MemoryEngine, user_id: str, flush: bool, job: Job, lock
 
 
 def _progress(job: Job, user_id: str, lock: threading.RLock):
-    """A :data:`timem.consolidation.consolidator.Progress` that records the stage, checks for a cancel
+    """A :class:`timem.progress.Progress` that records the stage, checks for a cancel
     before every item, and gives the engine lock to waiting page runs between items."""
 
     def progress(items: Iterable[T], desc: str, total: int) -> Iterator[T]:
