@@ -7,10 +7,11 @@ from helpers import ABSTRACTIVE
 from streamlit.testing.v1 import AppTest
 from studio_support import DEMO_USER, REPO, SCRIPTED_MODEL, assert_clean, build_demo_db, open_engine, studio_app
 
+from timem.ids import ID_RULE
 from timem.models import Level, NodeStatus, Role
 from timem.recall import recall
 from timem.recall.options import RecallOptions
-from timem.ui.state import USER_KEY
+from timem.ui.state import ENGINE_KEY, USER_KEY
 
 PAGES = {"chat": "Chat", "timeline": "Timeline", "recall_inspector": "Recall inspector", "manifold": "Manifold",
          "memories": "Memories"}
@@ -597,7 +598,7 @@ def test_import_locomo_conv30_from_a_file_on_this_machine(empty_engine, locomo_d
     # a form ("New user", submitted by Enter or its button): the typed id goes with the submit
     at.text_input(key="sb_new_user").set_value("acme/bob")  # '/' is the service's tenant separator
     at.button(key="sb_new_user_go").click().run()
-    assert at.session_state[USER_KEY] == "conv-30" and any("reserved for the memory service" in e.value
+    assert at.session_state[USER_KEY] == "conv-30" and any("'/' is refused: it separates the tenant" in e.value
                                                             for e in at.sidebar.error)
     at.text_input(key="sb_new_user").set_value("bob")
     at.button(key="sb_new_user_go").click().run()
@@ -606,6 +607,29 @@ def test_import_locomo_conv30_from_a_file_on_this_machine(empty_engine, locomo_d
     assert at.session_state[USER_KEY] == "conv-30"
     for page in ("timeline", "manifold", "memories"):
         assert_clean(make_app(empty_engine, user="conv-30", page=page))
+
+
+def test_a_new_user_id_the_memory_service_refuses_is_refused_and_not_switched_to(empty_engine):
+    """A trial: "New user" took 'alice smith' and a 200-character id, which the memory service refuses (422). The
+    studio now applies the service's rule (:func:`timem.ids.check_service_id`, one validator for both): an error
+    saying what a user id may hold, and the current user stays; so does a bad ``?user=`` in the URL."""
+    at = make_app(empty_engine, user="me")
+    for bad in ("alice smith", "a" * 200, "mia:2", "zoë"):
+        at.text_input(key="sb_new_user").set_value(bad)
+        at.button(key="sb_new_user_go").click().run()
+        errors = [e.value for e in at.sidebar.error]
+        assert at.session_state[USER_KEY] == "me", bad
+        assert len(errors) == 1 and ID_RULE in errors[0] and "field" not in errors[0], (bad, errors)
+        assert not at.exception
+    at.text_input(key="sb_new_user").set_value("alice.smith_2")
+    at.button(key="sb_new_user_go").click().run()
+    assert at.session_state[USER_KEY] == "alice.smith_2" and not at.sidebar.error
+    url = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+    url.session_state[ENGINE_KEY] = empty_engine
+    url.query_params["user"] = "alice smith"
+    url.run()
+    assert url.session_state[USER_KEY] == "me"
+    assert any("'alice smith' is not valid" in e.value and "Opened user 'me' instead" in e.value for e in url.error)
 
 
 def test_studio_opens_its_own_engine_from_config_and_switches_database(tmp_path, monkeypatch):

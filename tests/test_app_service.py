@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import httpx
 import pytest
 import streamlit as st
 from service_support import two_tenants
 from streamlit.testing.v1 import AppTest
 from studio_support import REPO, assert_clean, studio_app
 
+from timem.ids import ID_RULE
 from timem.models import NodeStatus, Role
 from timem.service.client import ServiceClient
 from timem.ui.state import USER_KEY
@@ -106,6 +108,26 @@ def test_chat_over_the_service_stores_the_turns_and_shows_the_recalled_context(c
     at.button(key="chat_end").click().run()
     assert_clean(at)
     assert next(s for s in client.sessions(USER) if s.session_id == session_id).ended
+
+
+def test_a_new_user_id_is_checked_by_the_services_own_rule_before_the_studio_switches(svc, client):
+    """A trial: over a service, "New user" took 'alice smith' and a 200-character id, and every later request for
+    that user failed (422). The studio applies the service's rule (:func:`timem.ids.check_service_id`) first: the
+    same ids the service refuses are refused in the sidebar with its words, and the user stays."""
+    base, keys = svc
+    at = make_app(client)
+    for bad in ("alice smith", "a" * 200):
+        sent = httpx.get(f"{base}/v1/users/{bad}/memories", headers={"Authorization": f"Bearer {keys['acme']}"})
+        assert sent.status_code == 422 and ID_RULE in sent.text, (bad, sent.text)  # the service's own verdict
+        at.text_input(key="sb_new_user").set_value(bad)
+        at.button(key="sb_new_user_go").click().run()
+        assert at.session_state[USER_KEY] == USER, bad
+        errors = [e.value for e in at.sidebar.error]
+        assert len(errors) == 1 and errors[0].startswith("user id ") and ID_RULE in errors[0], (bad, errors)
+        assert not at.exception
+    at.text_input(key="sb_new_user").set_value("alice.smith")
+    at.button(key="sb_new_user_go").click().run()
+    assert at.session_state[USER_KEY] == "alice.smith" and not at.sidebar.error
 
 
 def test_recall_inspector_runs_a_query_on_the_service(client):

@@ -33,8 +33,9 @@ from timem.errors import (
     TimemError,
     UpstreamError,
 )
+from timem.ids import ID_PATTERN
 from timem.models import MemoryNode, WriteRequest
-from timem.service.models import ID_PATTERN, IDEMPOTENCY_KEY_PATTERN, ErrorOut, TurnsIn
+from timem.service.models import IDEMPOTENCY_KEY_PATTERN, ErrorOut, TurnsIn
 
 #: HTTP status per error class; the most specific class listed along the exception's MRO wins
 STATUS: dict[type[TimemError], int] = {

@@ -21,7 +21,6 @@ studio at the same file meanwhile). Errors come back as MCP tool errors with TiM
 from __future__ import annotations
 
 import functools
-import re
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -35,9 +34,9 @@ from timem.config import Config
 from timem.datasets.base import is_blank
 from timem.engine import MemoryEngine
 from timem.errors import InputError, NotFoundError, TextTooLongError, TimemError
+from timem.ids import check_service_id
 from timem.memory.forget import forget_request
 from timem.prompts.injection import withhold_instructions
-from timem.service.models import ID_PATTERN, id_error
 
 
 def _time(value: str | None, what: str) -> datetime | None:
@@ -54,10 +53,8 @@ def _time(value: str | None, what: str) -> datetime | None:
 
 
 def _session_id(value: str) -> str:
-    """``value`` if it is an id the HTTP service takes too (:data:`~timem.service.models.ID_PATTERN`)."""
-    if not re.fullmatch(ID_PATTERN, value):
-        raise InputError(id_error("session_id", value), field="session_id")
-    return value
+    """``value`` if it is an id the HTTP service takes too (:func:`timem.ids.check_service_id`)."""
+    return check_service_id(value, "session_id", "session_id")
 
 
 def _says_why(fn: Callable[..., Any]) -> Callable[..., Any]:

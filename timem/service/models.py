@@ -12,36 +12,32 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from timem.config import Config
+from timem.ids import ID_PATTERN, ID_RULE
+from timem.ids import id_error as user_id_error
 from timem.models import MemoryItem, MemoryNode, SessionInfo, Turn
 from timem.recall.options import RecallOptions
 
-#: user and session ids a tenant may use: letters, digits, ``.``, ``_``, ``-`` (no ``/`` or ``:``, which
-#: the store uses in namespaced user ids and turn ids)
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 #: idempotency keys: 1-255 printable ASCII characters without spaces (a UUID is the usual choice)
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"
 #: memory item ids, as the item routes show them
 ITEM_ID_PATTERN = r"^item-[0-9a-f]{16}$"
-#: what each pattern above allows, in words: a request that breaks one is told this, never the regex
+#: what each pattern allows, in words: a request that breaks one is told this, never the regex; user and session
+#: ids follow :data:`timem.ids.ID_PATTERN`, the rule the studio applies too
 PATTERN_RULES = {
-    ID_PATTERN: "use 1-128 ASCII letters (a-z, A-Z; no accents, no Chinese), digits, '.', '_' or '-', starting with "
-                "a letter or digit",
+    ID_PATTERN: ID_RULE,
     IDEMPOTENCY_KEY_PATTERN: "use 1-255 printable ASCII characters without spaces (a UUID is the usual choice)",
     ITEM_ID_PATTERN: "use an item id as the item routes show it: 'item-' and 16 hex digits",
 }
-#: why a separator of the store's ids is refused in a user or session id
-_SEPARATORS = {":": "':' is refused: it separates the parts of a turn id (user:session:seq), so two turns could get "
-                    "the same id",
-               "/": "'/' is refused: it separates the tenant from the user in stored user ids (tenant/user)"}
 
 
 def id_error(what: str, value: object, pattern: str = ID_PATTERN) -> str:
     """The one-line message for ``value`` that breaks ``pattern`` (one of :data:`PATTERN_RULES`), named ``what``
     (e.g. ``"user id"``, ``"session_id"``): what the id may hold and, for a user or session id holding ``:`` or
-    ``/``, why that separator is refused."""
+    ``/``, why that separator is refused (:func:`timem.ids.id_error`)."""
+    if pattern == ID_PATTERN:
+        return user_id_error(what, value)
     shown = repr(value) if len(str(value)) <= 80 else f"{str(value)[:77]!r}..."
-    why = [_SEPARATORS[c] for c in _SEPARATORS if pattern == ID_PATTERN and c in str(value)]
-    return f"{what} {shown} is not valid: {PATTERN_RULES[pattern]}" + "".join(f"; {w}" for w in why)
+    return f"{what} {shown} is not valid: {PATTERN_RULES[pattern]}"
 
 
 def _iso_text(value: Any) -> Any:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -34,10 +33,11 @@ from pydantic import TypeAdapter, ValidationError
 
 from timem import openai_chat
 from timem.errors import InputError, TimemError
+from timem.ids import ID_PATTERN, check_service_id
 from timem.llm.openai_backend import OpenAIBackend
 from timem.openai_chat import ChatCall, ReplyStream, text_of
 from timem.service.context import S, Service, T, Tenant, _one_line
-from timem.service.models import ID_PATTERN, IsoTime, id_error
+from timem.service.models import IsoTime
 from timem.service.openai_models import ChatCompletionIn, ModelOut, ModelsOut
 
 _log = logging.getLogger(__name__)
@@ -62,9 +62,7 @@ def _memory_user(field: str | None, header: str | None, mode: str) -> str | None
         raise InputError(f"the user field ({field!r}) and the X-Timem-User header ({header!r}) differ; send one",
                          field="user")
     user = field if field is not None else header
-    if user is not None and not re.fullmatch(ID_PATTERN, user):
-        raise InputError(id_error("user id", user), field="user")
-    return user
+    return None if user is None else check_service_id(user, "user id", "user")
 
 
 def _event_time(value: str | None) -> datetime:

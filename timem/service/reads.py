@@ -12,9 +12,9 @@ from fastapi import FastAPI, Query
 from fastapi import Path as PathParam
 
 from timem.errors import NotFoundError
+from timem.ids import ID_PATTERN
 from timem.service.context import S, T, Tenant, UserPath, as_tenant_sees
 from timem.service.models import (
-    ID_PATTERN,
     ITEM_ID_PATTERN,
     AboutOut,
     ChatIn,

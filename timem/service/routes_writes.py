@@ -14,9 +14,10 @@ from fastapi import APIRouter
 from fastapi import Path as PathParam
 
 from timem.errors import ConsolidationIncomplete, InputError, NotFoundError
+from timem.ids import ID_PATTERN
 from timem.models import MemoryNode
 from timem.service.context import IdemHeader, S, T, UserPath, write_request
-from timem.service.models import ID_PATTERN, ConsolidateIn, MemoryOut, TurnsIn, UsersOut, WrittenOut
+from timem.service.models import ConsolidateIn, MemoryOut, TurnsIn, UsersOut, WrittenOut
 
 router = APIRouter()
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from timem.chat_turns import check_user_id
 from timem.consolidation.consolidator import NEEDS_LLM
 from timem.datasets import DEMO_FILE
 from timem.errors import ConfigError, ConsolidationIncomplete, InputError, TimemError
+from timem.ids import check_service_id
 from timem.models import CONSOLIDATION_MODES
 from timem.ui import chat, jobs, state, welcome
 from timem.ui.feedback import StreamlitProgress, flash, plural, user_errors
@@ -113,9 +113,9 @@ def _user(ctx: state.StudioContext) -> None:
             st.error("Type a user id first, e.g. alice.")
         elif submitted:
             try:
-                state.set_user(check_user_id(new.strip()) if ctx.local is not None else new.strip())
-            except InputError as exc:
-                st.error(str(exc))
+                state.set_user(check_service_id(new.strip()))  # the memory service's rule, local files too
+            except InputError as exc:  # not switched: the error says what a user id may hold
+                st.error(exc.reason)
             else:
                 chat.reset_event_time()
                 st.rerun()

@@ -28,8 +28,10 @@ import streamlit as st
 from timem.config import Config, load_config
 from timem.engine import MemoryEngine
 from timem.errors import ConfigError, InputError, LLMError, TimemError
+from timem.ids import check_service_id
 from timem.service.client import ServiceClient
 from timem.studio_backend import StudioBackend
+from timem.ui.feedback import flash
 
 ENGINE_KEY = "timem_engine"  #: session-state key of an injected MemoryEngine or ServiceClient (tests)
 DB_KEY = "timem_db_path"  #: session-state key of the chosen DuckDB file
@@ -262,10 +264,19 @@ def local_only(ctx: StudioContext, what: str, instead: str, *, quiet: bool = Fal
 
 
 def _initial_user(ctx: StudioContext) -> None:
-    """First run of a session: ``?user=`` in the URL, else the store's first user, else ``"me"``."""
-    wanted = st.query_params.get("user")
+    """First run of a session: ``?user=`` in the URL, else the store's first user, else ``"me"``. A ``?user=`` that
+    is no stored user and breaks the memory service's id rule (:func:`timem.ids.check_service_id`) is not opened:
+    the error is shown once (:func:`timem.ui.feedback.flash`) and the first user is opened instead."""
+    wanted = (st.query_params.get("user") or "").strip()
     users = ctx.engine.users() if ctx.engine is not None else []
-    set_user(wanted or (users[0] if users else DEFAULT_USER))
+    fallback = users[0] if users else DEFAULT_USER
+    if wanted and wanted not in users:
+        try:
+            check_service_id(wanted)
+        except InputError as exc:
+            flash(f"{exc.reason}. Opened user {fallback!r} instead.", "error")
+            wanted = ""
+    set_user(wanted or fallback)
 
 
 def current() -> StudioContext:
