@@ -180,17 +180,25 @@ def test_a_forgotten_exchange_is_not_shown_again_in_the_chat_history(engine):
     assert any("parrot named Kiwi" in m.markdown[0].value for m in at.chat_message if m.markdown)
 
 
-def test_a_blank_chat_message_shows_no_empty_bubble_and_a_long_one_is_shown_cut(engine):
+def test_a_blank_chat_message_shows_no_empty_bubble_and_a_refused_one_is_not_shown_as_sent(engine):
+    """A trial: a message past max_turn_chars (100,000), refused by the engine (an InputError), stayed in the chat
+    as a sent message's bubble (with an answer bubble under it); now the error takes its place, and nothing else."""
     at = make_app(engine)
     at.chat_input[0].set_value("   ").run()
     assert [m for m in at.chat_message if m.markdown and not m.markdown[0].value.strip()] == []
     assert any("it is empty" in e.value for e in at.error)
-    at.chat_input[0].set_value("x" * 150_000).run()
-    shown = [m.markdown[0].value for m in at.chat_message if m.markdown and m.markdown[0].value.startswith("xxx")]
-    assert shown and all(len(t) < 5000 for t in shown) and "150,000 characters" in shown[-1]
+    bubbles = len(at.chat_message)
+    at.chat_input[0].set_value("x" * 100_001).run()
+    assert not at.exception
+    assert not [m for m in at.chat_message if m.markdown and "xxx" in m.markdown[0].value]
+    assert len(at.chat_message) == bubbles  # no answer bubble either
     # the refusal speaks to the person who typed it, not of records and fields (a new-user trial)
     refused = [e.value for e in at.error if "not recorded" in e.value]
-    assert refused and not any("record turn" in e or "field '" in e for e in refused), refused
+    assert len(refused) == 1 and "100,001 characters" in refused[0], refused
+    assert not any("record turn" in e or "field '" in e for e in refused), refused
+    at.run()  # the next run shows no trace of it either: nothing was stored
+    assert not [m for m in at.chat_message if m.markdown and "xxx" in m.markdown[0].value]
+    assert all("x" * 100 not in t.text for t in engine.store.turns(DEMO_USER))
 
 
 def test_chat_simulated_event_time(engine):

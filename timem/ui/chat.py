@@ -300,23 +300,27 @@ def _exchange(ctx: state.StudioContext, text: str) -> None:
     at = event_time(ctx)
     sessions = _sessions()
     session_id = _session_at(ctx, sessions.get(ctx.user), at)
-    with st.chat_message("user"):
+    sent, reply = st.empty(), st.empty()  # the two bubbles; a refused message's are replaced by the error
+    with sent.container(), st.chat_message("user"):
         st.markdown(text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]} … ({len(text):,} characters)")
     later = jobs.chat_consolidates_later(ctx.engine)  # embedded LLM: the answer first, memories in the background
-    with st.chat_message("assistant"), ctx.lock:
-        try:
-            with st.spinner("Recalling memories and answering … (the embedded model needs about 5–15 s)"):
-                turn = ctx.engine.chat_turn(ctx.user, session_id, text, at,
-                                            user_name=_speaker_name(ctx.engine, ctx.user), consolidate=not later)
-        except ChatTurnError as exc:
-            sessions[ctx.user] = session_id
+    try:
+        with reply.container(), st.chat_message("assistant"), ctx.lock, st.spinner(
+                "Recalling memories and answering … (the embedded model needs about 5–15 s)"):
+            turn = ctx.engine.chat_turn(ctx.user, session_id, text, at,
+                                        user_name=_speaker_name(ctx.engine, ctx.user), consolidate=not later)
+    except ChatTurnError as exc:  # the message is stored (the history shows it from now on): its bubble stays
+        sessions[ctx.user] = session_id
+        with reply.container(), st.chat_message("assistant"):
             st.error(str(exc)[0].upper() + str(exc)[1:])
             if exc.stage == "answer":
                 st.warning(MISSING_ANSWER, icon=":material/speaker_notes_off:")
-            return
-        except TimemError as exc:  # a typed message is no record of a file: "(record turn …, field 'text')" went
-            st.error(f"The message was not recorded: {exc.reason if isinstance(exc, InputError) else exc}")
-            return
+        return
+    except TimemError as exc:  # refused, nothing stored: no bubble as if sent, the error in its place
+        reply.empty()  # a typed message is no record of a file: "(record turn …, field 'text')" went
+        sent.error(f"The message was not recorded: {exc.reason if isinstance(exc, InputError) else exc}",
+                   icon=":material/block:")
+        return
     sessions[ctx.user] = session_id
     if turn.forgotten is not None:  # (the page intercepts "forget that …" before: see chat_forget)
         st.rerun()
