@@ -141,6 +141,23 @@ def test_forget_typed_in_chat_shows_a_preview_and_acts_only_on_confirm(engine):
     assert any("nothing matched" in c.value for c in at.caption)
 
 
+def test_a_forget_note_in_a_chat_on_a_simulated_clock_carries_the_chats_time(engine):
+    """A trial: the line a "Forget that …" leaves under the chat was stamped with the wall clock ("19:02") in a chat
+    whose turns ran on a simulated clock in 2024; it carries the chat's event time now, written as a turn's is."""
+    from datetime import date, time
+
+    at = make_app(engine)
+    at.radio(key="chat_time_mode").set_value("Simulated").run()
+    at.date_input(key="chat_sim_date").set_value(date(2024, 7, 3))
+    at.time_input(key="chat_sim_clock").set_value(time(9, 30)).run()
+    at.chat_input[0].set_value("Forget that I drink green tea.").run()
+    at.button(key="chat_forget_yes").click().run()
+    assert_clean(at)
+    notes = [c.value for c in at.caption if "you asked to forget" in c.value]
+    assert len(notes) == 1, notes
+    assert notes[0].startswith("Wed 03 Jul 2024 09:30 · you asked to forget “I drink green tea”: forgot 1 fact(s)")
+
+
 def test_a_forgotten_exchange_is_not_shown_again_in_the_chat_history(engine):
     """A new-user trial forgot "I keep a parrot named Kiwi" from the chat: recall no longer found it, but the chat
     history above still showed the message and the reply word for word. Now both show a note instead."""

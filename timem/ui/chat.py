@@ -136,7 +136,7 @@ def render() -> None:
     notice = st.empty()
     if session_id:
         _history(ctx, session_id)
-    chat_forget.render(ctx)
+    chat_forget.render(ctx, event_time(ctx))  # a forget note carries the chat's time, as its turns do
     if not session_id:
         notice.info("No open session. Type a message to start one, or press **Start session**.")
     busy = jobs.busy(ctx.engine)

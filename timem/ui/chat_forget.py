@@ -5,7 +5,8 @@ one notice vanished at the next message, so the history showed no forgetting eve
 asks to forget (:func:`timem.memory.forget.forget_request`) is neither stored nor answered: the page shows what
 "Forget by text" would soft-delete (:meth:`MemoryEngine.forget` without ``confirm``), one line per item and
 segment, and acts only on **Confirm**. What was forgotten or kept stays listed under the chat for this browser
-session (the audit log keeps it for good).
+session (the audit log keeps it for good). Each line is stamped with the chat's event time, as the turns are (a
+trial saw wall-clock time on a note in a chat on a simulated clock).
 """
 
 from __future__ import annotations
@@ -31,13 +32,15 @@ def intercept(ctx: state.StudioContext, text: str) -> bool:
     return True
 
 
-def _log(ctx: state.StudioContext, line: str) -> None:
-    at = datetime.now().astimezone(ctx.tz)
-    st.session_state.setdefault(LOG_KEY, {}).setdefault(ctx.user, []).append(f"{at:%H:%M} · {line}")
+def _log(ctx: state.StudioContext, at: datetime, line: str) -> None:
+    """Add ``line`` to the current user's log, stamped with ``at`` (the chat's event time) as a turn is."""
+    stamp = f"{at.astimezone(ctx.tz):%a %d %b %Y %H:%M}"
+    st.session_state.setdefault(LOG_KEY, {}).setdefault(ctx.user, []).append(f"{stamp} · {line}")
 
 
-def render(ctx: state.StudioContext) -> None:
-    """The log of this browser session's forget requests, then the pending one's preview with Confirm / Cancel."""
+def render(ctx: state.StudioContext, at: datetime) -> None:
+    """The log of this browser session's forget requests, then the pending one's preview with Confirm / Cancel;
+    ``at`` (UTC-aware) is the chat's event time (now, or its simulated clock), which stamps a new line of the log."""
     for line in st.session_state.get(LOG_KEY, {}).get(ctx.user, []):
         st.caption(line)
     pending = st.session_state.get(PENDING_KEY)
@@ -51,7 +54,7 @@ def render(ctx: state.StudioContext) -> None:
                         "said, or search the Memories page (Facts → Forget by text).")
             if st.button("OK", key="chat_forget_ok"):
                 st.session_state.pop(PENDING_KEY, None)
-                _log(ctx, f"you asked to forget “{text}”: nothing matched")
+                _log(ctx, at, f"you asked to forget “{text}”: nothing matched")
                 st.rerun()
             return
         st.markdown(f"**Forget {len(plan.items)} fact(s) and {len(plan.segments)} conversation segment(s) for "
@@ -66,10 +69,10 @@ def render(ctx: state.StudioContext) -> None:
             # must not preview it again (a new-user trial saw "Nothing in memory matches" for what was just gone)
             st.session_state.pop(PENDING_KEY, None)
             done = ctx.engine.forget(ctx.user, text, confirm=True, actor="studio-chat")
-            _log(ctx, f"you asked to forget “{text}”: forgot {len(done.items)} fact(s) and {len(done.segments)} "
+            _log(ctx, at, f"you asked to forget “{text}”: forgot {len(done.items)} fact(s) and {len(done.segments)} "
                       "segment(s) (restore them from the Memories page)")
             st.rerun()
         if b.button("Cancel", key="chat_forget_no"):
             st.session_state.pop(PENDING_KEY, None)
-            _log(ctx, f"you asked to forget “{text}”: cancelled, nothing was forgotten")
+            _log(ctx, at, f"you asked to forget “{text}”: cancelled, nothing was forgotten")
             st.rerun()
