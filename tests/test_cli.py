@@ -210,14 +210,13 @@ def test_eval_recall_progress_counts_only_the_questions_it_evaluates(cli_env, mo
     import timem.cli as cli
 
     totals: dict[str, int | None] = {}
-    real_tqdm = cli.tqdm
+    real_progress = cli.terminal_progress
 
-    def spy(iterable, *args, **kw):
-        bar = real_tqdm(iterable, *args, **kw)
-        totals[kw["desc"]] = bar.total
-        return bar
+    def spy(items, desc, total):
+        totals[desc] = total
+        return real_progress(items, desc, total)
 
-    monkeypatch.setattr(cli, "tqdm", spy)
+    monkeypatch.setattr(cli, "terminal_progress", spy)
     path = Path(__file__).parent / "fixtures" / "locomo_tiny.json"
     cats = {s["sample_id"]: [q["category"] for q in s["qa"]] for s in json.loads(path.read_text())}
     assert 5 in cats["conv-a"]  # the fixture has an adversarial question to skip
@@ -270,6 +269,18 @@ def test_export_json_and_jsonl_that_imports_back(cli_env, chat_file):
         assert code == 1 and f"error: --level {level} is not a level of the tree; use 1 to 5" in out, out
     code, out = run("tree", "--user", "zoe", "--level", "5", "--db", db)
     assert code == 0 and "L5" in out and "L1" not in out, out
+
+
+def test_progress_piped_to_a_file_is_plain_lines_not_one_long_redrawn_line(cli_env, chat_file):
+    """A trial piped `timem ingest` into a log: the bars' carriage-return redraws ran into one long line. Off a
+    terminal the stages now write plain lines (``desc: n/total items, done``), and no carriage return."""
+    res = subprocess.run([sys.executable, "-m", "timem.cli", "ingest", str(chat_file), "--format", "jsonl", "--llm",
+                          "none", "--db", str(cli_env / "t.duckdb")], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert res.returncode == 0 and "4 new turns" in res.stdout, (res.stdout, res.stderr)
+    assert "\r" not in res.stderr, res.stderr
+    done = [line for line in res.stderr.splitlines() if line.endswith(" items, done")]
+    assert done and all(": " in line and "/" in line for line in done), res.stderr
 
 
 def test_an_out_of_range_tree_level_is_one_error_line_from_the_entry_point(cli_env):

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
-from tqdm import tqdm
 
 from timem import cli_common, cli_service
 from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, ModeOpt, UserOpt, _complexity, _config, _engine, _gate, _samples
@@ -306,8 +305,7 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
             qt = eng.default_question_time(u.user_id)
             qs = [q if q.question_time else q.model_copy(update={"question_time": qt})
                   for q in scored_questions(u.questions)]  # the bar counts only these (no adversarial ones)
-            results.append(eng.evaluate_recall(u.user_id, tqdm(
-                qs, desc=u.user_id, leave=False, file=sys.stderr), RecallOptions(
+            results.append(eng.evaluate_recall(u.user_id, terminal_progress(qs, u.user_id, len(qs)), RecallOptions(
                 complexity=complexity, gate=gate,  # type: ignore[arg-type]  # typer gives str; the recall checks it
                 participants=tuple(u.participants), persist=False)))
     if as_json:

@@ -1,15 +1,20 @@
 """Progress around long work: the :class:`Progress` protocol that consolidation, ingest and memory-item extraction
-take, :func:`no_progress` (none shown), and :func:`terminal_progress` (tqdm, for the CLI and bench)."""
+take, :func:`no_progress` (none shown), and :func:`terminal_progress` (tqdm on a terminal, plain lines otherwise,
+for the CLI and bench)."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
 from typing import Protocol, TypeVar
 
 from tqdm import tqdm
 
 T = TypeVar("T")
+
+#: seconds between two plain progress lines when stderr is no terminal (piped, redirected to a log file)
+PLAIN_EVERY_S = 30.0
 
 
 class Progress(Protocol):
@@ -25,6 +30,26 @@ def no_progress(items: Iterable[T], desc: str, total: int) -> Iterable[T]:
 
 
 def terminal_progress(items: Iterable[T], desc: str, total: int) -> Iterable[T]:
-    """``items`` under a tqdm bar on stderr (cleared when done), e.g. ``desc="L2 session"``, ``total`` items."""
-    bar: Iterable[T] = tqdm(items, desc=desc, total=total, unit="item", leave=False, file=sys.stderr)
-    return bar
+    """``items`` under a progress display on stderr, e.g. ``desc="L2 session"``, ``total`` items.
+
+    On a terminal a tqdm bar, redrawn in place and cleared when done. When stderr is no terminal (piped, a log
+    file), carriage-return redraws would run into one long line: tqdm's own ``disable=None`` (off when the stream
+    is no TTY) turns the bar off, and plain lines are written instead, ``"L2 session: 40/120 items"`` at most every
+    :data:`PLAIN_EVERY_S` seconds and ``"L2 session: 120/120 items, done"`` at the end (none for an empty stage).
+    """
+    bar = tqdm(items, desc=desc, total=total, unit="item", leave=False, file=sys.stderr, disable=None)
+    shown: Iterable[T] = bar
+    return _plain_lines(shown, desc, total) if bar.disable else shown
+
+
+def _plain_lines(items: Iterable[T], desc: str, total: int) -> Iterator[T]:
+    """``items`` unchanged, with a line on stderr every :data:`PLAIN_EVERY_S` seconds and one when they end."""
+    done, last = 0, time.monotonic()
+    for item in items:
+        yield item
+        done += 1
+        if done < total and time.monotonic() - last >= PLAIN_EVERY_S:
+            print(f"{desc}: {done}/{total} items", file=sys.stderr, flush=True)
+            last = time.monotonic()
+    if done:
+        print(f"{desc}: {done}/{total} items, done", file=sys.stderr, flush=True)
