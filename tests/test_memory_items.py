@@ -310,6 +310,23 @@ def test_forgetting_one_sentence_names_the_other_fact_of_its_message_that_goes_w
     assert named.collateral == set() and any(i.value == "Lisbon" for i in named.items)
 
 
+def test_forgetting_a_liking_spares_the_dislike_of_the_same_thing(tmp_path, store, embedder):
+    """A trial: over the service "Forget that I love jazz" also removed "dislikes jazz" (matched by the word jazz),
+    unmarked. A request stating a polarity spares the item of the other one and the segment it was read from; a
+    request without one ("forget jazz") still names it."""
+    eng = _engine(tmp_path, store, embedder)
+    t0 = datetime(2024, 5, 2, 9, tzinfo=UTC)
+    eng.chat_turn("mia", "c1", "I can't stand jazz.", t0, user_name="Mia")
+    eng.chat_turn("mia", "c1", "I love the Beatles.", t0 + timedelta(minutes=2), user_name="Mia")
+    dislike = next(i for i in eng.memory_items("mia") if i.attribute == "dislikes" and i.value == "jazz")
+    plan = eng.forget("mia", "I love jazz")
+    assert dislike.id not in {i.id for i in plan.items}, plan.describe()
+    assert not any(set(dislike.source_ids) & {n.id for n in plan.segments}), plan.describe()
+    eng.forget("mia", "I love jazz", confirm=True)
+    assert dislike.id in {i.id for i in eng.memory_items("mia")}  # still held
+    assert dislike.id in {i.id for i in eng.forget("mia", "jazz").items}  # no polarity stated: named
+
+
 def test_the_forget_preview_names_the_older_fact_that_holds_again(tmp_path, store, embedder):
     """Second new-user trial: "I live in Berlin", "Just moved to Madrid with my partner.", then "forget that I live in
     Madrid" and Confirm: "Where do I live now?" answered Berlin, and the preview had not said so."""

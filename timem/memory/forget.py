@@ -91,18 +91,33 @@ class ForgetPreview:
 def preview(store: MemoryStore, user_id: str, text: str) -> ForgetPreview:
     """The items and segments matching ``text`` (see the module doc); nothing is changed.
 
+    A request that states a polarity (read by :mod:`timem.memory.rules`: "I love jazz" is ``likes jazz``) does not
+    name the item of the opposite polarity for the same value ("dislikes jazz", which the word "jazz" alone would
+    match): that item is not chosen, and the segments it was read from stay unless an item the request names was
+    read from them too (then it goes with them, and the preview lists it as collateral). A trial: over the service
+    "Forget that I love jazz" removed "dislikes jazz" unmarked. A request without a polarity ("forget jazz") still
+    names both.
+
     Raises:
         InputError: empty ``text``.
     """
     if not text.strip():
         raise InputError("say what to forget, e.g. 'forget that I live in Porto'", field="text")
     stated = extract_statements(text)
-    items = []
+    other_side = {(_OPPOSITE[s.attribute], normalise(s.value)) for s in stated if s.attribute in _OPPOSITE}
+    items, spared = [], []
     for it in store.items(user_id):
-        if len(normalise(it.value)) >= 2 and mentions(text, it.value) or any(
+        if (it.attribute, normalise(it.value)) in other_side:  # "I love jazz" does not name "dislikes jazz"
+            spared.append(it)
+        elif len(normalise(it.value)) >= 2 and mentions(text, it.value) or any(
                 s.attribute == it.attribute and normalise(s.value) == normalise(it.value) for s in stated):
             items.append(it)
-    return _plan(store, user_id, text, items)
+    named_sources = {x for i in items for x in i.source_ids}
+    return _plan(store, user_id, text, items, keep={x for i in spared for x in i.source_ids} - named_sources)
+
+
+#: a stated polarity and its opposite: a forget request stating one ("I love jazz") spares an item of the other
+_OPPOSITE = {"likes": "dislikes", "dislikes": "likes"}
 
 
 #: capitalised words that follow a noun without being its name ("my cat I think", "the dog The next day")
@@ -149,19 +164,21 @@ def _linked(text: str, segments: list[MemoryNode], all_segments: list[MemoryNode
     return [n for n in all_segments if n.id not in chosen and rx.search(n.content)]
 
 
-def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem]) -> ForgetPreview:
+def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
+          keep: frozenset[str] | set[str] = frozenset()) -> ForgetPreview:
     """The preview for ``items`` (possibly none) matched by ``text``: the segments they were read from or that quote
     one of their values (with no item, the segments quoting ``text`` or holding all its content words, and those
     naming it by the name a matched segment gave it: :func:`_linked`), and the other items read only from those
-    segments."""
+    segments. A segment in ``keep`` (the sources of an item the request spares, :func:`preview`) is chosen only as
+    the source of an item in ``items``."""
     probes = [normalise(i.value) for i in items] or [normalise(text)]
     stems = set() if items else _request_stems(text)
     source_ids = {s for i in items for s in i.source_ids}
     every = store.nodes(user_id, Level.SEGMENT)
-    segments = [n for n in every
-                if n.id in source_ids or any(p and mentions(n.content, p) for p in probes) or _covers(n.content, stems)]
+    segments = [n for n in every if n.id in source_ids or n.id not in keep and (
+        any(p and mentions(n.content, p) for p in probes) or _covers(n.content, stems))]
     if not items:
-        segments += _linked(text, segments, every)
+        segments += [n for n in _linked(text, segments, every) if n.id not in keep]
     # items read only from those segments go with them (editing.soft_delete): the preview names them too
     seg_ids, chosen = {n.id for n in segments}, {i.id for i in items}
     active = store.items(user_id)
