@@ -38,6 +38,7 @@ Not a test: nothing here asserts a speed.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -209,15 +210,27 @@ def run(args: argparse.Namespace) -> None:
     caches = _text_caches() if args.cold_text_caches else []
     index = store.memory_index
 
-    def one(i: int) -> tuple[float, float, bool, str]:
+    gc_ms = [0.0]
+    gc_start = [0.0]
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:  # time spent in CPython's cyclic garbage collector
+        if phase == "start":
+            gc_start[0] = time.perf_counter()
+        elif info.get("generation") is not None:
+            gc_ms[0] += (time.perf_counter() - gc_start[0]) * 1000
+
+    gc.callbacks.append(on_gc)
+
+    def one(i: int) -> tuple[float, float, bool, str, float]:
         for c in caches:
             c.cache_clear()
         user = draw()
         before = _loads(index.stats())
+        g0 = gc_ms[0]
         w0, c0 = time.perf_counter(), time.process_time()
         recall(store, emb, None, cfg, user, qs[i % len(qs)], qt, options=RecallOptions(gate="score", persist=False))
         wall, cpu = (time.perf_counter() - w0) * 1000, (time.process_time() - c0) * 1000
-        return wall, cpu, _loads(index.stats()) > before, user
+        return wall, cpu, _loads(index.stats()) > before, user, gc_ms[0] - g0
 
     load0 = os.getloadavg()
     asked = 0
@@ -238,9 +251,11 @@ def run(args: argparse.Namespace) -> None:
     miss = [r for r in rows if r[2]]
     hit = [r for r in rows if not r[2]]
 
-    def summ(rs: list[tuple[float, float, bool, str]]) -> dict[str, Any]:
-        w, c = [r[0] for r in rs], [r[1] for r in rs]
+    def summ(rs: list[tuple[float, float, bool, str, float]]) -> dict[str, Any]:
+        w, c, g = [r[0] for r in rs], [r[1] for r in rs], [r[4] for r in rs]
         return {"n": len(rs), "wall_p50": round(_pct(w, 50), 1), "wall_p95": round(_pct(w, 95), 1),
+                "gc_ms_p50": round(_pct(g, 50), 1), "gc_ms_p95": round(_pct(g, 95), 1),
+                "gc_ms_mean": round(statistics.fmean(g), 1) if g else None,
                 "wall_p99": round(_pct(w, 99), 1), "cpu_p50": round(_pct(c, 50), 1), "cpu_p95": round(_pct(c, 95), 1),
                 "wall_mean": round(statistics.fmean(w), 1) if w else None}
 

@@ -192,3 +192,44 @@ def test_a_user_s_vectors_come_from_its_copy_in_memory_and_equal_duckdb_s(store:
     sql = store.embeddings(asked)
     same(store.embeddings(asked, user_id="u1"))  # the older copy is not used (nor patched): DuckDB
     assert served[-1] == set() and idx.patches["vec"] == 0
+
+
+def test_a_loaded_working_set_leaves_the_cyclic_garbage_collector_nothing_to_track(store: Store) -> None:
+    """A user's rows hold no mutable container (id lists become tuples), so after two collections none of them is
+    tracked; with the lists as fetched, a 10k-node user kept ~46k tracked objects and full collections took up to
+    ~1 s of a recall over 17 users (bench/results/recall-latency-many-users.md)."""
+    import gc
+
+    ids = _fill(store, "u", 30, 1)
+    ws = store.working_set("u")
+    assert ws is not None and set(ids) <= set(ws.rows)
+    gc.collect()
+    gc.collect()  # a row's id tuples are untracked in the first pass, the row (which holds them) in the next
+    tracked = [i for i, r in ws.rows.items() if gc.is_tracked(r)]
+    assert tracked == []
+    row = ws.rows[ids[0]]
+    assert all(not isinstance(x, list) for x in row)
+    # what a read builds from the rows is unchanged: lists in the models, as DuckDB gives them
+    assert _both(store, lambda: store.nodes(user_id="u", ids=ids[:3]))[0] == \
+        _both(store, lambda: store.nodes(user_id="u", ids=ids[:3]))[1]
+
+
+def test_gc_paused_restores_the_collector_as_it_found_it() -> None:
+    import gc
+
+    from timem.store.memory_index import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), gc_paused():
+        raise RuntimeError("a load that fails")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # it was off before: left off
+    finally:
+        gc.enable()

@@ -42,7 +42,7 @@ import pyarrow as pa
 
 from timem.errors import StoreError
 from timem.store.handle import StoreHandle
-from timem.store.memory_index import exact_cosines
+from timem.store.memory_index import exact_cosines, gc_paused
 from timem.store.records import db_time
 from timem.store.rows import in_list
 
@@ -219,7 +219,8 @@ def cached_index(store: StoreHandle, user_id: str, max_height: int, version: Any
         index = _patched(store, user_id, hit[1], step[2])
         cache.count("seg", "patch")
     else:
-        index = load_index(store, user_id, max_height)
+        with gc_paused():
+            index = load_index(store, user_id, max_height)
         cache.count("seg", "load")
     cache.put(key, version, index)
     return index

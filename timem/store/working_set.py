@@ -178,9 +178,18 @@ def _seqs(con: duckdb.DuckDBPyConnection, user_id: str, ids: Sequence[str] | Non
     return {r[0]: (r[1], r[2]) for r in got}
 
 
+def _immutable(r: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``r`` with its id lists (child, history, source turn ids) as tuples. A row then holds no mutable container,
+    so CPython's cyclic garbage collector stops tracking it after its first pass: a user of 10k L1 rows held as
+    fetched kept ~46k tracked lists and tuples, and with 17 users held (1 GiB working set) full collections took
+    up to ~1 s of a recall (``bench/recall_many_users.py``)."""
+    return (*r[:8], tuple(r[8]), tuple(r[9]), tuple(r[10]), *r[11:])
+
+
 def load(con: duckdb.DuckDBPyConnection, user_id: str) -> WorkingSet:
     """Every node row of ``user_id`` and its L1 rows' turn seqs (two queries, user filter in SQL)."""
-    rows = con.execute(f"SELECT {NODE_COLS} FROM nodes WHERE user_id = ?", [user_id]).fetchall()
+    rows = [_immutable(r) for r in con.execute(f"SELECT {NODE_COLS} FROM nodes WHERE user_id = ?",
+                                               [user_id]).fetchall()]
     return WorkingSet(user_id, {r[0]: r for r in rows}, sum(_row_bytes(r) for r in rows),
                       sum(1 for r in rows if _active_l1(r)), _seqs(con, user_id))
 
@@ -191,8 +200,9 @@ def patched(con: duckdb.DuckDBPyConnection, old: WorkingSet, changed: set[str]) 
     if len(changed) > max(512, RELOAD_SHARE * len(old.rows)):
         return load(con, old.user_id)
     frag, vals = in_list(sorted(changed))
-    fresh = {r[0]: r for r in con.execute(f"SELECT {NODE_COLS} FROM nodes WHERE id IN {frag} AND user_id = ?",
-                                          [*vals, old.user_id]).fetchall()} if changed else {}
+    got = con.execute(f"SELECT {NODE_COLS} FROM nodes WHERE id IN {frag} AND user_id = ?",
+                      [*vals, old.user_id]).fetchall() if changed else []
+    fresh = {r[0]: _immutable(r) for r in got}
     rows = dict(old.rows)
     built = {k: v for k, v in old._built.items() if k not in changed}
     nbytes, active = old.row_bytes, old.active_l1
