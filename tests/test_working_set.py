@@ -233,3 +233,25 @@ def test_gc_paused_restores_the_collector_as_it_found_it() -> None:
         assert not gc.isenabled()  # it was off before: left off
     finally:
         gc.enable()
+
+
+def test_duckdb_memory_limit_follows_the_setting_from_the_config_to_the_file(tmp_path: Path) -> None:
+    """``StoreSettings.duckdb_memory_mb`` bounds DuckDB's buffer pool of the file the engine opens (and of a file
+    reopened after it), and leaves DuckDB's default when unset."""
+    from timem.config import Config
+    from timem.engine import MemoryEngine
+    from timem.store import open_store
+
+    cfg = Config(db_path=tmp_path / "m.duckdb", duckdb_memory_mb=300, llm_backend="none")
+    engine = MemoryEngine.open(cfg, with_llm=False)  # the path the CLI, studio and service take
+    try:
+        assert engine.store.con.execute("SELECT current_setting('memory_limit')").fetchone()[0] == "300.0 MiB"
+    finally:
+        engine.close()
+    s = open_store(tmp_path / "d.duckdb", "test-model", DIM)
+    try:
+        assert s.con.execute("SELECT current_setting('memory_limit')").fetchone()[0] != "300.0 MiB"
+    finally:
+        s.close()
+    with pytest.raises(ValueError):
+        Config(duckdb_memory_mb=0)

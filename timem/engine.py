@@ -90,7 +90,7 @@ class MemoryEngine:
             embedder = BatchingEmbedder(embedder, config.embedding.embed_batch_wait_ms / 1000,
                                         config.embedding.embed_batch_size)
         store = open_store(config.store.db_path, embedder.model_id, embedder.dim, config.store.vector_index,
-                           config.store.working_set_mb)
+                           config.store.working_set_mb, config.store.duckdb_memory_mb)
         llm = make_llm(config, store) if with_llm else None
         return cls(config, store, embedder, llm)
 

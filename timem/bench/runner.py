@@ -233,7 +233,8 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
                          "database ingested with an LLM.")
     spec.out_dir.mkdir(parents=True, exist_ok=True)
     existed = Path(db_path).exists()
-    store = open_store(db_path, embedder.model_id, embedder.dim, working_set_mb=cfg.store.working_set_mb)
+    store = open_store(db_path, embedder.model_id, embedder.dim, working_set_mb=cfg.store.working_set_mb,
+                       duckdb_memory_mb=cfg.store.duckdb_memory_mb)
     try:
         reused = sorted(set(run_users) & set(store.users())) if existed and recipe.uses_store else []
         if reused and progress:  # said, not silent (the manifest stays byte-identical across re-runs)

@@ -13,7 +13,7 @@ from timem.store.ports import MemoryStore
 
 
 def open_store(path: str | Path, embed_model_id: str, dim: int, vector_index: str = "exact",
-               working_set_mb: float | None = None) -> MemoryStore:
+               working_set_mb: float | None = None, duckdb_memory_mb: float | None = None) -> MemoryStore:
     """Open (or create) the DuckDB memory store at ``path`` (``":memory:"`` for a throwaway one).
 
     Args:
@@ -21,13 +21,14 @@ def open_store(path: str | Path, embed_model_id: str, dim: int, vector_index: st
         dim: the embedding dimension.
         vector_index: ``"exact"`` or ``"hnsw"`` (see :class:`~timem.store.duckdb_store.Store`).
         working_set_mb: the in-memory copies' budget (``StoreSettings.working_set_mb``; ``None``: its default).
+        duckdb_memory_mb: DuckDB's buffer pool limit (``StoreSettings.duckdb_memory_mb``; ``None``: DuckDB's default).
 
     Raises:
         StoreError: the file cannot be opened (e.g. locked by another process) or holds another embedder's vectors.
     """
     if working_set_mb is None:
-        return Store(path, embed_model_id, dim, vector_index)
-    return Store(path, embed_model_id, dim, vector_index, working_set_mb)
+        return Store(path, embed_model_id, dim, vector_index, duckdb_memory_mb=duckdb_memory_mb)
+    return Store(path, embed_model_id, dim, vector_index, working_set_mb, duckdb_memory_mb)
 
 
 __all__ = ["MemoryStore", "Store", "open_store"]

@@ -69,6 +69,8 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
         working_set_mb: MiB the in-memory copies of every user may take (vectors, postings, node rows, segment
             tree; least recently used user first out); 0: node rows and leaves are read from DuckDB, and the
             search copies keep only the latest one (``StoreSettings.working_set_mb``).
+        duckdb_memory_mb: DuckDB's ``memory_limit`` in MiB (its buffer pool; ``StoreSettings.duckdb_memory_mb``);
+            ``None``: DuckDB's default (80 % of the RAM).
 
     Raises:
         StoreError: the file cannot be opened (e.g. locked by another process) or was built
@@ -76,8 +78,9 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
     """
 
     def __init__(self, path: str | Path, embed_model_id: str, dim: int, vector_index: str = "exact",
-                 working_set_mb: float = CACHE_BYTES / 2**20) -> None:
+                 working_set_mb: float = CACHE_BYTES / 2**20, duckdb_memory_mb: float | None = None) -> None:
         self.path = str(path)
+        self.duckdb_memory_mb = duckdb_memory_mb
         if self.path != ":memory:":
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -126,7 +129,8 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
             raise StoreError(f"{self.path} exists but is not a DuckDB file: give the path of a TiMem .duckdb file, "
                              "or a new file name to create one.")
         try:
-            con = duckdb.connect(self.path)
+            con = duckdb.connect(self.path, config={} if self.duckdb_memory_mb is None else
+                                 {"memory_limit": f"{int(self.duckdb_memory_mb)}MiB"})
         except duckdb.Error as exc:
             raise StoreError(open_error(self.path, exc)) from exc
         for ext in ("fts", "vss"):
