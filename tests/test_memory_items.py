@@ -339,6 +339,13 @@ def test_the_forget_preview_names_the_older_fact_that_holds_again(tmp_path, stor
     eng.forget("mia", "I live in Madrid", confirm=True)
     res = eng.recall("mia", "Where do I live now?", t0 + timedelta(days=10), persist=False)
     assert "home city: Berlin" in res.context  # as the preview said
+    # and the listings say so too (a third trial: `timem memories list` and the service's items still ended Berlin
+    # at the forgotten Madrid): held again, while the stored row keeps its end for an undo
+    berlin = next(i for i in eng.memory_items("mia") if i.value == "Berlin")
+    assert (berlin.valid_to, berlin.superseded_by) == (None, None)
+    stored = next(i for i in eng.memory_items("mia", reopen=False) if i.value == "Berlin")
+    assert stored.valid_to is not None and stored.superseded_by is not None
+    assert next(i for i in eng.memory_items("mia", status=None) if i.value == "Berlin").superseded_by is None
 
 
 def test_hard_erase_removes_items_read_only_from_the_erased_segment(tmp_path, store, embedder):

@@ -301,3 +301,21 @@ def test_a_forget_message_in_chat_previews_and_forgets_only_when_confirmed(svc):
     done = a.post("/v1/users/ines/chat", json={**body, "confirm_forget": True}).json()
     assert done["forgotten"]["forgotten"] is True and done["reply"].startswith("I forgot:")
     assert a.get("/v1/users/ines/items").json()["items"] == []
+
+
+def test_an_item_whose_successor_was_forgotten_is_listed_as_holding_again(svc):
+    """A trial: after "forget that I love jazz" the service's items still ended "dislikes jazz" at the forgotten like
+    (``valid_to`` set, ``superseded_by`` a deleted item) while recall gave it as holding. Listed as recall reads it;
+    ``reopen=false`` gives the row as stored."""
+    _, _, a, _ = svc
+    _exchange(a, "noa", message="I hate jazz.", reply="Noted.")
+    _exchange(a, "noa", session="s2", message="I love jazz now.", reply="Great.", at="2024-05-09T09:00:00+00:00")
+    dislike = next(i for i in a.get("/v1/users/noa/items").json()["items"] if i["attribute"] == "dislikes")
+    assert dislike["valid_to"] is not None and dislike["superseded_by"] is not None  # the like ended it
+    done = a.post("/v1/users/noa/forget", json={"text": "I love jazz", "confirm": True})
+    assert done.status_code == 200 and done.json()["forgotten"] is True, done.text
+    held = next(i for i in a.get("/v1/users/noa/items").json()["items"] if i["id"] == dislike["id"])
+    assert (held["valid_to"], held["superseded_by"]) == (None, None)
+    stored = next(i for i in a.get("/v1/users/noa/items", params={"reopen": "false"}).json()["items"]
+                  if i["id"] == dislike["id"])
+    assert stored["superseded_by"] == dislike["superseded_by"]

@@ -263,9 +263,9 @@ class MemoryEngine:
         """As :meth:`timem.engine_items.MemoryItems.forget`."""
         return self.items.forget(user_id, text, item_ids=item_ids, confirm=confirm, actor=actor)
 
-    def memory_items(self, user_id: str, *, status: str | None = "active") -> list[MemoryItem]:
+    def memory_items(self, user_id: str, *, status: str | None = "active", reopen: bool = True) -> list[MemoryItem]:
         """As :meth:`timem.engine_items.MemoryItems.memory_items`."""
-        return self.items.memory_items(user_id, status=status)
+        return self.items.memory_items(user_id, status=status, reopen=reopen)
 
     def memory_item(self, item_id: str) -> MemoryItem:
         """As :meth:`timem.engine_items.MemoryItems.memory_item`."""

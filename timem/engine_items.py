@@ -72,9 +72,21 @@ class MemoryItems(EnginePart):
                 else forget_mod.preview(self.store, user_id, text))
         return forget_mod.apply(self.store, self.consolidator, plan, actor=actor) if confirm else plan
 
-    def memory_items(self, user_id: str, *, status: str | None = "active") -> list[MemoryItem]:
-        """The user's memory items (active only unless ``status`` is ``"deleted"`` or ``None`` = all), oldest first."""
-        return self.store.items(user_id, status=status)
+    def memory_items(self, user_id: str, *, status: str | None = "active", reopen: bool = True) -> list[MemoryItem]:
+        """The user's memory items (active only unless ``status`` is ``"deleted"`` or ``None`` = all), oldest first.
+
+        With ``reopen`` (the default) an active item whose successor was forgotten (``superseded_by`` names an item
+        that is deleted or gone) is returned as holding again, ``valid_to`` and ``superseded_by`` cleared, as recall
+        reads it (:func:`timem.recall.items._as_of`) and as the forget preview says ("holds again"). The stored row
+        keeps them, so restoring the successor supersedes it again. A trial saw ``timem memories list`` and the
+        service's items still end "dislikes jazz" at the forgotten "likes jazz" while recall gave it as holding.
+        ``reopen=False``: the rows as stored (the studio's Facts view marks such a row itself)."""
+        items = self.store.items(user_id, status=status)
+        if not reopen or not any(i.superseded_by for i in items):
+            return items
+        active = {i.id for i in (items if status == "active" else self.store.items(user_id, status="active"))}
+        return [i.model_copy(update={"valid_to": None, "superseded_by": None})
+                if i.status == "active" and i.superseded_by and i.superseded_by not in active else i for i in items]
 
     def memory_item(self, item_id: str) -> MemoryItem:
         """One memory item by id, whatever its status.

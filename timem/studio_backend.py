@@ -74,7 +74,8 @@ class StudioBackend(Protocol):
 
     def default_question_time(self, user_id: str) -> datetime | None: ...
 
-    def memory_items(self, user_id: str, *, status: str | None = "active") -> list[MemoryItem]: ...
+    def memory_items(self, user_id: str, *, status: str | None = "active", reopen: bool = True
+                     ) -> list[MemoryItem]: ...
 
     # recall and chat
     def recall(self, user_id: str, query: str, question_time: datetime | None = None, *,

@@ -277,9 +277,12 @@ class ServiceClient:
         sessions = self.sessions(user_id)
         return max(s.last_event_at for s in sessions) if sessions else None
 
-    def memory_items(self, user_id: str, *, status: str | None = "active") -> list[MemoryItem]:
-        """The user's memory items (``"active"``, ``"deleted"`` or ``None`` = all), oldest first."""
-        rows = self._list(f"/v1/users/{user_id}/items", "items", status=status or "all")
+    def memory_items(self, user_id: str, *, status: str | None = "active", reopen: bool = True
+                     ) -> list[MemoryItem]:
+        """The user's memory items (``"active"``, ``"deleted"`` or ``None`` = all), oldest first; ``reopen`` as
+        :meth:`timem.engine_items.MemoryItems.memory_items`."""
+        rows = self._list(f"/v1/users/{user_id}/items", "items", status=status or "all",
+                          reopen=str(reopen).lower())
         return [self._item(i, user_id) for i in rows]
 
     # ------------------------------------------------------------------ recall and chat

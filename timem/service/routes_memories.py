@@ -94,13 +94,14 @@ def restore_memory(user: UserPath, node_id: NodePath, s: S, t: T) -> MemoryOut:
 
 @router.get("/v1/users/{user}/items")
 def list_items(user: UserPath, s: S, t: T,
-               status: Literal["active", "deleted", "all"] = "active") -> ItemsOut:
+               status: Literal["active", "deleted", "all"] = "active", reopen: bool = True) -> ItemsOut:
     """The user's memory items (facts, preferences, events, plans), oldest first; superseded items are
-    active with ``valid_to`` set (history), forgotten ones ``deleted``."""
+    active with ``valid_to`` set (history), forgotten ones ``deleted``. An item whose successor was forgotten holds
+    again: ``valid_to`` and ``superseded_by`` are null, as recall reads it (``reopen=false``: as stored)."""
     s.engine.settle(t.internal(user))  # its queued writes' memories (bounded wait, outside the lock)
     with s.read() as eng:
         internal = s.require_user(eng, t, user)
-        items = eng.memory_items(internal, status=None if status == "all" else status)
+        items = eng.memory_items(internal, status=None if status == "all" else status, reopen=reopen)
     return ItemsOut(user=user, items=[ItemOut.of(i) for i in items])
 
 

@@ -64,7 +64,7 @@ def facts_table(items: list[MemoryItem], tz, at: datetime, half_life: float | No
 def render_facts(ctx: state.StudioContext) -> None:
     """The Facts view of the Memories page."""
     eng = ctx.engine
-    everything = eng.memory_items(ctx.user, status=None)
+    everything = eng.memory_items(ctx.user, status=None, reopen=False)  # a reopened row is marked below
     if not everything:
         st.info(f"No facts or preferences for user `{ctx.user}` yet: they are read from the user's own statements "
                 "(\"I live in …\", \"I switched from … to …\") when memories are written.")
