@@ -399,3 +399,30 @@ def test_serve_warns_of_a_new_database_and_its_key_hint_names_the_keys_file(cli_
     assert f"--keys {keys}" in out and f"{db} did not exist" in out
     code, out = run("serve", "--db", str(db), "--llm", "none")  # the file exists now; the default keys file
     assert "did not exist" not in out and "--keys" not in out
+
+
+def test_duckdb_out_of_memory_is_one_line_naming_the_setting(monkeypatch, capsys):
+    """A trial: ``TIMEM_DUCKDB_MEMORY_MB=1 timem stats`` printed a full traceback ending in DuckDB's advice to ``SET
+    memory_limit``. The entry point says which TiMem setting to raise, in one line, exit code 1; a limit below 64 MiB
+    is refused by the settings."""
+    import duckdb
+
+    from timem import cli
+    from timem.config import Config
+
+    def exhausted(*args, **kwargs):
+        raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block of size 256.0 KiB\n"
+                                          "Possible solutions: SET memory_limit='...GB'")
+
+    monkeypatch.setattr(cli, "app", exhausted)
+    monkeypatch.setattr(cli, "_mount_bench", lambda: None)
+    monkeypatch.setattr(sys, "argv", ["timem", "stats"])
+    with pytest.raises(SystemExit) as stop:
+        cli.main()
+    err = capsys.readouterr().err
+    assert stop.value.code == 1 and err.count("\n") == 1, err
+    assert err.startswith("error: DuckDB ran out of memory") and "TIMEM_DUCKDB_MEMORY_MB" in err
+    assert "could not allocate" in err and "SET memory_limit" not in err
+    for bad in (0.5, 32):
+        with pytest.raises(ValueError):
+            Config(duckdb_memory_mb=bad)

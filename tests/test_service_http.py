@@ -319,3 +319,22 @@ def test_an_item_whose_successor_was_forgotten_is_listed_as_holding_again(svc):
     stored = next(i for i in a.get("/v1/users/noa/items", params={"reopen": "false"}).json()["items"]
                   if i["id"] == dislike["id"])
     assert stored["superseded_by"] == dislike["superseded_by"]
+
+
+def test_duckdb_out_of_memory_is_a_503_that_names_the_setting(svc, monkeypatch):
+    """A trial set ``TIMEM_DUCKDB_MEMORY_MB=2``: every route but health answered a plain-text 500. DuckDB's
+    out-of-memory error is a JSON 503 that says which setting to raise."""
+    import duckdb
+
+    from timem.engine import MemoryEngine
+
+    _, _, a, _ = svc
+    assert _exchange(a, "oom").status_code == 200
+
+    def exhausted(self, *args, **kwargs):
+        raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block of size 256.0 KiB")
+
+    monkeypatch.setattr(MemoryEngine, "memory_items", exhausted)
+    r = a.get("/v1/users/oom/items")
+    assert r.status_code == 503, r.text
+    assert "duckdb_memory_mb" in r.json()["error"] and "could not allocate" in r.json()["error"]

@@ -413,12 +413,19 @@ def main() -> None:
     """Entry point: run the app and turn TiMem errors, and the command line's own (an unknown option, a value that is
     not a number, a missing argument: click's usage errors, which typer draws as a box), into one-line messages.
     Exit code 1 for a TiMem error, click's (2) for a usage error, 130 for Ctrl-C."""
+    import duckdb
+
+    from timem.store import out_of_memory_error
+
     try:
         _check_argv(sys.argv)
         _mount_bench()
         code = app(standalone_mode=False)  # click's errors come back here instead of being drawn
     except TimemError as exc:
         typer.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except duckdb.OutOfMemoryException as exc:  # duckdb_memory_mb too small for what the command did
+        typer.echo(f"error: {out_of_memory_error(exc)}", err=True)
         sys.exit(1)
     except typer.Abort:
         typer.echo("error: aborted", err=True)

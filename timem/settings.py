@@ -88,9 +88,10 @@ class StoreSettings(_Section):
     working_set_mb: float = Field(default=1024.0, ge=0)
     #: MiB DuckDB may use for its buffer pool (its ``memory_limit``); unset: DuckDB's default, 80 % of the RAM. It
     #: keeps the file's blocks it has read: a service over a 10 GB file of 100 users reached 11-16.6 GB RSS with a
-    #: 1-8 GiB working set (bench/results/recall-latency-many-users.md). Too small a limit makes DuckDB spill to
-    #: disk, or fail a large query (a rebuild, an import) with its out-of-memory error
-    duckdb_memory_mb: float | None = Field(default=None, gt=0)
+    #: 1-8 GiB working set (bench/results/recall-latency-many-users.md). At least 64: below that DuckDB could not
+    #: even open a file's queue or ingest the demo (a trial). Too small a limit makes DuckDB spill to disk, or fail
+    #: a large query (a rebuild, an import) with an error that names this setting
+    duckdb_memory_mb: float | None = Field(default=None, ge=64)
     #: longest turn text (or image caption) stored, in characters, on every path (import, chat, service, MCP);
     #: a longer one is refused with the file and line (HTTP 413) and nothing is written. 100,000 characters is
     #: ~25k tokens: LoCoMo dev turns are at most 434 and the 5,400-word pasted turn of the shared cases 38,975;

@@ -32,6 +32,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio.to_thread
+import duckdb
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -47,6 +48,7 @@ from timem.service.keys import NO_KEY, KeyFile, request_key
 from timem.service.models import PATTERN_RULES, ErrorOut, id_error
 from timem.service.openai_proxy import router as openai_router
 from timem.service.reads import add_studio_routes
+from timem.store import out_of_memory_error
 
 
 def _open_engine(cfg: Config) -> Callable[[], MemoryEngine]:
@@ -118,7 +120,8 @@ def _header_text(value: str) -> str:
 def _add_error_handlers(app: FastAPI) -> None:
     """Every error body is ``{"error": "<one line>"}``: a :class:`TimemError` with its status (:data:`STATUS`; a
     chat turn's also names its ``stage``), request validation 422 (malformed JSON 400, an id's rule in words:
-:func:`timem.service.models.id_error`), a body that is not UTF-8 400, other HTTP errors as raised."""
+:func:`timem.service.models.id_error`), a body that is not UTF-8 400, DuckDB out of memory 503 (naming
+    ``duckdb_memory_mb``), other HTTP errors as raised."""
 
     @app.exception_handler(TimemError)
     async def _timem_error(request: Request, exc: TimemError) -> JSONResponse:
@@ -156,6 +159,10 @@ def _add_error_handlers(app: FastAPI) -> None:
             what = "user id" if name == "user" else name
             return _error(422, f"{id_error(what, first.get('input', ''), pattern)}{more}")
         return _error(422, f"{where or 'request'}: {first.get('msg')}{more}")
+
+    @app.exception_handler(duckdb.OutOfMemoryException)
+    async def _out_of_memory(request: Request, exc: duckdb.OutOfMemoryException) -> JSONResponse:
+        return _error(503, str(out_of_memory_error(exc)))  # a trial got a plain-text 500 with a tiny limit
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

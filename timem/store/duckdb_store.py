@@ -372,6 +372,9 @@ def open_error(path: str, exc: BaseException) -> str:
         who = f"another process (PID {pid.group(1)})" if pid else "another process"
         return (f"{path} is open in {who}: close the timem command, studio or service using it, then retry, or "
                 "use another database file.")
+    if isinstance(exc, duckdb.OutOfMemoryException) or msg.startswith("Out of Memory Error"):
+        return (f"cannot open {path}: DuckDB ran out of memory: its buffer pool limit (setting duckdb_memory_mb, env "
+                f"TIMEM_DUCKDB_MEMORY_MB) is too small; raise it, or unset it for DuckDB's default ({msg[:160]})")
     if "not a valid DuckDB database file" in msg:
         return (f"{path} exists but is not a DuckDB file: give the path of a TiMem .duckdb file, or a new file "
                 "name to create one.")
