@@ -308,8 +308,9 @@ def test_an_item_whose_successor_was_forgotten_is_listed_as_holding_again(svc):
     (``valid_to`` set, ``superseded_by`` a deleted item) while recall gave it as holding. Listed as recall reads it;
     ``reopen=false`` gives the row as stored."""
     _, _, a, _ = svc
-    _exchange(a, "noa", message="I hate jazz.", reply="Noted.")
-    _exchange(a, "noa", session="s2", message="I love jazz now.", reply="Great.", at="2024-05-09T09:00:00+00:00")
+    assert _exchange(a, "noa", message="I hate jazz.", reply="Noted.").status_code == 200
+    assert _exchange(a, "noa", session="s2", message="I love jazz now.", reply="Great.",
+                     at="2024-05-09T09:00:00+00:00").status_code == 200
     dislike = next(i for i in a.get("/v1/users/noa/items").json()["items"] if i["attribute"] == "dislikes")
     assert dislike["valid_to"] is not None and dislike["superseded_by"] is not None  # the like ended it
     done = a.post("/v1/users/noa/forget", json={"text": "I love jazz", "confirm": True})
