@@ -57,6 +57,11 @@ AT = datetime(2024, 6, 20, 12, tzinfo=UTC)
     # a new-user trial: 我现在喜欢咖啡 read nothing; 我开始喜欢瑜伽了 is a like, not "hobby: 喜欢瑜伽"
     ("我现在喜欢咖啡。", [("likes", "咖啡")]), ("我开始喜欢瑜伽了。", [("likes", "瑜伽")]),
     ("我喜欢吃寿司。", [("likes", "寿司")]),
+    # a third trial: two opinion clauses in one sentence gave likes "jazz and hate techno", or one of the two
+    ("I love jazz and hate techno.", [("likes", "jazz"), ("dislikes", "techno")]),
+    ("I hate jazz but I love blues.", [("dislikes", "jazz"), ("likes", "blues")]),
+    ("I love jazz, I hate techno.", [("likes", "jazz"), ("dislikes", "techno")]),
+    ("They love cooking and hiking, like me.", []),  # ", like me" is no second clause
 ])
 def test_rule_extractor_reads_first_person_statements(text, expected):
     assert [(s.attribute, s.value) for s in extract_statements(text)] == expected

@@ -391,5 +391,25 @@ def extract_statements(text: str) -> list[Statement]:
                 # "Actually, I moved to Braga, not Porto" (or "sorry, I meant …", "不对，…") corrects
                 news = _MERE_ACTUALLY.match(m.group(0)) and _CHANGE.search(rest) and not _CONTRAST.search(rest)
                 correction, sent = not news, rest
-        out += _sentence(sent, correction)
+        for clause in _clauses(sent):
+            out += _sentence(clause, correction)
     return out
+
+
+_OPINION_VERB = (r"(?:really\s+|absolutely\s+|also\s+|still\s+)?(?:love|like|enjoy|adore|hate|dislike|can't\s+stand|"
+                 r"cannot\s+stand|don't\s+like|do\s+not\s+like)\b")
+#: where a sentence holds a second likes / dislikes clause: "I love jazz and hate techno", "I hate jazz but I love
+#: blues", "I love jazz, I hate techno" (a trial: the first gave likes "jazz and hate techno", the others one of two)
+#: after "and" / "but" the clause may start with its verb; after a bare comma it needs its "I" (", like me" is no like)
+_CLAUSE = re.compile(r"\s*(?:,\s*)?\s(?:and|but)\s+(?=(?:i\s+)?" + _OPINION_VERB + r")|\s*[,;]\s*(?=i\s+"
+                     + _OPINION_VERB + ")", re.IGNORECASE)
+_VERB_FIRST = re.compile(_OPINION_VERB, re.IGNORECASE)
+
+
+def _clauses(sent: str) -> list[str]:
+    """``sent`` cut before each further likes / dislikes clause; a clause that starts with its verb gets the "I" of
+    the sentence ("… and hate techno" -> "I hate techno"). A sentence without one is returned whole."""
+    parts = [p for p in _CLAUSE.split(sent) if p and p.strip()]
+    if len(parts) < 2:
+        return [sent]
+    return [parts[0]] + [f"I {p}" if _VERB_FIRST.match(p) else p for p in parts[1:]]
