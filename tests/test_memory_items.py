@@ -62,6 +62,10 @@ AT = datetime(2024, 6, 20, 12, tzinfo=UTC)
     ("I hate jazz but I love blues.", [("dislikes", "jazz"), ("likes", "blues")]),
     ("I love jazz, I hate techno.", [("likes", "jazz"), ("dislikes", "techno")]),
     ("They love cooking and hiking, like me.", []),  # ", like me" is no second clause
+    # a bare "and love" is mostly the noun: no clause unless it turns an "I hate …" before it (LoCoMo dev turns)
+    ("It showed me that tough times don't last - hope and love exist.", []),
+    ("I'm much happier being around those who accept and love me.", []),
+    ("Actually, I hate jazz and love techno.", [("dislikes", "jazz"), ("likes", "techno")]),
 ])
 def test_rule_extractor_reads_first_person_statements(text, expected):
     assert [(s.attribute, s.value) for s in extract_statements(text)] == expected

@@ -396,20 +396,37 @@ def extract_statements(text: str) -> list[Statement]:
     return out
 
 
-_OPINION_VERB = (r"(?:really\s+|absolutely\s+|also\s+|still\s+)?(?:love|like|enjoy|adore|hate|dislike|can't\s+stand|"
-                 r"cannot\s+stand|don't\s+like|do\s+not\s+like)\b")
-#: where a sentence holds a second likes / dislikes clause: "I love jazz and hate techno", "I hate jazz but I love
-#: blues", "I love jazz, I hate techno" (a trial: the first gave likes "jazz and hate techno", the others one of two)
-#: after "and" / "but" the clause may start with its verb; after a bare comma it needs its "I" (", like me" is no like)
-_CLAUSE = re.compile(r"\s*(?:,\s*)?\s(?:and|but)\s+(?=(?:i\s+)?" + _OPINION_VERB + r")|\s*[,;]\s*(?=i\s+"
-                     + _OPINION_VERB + ")", re.IGNORECASE)
-_VERB_FIRST = re.compile(_OPINION_VERB, re.IGNORECASE)
+_LIKE_VERB = r"(?:love|like|enjoy|adore)\b"
+_HATE_VERB = r"(?:hate|dislike|can't\s+stand|cannot\s+stand|don't\s+like|do\s+not\s+like)\b"
+_OPINION_VERB = rf"(?:really\s+|absolutely\s+|also\s+|still\s+)?(?:{_LIKE_VERB}|{_HATE_VERB})"
+#: where a sentence may hold a second likes / dislikes clause: before "I <verb>" after a comma, "and" or "but" ("I hate
+#: jazz but I love blues", "I love jazz, I hate techno"), or before a bare verb after "and" / "but" ("I love jazz and
+#: hate techno"). A trial: the first gave one of its two, the last likes "jazz and hate techno"
+_CLAUSE = re.compile(r"\s*(?:,\s*(?:and\s+|but\s+)?|\s(?:and|but)\s+)(?=(?P<i>i\s+)?" + _OPINION_VERB + ")",
+                     re.IGNORECASE)
+_I_LIKES = re.compile(rf"\bi\s+(?:really\s+|absolutely\s+|also\s+|still\s+)?{_LIKE_VERB}", re.IGNORECASE)
+_I_HATES = re.compile(rf"\bi\s+(?:really\s+)?{_HATE_VERB}", re.IGNORECASE)
+_BARE_LIKE = re.compile(rf"(?:really\s+|absolutely\s+|also\s+|still\s+)?{_LIKE_VERB}", re.IGNORECASE)
 
 
 def _clauses(sent: str) -> list[str]:
-    """``sent`` cut before each further likes / dislikes clause; a clause that starts with its verb gets the "I" of
-    the sentence ("… and hate techno" -> "I hate techno"). A sentence without one is returned whole."""
-    parts = [p for p in _CLAUSE.split(sent) if p and p.strip()]
-    if len(parts) < 2:
-        return [sent]
-    return [parts[0]] + [f"I {p}" if _VERB_FIRST.match(p) else p for p in parts[1:]]
+    """``sent`` cut before each further likes / dislikes clause (:data:`_CLAUSE`). A clause with its own "I" is cut
+    off always; one that starts with its verb only after "and" / "but", and only when it turns the opinion of an "I
+    …" before it ("I love jazz and hate techno" -> "I hate techno"): a bare "and love" is mostly the noun ("hope and
+    love exist", "those who accept and love me" on LoCoMo dev). A sentence without such a clause is returned whole."""
+    out: list[str] = []
+    start = 0
+    for m in _CLAUSE.finditer(sent):
+        head, rest = sent[start:m.start()], sent[m.end():]
+        if m["i"]:
+            cut = True
+        else:
+            liking = bool(_BARE_LIKE.match(rest))
+            cut = bool(m.group(0).strip(" ,").lower() in ("and", "but")
+                       and (_I_HATES.search(head) if liking else _I_LIKES.search(head)))
+        if cut and head.strip():
+            out.append(head)
+            start = m.end()
+    out.append(sent[start:])
+    return [p if p is out[0] or re.match(r"i\s", p, re.IGNORECASE) else f"I {p}" for p in out] if len(out) > 1 \
+        else [sent]
