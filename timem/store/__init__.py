@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from timem.errors import StoreError
-from timem.store.duckdb_store import Store
+from timem.store.duckdb_store import OUT_OF_MEMORY_ADVICE, Store, out_of_memory_error
 from timem.store.ports import MemoryStore
 
 
@@ -30,19 +29,6 @@ def open_store(path: str | Path, embed_model_id: str, dim: int, vector_index: st
     if working_set_mb is None:
         return Store(path, embed_model_id, dim, vector_index, duckdb_memory_mb=duckdb_memory_mb)
     return Store(path, embed_model_id, dim, vector_index, working_set_mb, duckdb_memory_mb)
-
-
-#: what to do when DuckDB runs out of its buffer pool (``duckdb.OutOfMemoryException``), for the CLI and the service
-OUT_OF_MEMORY_ADVICE = ("DuckDB ran out of memory: its buffer pool limit (setting duckdb_memory_mb, env "
-                        "TIMEM_DUCKDB_MEMORY_MB) is too small for this file or operation; raise it, or unset it for "
-                        "DuckDB's default (80 % of the RAM)")
-
-
-def out_of_memory_error(exc: BaseException) -> StoreError:
-    """The :class:`StoreError` for DuckDB's out-of-memory error ``exc``: :data:`OUT_OF_MEMORY_ADVICE` and DuckDB's
-    first line (what it could not allocate)."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return StoreError(f"{OUT_OF_MEMORY_ADVICE} ({first})")
 
 
 __all__ = ["OUT_OF_MEMORY_ADVICE", "MemoryStore", "Store", "open_store", "out_of_memory_error"]

@@ -359,6 +359,19 @@ def is_duckdb_file(path: str) -> bool:
     return len(head) == 0 or head[8:12] == b"DUCK"
 
 
+#: what to do when DuckDB runs out of its buffer pool (``duckdb.OutOfMemoryException``), for the CLI and the service
+OUT_OF_MEMORY_ADVICE = ("DuckDB ran out of memory: its buffer pool limit (setting duckdb_memory_mb, env "
+                        "TIMEM_DUCKDB_MEMORY_MB) is too small for this file or operation; raise it, or unset it for "
+                        "DuckDB's default (80 % of the RAM)")
+
+
+def out_of_memory_error(exc: BaseException) -> StoreError:
+    """The :class:`StoreError` for DuckDB's out-of-memory error ``exc``: :data:`OUT_OF_MEMORY_ADVICE` and DuckDB's
+    first line (what it could not allocate)."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return StoreError(f"{OUT_OF_MEMORY_ADVICE} ({first})")
+
+
 def open_error(path: str, exc: BaseException) -> str:
     """One line saying why DuckDB could not open ``path`` and what to do (issue 27 #10: every failure used to
     advise closing other TiMem processes, right only for a lock). Cases: another process holds the file's lock
@@ -373,8 +386,7 @@ def open_error(path: str, exc: BaseException) -> str:
         return (f"{path} is open in {who}: close the timem command, studio or service using it, then retry, or "
                 "use another database file.")
     if isinstance(exc, duckdb.OutOfMemoryException) or msg.startswith("Out of Memory Error"):
-        return (f"cannot open {path}: DuckDB ran out of memory: its buffer pool limit (setting duckdb_memory_mb, env "
-                f"TIMEM_DUCKDB_MEMORY_MB) is too small; raise it, or unset it for DuckDB's default ({msg[:160]})")
+        return f"cannot open {path}: {out_of_memory_error(exc)}"
     if "not a valid DuckDB database file" in msg:
         return (f"{path} exists but is not a DuckDB file: give the path of a TiMem .duckdb file, or a new file "
                 "name to create one.")
