@@ -398,15 +398,16 @@ def extract_statements(text: str) -> list[Statement]:
 
 _LIKE_VERB = r"(?:love|like|enjoy|adore)\b"
 _HATE_VERB = r"(?:hate|dislike|can't\s+stand|cannot\s+stand|don't\s+like|do\s+not\s+like)\b"
-_OPINION_VERB = rf"(?:really\s+|absolutely\s+|also\s+|still\s+)?(?:{_LIKE_VERB}|{_HATE_VERB})"
+_OPINION_ADVERB = r"(?:really\s+|absolutely\s+|also\s+|still\s+)?"
+_OPINION_VERB = rf"{_OPINION_ADVERB}(?:{_LIKE_VERB}|{_HATE_VERB})"
 #: where a sentence may hold a second likes / dislikes clause: before "I <verb>" after a comma, "and" or "but" ("I hate
 #: jazz but I love blues", "I love jazz, I hate techno"), or before a bare verb after "and" / "but" ("I love jazz and
 #: hate techno"). A trial: the first gave one of its two, the last likes "jazz and hate techno"
 _CLAUSE = re.compile(r"\s*(?:,\s*(?:and\s+|but\s+)?|\s(?:and|but)\s+)(?=(?P<i>i\s+)?" + _OPINION_VERB + ")",
                      re.IGNORECASE)
-_I_LIKES = re.compile(rf"\bi\s+(?:really\s+|absolutely\s+|also\s+|still\s+)?{_LIKE_VERB}", re.IGNORECASE)
+_I_LIKES = re.compile(rf"\bi\s+{_OPINION_ADVERB}{_LIKE_VERB}", re.IGNORECASE)
 _I_HATES = re.compile(rf"\bi\s+(?:really\s+)?{_HATE_VERB}", re.IGNORECASE)
-_BARE_LIKE = re.compile(rf"(?:really\s+|absolutely\s+|also\s+|still\s+)?{_LIKE_VERB}", re.IGNORECASE)
+_BARE_LIKE = re.compile(rf"{_OPINION_ADVERB}{_LIKE_VERB}", re.IGNORECASE)
 
 
 def _clauses(sent: str) -> list[str]:
