@@ -71,6 +71,27 @@ def test_rule_extractor_reads_first_person_statements(text, expected):
     assert [(s.attribute, s.value) for s in extract_statements(text)] == expected
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    # a fourth new-user trial, with no LLM: each of these read nothing, or "hiking" only
+    ("I love the blues.", [("preference", "likes", "blues")]),  # "the" left out, as in "a fan of the Beatles"
+    ("I like hiking.", [("preference", "hobby", "hiking")]),
+    ("I love hiking and swimming.", [("preference", "hobby", "hiking"), ("preference", "hobby", "swimming")]),
+    ("I'm from Berlin.", [("fact", "hometown", "Berlin")]),
+    ("I grew up in Berlin.", [("fact", "hometown", "Berlin")]),
+    # still nothing, or no more than before: a remark on a picture, a trip, a list going on to no activity, the
+    # hometown said outright
+    ("I love the photo!", []), ("I love the way you think.", []), ("I'm back from Berlin.", []),
+    ("I'm not from Berlin.", []), ("I love the self-acceptance and love theme.", []),
+    ("I love cooking and caring for my kids.", [("preference", "hobby", "cooking")]),
+    ("I love swimming and running my own studio.", [("preference", "hobby", "swimming")]),
+    ("My hometown is Cork, but I grew up in Dublin.", [("fact", "hometown", "Cork")]),
+])
+def test_rules_read_the_blues_a_list_of_hobbies_and_where_one_is_from(text, expected):
+    got = extract_statements(text)
+    assert [(s.kind, s.attribute, s.value) for s in got] == expected
+    assert all(check_statement(s.attribute, s.value, s.text, ends=s.replaces) is None for s in got), text
+
+
 @pytest.mark.parametrize(("text", "expected"), [  # issue 27 #1: "What is my job?" got "I don't know", 0 memories
     ("I started working as a nurse last week.", [("job", "nurse")]),
     ("I am a nurse.", [("job", "nurse")]), ("I'm a nurse now.", [("job", "nurse")]),

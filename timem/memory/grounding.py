@@ -77,6 +77,7 @@ CUES: dict[str, re.Pattern[str]] = {
                         r"mornings?)\b|喝|咖啡|茶", re.IGNORECASE),
     "diet": re.compile("|".join(_DIETS) + r"|\beat\b|吃", re.IGNORECASE),
     "hobby": re.compile(r"\b(?:took\s+up|take\s+up|taking\s+up|started|starting|hobby|hobbies|love|enjoy\w*|"
+                        r"i\s+(?:really\s+|just\s+)?like|"
                         r"practi[sc]\w*|play\w*|learn\w*|my\s+thing|into|passion|joined|stopped|gave\s+up|quit|"
                         r"no\s+more|done\s+with|finished\s+with|through\s+with|anymore|any\s+more|no\s+longer|"
                         r"(?:once|twice|times|mornings|evenings|nights|days)\s+(?:a|per|each)\s+week|"

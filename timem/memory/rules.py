@@ -6,19 +6,21 @@ Each sentence of a person's turn is matched against a small set of patterns; a m
 explicit first-person statements and corrections):
 
 * home city -- "I live in Lisbon (now)", "I moved to Porto", "We settled in Valencia", "我住在上海", "我搬到了北京";
+* hometown -- "I'm (originally) from Berlin", "I come from Berlin", "I grew up in Berlin", "my hometown is Cork";
 * employer / job -- "I work at Acme as a designer", "I started a new job at X", "I started working as a nurse",
   "我现在在腾讯工作", "我在医院当护士"; the copula only for an occupation of :mod:`timem.memory.occupations`:
   "I'm a nurse (at X)", "I became a nurse", "我是护士", "我开始当护士了" (not "I'm a morning person", 我是上海人);
 * drinks -- "I drink black coffee every morning", "I switched from coffee to green tea",
   "I don't drink coffee anymore" (ends the open item), "我不喝咖啡了，只喝茶", "我改喝绿茶了";
 * diet -- "I'm vegetarian now", "I went vegan", "我吃素了";
-* hobbies (several at once; only an explicit end closes one) -- "I took up pottery", "I started playing chess",
-  "I love hiking", "yoga is my thing now", "I stopped running" / "I gave up climbing" / "no more running" /
-  "I don't swim anymore" (ends it), "我开始学游泳";
+* hobbies (several at once; only an explicit end closes one; :mod:`timem.memory.hobbies`) -- "I took up pottery",
+  "I started playing chess", "I love / like hiking", "I love hiking and swimming" (two hobbies), "yoga is my thing
+  now", "I stopped running" / "I gave up climbing" / "no more running" / "I don't swim anymore" (ends it),
+  "我开始学游泳";
 * likes and dislikes (several at once; "I love jazz now" ends "dislikes jazz" and the other way round) --
-  "I hate country music", "I really like jazz now", "I'm really into jazz", "I'm a big fan of jazz",
-  "I am a huge Beatles fan", "I'm not a fan of jazz" (a dislike); a diet ends with "I'm not vegetarian anymore",
-  "I eat meat again";
+  "I hate country music", "I really like jazz now", "I love the blues" ("blues"), "I'm really into jazz", "I'm a big
+  fan of jazz", "I am a huge Beatles fan", "I'm not a fan of jazz" (a dislike); a diet ends with "I'm not vegetarian
+  anymore", "I eat meat again";
 * favourites and a few "my X is Y" facts -- "my favourite band is Muse", "我最喜欢的运动是游泳";
 * corrections -- "actually, ...", "sorry, I meant ...", "不对，是…", "其实…": the rest of the sentence
   is matched again and flagged ``correction``; a bare "actually, it's Braga" names only a value (the
@@ -33,6 +35,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from timem.memory.hobbies import HOBBIES, ended_hobby, started_hobbies
 from timem.memory.occupations import ZH_OCCUPATION, occupation
 from timem.prompts.common import QUESTION, SENTENCES
 
@@ -99,6 +102,12 @@ _HOME = [re.compile(_I + r"(?i:'m|\s+am|\s+are|'re)?\s+(?i:now\s+|currently\s+|s
          # chat style drops the subject at the start of a sentence: "Just moved to Madrid with my partner."
          re.compile(r"^\s*(?:(?i:big\s+news|guess\s+what|so|and|well)[:!,]?\s+)?(?i:just\s+|finally\s+|recently\s+)"
                     r"(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)\s+" + _cap("v") + _END_CAP)]
+#: where the speaker is from (the hometown): "I'm (originally) from Berlin", "I come from the Netherlands", "I grew
+#: up in Berlin", "I was born and raised in Cork" (a new-user trial read nothing); not "I'm back from Berlin" (a trip)
+_ORIGIN = re.compile(r"\b[Ii](?:(?i:'m|’m|\s+am)\s+(?i:originally\s+)?(?i:from)"
+                     r"|\s+(?i:originally\s+)?(?i:come)\s+(?i:from)"
+                     r"|\s+(?i:grew\s+up|was\s+raised|was\s+born\s+and\s+raised)\s+(?i:in))\s+(?:(?i:the)\s+)?"
+                     + _cap("v") + _END_CAP)
 _AS_JOB = r"(?:\s+(?i:as)\s+(?:(?i:an?)\s+)?" + _JOB + ")?"
 _AT_EMP = r"(?:\s+(?i:at|with|for)\s+" + _cap("emp") + _END_CAP + "|" + _END + ")"
 _SOON = r"(?:(?i:now|just|recently|currently|still|also|officially|finally|been|started|start|began|begun)\s+)*"
@@ -156,8 +165,12 @@ _ZH_SWITCH = _p(r"我?从{old}(?:换成|改成|改喝|换到)了?{new}", old=_ZH
 _DIET_END = re.compile(rf"\bi(?:'m|\s+am)\s+(?:no\s+longer|not)\s+(?:a\s+)?(?P<v>{'|'.join(DIETS)})(?:\s+any\s*more)?\b"
                        rf"|\bi\s+(?:stopped|quit)\s+being\s+(?:a\s+)?(?P<w>{'|'.join(DIETS)})\b"
                        r"|\bi(?:'m|\s+am)?\s+(?:eat|eating|started\s+eating)\s+meat\s+again\b", re.IGNORECASE)
-_OPINION_VALUE = (r"(?!(?:it|that|this|you|him|her|them|to|how|when|what|being|my|your|his|our|their|the|"
-                  r"a|an)\b)(?P<v>[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,3}?)\s*(?:now|these\s+days|nowadays)?"
+#: "the" before a name or a thing named with it is left out, as in "a fan of the Beatles": "I love the blues" likes
+#: "blues" (a new-user trial read nothing); not "I love the photo / the idea / the way you …" (no thing liked)
+_OPINION_THE = (r"(?:the\s+(?=(?-i:[A-Z])|(?:blues|outdoors|ocean|sea|beach|mountains|countryside|rain|snow|"
+                r"theat(?:re|er)|opera|ballet)\b))?")
+_OPINION_VALUE = (_OPINION_THE + r"(?!(?:it|that|this|you|him|her|them|to|how|when|what|being|my|your|his|our|"
+                  r"their|the|a|an)\b)(?P<v>[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,3}?)\s*(?:now|these\s+days|nowadays)?"
                   r"(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|more|again|here|there)\b))")
 _LIKE = re.compile(r"(?:\bi\s+(?:really\s+|absolutely\s+|actually\s+|kind\s+of\s+)?(?:love|like|enjoy|adore)\s+"
                    r"|\bi(?:'m|’m|\s+am)\s+(?:really\s+|so\s+|totally\s+|very\s+|big\s+|now\s+|also\s+)*into\s+)"
@@ -200,60 +213,8 @@ _ZH_LIKE = _p(r"我" + _ZH_OFTEN + r"(?:喜欢|爱)(?!上){v}" + _ZH_END, v=_ZH_
 _ZH_NOT_A_THING = frozenset("你 您 他 她 它 你们 他们 她们 它们 这 那 这里 那里 这儿 那儿 "
                             "这个 那个 这样 那样 这些 那些 自己 大家".split())
 _ZH_FAN = _p(r"我(?:也|一直)?是{v}的(?:铁杆|忠实|超级|老)?(?:粉丝|歌迷|影迷|球迷|书迷)", v=_ZH_VAL)  #: 我是周杰伦的粉丝
-#: activities the hobby patterns know (English); other words after "I love …" / "I started …" are no hobby
-#: ("I started working", "I love caring for them"): on LoCoMo dev such words made 5 false hobbies of 7
-HOBBIES = frozenset("""
-running jogging swimming hiking walking cycling biking climbing bouldering yoga pilates meditation dancing ballet
-salsa tango painting drawing sketching pottery ceramics sculpting knitting crocheting sewing quilting embroidery
-gardening cooking baking photography birdwatching fishing camping surfing skiing snowboarding skating skateboarding
-chess poker gaming tennis badminton squash football soccer basketball volleyball baseball golf boxing karate judo
-rowing kayaking canoeing sailing diving snorkeling horseback riding reading writing poetry singing guitar piano
-violin cello drums ukulele saxophone flute calligraphy origami woodworking journaling volunteering stargazing
-""".split())
 _NOT_A_THING = frozenset({"all", "how", "being", "every", "everything", "anything", "something", "so", "very",
                           "doing", "when", "what", "where", "why", "seeing", "having", "getting", "making"})
-#: "running my own studio", "running a small bakery": running a business is no hobby of running (LoCoMo dev)
-_NOT_RUNNING_A_BUSINESS = (r"(?<!\brunning)|(?!\s+(?:my|our|his|her|their|an?|the)\s+"
-                           r"(?:own\s+|small\s+|little\s+|new\s+)*(?:business|biz|company|studio|shop|store|restaurant|caf[eé]|bakery|salon|gym|firm|agency|"
-                           r"startup|brand|practice|clinic|school|team|club|blog|channel|household|place|show)s?\b)")
-_HOBBY_START = re.compile(r"\bi(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|also\s+)?(?:took|taken|take)\s+up\s+"
-                          r"(?:the\s+|a\s+)?(?P<v>[a-z][a-z-]{2,20})\b"
-                          r"|\bi(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|also\s+)?(?:started|begun|began)\s+"
-                          r"(?:(?:doing|playing|practi[sc]ing|learning)\s+(?:the\s+|a\s+)?(?P<w>[a-z][a-z-]{2,20}(?:\s+[a-z][a-z-]{2,20})?)"
-                          r"|(?P<g>[a-z]{3,20}ing))\b(?:" + _NOT_RUNNING_A_BUSINESS + ")", re.IGNORECASE)
-_HOBBY_LOVE = re.compile(r"\bi\s+(?:really\s+|just\s+)?(?:love|enjoy)\s+(?P<v>[a-z]{3,20}ing)\b(?:"
-                         + _NOT_RUNNING_A_BUSINESS + ")", re.IGNORECASE)
-_HOBBY_THING = re.compile(r"(?:^|,\s*|\band\s+)(?P<v>[a-z][a-z-]{2,20})\s+is\s+(?:now\s+)?my\s+(?:new\s+)?"
-                          r"(?:thing|hobby|passion)\b", re.IGNORECASE)
-_HOBBY_MY = re.compile(r"\bmy\s+(?:new\s+|main\s+)?(?:hobby|pastime|passion)\s+is\s+(?:now\s+)?"
-                       r"(?P<v>[a-z][a-z-]{2,20}(?:\s+[a-z][a-z-]{2,20})?)\b", re.IGNORECASE)
-#: how often, after an activity: "Swimming three mornings a week now" (no subject: hobby-03 of the labelled set)
-_OFTEN = (r"(?:once|twice|(?:\w+\s+)?(?:times|mornings|evenings|nights|days))\s+(?:a|per|each)\s+week"
-          r"|every\s+(?:day|morning|evening|weekend)")
-_HOBBY_HABIT = re.compile(rf"^(?P<v>[A-Za-z]{{3,20}}ing)\s+(?:{_OFTEN})\b"  # not a chore done for others
-                          r"(?![^.!?]*\bfor\s+(?:the|my|our|his|her|their)\b)", re.IGNORECASE)
-_HOBBY_STOP = re.compile(r"\bi(?:'ve|\s+have)?\s+(?:stopped|quit|gave\s+up|given\s+up)\s+(?P<v>[a-z]{3,20}ing)\b",
-                         re.IGNORECASE)
-#: other ways to end a hobby: "no more running (for me)", "I'm done with climbing", "I don't run anymore",
-#: "I no longer swim" (issue 27 #12: phrasings outside the stop pattern left the old hobby open)
-_HOBBY_NO_MORE = re.compile(r"\bno\s+more\s+(?P<v>[a-z]{3,20}ing)\b"
-                            r"|\bi(?:'m|\s+am)\s+(?:done|finished|through)\s+with\s+(?P<w>[a-z]{3,20}ing)\b"
-                            r"|\bi\s+(?:don't|do\s+not|don’t)\s+(?:go\s+)?(?P<b>[a-z]{2,12})\s+(?:anymore|any\s+more)\b"
-                            r"|\bi\s+no\s+longer\s+(?:go\s+)?(?P<c>[a-z]{2,12})\b", re.IGNORECASE)
-
-
-def _gerund(verb: str) -> str:
-    """``run`` -> ``running``, ``hike`` -> ``hiking``, ``ski`` -> ``skiing``, ``running`` unchanged (English)."""
-    v = verb.lower()
-    if v.endswith("ing"):
-        return v
-    if v.endswith("e") and not v.endswith("ee"):
-        return v[:-1] + "ing"
-    if len(v) <= 4 and re.fullmatch(r"[^aeiou]*[aeiou][bdgklmnprt]", v):
-        return v + v[-1] + "ing"
-    return v + "ing"
-
-
 # 开始当护士 is a job (:data:`_ZH_BE_JOB`), not a hobby
 # 开始喜欢瑜伽 is a like (:data:`_ZH_LIKE`), not "hobby: 喜欢瑜伽"
 _ZH_HOBBY = _p(r"我(?:最近|现在|已经)?(?:开始学|开始练|开始|在学|爱上了|迷上了)(?!当|做|喜欢|爱){v}" + _ZH_END,
@@ -328,19 +289,13 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
         add("preference", "diet", "vegetarian")
     elif _ZH_DIET.search(s):
         add("preference", "diet", "素食")
-    if (m := _HOBBY_STOP.search(s)) and m["v"].lower() in HOBBIES:
-        add("preference", "hobby", m["v"].lower(), replaces=m["v"].lower(), ends_only=True)
-    elif (m := _HOBBY_NO_MORE.search(s)) and (g := _gerund(next(x for x in m.groups() if x))) in HOBBIES:
-        add("preference", "hobby", g, replaces=g, ends_only=True)
-    for m in (_HOBBY_START.search(s), _HOBBY_LOVE.search(s), _HOBBY_THING.search(s), _HOBBY_MY.search(s),
-              _HOBBY_HABIT.search(s), _ZH_HOBBY.search(s)):
-        v = next((x for x in (m.groupdict().get(k) for k in ("v", "w", "g")) if x), None) if m else None
-        if v and not v.isascii():
-            hobby: str | None = v
-        else:  # "playing acoustic guitar": the word the list knows
-            hobby = next((w for w in (v or "").lower().split() if w in HOBBIES), None)
-        if hobby and not any(x.attribute == "hobby" and not x.ends_only for x in out):
-            add("preference", "hobby", hobby)
+    if ended := ended_hobby(s):
+        add("preference", "hobby", ended, replaces=ended, ends_only=True)
+    hobbies = started_hobbies(s)
+    if not hobbies and (m := _ZH_HOBBY.search(s)):  # 我开始学游泳; 我开始学 yoga: the word the list knows
+        hobbies = [m["v"]] if not m["v"].isascii() else [w for w in m["v"].lower().split() if w in HOBBIES][:1]
+    for hobby in hobbies:
+        add("preference", "hobby", hobby)
     for rx, attribute in ((_DISLIKE, "dislikes"), *_FANS[:2], (_LIKE, "likes"), *_FANS[2:]):
         m = rx.search(s)
         fan = rx in _FAN_RX
@@ -366,6 +321,8 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
     if m := _MY.search(s):
         a = re.sub(r"\s+", " ", m["a"].lower()).replace("home town", "hometown")
         add("fact", {"job title": "job", "hometown": "hometown"}.get(a, a), m["v"])
+    if not any(x.attribute == "hometown" for x in out) and (m := _ORIGIN.search(s)):  # "my hometown is …" wins
+        add("fact", "hometown", m["v"])
     if correction and not out and (m := (_BARE.search(s.strip()) or _ZH_BARE.search(s.strip()))):
         add("fact", None, m["v"])
     return out
