@@ -144,3 +144,46 @@ def test_shortlist_then_exact_equals_the_sql_ranking(eng, per_height):
             f"SELECT id, array_cosine_similarity(centroid, ?::FLOAT[{eng.store.dim}]) FROM segtree_nodes "
             "WHERE user_id = 'u1' AND height >= 1", [qv.tolist()]).fetchall())
         assert view.cos and all(c == sql_cos[i] for i, c in view.cos.items())  # bit-identical to DuckDB's
+
+
+def _leaf_dots(eng: MemoryEngine, qv: np.ndarray) -> tuple:
+    eng.store.search_vector("u1", qv, int(Level.SEGMENT), 5)  # computes, and keeps, the L1 dot products
+    dots = eng.store.memory_index.leaf_dots("u1", qv)
+    assert dots is not None
+    return dots
+
+
+@pytest.mark.parametrize("per_height", [1, 2, 5, 100])
+def test_the_shortlist_read_from_the_leaves_dot_products_equals_the_sql_ranking(eng, per_height):
+    """A centroid is the mean of its leaves: the shortlist from prefix sums of the leaves' dot products is within
+    MARGIN / 4 of the product with the centroids, and the exact ranking is DuckDB's."""
+    index = segview.load_index(eng.store, "u1", 3)
+    for q, until in [("puppy vet vaccine", QT), ("wedding suit Lisbon", QT), ("cello Bach", QT),
+                     ("cello Bach", datetime(2024, 3, 9, tzinfo=UTC))]:
+        qv = eng.embedder.embed([q])[0]
+        dots = _leaf_dots(eng, qv)
+        assert index.rows_in(dots[0]) is not None
+        from_leaves, product = segview._approx(index, qv, dots), segview._approx(index, qv, None)
+        assert from_leaves.dtype == np.float64 and product.dtype == np.float32  # each path taken
+        assert np.max(np.abs(from_leaves - product)) < segview.MARGIN / 4
+        view = segview.TreeView(index, {}, qv, per_height, until, dots)
+        assert sorted(view.top) == _sql_top(eng.store, "u1", qv, 3, per_height, until)
+
+
+def test_without_every_leaf_in_the_vector_copy_the_shortlist_uses_the_centroids(eng):
+    index = segview.load_index(eng.store, "u1", 3)
+    qv = eng.embedder.embed(["puppy vet vaccine"])[0]
+    vectors, values = _leaf_dots(eng, qv)
+    leaf = next(iter(index.leaves))
+    where = {i: k for i, k in vectors.where.items() if i != leaf}
+    partial = type(vectors)(vectors.ids, where, vectors.buf, vectors.alive)
+    assert index.rows_in(partial) is None
+    assert np.array_equal(segview._approx(index, qv, (partial, values)), segview._approx(index, qv, None))
+
+
+def test_a_recall_shortlists_the_segment_tree_from_its_leaf_search(eng, monkeypatch):
+    seen = []
+    real = segview._approx
+    monkeypatch.setattr(segview, "_approx", lambda ix, qv, dots: seen.append(dots) or real(ix, qv, dots))
+    _recall(eng, "What is the puppy called?")
+    assert seen and seen[0] is not None and segview.SegIndex.rows_in(_cached(eng), seen[0][0]) is not None

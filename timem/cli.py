@@ -318,13 +318,16 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
 def forget(text: Annotated[str, typer.Argument(help='what to forget, e.g. "I work at Blue Harbor"')], user: UserOpt,
            db: DbOpt = None, yes: Annotated[bool, typer.Option("--yes", help="forget without asking")] = False,
            config: ConfigOpt = None) -> None:
-    """Show the memory items and L1 segments matching TEXT, then soft-delete them (asks first unless --yes)."""
+    """Show the memory items and L1 segments matching TEXT, then soft-delete them (asks first unless --yes).
+
+    When nothing matches, the error says why and what to try (exit code 1)."""
     cfg = _config(config, db, llm_backend="none")
     with _engine(cfg, with_llm=False, must_exist=True) as eng:
         plan = eng.forget(user, text)
+        if plan.empty:  # an error, not a quiet line: a script's `timem forget X --yes` learns that X was not found
+            said = plan.describe()
+            raise NotFoundError(said[0].lower() + said[1:])
         typer.echo(plan.describe())
-        if plan.empty:
-            return
         if not yes and not typer.confirm(
                 f"forget these {len(plan.items)} item(s) and {len(plan.segments)} segment(s)?"):
             typer.echo("nothing forgotten")

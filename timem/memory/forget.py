@@ -8,9 +8,12 @@
   the segments quoting the text itself, or holding every one of its content words (stemmed with NLTK's Porter
   stemmer, scikit-learn's English stopwords left out): "my sister lives in Porto" reaches "My sister Ana lives in
   Porto", and "my cat" (one content word) every segment that speaks of a cat or cats, and those naming the cat by
-  the name a matched segment gave it ("a grey cat called Pixel" -> "Pixel chewed my shoes"); the preview lists them
-  before anything goes. Other items read only from those segments are listed too, since
-  they go with them.
+  the name a matched segment gave it ("a grey cat called Pixel" -> "Pixel chewed my shoes"). When no segment holds
+  them all, the segments holding the request's key words, its content words less its verbs
+  (:mod:`timem.memory.forget_words`: "I lived in Berlin" reaches "Berlin was home for five years", "我以前住在柏林"
+  reaches "我在柏林待了五年"; "I like jazz" keeps "jazz", so it never reaches every "I like …"), those holding the
+  most of its verbs first. The preview lists them before anything goes; an empty one says why and what to try
+  (:attr:`ForgetPreview.hint`). Other items read only from those segments are listed too, since they go with them.
 * :func:`apply` soft-deletes them: items ``status = deleted`` (audit ``forget-item``, ids only; the L5 profiles
   listing them are rewritten), segments
   through :func:`timem.editing.soft_delete` (ancestors re-consolidated without them, segment tree rebuilt),
@@ -30,6 +33,7 @@ from timem import editing
 from timem.consolidation.consolidator import Consolidator
 from timem.errors import InputError, NotFoundError
 from timem.item_values import mentions, normalise
+from timem.memory.forget_words import RequestWords, holds, request_words
 from timem.memory.rules import extract_statements
 from timem.models import Level, MemoryItem, MemoryNode, NodeStatus
 from timem.store.ports import MemoryStore
@@ -72,6 +76,8 @@ class ForgetPreview:
     #: active items (not in ``items``) that an item in ``items`` superseded: with it gone they hold again, as recall
     #: treats them ("forget that I drink green tea" brings back the espresso that green tea replaced)
     reopened: list[MemoryItem] = field(default_factory=list)
+    #: for an empty preview: why nothing matched and what to try ("no memory holds 'Hamburg'. Check the spelling …")
+    hint: str = ""
 
     @property
     def empty(self) -> bool:
@@ -80,7 +86,7 @@ class ForgetPreview:
     def describe(self) -> str:
         """One line per item and segment (for the chat reply and the CLI)."""
         if self.empty:
-            return f"Nothing in memory matches {self.text!r}."
+            return f"Nothing matched {self.text!r}, so nothing was forgotten" + (f": {self.hint}" if self.hint else ".")
         also = " (also goes: it was said in the same message as what you asked to forget)"
         lines = [f"item {i.id}: {i.label()}" + (also if i.id in self.collateral else "") for i in self.items]
         lines += [f"segment {n.id}: {' '.join(n.content.split())[:120]}" for n in self.segments]
@@ -167,16 +173,21 @@ def _linked(text: str, segments: list[MemoryNode], all_segments: list[MemoryNode
 def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
           keep: frozenset[str] | set[str] = frozenset()) -> ForgetPreview:
     """The preview for ``items`` (possibly none) matched by ``text``: the segments they were read from or that quote
-    one of their values (with no item, the segments quoting ``text`` or holding all its content words, and those
-    naming it by the name a matched segment gave it: :func:`_linked`), and the other items read only from those
-    segments. A segment in ``keep`` (the sources of an item the request spares, :func:`preview`) is chosen only as
-    the source of an item in ``items``."""
+    one of their values (with no item, the segments quoting ``text`` or holding all its content words, else those
+    holding its key words: :func:`_by_key_words`; and those naming it by the name a matched segment gave it:
+    :func:`_linked`), and the other items read only from those segments. A segment in ``keep`` (the sources of an
+    item the request spares, :func:`preview`) is chosen only as the source of an item in ``items``."""
     probes = [normalise(i.value) for i in items] or [normalise(text)]
     stems = set() if items else _request_stems(text)
     source_ids = {s for i in items for s in i.source_ids}
     every = store.nodes(user_id, Level.SEGMENT)
     segments = [n for n in every if n.id in source_ids or n.id not in keep and (
         any(p and mentions(n.content, p) for p in probes) or _covers(n.content, stems))]
+    hint = ""
+    if not items and not segments and text.strip():
+        words = request_words(text)
+        segments = _by_key_words([n for n in every if n.id not in keep], words, stems)
+        hint = "" if segments else _nothing_hint(text, words, every)
     if not items:
         segments += [n for n in _linked(text, segments, every) if n.id not in keep]
     # items read only from those segments go with them (editing.soft_delete): the preview names them too
@@ -186,7 +197,40 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
     going = chosen | {i.id for i in extra}
     reopened = [i for i in active if i.id not in going and i.superseded_by in going]
     return ForgetPreview(user_id=user_id, text=text, items=items + extra, segments=segments,
-                         collateral={i.id for i in extra}, reopened=reopened)
+                         collateral={i.id for i in extra}, reopened=reopened, hint=hint)
+
+
+def _by_key_words(segments: list[MemoryNode], words: RequestWords, stems: set[str]) -> list[MemoryNode]:
+    """The segments holding every key word of the request (:mod:`timem.memory.forget_words`: "I lived in Berlin" ->
+    "Berlin"), for a request no segment holds whole; of those, the ones holding the most of its verbs. None when
+    the request has no key word, or its key words are all its content words (nothing would be let go)."""
+    key = [w for w in words.key if content_stems(w, ascii_only=True) & stems or not w.isascii()]
+    if not key or not words.verbs:
+        return []
+    held = []
+    for n in segments:
+        have = _stems(n.content)
+        if all(holds(n.content, w, have) for w in key):
+            held.append((sum(holds(n.content, v, have) for v in words.verbs), n))
+    best = max((score for score, _ in held), default=0)
+    return [n for score, n in held if score == best]
+
+
+def _nothing_hint(text: str, words: RequestWords, segments: list[MemoryNode]) -> str:
+    """Why nothing matched ``text`` and what to try: the key words no segment holds, else a shorter request with
+    the key word fewest segments hold ("Berlin" for "I lived in Berlin")."""
+    counts = {w: sum(holds(n.content, w) for n in segments) for w in words.key}
+    missing = [w for w, c in counts.items() if not c]
+    present = sorted((w for w, c in counts.items() if c), key=lambda w: counts[w])
+    example = f", e.g. {present[0]!r}" if present else ""
+    if missing:
+        return (f"no memory holds {' or '.join(repr(w) for w in missing)}. Check the spelling, or try a shorter "
+                f"request with the key word as it was said{example}.")
+    if present:
+        return (f"no memory holds all of its key words ({', '.join(words.key)}). Try a shorter request with the key "
+                f"word{example}.")
+    return ("it names no thing to look for. Try a shorter request with the key word, a name or a thing as it was "
+            "said (e.g. 'Berlin' or 'my cat').")
 
 
 def preview_items(store: MemoryStore, user_id: str, item_ids: list[str]) -> ForgetPreview:

@@ -77,6 +77,14 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+#: how many L1 dot-product arrays each thread keeps for :meth:`MemoryIndex.leaf_dots` (a recall's question and aspects)
+_RECENT_DOTS = 4
+
+
+def _query_key(query_vec: np.ndarray) -> bytes:
+    return np.asarray(query_vec, dtype=np.float32).tobytes()
+
+
 #: default bytes of cached copies per store (least recently used first out; the latest always kept)
 CACHE_BYTES = 1024 * 2**20
 
@@ -106,6 +114,8 @@ class MemoryIndex:
         self._entries: OrderedDict[tuple[str, str, int], tuple[Any, Any]] = OrderedDict()
         #: the recorded writes: nodes version before -> (version after, what the write changed)
         self._steps = StepLog()
+        #: per thread, the latest L1 :meth:`vector_top` dot products by (user, query bytes) (:meth:`leaf_dots`)
+        self._local = threading.local()
 
     # ------------------------------------------------------------------ bookkeeping
     def note_change(self, before: str | None, after: str, removed: Sequence[Doc], added: Sequence[Doc],
@@ -270,7 +280,23 @@ class MemoryIndex:
         Args:
             query_vec: ``(dim,)`` unit vector.
         """
-        return memory_vectors.top(self._vectors(con, version, user_id, int(level)), query_vec, limit)
+        vectors = self._vectors(con, version, user_id, int(level))
+        approx = memory_vectors.dots(vectors, query_vec)
+        if int(level) == int(Level.SEGMENT):
+            recent: dict[tuple[str, bytes], tuple[Vectors, np.ndarray]] = getattr(self._local, "dots", {})
+            key = (user_id, _query_key(query_vec))
+            recent.pop(key, None)
+            recent[key] = (vectors, approx)
+            self._local.dots = dict(list(recent.items())[-_RECENT_DOTS:])
+        return memory_vectors.top(vectors, query_vec, limit, approx)
+
+    def leaf_dots(self, user_id: str, query_vec: np.ndarray) -> tuple[Vectors, np.ndarray] | None:
+        """The L1 copy and numpy dot products (:func:`timem.store.memory_vectors.dots`; dead rows meaningless) of
+        one of this thread's latest :meth:`vector_top` calls with ``query_vec`` for ``user_id``, else None. Relevance
+        propagation shortlists the segment tree's centroids from them (:mod:`timem.store.segtree_view`): a centroid
+        is the mean of its leaves' vectors, so its dot product is the mean of theirs."""
+        recent: dict[tuple[str, bytes], tuple[Vectors, np.ndarray]] = getattr(self._local, "dots", {})
+        return recent.get((user_id, _query_key(query_vec)))
 
     # ------------------------------------------------------------------ BM25
     def _postings(self, con: duckdb.DuckDBPyConnection, version: str | None, user_id: str, level: int) -> Postings:

@@ -127,14 +127,21 @@ def patched(old: Vectors, user_id: str, level: int, chain: Sequence[Change]) -> 
     return value
 
 
-def top(v: Vectors, query_vec: np.ndarray, limit: int) -> list[tuple[str, float]]:
+def dots(v: Vectors, query_vec: np.ndarray) -> np.ndarray:
+    """numpy's float32 dot products of ``query_vec`` ``(dim,)`` with every used row of the copy, ``(len(v.ids),)``
+    (a dead row's value is meaningless); within ``γ₃₈₄`` of the exact ones (module docstring)."""
+    return v.buf[: len(v.ids)] @ np.asarray(query_vec, dtype=np.float32)
+
+
+def top(v: Vectors, query_vec: np.ndarray, limit: int, approx: np.ndarray | None = None) -> list[tuple[str, float]]:
     """Top ``limit`` nodes of the copy by cosine with ``query_vec`` (``(dim,)`` unit vector), as ``(id, cosine)``:
-    the rows and order of :func:`timem.store.search.vector_top` (exact)."""
+    the rows and order of :func:`timem.store.search.vector_top` (exact). ``approx``: :func:`dots` of the same
+    query, when already computed (its dead rows are overwritten)."""
     n = len(v.ids)
     live = len(v.where)
     if not live or limit <= 0:
         return []
-    approx = v.buf[:n] @ np.asarray(query_vec, dtype=np.float32)
+    approx = dots(v, query_vec) if approx is None else approx
     approx[~v.alive] = -np.inf
     if live > limit:
         kth = np.partition(approx, n - limit)[n - limit]

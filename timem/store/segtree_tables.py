@@ -239,7 +239,8 @@ class SegmentTreeTables:
         ``version`` (:func:`version`) up to ``max_height``, and the rows of the candidate ``leaf_ids``."""
         index = cached_index(self._store, user_id, max_height, version)
         rows = {i: (leaf[0], leaf[1]) for i in leaf_ids if (leaf := index.leaves.get(i)) is not None}
-        return TreeView(index, rows, query_vec, per_height, until)
+        return TreeView(index, rows, query_vec, per_height, until,
+                        self._store.memory_index.leaf_dots(user_id, query_vec))
 
     def leaves_under(self, user_id: str, parent_ids: Sequence[str]) -> list[tuple[str, str, int, datetime]]:
         return leaves_under(self._store, user_id, parent_ids)

@@ -12,7 +12,8 @@ that sync rewrote are read again (:func:`note_append`): ``O(log n)`` rows per ne
 
 **Exact cosines.** The cosines that enter the scores are DuckDB's ``array_cosine_similarity`` of the
 stored float32 centroids (as when they were read from the table), reproduced bit for bit in numpy by
-:func:`timem.store.memory_index.exact_cosines`. A BLAS product only shortlists:
+:func:`timem.store.memory_index.exact_cosines`. An approximation only shortlists (prefix sums of the leaf search's
+dot products when the recall has them, else a BLAS product with the centroids: :func:`_approx`):
 per height, every node whose numpy cosine
 is within :data:`MARGIN` of the ``k``-th best. Both computations are within ``γ₃₈₄ ≈ 2.3e-5`` of the
 real cosine (float32 sums of 384 products of unit-bounded terms), so the exact top ``k`` (ties by id)
@@ -43,11 +44,16 @@ import pyarrow as pa
 from timem.errors import StoreError
 from timem.store.handle import StoreHandle
 from timem.store.memory_index import exact_cosines, gc_paused
+from timem.store.memory_vectors import Vectors
 from timem.store.records import db_time
 from timem.store.rows import in_list
 
 #: numpy-vs-DuckDB cosine slack of the shortlist (the two differ by < 5e-5; measured 2.4e-7)
 MARGIN = 1e-3
+#: bound on a stored centroid's error per leaf averaged in (a float32 running mean: ``≤ 3u`` a step, ``u = 2⁻²⁴``)
+DRIFT_PER_LEAF = 2e-7
+#: bound on the error of a numpy float32 dot product of two unit vectors of dimension 384 (``γ₃₈₄``)
+DOT_ERROR = 2.3e-5
 #: estimated bytes of one cached leaf (its tuple, id, parent id, timestamp and dictionary slots)
 LEAF_BYTES = 420
 
@@ -73,15 +79,42 @@ class SegIndex:
     start: np.ndarray
     centroids: np.ndarray
     max_height: int
+    #: each node's leaves as the inclusive positions ``first_seq .. last_seq`` in conversation order, int64
+    first_seq: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    last_seq: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     #: every leaf (height 0) by id, and each parent's leaves in ``first_seq`` order
     leaves: dict[str, Leaf] = field(default_factory=dict)
     children: dict[str, tuple[str, ...]] = field(default_factory=dict)
     pos: dict[str, int] = field(init=False)
     norms: np.ndarray = field(init=False)
+    #: the L1 vector copy last matched to the leaves, and each leaf's row in it by ``first_seq`` (:meth:`rows_in`)
+    _rows_in: tuple[Any, np.ndarray | None] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.pos = {i: k for k, i in enumerate(self.ids)}
         self.norms = np.linalg.norm(self.centroids, axis=1) if len(self.ids) else np.zeros(0, np.float32)
+
+    def rows_in(self, vectors: Vectors) -> np.ndarray | None:
+        """Each leaf's row in ``vectors`` (the user's L1 copy), in ``first_seq`` order ``(n_leaves,)`` int64; None
+        unless the leaves are numbered ``0 .. n-1`` and every one is live in the copy. Kept for the latest copy."""
+        with _LOCK:
+            memo = self._rows_in
+        if memo is not None and memo[0]() is vectors:
+            return memo[1]
+        by_seq = [""] * len(self.leaves)
+        for i, leaf in self.leaves.items():
+            if not 0 <= leaf[2] < len(by_seq) or by_seq[leaf[2]]:
+                by_seq = []
+                break
+            by_seq[leaf[2]] = i
+        where = vectors.where
+        rows = np.fromiter((where.get(i, -1) for i in by_seq), dtype=np.int64, count=len(by_seq)) \
+            if by_seq and all(by_seq) else None
+        if rows is not None and (rows < 0).any():
+            rows = None
+        with _LOCK:
+            self._rows_in = (weakref.ref(vectors), rows)
+        return rows
 
     @property
     def nbytes(self) -> int:
@@ -89,7 +122,7 @@ class SegIndex:
         return int(self.centroids.nbytes + self.norms.nbytes) + 200 * len(self.ids) + LEAF_BYTES * len(self.leaves)
 
 
-_COLS = "id, parent_id, height, n_children, span_start, centroid"
+_COLS = "id, parent_id, height, n_children, span_start, centroid, first_seq, last_seq"
 
 
 def _index(tbl: pa.Table, user_id: str, dim: int, max_height: int) -> SegIndex:
@@ -103,7 +136,9 @@ def _index(tbl: pa.Table, user_id: str, dim: int, max_height: int) -> SegIndex:
                     height=tbl.column("height").to_numpy().astype(np.int64),
                     n_children=tbl.column("n_children").to_numpy().astype(np.int64),
                     start=tbl.column("span_start").to_numpy().astype("datetime64[us]"),
-                    centroids=np.asarray(flat, dtype=np.float32).reshape(n, dim), max_height=int(max_height))
+                    centroids=np.asarray(flat, dtype=np.float32).reshape(n, dim), max_height=int(max_height),
+                    first_seq=tbl.column("first_seq").to_numpy().astype(np.int64),
+                    last_seq=tbl.column("last_seq").to_numpy().astype(np.int64))
 
 
 _LEAF_COLS = "id, parent_id, n_children, first_seq, span_start"
@@ -185,7 +220,8 @@ def _patched(store: StoreHandle, user_id: str, old: SegIndex, changed: Sequence[
                     parent=parent + [new.parent[k] for k in add.tolist()],
                     height=merged(old.height, new.height), n_children=merged(old.n_children, new.n_children),
                     start=merged(old.start, new.start), centroids=merged(old.centroids, new.centroids),
-                    max_height=old.max_height, leaves=leaves,
+                    max_height=old.max_height, leaves=leaves, first_seq=merged(old.first_seq, new.first_seq),
+                    last_seq=merged(old.last_seq, new.last_seq),
                     children=_children(leaves, fresh, old.leaves, old.children))
 
 #: per store and user, the latest append-only sync: ``(version before, version after, internal ids it wrote)``
@@ -232,6 +268,34 @@ def _desc(item: tuple[str, float]) -> tuple[int, float, str]:
     return (0, 0.0, i) if math.isnan(c) else (1, -c, i)
 
 
+def _approx(ix: SegIndex, query_vec: np.ndarray, dots: tuple[Vectors, np.ndarray] | None) -> np.ndarray:
+    """The shortlist's cosines of the question with every node's centroid ``(len(ix.ids),)`` float64/32, each within
+    ``MARGIN / 4`` of the exact one.
+
+    Without ``dots``: one BLAS product with the centroid matrix (``(n, dim)``: at 100k leaves, 145k nodes of heights
+    1–2, ~15 ms, bound by memory bandwidth). With them: a centroid is the mean of its leaves' vectors (SegTreeMem,
+    arXiv 2606.04555, §3), so ``q·c = (Σ_leaves q·e) / n``: a prefix sum of the leaves' dot products in
+    conversation order, read at ``first_seq`` and ``last_seq + 1`` (~1 ms). The stored centroid is a float32
+    running mean, off from the exact mean by at most :data:`DRIFT_PER_LEAF` per leaf, and each leaf's dot product
+    by :data:`DOT_ERROR`; a node whose bound ``(DOT_ERROR + n · DRIFT_PER_LEAF) / |c|`` exceeds ``MARGIN / 4`` is
+    scored by the product instead (large or diffuse nodes: few)."""
+    q = np.asarray(query_vec, dtype=np.float32)
+    if not ix.ids:
+        return np.zeros(0, np.float32)
+    rows = ix.rows_in(dots[0]) if dots is not None else None
+    if dots is None or rows is None or len(ix.last_seq) != len(ix.ids) or int(ix.last_seq.max()) >= len(rows):
+        return np.asarray((ix.centroids @ q) / np.maximum(ix.norms, 1e-30))
+    prefix = np.zeros(len(rows) + 1, np.float64)
+    np.cumsum(dots[1][rows], dtype=np.float64, out=prefix[1:])
+    n = ix.last_seq - ix.first_seq + 1
+    norms = np.maximum(ix.norms, 1e-30)
+    approx: np.ndarray = (prefix[ix.last_seq + 1] - prefix[ix.first_seq]) / n / norms
+    loose = np.flatnonzero(DOT_ERROR + n * DRIFT_PER_LEAF > 0.25 * MARGIN * norms)
+    if len(loose):
+        approx[loose] = (ix.centroids[loose] @ q) / norms[loose]
+    return approx
+
+
 class TreeView:
     """The segment tree for one question: the cached index, the candidate leaves' rows and exact cosines.
 
@@ -241,14 +305,17 @@ class TreeView:
         query_vec: ``(dim,)`` unit vector.
         per_height: how many best centroids per height :attr:`top` holds.
         until: UTC-aware; nodes starting after it are left out of :attr:`top`.
+        dots: the user's L1 vector copy and its numpy dot products with ``query_vec``
+            (:meth:`timem.store.memory_index.MemoryIndex.leaf_dots`), if at hand: the shortlist is then read
+            from them (:func:`_approx`) instead of a product with every centroid.
     """
 
     def __init__(self, index: SegIndex, leaves: dict[str, tuple[str | None, int]],
-                 query_vec: np.ndarray, per_height: int, until: datetime | None) -> None:
+                 query_vec: np.ndarray, per_height: int, until: datetime | None,
+                 dots: tuple[Vectors, np.ndarray] | None = None) -> None:
         self.index, self.leaves = index, dict(leaves)
         ix = index
-        approx = (ix.centroids @ np.asarray(query_vec, dtype=np.float32)) / np.maximum(ix.norms, 1e-30) \
-            if ix.ids else np.zeros(0, np.float32)
+        approx = _approx(ix, query_vec, dots)
         approx[ix.norms == 0] = np.nan
         eligible = (ix.height >= 1) & (ix.height <= ix.max_height)
         if until is not None:
