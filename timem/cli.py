@@ -54,6 +54,7 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
                          "--no-flush", field="ray")
     users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.time.tz, user_tz=cfg.time.user_tz,
                          max_turn_chars=cfg.store.max_turn_chars)
+    cli_common._check_user_ids(users, file)
     try:
         with _engine(cfg) as eng:
             if ray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar, get_args
 
@@ -9,10 +10,12 @@ import typer
 
 from timem.config import Config, load_config
 from timem.errors import ConfigError, InputError, NotFoundError
+from timem.ids import check_service_id
 from timem.models import Level
 from timem.settings import Complexity, LLMSettings
 
 if TYPE_CHECKING:
+    from timem.datasets import ImportedUser
     from timem.engine import MemoryEngine
     from timem.recall.gating import GateMode
 
@@ -97,6 +100,23 @@ def _samples(sample: str | None) -> list[str] | None:
     if not ids:
         raise InputError(f"--sample {sample!r} names no conversation; omit it for all, or give ids like conv-26")
     return ids
+
+
+def _check_user_ids(users: Sequence[ImportedUser], file: Path) -> None:
+    """Refuse a conversation file whose user ids the studio and the memory service would refuse
+    (:func:`timem.ids.check_service_id`: no space, ASCII letters, digits, ``.``, ``_``, ``-``), before the database
+    is opened: nothing is written. A new-user trial: ``timem ingest`` took "ana smith", which the studio and the
+    service then refused.
+
+    Raises:
+        InputError: the first such id, with the rule and what to do.
+    """
+    for u in users:
+        try:
+            check_service_id(u.user_id)
+        except InputError as exc:
+            raise InputError(f"{exc.reason}; rename the user in the file (the studio and the memory service take "
+                             "no other id)", file=str(file), field="user_id") from exc
 
 
 def _engine(cfg: Config, with_llm: bool = True, *, must_exist: bool = False) -> MemoryEngine:

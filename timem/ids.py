@@ -2,7 +2,9 @@
 
 The memory service refuses any other id (HTTP 422, :mod:`timem.service.models` builds its patterns from
 :data:`ID_PATTERN`); the studio checks a new user id with :func:`check_service_id` before it switches to it, so a
-user made in the studio can be sent to a service too. Local files may hold looser ids (ingest checks them with
+user made in the studio can be sent to a service too. The command line checks the user ids it creates with it too
+(``timem ingest`` every user of the file, ``timem mcp --user``), before anything is opened. Local files read through
+the Python API may hold looser ids (:meth:`timem.engine.MemoryEngine.ingest` checks them with
 :func:`timem.datasets.base.check_user_id`).
 """
 

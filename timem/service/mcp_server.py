@@ -206,9 +206,10 @@ def run_stdio(config: Config, user_id: str) -> None:
     serve the tools over stdio until the client disconnects.
 
     Raises:
-        InputError: ``user_id`` is blank or holds ``/`` (nothing is opened).
+        InputError: ``user_id`` is blank, holds ``/``, or breaks the id rule of the studio and the HTTP service
+            (:func:`timem.ids.check_service_id`: no space, ...); nothing is opened.
     """
-    check_user_id(user_id)
+    check_service_id(check_user_id(user_id))
     engine = MemoryEngine.open(config, with_llm=config.llm.llm_backend != "none")
     try:
         build_server(engine, user_id).run("stdio")
