@@ -47,3 +47,29 @@ def test_a_terminal_still_gets_the_redrawn_bar(monkeypatch):
     monkeypatch.setattr(sys, "stderr", err)
     assert list(terminal_progress(range(3), "L2 session", 3)) == [0, 1, 2]
     assert "\r" in err.getvalue() and "L2 session" in err.getvalue() and "items, done" not in err.getvalue()
+
+
+def test_ingest_shows_each_stage_once(tmp_path, fake_embedder):
+    """A new-user trial: `timem ingest` printed "L1 segments: 2/2 items, done" twice (the memory items are read
+    between a first pass that writes the L1 segments and a second that writes L2-L5, which went over L1 again)."""
+    from memory_scenario import EN, write
+
+    from timem.config import load_config
+    from timem.datasets import load_dataset
+    from timem.engine import MemoryEngine
+    from timem.store import Store
+
+    cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none", cache_dir=tmp_path / "cache",
+                      consolidation_mode="extractive")
+    shown: list[str] = []
+
+    def record(items, desc, total):
+        shown.append(desc)
+        return items
+
+    store = Store(cfg.store.db_path, fake_embedder.model_id, fake_embedder.dim)
+    with MemoryEngine(cfg, store, fake_embedder, None) as eng:
+        assert eng.config.memory.memory_items  # the two passes
+        users = load_dataset(write(tmp_path / "mia.jsonl", "mia", EN[:3]), "jsonl", tz=cfg.time.tz)
+        eng.ingest(users, progress=record)
+    assert shown == ["L1 segments", "L2 session", "L3 day", "L4 week", "L5 profile"], shown

@@ -168,12 +168,13 @@ class Consolidator:
 
     # ------------------------------------------------------------------ L2..L5
     def consolidate(self, user_id: str, *, flush: bool = False, upper_levels: bool = True,
-                    progress: Progress = no_progress) -> list[MemoryNode]:
+                    progress: Progress = no_progress, l1_progress: bool = True) -> list[MemoryNode]:
         """Write every due L1..L5 node of ``user_id``; returns the new nodes in write order.
 
         ``upper_levels=False`` writes only the L1 segments (no LLM call in verbatim mode); a later
         call with ``upper_levels=True`` consolidates L2..L5 of the windows that are due by then, each in
         its mode (:meth:`_mode`); without an LLM, windows whose mode needs one are skipped (they stay due).
+        ``l1_progress=False``: the L1 pass is not shown (the caller's first call just wrote and showed it).
 
         Raises:
             ConsolidationIncomplete: the model's answer for some window was unusable
@@ -187,7 +188,7 @@ class Consolidator:
             return written
         watermark = max(s.last_event_at for s in sessions)
         closed = self._closed(sessions, watermark, flush)
-        for s in progress(sessions, "L1 segments", len(sessions)):
+        for s in (progress if l1_progress else no_progress)(sessions, "L1 segments", len(sessions)):
             written += self.write_segments(user_id, s.session_id, closed=closed[s.session_id])
         if not upper_levels:
             return written
