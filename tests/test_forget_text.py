@@ -96,3 +96,44 @@ def test_cli_forget_reaches_the_key_word_and_an_empty_match_is_an_error(cli_env)
     assert code == 1 and "error: nothing matched 'I lived in Hamburg', so nothing was forgotten" in out, out
     code, out = run("forget", "I lived in Berlin", "--user", "ana", "--db", db, "--yes")
     assert code == 0 and "Berlin was home" in out and "forgot 0 item(s) and 1 segment(s)" in out, out
+
+
+def test_cli_forget_with_no_answer_to_read_says_to_pass_yes(cli_env, monkeypatch):  # noqa: F811
+    """A new-user trial: `timem forget … </dev/null` exited 130, as if Ctrl-C had been pressed. No answer on stdin is
+    an error saying to pass --yes (exit code 1) and forgets nothing; Ctrl-C at the prompt is still 130."""
+    import io
+    import sys
+
+    import timem.cli as cli
+
+    try:
+        from typer._click import termui
+    except ImportError:  # pragma: no cover - an older typer on plain click
+        from click import termui  # type: ignore[no-redef]
+
+    db = str(cli_env / "t.duckdb")
+    path = write(cli_env / "ana.jsonl", "ana", ROWS[:3])
+    assert run("ingest", str(path), "--format", "jsonl", "--llm", "none", "--mode", "extractive", "--db", db)[0] == 0
+
+    def main(*args: str) -> int:
+        monkeypatch.setattr(sys, "argv", ["timem", "forget", "I lived in Berlin", "--user", "ana", "--db", db, *args])
+        with pytest.raises(SystemExit) as exc:
+            cli.main()
+            raise SystemExit(0)
+        return int(exc.value.code or 0)
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # </dev/null
+    assert main() == 1
+    code, out = run("forget", "I lived in Berlin", "--user", "ana", "--db", db)  # the same through CliRunner
+    assert code == 1 and "this needs a confirmation, and stdin has no answer to read" in out, out
+    assert "pass --yes to forget without asking" in out, out
+
+    def ctrl_c(prompt: str) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(termui, "visible_prompt_func", ctrl_c)
+    assert main() == 130
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # an answer on stdin (echo y | timem forget …)
+    monkeypatch.setattr(termui, "visible_prompt_func", input)
+    assert main() == 0
+    assert run("forget", "I lived in Berlin", "--user", "ana", "--db", db, "--yes")[0] == 1  # gone: nothing matches

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from timem import cli_common, cli_service
+from timem import cli_common, cli_memory, cli_service
 from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, ModeOpt, UserOpt, _complexity, _config, _engine, _gate, _samples
 from timem.cli_memory import memories_app, segtree_app
 from timem.config import Config, load_config
@@ -316,28 +316,6 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
 
 
 @app.command()
-def forget(text: Annotated[str, typer.Argument(help='what to forget, e.g. "I work at Blue Harbor"')], user: UserOpt,
-           db: DbOpt = None, yes: Annotated[bool, typer.Option("--yes", help="forget without asking")] = False,
-           config: ConfigOpt = None) -> None:
-    """Show the memory items and L1 segments matching TEXT, then soft-delete them (asks first unless --yes).
-
-    When nothing matches, the error says why and what to try (exit code 1)."""
-    cfg = _config(config, db, llm_backend="none")
-    with _engine(cfg, with_llm=False, must_exist=True) as eng:
-        plan = eng.forget(user, text)
-        if plan.empty:  # an error, not a quiet line: a script's `timem forget X --yes` learns that X was not found
-            said = plan.describe()
-            raise NotFoundError(said[0].lower() + said[1:])
-        typer.echo(plan.describe())
-        if not yes and not typer.confirm(
-                f"forget these {len(plan.items)} item(s) and {len(plan.segments)} segment(s)?"):
-            typer.echo("nothing forgotten")
-            return
-        eng.forget(user, text, confirm=True, actor="cli")
-    typer.echo(f"forgot {len(plan.items)} item(s) and {len(plan.segments)} segment(s) (soft delete, audited)")
-
-
-@app.command()
 def model(config: ConfigOpt = None) -> None:
     """Join the packaged GGUF parts of the embedded model once and verify its SHA-256."""
     from timem.llm.local import ensure_model_file
@@ -384,6 +362,7 @@ def studio(db: DbOpt = None, port: int = 8501,
 
 
 cli_service.register(app)  # serve, mcp, keys
+cli_memory.register(app)  # forget
 
 
 def _mount_bench() -> None:

@@ -119,6 +119,25 @@ def _check_user_ids(users: Sequence[ImportedUser], file: Path) -> None:
                              "no other id)", file=str(file), field="user_id") from exc
 
 
+def _confirm(question: str, without_prompt: str) -> bool:
+    """``typer.confirm(question)`` (default no), except with no answer to read: stdin at its end (``</dev/null``, a
+    closed pipe, a job without a terminal) is an error saying how to confirm without the prompt (exit code 1), where
+    click aborts as for Ctrl-C (exit code 130). Ctrl-C still aborts. ``without_prompt``: what to do instead, e.g.
+    ``"pass --yes to forget without asking"``.
+
+    Raises:
+        InputError: stdin ended before an answer; nothing was confirmed.
+    """
+    try:
+        return typer.confirm(question)
+    except typer.Abort as exc:
+        if not isinstance(exc.__context__, EOFError):  # Ctrl-C (KeyboardInterrupt): an abort, as asked
+            raise
+        typer.echo("")  # end the prompt's line
+        raise InputError(f"this needs a confirmation, and stdin has no answer to read (it ended: no terminal, e.g. "
+                         f"</dev/null); {without_prompt}, or give the answer on stdin (echo y | ...)") from None
+
+
 def _engine(cfg: Config, with_llm: bool = True, *, must_exist: bool = False) -> MemoryEngine:
     """The engine over ``cfg.store.db_path``, to use as ``with _engine(cfg) as eng:`` (the store is closed when the
     block ends); ``must_exist`` (commands that only read) refuses to create a file.

@@ -1,4 +1,5 @@
-"""``timem segtree …`` and ``timem memories …``: the segment tree and the memory layer from the command line."""
+"""``timem segtree …``, ``timem memories …`` and ``timem forget``: the segment tree and the memory layer from the
+command line."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, UserOpt, _config, _engine
+from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, UserOpt, _config, _confirm, _engine
+from timem.errors import NotFoundError
 
 segtree_app = typer.Typer(no_args_is_help=True, help="SegTreeMem's segment tree over the L1 memories (the default "
                           "recall index, recall_index = \"segtree\"; built online at ingest).")
@@ -99,3 +101,28 @@ def memories_pin(item_id: Annotated[str, typer.Argument(help="item id (see `time
     typer.echo(f"{'unpinned' if unpin else 'pinned'}: {item.label()}")
 
 
+def forget(text: Annotated[str, typer.Argument(help='what to forget, e.g. "I work at Blue Harbor"')], user: UserOpt,
+           db: DbOpt = None, yes: Annotated[bool, typer.Option("--yes", help="forget without asking")] = False,
+           config: ConfigOpt = None) -> None:
+    """Show the memory items and L1 segments matching TEXT, then soft-delete them (asks first unless --yes).
+
+    When nothing matches, the error says why and what to try (exit code 1); so does a confirmation with no answer
+    to read (stdin at its end, e.g. </dev/null): pass --yes there."""
+    cfg = _config(config, db, llm_backend="none")
+    with _engine(cfg, with_llm=False, must_exist=True) as eng:
+        plan = eng.forget(user, text)
+        if plan.empty:  # an error, not a quiet line: a script's `timem forget X --yes` learns that X was not found
+            said = plan.describe()
+            raise NotFoundError(said[0].lower() + said[1:])
+        typer.echo(plan.describe())
+        if not yes and not _confirm(f"forget these {len(plan.items)} item(s) and {len(plan.segments)} segment(s)?",
+                                    "pass --yes to forget without asking"):
+            typer.echo("nothing forgotten")
+            return
+        eng.forget(user, text, confirm=True, actor="cli")
+    typer.echo(f"forgot {len(plan.items)} item(s) and {len(plan.segments)} segment(s) (soft delete, audited)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``forget`` to the ``timem`` app."""
+    app.command()(forget)
