@@ -163,9 +163,10 @@ def test_the_shortlist_read_from_the_leaves_dot_products_equals_the_sql_ranking(
         qv = eng.embedder.embed([q])[0]
         dots = _leaf_dots(eng, qv)
         assert index.rows_in(dots[0]) is not None
-        from_leaves, product = segview._approx(index, qv, dots), segview._approx(index, qv, None)
-        assert from_leaves.dtype == np.float64 and product.dtype == np.float32  # each path taken
-        assert np.max(np.abs(from_leaves - product)) < segview.MARGIN / 4
+        (from_leaves, bound), (product, zero) = segview._approx(index, qv, dots), segview._approx(index, qv, None)
+        assert from_leaves.dtype == np.float64 and product.dtype == np.float32 and zero == 0  # each path taken
+        assert np.all(np.abs(from_leaves - product) <= bound + 1e-5)
+        assert 0 < np.max(bound) <= segview.LOOSE
         view = segview.TreeView(index, {}, qv, per_height, until, dots)
         assert sorted(view.top) == _sql_top(eng.store, "u1", qv, 3, per_height, until)
 
@@ -173,12 +174,13 @@ def test_the_shortlist_read_from_the_leaves_dot_products_equals_the_sql_ranking(
 def test_without_every_leaf_in_the_vector_copy_the_shortlist_uses_the_centroids(eng):
     index = segview.load_index(eng.store, "u1", 3)
     qv = eng.embedder.embed(["puppy vet vaccine"])[0]
-    vectors, values = _leaf_dots(eng, qv)
+    dots = _leaf_dots(eng, qv)
     leaf = next(iter(index.leaves))
-    where = {i: k for i, k in vectors.where.items() if i != leaf}
-    partial = type(vectors)(vectors.ids, where, vectors.buf, vectors.alive)
+    where = {i: k for i, k in dots.vectors.where.items() if i != leaf}
+    partial = dots.vectors.__class__(dots.vectors.ids, where, dots.vectors.buf, dots.vectors.alive)
     assert index.rows_in(partial) is None
-    assert np.array_equal(segview._approx(index, qv, (partial, values)), segview._approx(index, qv, None))
+    got, product = segview._approx(index, qv, dots._replace(vectors=partial)), segview._approx(index, qv, None)
+    assert np.array_equal(got[0], product[0]) and got[1] == 0
 
 
 def test_a_recall_shortlists_the_segment_tree_from_its_leaf_search(eng, monkeypatch):

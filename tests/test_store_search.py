@@ -288,3 +288,24 @@ def test_exact_cosines_reproduce_duckdb_bit_for_bit(real, embedder):
             "FROM (SELECT unnest(?::FLOAT[][]) AS v, generate_subscripts(?::FLOAT[][], 1) AS k) ORDER BY k",
             [np.asarray(q, np.float32).tolist(), rows.tolist(), rows.tolist()]).fetchall()]
         assert exact_cosines(rows, q) == ref
+
+
+def test_the_float16_scan_stays_within_its_bound_and_ranks_as_the_float32_one(real, embedder):
+    """The vector copy's scan reads float16 rows (torch, summed in float32); its dot products stay within
+    HALF_DOT_ERROR of the exact ones on real vectors, and the exact top k is the float32 scan's."""
+    from timem.store import memory_vectors as mv
+
+    store, users, questions = real
+    assert mv.half_scan()  # torch is installed and sums in float32 here: the tests above ran the float16 scan
+    copy = mv.load(store.con, users[0], 1, store.dim)
+    assert copy.half is not None and copy.half.dtype == np.float16
+    plain = mv.Vectors(copy.ids, copy.where, copy.buf, copy.alive)
+    worst = 0.0
+    for qv in embedder.embed(questions):
+        half, full = mv.dots(copy, qv), mv.dots(plain, qv)
+        assert (half.error, full.error) == (mv.HALF_DOT_ERROR, mv.F32_DOT_ERROR)
+        exact = copy.buf.astype(np.float64) @ qv.astype(np.float64)
+        worst = max(worst, float(np.max(np.abs(half.values - exact))))
+        for k in (1, 10, 40):
+            assert mv.top(copy, qv, k) == mv.top(plain, qv, k)
+    assert 0 < worst <= mv.HALF_DOT_ERROR

@@ -53,7 +53,7 @@ from timem.store import memory_postings, memory_vectors, working_set
 from timem.store.bm25 import Doc
 from timem.store.memory_postings import Postings
 from timem.store.memory_steps import MAX_STEPS, Change, StepLog
-from timem.store.memory_vectors import MARGIN, Vectors, exact_cosines
+from timem.store.memory_vectors import MARGIN, Dots, Vectors, exact_cosines
 from timem.store.working_set import WorkingSet
 
 __all__ = ["CACHE_BYTES", "MARGIN", "MAX_STEPS", "MemoryIndex", "exact_cosines", "gc_paused"]
@@ -283,19 +283,20 @@ class MemoryIndex:
         vectors = self._vectors(con, version, user_id, int(level))
         approx = memory_vectors.dots(vectors, query_vec)
         if int(level) == int(Level.SEGMENT):
-            recent: dict[tuple[str, bytes], tuple[Vectors, np.ndarray]] = getattr(self._local, "dots", {})
+            recent: dict[tuple[str, bytes], Dots] = getattr(self._local, "dots", {})
             key = (user_id, _query_key(query_vec))
             recent.pop(key, None)
-            recent[key] = (vectors, approx)
+            recent[key] = approx
             self._local.dots = dict(list(recent.items())[-_RECENT_DOTS:])
         return memory_vectors.top(vectors, query_vec, limit, approx)
 
-    def leaf_dots(self, user_id: str, query_vec: np.ndarray) -> tuple[Vectors, np.ndarray] | None:
-        """The L1 copy and numpy dot products (:func:`timem.store.memory_vectors.dots`; dead rows meaningless) of
-        one of this thread's latest :meth:`vector_top` calls with ``query_vec`` for ``user_id``, else None. Relevance
-        propagation shortlists the segment tree's centroids from them (:mod:`timem.store.segtree_view`): a centroid
-        is the mean of its leaves' vectors, so its dot product is the mean of theirs."""
-        recent: dict[tuple[str, bytes], tuple[Vectors, np.ndarray]] = getattr(self._local, "dots", {})
+    def leaf_dots(self, user_id: str, query_vec: np.ndarray) -> Dots | None:
+        """The dot products (:func:`timem.store.memory_vectors.dots`, with the L1 copy they were read from; dead
+        rows meaningless) of one of this thread's latest L1 :meth:`vector_top` calls with ``query_vec`` for
+        ``user_id``, else None. Relevance propagation shortlists the segment tree's centroids from them
+        (:mod:`timem.store.segtree_view`): a centroid is the mean of its leaves' vectors, so its dot product is the
+        mean of theirs."""
+        recent: dict[tuple[str, bytes], Dots] = getattr(self._local, "dots", {})
         return recent.get((user_id, _query_key(query_vec)))
 
     # ------------------------------------------------------------------ BM25

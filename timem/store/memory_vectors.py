@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
+from typing import Any, NamedTuple
 
 import duckdb
 import numpy as np
@@ -25,6 +27,12 @@ from timem.store.memory_steps import ACTIVE, Change
 
 #: numpy-vs-DuckDB cosine slack of the shortlist (the two differ by < 5e-5)
 MARGIN = 1e-3
+#: bound on the error of a float32 dot product of two unit vectors of dimension 384 (``γ₃₈₄``, any summation order)
+F32_DOT_ERROR = 2.3e-5
+#: bound on the error of the float16 scan's dot product of two unit vectors (:func:`dots`): both rounded to float16
+#: (``2u``, ``u = 2⁻¹¹``, by Cauchy–Schwarz), products summed in float32 (``γ₃₈₄``), the result rounded to float16
+#: (``u``); :func:`half_scan` checks the summation on first use
+HALF_DOT_ERROR = 1.5e-3
 
 
 def exact_cosines(rows: np.ndarray, query_vec: np.ndarray) -> list[float]:
@@ -58,10 +66,13 @@ class Vectors:
     where: dict[str, int]  #: node id -> its live position
     buf: np.ndarray  #: (capacity, dim) float32; rows ``[0, len(ids))`` are used
     alive: np.ndarray  #: bool per used position
+    #: ``buf`` rounded to float16 (same rows), scanned by :func:`dots` when :func:`half_scan`; else None
+    half: np.ndarray | None = None
 
     @property
     def nbytes(self) -> int:
-        return int(self.buf.nbytes + self.alive.nbytes) + 96 * len(self.ids)
+        extra = 0 if self.half is None else self.half.nbytes
+        return int(self.buf.nbytes + self.alive.nbytes + extra) + 96 * len(self.ids)
 
     def of(self, node_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The vectors of those of ``node_ids`` the copy holds (live), by id, each a fresh ``(dim,)`` array."""
@@ -73,7 +84,7 @@ def grow(buf: np.ndarray, used: int, rows: np.ndarray) -> np.ndarray:
     below ``used`` are never written, so a copy that shares ``buf`` keeps seeing its own rows."""
     need = used + len(rows)
     if need > len(buf):
-        bigger = np.empty((max(need, 2 * len(buf), 16), buf.shape[1]), dtype=np.float32)
+        bigger = np.empty((max(need, 2 * len(buf), 16), buf.shape[1]), dtype=buf.dtype)
         bigger[:used] = buf[:used]
         buf = bigger
     buf[used:need] = rows
@@ -93,7 +104,7 @@ def load(con: duckdb.DuckDBPyConnection, user_id: str, level: int, dim: int) -> 
     ids = [raw[k] for k in order]
     mat = np.asarray(flat, dtype=np.float32).reshape(n, dim)[np.asarray(order, dtype=np.int64)] if n \
         else np.zeros((0, dim), np.float32)
-    return Vectors(ids, {i: k for k, i in enumerate(ids)}, mat, np.ones(n, dtype=bool))
+    return Vectors(ids, {i: k for k, i in enumerate(ids)}, mat, np.ones(n, dtype=bool), _halved(mat))
 
 
 def patched(old: Vectors, user_id: str, level: int, chain: Sequence[Change]) -> Vectors:
@@ -118,34 +129,84 @@ def patched(old: Vectors, user_id: str, level: int, chain: Sequence[Change]) -> 
                 rows.append(v)
                 new_alive.append(True)
     buf = grow(old.buf, n0, np.stack(rows)) if rows else old.buf
-    value = Vectors(ids, where, buf, np.concatenate([alive, np.array(new_alive, dtype=bool)]))
+    half = old.half
+    if rows and half is not None:
+        half = grow(half, n0, np.stack(rows).astype(np.float16))
+    value = Vectors(ids, where, buf, np.concatenate([alive, np.array(new_alive, dtype=bool)]), half)
     if len(value.where) * 2 < len(value.ids):  # half dead: compact
         keep = np.flatnonzero(value.alive)
         kept = [value.ids[k] for k in keep.tolist()]
         value = Vectors(kept, {i: k for k, i in enumerate(kept)}, value.buf[keep].copy(),
-                        np.ones(len(kept), dtype=bool))
+                        np.ones(len(kept), dtype=bool), None if half is None else half[keep].copy())
     return value
 
 
-def dots(v: Vectors, query_vec: np.ndarray) -> np.ndarray:
-    """numpy's float32 dot products of ``query_vec`` ``(dim,)`` with every used row of the copy, ``(len(v.ids),)``
-    (a dead row's value is meaningless); within ``γ₃₈₄`` of the exact ones (module docstring)."""
-    return v.buf[: len(v.ids)] @ np.asarray(query_vec, dtype=np.float32)
+class Dots(NamedTuple):
+    """A query's approximate dot products with every used row of one copy (:func:`dots`)."""
+
+    vectors: Vectors
+    values: np.ndarray  #: ``(len(vectors.ids),)`` float32; a dead row's value is meaningless
+    error: float  #: bound on ``|values[k] - exact dot product|`` for unit vectors
 
 
-def top(v: Vectors, query_vec: np.ndarray, limit: int, approx: np.ndarray | None = None) -> list[tuple[str, float]]:
+@cache
+def _torch() -> Any:
+    """torch (installed with the MiniLM embedder), or None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+@cache
+def half_scan() -> bool:
+    """Whether :func:`dots` scans float16 rows with torch: torch is installed, and its float16 matrix-vector product
+    sums in float32 here (checked once on vectors where a float16 sum is off by ~1e-2; some CPUs' kernels sum
+    in float16, which :data:`HALF_DOT_ERROR` would not bound). A float16 scan reads half the bytes of a float32
+    one: at 100k rows of dim 384, 4.7 against 14.9 ms on the bench machine (``bench/results/recall-latency.md``)."""
+    torch = _torch()
+    if torch is None:
+        return False
+    probe = np.full((8, 384), 1 / np.sqrt(384), np.float32).astype(np.float16)
+    probe[1::2, ::3] *= -0.5
+    exact = probe.astype(np.float64) @ probe[0].astype(np.float64)  # of the rounded inputs: summation and output
+    got = torch.mv(torch.from_numpy(probe), torch.from_numpy(probe[0])).double().numpy()
+    return bool(np.all(np.abs(got - exact) <= 2.0 ** -11 * np.abs(exact) + 1e-4))
+
+
+def _halved(mat: np.ndarray) -> np.ndarray | None:
+    return mat.astype(np.float16) if half_scan() else None
+
+
+def dots(v: Vectors, query_vec: np.ndarray) -> Dots:
+    """The dot products of ``query_vec`` ``(dim,)`` with every used row of the copy: torch over the float16 rows
+    (within :data:`HALF_DOT_ERROR`) when the copy has them, else numpy over the float32 rows (within
+    :data:`F32_DOT_ERROR`). Only shortlists: exact cosines come from :func:`exact_cosines`."""
+    n = len(v.ids)
+    q = np.asarray(query_vec, dtype=np.float32)
+    if v.half is not None:
+        torch = _torch()
+        got = torch.mv(torch.from_numpy(v.half[:n]), torch.from_numpy(q.astype(np.float16)))
+        return Dots(v, got.float().numpy(), HALF_DOT_ERROR)
+    return Dots(v, v.buf[:n] @ q, F32_DOT_ERROR)
+
+
+def top(v: Vectors, query_vec: np.ndarray, limit: int, approx: Dots | None = None) -> list[tuple[str, float]]:
     """Top ``limit`` nodes of the copy by cosine with ``query_vec`` (``(dim,)`` unit vector), as ``(id, cosine)``:
     the rows and order of :func:`timem.store.search.vector_top` (exact). ``approx``: :func:`dots` of the same
-    query, when already computed (its dead rows are overwritten)."""
+    query and copy, when already computed (its dead rows are overwritten). The shortlist keeps every row within
+    ``MARGIN + 2·error`` of the ``limit``-th best approximation: a row of the exact top can be no lower."""
     n = len(v.ids)
     live = len(v.where)
     if not live or limit <= 0:
         return []
-    approx = dots(v, query_vec) if approx is None else approx
-    approx[~v.alive] = -np.inf
+    found = dots(v, query_vec) if approx is None else approx
+    approx_values = found.values
+    approx_values[~v.alive] = -np.inf
     if live > limit:
-        kth = np.partition(approx, n - limit)[n - limit]
-        short = np.flatnonzero((approx >= kth - MARGIN) & v.alive)
+        kth = np.partition(approx_values, n - limit)[n - limit]
+        short = np.flatnonzero((approx_values >= kth - MARGIN - 2 * found.error) & v.alive)
     else:
         short = np.flatnonzero(v.alive)
     exact = exact_cosines(v.buf[short], query_vec)

@@ -14,8 +14,8 @@ that sync rewrote are read again (:func:`note_append`): ``O(log n)`` rows per ne
 stored float32 centroids (as when they were read from the table), reproduced bit for bit in numpy by
 :func:`timem.store.memory_index.exact_cosines`. An approximation only shortlists (prefix sums of the leaf search's
 dot products when the recall has them, else a BLAS product with the centroids: :func:`_approx`):
-per height, every node whose numpy cosine
-is within :data:`MARGIN` of the ``k``-th best. Both computations are within ``γ₃₈₄ ≈ 2.3e-5`` of the
+per height, every node whose approximation plus its error bound is within :data:`MARGIN` of the ``k``-th best
+approximation minus its bound. The product, and DuckDB's arithmetic, are within ``γ₃₈₄ ≈ 2.3e-5`` of the
 real cosine (float32 sums of 384 products of unit-bounded terms), so the exact top ``k`` (ties by id)
 is always inside the shortlist; the exact arithmetic then scores the shortlist and the candidates' ancestors.
 
@@ -44,7 +44,7 @@ import pyarrow as pa
 from timem.errors import StoreError
 from timem.store.handle import StoreHandle
 from timem.store.memory_index import exact_cosines, gc_paused
-from timem.store.memory_vectors import Vectors
+from timem.store.memory_vectors import Dots, Vectors
 from timem.store.records import db_time
 from timem.store.rows import in_list
 
@@ -52,8 +52,8 @@ from timem.store.rows import in_list
 MARGIN = 1e-3
 #: bound on a stored centroid's error per leaf averaged in (a float32 running mean: ``≤ 3u`` a step, ``u = 2⁻²⁴``)
 DRIFT_PER_LEAF = 2e-7
-#: bound on the error of a numpy float32 dot product of two unit vectors of dimension 384 (``γ₃₈₄``)
-DOT_ERROR = 2.3e-5
+#: largest error bound of a shortlist cosine read from the leaves' dot products; past it, the product (:func:`_approx`)
+LOOSE = 0.02
 #: estimated bytes of one cached leaf (its tuple, id, parent id, timestamp and dictionary slots)
 LEAF_BYTES = 420
 
@@ -89,10 +89,21 @@ class SegIndex:
     norms: np.ndarray = field(init=False)
     #: the L1 vector copy last matched to the leaves, and each leaf's row in it by ``first_seq`` (:meth:`rows_in`)
     _rows_in: tuple[Any, np.ndarray | None] | None = field(default=None, init=False, repr=False)
+    _by_height: list[np.ndarray] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.pos = {i: k for k, i in enumerate(self.ids)}
         self.norms = np.linalg.norm(self.centroids, axis=1) if len(self.ids) else np.zeros(0, np.float32)
+
+    def by_height(self) -> list[np.ndarray]:
+        """The positions of the nodes of each height ``1..max_height`` that has any, by height (computed once)."""
+        with _LOCK:
+            memo = self._by_height
+        if memo is None:
+            memo = [idx for h in range(1, self.max_height + 1) if len(idx := np.flatnonzero(self.height == h))]
+            with _LOCK:
+                self._by_height = memo
+        return memo
 
     def rows_in(self, vectors: Vectors) -> np.ndarray | None:
         """Each leaf's row in ``vectors`` (the user's L1 copy), in ``first_seq`` order ``(n_leaves,)`` int64; None
@@ -268,32 +279,34 @@ def _desc(item: tuple[str, float]) -> tuple[int, float, str]:
     return (0, 0.0, i) if math.isnan(c) else (1, -c, i)
 
 
-def _approx(ix: SegIndex, query_vec: np.ndarray, dots: tuple[Vectors, np.ndarray] | None) -> np.ndarray:
-    """The shortlist's cosines of the question with every node's centroid ``(len(ix.ids),)`` float64/32, each within
-    ``MARGIN / 4`` of the exact one.
+def _approx(ix: SegIndex, query_vec: np.ndarray, dots: Dots | None) -> tuple[np.ndarray, np.ndarray | float]:
+    """Every node's shortlist cosine with the question, ``(len(ix.ids),)``, and a bound on its error beyond
+    :data:`MARGIN` (an array, or 0).
 
     Without ``dots``: one BLAS product with the centroid matrix (``(n, dim)``: at 100k leaves, 145k nodes of heights
-    1–2, ~15 ms, bound by memory bandwidth). With them: a centroid is the mean of its leaves' vectors (SegTreeMem,
-    arXiv 2606.04555, §3), so ``q·c = (Σ_leaves q·e) / n``: a prefix sum of the leaves' dot products in
-    conversation order, read at ``first_seq`` and ``last_seq + 1`` (~1 ms). The stored centroid is a float32
-    running mean, off from the exact mean by at most :data:`DRIFT_PER_LEAF` per leaf, and each leaf's dot product
-    by :data:`DOT_ERROR`; a node whose bound ``(DOT_ERROR + n · DRIFT_PER_LEAF) / |c|`` exceeds ``MARGIN / 4`` is
-    scored by the product instead (large or diffuse nodes: few)."""
+    1–2, ~15 ms, bound by memory bandwidth), within ``MARGIN`` (bound 0). With them: a centroid is the mean of its
+    leaves' vectors (SegTreeMem, arXiv 2606.04555, §3), so ``q·c = (Σ_leaves q·e) / n``: a prefix sum of the leaves'
+    dot products in conversation order, read at ``first_seq`` and ``last_seq + 1`` (~1 ms). Its bound is
+    ``(dots.error + n · DRIFT_PER_LEAF) / |c|``: each leaf's dot product is within ``dots.error``, and the stored
+    centroid, a float32 running mean, within :data:`DRIFT_PER_LEAF` per leaf of the exact mean. A node whose bound
+    exceeds :data:`LOOSE` (large or diffuse nodes: few) is scored by the product instead (bound 0)."""
     q = np.asarray(query_vec, dtype=np.float32)
     if not ix.ids:
-        return np.zeros(0, np.float32)
-    rows = ix.rows_in(dots[0]) if dots is not None else None
+        return np.zeros(0, np.float32), 0.0
+    rows = ix.rows_in(dots.vectors) if dots is not None else None
     if dots is None or rows is None or len(ix.last_seq) != len(ix.ids) or int(ix.last_seq.max()) >= len(rows):
-        return np.asarray((ix.centroids @ q) / np.maximum(ix.norms, 1e-30))
+        return np.asarray((ix.centroids @ q) / np.maximum(ix.norms, 1e-30)), 0.0
     prefix = np.zeros(len(rows) + 1, np.float64)
-    np.cumsum(dots[1][rows], dtype=np.float64, out=prefix[1:])
+    np.cumsum(dots.values[rows], dtype=np.float64, out=prefix[1:])
     n = ix.last_seq - ix.first_seq + 1
     norms = np.maximum(ix.norms, 1e-30)
     approx: np.ndarray = (prefix[ix.last_seq + 1] - prefix[ix.first_seq]) / n / norms
-    loose = np.flatnonzero(DOT_ERROR + n * DRIFT_PER_LEAF > 0.25 * MARGIN * norms)
+    bound: np.ndarray = (dots.error + n * DRIFT_PER_LEAF) / norms
+    loose = np.flatnonzero(bound > LOOSE)
     if len(loose):
         approx[loose] = (ix.centroids[loose] @ q) / norms[loose]
-    return approx
+        bound[loose] = 0.0
+    return approx, bound
 
 
 class TreeView:
@@ -305,29 +318,28 @@ class TreeView:
         query_vec: ``(dim,)`` unit vector.
         per_height: how many best centroids per height :attr:`top` holds.
         until: UTC-aware; nodes starting after it are left out of :attr:`top`.
-        dots: the user's L1 vector copy and its numpy dot products with ``query_vec``
+        dots: the dot products of ``query_vec`` with the user's L1 vector copy
             (:meth:`timem.store.memory_index.MemoryIndex.leaf_dots`), if at hand: the shortlist is then read
             from them (:func:`_approx`) instead of a product with every centroid.
     """
 
     def __init__(self, index: SegIndex, leaves: dict[str, tuple[str | None, int]],
                  query_vec: np.ndarray, per_height: int, until: datetime | None,
-                 dots: tuple[Vectors, np.ndarray] | None = None) -> None:
+                 dots: Dots | None = None) -> None:
         self.index, self.leaves = index, dict(leaves)
         ix = index
-        approx = _approx(ix, query_vec, dots)
+        approx, bound = _approx(ix, query_vec, dots)
         approx[ix.norms == 0] = np.nan
-        eligible = (ix.height >= 1) & (ix.height <= ix.max_height)
-        if until is not None:
-            eligible &= ix.start <= np.datetime64(db_time(until), "us")
+        lower, upper = approx - bound, approx + bound
+        before = None if until is None else ix.start <= np.datetime64(db_time(until), "us")
         short: set[int] = set()
-        for h in np.unique(ix.height[eligible]):
-            idx = np.flatnonzero(eligible & (ix.height == h))
+        for at_height in ix.by_height():
+            idx = at_height if before is None else at_height[before[at_height]]
             vals = approx[idx]
-            finite = vals[~np.isnan(vals)]
-            if len(finite) > per_height:
+            finite = lower[idx][~np.isnan(vals)]
+            if len(finite) > per_height:  # no node whose upper bound is below the k-th best lower bound can rank
                 kth = np.partition(finite, len(finite) - per_height)[len(finite) - per_height]
-                keep = np.isnan(vals) | (vals >= kth - MARGIN)
+                keep = np.isnan(vals) | (upper[idx] >= kth - MARGIN)
                 short.update(idx[keep].tolist())
             else:
                 short.update(idx.tolist())
