@@ -126,7 +126,7 @@ def tree(user: UserOpt, db: DbOpt = None,
 
 @app.command()
 def stats(db: DbOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False, config: ConfigOpt = None) -> None:
-    """Nodes per level, turns, LLM calls, tokens and cache hits."""
+    """Nodes per level, turns, LLM calls, tokens and cache hits, and the DuckDB memory limit in effect."""
     cfg = _config(config, db)
     with _engine(cfg, with_llm=False, must_exist=True) as eng:
         s = eng.stats()

@@ -63,8 +63,23 @@ class StoreReads(EnginePart):
     """What the CLI, studio, service and bench read through the facade."""
 
     def stats(self) -> dict[str, Any]:
-        """Nodes per level, turns, LLM calls, tokens and cache hits (:meth:`timem.store.Store.stats`)."""
-        return self.store.stats()
+        """Nodes per level, turns, LLM calls, tokens and cache hits (:meth:`timem.store.Store.stats`), and the DuckDB
+        memory limit in effect (:meth:`duckdb_memory_limit`)."""
+        return {**self.store.stats(), "duckdb_memory_limit": self.duckdb_memory_limit()}
+
+    def duckdb_memory_limit(self) -> str:
+        """DuckDB's buffer pool limit in effect for the open file (``SELECT current_setting('memory_limit')``) and
+        where it comes from: ``"256.0 MiB (duckdb_memory_mb)"``, or ``"18.8 GiB (DuckDB's default: 80 % of the RAM;
+        duckdb_memory_mb sets it)"``. ``timem stats`` and the service's ``GET /v1/about`` show it (a new-user trial:
+        no view did)."""
+        from timem.store import Store
+
+        if not isinstance(self.store, Store):  # no DuckDB file behind it (a test double)
+            return "unknown"
+        (limit,) = self.store.con.execute("SELECT current_setting('memory_limit')").fetchone() or ("unknown",)
+        source = ("duckdb_memory_mb" if self.store.duckdb_memory_mb is not None
+                  else "DuckDB's default: 80 % of the RAM; duckdb_memory_mb sets it")
+        return f"{limit} ({source})"
 
     def check(self, user_id: str | None = None, *, repair: bool = False) -> list[Any]:
         """Tree invariant violations (:func:`timem.store.check.check_store`) of one user or all; ``repair``

@@ -90,7 +90,8 @@ class StoreSettings(_Section):
     #: keeps the file's blocks it has read: a service over a 10 GB file of 100 users reached 11-16.6 GB RSS with a
     #: 1-8 GiB working set (bench/results/recall-latency-many-users.md). At least 64: below that DuckDB could not
     #: even open a file's queue or ingest the demo (a trial). Too small a limit makes DuckDB spill to disk, or fail
-    #: a large query (a rebuild, an import) with an error that names this setting
+    #: a large query (a rebuild, an import) with an error that names this setting. `timem stats` and the service's
+    #: ``GET /v1/about`` show the limit in effect
     duckdb_memory_mb: float | None = Field(default=None, ge=64)
     #: longest turn text (or image caption) stored, in characters, on every path (import, chat, service, MCP);
     #: a longer one is refused with the file and line (HTTP 413) and nothing is written. 100,000 characters is

@@ -343,6 +343,9 @@ class AboutOut(BaseModel):
     #: the consolidation queue of this tenant's users: jobs per state (pending, running, done, failed)
     queue: dict[str, int] = Field(default_factory=dict)
     online_queue: bool = False  #: whether writes are acknowledged before their consolidation (a worker runs)
+    #: DuckDB's buffer pool limit in effect, and where it comes from: "256.0 MiB (duckdb_memory_mb)" or "18.8 GiB
+    #: (DuckDB's default: 80 % of the RAM; duckdb_memory_mb sets it)" (:meth:`timem.engine_reads.StoreReads.stats`)
+    duckdb_memory_limit: str | None = None
 
 
 class QueueJobOut(BaseModel):

@@ -47,7 +47,8 @@ def add_studio_routes(app: FastAPI) -> None:
 
     @app.get("/v1/about")
     def about(s: S, t: T) -> AboutOut:
-        """The calling tenant, whether the service has an LLM (and which), its consolidation mode and time zone."""
+        """The calling tenant, whether the service has an LLM (and which), its consolidation mode and time zone, the
+        DuckDB memory limit in effect."""
         with s.use() as eng:
             cfg = eng.config
             return AboutOut(tenant=t.name, has_llm=eng.has_llm, llm=eng.llm.model_id if eng.llm is not None else None,
@@ -55,7 +56,7 @@ def add_studio_routes(app: FastAPI) -> None:
                             level_modes=dict(cfg.consolidation.level_modes), timezone=cfg.time.timezone,
                             session_idle_timeout_minutes=cfg.time.session_idle_timeout_minutes,
                             max_text_chars=s.max_text, queue=eng.store.queue_counts(t.prefix),
-                            online_queue=eng.queues_writes)
+                            online_queue=eng.queues_writes, duckdb_memory_limit=eng.reads.duckdb_memory_limit())
 
     @app.get("/v1/queue")
     def queue(s: S, t: T) -> QueueOut:
