@@ -12,6 +12,8 @@ import pytest
 from timem.datasets.locomo import load_locomo
 from timem.models import Level, MemoryNode, NodeStatus
 from timem.store import Store
+from timem.store.bm25 import Doc
+from timem.store.memory_steps import Change
 from timem.store.search import HNSW_INDEX, vector_top
 
 PER_USER = 120  # real turns per user stored as L1 nodes
@@ -290,15 +292,23 @@ def test_exact_cosines_reproduce_duckdb_bit_for_bit(real, embedder):
         assert exact_cosines(rows, q) == ref
 
 
-def test_the_float16_scan_stays_within_its_bound_and_ranks_as_the_float32_one(real, embedder):
-    """The vector copy's scan reads float16 rows (torch, summed in float32); its dot products stay within
-    HALF_DOT_ERROR of the exact ones on real vectors, and the exact top k is the float32 scan's."""
+def test_the_float16_scan_stays_within_its_bound_and_ranks_as_the_float32_one(real, embedder, monkeypatch):
+    """A large user's vector copy is scanned over float16 rows (torch, summed in float32); its dot products stay
+    within HALF_DOT_ERROR of the exact ones on real vectors, and the exact top k is the float32 scan's."""
     from timem.store import memory_vectors as mv
 
     store, users, questions = real
-    assert mv.half_scan()  # torch is installed and sums in float32 here: the tests above ran the float16 scan
+    assert mv.half_scan()  # torch is installed and sums in float32 here
+    small = mv.load(store.con, users[0], 1, store.dim)
+    assert small.half is None and len(small.ids) < mv.HALF_SCAN_MIN_ROWS  # a small copy: no float16 rows
+    monkeypatch.setattr(mv, "HALF_SCAN_MIN_ROWS", len(small.ids))
     copy = mv.load(store.con, users[0], 1, store.dim)
     assert copy.half is not None and copy.half.dtype == np.float16
+    monkeypatch.setattr(mv, "HALF_SCAN_MIN_ROWS", len(small.ids) + 1)
+    added = Doc("u:L1:new", users[0], 1, "active", 1)
+    grown = mv.patched(small, users[0], 1, [Change((), (added,), small.buf[:1].copy(), ())])
+    assert grown.half is not None and np.array_equal(grown.half[: len(grown.ids)],
+                                                     grown.buf[: len(grown.ids)].astype(np.float16))
     plain = mv.Vectors(copy.ids, copy.where, copy.buf, copy.alive)
     worst = 0.0
     for qv in embedder.embed(questions):

@@ -33,6 +33,9 @@ F32_DOT_ERROR = 2.3e-5
 #: (``2u``, ``u = 2⁻¹¹``, by Cauchy–Schwarz), products summed in float32 (``γ₃₈₄``), the result rounded to float16
 #: (``u``); :func:`half_scan` checks the summation on first use
 HALF_DOT_ERROR = 1.5e-3
+#: a copy gets float16 rows from this many rows on: below, the float32 scan is a few ms and the extra 2 bytes per
+#: dimension would crowd other users out of the working set (at 10k rows: ~1.5 against ~0.6 ms; at 100k: 12 vs 5)
+HALF_SCAN_MIN_ROWS = 20_000
 
 
 def exact_cosines(rows: np.ndarray, query_vec: np.ndarray) -> list[float]:
@@ -104,7 +107,7 @@ def load(con: duckdb.DuckDBPyConnection, user_id: str, level: int, dim: int) -> 
     ids = [raw[k] for k in order]
     mat = np.asarray(flat, dtype=np.float32).reshape(n, dim)[np.asarray(order, dtype=np.int64)] if n \
         else np.zeros((0, dim), np.float32)
-    return Vectors(ids, {i: k for k, i in enumerate(ids)}, mat, np.ones(n, dtype=bool), _halved(mat))
+    return Vectors(ids, {i: k for k, i in enumerate(ids)}, mat, np.ones(n, dtype=bool), _halved(mat, n))
 
 
 def patched(old: Vectors, user_id: str, level: int, chain: Sequence[Change]) -> Vectors:
@@ -132,6 +135,8 @@ def patched(old: Vectors, user_id: str, level: int, chain: Sequence[Change]) -> 
     half = old.half
     if rows and half is not None:
         half = grow(half, n0, np.stack(rows).astype(np.float16))
+    elif half is None:
+        half = _halved(buf, len(ids))
     value = Vectors(ids, where, buf, np.concatenate([alive, np.array(new_alive, dtype=bool)]), half)
     if len(value.where) * 2 < len(value.ids):  # half dead: compact
         keep = np.flatnonzero(value.alive)
@@ -175,8 +180,14 @@ def half_scan() -> bool:
     return bool(np.all(np.abs(got - exact) <= 2.0 ** -11 * np.abs(exact) + 1e-4))
 
 
-def _halved(mat: np.ndarray) -> np.ndarray | None:
-    return mat.astype(np.float16) if half_scan() else None
+def _halved(mat: np.ndarray, rows: int) -> np.ndarray | None:
+    """The first ``rows`` of ``mat`` rounded to float16 for the scan (same shape), when :func:`half_scan` and
+    ``rows`` ≥ :data:`HALF_SCAN_MIN_ROWS`; else None."""
+    if rows < HALF_SCAN_MIN_ROWS or not half_scan():
+        return None
+    out = np.zeros(mat.shape, np.float16)  # a grown buffer's rows past ``rows`` are unset: not converted
+    out[:rows] = mat[:rows]
+    return out
 
 
 def dots(v: Vectors, query_vec: np.ndarray) -> Dots:
