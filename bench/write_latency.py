@@ -40,6 +40,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import string
 import subprocess
@@ -58,7 +59,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from recall_latency import _node, build_user, turn_pool  # noqa: E402
+from recall_latency import T0, _node, build_user, questions, turn_pool  # noqa: E402
 
 from timem.config import Config  # noqa: E402
 from timem.datasets.locomo import load_locomo  # noqa: E402
@@ -197,6 +198,68 @@ def measure(engine: MemoryEngine, user: str, start: datetime, writes: int, rng: 
     return {k: _summary(v) for k, v in rows.items()}
 
 
+def measure_write_then_recall(engine: MemoryEngine, user: str, start: datetime, writes: int, rng: random.Random,
+                              asked: list[str]) -> dict[str, Any]:
+    """``--store``: the live path's target (issue 26: write then recall ≤ 1.2× recall alone), on a kept store.
+    Queued writes, the worker held off (the jobs stay queued: no consolidation runs between the steps). Per round, two
+    questions drawn from ``asked`` (never repeated):
+
+    * ``recall_alone`` -- a :meth:`MemoryEngine.recall` with no write since the last recall;
+    * ``write_ack`` -- the chat exchange's :meth:`MemoryEngine.add_exchange` (turns, L1 segment, job);
+    * ``recall_after_write`` -- the recall right after it (read-your-writes, the copies patched, the tree synced);
+    * ``write_then_recall`` -- the two together, and its ratio to ``recall_alone`` (median over median).
+    """
+    rows: dict[str, list[float]] = {k: [] for k in ("recall_alone", "write_ack", "recall_after_write",
+                                                    "write_then_recall")}
+    lock = threading.RLock()  # held here throughout: the worker (so writes are queued, as in the service) never runs
+    lock.acquire()
+    worker = engine.start_queue_worker(lock)
+    qs = iter(asked)
+    for _ in range(3):  # warm: embedder, copies, caches
+        engine.recall(user, next(qs), start, persist=False)
+    for i in range(writes):
+        at = start + timedelta(days=i + 1)
+        t0 = time.perf_counter()
+        engine.recall(user, next(qs), at, persist=False)
+        rows["recall_alone"].append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        engine.add_exchange(user, f"bench-w{i}", f"I finally visited {_word(rng)} with my sister.", "How nice!",
+                            at + timedelta(minutes=5))
+        t1 = time.perf_counter()
+        engine.recall(user, next(qs), at + timedelta(minutes=10), persist=False)
+        t2 = time.perf_counter()
+        rows["write_ack"].append((t1 - t0) * 1000)
+        rows["recall_after_write"].append((t2 - t1) * 1000)
+        rows["write_then_recall"].append((t2 - t0) * 1000)
+    out: dict[str, Any] = {k: _summary(v) for k, v in rows.items()}
+    out["ratio_p50"] = round(out["write_then_recall"]["p50"] / out["recall_alone"]["p50"], 2)
+    out["jobs_left_queued"] = engine.store.queue_counts()["pending"]
+    worker.stop(timeout=0)  # it claims nothing once it gets the lock
+    lock.release()
+    worker.stop()
+    engine.queue.worker = None
+    return out
+
+
+def kept_store(emb: MiniLMEmbedder, folder: Path, source: Path, writes: int, rng: random.Random) -> dict[str, Any]:
+    """``--store``: a copy of a store kept by ``bench/recall_latency.py --keep-db`` (its user ``bench-a``), the
+    segment tree brought in step first (as :mod:`recall_profile` does), then :func:`measure_write_then_recall`."""
+    copy = folder / source.name
+    shutil.copyfile(source, copy)
+    cfg = Config().with_overrides(db_path=str(copy), online_queue=True)
+    store = Store(cfg.store.db_path, emb.model_id, emb.dim)
+    rc = cfg.recall
+    store.segment_tree.sync("bench-a", rc.segtree_threshold, rc.segtree_max_children)
+    n = len(store.nodes("bench-a", 1))
+    engine = MemoryEngine(cfg, store, emb, None)
+    last = store.con.execute("SELECT max(span_end) FROM nodes WHERE user_id = 'bench-a'").fetchone()[0]
+    start = max(T0, last.replace(tzinfo=UTC)) + timedelta(days=1)
+    out = {"store": source.name, "l1_nodes": n,
+           **measure_write_then_recall(engine, "bench-a", start, writes, rng, questions(2 * writes + 3, 27))}
+    store.close()
+    return out
+
+
 def conv26(emb: MiniLMEmbedder, folder: Path, writes: int, rng: random.Random) -> dict[str, Any]:
     cfg = Config().with_overrides(db_path=str(folder / "conv26.duckdb"), online_queue=QUEUE)
     store = Store(cfg.store.db_path, emb.model_id, emb.dim)
@@ -277,6 +340,9 @@ def main() -> None:
     ap.add_argument("--sync", action="store_true",
                     help="consolidate inside each write (online_queue off, the path before the queue); default: the "
                          "queue with its worker (measure_queued)")
+    ap.add_argument("--store", type=Path, action="append", default=[],
+                    help="a store kept by bench/recall_latency.py --keep-db (copied): write then recall against "
+                         "recall alone (measure_write_then_recall); repeatable")
     ap.add_argument("--ack-only", action="store_true",
                     help="queue: the write ack alone, the jobs left queued (no consolidation between the writes)")
     args = ap.parse_args()
@@ -294,6 +360,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if not args.no_conv26:
             doc["runs"].append(conv26(emb, Path(tmp), args.writes, rng))
+            print(json.dumps(doc["runs"][-1]), file=sys.stderr)
+        for kept in args.store:
+            doc["runs"].append(kept_store(emb, Path(tmp), kept, args.writes, rng))
             print(json.dumps(doc["runs"][-1]), file=sys.stderr)
         for n in [int(s) for s in args.sizes.split(",") if s]:
             doc["runs"].append(synthetic(emb, Path(tmp), n, args.writes, rng, args.store_only))

@@ -205,3 +205,23 @@ def test_summarise_needs_an_llm(seg_engine):
 
     with pytest.raises(LLMError, match="need an LLM"):
         seg_engine.summarise_segment_tree("u1")
+
+
+def test_a_leaf_older_than_the_tree_rebuilds_it_and_a_newer_one_is_appended(seg_engine):
+    """sync resumes only when the stored leaves are exactly the first ones in conversation order
+    (segstore.appended_leaves): an L1 memory written later but dated before the last leaf rebuilds the tree."""
+    eng = seg_engine
+    n = len(segstore.l1_leaves(eng.store, "u1"))
+    assert [x[0] for x in segstore.appended_leaves(eng.store, "u1", n)] == []
+    assert segstore.appended_leaves(eng.store, "u1", n - 1) is None  # the state says fewer leaves than stored
+    eng.add_exchange("u1", "late", "Biscuit learned to sit today!", "Good boy.", datetime(2024, 5, 1, 9, tzinfo=UTC))
+    report = segstore.sync(eng.store, "u1", 0.3, 3)
+    assert report.added == 0 and not report.rebuilt  # add_exchange appended it already
+    _same(segstore.load(eng.store, "u1"), _in_memory(eng, "u1"))
+    eng.add_exchange("u1", "early", "The cello came from a shop in Porto.", "Nice.",
+                     datetime(2024, 3, 2, 9, tzinfo=UTC))  # dated inside the first weeks: not after the last leaf
+    assert segstore.is_current(eng.store, "u1", 0.3, 3)  # add_exchange synced it: a rebuild
+    stored = segstore.load(eng.store, "u1")
+    _same(stored, _in_memory(eng, "u1"))
+    early = {m.id for m in eng.store.nodes("u1", int(Level.SEGMENT)) if "Porto" in m.content}
+    assert early and all(x.first_seq < n for x in stored if x.id in early)  # among the old leaves, not after

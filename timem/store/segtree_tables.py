@@ -150,26 +150,41 @@ def sync(store: StoreHandle, user_id: str, threshold: float, max_children: int, 
         return _sync(store, user_id, threshold, max_children, rebuild=rebuild)
 
 
+def appended_leaves(store: StoreHandle, user_id: str, n_stored: int) -> list[tuple[str, datetime, datetime]] | None:
+    """The user's active L1 memories past the first ``n_stored`` in conversation order, as :func:`l1_leaves` gives
+    them, if the stored tree's leaves are exactly those first ``n_stored`` (leaf ``k`` has ``first_seq`` ``k``);
+    else None (the tree must be rebuilt). Two queries; only the appended rows come back to Python (a chat write
+    at 100k L1 nodes: ~20 ms, against ~340 ms for reading every leaf)."""
+    cur = (f"WITH cur AS (SELECT id, span_start, span_end, row_number() OVER (ORDER BY {SQL_ORDER}) - 1 AS seq "
+           "FROM nodes WHERE user_id = ? AND level = 1 AND status = 'active'), "
+           "st AS (SELECT id, first_seq FROM segtree_nodes WHERE user_id = ? AND height = 0) ")
+    got = store.con.execute(cur + "SELECT (SELECT count(*) FROM st), (SELECT count(*) FROM cur JOIN st ON "
+                            "st.id = cur.id AND st.first_seq = cur.seq), (SELECT min(seq) FROM cur ANTI JOIN st "
+                            "ON st.id = cur.id)", [user_id, user_id]).fetchone()
+    stored, in_place, first_new = (0, 0, None) if got is None else got
+    if not stored == in_place == n_stored or (first_new is not None and first_new < n_stored):
+        return None
+    rows = store.con.execute(cur + "SELECT id, span_start, span_end FROM cur WHERE seq >= ? ORDER BY seq",
+                             [user_id, user_id, n_stored]).fetchall()
+    return [(r[0], utc(r[1]), utc(r[2])) for r in rows]
+
+
 def _sync(store: StoreHandle, user_id: str, threshold: float, max_children: int, *, rebuild: bool) -> SyncReport:
-    leaves = l1_leaves(store, user_id)
     state = _state(store, user_id)
-    stored: list[str] = []
+    appended = None
     if state is not None and not rebuild and (state[2], state[3]) == (float(threshold), int(max_children)):
-        stored = [r[0] for r in store.con.execute("SELECT id FROM segtree_nodes WHERE user_id = ? AND height = 0 "
-                                                  "ORDER BY first_seq", [user_id]).fetchall()]
-    resume = state is not None and len(stored) == state[0] and stored == [x[0] for x in leaves[:len(stored)]] \
-        and (len(stored) > 0 or state[0] == 0)
+        appended = appended_leaves(store, user_id, int(state[0]))
+    resume = state is not None and appended is not None
+    new = appended if appended is not None else l1_leaves(store, user_id)  # the leaves to insert
     with store.transaction():
         if state is not None and resume:
             frontier = [_row(r) for r in store.con.execute(
                 f"SELECT {_COLS} FROM segtree_nodes WHERE user_id = ? AND height > 0 AND last_seq = ?",
                 [user_id, state[0] - 1]).fetchall()]
             tree = SegTree.from_frontier(user_id, threshold, max_children, frontier, state[0], state[1])
-            new = leaves[len(stored):]
         else:
             drop(store, [user_id])
             tree = SegTree(user_id, threshold, max_children)
-            new = leaves
         if not new and resume:
             return SyncReport(rebuilt=False, added=0, rows=0)
         vecs = store.embeddings([x[0] for x in new])
@@ -190,7 +205,7 @@ def _sync(store: StoreHandle, user_id: str, threshold: float, max_children: int,
                           [user_id, tree.n, tree.next_id, float(threshold), int(max_children),
                            db_time(_stamp())])
         if resume:  # the cached index of the old version can be patched with the rewritten nodes alone
-            note_append(store, user_id, state, _state(store, user_id), [x.id for x in rows])
+            note_append(store, user_id, state, _state(store, user_id), rows)
     return SyncReport(rebuilt=not resume, added=len(new), rows=len(rows))
 
 

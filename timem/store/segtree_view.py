@@ -34,7 +34,7 @@ import math
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,6 +47,7 @@ from timem.store.memory_index import exact_cosines, gc_paused
 from timem.store.memory_vectors import Dots, Vectors
 from timem.store.records import db_time
 from timem.store.rows import in_list
+from timem.tree.segtree import SegNode
 
 #: numpy-vs-DuckDB cosine slack of the shortlist (the two differ by < 5e-5; measured 2.4e-7)
 MARGIN = 1e-3
@@ -85,13 +86,18 @@ class SegIndex:
     #: every leaf (height 0) by id, and each parent's leaves in ``first_seq`` order
     leaves: dict[str, Leaf] = field(default_factory=dict)
     children: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: ``(pos, norms)`` already known (a patch keeps the unchanged nodes'); else computed
+    known: InitVar[tuple[dict[str, int], np.ndarray] | None] = None
     pos: dict[str, int] = field(init=False)
     norms: np.ndarray = field(init=False)
     #: the L1 vector copy last matched to the leaves, and each leaf's row in it by ``first_seq`` (:meth:`rows_in`)
     _rows_in: tuple[Any, np.ndarray | None] | None = field(default=None, init=False, repr=False)
     _by_height: list[np.ndarray] | None = field(default=None, init=False, repr=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, known: tuple[dict[str, int], np.ndarray] | None) -> None:
+        if known is not None:
+            self.pos, self.norms = known
+            return
         self.pos = {i: k for k, i in enumerate(self.ids)}
         self.norms = np.linalg.norm(self.centroids, axis=1) if len(self.ids) else np.zeros(0, np.float32)
 
@@ -205,15 +211,26 @@ def load_index(store: StoreHandle, user_id: str, max_height: int) -> SegIndex:
     return index
 
 
-def _patched(store: StoreHandle, user_id: str, old: SegIndex, changed: Sequence[str]) -> SegIndex:
-    """``old`` with the ``changed`` nodes and leaves read again (rewritten ones replaced, new ones appended)."""
-    frag, vals = in_list(changed)
-    fresh = _leaf_rows(store.con.execute(f"SELECT {_LEAF_COLS} FROM segtree_nodes WHERE user_id = ? AND height = 0 "
-                                         f"AND id IN {frag}", [user_id, *vals]).fetchall())
+def _from_nodes(nodes: Sequence[SegNode], dim: int, max_height: int) -> SegIndex:
+    """The internal nodes of heights ``1..max_height`` among ``nodes`` as :func:`_index` reads them back from the
+    table (the same values: naive-UTC starts, float32 centroids)."""
+    kept = [x for x in nodes if 1 <= x.height <= max_height]
+    return SegIndex(ids=[x.id for x in kept], parent=[x.parent_id for x in kept],
+                    height=np.array([x.height for x in kept], dtype=np.int64),
+                    n_children=np.array([x.n_children for x in kept], dtype=np.int64),
+                    start=np.array([np.datetime64(db_time(x.span_start), "us") for x in kept], dtype="datetime64[us]"),
+                    centroids=np.array([x.mean() for x in kept], dtype=np.float32).reshape(len(kept), dim),
+                    max_height=int(max_height), first_seq=np.array([x.first_seq for x in kept], dtype=np.int64),
+                    last_seq=np.array([x.last_seq for x in kept], dtype=np.int64))
+
+
+def _patched(old: SegIndex, written: Sequence[SegNode], dim: int) -> SegIndex:
+    """``old`` with the nodes and leaves a sync ``written`` (as it stored them: rewritten ones replaced, new ones
+    appended); no query, and the norms and positions of the unchanged nodes are kept."""
+    fresh: dict[str, Leaf] = {x.id: (x.parent_id, int(x.n_children), int(x.first_seq), db_time(x.span_start))
+                              for x in written if x.height == 0}
     leaves = {**old.leaves, **fresh}
-    tbl = store.con.execute(f"SELECT {_COLS} FROM segtree_nodes WHERE user_id = ? AND height BETWEEN 1 AND ? "
-                            f"AND id IN {frag}", [user_id, old.max_height, *vals]).to_arrow_table()
-    new = _index(tbl, user_id, store.dim, old.max_height)
+    new = _from_nodes(written, dim, old.max_height)
     at = [old.pos.get(i, -1) for i in new.ids]
     upd = np.array([k for k, p in enumerate(at) if p >= 0], dtype=np.int64)
     add = np.array([k for k, p in enumerate(at) if p < 0], dtype=np.int64)
@@ -227,23 +244,28 @@ def _patched(store: StoreHandle, user_id: str, old: SegIndex, changed: Sequence[
         out[where] = b[upd]
         return out
 
-    return SegIndex(ids=old.ids + [new.ids[k] for k in add.tolist()],
-                    parent=parent + [new.parent[k] for k in add.tolist()],
+    ids = old.ids + [new.ids[k] for k in add.tolist()]
+    pos = dict(old.pos)
+    pos.update((i, len(old.ids) + j) for j, i in enumerate(ids[len(old.ids):]))
+    return SegIndex(ids=ids, parent=parent + [new.parent[k] for k in add.tolist()],
                     height=merged(old.height, new.height), n_children=merged(old.n_children, new.n_children),
                     start=merged(old.start, new.start), centroids=merged(old.centroids, new.centroids),
                     max_height=old.max_height, leaves=leaves, first_seq=merged(old.first_seq, new.first_seq),
                     last_seq=merged(old.last_seq, new.last_seq),
-                    children=_children(leaves, fresh, old.leaves, old.children))
+                    children=_children(leaves, fresh, old.leaves, old.children),
+                    known=(pos, merged(old.norms, new.norms)))
 
-#: per store and user, the latest append-only sync: ``(version before, version after, internal ids it wrote)``
-_APPENDS: weakref.WeakKeyDictionary[StoreHandle, dict[str, tuple[Any, Any, list[str]]]] = weakref.WeakKeyDictionary()
+#: per store and user, the latest append-only sync: ``(version before, version after, the nodes and leaves it wrote)``
+_APPENDS: weakref.WeakKeyDictionary[StoreHandle, dict[str, tuple[Any, Any, list[SegNode]]]] = \
+    weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
-def note_append(store: StoreHandle, user_id: str, before: Any, after: Any, written: Sequence[str]) -> None:
+def note_append(store: StoreHandle, user_id: str, before: Any, after: Any, written: Sequence[SegNode]) -> None:
     """Record that a :func:`~timem.store.segtree_tables.sync` turned the tree of version ``before`` into ``after`` by
-    appending leaves, rewriting (or creating) only the internal nodes ``written``: a cached index of
-    ``before`` is then patched with those rows instead of reloaded, once the store is at ``after``."""
+    appending leaves, rewriting (or creating) only the nodes ``written`` (as it stored them): a cached index of
+    ``before`` is then patched with them instead of reloaded, once the store is at ``after`` (a rolled-back sync's
+    ``after`` is never reached)."""
     if before is None or after is None:
         return
     with _LOCK:
@@ -263,7 +285,7 @@ def cached_index(store: StoreHandle, user_id: str, max_height: int, version: Any
         step = _APPENDS.get(store, {}).get(user_id)
     if hit is not None and step is not None and step[0] == hit[0] and step[1] == version \
             and len(step[2]) <= max(64, (len(hit[1].ids) + len(hit[1].leaves)) // 4):
-        index = _patched(store, user_id, hit[1], step[2])
+        index = _patched(hit[1], step[2], store.dim)
         cache.count("seg", "patch")
     else:
         with gc_paused():
