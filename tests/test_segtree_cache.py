@@ -41,8 +41,12 @@ def _cached(eng: MemoryEngine) -> segview.SegIndex:
 
 
 def _same_index(a: segview.SegIndex, b: segview.SegIndex) -> None:
-    """Equal node by node (an index patched after an append lists its new nodes last)."""
-    assert sorted(a.ids) == sorted(b.ids) and len(a.ids) == len(set(a.ids))
+    """Equal node by node (an index patched after an append lists its new and rewritten nodes last, and keeps the
+    rewritten ones' old rows, dead)."""
+    live = [i for k, i in enumerate(a.ids) if a.alive is None or a.alive[k]]
+    assert sorted(live) == sorted(b.ids) and len(live) == len(set(live))
+    assert all(a.ids[a.pos[i]] == i and (a.alive is None or a.alive[a.pos[i]]) for i in live)
+    assert sorted(i for h in a.by_height() for i in np.asarray(a.ids)[h]) == sorted(b.ids)
     for i in b.ids:
         x, y = a.pos[i], b.pos[i]
         assert (a.parent[x], a.height[x], a.n_children[x], a.start[x]) == (b.parent[y], b.height[y], b.n_children[y],
@@ -72,7 +76,17 @@ def test_a_chat_turn_after_a_recall_is_seen_by_the_next_recall(eng, monkeypatch)
     with monkeypatch.context() as m:  # an append is patched into the cached index, not reloaded
         m.setattr(segview, "load_index", lambda *a: pytest.fail("the whole index was reloaded after an append"))
         _recall(eng, "What colour is the kayak?")
-    assert _cached(eng) is not before and len(_cached(eng).ids) > len(before.ids)
+        after = _cached(eng)
+        assert after is not before and len(after.ids) > len(before.ids)
+        assert after.alive is not None and not after.alive.all()  # the rewritten frontier nodes' old rows are dead
+        kept = (list(after.ids), after.centroids.copy(), after.alive.copy())
+        eng.add_exchange("u1", "chat", "The kayak is red with a yellow paddle.", "Nice!",
+                         datetime(2024, 4, 2, 9, tzinfo=UTC))
+        _recall(eng, "What colour is the paddle?")
+        second = _cached(eng)
+    assert second.spare is after.spare and np.shares_memory(second.centroids, after.centroids)  # appended in place
+    assert (after.ids, after.centroids.tolist(), after.alive.tolist()) == (kept[0], kept[1].tolist(),
+                                                                           kept[2].tolist())  # copy on write
     cands = _assert_fresh(eng, "What colour is the kayak?")
     new = [n.id for n in eng.store.nodes("u1", int(Level.SEGMENT)) if "kayak" in n.content]
     assert new and set(new) <= _leaf_ids(eng) and any(c[0] in new for c in cands)
@@ -189,3 +203,16 @@ def test_a_recall_shortlists_the_segment_tree_from_its_leaf_search(eng, monkeypa
     monkeypatch.setattr(segview, "_approx", lambda ix, qv, dots: seen.append(dots) or real(ix, qv, dots))
     _recall(eng, "What is the puppy called?")
     assert seen and seen[0] is not None and segview.SegIndex.rows_in(_cached(eng), seen[0][0]) is not None
+
+
+def test_after_an_append_the_leaf_rows_are_extended_and_equal_a_full_match(eng):
+    qv = eng.embedder.embed(["What colour is the kayak?"])[0]
+    for day in (1, 2):
+        eng.add_exchange("u1", "chat", f"Kayak trip number {day} on the lake.", "Fun!",
+                         datetime(2024, 4, day, 9, tzinfo=UTC))
+        _recall(eng, "What colour is the kayak?")
+    index, dots = _cached(eng), _leaf_dots(eng, qv)
+    assert index._rows_base is not None and index._rows_base[0] is dots.vectors.space  # a patch, same positions
+    extended = index._extended_rows(dots.vectors)
+    assert extended is not None and np.array_equal(extended, index._all_rows(dots.vectors))
+    assert np.array_equal(index.rows_in(dots.vectors), extended)

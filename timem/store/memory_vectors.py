@@ -16,7 +16,7 @@ Memory: ``4·dim`` bytes per node (1.5 KB at dim 384: 154 MB for 100k nodes).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -71,6 +71,9 @@ class Vectors:
     alive: np.ndarray  #: bool per used position
     #: ``buf`` rounded to float16 (same rows), scanned by :func:`dots` when :func:`half_scan`; else None
     half: np.ndarray | None = None
+    #: the positions' identity: a patched copy keeps its source's (its rows keep their positions), a load or a
+    #: compaction makes a new one
+    space: object = field(default_factory=object, compare=False, repr=False)
 
     @property
     def nbytes(self) -> int:
@@ -82,12 +85,13 @@ class Vectors:
         return {i: self.buf[k].copy() for i in node_ids if (k := self.where.get(i)) is not None}
 
 
-def grow(buf: np.ndarray, used: int, rows: np.ndarray) -> np.ndarray:
-    """``buf`` with ``rows`` written after its first ``used`` rows, reallocated (doubling) when full. Rows
-    below ``used`` are never written, so a copy that shares ``buf`` keeps seeing its own rows."""
+def grow(buf: np.ndarray, used: int, rows: np.ndarray, headroom: float = 1.0) -> np.ndarray:
+    """``buf`` with ``rows`` written after its first ``used`` rows, reallocated when full (to ``1 + headroom`` times
+    its rows: doubling by default). Rows below ``used`` are never written, so a copy that shares ``buf`` keeps
+    seeing its own rows."""
     need = used + len(rows)
     if need > len(buf):
-        bigger = np.empty((max(need, 2 * len(buf), 16), buf.shape[1]), dtype=buf.dtype)
+        bigger = np.empty((max(need, int((1 + headroom) * len(buf)), 16), buf.shape[1]), dtype=buf.dtype)
         bigger[:used] = buf[:used]
         buf = bigger
     buf[used:need] = rows
@@ -137,7 +141,7 @@ def patched(old: Vectors, user_id: str, level: int, chain: Sequence[Change]) -> 
         half = grow(half, n0, np.stack(rows).astype(np.float16))
     elif half is None:
         half = _halved(buf, len(ids))
-    value = Vectors(ids, where, buf, np.concatenate([alive, np.array(new_alive, dtype=bool)]), half)
+    value = Vectors(ids, where, buf, np.concatenate([alive, np.array(new_alive, dtype=bool)]), half, old.space)
     if len(value.where) * 2 < len(value.ids):  # half dead: compact
         keep = np.flatnonzero(value.alive)
         kept = [value.ids[k] for k in keep.tolist()]

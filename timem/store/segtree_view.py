@@ -44,7 +44,7 @@ import pyarrow as pa
 from timem.errors import StoreError
 from timem.store.handle import StoreHandle
 from timem.store.memory_index import exact_cosines, gc_paused
-from timem.store.memory_vectors import Dots, Vectors
+from timem.store.memory_vectors import Dots, Vectors, grow
 from timem.store.records import db_time
 from timem.store.rows import in_list
 from timem.tree.segtree import SegNode
@@ -55,6 +55,9 @@ MARGIN = 1e-3
 DRIFT_PER_LEAF = 2e-7
 #: largest error bound of a shortlist cosine read from the leaves' dot products; past it, the product (:func:`_approx`)
 LOOSE = 0.02
+#: room a patched index's centroid buffer gets when it must grow, as a share of its rows (a chat write appends a
+#: few rows: 1/8 of 145k rows lasts thousands of writes; doubling would take 223 MB more at 100k leaves)
+CENTROID_HEADROOM = 0.125
 #: estimated bytes of one cached leaf (its tuple, id, parent id, timestamp and dictionary slots)
 LEAF_BYTES = 420
 
@@ -86,13 +89,20 @@ class SegIndex:
     #: every leaf (height 0) by id, and each parent's leaves in ``first_seq`` order
     leaves: dict[str, Leaf] = field(default_factory=dict)
     children: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: live rows (None: all): a patch appends a rewritten node as a new row and marks its old row dead
+    alive: np.ndarray | None = None
+    #: the buffer ``centroids`` is the first rows of, when it has room to grow (:func:`_patched` appends in place)
+    spare: np.ndarray | None = None
     #: ``(pos, norms)`` already known (a patch keeps the unchanged nodes'); else computed
     known: InitVar[tuple[dict[str, int], np.ndarray] | None] = None
     pos: dict[str, int] = field(init=False)
     norms: np.ndarray = field(init=False)
     #: the L1 vector copy last matched to the leaves, and each leaf's row in it by ``first_seq`` (:meth:`rows_in`)
-    _rows_in: tuple[Any, np.ndarray | None] | None = field(default=None, init=False, repr=False)
+    _rows_in: tuple[Any, np.ndarray | None, object] | None = field(default=None, init=False, repr=False)
     _by_height: list[np.ndarray] | None = field(default=None, init=False, repr=False)
+    #: from :func:`_patched`: the source index's latest :meth:`rows_in` ``(copy, rows)`` and the appended leaves
+    #: in ``first_seq`` order, to extend instead of redo
+    _rows_base: tuple[object, np.ndarray, list[str]] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self, known: tuple[dict[str, int], np.ndarray] | None) -> None:
         if known is not None:
@@ -102,11 +112,13 @@ class SegIndex:
         self.norms = np.linalg.norm(self.centroids, axis=1) if len(self.ids) else np.zeros(0, np.float32)
 
     def by_height(self) -> list[np.ndarray]:
-        """The positions of the nodes of each height ``1..max_height`` that has any, by height (computed once)."""
+        """The live positions of the nodes of each height ``1..max_height`` that has any, by height (computed
+        once)."""
         with _LOCK:
             memo = self._by_height
         if memo is None:
-            memo = [idx for h in range(1, self.max_height + 1) if len(idx := np.flatnonzero(self.height == h))]
+            live = self.height if self.alive is None else np.where(self.alive, self.height, 0)
+            memo = [idx for h in range(1, self.max_height + 1) if len(idx := np.flatnonzero(live == h))]
             with _LOCK:
                 self._by_height = memo
         return memo
@@ -118,6 +130,27 @@ class SegIndex:
             memo = self._rows_in
         if memo is not None and memo[0]() is vectors:
             return memo[1]
+        rows = self._extended_rows(vectors)
+        if rows is None:
+            rows = self._all_rows(vectors)
+        with _LOCK:
+            self._rows_in = (weakref.ref(vectors), rows, vectors.space)
+        return rows
+
+    def _extended_rows(self, vectors: Vectors) -> np.ndarray | None:
+        """:meth:`rows_in` from the source index's (a patch appends leaves): its rows, if ``vectors`` has the same
+        positions (same :attr:`~timem.store.memory_vectors.Vectors.space`) and they are all still live, then the
+        appended leaves' rows; else None."""
+        base = self._rows_base
+        if base is None:
+            return None
+        if base[0] is not vectors.space or not vectors.alive[base[1]].all():
+            return None
+        tail = np.fromiter((vectors.where.get(i, -1) for i in base[2]), dtype=np.int64, count=len(base[2]))
+        return np.concatenate([base[1], tail]) if len(base[1]) + len(tail) == len(self.leaves) \
+            and (tail >= 0).all() else None
+
+    def _all_rows(self, vectors: Vectors) -> np.ndarray | None:
         by_seq = [""] * len(self.leaves)
         for i, leaf in self.leaves.items():
             if not 0 <= leaf[2] < len(by_seq) or by_seq[leaf[2]]:
@@ -127,16 +160,13 @@ class SegIndex:
         where = vectors.where
         rows = np.fromiter((where.get(i, -1) for i in by_seq), dtype=np.int64, count=len(by_seq)) \
             if by_seq and all(by_seq) else None
-        if rows is not None and (rows < 0).any():
-            rows = None
-        with _LOCK:
-            self._rows_in = (weakref.ref(vectors), rows)
-        return rows
+        return None if rows is None or (rows < 0).any() else rows
 
     @property
     def nbytes(self) -> int:
         """Estimated bytes held: centroids, norms and per node and leaf bookkeeping."""
-        return int(self.centroids.nbytes + self.norms.nbytes) + 200 * len(self.ids) + LEAF_BYTES * len(self.leaves)
+        held = self.centroids if self.spare is None else self.spare
+        return int(held.nbytes + self.norms.nbytes) + 200 * len(self.ids) + LEAF_BYTES * len(self.leaves)
 
 
 _COLS = "id, parent_id, height, n_children, span_start, centroid, first_seq, last_seq"
@@ -225,35 +255,52 @@ def _from_nodes(nodes: Sequence[SegNode], dim: int, max_height: int) -> SegIndex
 
 
 def _patched(old: SegIndex, written: Sequence[SegNode], dim: int) -> SegIndex:
-    """``old`` with the nodes and leaves a sync ``written`` (as it stored them: rewritten ones replaced, new ones
-    appended); no query, and the norms and positions of the unchanged nodes are kept."""
+    """``old`` with the nodes and leaves a sync ``written`` (as it stored them), without a query: every written node
+    is appended as a new row (a rewritten one's old row marked dead), the centroids in place in ``old``'s buffer when
+    it has room (rows past ``old``'s are never read by ``old``: copy on write, ~O(log n) rows a chat write instead of
+    a copy of every centroid, 223 MB at 100k leaves), and the unchanged nodes' norms and positions kept. Compacted
+    when half the rows are dead."""
     fresh: dict[str, Leaf] = {x.id: (x.parent_id, int(x.n_children), int(x.first_seq), db_time(x.span_start))
                               for x in written if x.height == 0}
     leaves = {**old.leaves, **fresh}
     new = _from_nodes(written, dim, old.max_height)
-    at = [old.pos.get(i, -1) for i in new.ids]
-    upd = np.array([k for k, p in enumerate(at) if p >= 0], dtype=np.int64)
-    add = np.array([k for k, p in enumerate(at) if p < 0], dtype=np.int64)
-    where = np.array([p for p in at if p >= 0], dtype=np.int64)
-    parent = list(old.parent)
-    for k, p in zip(upd.tolist(), where.tolist(), strict=True):
-        parent[p] = new.parent[k]
-
-    def merged(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        out = np.concatenate([a, b[add]])
-        out[where] = b[upd]
-        return out
-
-    ids = old.ids + [new.ids[k] for k in add.tolist()]
+    n0, n = len(old.ids), len(old.ids) + len(new.ids)
+    alive = np.ones(n, dtype=bool)
+    if old.alive is not None:
+        alive[:n0] = old.alive
+    alive[[old.pos[i] for i in new.ids if i in old.pos]] = False
+    buf = grow(old.centroids if old.spare is None else old.spare, n0, new.centroids, CENTROID_HEADROOM)
     pos = dict(old.pos)
-    pos.update((i, len(old.ids) + j) for j, i in enumerate(ids[len(old.ids):]))
-    return SegIndex(ids=ids, parent=parent + [new.parent[k] for k in add.tolist()],
-                    height=merged(old.height, new.height), n_children=merged(old.n_children, new.n_children),
-                    start=merged(old.start, new.start), centroids=merged(old.centroids, new.centroids),
-                    max_height=old.max_height, leaves=leaves, first_seq=merged(old.first_seq, new.first_seq),
-                    last_seq=merged(old.last_seq, new.last_seq),
-                    children=_children(leaves, fresh, old.leaves, old.children),
-                    known=(pos, merged(old.norms, new.norms)))
+    pos.update((i, n0 + j) for j, i in enumerate(new.ids))
+
+    def cat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.concatenate([a, b])
+
+    index = SegIndex(ids=old.ids + new.ids, parent=old.parent + new.parent, height=cat(old.height, new.height),
+                     n_children=cat(old.n_children, new.n_children), start=cat(old.start, new.start),
+                     centroids=buf[:n], max_height=old.max_height, leaves=leaves,
+                     first_seq=cat(old.first_seq, new.first_seq), last_seq=cat(old.last_seq, new.last_seq),
+                     children=_children(leaves, fresh, old.leaves, old.children), alive=alive, spare=buf,
+                     known=(pos, cat(old.norms, new.norms)))
+    if 2 * int(alive.sum()) < n:
+        return _compacted(index)
+    with _LOCK:
+        memo = old._rows_in
+    tail = sorted(fresh, key=lambda i: fresh[i][2])
+    if memo is not None and memo[1] is not None and [fresh[i][2] for i in tail] == \
+            list(range(len(old.leaves), len(old.leaves) + len(tail))) and not set(tail) & old.leaves.keys():
+        index._rows_base = (memo[2], memo[1], tail)
+    return index
+
+
+def _compacted(ix: SegIndex) -> SegIndex:
+    """``ix`` with its live rows only (fresh arrays, positions and norms)."""
+    keep = np.flatnonzero(ix.alive) if ix.alive is not None else np.arange(len(ix.ids))
+    k = keep.tolist()
+    return SegIndex(ids=[ix.ids[i] for i in k], parent=[ix.parent[i] for i in k], height=ix.height[keep],
+                    n_children=ix.n_children[keep], start=ix.start[keep], centroids=ix.centroids[keep],
+                    max_height=ix.max_height, first_seq=ix.first_seq[keep], last_seq=ix.last_seq[keep],
+                    leaves=ix.leaves, children=ix.children)
 
 #: per store and user, the latest append-only sync: ``(version before, version after, the nodes and leaves it wrote)``
 _APPENDS: weakref.WeakKeyDictionary[StoreHandle, dict[str, tuple[Any, Any, list[SegNode]]]] = \
