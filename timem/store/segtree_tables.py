@@ -153,20 +153,21 @@ def sync(store: StoreHandle, user_id: str, threshold: float, max_children: int, 
 def appended_leaves(store: StoreHandle, user_id: str, n_stored: int) -> list[tuple[str, datetime, datetime]] | None:
     """The user's active L1 memories past the first ``n_stored`` in conversation order, as :func:`l1_leaves` gives
     them, if the stored tree's leaves are exactly those first ``n_stored`` (leaf ``k`` has ``first_seq`` ``k``);
-    else None (the tree must be rebuilt). Two queries; only the appended rows come back to Python (a chat write
-    at 100k L1 nodes: ~20 ms, against ~340 ms for reading every leaf)."""
-    cur = (f"WITH cur AS (SELECT id, span_start, span_end, row_number() OVER (ORDER BY {SQL_ORDER}) - 1 AS seq "
-           "FROM nodes WHERE user_id = ? AND level = 1 AND status = 'active'), "
-           "st AS (SELECT id, first_seq FROM segtree_nodes WHERE user_id = ? AND height = 0) ")
-    got = store.con.execute(cur + "SELECT (SELECT count(*) FROM st), (SELECT count(*) FROM cur JOIN st ON "
-                            "st.id = cur.id AND st.first_seq = cur.seq), (SELECT min(seq) FROM cur ANTI JOIN st "
-                            "ON st.id = cur.id)", [user_id, user_id]).fetchone()
-    stored, in_place, first_new = (0, 0, None) if got is None else got
+    else None (the tree must be rebuilt). One query; only the appended rows come back to Python (a chat write at
+    100k L1 nodes: ~60 ms, against ~340 ms for reading every leaf)."""
+    rows = store.con.execute(
+        f"WITH cur AS MATERIALIZED (SELECT id, span_start, span_end, row_number() OVER (ORDER BY {SQL_ORDER}) - 1 "
+        "AS seq FROM nodes WHERE user_id = ? AND level = 1 AND status = 'active'), "
+        "st AS (SELECT id, first_seq FROM segtree_nodes WHERE user_id = ? AND height = 0), "
+        "agg AS (SELECT (SELECT count(*) FROM st) AS stored, (SELECT count(*) FROM cur JOIN st ON st.id = cur.id "
+        "AND st.first_seq = cur.seq) AS in_place, (SELECT min(seq) FROM cur ANTI JOIN st ON st.id = cur.id) AS first) "
+        "SELECT agg.stored, agg.in_place, agg.first, c.id, c.span_start, c.span_end FROM agg "
+        "LEFT JOIN (SELECT * FROM cur WHERE seq >= ?) c ON true ORDER BY c.seq NULLS FIRST",
+        [user_id, user_id, n_stored]).fetchall()
+    stored, in_place, first_new = rows[0][:3]
     if not stored == in_place == n_stored or (first_new is not None and first_new < n_stored):
         return None
-    rows = store.con.execute(cur + "SELECT id, span_start, span_end FROM cur WHERE seq >= ? ORDER BY seq",
-                             [user_id, user_id, n_stored]).fetchall()
-    return [(r[0], utc(r[1]), utc(r[2])) for r in rows]
+    return [(r[3], utc(r[4]), utc(r[5])) for r in rows if r[3] is not None]
 
 
 def _sync(store: StoreHandle, user_id: str, threshold: float, max_children: int, *, rebuild: bool) -> SyncReport:
