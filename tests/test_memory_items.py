@@ -754,3 +754,67 @@ def test_the_facts_table_names_a_successor_of_another_attribute_with_its_attribu
                       value="jazz", event_time=t2, valid_from=t2)
     table = facts_table([hate, love], ZoneInfo("UTC"), t2, None).set_index("id")
     assert table.loc["i-hate", "superseded by"] == "likes jazz"
+
+
+def _say(eng: MemoryEngine, store, lines: list[str]) -> dict[tuple[str, str], bool]:
+    """Apply the rules' statements of ``lines``, one a day; returns (attribute, value) -> whether it holds."""
+    t0 = datetime(2024, 5, 1, 9, tzinfo=UTC)
+    with store.transaction():
+        for day, line in enumerate(lines):
+            for st in extract_statements(line):
+                eng.item_writer.apply("mia", "Mia", st, t0 + timedelta(days=day), f"seg-{day}", source="stated",
+                                      confidence=0.8)
+    return {(i.attribute, i.value): i.is_open for i in store.items("mia")}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a new-user trial, no LLM: each of these was a hometown, and ended the one said before
+    ("I'm from Microsoft and I need help with my account.", []), ("I'm from HR.", []), ("I'm from Google", []),
+    ("I'm from Mars lol", []),
+    # a place, or the origin said outright
+    ("I'm from the UK.", [("hometown", "UK")]), ("I'm from Lisbon.", [("hometown", "Lisbon")]),
+    ("I'm from Zurich.", [("hometown", "Zurich")]), ("I'm from Texas.", [("hometown", "Texas")]),
+    ("I grew up in Lisbon.", [("hometown", "Lisbon")]), ("I was born and raised in Cork.", [("hometown", "Cork")]),
+    ("I'm originally from Brigadoon.", [("hometown", "Brigadoon")]),
+    ("I come from the Netherlands.", [("hometown", "Netherlands")]),
+])
+def test_a_plain_im_from_is_a_hometown_only_for_a_place(text, expected):
+    assert [(s.attribute, s.value) for s in extract_statements(text)] == expected
+
+
+def test_a_company_or_a_team_one_is_from_leaves_the_hometown(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder, memory_extractor="rules")
+    held = _say(eng, store, ["I grew up in Lisbon.", "I'm from Microsoft and I need help with my account.",
+                             "I'm from HR.", "I'm from Mars lol"])
+    assert held == {("hometown", "Lisbon"): True}
+
+
+@pytest.mark.parametrize("text", [
+    # a new-user trial: the first two liked techno / jazz (and the first ended "dislikes techno")
+    "I wouldn't say I love techno.", "I wouldn't say I love jazz.", "Not that I like jazz.",
+    "I don't think I like jazz.", "I never said I love jazz.", "It's not like I love hiking.",
+    "I'm not sure I like jazz.", "I wouldn't say I hate jazz.", "I wouldn't say I'm a big fan of jazz.",
+    "I don't love jazz.",
+])
+def test_a_denied_or_hedged_opinion_is_no_item(text):
+    assert extract_statements(text) == []
+
+
+def test_a_hedged_like_leaves_the_dislike(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder, memory_extractor="rules")
+    held = _say(eng, store, ["I hate techno.", "I wouldn't say I love techno.",
+                             "I can't tell you how much I love jazz."])  # no hedge: a like
+    assert held == {("dislikes", "techno"): True, ("likes", "jazz"): True}
+
+
+def test_i_used_to_love_x_ends_likes_x(tmp_path, store, embedder):
+    """A new-user trial: "I used to love jazz" left "likes jazz" holding. It ends it now (a dislike is no more said:
+    "dislikes techno" holds), and "… and I still do" ends nothing."""
+    eng = _engine(tmp_path, store, embedder, memory_extractor="rules")
+    assert [(s.attribute, s.value, s.ends_only) for s in extract_statements("I used to love jazz as a kid.")] == [
+        ("likes", "jazz", True)]
+    assert extract_statements("I used to love the blues and I still do.") == []
+    held = _say(eng, store, ["I love jazz.", "I love the blues.", "I hate techno.", "I used to love jazz.",
+                             "I used to love the blues and I still do.", "I used to love techno.",
+                             "I used to hate country music."])
+    assert held == {("likes", "jazz"): False, ("likes", "blues"): True, ("dislikes", "techno"): True}

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from timem.memory.opinions import hedged
+
 #: activities the hobby patterns know (English); other words after "I love …" / "I started …" are no hobby
 #: ("I started working", "I love caring for them"): on LoCoMo dev such words made 5 false hobbies of 7
 HOBBIES = frozenset("""
@@ -84,7 +86,7 @@ def started_hobbies(s: str) -> list[str]:
     ("playing acoustic guitar": ``guitar``), and the activities listed after it ("I love hiking and swimming");
     ``[]`` when none does."""
     for rx in (_HOBBY_START, _HOBBY_LOVE, _HOBBY_THING, _HOBBY_MY, _HOBBY_HABIT):
-        if not (m := rx.search(s)):
+        if not (m := rx.search(s)) or (rx is _HOBBY_LOVE and hedged(s[:m.start()])):
             continue
         key = next((k for k in ("v", "w", "g") if m.groupdict().get(k)), None)
         if key is None:

@@ -6,7 +6,8 @@ Each sentence of a person's turn is matched against a small set of patterns; a m
 explicit first-person statements and corrections):
 
 * home city -- "I live in Lisbon (now)", "I moved to Porto", "We settled in Valencia", "我住在上海", "我搬到了北京";
-* hometown -- "I'm (originally) from Berlin", "I come from Berlin", "I grew up in Berlin", "my hometown is Cork";
+* hometown -- "I'm originally from Berlin", "I come from Berlin", "I grew up in Berlin", "my hometown is Cork"; a plain
+  "I'm from X" only when X is a place (:mod:`timem.memory.places`: "I'm from the UK", not "I'm from HR");
 * employer / job -- "I work at Acme as a designer", "I started a new job at X", "I started working as a nurse",
   "我现在在腾讯工作", "我在医院当护士"; the copula only for an occupation of :mod:`timem.memory.occupations`:
   "I'm a nurse (at X)", "I became a nurse", "我是护士", "我开始当护士了" (not "I'm a morning person", 我是上海人);
@@ -37,6 +38,8 @@ from dataclasses import dataclass
 
 from timem.memory.hobbies import HOBBIES, ended_hobby, started_hobbies
 from timem.memory.occupations import ZH_OCCUPATION, occupation
+from timem.memory.opinions import ended_opinion, hedged
+from timem.memory.places import is_place
 from timem.prompts.common import QUESTION, SENTENCES
 
 #: drinks the preference patterns know (longest first, so "green tea" wins over "tea")
@@ -102,12 +105,13 @@ _HOME = [re.compile(_I + r"(?i:'m|\s+am|\s+are|'re)?\s+(?i:now\s+|currently\s+|s
          # chat style drops the subject at the start of a sentence: "Just moved to Madrid with my partner."
          re.compile(r"^\s*(?:(?i:big\s+news|guess\s+what|so|and|well)[:!,]?\s+)?(?i:just\s+|finally\s+|recently\s+)"
                     r"(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)\s+" + _cap("v") + _END_CAP)]
-#: where the speaker is from (the hometown): "I'm (originally) from Berlin", "I come from the Netherlands", "I grew
-#: up in Berlin", "I was born and raised in Cork" (a new-user trial read nothing); not "I'm back from Berlin" (a trip)
-_ORIGIN = re.compile(r"\b[Ii](?:(?i:'m|’m|\s+am)\s+(?i:originally\s+)?(?i:from)"
-                     r"|\s+(?i:originally\s+)?(?i:come)\s+(?i:from)"
-                     r"|\s+(?i:grew\s+up|was\s+raised|was\s+born\s+and\s+raised)\s+(?i:in))\s+(?:(?i:the)\s+)?"
+#: where the speaker is from (the hometown), said outright: "I'm originally from Berlin", "I come from the Netherlands",
+#: "I grew up in Berlin", "I was born and raised in Cork" (a new-user trial read nothing); not "I'm back from Berlin"
+_ORIGIN = re.compile(r"\b[Ii](?:(?i:'m|’m|\s+am)\s+(?i:originally)\s+(?i:from)"
+                     r"|\s+(?i:originally\s+)?(?i:come)\s+(?i:from)|\s+(?i:grew\s+up|was\s+raised|was\s+born\s+and\s+raised)\s+(?i:in))\s+(?:(?i:the)\s+)?"
                      + _cap("v") + _END_CAP)
+#: a plain "I'm from X" only for a place (:func:`timem.memory.places.is_place`): not "I'm from Microsoft / HR / Mars"
+_FROM = re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+(?i:from)\s+(?:(?i:the)\s+)?" + _cap("v") + _END_CAP)
 _AS_JOB = r"(?:\s+(?i:as)\s+(?:(?i:an?)\s+)?" + _JOB + ")?"
 _AT_EMP = r"(?:\s+(?i:at|with|for)\s+" + _cap("emp") + _END_CAP + "|" + _END + ")"
 _SOON = r"(?:(?i:now|just|recently|currently|still|also|officially|finally|been|started|start|began|begun)\s+)*"
@@ -296,10 +300,13 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
         hobbies = [m["v"]] if not m["v"].isascii() else [w for w in m["v"].lower().split() if w in HOBBIES][:1]
     for hobby in hobbies:
         add("preference", "hobby", hobby)
+    # "I used to love jazz": "likes jazz" ends; an activity only when it is a hobby (not "spending time in …")
+    if (past := ended_opinion(s)) and not ((w := past[1].split()[0]).endswith("ing") and w not in HOBBIES):
+        add("preference", past[0], past[1], replaces=past[1], ends_only=True)
     for rx, attribute in ((_DISLIKE, "dislikes"), *_FANS[:2], (_LIKE, "likes"), *_FANS[2:]):
         m = rx.search(s)
         fan = rx in _FAN_RX
-        if m and fan and attribute == "likes" and _negated(s[:m.start()]):
+        if m and (hedged(s[:m.start()]) or (fan and attribute == "likes" and _negated(s[:m.start()]))):
             continue
         words = _clean(m["v"]).split() if m else []
         # an activity ("running my studio") is a hobby or nothing (a name is a name: "a fan of the Rolling Stones");
@@ -321,7 +328,8 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
     if m := _MY.search(s):
         a = re.sub(r"\s+", " ", m["a"].lower()).replace("home town", "hometown")
         add("fact", {"job title": "job", "hometown": "hometown"}.get(a, a), m["v"])
-    if not any(x.attribute == "hometown" for x in out) and (m := _ORIGIN.search(s)):  # "my hometown is …" wins
+    if not any(x.attribute == "hometown" for x in out) and (  # "my hometown is …" wins
+            (m := _ORIGIN.search(s)) or ((m := _FROM.search(s)) and is_place(_clean(m["v"])))):
         add("fact", "hometown", m["v"])
     if correction and not out and (m := (_BARE.search(s.strip()) or _ZH_BARE.search(s.strip()))):
         add("fact", None, m["v"])

@@ -240,8 +240,8 @@ class ItemWriter:
             corrected = max(pool, key=lambda i: (i.event_time, i.created_at), default=None)
             if corrected is not None and attribute is None:
                 attribute, kind = corrected.attribute, corrected.kind
-        if st.ends_only:
-            for i in ended:
+        if st.ends_only:  # "I used to love jazz" ends "likes jazz", not "dislikes jazz"
+            for i in (i for i in ended if i.attribute != OPPOSITES.get(st.attribute or "")):
                 self.store.update_item(i.id, valid_to=max(at, i.valid_from))
                 self.store.audit("item-ended", user_id, i.id, {"at": at.isoformat(), "segment": segment_id})
                 report.ended += 1
