@@ -104,11 +104,18 @@ def preview(store: MemoryStore, user_id: str, text: str) -> ForgetPreview:
     "Forget that I love jazz" removed "dislikes jazz" unmarked. A request without a polarity ("forget jazz") still
     names both.
 
+    A request whose content words are all verbs ("loved", "I painted", "I lived in":
+    :attr:`timem.memory.forget_words.RequestWords.only_verbs`) names no thing: the preview is empty and its hint says
+    so (a trial: "loved" took every segment saying "love", and the facts read from them).
+
     Raises:
         InputError: empty ``text``.
     """
     if not text.strip():
         raise InputError("say what to forget, e.g. 'forget that I live in Porto'", field="text")
+    words = request_words(text)
+    if words.only_verbs:  # "loved", "I painted", "I lived in": every line using those verbs would go
+        return ForgetPreview(user_id=user_id, text=text, hint=_nothing_hint(text, words, []))
     stated = extract_statements(text)
     other_side = {(_OPPOSITE[s.attribute], normalise(s.value)) for s in stated if s.attribute in _OPPOSITE}
     items, spared = [], []
@@ -171,12 +178,16 @@ def _linked(text: str, segments: list[MemoryNode], all_segments: list[MemoryNode
 
 
 def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
-          keep: frozenset[str] | set[str] = frozenset()) -> ForgetPreview:
+          keep: frozenset[str] | set[str] = frozenset(), *, by_text: bool = True) -> ForgetPreview:
     """The preview for ``items`` (possibly none) matched by ``text``: the segments they were read from or that quote
     one of their values (with no item, the segments quoting ``text`` or holding all its content words, else those
     holding its key words: :func:`_by_key_words`; and those naming it by the name a matched segment gave it:
     :func:`_linked`), and the other items read only from those segments. A segment in ``keep`` (the sources of an
-    item the request spares, :func:`preview`) is chosen only as the source of an item in ``items``."""
+    item the request spares, :func:`preview`) is chosen only as the source of an item in ``items``.
+
+    Of those other items, the ones whose value the request names by its content words (``by_text``: "I love to swim"
+    names "hobby: swimming", read from the segment it matched) are matched too; the rest are ``collateral``. A trial
+    saw the only fact a request was about labelled "also goes"."""
     probes = [normalise(i.value) for i in items] or [normalise(text)]
     stems = set() if items else _request_stems(text)
     source_ids = {s for i in items for s in i.source_ids}
@@ -196,8 +207,11 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
     extra = [i for i in active if i.id not in chosen and i.source_ids and set(i.source_ids) <= seg_ids]
     going = chosen | {i.id for i in extra}
     reopened = [i for i in active if i.id not in going and i.superseded_by in going]
-    return ForgetPreview(user_id=user_id, text=text, items=items + extra, segments=segments,
-                         collateral={i.id for i in extra}, reopened=reopened, hint=hint)
+    asked = _request_stems(text) if by_text else set()
+    named = [i for i in extra if asked and (value := _stems(i.value)) and value <= asked]
+    return ForgetPreview(user_id=user_id, text=text, items=items + named + [i for i in extra if i not in named],
+                         segments=segments, collateral={i.id for i in extra} - {i.id for i in named},
+                         reopened=reopened, hint=hint)
 
 
 def _by_key_words(segments: list[MemoryNode], words: RequestWords, stems: set[str]) -> list[MemoryNode]:
@@ -229,6 +243,9 @@ def _nothing_hint(text: str, words: RequestWords, segments: list[MemoryNode]) ->
     if present:
         return (f"no memory holds all of its key words ({', '.join(words.key)}). Try a shorter request with the key "
                 f"word{example}.")
+    if words.verbs:  # "loved", "I lived in": only what was done
+        return (f"it names no thing to look for, only what was done ({', '.join(repr(v) for v in words.verbs)}). "
+                "Say what it was: a thing, a name or a place as it was said (e.g. 'jazz', 'Berlin' or 'my cat').")
     return ("it names no thing to look for. Try a shorter request with the key word, a name or a thing as it was "
             "said (e.g. 'Berlin' or 'my cat').")
 
@@ -249,7 +266,7 @@ def preview_items(store: MemoryStore, user_id: str, item_ids: list[str]) -> Forg
     if unknown:
         raise NotFoundError(f"no memory item {unknown[0]!r} for user {user_id!r}")
     items = [mine[i] for i in item_ids if mine[i].status == "active"]
-    return _plan(store, user_id, "; ".join(i.label() for i in items), items)
+    return _plan(store, user_id, "; ".join(i.label() for i in items), items, by_text=False)
 
 
 def apply(store: MemoryStore, cons: Consolidator, plan: ForgetPreview, *, actor: str = "user") -> ForgetPreview:

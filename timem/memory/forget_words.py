@@ -15,8 +15,13 @@ likely to be among them. A new-user trial: ``timem forget "I lived in Berlin"`` 
 * Chinese: jieba's part-of-speech tags (:mod:`jieba.posseg`); the key words are the nouns (place and person names
   included), the verbs (v*) are let go, the function words (pronouns, particles, adverbs, numerals) never count.
 
-Only the verbs are let go, so "I like jazz" keeps "jazz" and never reaches every "I like …" line; a request of verbs
-only has no key words and matches nothing more.
+With no subject, the first word is a verb only when it is a past form ("loved", "Lived in Berlin", "Just moved to
+Porto": -ed but not -eed, or an irregular participle), not a gerund or noun ("hiking", "painting", "jazz", "garden",
+"Sweden"), and not a name standing alone or leading a verb ("Ahmed", "Ahmed moved to Porto").
+
+Only the verbs are let go, so "I like jazz" keeps "jazz" and never reaches every "I like …" line. A request of verbs
+only ("loved", "I painted", "I lived in", "我喜欢": :attr:`RequestWords.only_verbs`) names no thing to look for and
+is refused (:func:`timem.memory.forget.preview`): its verbs alone would reach every line that uses them.
 """
 
 from __future__ import annotations
@@ -47,7 +52,8 @@ _TO_VERBS = frozenset("""use used want wants wanted need needs needed plan plans
 decided hope hopes hoped going have has had got ought""".split())
 #: participles that end in neither -ed nor -en ("I was born in Berlin", "I have met Tom")
 _IRREGULAR = frozenset("""born grown raised known gone been done seen taken given made met got left lost had kept spent
-taught brought bought built sold told found thought went came ran swam sang drank ate wrote""".split())
+taught brought bought built sold told found thought went came ran swam sang drank ate wrote eaten written broken
+forgotten spoken chosen driven stolen fallen""".split())
 _CONJUNCTIONS = frozenset("and but then or".split())
 #: words of the request that are never key words (auxiliaries, adverbs)
 _FUNCTION = _BE | _HAVE | _MODALS | _ADVERBS
@@ -64,6 +70,11 @@ class RequestWords:
 
     key: tuple[str, ...]
     verbs: tuple[str, ...]
+
+    @property
+    def only_verbs(self) -> bool:
+        """Whether every content word of the request is a verb: it names no thing to look for."""
+        return not self.key and bool(self.verbs)
 
 
 def request_words(text: str) -> RequestWords:
@@ -96,13 +107,17 @@ def holds(content: str, word: str, stems: set[str] | None = None) -> bool:
 def _english_verbs(tokens: list[str]) -> set[int]:
     """The positions of the verbs among ``tokens`` (see the module doc)."""
     low = [t.lower().replace("’", "'") for t in tokens]
-    verbs = _verbs_after(low, 0, agreeing=False, mode="have")  # no subject: "Lived in Berlin", "Just moved to Porto"
+    verbs = _verbs_after(low, 0, agreeing=False, mode="lead")  # no subject: "Lived in Berlin", "Just moved to Porto"
+    first = min(verbs, default=None)
+    if first is not None and tokens[first][0].isupper() and (
+            first + 1 == len(low) or _verbs_after(low, first + 1, agreeing=True)):
+        verbs = set()  # a name: "Ahmed", "Ahmed moved to Porto" (not "Loved it")
     for i, w in enumerate(low):
         start = _subject_end(tokens, low, i)
         if start is not None:
             agreeing = w not in _PRONOUNS and not _contracted_subject(w)
             verbs |= _verbs_after(low, start, agreeing=agreeing, mode=_contraction_mode(w))
-        elif w in _CONJUNCTIONS and i + 1 < len(low) and _is_participle(low[i + 1], be=False):
+        elif w in _CONJUNCTIONS and i + 1 < len(low) and _is_past(low[i + 1]):
             verbs.add(i + 1)
     return verbs
 
@@ -142,7 +157,8 @@ def _subject_end(tokens: list[str], low: list[str], i: int) -> int | None:
 def _verbs_after(low: list[str], j: int, *, agreeing: bool, mode: str = "bare") -> set[int]:
     """The verb (and the verb its "to" leads) after a subject ending before ``j``. ``agreeing``: the subject is a
     noun or a name, whose bare verb is seen only with an -s or -ed ("my sister moves", "Ana moved"). ``mode``: what
-    the words before left to read: a bare verb, or after *be* or *have* a participle only."""
+    the words before left to read: a bare verb, after *be* or *have* a participle only, or with no subject
+    (``"lead"``) a past form only (:func:`_is_past`)."""
     while j < len(low):
         w = low[j]
         if w in _ADVERBS or (w.endswith("ly") and len(w) > 4):
@@ -159,7 +175,9 @@ def _verbs_after(low: list[str], j: int, *, agreeing: bool, mode: str = "bare") 
     if j >= len(low):
         return set()
     w = low[j]
-    if mode in ("be", "have"):
+    if mode == "lead":
+        verb = _is_past(w)
+    elif mode in ("be", "have"):
         verb = _is_participle(w, be=mode == "be")
     elif agreeing:
         verb = _is_participle(w, be=False) or (w.endswith("s") and not w.endswith("ss") and len(w) > 3)
@@ -176,6 +194,12 @@ def _verbs_after(low: list[str], j: int, *, agreeing: bool, mode: str = "bare") 
 def _is_participle(w: str, *, be: bool) -> bool:
     """Whether ``w`` reads as a participle: -ed, -en, an irregular one, or (after *be*) -ing."""
     return (len(w) > 4 and w.endswith(("ed", "en"))) or w in _IRREGULAR or (be and len(w) > 4 and w.endswith("ing"))
+
+
+def _is_past(w: str) -> bool:
+    """Whether ``w`` reads as a past form with no subject before it: -ed (not -eed: "speed", "greed") or an
+    irregular participle; not -en ("garden", "chicken", "Sweden") nor -ing ("hiking", "painting": things done)."""
+    return (len(w) > 4 and w.endswith("ed") and not w.endswith("eed")) or w in _IRREGULAR
 
 
 def _chinese_words(text: str) -> tuple[list[str], list[str]]:

@@ -1,0 +1,93 @@
+"""Forget by text with a request of verbs only (a new-user trial: ``timem forget "loved"`` previewed five facts and
+every segment saying "love"; "I painted" 51 segments of a LoCoMo conversation; "I lived in" the home city). Such a
+request names no thing to look for: it is refused as "I was going to have been" was, and nothing goes. A gerund or a
+noun ("hiking", "painting", "jazz") still names a thing; so does a name ("Ahmed"). And the preview labels "also goes"
+only the facts that go without being asked for (a trial saw the only match labelled so)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from test_cli import cli_env, run  # noqa: F401  (fixture)
+
+from timem.config import load_config
+from timem.engine import MemoryEngine
+from timem.memory.forget_words import request_words
+
+SAID = ["I love the blues.", "I love hiking and swimming.", "I love jazz and hate techno.", "I lived in Hamburg."]
+T0 = datetime(2024, 3, 1, 9, tzinfo=UTC)
+ALSO = "(also goes: it was said in the same message as what you asked to forget)"
+
+
+@pytest.fixture(scope="session")
+def embedder(fake_embedder):
+    return fake_embedder
+
+
+@pytest.fixture()
+def eng(tmp_path, store, embedder):
+    cfg = load_config(env={}, db_path=store.path, llm_backend="none", cache_dir=tmp_path / "cache",
+                      consolidation_mode="extractive")
+    engine = MemoryEngine(cfg, store, embedder, None)
+    for k, text in enumerate(SAID):
+        engine.remember("u", f"s{k}", text, T0 + timedelta(days=k))
+    return engine
+
+
+@pytest.mark.parametrize(("text", "only_verbs"), [
+    ("loved", True), ("I painted", True), ("I lived in", True), ("I like", True), ("Loved it", True),
+    ("I loved it", True), ("我喜欢", True), ("I was going to have been", True),
+    ("hiking", False), ("painting", False), ("jazz", False), ("my garden", False), ("Sweden", False),
+    ("Ahmed", False), ("Ahmed moved to Porto", False), ("I lived in Hamburg", False), ("I love to swim", False),
+])
+def test_a_request_of_verbs_only_is_told_from_one_naming_a_thing(text, only_verbs):
+    assert request_words(text).only_verbs is only_verbs, request_words(text)
+
+
+def test_a_name_or_noun_with_no_subject_is_no_verb():
+    assert request_words("Ahmed moved to Porto") == request_words("Ahmed moved to Porto")
+    assert request_words("Ahmed moved to Porto").key == ("Ahmed", "Porto")
+    assert request_words("Sweden").key == ("Sweden",) and request_words("my garden").key == ("garden",)
+    assert request_words("Loved the concert").verbs == ("Loved",)
+
+
+@pytest.mark.parametrize("text", ["loved", "I loved", "I lived in", "I like", "I painted", "Loved it"])
+def test_forgetting_verbs_only_is_refused_and_nothing_goes(eng, text):
+    plan = eng.forget("u", text)
+    assert plan.empty and "it names no thing to look for, only what was done" in plan.describe(), plan.describe()
+    eng.forget("u", text, confirm=True)
+    assert len(eng.memory_items("u")) == 5 and len(eng.forget("u", "jazz").segments) == 1
+
+
+@pytest.mark.parametrize(("text", "value"), [("hiking", "hiking"), ("jazz", "jazz"), ("I love jazz", "jazz")])
+def test_a_thing_is_still_forgotten(eng, text, value):
+    plan = eng.forget("u", text)
+    assert any(i.value == value and i.id not in plan.collateral for i in plan.items), plan.describe()
+
+
+def test_only_the_facts_not_asked_for_are_labelled_also_goes(eng):
+    plan = eng.forget("u", "I love to swim")  # matched by its segment, not by the fact's value ("swim")
+    lines = plan.describe().splitlines()
+    assert any(line.endswith("hobby: swimming") for line in lines), lines
+    assert any("hobby: hiking" in line and line.endswith(ALSO) for line in lines), lines
+    assert {i.value for i in plan.items if i.id in plan.collateral} == {"hiking"}
+
+
+def test_chat_forget_that_i_loved_it_is_refused(eng):
+    turn = eng.chat_turn("u", "c1", "forget that I loved it", T0 + timedelta(days=9), confirm_forget=True)
+    assert turn.forgotten is not None and turn.forgotten.empty
+    assert "it names no thing to look for" in turn.reply and len(eng.memory_items("u")) == 5
+
+
+def test_cli_forget_of_verbs_only_exits_1(cli_env):  # noqa: F811
+    import timem
+
+    db = str(cli_env / "u.duckdb")
+    with timem.open(db, llm_backend="none") as m:
+        for k, text in enumerate(SAID):
+            m.remember("u", f"s{k}", text, T0 + timedelta(days=k))
+    code, out = run("forget", "loved", "--user", "u", "--db", db, "--yes")
+    assert code == 1 and "nothing matched 'loved', so nothing was forgotten: it names no thing" in out, out
+    code, out = run("forget", "hiking", "--user", "u", "--db", db, "--yes")
+    assert code == 0 and "forgot 2 item(s) and 1 segment(s)" in out, out
