@@ -339,3 +339,19 @@ def test_duckdb_out_of_memory_is_a_503_that_names_the_setting(svc, monkeypatch):
     r = a.get("/v1/users/oom/items")
     assert r.status_code == 503, r.text
     assert "duckdb_memory_mb" in r.json()["error"] and "could not allocate" in r.json()["error"]
+
+
+def test_a_forget_that_matches_nothing_says_why_in_hint(svc):
+    """A new-user trial: ``POST …/forget`` matching nothing gave 200 with empty lists and no hint, where the CLI said
+    why and what to try. ``hint`` says it (null when something matched); a request of verbs only matches nothing."""
+    _, _, a, _ = svc
+    _exchange(a, "noor", message="I lived in Hamburg.", reply="Nice.")
+    missed = a.post("/v1/users/noor/forget", json={"text": "I lived in Berlin"}).json()
+    assert missed["items"] == [] and missed["segments"] == [] and "no memory holds 'Berlin'" in missed["hint"], missed
+    verbs = a.post("/v1/users/noor/forget", json={"text": "forget that I lived in", "confirm": True}).json()
+    assert verbs["forgotten"] is False and verbs["segments"] == [] and "names no thing" in verbs["hint"], verbs
+    found = a.post("/v1/users/noor/forget", json={"text": "Hamburg"}).json()
+    assert found["segments"] and found["hint"] is None, found
+    body = {"session_id": "c2", "event_time": "2024-05-03T09:00:00+00:00", "message": "Forget that I loved it."}
+    chat = a.post("/v1/users/noor/chat", json=body).json()
+    assert "names no thing" in chat["forgotten"]["hint"] and "names no thing" in chat["reply"], chat

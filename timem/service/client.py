@@ -338,7 +338,8 @@ class ServiceClient:
         segments = self.nodes(user_id, ids=f["segments"], status=None)
         return ForgetPreview(user_id=user_id, text=f["text"], items=[self._item(i, user_id) for i in f["items"]],
                              segments=segments, collateral=set(f.get("collateral", [])),
-                             reopened=[self._item(i, user_id) for i in f.get("reopened", [])])
+                             reopened=[self._item(i, user_id) for i in f.get("reopened", [])],
+                             hint=f.get("hint") or "")
 
     def _written(self, user_id: str, out: dict[str, Any]) -> list[MemoryNode]:
         nodes = [self._node(m, user_id) for m in out["written"]]

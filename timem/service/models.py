@@ -185,6 +185,9 @@ class ForgetOut(BaseModel):
     collateral: list[str] = Field(default_factory=list)
     #: older items that hold again once ``items`` go (an item in ``items`` had superseded them)
     reopened: list[ItemOut] = Field(default_factory=list)
+    #: when nothing matched: why, and what to try ("no memory holds 'Hamburg'. Check the spelling …"; "it names no
+    #: thing to look for, only what was done ('loved') …"); null when something matched
+    hint: str | None = None
 
 
 class MemoryOut(BaseModel):
