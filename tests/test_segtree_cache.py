@@ -1,4 +1,4 @@
-"""The per-user cache of segment-tree internal nodes (timem.store.segtree_view) never serves a stale tree: after
+"""The per-user cache of segment-tree internal nodes (timem.store.segtree_index) never serves a stale tree: after
 every kind of write (chat turn added, memory edited, soft-deleted, erased, a rolled-back write) the next
 recall uses an index equal to a fresh load and recalls exactly what a cold cache recalls; and the
 shortlist-then-exact scoring equals the per-height SQL it replaced (real DuckDB file, real MiniLM, no LLM)."""
@@ -16,6 +16,7 @@ from timem.engine import MemoryEngine
 from timem.models import Level
 from timem.recall import recall
 from timem.recall.options import RecallOptions
+from timem.store import segtree_index as segindex
 from timem.store import segtree_tables as segstore
 from timem.store import segtree_view as segview
 
@@ -34,13 +35,13 @@ def _recall(eng: MemoryEngine, question: str) -> list[tuple]:
     return [(c.node_id, c.fused, c.local, c.propagated, c.kept) for c in res.trace.candidates]
 
 
-def _cached(eng: MemoryEngine) -> segview.SegIndex:
+def _cached(eng: MemoryEngine) -> segindex.SegIndex:
     hit = eng.store.memory_index.latest(("seg", "u1", eng.config.recall.propagation_hops))
     assert hit is not None
     return hit[1]
 
 
-def _same_index(a: segview.SegIndex, b: segview.SegIndex) -> None:
+def _same_index(a: segindex.SegIndex, b: segindex.SegIndex) -> None:
     """Equal node by node (an index patched after an append lists its new and rewritten nodes last, and keeps the
     rewritten ones' old rows, dead)."""
     live = [i for k, i in enumerate(a.ids) if a.alive is None or a.alive[k]]
@@ -58,7 +59,7 @@ def _same_index(a: segview.SegIndex, b: segview.SegIndex) -> None:
 def _assert_fresh(eng: MemoryEngine, question: str) -> list[tuple]:
     """Recall through the cache; the index it used equals a fresh load, and a cold cache recalls the same."""
     warm = _recall(eng, question)
-    _same_index(_cached(eng), segview.load_index(eng.store, "u1", eng.config.recall.propagation_hops))
+    _same_index(_cached(eng), segindex.load_index(eng.store, "u1", eng.config.recall.propagation_hops))
     eng.store.memory_index.clear()
     assert _recall(eng, question) == warm
     return warm
@@ -74,7 +75,7 @@ def test_a_chat_turn_after_a_recall_is_seen_by_the_next_recall(eng, monkeypatch)
     eng.add_exchange("u1", "chat", "I bought a red kayak for the lake trips.", "A kayak sounds fun!",
                      datetime(2024, 4, 1, 9, tzinfo=UTC))
     with monkeypatch.context() as m:  # an append is patched into the cached index, not reloaded
-        m.setattr(segview, "load_index", lambda *a: pytest.fail("the whole index was reloaded after an append"))
+        m.setattr(segindex, "load_index", lambda *a: pytest.fail("the whole index was reloaded after an append"))
         _recall(eng, "What colour is the kayak?")
         after = _cached(eng)
         assert after is not before and len(after.ids) > len(before.ids)
@@ -119,7 +120,7 @@ def test_a_rolled_back_write_is_not_served_from_the_cache(eng):
                          datetime(2024, 4, 2, 9, tzinfo=UTC))
         inside = _recall(eng, question)  # cached at the uncommitted version
         hose = [n.id for n in eng.store.nodes("u1", int(Level.SEGMENT)) if "hose" in n.content]
-        assert hose and _cached(eng).ids == segview.load_index(eng.store, "u1", eng.config.recall.propagation_hops).ids
+        assert hose and _cached(eng).ids == segindex.load_index(eng.store, "u1", eng.config.recall.propagation_hops).ids
         assert any(c[0] in hose for c in inside)
         raise RuntimeError("abort")
     assert not any("hose" in n.content for n in eng.store.nodes("u1", int(Level.SEGMENT)))
@@ -147,7 +148,7 @@ def _sql_top(store, user, qv, max_height, per_height, until):
 
 @pytest.mark.parametrize("per_height", [1, 2, 5, 100])
 def test_shortlist_then_exact_equals_the_sql_ranking(eng, per_height):
-    index = segview.load_index(eng.store, "u1", 3)
+    index = segindex.load_index(eng.store, "u1", 3)
     assert len(index.ids) > per_height or per_height == 100
     for q, until in [("puppy vet vaccine", QT), ("wedding suit Lisbon", QT), ("cello Bach", QT),
                      ("cello Bach", datetime(2024, 3, 9, tzinfo=UTC))]:
@@ -171,7 +172,7 @@ def _leaf_dots(eng: MemoryEngine, qv: np.ndarray) -> tuple:
 def test_the_shortlist_read_from_the_leaves_dot_products_equals_the_sql_ranking(eng, per_height):
     """A centroid is the mean of its leaves: the shortlist from prefix sums of the leaves' dot products is within
     MARGIN / 4 of the product with the centroids, and the exact ranking is DuckDB's."""
-    index = segview.load_index(eng.store, "u1", 3)
+    index = segindex.load_index(eng.store, "u1", 3)
     for q, until in [("puppy vet vaccine", QT), ("wedding suit Lisbon", QT), ("cello Bach", QT),
                      ("cello Bach", datetime(2024, 3, 9, tzinfo=UTC))]:
         qv = eng.embedder.embed([q])[0]
@@ -186,7 +187,7 @@ def test_the_shortlist_read_from_the_leaves_dot_products_equals_the_sql_ranking(
 
 
 def test_without_every_leaf_in_the_vector_copy_the_shortlist_uses_the_centroids(eng):
-    index = segview.load_index(eng.store, "u1", 3)
+    index = segindex.load_index(eng.store, "u1", 3)
     qv = eng.embedder.embed(["puppy vet vaccine"])[0]
     dots = _leaf_dots(eng, qv)
     leaf = next(iter(index.leaves))
@@ -202,7 +203,7 @@ def test_a_recall_shortlists_the_segment_tree_from_its_leaf_search(eng, monkeypa
     real = segview._approx
     monkeypatch.setattr(segview, "_approx", lambda ix, qv, dots: seen.append(dots) or real(ix, qv, dots))
     _recall(eng, "What is the puppy called?")
-    assert seen and seen[0] is not None and segview.SegIndex.rows_in(_cached(eng), seen[0][0]) is not None
+    assert seen and seen[0] is not None and segindex.SegIndex.rows_in(_cached(eng), seen[0][0]) is not None
 
 
 def test_after_an_append_the_leaf_rows_are_extended_and_equal_a_full_match(eng):

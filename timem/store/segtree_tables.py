@@ -28,7 +28,8 @@ from timem.errors import StoreError
 from timem.store.handle import StoreHandle
 from timem.store.records import db_time
 from timem.store.rows import ID_LIST, SQL_ORDER, utc
-from timem.store.segtree_view import TreeView, cached_index, leaves_under, note_append
+from timem.store.segtree_index import cached_index, note_append
+from timem.store.segtree_view import TreeView, leaves_under
 from timem.tree.segtree import SegNode, SegTree
 
 _COLS = ("id, user_id, parent_id, height, first_seq, last_seq, span_start, span_end, n_leaves, n_children, "
@@ -97,7 +98,7 @@ def version(store: StoreHandle, user_id: str, threshold: float, max_children: in
     erase and edit paths -- keep the order in step; :func:`sync` compares the ids themselves). The
     version is the ``segtree_state`` row, which every :func:`sync` that writes rewrites with a
     strictly increasing ``built_at`` and every erase, edit and drop deletes: equal versions, equal trees
-    (what :mod:`timem.store.segtree_view` caches by).
+    (what :mod:`timem.store.segtree_index` caches by).
     """
     ws = store.working_set(user_id)  # the active L1 count from the user's rows in memory, when held
     if ws is not None:
