@@ -81,8 +81,9 @@ class StoreSettings(_Section):
     #: ~100k nodes per file, costs minutes to build and ~1 GB RAM there; bench/results/recall-latency.md)
     vector_index: Literal["exact", "hnsw"] = "exact"
     #: MiB of memory for the users' working sets (issue 26 §3): the vectors, BM25 postings, node rows and segment
-    #: tree a recall reads, per user, least recently used user dropped first. About 660 MB for a user of 100k L1
-    #: memories, 62 MB for 10k: size it to hold the users asked at once, since a recall that must load a 10k user
+    #: tree a recall reads, per user, least recently used user dropped first. About 740 MB for a user of 100k L1
+    #: memories (float16 vector rows included, from 20k on), 62 MB for 10k, plus 12.5 % growth room after a write:
+    #: size it to hold the users asked at once, since a recall that must load a 10k user
     #: costs ~7x one that finds it (~430 vs ~60 ms; bench/results/recall-latency-many-users.md). 0: node rows are
     #: read from DuckDB
     working_set_mb: float = Field(default=1024.0, ge=0)
