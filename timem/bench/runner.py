@@ -30,8 +30,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from tqdm import tqdm
-
 from timem.bench import report
 from timem.bench.baselines import FullContext, TurnRetriever
 from timem.bench.judge import judge_answer
@@ -326,9 +324,9 @@ def _loop(spec: RunSpec, cfg: Config, items: list[tuple[ImportedUser, Question]]
     rows: list[dict[str, Any]] = []
     timings: list[dict[str, Any]] = []
     out = (spec.out_dir / "questions.jsonl").open("w", encoding="utf-8")
-    bar = tqdm(items, desc=f"{spec.recipe.name}", unit="q", file=sys.stderr, disable=not progress)
+    shown = terminal_progress(items, spec.recipe.name, len(items)) if progress else items  # plain lines off a TTY
     try:
-        for user, q in bar:
+        for user, q in shown:
             qt = question_time(user, q)
             lat: dict[str, float] = {}
             t0 = time.perf_counter()
@@ -338,7 +336,7 @@ def _loop(spec: RunSpec, cfg: Config, items: list[tuple[ImportedUser, Question]]
             gold = NOT_MENTIONED if adversarial else q.answer
             row: dict[str, Any] = {
                 "question_id": q.question_id, "user_id": user.user_id, "category": q.category,
-                "category_name": (report.LOCOMO_NAMES.get(q.category, "") if spec.dataset == "locomo"
+                "category_name": (report.LOCOMO_NAMES.get(int(q.category), "") if spec.dataset == "locomo"
                                   else str(q.category)),
                 "abstention": bool(q.extra.get("abstention", False)), "question": q.question,
                 "question_time": qt.isoformat(), "gold": gold}
