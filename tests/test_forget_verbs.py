@@ -91,3 +91,25 @@ def test_cli_forget_of_verbs_only_exits_1(cli_env):  # noqa: F811
     assert code == 1 and "nothing matched 'loved', so nothing was forgotten: it names no thing" in out, out
     code, out = run("forget", "hiking", "--user", "u", "--db", db, "--yes")
     assert code == 0 and "forgot 2 item(s) and 1 segment(s)" in out, out
+
+
+def test_a_request_in_the_first_person_reaches_only_what_the_user_said(tmp_path, store, embedder):
+    """A trial: "I painted" reached 51 LoCoMo segments, the other speaker's too. A request in the first person
+    reaches what the user said (turns of role user) when the conversation tells the speakers apart."""
+    import json
+
+    from timem.datasets import load_dataset
+
+    cfg = load_config(env={}, db_path=store.path, llm_backend="none", cache_dir=tmp_path / "cache",
+                      consolidation_mode="extractive")
+    engine = MemoryEngine(cfg, store, embedder, None)
+    rows = [("user", "Cara", "I painted a lake at dawn.", "2024-03-01T09:00:00"),
+            ("other", "Mel", "I painted a lake too, last summer.", "2024-03-01T09:01:00")]
+    f = tmp_path / "c.jsonl"
+    f.write_text("".join(json.dumps({"user_id": "cara", "session_id": "s1", "role": role, "speaker": speaker,
+                                     "text": text, "timestamp": ts}) + "\n" for role, speaker, text, ts in rows))
+    engine.ingest(load_dataset(f, "jsonl", tz=cfg.time.tz, user_tz=cfg.time.user_tz))
+    mine = " | ".join(n.content for n in engine.forget("cara", "I painted a lake").segments)
+    assert "at dawn" in mine and "last summer" not in mine, mine
+    both = " | ".join(n.content for n in engine.forget("cara", "a lake").segments)  # not in the first person
+    assert "at dawn" in both and "last summer" in both, both

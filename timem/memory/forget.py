@@ -35,7 +35,7 @@ from timem.errors import InputError, NotFoundError
 from timem.item_values import mentions, normalise
 from timem.memory.forget_words import RequestWords, holds, request_words
 from timem.memory.rules import extract_statements
-from timem.models import Level, MemoryItem, MemoryNode, NodeStatus
+from timem.models import Level, MemoryItem, MemoryNode, NodeStatus, Role
 from timem.store.ports import MemoryStore
 from timem.tokens import content_stems
 
@@ -192,15 +192,20 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
     stems = set() if items else _request_stems(text)
     source_ids = {s for i in items for s in i.source_ids}
     every = store.nodes(user_id, Level.SEGMENT)
-    segments = [n for n in every if n.id in source_ids or n.id not in keep and (
-        any(p and mentions(n.content, p) for p in probes) or _covers(n.content, stems))]
+    first = by_text and _first_person(text)
+
+    def mine(found: list[MemoryNode]) -> list[MemoryNode]:
+        return _said_by_user(store, user_id, found, source_ids) if first else found
+
+    segments = mine([n for n in every if n.id in source_ids or n.id not in keep and (
+        any(p and mentions(n.content, p) for p in probes) or _covers(n.content, stems))])
     hint = ""
     if not items and not segments and text.strip():
         words = request_words(text)
-        segments = _by_key_words([n for n in every if n.id not in keep], words, stems)
+        segments = mine(_by_key_words([n for n in every if n.id not in keep], words, stems))
         hint = "" if segments else _nothing_hint(text, words, every)
     if not items:
-        segments += [n for n in _linked(text, segments, every) if n.id not in keep]
+        segments += mine([n for n in _linked(text, segments, every) if n.id not in keep])
     # items read only from those segments go with them (editing.soft_delete): the preview names them too
     seg_ids, chosen = {n.id for n in segments}, {i.id for i in items}
     active = store.items(user_id)
@@ -212,6 +217,31 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
     return ForgetPreview(user_id=user_id, text=text, items=items + named + [i for i in extra if i not in named],
                          segments=segments, collateral={i.id for i in extra} - {i.id for i in named},
                          reopened=reopened, hint=hint)
+
+
+_FIRST_PERSON = re.compile(r"\b(?:I|me|my|mine|myself)\b|\bI['’](?:m|ve|d|ll)\b|我", re.IGNORECASE)
+
+
+def _first_person(text: str) -> bool:
+    """Whether the request speaks of the user ("I painted a lake", "my kids", "我住在柏林")."""
+    return bool(_FIRST_PERSON.search(text))
+
+
+def _said_by_user(store: MemoryStore, user_id: str, segments: list[MemoryNode],
+                  sources: set[str]) -> list[MemoryNode]:
+    """Of ``segments`` matched by a request in the first person, those the user said (a turn of role ``user``; a
+    trial: "I painted a lake" reached what the other LoCoMo speaker said), and those in ``sources`` (of an item the
+    request names). When the sessions of those segments hold no turn of the user, the speakers cannot be told
+    apart (e.g. a JSONL file naming its speakers): all of them."""
+    found = [n for n in segments if n.id not in sources]
+    if not found:
+        return segments
+    turns = store.turns(user_id, ids=[t for n in found for t in n.source_turn_ids])
+    users = {t.id for t in turns if t.role == Role.USER}
+    if not users and not any(t.role == Role.USER for s in {t.session_id for t in turns}
+                             for t in store.turns(user_id, s)):
+        return segments
+    return [n for n in segments if n.id in sources or users.intersection(n.source_turn_ids)]
 
 
 def _by_key_words(segments: list[MemoryNode], words: RequestWords, stems: set[str]) -> list[MemoryNode]:
