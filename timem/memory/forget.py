@@ -229,17 +229,20 @@ def _first_person(text: str) -> bool:
 
 def _said_by_user(store: MemoryStore, user_id: str, segments: list[MemoryNode],
                   sources: set[str]) -> list[MemoryNode]:
-    """Of ``segments`` matched by a request in the first person, those the user said (a turn of role ``user``; a
-    trial: "I painted a lake" reached what the other LoCoMo speaker said), and those in ``sources`` (of an item the
-    request names). When the sessions of those segments hold no turn of the user, the speakers cannot be told
-    apart (e.g. a JSONL file naming its speakers): all of them."""
+    """Of ``segments`` matched by a request in the first person, those the user said or the assistant said to them
+    (a turn of role ``user`` or ``assistant``: "Your cat's name is Miso" goes with "I have a cat"), not what another
+    person in the conversation said of themselves (role ``other``; a trial: "I painted a lake" reached the other
+    LoCoMo speaker's lines), and those in ``sources`` (of an item the request names). When the sessions of those
+    segments hold no turn of the user, the speakers cannot be told apart (e.g. a JSONL file naming its speakers):
+    all of them."""
     found = [n for n in segments if n.id not in sources]
     if not found:
         return segments
     turns = store.turns(user_id, ids=[t for n in found for t in n.source_turn_ids])
-    users = {t.id for t in turns if t.role == Role.USER}
-    if not users and not any(t.role == Role.USER for s in {t.session_id for t in turns}
-                             for t in store.turns(user_id, s)):
+    users = {t.id for t in turns if t.role != Role.OTHER}
+    sessions = {t.session_id for t in turns}
+    if not any(t.role == Role.USER for t in turns) and not any(
+            t.role == Role.USER for s in sessions for t in store.turns(user_id, s)):
         return segments
     return [n for n in segments if n.id in sources or users.intersection(n.source_turn_ids)]
 
