@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 #: (session, speaker, text, local time); each person turn gets an assistant reply one minute later
 EN = [
@@ -31,6 +32,16 @@ ZH = [
     ("s07", "小美", "我每天早上喝绿茶。", "2024-05-15T08:00:00"),
     ("s08", "小美", "不对，我住在杭州，不是北京。", "2024-06-02T10:00:00"),
 ]
+
+
+def extractive_engine(tmp_path: Path, store: Any, embedder: Any) -> Any:
+    """A :class:`~timem.engine.MemoryEngine` without LLM (extractive consolidation) on the ``store`` fixture."""
+    from timem.config import load_config
+    from timem.engine import MemoryEngine
+
+    cfg = load_config(env={}, db_path=store.path, llm_backend="none", cache_dir=tmp_path / "cache",
+                      consolidation_mode="extractive")
+    return MemoryEngine(cfg, store, embedder, None)
 
 
 def write(path: Path, user_id: str, rows: list[tuple[str, str, str, str]]) -> Path:

@@ -6,12 +6,10 @@ every "I like …" line; an empty preview says that nothing matched and what to 
 from __future__ import annotations
 
 import pytest
-from memory_scenario import write
+from memory_scenario import extractive_engine, write
 from test_cli import cli_env, run  # noqa: F401  (fixture)
 
-from timem.config import load_config
 from timem.datasets import load_dataset
-from timem.engine import MemoryEngine
 from timem.memory.forget_words import request_words
 
 ROWS = [
@@ -31,11 +29,9 @@ def embedder(fake_embedder):
 
 @pytest.fixture()
 def eng(tmp_path, store, embedder):
-    cfg = load_config(env={}, db_path=store.path, llm_backend="none", cache_dir=tmp_path / "cache",
-                      consolidation_mode="extractive")
-    engine = MemoryEngine(cfg, store, embedder, None)
+    engine = extractive_engine(tmp_path, store, embedder)
     f = write(tmp_path / "ana.jsonl", "ana", ROWS)
-    engine.ingest(load_dataset(f, "jsonl", tz=cfg.time.tz, user_tz=cfg.time.user_tz))
+    engine.ingest(load_dataset(f, "jsonl", tz=engine.config.time.tz, user_tz=engine.config.time.user_tz))
     return engine
 
 

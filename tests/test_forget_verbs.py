@@ -9,10 +9,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from memory_scenario import extractive_engine
 from test_cli import cli_env, run  # noqa: F401  (fixture)
 
-from timem.config import load_config
-from timem.engine import MemoryEngine
 from timem.memory.forget_words import request_words
 
 SAID = ["I love the blues.", "I love hiking and swimming.", "I love jazz and hate techno.", "I lived in Hamburg."]
@@ -27,9 +26,7 @@ def embedder(fake_embedder):
 
 @pytest.fixture()
 def eng(tmp_path, store, embedder):
-    cfg = load_config(env={}, db_path=store.path, llm_backend="none", cache_dir=tmp_path / "cache",
-                      consolidation_mode="extractive")
-    engine = MemoryEngine(cfg, store, embedder, None)
+    engine = extractive_engine(tmp_path, store, embedder)
     for k, text in enumerate(SAID):
         engine.remember("u", f"s{k}", text, T0 + timedelta(days=k))
     return engine
@@ -100,9 +97,8 @@ def test_a_request_in_the_first_person_reaches_only_what_the_user_said(tmp_path,
 
     from timem.datasets import load_dataset
 
-    cfg = load_config(env={}, db_path=store.path, llm_backend="none", cache_dir=tmp_path / "cache",
-                      consolidation_mode="extractive")
-    engine = MemoryEngine(cfg, store, embedder, None)
+    engine = extractive_engine(tmp_path, store, embedder)
+    cfg = engine.config
     rows = [("user", "Cara", "I painted a lake at dawn.", "2024-03-01T09:00:00"),
             ("other", "Mel", "I painted a lake too, last summer.", "2024-03-01T09:01:00")]
     f = tmp_path / "c.jsonl"
