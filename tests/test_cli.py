@@ -401,7 +401,7 @@ def test_serve_warns_of_a_new_database_and_its_key_hint_names_the_keys_file(cli_
     assert "did not exist" not in out and "--keys" not in out
 
 
-def test_duckdb_out_of_memory_is_one_line_naming_the_setting(monkeypatch, capsys):
+def test_duckdb_out_of_memory_is_one_line_naming_the_setting(monkeypatch, capsys, tmp_path):
     """A trial: ``TIMEM_DUCKDB_MEMORY_MB=1 timem stats`` printed a full traceback ending in DuckDB's advice to ``SET
     memory_limit``. The entry point says which TiMem setting to raise, in one line, exit code 1; a limit below 64 MiB
     is refused by the settings."""
@@ -423,6 +423,11 @@ def test_duckdb_out_of_memory_is_one_line_naming_the_setting(monkeypatch, capsys
     assert stop.value.code == 1 and err.count("\n") == 1, err
     assert err.startswith("error: DuckDB ran out of memory") and "TIMEM_DUCKDB_MEMORY_MB" in err
     assert "could not allocate" in err and "SET memory_limit" not in err
-    for bad in (0.5, 32):
+    for bad in (0.5, 32, float("inf"), float("nan"), 1e30, 2**24 + 1):
         with pytest.raises(ValueError):
             Config(duckdb_memory_mb=bad)
+    for env in ("inf", "1e30"):  # a typing slip in the env var: one line naming the setting, no traceback
+        proc = subprocess.run([sys.executable, "-m", "timem", "stats", "--db", str(tmp_path / "x.duckdb")],
+                              env={**os.environ, "TIMEM_DUCKDB_MEMORY_MB": env}, capture_output=True, text=True)
+        err = proc.stderr
+        assert proc.returncode != 0 and "duckdb_memory_mb" in err and "Traceback" not in err, err

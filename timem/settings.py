@@ -68,6 +68,9 @@ class _Section(BaseModel):
 #: (~7 KB stored each on LoCoMo: ~3.5 MB per user, ~5 MB of file; bench/results/trace-size.md)
 TRACE_KEEP_PER_USER = 500
 TRACE_MAX_AGE_DAYS = 30.0
+#: the largest ``duckdb_memory_mb`` taken: 16 TiB (larger values, "inf" or "1e30", are typing slips: DuckDB refuses
+#: some and takes others as a limit no machine has)
+DUCKDB_MEMORY_MAX_MB = 2**24
 
 
 class StoreSettings(_Section):
@@ -93,7 +96,7 @@ class StoreSettings(_Section):
     #: even open a file's queue or ingest the demo (a trial). Too small a limit makes DuckDB spill to disk, or fail
     #: a large query (a rebuild, an import) with an error that names this setting. `timem stats` and the service's
     #: ``GET /v1/about`` show the limit in effect
-    duckdb_memory_mb: float | None = Field(default=None, ge=64)
+    duckdb_memory_mb: float | None = Field(default=None, ge=64, le=DUCKDB_MEMORY_MAX_MB, allow_inf_nan=False)
     #: longest turn text (or image caption) stored, in characters, on every path (import, chat, service, MCP);
     #: a longer one is refused with the file and line (HTTP 413) and nothing is written. 100,000 characters is
     #: ~25k tokens: LoCoMo dev turns are at most 434 and the 5,400-word pasted turn of the shared cases 38,975;
