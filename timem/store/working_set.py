@@ -204,7 +204,9 @@ def patched(con: duckdb.DuckDBPyConnection, old: WorkingSet, changed: set[str]) 
                       [*vals, old.user_id]).fetchall() if changed else []
     fresh = {r[0]: _immutable(r) for r in got}
     rows = dict(old.rows)
-    built = {k: v for k, v in old._built.items() if k not in changed}
+    built = dict(old._built)
+    for i in changed:
+        built.pop(i, None)
     nbytes, active = old.row_bytes, old.active_l1
     sessions: set[str] = set()
     for i in changed:
@@ -217,7 +219,9 @@ def patched(con: duckdb.DuckDBPyConnection, old: WorkingSet, changed: set[str]) 
             rows[i] = now
             nbytes, active = nbytes + _row_bytes(now), active + _active_l1(now)
             sessions.add(now[4])
-    seqs = {k: v for k, v in old.seqs.items() if k not in changed}
+    seqs = dict(old.seqs)  # a C copy, then the changed ones out: a dict comprehension was ~24 ms at 100k nodes
+    for i in changed:
+        seqs.pop(i, None)
     seqs.update(_seqs(con, old.user_id, sorted(i for i in changed if i in fresh and int(fresh[i][_LEVEL]) == 1)))
     out = WorkingSet(old.user_id, rows, nbytes, active, seqs, built)
     if old._sessions is not None:  # the sessions the change touched, done again; the others shared
