@@ -78,11 +78,12 @@ class SegIndex:
     known: InitVar[tuple[dict[str, int], np.ndarray] | None] = None
     pos: dict[str, int] = field(init=False)
     norms: np.ndarray = field(init=False)
-    #: the L1 vector copy last matched to the leaves, and each leaf's row in it by ``first_seq`` (:meth:`rows_in`)
+    #: the L1 vector copy last matched to the leaves (a weak reference), each leaf's row in it by ``first_seq``
+    #: (:meth:`rows_in`) and the copy's position space
     _rows_in: tuple[Any, np.ndarray | None, object] | None = field(default=None, init=False, repr=False)
     _by_height: list[np.ndarray] | None = field(default=None, init=False, repr=False)
-    #: from :func:`_patched`: the source index's latest :meth:`rows_in` ``(copy, rows)`` and the appended leaves
-    #: in ``first_seq`` order, to extend instead of redo
+    #: from :func:`_patched`: the source index's latest :meth:`rows_in` as ``(the copy's position space, rows)`` and
+    #: the appended leaves in ``first_seq`` order, to extend instead of redo
     _rows_base: tuple[object, np.ndarray, list[str]] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self, known: tuple[dict[str, int], np.ndarray] | None) -> None:

@@ -24,13 +24,11 @@ import numpy as np
 
 from timem.store.handle import StoreHandle
 from timem.store.memory_index import exact_cosines
-from timem.store.memory_vectors import Dots
+from timem.store.memory_vectors import MARGIN, Dots
 from timem.store.records import db_time
 from timem.store.rows import in_list
 from timem.store.segtree_index import SegIndex
 
-#: numpy-vs-DuckDB cosine slack of the shortlist (the two differ by < 5e-5; measured 2.4e-7)
-MARGIN = 1e-3
 #: bound on a stored centroid's error per leaf averaged in (a float32 running mean: ``≤ 3u`` a step, ``u = 2⁻²⁴``)
 DRIFT_PER_LEAF = 2e-7
 #: largest error bound of a shortlist cosine read from the leaves' dot products; past it, the product (:func:`_approx`)
