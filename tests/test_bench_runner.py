@@ -209,13 +209,27 @@ def test_extractive_mode_builds_the_tree_for_hierarchical_recipes_without_an_llm
 
 def test_full_context_truncates_to_the_window(tmp_path, cfg, embedder, locomo_file):
     small = _run(tmp_path, cfg, embedder, locomo_file, "full-context", "fc", forbid, retrieval_only=True,
-                 window=1400)
-    # window 1400 - 1024 answer tokens - prompt overhead leaves room for a few turns only
+                 window=1500)
+    # window 1500 - 1024 answer tokens - prompt overhead leaves room for a few turns only
     r = small.rows[0]
     assert r["truncated"] == 1.0 and 0 < r["kept_turns"] < 10 and "Max" not in r["context"].split("\n")[0]
     big = _run(tmp_path, cfg, embedder, locomo_file, "full-context", "fc2", forbid, retrieval_only=True, window=8192)
     assert big.rows[0]["truncated"] == 0.0 and big.rows[0]["kept_turns"] == 10
     assert all(r["evidence_recall"] == 1.0 for r in big.rows)
+
+
+def test_full_context_gives_every_question_of_a_user_the_same_context(tmp_path, cfg, embedder, locomo_file):
+    """One user's answer prompts then share their prefix, which llama.cpp evaluates once (a question's tokens come
+    out of a fixed allowance, not out of the memories)."""
+    from timem.bench.baselines import QUESTION_ALLOWANCE, window_budget
+    from timem.tokens import count_tokens
+
+    mid = "Which places did Caroline and Melanie say they had visited on their trips " * 3
+    assert count_tokens("When?") < count_tokens(mid) < QUESTION_ALLOWANCE < count_tokens(mid * 4)
+    assert window_budget(4000, cfg, "When?") == window_budget(4000, cfg, mid) > window_budget(4000, cfg, mid * 4)
+    small = _run(tmp_path, cfg, embedder, locomo_file, "full-context", "fc", forbid, retrieval_only=True,
+                 window=1500)
+    assert len({len(r["question"]) for r in small.rows}) > 1 and len({r["context"] for r in small.rows}) == 1
 
 
 def test_longmemeval_fixture(tmp_path, cfg, embedder):

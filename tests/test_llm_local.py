@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from timem.config import Config
 from timem.errors import LLMError, ModelFileError
 from timem.llm import local
-from timem.llm.client import LLM
+from timem.llm.client import LLM, own_cache
 from timem.llm.local import MODELS, LocalLlamaBackend, ModelSpec, ensure_model_file
 from timem.llm.protocol import ChatRequest, Message
 
@@ -150,7 +150,7 @@ class FakeLlama:
 def test_local_backend_sends_schema_and_maps_errors(monkeypatch):
     fake = FakeLlama({"choices": [{"message": {"role": "assistant", "content": '{"ok": true}'}}],
                       "usage": {"prompt_tokens": 12, "completion_tokens": 4}})
-    monkeypatch.setitem(local._LLAMAS, ("/m.gguf", 512, 1), (fake, threading.Lock()))
+    monkeypatch.setitem(local._LLAMAS, ("/m.gguf", 512, 1, ""), (fake, threading.Lock()))
     backend = LocalLlamaBackend("/m.gguf", "m-q4", n_ctx=512, n_threads=1)
     assert backend.model_id == "m-q4 (local llama.cpp)"
     resp = backend.chat(ChatRequest(messages=[Message(role="user", content="hi")], json_schema={"type": "object"},
@@ -162,6 +162,30 @@ def test_local_backend_sends_schema_and_maps_errors(monkeypatch):
     fake.exc = ValueError("Requested tokens (9000) exceed context window of 512")
     with pytest.raises(LLMError, match="TIMEM_LOCAL_N_CTX"):
         backend.chat(ChatRequest(messages=[Message(role="user", content="hi")]))
+
+
+class FakeBackend:
+    model_id = "fake"
+
+    def chat(self, request):
+        raise AssertionError("not called")
+
+
+def test_own_cache_is_a_second_llama_with_the_same_model_id(monkeypatch):
+    main, judge = FakeLlama(), FakeLlama()
+    for fake, text in ((main, "main"), (judge, "judge")):
+        fake.result = {"choices": [{"message": {"role": "assistant", "content": text}}], "usage": {}}
+    monkeypatch.setitem(local._LLAMAS, ("/m.gguf", 512, 1, ""), (main, threading.Lock()))
+    monkeypatch.setitem(local._LLAMAS, ("/m.gguf", 512, 1, "judge"), (judge, threading.Lock()))
+    backend = LocalLlamaBackend("/m.gguf", "m-q4", n_ctx=512, n_threads=1)
+    own = backend.with_own_cache("judge")
+    assert own.model_id == backend.model_id  # one response cache for both
+    request = ChatRequest(messages=[Message(role="user", content="hi")])
+    assert (backend.chat(request).text, own.chat(request).text) == ("main", "judge")
+    llm = LLM(backend, None)
+    assert own_cache(llm, "judge").backend.chat(request).text == "judge"
+    plain = LLM(FakeBackend(), None)
+    assert own_cache(plain, "judge") is plain  # a backend without instances is shared
 
 
 def test_local_backend_refuses_bad_gguf(tmp_path):

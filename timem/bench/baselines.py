@@ -12,7 +12,9 @@ questions can be answered: ``[Mon 8 May 2023, 13:56] Caroline: I went to ... [sh
 The top ``recipe.top_k`` turns are then added by rank within ``Config.recall.token_budget`` and shown in
 time order. ``full-context`` renders every turn by session and drops the oldest turns until the
 answer prompt fits the window: ``window − max answer tokens − prompt overhead``, minus 10 % because
-cl100k counts differ from the answering model's tokenizer.
+cl100k counts differ from the answering model's tokenizer. The question is counted as at least
+:data:`QUESTION_ALLOWANCE` tokens, so one user's questions get the same context and the embedded model
+evaluates its prompt prefix once (the bench's judge runs on its own KV cache, :func:`timem.llm.client.own_cache`).
 """
 
 from __future__ import annotations
@@ -169,9 +171,19 @@ def render_full(turns: Sequence[Turn], config: Config) -> str:
     return "\n".join(lines)
 
 
-def window_budget(window: int, config: Config, question: str, question_time: datetime) -> int:
-    """Context tokens that fit: ``(window − max answer tokens − prompt overhead) · (1 − margin)``."""
-    overhead = sum(count_tokens(m.content) for m in answer_prompt.build_messages(question, "", question_time))
+#: the question's share of the window in ``full-context``, in tokens: every question up to this long gets the
+#: same context, so one user's answer prompts share all but their last lines, which llama.cpp evaluates once
+QUESTION_ALLOWANCE = 96
+#: the longest "Today is …" line of the answer prompt (its date is counted at this width for every question)
+_WIDEST_DAY = datetime(2026, 9, 30, 23, 59)
+
+
+def window_budget(window: int, config: Config, question: str) -> int:
+    """Context tokens that fit: ``(window − max answer tokens − prompt overhead) · (1 − margin)``, where the
+    overhead counts the prompt without memories, the date at its widest and ``max(QUESTION_ALLOWANCE, the
+    question's tokens)`` (cl100k tokens)."""
+    overhead = sum(count_tokens(m.content) for m in answer_prompt.build_messages("", "", _WIDEST_DAY))
+    overhead += max(QUESTION_ALLOWANCE, count_tokens(question))
     return max(0, int((window - config.llm.llm_max_tokens - overhead - 16) * (1 - WINDOW_MARGIN)))
 
 
@@ -183,7 +195,7 @@ class FullContext:
 
     def retrieve(self, user: ImportedUser, question: str, question_time: datetime) -> Retrieved:
         turns = sorted(user.turns, key=lambda t: (t.event_time, t.session_id, t.seq))
-        budget = window_budget(self.window, self.config, question, question_time.astimezone(self.config.time.tz))
+        budget = window_budget(self.window, self.config, question)
         lo, hi = 0, len(turns)  # smallest start index whose suffix fits
         while lo < hi:
             mid = (lo + hi) // 2

@@ -44,6 +44,7 @@ from timem.datasets.base import ImportedUser, Question
 from timem.embed.protocol import Embedder
 from timem.engine import MemoryEngine
 from timem.errors import TimemError
+from timem.llm.client import own_cache
 from timem.llm.protocol import LLMClient
 from timem.models import Level
 from timem.progress import terminal_progress
@@ -246,8 +247,9 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
         judge_llm: LLMClient | None = None
         answering: tuple[LLMClient, LLMClient] | None = None  # (answering LLM, judge); None: retrieval-only
         if not spec.retrieval_only:
-            judge_llm = llm_factory(spec.judge_config, store) if spec.judge_config is not None else llm
-            if spec.judge_config is None:
+            judge_llm = llm_factory(spec.judge_config, store) if spec.judge_config is not None else None
+            if spec.judge_config is None and llm is not None:
+                judge_llm = own_cache(llm, "judge")  # the answer prompts' shared prefix stays evaluated
                 notes.append("the judge is the answering model itself (pass --judge for an independent judge)")
             if llm is None or judge_llm is None:
                 raise BenchError("the judge's settings give no LLM (llm_backend none); pass --judge local or "

@@ -12,7 +12,7 @@ import json_repair
 from pydantic import BaseModel, ValidationError
 
 from timem.errors import LLMError, UnusableAnswerError
-from timem.llm.protocol import ChatBackend, ChatRequest, ChatResponse, LocalModel, Message
+from timem.llm.protocol import ChatBackend, ChatRequest, ChatResponse, LLMClient, LocalModel, Message
 from timem.store.ports import LLMCache
 
 T = TypeVar("T", bound=BaseModel)
@@ -233,3 +233,13 @@ def local_model(llm: object) -> LocalModel | None:
     OpenAI-compatible endpoint, a scripted backend)."""
     backend = llm.backend if isinstance(llm, LLM) else None
     return backend if isinstance(backend, LocalModel) else None
+
+
+def own_cache(llm: LLMClient, instance: str) -> LLMClient:
+    """``llm``'s model on its own KV cache when its backend has instances (the embedded model:
+    :meth:`timem.llm.local.LocalLlamaBackend.with_own_cache`), with the same response cache and call log; else
+    ``llm`` itself (an HTTP backend keeps no prompt state between calls)."""
+    split = getattr(llm.backend, "with_own_cache", None) if isinstance(llm, LLM) else None
+    if split is None or not isinstance(llm, LLM):
+        return llm
+    return LLM(split(instance), llm.store, max_retries=llm.max_retries, max_tokens=llm.max_tokens)

@@ -182,15 +182,15 @@ def ensure_model_file(config: Config) -> Path:
 
 # ------------------------------------------------------------------ llama.cpp backend
 #: (path, n_ctx, n_threads) -> (Llama, lock serialising its calls; a Llama is not thread-safe)
-_LLAMAS: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}
+_LLAMAS: dict[tuple[str, int, int, str], tuple[Any, threading.Lock]] = {}
 _LLAMA_LOCK = threading.Lock()
 #: Greedy decoding of a 1.5B model loops on long summaries ("They also discussed ..." x N) without it.
 REPEAT_PENALTY = 1.1
 SEED = 42
 
 
-def _load_llama(model_path: str, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
-    key = (model_path, n_ctx, n_threads)
+def _load_llama(model_path: str, n_ctx: int, n_threads: int, instance: str = "") -> tuple[Any, threading.Lock]:
+    key = (model_path, n_ctx, n_threads, instance)
     with _LLAMA_LOCK:
         if key not in _LLAMAS:
             try:
@@ -247,16 +247,29 @@ class LocalLlamaBackend:
     """A :class:`~timem.llm.protocol.ChatBackend` running a GGUF in-process with llama.cpp.
 
     The ``llama_cpp.Llama`` instance is created on the first :meth:`chat` and shared by every
-    backend of the same (path, n_ctx, n_threads) in this process (the studio reruns scripts).
-    ``model_id`` is e.g. ``"qwen2.5-coder-1.5b-instruct-q4_k_m (local llama.cpp)"``.
+    backend of the same (path, n_ctx, n_threads, instance) in this process (the studio reruns scripts).
+    ``model_id`` is e.g. ``"qwen2.5-coder-1.5b-instruct-q4_k_m (local llama.cpp)"``; it does not name the
+    instance, so every instance shares the response cache.
     """
 
-    def __init__(self, model_path: str | Path, model_name: str, n_ctx: int = 8192, n_threads: int = 2) -> None:
+    def __init__(self, model_path: str | Path, model_name: str, n_ctx: int = 8192, n_threads: int = 2,
+                 instance: str = "") -> None:
         self.model_path = str(model_path)
         self.model_name = model_name
         self.n_ctx = n_ctx
         self.n_threads = n_threads
+        self.instance = instance
         self.model_id = f"{model_name} (local llama.cpp)"
+
+    def with_own_cache(self, instance: str) -> LocalLlamaBackend:
+        """The same model on a second ``llama_cpp.Llama`` named ``instance``, with its own KV cache (another
+        ~1 GB of RAM for the embedded model, loaded on its first call).
+
+        llama.cpp reuses the longest common token prefix of consecutive calls on one instance; a benchmark's
+        judge calls between its answer calls would replace the answer prompt's prefix every time (the
+        ``full-context`` baseline's 8k-token prompts share all but their last ~60 tokens).
+        """
+        return LocalLlamaBackend(self.model_path, self.model_name, self.n_ctx, self.n_threads, instance)
 
     def chat(self, request: ChatRequest) -> ChatResponse:
         """Run one chat completion; JSON requests use llama.cpp's schema-constrained grammar.
@@ -264,7 +277,7 @@ class LocalLlamaBackend:
         Raises:
             LLMError: the model cannot be loaded, the prompt exceeds ``n_ctx``, or decoding fails.
         """
-        llm, lock = _load_llama(self.model_path, self.n_ctx, self.n_threads)
+        llm, lock = _load_llama(self.model_path, self.n_ctx, self.n_threads, self.instance)
         kwargs: dict[str, Any] = {}
         if request.json_schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
@@ -296,7 +309,7 @@ class LocalLlamaBackend:
         """
         if request.json_schema is not None:
             raise LLMError(f"{self.model_id}: streaming is for free text; call chat() for JSON")
-        llm, lock = _load_llama(self.model_path, self.n_ctx, self.n_threads)
+        llm, lock = _load_llama(self.model_path, self.n_ctx, self.n_threads, self.instance)
         with lock:
             try:
                 chunks = llm.create_chat_completion(
@@ -328,7 +341,7 @@ class LocalLlamaBackend:
         Raises:
             LLMError: the model cannot be loaded or the prompt exceeds ``n_ctx``.
         """
-        llm, lock = _load_llama(self.model_path, self.n_ctx, self.n_threads)
+        llm, lock = _load_llama(self.model_path, self.n_ctx, self.n_threads, self.instance)
         try:
             with lock:
                 out = llm.create_chat_completion(messages=[m.model_dump() for m in messages], temperature=0.0,
