@@ -8,6 +8,7 @@ MiniLM, real DuckDB, no LLM."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 from conftest import DATA
@@ -16,13 +17,14 @@ from timem.config import load_config
 from timem.datasets import load_dataset
 from timem.engine import MemoryEngine
 from timem.models import MemoryNode
-from timem.recall.condense import condense, passage
+from timem.recall.condense import condense, passage, refill
+from timem.recall.context import render_context
 from timem.recall.leaves import Candidate
 from timem.recall.pipeline import neighbour_leaves
 from timem.recall.render import render_trace
 from timem.recall.trace_store import load_traces
 from timem.store import Store
-from timem.tokens import content_stems
+from timem.tokens import content_stems, count_tokens
 
 CASE = DATA / "cases" / "scattered" / "instruments.jsonl"
 QUESTION = "Which instrument does Mia play?"
@@ -53,7 +55,8 @@ def test_whole_turns_leave_evidence_out_at_a_small_budget(folder, embedder):
 
 
 def test_condensed_context_holds_every_instrument_with_speaker_and_date(folder, embedder):
-    with _engine(folder, embedder, token_budget=280, condense_after=1, condense_leaf_tokens=24) as eng:
+    with _engine(folder, embedder, token_budget=280, condense_after=1, condense_leaf_tokens=24,
+                 condense_refill=False) as eng:
         res = eng.recall("mia", QUESTION)
         (loaded,) = load_traces(eng.store, "mia", limit=1)
     assert all(w in res.context for w in INSTRUMENTS), res.context
@@ -76,6 +79,18 @@ def test_condensed_context_holds_every_instrument_with_speaker_and_date(folder, 
         assert f"  {nid}: <= {cap} tokens" in text
         if any(c.node_id == nid for c in res.trace.candidates):
             assert f"condensed to <= {cap} tokens  [{nid}]" in text
+
+
+def test_room_left_after_the_fill_gives_cut_memories_their_whole_text_back(folder, embedder):
+    settings = {"token_budget": 280, "condense_after": 1, "condense_leaf_tokens": 24}
+    with _engine(folder, embedder, condense_refill=False, **settings) as eng:
+        cut = eng.recall("mia", QUESTION, persist=False)
+    with _engine(folder, embedder, **settings) as eng:
+        res = eng.recall("mia", QUESTION, persist=False)
+    assert all(w in res.context for w in INSTRUMENTS), res.context  # the same memories ...
+    assert res.trace.node_ids == cut.trace.node_ids
+    assert cut.mem_len < res.mem_len <= 280  # ... with more of their words
+    assert set(res.trace.condensed) < set(cut.trace.condensed)  # the trace names only what is still cut
 
 
 def test_relevant_neighbours_follow_a_question_or_a_candidate(folder, embedder):
@@ -116,6 +131,29 @@ def test_condense_cuts_only_after_the_first_leaves():
     assert "violin" in out["b"].content and out["b"].content.startswith("Mia: …")  # the passage that bears on it
     assert len(out["nb"].content) <= len(out["b"].content) < len(long)  # both cut, the neighbour cap no larger
     assert nodes == before  # the input is not modified
+
+
+def test_refill_gives_cut_memories_their_whole_text_best_first_while_it_fits():
+    tz = ZoneInfo("UTC")
+    short = "Mia: " + " ".join(f"Note {i} about the garden." for i in range(6)) + " I play the violin."
+    long = "Mia: " + " ".join(f"Sentence {i} is about the garden and the weather." for i in range(12)) + \
+        " I play the drums."
+    nodes = {"a": _node("a", long), "b": _node("b", short), "c": _node("c", long)}
+    out, caps = condense(nodes, ["a", "b", "c"], [], QUESTION, content_stems(QUESTION), 1, 12, 12)
+    assert set(caps) == {"b", "c"}
+    chosen = [out["a"], out["b"], out["c"]]
+    text = render_context(chosen, tz)
+    filled = count_tokens(text)
+    room = count_tokens(render_context([out["a"], nodes["b"], out["c"]], tz))  # b whole fits, c whole does not
+    assert room < count_tokens(render_context([out["a"], out["b"], nodes["c"]], tz))
+    got, new_text, n = refill(chosen, nodes, dict(caps), QUESTION, room, tz, "grouped", text, filled)
+    assert [m.content for m in got] == [long, short, out["c"].content] and n == room <= count_tokens(new_text)
+    assert new_text == render_context(got, tz)
+    left = dict(caps)
+    refill(chosen, nodes, left, QUESTION, room, tz, "grouped", text, filled)
+    assert left == {"c": caps["c"]}  # the restored memory is no longer reported as cut
+    same = refill(chosen, nodes, dict(caps), QUESTION, filled, tz, "grouped", text, filled)
+    assert same == (chosen, text, filled)  # a full context is unchanged
 
 
 def test_a_cut_keeps_the_sentence_that_shares_a_content_word_not_a_greeting():

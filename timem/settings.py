@@ -330,6 +330,9 @@ class RecallSettings(_Section):
     condense_after: Annotated[int, Field(ge=0)] | Literal["off"] = 4
     condense_leaf_tokens: int = Field(default=40, ge=8)  #: cl100k cap of a condensed leaf
     condense_neighbour_tokens: int = Field(default=25, ge=8)  #: cl100k cap of a condensed neighbour turn
+    #: when the filled context has room left, cut memories get their whole text back, best first, while it fits
+    #: (:func:`timem.recall.condense.refill`; the same memories, more of their words)
+    condense_refill: bool = True
     #: context layout: "grouped" (one dated header per session for L1) or "lines" (a date per memory)
     context_layout: Literal["grouped", "lines"] = "grouped"
     #: per complexity, level -> most nodes of that level in the context (TOML table ``[recall.quotas.simple]``;

@@ -13,6 +13,10 @@ came by meaning) keeps its opening within the cap; keeping it whole instead cost
 and one answer at 500 tokens. So the answer of a single-turn question stays whole, and a question whose
 evidence is scattered gets more distinct turns into the same budget.
 
+When the budget is not full after the fill (the gate kept fewer memories, or the next one did not fit),
+:func:`refill` gives the cut memories in the context their whole text back, best first, while it fits
+(``Config.recall.condense_refill``): the set of memories is the same, with more of their words.
+
 Measured on LoCoMo dev (``bench/results/scattered-evidence.md``); the whole-text form is
 ``condense_after = "off"`` (recipe ``whole-context``).
 """
@@ -20,10 +24,11 @@ Measured on LoCoMo dev (``bench/results/scattered-evidence.md``); the whole-text
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from zoneinfo import ZoneInfo
 
 from timem.models import MemoryNode
-from timem.recall.context import best_passage, content_tokens
-from timem.tokens import content_stems
+from timem.recall.context import Layout, best_passage, content_tokens, quarter_passage, render_context
+from timem.tokens import content_stems, count_tokens
 
 
 def passage(node: MemoryNode, question: str, stems: set[str], max_tokens: int) -> MemoryNode:
@@ -64,3 +69,34 @@ def condense(nodes: Mapping[str, MemoryNode], ranked_leaves: Sequence[str], neig
         if cut is not node:
             out[nid], caps[nid] = cut, cap
     return out, caps
+
+
+def refill(chosen: Sequence[MemoryNode], nodes: Mapping[str, MemoryNode], caps: dict[str, int], question: str,
+           budget: int, tz: ZoneInfo, layout: Layout, text: str, tokens: int) -> tuple[list[MemoryNode], str, int]:
+    """Give the cut memories of a filled context their whole text back, best first, while it fits ``budget``.
+
+    Args:
+        chosen: the context's memories in priority order (best first), as :func:`condense` and the budget left them.
+        nodes: every memory as stored, by id (one longer than a quarter of the budget comes back as
+            :func:`timem.recall.context.quarter_passage`, as the fill shows it).
+        caps: the cut memories' caps by id (:func:`condense`); the restored ones are removed from it.
+        budget: the context's budget in cl100k tokens; ``text``, ``tokens``: the filled context and its count.
+        tz, layout: how the context is rendered (:func:`timem.recall.context.render_context`).
+
+    Returns:
+        ``(memories in the same order, context text, its cl100k token count)``; unchanged when nothing fits.
+    """
+    out = list(chosen)
+    for i, node in enumerate(out):
+        if node.id not in caps or node.id not in nodes or tokens >= budget:
+            continue
+        full = quarter_passage(nodes[node.id], question, budget)
+        if count_tokens(full.content) - count_tokens(node.content) > budget - tokens + 4:  # cheap check, with slack
+            continue
+        trial = [*out[:i], full, *out[i + 1:]]
+        trial_text = render_context(trial, tz, layout)
+        n = count_tokens(trial_text)
+        if n <= budget:
+            out, text, tokens = trial, trial_text, n
+            del caps[node.id]
+    return out, text, tokens

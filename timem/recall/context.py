@@ -153,6 +153,13 @@ _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
 _WORDS = re.compile(r"\w+", re.UNICODE)
 
 
+def quarter_passage(node: MemoryNode, question: str, budget: int) -> MemoryNode:
+    """``node`` as a context of ``budget`` cl100k tokens shows it: whole, or its :func:`best_passage` for
+    ``question`` when it is longer than a quarter of the budget (at least 32 tokens), so that an over-long memory
+    contributes, never nothing."""
+    return best_passage(node, question, max(32, budget // 4))
+
+
 def best_passage(node: MemoryNode, question: str, max_tokens: int,
                  score: Callable[[str], int] | None = None, whole_sentence: bool = False) -> MemoryNode:
     """A copy of ``node`` whose content is its passage most relevant to ``question`` within ``max_tokens``.

@@ -37,7 +37,7 @@ from timem.models import MemoryNode
 from timem.prompts import gate as gate_prompt
 from timem.recall import cjk
 from timem.recall.ancestors import AncestorRecord
-from timem.recall.context import Layout, best_passage, date_label
+from timem.recall.context import Layout, date_label, quarter_passage
 from timem.recall.context_fit import fit_context
 from timem.recall.leaves import Candidate
 from timem.recall.state import RecallState
@@ -200,7 +200,7 @@ def apply_budget(kept: set[str], why: dict[str, str], leaves: Sequence[Candidate
         order += [nid for c in ranked for nid in pulled.get(c.node_id, [])]
     priority = list(dict.fromkeys(order))  # first place wins
     # an over-long memory contributes its most relevant passage instead of nothing (a quarter of the budget)
-    eligible = [best_passage(nodes[nid], question, max(32, budget // 4)) if question else nodes[nid]
+    eligible = [quarter_passage(nodes[nid], question, budget) if question else nodes[nid]
                 for nid in priority if nid in kept]
     chosen, text, tokens = fit_context(eligible, tz, layout, budget)
     final = {n.id for n in chosen}

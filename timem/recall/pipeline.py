@@ -35,7 +35,7 @@ from timem.recall import cjk
 from timem.recall.ancestors import AncestorRecord, fetch_lineage, lift_ancestors
 from timem.recall.answer_check import check_answer
 from timem.recall.aspects import merge_channels
-from timem.recall.condense import condense
+from timem.recall.condense import condense, refill
 from timem.recall.context import count_context_tokens
 from timem.recall.gating import GateMode, GateOutcome, apply_budget, run_gate
 from timem.recall.items import ItemRecall, recall_items
@@ -210,10 +210,13 @@ def _context(state: RecallState, leaves: LeafSelection, ancestors: list[Ancestor
         stems = content_stems(query, person_names(query, state.participants))
         shown, caps = condense(nodes, [c.node_id for c in sorted(leaves.kept, key=lambda c: c.rank)], pulled, query,
                                stems, rc.condense_after, rc.condense_leaf_tokens, rc.condense_neighbour_tokens)
-    chosen, context, tokens, decisions = apply_budget(kept, why, leaves.kept, ancestors, shown,
-                                                      max(0, rc.token_budget - item_tokens), config.time.tz,
+    budget = max(0, rc.token_budget - item_tokens)
+    chosen, context, tokens, decisions = apply_budget(kept, why, leaves.kept, ancestors, shown, budget, config.time.tz,
                                                       rc.context_layout, pulled, rc.neighbour_priority == "interleave",
                                                       query)
+    if caps and rc.condense_refill:
+        chosen, context, tokens = refill(chosen, nodes, caps, query, budget, config.time.tz, rc.context_layout,
+                                         context, tokens)
     outcome = outcome.model_copy(update={"decisions": decisions})
     if items.lines:
         context = items.block + ("\n\n" + context if context else "")
