@@ -101,6 +101,7 @@ def test_retry_finishes_a_write_cut_short_after_its_turns_were_stored(setup):
     factory, kf, keys = setup
     body = {"session_id": "s1", "event_time": AT, "message": "I adopted a grey cat called Pixel.", "reply": "Lovely!"}
     eng = factory()
+    eng.core.tenant_ids = True  # as the service's engine (timem.service.context.Service): users are tenant/user
     eng.add_exchange("acme/mia", "s1", body["message"], body["reply"], datetime.fromisoformat(AT), consolidate=False,
                      request=write_request("mia", TurnsIn(**body), "k-1"))
     assert eng.nodes("acme/mia", 1) == []  # the turns are stored, their L1 segment is not

@@ -59,10 +59,10 @@ class OnlineChat(EnginePart):
         (a recall still sees the write), else it runs before this returns.
 
         Raises:
-            InputError: empty text, a naive ``event_time``, a name with a line break or control character, an
-                ended session, or a turn earlier than the
-                session's last or more than a day after its first (:data:`timem.models.MAX_SESSION`); nothing is
-                written.
+            InputError: empty text, a naive ``event_time``, a name with a line break or control character, a new
+                user whose id breaks :func:`timem.ids.check_new_user_id` (``"a b"``, ``"a/b"``), an ended session, or
+                a turn earlier than the session's last or more than a day after its first
+                (:data:`timem.models.MAX_SESSION`); nothing is written.
             ConsolidationIncomplete: the turns and the L1 segment were stored, but some closed window
                 could not be consolidated (see :meth:`Consolidator.consolidate`).
         """
@@ -84,10 +84,10 @@ class OnlineChat(EnginePart):
         ``"turn"`` its L1 segment is written at once).
 
         Raises:
-            InputError: empty text, a naive ``event_time``, a name with a line break or control character, an
-                ended session, or a turn earlier than the
-                session's last or more than a day after its first (:data:`timem.models.MAX_SESSION`); nothing is
-                written.
+            InputError: empty text, a naive ``event_time``, a name with a line break or control character, a new
+                user whose id breaks :func:`timem.ids.check_new_user_id` (``"a b"``, ``"a/b"``), an ended session, or
+                a turn earlier than the session's last or more than a day after its first
+                (:data:`timem.models.MAX_SESSION`); nothing is written.
         """
         check_chat(text, event_time)
         check_names(user_name=user_name)
@@ -104,10 +104,10 @@ class OnlineChat(EnginePart):
         :meth:`add_message`, then write the L1 segment and consolidate what closed (see :meth:`add_exchange`).
 
         Raises:
-            InputError: empty text, a naive ``event_time``, a name with a line break or control character, an
-                ended session, or a turn earlier than the
-                session's last or more than a day after its first (:data:`timem.models.MAX_SESSION`); nothing is
-                written.
+            InputError: empty text, a naive ``event_time``, a name with a line break or control character, a new
+                user whose id breaks :func:`timem.ids.check_new_user_id` (``"a b"``, ``"a/b"``), an ended session, or
+                a turn earlier than the session's last or more than a day after its first
+                (:data:`timem.models.MAX_SESSION`); nothing is written.
             ConsolidationIncomplete: see :meth:`add_exchange`.
         """
         check_chat(text, event_time, what="reply")
@@ -159,6 +159,7 @@ class OnlineChat(EnginePart):
                         request: WriteRequest | None = None) -> list[MemoryNode]:
         for t in turns:
             check_turn(t, self.config.store.max_turn_chars)
+        self.check_writes_user(user_id)
         ended = {s.session_id for s in self.store.sessions(user_id) if s.ended}
         if turns and turns[0].session_id in ended:  # its session memory is written: a later turn would stretch it
             raise InputError(f"session {turns[0].session_id!r} was ended; send the turn in a new session",
@@ -201,8 +202,9 @@ class OnlineChat(EnginePart):
         the preview).
 
         Raises:
-            InputError: empty message, naive ``event_time``, or a name that is empty or holds a line break or
-                control character (nothing is written).
+            InputError: empty message, naive ``event_time``, a name that is empty or holds a line break or
+                control character, or a new user whose id breaks :func:`timem.ids.check_new_user_id` (nothing is
+                written).
             ChatTurnError: the message is stored but answering failed (``stage="answer"``), the reply
                 was refused (``"reply"``), or the reply is stored and writing memories failed
                 (``"memories"``); ``__cause__`` is the original error.

@@ -16,7 +16,8 @@ import numpy as np
 
 from timem.config import Config
 from timem.embed.protocol import Embedder
-from timem.errors import NotFoundError
+from timem.errors import InputError, NotFoundError
+from timem.ids import check_new_user_id
 from timem.llm.client import local_model
 from timem.llm.protocol import LLMClient
 from timem.models import MemoryNode, SessionInfo, Turn
@@ -34,6 +35,9 @@ class EngineCore:
     store: MemoryStore
     embedder: Embedder
     llm: LLMClient | None
+    #: user ids are the memory service's ``tenant/user`` (set by :class:`timem.service.context.Service`): a new
+    #: user's id is checked by its user part (:func:`timem.ids.check_new_user_id`)
+    tenant_ids: bool = False
 
 
 class EnginePart:
@@ -57,6 +61,21 @@ class EnginePart:
     @property
     def llm(self) -> LLMClient | None:
         return self.core.llm
+
+    def check_writes_user(self, user_id: str) -> None:
+        """Refuse a write that would create a user whose id breaks the rule of new user ids
+        (:func:`timem.ids.check_new_user_id`, the rule of ``timem ingest``, the studio and the memory service), so
+        that what the library writes exports to a file ``timem ingest`` reads back. A user already stored keeps its
+        id (files written before the rule, datasets); the store is read only for an id that breaks the rule.
+
+        Raises:
+            InputError: a new user whose id breaks the rule; nothing is written.
+        """
+        try:
+            check_new_user_id(user_id, tenant_ids=self.core.tenant_ids)
+        except InputError:
+            if user_id not in self.store.users():
+                raise
 
 
 class StoreReads(EnginePart):

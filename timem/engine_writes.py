@@ -68,7 +68,8 @@ class MemoryWrites(EnginePart):
         Raises:
             InputError: a turn's text, speaker or caption holds a lone surrogate, a control character or
                 only invisible characters (:func:`timem.datasets.base.check_text`), a user or session id holds
-                ``:``, a turn id is not ``user:session:seq`` or two turns share one, or a text is longer than
+                ``:``, a new user's id breaks :func:`timem.ids.check_new_user_id` (a stored user keeps its id), a
+                turn id is not ``user:session:seq`` or two turns share one, or a text is longer than
                 ``max_turn_chars``; nothing is written.
             ConsolidationIncomplete: after every user was imported, if some window could not be
                 consolidated (its ``.report`` is the :class:`IngestReport`); the turns, the L1
@@ -80,7 +81,8 @@ class MemoryWrites(EnginePart):
         written: list[MemoryNode] = []
         seen: set[str] = set()
         for user in users:
-            check_user_id(user.user_id)
+            check_user_id(user.user_id)  # every stored id's rule; a new user's is stricter (check_writes_user)
+            self.check_writes_user(user.user_id)
             for t in user.turns:
                 check_turn(t, self.config.store.max_turn_chars)
                 if t.id in seen:  # one of them would be dropped

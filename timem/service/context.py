@@ -98,6 +98,7 @@ class Service:
 
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
+        engine.core.tenant_ids = True  # its users are stored as tenant/user (Tenant.internal)
         self.max_text = engine.config.service.service_max_text_chars
         self._lock = threading.Lock()
         if engine.config.consolidation.online_queue:  # writes answer before consolidation (timem.engine_queue)
