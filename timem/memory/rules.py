@@ -18,7 +18,8 @@ explicit first-person statements and corrections):
   "I started playing chess", "I love / like hiking", "I love hiking and swimming" (two hobbies), "yoga is my thing
   now", "I stopped running" / "I gave up climbing" / "no more running" / "I don't swim anymore" (ends it),
   "我开始学游泳";
-* likes and dislikes (several at once; "I love jazz now" ends "dislikes jazz" and the other way round) --
+* likes and dislikes (several at once; "I love jazz now" ends "dislikes jazz" and the other way round;
+  :mod:`timem.memory.likes`) --
   "I hate country music", "I really like jazz now", "I love the blues" ("blues"), "I'm really into jazz", "I'm a big
   fan of jazz", "I am a huge Beatles fan", "I'm not a fan of jazz" (a dislike); a diet ends with "I'm not vegetarian
   anymore", "I eat meat again";
@@ -37,8 +38,8 @@ import re
 from dataclasses import dataclass
 
 from timem.memory.hobbies import HOBBIES, ended_hobby, started_hobbies
+from timem.memory.likes import opinion_clauses, read_opinions
 from timem.memory.occupations import ZH_OCCUPATION, occupation
-from timem.memory.opinions import ended_opinion, hedged
 from timem.memory.places import is_place
 from timem.prompts.common import QUESTION, SENTENCES
 
@@ -169,67 +170,13 @@ _ZH_SWITCH = _p(r"我?从{old}(?:换成|改成|改喝|换到)了?{new}", old=_ZH
 _DIET_END = re.compile(rf"\bi(?:'m|\s+am)\s+(?:no\s+longer|not)\s+(?:a\s+)?(?P<v>{'|'.join(DIETS)})(?:\s+any\s*more)?\b"
                        rf"|\bi\s+(?:stopped|quit)\s+being\s+(?:a\s+)?(?P<w>{'|'.join(DIETS)})\b"
                        r"|\bi(?:'m|\s+am)?\s+(?:eat|eating|started\s+eating)\s+meat\s+again\b", re.IGNORECASE)
-#: "the" before a name or a thing named with it is left out, as in "a fan of the Beatles": "I love the blues" likes
-#: "blues" (a new-user trial read nothing); not "I love the photo / the idea / the way you …" (no thing liked)
-_OPINION_THE = (r"(?:the\s+(?=(?-i:[A-Z])|(?:blues|outdoors|ocean|sea|beach|mountains|countryside|rain|snow|"
-                r"theat(?:re|er)|opera|ballet)\b))?")
-_OPINION_VALUE = (_OPINION_THE + r"(?!(?:it|that|this|you|him|her|them|to|how|when|what|being|my|your|his|our|"
-                  r"their|the|a|an)\b)(?P<v>[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,3}?)\s*(?:now|these\s+days|nowadays)?"
-                  r"(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|more|again|here|there)\b))")
-_LIKE = re.compile(r"(?:\bi\s+(?:really\s+|absolutely\s+|actually\s+|kind\s+of\s+)?(?:love|like|enjoy|adore)\s+"
-                   r"|\bi(?:'m|’m|\s+am)\s+(?:really\s+|so\s+|totally\s+|very\s+|big\s+|now\s+|also\s+)*into\s+)"
-                   + _OPINION_VALUE, re.IGNORECASE)
-_DISLIKE = re.compile(r"\bi\s+(?:really\s+)?(?:dislike|hate|can't\s+stand|cannot\s+stand|don't\s+like|"
-                      r"do\s+not\s+like)\s+" + _OPINION_VALUE, re.IGNORECASE)
-#: "I'm a big fan of jazz", "I am a huge Beatles fan", "I've always been a fan of the Beatles", "we're big fans of
-#: X" like X; "I'm not (really) a fan of X", "I've never been a jazz fan" dislike it. Not "I was a fan" (the past),
-#: "a fan of yours / what you do / the idea" (no thing), "I don't think I'm a fan" (:func:`_negated`), a ceiling fan
-_FAN_WHO = (r"\b(?:i(?:'m|’m|\s+am)|i(?:'ve|’ve|\s+have)\s+(?:always\s+|long\s+)?been|i\s+(?:became|have\s+become)"
-            r"|we(?:'re|’re|\s+are))\s+")
-_FAN_NOT = (r"\b(?:i(?:'m|’m|\s+am)\s+(?:not|no)|i(?:'ve|’ve|\s+have)\s+never\s+been)\s+"
-            r"(?:really\s+|(?:that\s+)?much\s+of\s+)?")
-_FAN_SO = r"(?:(?:still|also|really|just|always|now|truly|definitely|totally|kind\s+of|such)\s+)*(?:an?\s+)?"
-_FAN_BIG = (r"(?:big|huge|massive|great|real|true|die-?hard|long-?time|lifelong|total|complete|absolute|enormous|"
-            r"avid|devoted|loyal|hardcore|crazy|major|serious|proud|biggest|number\s+one)")
-_FAN_NO_THING = (r"(?!(?:it|that|this|these|those|you|yours|him|his|her|hers|them|theirs|ours|mine|to|how|when|what|"
-                 r"whatever|being|my|your|our|their|the|a|an|both|all|any|every|everything|anything|some|people|"
-                 r"someone|everyone|one|each|many|lots|plenty|most|such|not|no|never)\b)")
-#: a word of a liked name: "Miles Davis", "sci-fi", "St. Louis" (the sentences do not end at "St.")
-_FAN_WORD = r"(?:(?-i:St|Dr|Mr|Mrs|Ms|Mt)\.|[a-z][\w'’&-]*)"
-#: "a fan of X": X runs to punctuation, a dash or a word that starts something else ("since", "and", "like")
-_FAN_OF = (rf"(?:{_FAN_BIG}\s+)*fans?\s+of\s+(?:the\s+(?=(?-i:[A-Z])))?{_FAN_NO_THING}"
-           rf"(?P<v>{_FAN_WORD}(?:\s+{_FAN_WORD}){{0,3}}?)"
-           r"(?=\s*(?:[,.!?;:()–—]|$)|\s+-|\s+(?:now|these\s+days|nowadays|since|for|and|but|because|too|so|ever|"
-           r"as|from|when|who|which|that|in|at|on|with|like|though|honestly|myself|really)\b)")
-#: "a (huge) X fan": one to three words before "fan", none of them a "big" word
-_FAN_NAMED = (rf"(?:{_FAN_BIG}\s+)*(?!{_FAN_BIG}\b){_FAN_NO_THING}"
-              rf"(?P<v>{_FAN_WORD}(?:\s+(?!{_FAN_BIG}\b){_FAN_WORD}){{0,2}}?)\s+fans?\b(?!\s+of\b)")
-_FANS = [(re.compile(who + _FAN_SO + body, re.IGNORECASE), attribute)
-         for who, attribute in ((_FAN_NOT, "dislikes"), (_FAN_WHO, "likes")) for body in (_FAN_OF, _FAN_NAMED)]
-_FAN_RX = frozenset(rx for rx, _ in _FANS)
 _ZH_DIET = re.compile(r"我(?:现在|已经)?(?:开始)?(?:吃素|是素食者|是素食主义者)")
 _ZH_FAV = _p(r"我最喜欢的{a}是{v}" + _ZH_END, a=_ZH_VAL, v=_ZH_VAL)
-#: 我现在喜欢咖啡 (a trial: without 现在 it read nothing)
-_ZH_OFTEN = r"(?:很|非常|特别|真的|也|一直|最近|超|现在|如今|目前|还|更|又|开始)*"
-_ZH_DISLIKE = _p(r"我" + _ZH_OFTEN + r"(?:不喜欢|讨厌|受不了){v}" + _ZH_END, v=_ZH_VAL)  #: 我讨厌香菜
-_ZH_LIKE = _p(r"我" + _ZH_OFTEN + r"(?:喜欢|爱)(?!上){v}" + _ZH_END, v=_ZH_VAL)  #: 我很喜欢爵士乐 (爱上了: a hobby)
-#: no thing liked: a person or a place pointed at ("我喜欢你", "我喜欢这里")
-_ZH_NOT_A_THING = frozenset("你 您 他 她 它 你们 他们 她们 它们 这 那 这里 那里 这儿 那儿 "
-                            "这个 那个 这样 那样 这些 那些 自己 大家".split())
-_ZH_FAN = _p(r"我(?:也|一直)?是{v}的(?:铁杆|忠实|超级|老)?(?:粉丝|歌迷|影迷|球迷|书迷)", v=_ZH_VAL)  #: 我是周杰伦的粉丝
-_NOT_A_THING = frozenset({"all", "how", "being", "every", "everything", "anything", "something", "so", "very",
-                          "doing", "when", "what", "where", "why", "seeing", "having", "getting", "making"})
 # 开始当护士 is a job (:data:`_ZH_BE_JOB`), not a hobby
 # 开始喜欢瑜伽 is a like (:data:`_ZH_LIKE`), not "hobby: 喜欢瑜伽"
 _ZH_HOBBY = _p(r"我(?:最近|现在|已经)?(?:开始学|开始练|开始|在学|爱上了|迷上了)(?!当|做|喜欢|爱){v}" + _ZH_END,
                v=_ZH_VAL)
 _ZH_BARE = _p(r"^(?:是|应该是){v}" + _ZH_END, v=_ZH_VAL)
-
-
-def _negated(before: str) -> bool:
-    """Whether the clause ``before`` a match is negated ("I don't think I'm a fan of jazz"); a comma or "but"
-    closes the clause ("I don't drink coffee, but I'm a big fan of tea" is not)."""
-    return re.search(r"(?:\bnot|\bnever|\bno|n['’]t)\b(?:(?!\bbut\b)[^,;])*$", before, re.IGNORECASE) is not None
 
 
 def _clean(v: str) -> str:
@@ -300,29 +247,8 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
         hobbies = [m["v"]] if not m["v"].isascii() else [w for w in m["v"].lower().split() if w in HOBBIES][:1]
     for hobby in hobbies:
         add("preference", "hobby", hobby)
-    # "I used to love jazz": "likes jazz" ends; an activity only when it is a hobby (not "spending time in …")
-    if (past := ended_opinion(s)) and not ((w := past[1].split()[0]).endswith("ing") and w not in HOBBIES):
-        add("preference", past[0], past[1], replaces=past[1], ends_only=True)
-    for rx, attribute in ((_DISLIKE, "dislikes"), *_FANS[:2], (_LIKE, "likes"), *_FANS[2:]):
-        m = rx.search(s)
-        fan = rx in _FAN_RX
-        if m and (hedged(s[:m.start()]) or (fan and attribute == "likes" and _negated(s[:m.start()]))):
-            continue
-        words = _clean(m["v"]).split() if m else []
-        # an activity ("running my studio") is a hobby or nothing (a name is a name: "a fan of the Rolling Stones");
-        # "all the …", "how …", "… is awesome" are no thing
-        if words and not (words[0].lower().endswith("ing") and not (fan and words[0][0].isupper())) and (
-                words[0].lower() not in _NOT_A_THING) and not (
-                {w.lower() for w in words} & {"is", "are", "was", "were", "be"}):
-            add("preference", attribute, " ".join(words if fan else (w.lower() for w in words)))  # fan: "Beatles"
-            break
-    if not any(x.attribute in ("likes", "dislikes") for x in out):
-        for rx, attribute in ((_ZH_DISLIKE, "dislikes"), (_ZH_FAN, "likes"), (_ZH_LIKE, "likes")):
-            if m := rx.search(s):
-                v = re.sub(r"^[吃喝看听玩去](?=.)", "", m["v"])  # 我喜欢听爵士乐: 爵士乐
-                if v not in _ZH_NOT_A_THING:
-                    add("preference", attribute, v)
-                break
+    for attribute, value, ends in read_opinions(s):
+        add("preference", attribute, value, **({"replaces": value, "ends_only": True} if ends else {}))
     if m := (_FAV.search(s) or _ZH_FAV.search(s)):
         add("preference", f"favourite {_clean(m['a']).lower()}", m["v"])
     if m := _MY.search(s):
@@ -356,43 +282,7 @@ def extract_statements(text: str) -> list[Statement]:
                 # "Actually, I moved to Braga, not Porto" (or "sorry, I meant …", "不对，…") corrects
                 news = _MERE_ACTUALLY.match(m.group(0)) and _CHANGE.search(rest) and not _CONTRAST.search(rest)
                 correction, sent = not news, rest
-        for clause in _clauses(sent):
+        for clause in opinion_clauses(sent):
             out += _sentence(clause, correction)
     return out
 
-
-_LIKE_VERB = r"(?:love|like|enjoy|adore)\b"
-_HATE_VERB = r"(?:hate|dislike|can't\s+stand|cannot\s+stand|don't\s+like|do\s+not\s+like)\b"
-_OPINION_ADVERB = r"(?:really\s+|absolutely\s+|also\s+|still\s+)?"
-_OPINION_VERB = rf"{_OPINION_ADVERB}(?:{_LIKE_VERB}|{_HATE_VERB})"
-#: where a sentence may hold a second likes / dislikes clause: before "I <verb>" after a comma, "and" or "but" ("I hate
-#: jazz but I love blues", "I love jazz, I hate techno"), or before a bare verb after "and" / "but" ("I love jazz and
-#: hate techno"). A trial: the first gave one of its two, the last likes "jazz and hate techno"
-_CLAUSE = re.compile(r"\s*(?:,\s*(?:and\s+|but\s+)?|\s(?:and|but)\s+)(?=(?P<i>i\s+)?" + _OPINION_VERB + ")",
-                     re.IGNORECASE)
-_I_LIKES = re.compile(rf"\bi\s+{_OPINION_ADVERB}{_LIKE_VERB}", re.IGNORECASE)
-_I_HATES = re.compile(rf"\bi\s+(?:really\s+)?{_HATE_VERB}", re.IGNORECASE)
-_BARE_LIKE = re.compile(rf"{_OPINION_ADVERB}{_LIKE_VERB}", re.IGNORECASE)
-
-
-def _clauses(sent: str) -> list[str]:
-    """``sent`` cut before each further likes / dislikes clause (:data:`_CLAUSE`). A clause with its own "I" is cut
-    off always; one that starts with its verb only after "and" / "but", and only when it turns the opinion of an "I
-    …" before it ("I love jazz and hate techno" -> "I hate techno"): a bare "and love" is mostly the noun ("hope and
-    love exist", "those who accept and love me" on LoCoMo dev). A sentence without such a clause is returned whole."""
-    out: list[str] = []
-    start = 0
-    for m in _CLAUSE.finditer(sent):
-        head, rest = sent[start:m.start()], sent[m.end():]
-        if m["i"]:
-            cut = True
-        else:
-            liking = bool(_BARE_LIKE.match(rest))
-            cut = bool(m.group(0).strip(" ,").lower() in ("and", "but")
-                       and (_I_HATES.search(head) if liking else _I_LIKES.search(head)))
-        if cut and head.strip():
-            out.append(head)
-            start = m.end()
-    out.append(sent[start:])
-    return [p if p is out[0] or re.match(r"i\s", p, re.IGNORECASE) else f"I {p}" for p in out] if len(out) > 1 \
-        else [sent]

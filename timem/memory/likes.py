@@ -1,0 +1,150 @@
+"""Likes and dislikes the rules read (English and Chinese), for :mod:`timem.memory.rules`.
+
+"I love / like / enjoy / adore X", "I'm (really) into X", "I hate / dislike / can't stand / don't like X", "I'm a big
+fan of X", "I am a huge X fan", "I'm not a fan of X" (a dislike), "I used to love X" (ends "likes X"), 我很喜欢X,
+我讨厌X, 我是X的粉丝. "the" before a name or a few things named with it is left out ("I love the blues": "blues"); an
+activity after the verb is a hobby or nothing (:mod:`timem.memory.hobbies`); an opinion denied or hedged is none
+(:func:`timem.memory.opinions.hedged`). A sentence with two opinion clauses ("I love jazz and hate techno") is cut
+in two first (:func:`opinion_clauses`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from timem.memory.hobbies import HOBBIES
+from timem.memory.opinions import ended_opinion, hedged
+
+#: "the" before a name or a thing named with it is left out, as in "a fan of the Beatles": "I love the blues" likes
+#: "blues" (a new-user trial read nothing); not "I love the photo / the idea / the way you …" (no thing liked)
+_OPINION_THE = (r"(?:the\s+(?=(?-i:[A-Z])|(?:blues|outdoors|ocean|sea|beach|mountains|countryside|rain|snow|"
+                r"theat(?:re|er)|opera|ballet)\b))?")
+_OPINION_VALUE = (_OPINION_THE + r"(?!(?:it|that|this|you|him|her|them|to|how|when|what|being|my|your|his|our|"
+                  r"their|the|a|an)\b)(?P<v>[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,3}?)\s*(?:now|these\s+days|nowadays)?"
+                  r"(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|more|again|here|there)\b))")
+_LIKE = re.compile(r"(?:\bi\s+(?:really\s+|absolutely\s+|actually\s+|kind\s+of\s+)?(?:love|like|enjoy|adore)\s+"
+                   r"|\bi(?:'m|’m|\s+am)\s+(?:really\s+|so\s+|totally\s+|very\s+|big\s+|now\s+|also\s+)*into\s+)"
+                   + _OPINION_VALUE, re.IGNORECASE)
+_DISLIKE = re.compile(r"\bi\s+(?:really\s+)?(?:dislike|hate|can't\s+stand|cannot\s+stand|don't\s+like|"
+                      r"do\s+not\s+like)\s+" + _OPINION_VALUE, re.IGNORECASE)
+#: "I'm a big fan of jazz", "I am a huge Beatles fan", "I've always been a fan of the Beatles", "we're big fans of
+#: X" like X; "I'm not (really) a fan of X", "I've never been a jazz fan" dislike it. Not "I was a fan" (the past),
+#: "a fan of yours / what you do / the idea" (no thing), "I don't think I'm a fan" (:func:`_negated`), a ceiling fan
+_FAN_WHO = (r"\b(?:i(?:'m|’m|\s+am)|i(?:'ve|’ve|\s+have)\s+(?:always\s+|long\s+)?been|i\s+(?:became|have\s+become)"
+            r"|we(?:'re|’re|\s+are))\s+")
+_FAN_NOT = (r"\b(?:i(?:'m|’m|\s+am)\s+(?:not|no)|i(?:'ve|’ve|\s+have)\s+never\s+been)\s+"
+            r"(?:really\s+|(?:that\s+)?much\s+of\s+)?")
+_FAN_SO = r"(?:(?:still|also|really|just|always|now|truly|definitely|totally|kind\s+of|such)\s+)*(?:an?\s+)?"
+_FAN_BIG = (r"(?:big|huge|massive|great|real|true|die-?hard|long-?time|lifelong|total|complete|absolute|enormous|"
+            r"avid|devoted|loyal|hardcore|crazy|major|serious|proud|biggest|number\s+one)")
+_FAN_NO_THING = (r"(?!(?:it|that|this|these|those|you|yours|him|his|her|hers|them|theirs|ours|mine|to|how|when|what|"
+                 r"whatever|being|my|your|our|their|the|a|an|both|all|any|every|everything|anything|some|people|"
+                 r"someone|everyone|one|each|many|lots|plenty|most|such|not|no|never)\b)")
+#: a word of a liked name: "Miles Davis", "sci-fi", "St. Louis" (the sentences do not end at "St.")
+_FAN_WORD = r"(?:(?-i:St|Dr|Mr|Mrs|Ms|Mt)\.|[a-z][\w'’&-]*)"
+#: "a fan of X": X runs to punctuation, a dash or a word that starts something else ("since", "and", "like")
+_FAN_OF = (rf"(?:{_FAN_BIG}\s+)*fans?\s+of\s+(?:the\s+(?=(?-i:[A-Z])))?{_FAN_NO_THING}"
+           rf"(?P<v>{_FAN_WORD}(?:\s+{_FAN_WORD}){{0,3}}?)"
+           r"(?=\s*(?:[,.!?;:()–—]|$)|\s+-|\s+(?:now|these\s+days|nowadays|since|for|and|but|because|too|so|ever|"
+           r"as|from|when|who|which|that|in|at|on|with|like|though|honestly|myself|really)\b)")
+#: "a (huge) X fan": one to three words before "fan", none of them a "big" word
+_FAN_NAMED = (rf"(?:{_FAN_BIG}\s+)*(?!{_FAN_BIG}\b){_FAN_NO_THING}"
+              rf"(?P<v>{_FAN_WORD}(?:\s+(?!{_FAN_BIG}\b){_FAN_WORD}){{0,2}}?)\s+fans?\b(?!\s+of\b)")
+_FANS = [(re.compile(who + _FAN_SO + body, re.IGNORECASE), attribute)
+         for who, attribute in ((_FAN_NOT, "dislikes"), (_FAN_WHO, "likes")) for body in (_FAN_OF, _FAN_NAMED)]
+_FAN_RX = frozenset(rx for rx, _ in _FANS)
+#: 我现在喜欢咖啡 (a trial: without 现在 it read nothing)
+_ZH_OFTEN = r"(?:很|非常|特别|真的|也|一直|最近|超|现在|如今|目前|还|更|又|开始)*"
+#: a Chinese value runs to the next punctuation (as in :mod:`timem.memory.rules`)
+_ZH_VAL = r"(?P<v>[\u4e00-\u9fffA-Za-z0-9]{1,12}?)"
+_ZH_END = r"(?=[了啦呢吧啊]?(?:[，,。.！!？?；;、\s]|$))"
+#: 我讨厌香菜
+_ZH_DISLIKE = re.compile(r"我" + _ZH_OFTEN + r"(?:不喜欢|讨厌|受不了)" + _ZH_VAL + _ZH_END, re.IGNORECASE)
+#: 我很喜欢爵士乐 (爱上了: a hobby)
+_ZH_LIKE = re.compile(r"我" + _ZH_OFTEN + r"(?:喜欢|爱)(?!上)" + _ZH_VAL + _ZH_END, re.IGNORECASE)
+#: no thing liked: a person or a place pointed at ("我喜欢你", "我喜欢这里")
+_ZH_NOT_A_THING = frozenset("你 您 他 她 它 你们 他们 她们 它们 这 那 这里 那里 这儿 那儿 "
+                            "这个 那个 这样 那样 这些 那些 自己 大家".split())
+#: 我是周杰伦的粉丝
+_ZH_FAN = re.compile(r"我(?:也|一直)?是" + _ZH_VAL + r"的(?:铁杆|忠实|超级|老)?(?:粉丝|歌迷|影迷|球迷|书迷)",
+                     re.IGNORECASE)
+_NOT_A_THING = frozenset({"all", "how", "being", "every", "everything", "anything", "something", "so", "very",
+                          "doing", "when", "what", "where", "why", "seeing", "having", "getting", "making"})
+
+
+def _negated(before: str) -> bool:
+    """Whether the clause ``before`` a match is negated ("I don't think I'm a fan of jazz"); a comma or "but"
+    closes the clause ("I don't drink coffee, but I'm a big fan of tea" is not)."""
+    return re.search(r"(?:\bnot|\bnever|\bno|n['’]t)\b(?:(?!\bbut\b)[^,;])*$", before, re.IGNORECASE) is not None
+
+
+def _clean(v: str) -> str:
+    v = v.strip(" \t'\"“”‘’").rstrip(".,!?;:。，！？")
+    return re.sub(r"\s+(?:now|these days|nowadays)$", "", v, flags=re.IGNORECASE).strip()
+
+
+def read_opinions(s: str) -> list[tuple[str, str, bool]]:
+    """The likes and dislikes of the clause ``s``: ``(attribute, value, ends)`` with ``ends`` true for an opinion
+    that is over ("I used to love jazz": ``("likes", "jazz", True)``); ``[]`` when it holds none."""
+    out: list[tuple[str, str, bool]] = []
+    # "I used to love jazz": "likes jazz" ends; an activity only when it is a hobby (not "spending time in …")
+    if (past := ended_opinion(s)) and not ((w := past[1].split()[0]).endswith("ing") and w not in HOBBIES):
+        out.append((past[0], past[1], True))
+    for rx, attribute in ((_DISLIKE, "dislikes"), *_FANS[:2], (_LIKE, "likes"), *_FANS[2:]):
+        m = rx.search(s)
+        fan = rx in _FAN_RX
+        if m and (hedged(s[:m.start()]) or (fan and attribute == "likes" and _negated(s[:m.start()]))):
+            continue
+        words = _clean(m["v"]).split() if m else []
+        # an activity ("running my studio") is a hobby or nothing (a name is a name: "a fan of the Rolling Stones");
+        # "all the …", "how …", "… is awesome" are no thing
+        if words and not (words[0].lower().endswith("ing") and not (fan and words[0][0].isupper())) and (
+                words[0].lower() not in _NOT_A_THING) and not (
+                {w.lower() for w in words} & {"is", "are", "was", "were", "be"}):
+            out.append((attribute, " ".join(words if fan else (w.lower() for w in words)), False))  # fan: "Beatles"
+            break
+    if not out:
+        for rx, attribute in ((_ZH_DISLIKE, "dislikes"), (_ZH_FAN, "likes"), (_ZH_LIKE, "likes")):
+            if m := rx.search(s):
+                v = re.sub(r"^[吃喝看听玩去](?=.)", "", m["v"])  # 我喜欢听爵士乐: 爵士乐
+                if v not in _ZH_NOT_A_THING:
+                    out.append((attribute, v, False))
+                break
+    return out
+
+
+_LIKE_VERB = r"(?:love|like|enjoy|adore)\b"
+_HATE_VERB = r"(?:hate|dislike|can't\s+stand|cannot\s+stand|don't\s+like|do\s+not\s+like)\b"
+_OPINION_ADVERB = r"(?:really\s+|absolutely\s+|also\s+|still\s+)?"
+_OPINION_VERB = rf"{_OPINION_ADVERB}(?:{_LIKE_VERB}|{_HATE_VERB})"
+#: where a sentence may hold a second likes / dislikes clause: before "I <verb>" after a comma, "and" or "but" ("I hate
+#: jazz but I love blues", "I love jazz, I hate techno"), or before a bare verb after "and" / "but" ("I love jazz and
+#: hate techno"). A trial: the first gave one of its two, the last likes "jazz and hate techno"
+_CLAUSE = re.compile(r"\s*(?:,\s*(?:and\s+|but\s+)?|\s(?:and|but)\s+)(?=(?P<i>i\s+)?" + _OPINION_VERB + ")",
+                     re.IGNORECASE)
+_I_LIKES = re.compile(rf"\bi\s+{_OPINION_ADVERB}{_LIKE_VERB}", re.IGNORECASE)
+_I_HATES = re.compile(rf"\bi\s+(?:really\s+)?{_HATE_VERB}", re.IGNORECASE)
+_BARE_LIKE = re.compile(rf"{_OPINION_ADVERB}{_LIKE_VERB}", re.IGNORECASE)
+
+
+def opinion_clauses(sent: str) -> list[str]:
+    """``sent`` cut before each further likes / dislikes clause (:data:`_CLAUSE`). A clause with its own "I" is cut
+    off always; one that starts with its verb only after "and" / "but", and only when it turns the opinion of an "I
+    …" before it ("I love jazz and hate techno" -> "I hate techno"): a bare "and love" is mostly the noun ("hope and
+    love exist", "those who accept and love me" on LoCoMo dev). A sentence without such a clause is returned whole."""
+    out: list[str] = []
+    start = 0
+    for m in _CLAUSE.finditer(sent):
+        head, rest = sent[start:m.start()], sent[m.end():]
+        if m["i"]:
+            cut = True
+        else:
+            liking = bool(_BARE_LIKE.match(rest))
+            cut = bool(m.group(0).strip(" ,").lower() in ("and", "but")
+                       and (_I_HATES.search(head) if liking else _I_LIKES.search(head)))
+        if cut and head.strip():
+            out.append(head)
+            start = m.end()
+    out.append(sent[start:])
+    return [p if p is out[0] or re.match(r"i\s", p, re.IGNORECASE) else f"I {p}" for p in out] if len(out) > 1 \
+        else [sent]
