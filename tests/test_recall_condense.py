@@ -86,7 +86,9 @@ def test_room_left_after_the_fill_gives_cut_memories_their_whole_text_back(folde
     with _engine(folder, embedder, condense_refill=False, **settings) as eng:
         cut = eng.recall("mia", QUESTION, persist=False)
     with _engine(folder, embedder, **settings) as eng:
-        res = eng.recall("mia", QUESTION, persist=False)
+        res = eng.recall("mia", QUESTION)
+        (loaded,) = load_traces(eng.store, "mia", limit=1)
+    assert loaded.context == res.context  # the persisted trace rebuilds it from ids
     assert all(w in res.context for w in INSTRUMENTS), res.context  # the same memories ...
     assert res.trace.node_ids == cut.trace.node_ids
     assert cut.mem_len < res.mem_len <= 280  # ... with more of their words
