@@ -271,3 +271,36 @@ def test_the_docs_give_the_labelled_sets_real_size():
     m = re.search(r"memory_items_labelled\.jsonl` \((\d+) single-turn statements: [^)]*; (\d+) in Chinese\)", doc)
     assert m, "docs/memory-items.md no longer gives the labelled set's size where this test looks"
     assert (int(m[1]), int(m[2])) == (len(rows), sum(r["lang"] == "zh" for r in rows))
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a fifth new-user trial, no LLM: a list of likes was one value ("likes: jazz and techno"), or its first thing only
+    ("I love jazz and techno.", [("likes", "jazz"), ("likes", "techno")]),
+    ("I love jazz, techno and soul.", [("likes", "jazz"), ("likes", "techno"), ("likes", "soul")]),
+    ("I love jazz, techno, and soul!", [("likes", "jazz"), ("likes", "techno"), ("likes", "soul")]),
+    ("I love both jazz and techno.", [("likes", "jazz"), ("likes", "techno")]),
+    ("I hate jazz and techno.", [("dislikes", "jazz"), ("dislikes", "techno")]),
+    ("I don't like jazz or techno.", [("dislikes", "jazz"), ("dislikes", "techno")]),
+    ("I love country music and hip hop so much.", [("likes", "country music"), ("likes", "hip hop")]),
+    # a pair that names one thing stays whole (timem.memory.likes.BINOMIALS)
+    ("I love rock and roll.", [("likes", "rock and roll")]),
+    ("I love jazz, rock and roll and soul.", [("likes", "jazz"), ("likes", "rock and roll"), ("likes", "soul")]),
+    ("I love salt and pepper.", [("likes", "salt and pepper")]),
+    # an activity after a liked thing is a hobby of the list, or nothing
+    ("I love jazz and hiking.", [("likes", "jazz"), ("hobby", "hiking")]),
+    ("I love hiking and jazz.", [("hobby", "hiking"), ("likes", "jazz")]),
+    ("I love jazz and running my own studio.", [("likes", "jazz")]),
+    # no list: an aside after a comma, someone else's list, a clause after "and"
+    ("I love jazz, especially bebop.", [("likes", "jazz")]),
+    ("My sister loves jazz, techno and soul.", []),
+    ("I love jazz and my wife loves techno.", []),
+])
+def test_a_list_of_likes_gives_one_item_each(text, expected):
+    assert _grounded(text) == expected
+
+
+def test_a_further_thing_of_a_list_is_grounded_by_the_clause_the_list_goes_on_from():
+    """The grounding cut "I love jazz, techno and soul" at its comma, so "techno and soul" spoke of no like."""
+    assert check_statement("likes", "soul", "I love jazz, techno and soul.") is None
+    assert check_statement("likes", "soul", "My sister loves jazz, techno and soul.") is not None
+    assert check_statement("likes", "coffee", "I love my job, the coffee is bad.") is not None

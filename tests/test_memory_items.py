@@ -818,3 +818,10 @@ def test_i_used_to_love_x_ends_likes_x(tmp_path, store, embedder):
                              "I used to love the blues and I still do.", "I used to love techno.",
                              "I used to hate country music."])
     assert held == {("likes", "jazz"): False, ("likes", "blues"): True, ("dislikes", "techno"): True}
+
+
+def test_a_list_of_likes_is_one_item_each_and_each_ends_alone(tmp_path, store, embedder):
+    """A fifth new-user trial: "I love jazz and techno" made one item, "likes: jazz and techno"."""
+    eng = _engine(tmp_path, store, embedder, memory_extractor="rules")
+    held = _say(eng, store, ["I love jazz and techno.", "I used to love techno."])
+    assert held == {("likes", "jazz"): True, ("likes", "techno"): False}

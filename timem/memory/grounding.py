@@ -147,6 +147,29 @@ _MY_THING = re.compile(r"\bis\s+(?:now\s+)?my\s+(?:new\s+|favou?rite\s+)?(?:thin
                        re.IGNORECASE)
 
 
+#: a verb in a clause: it says something of its own, so it is no further thing of a list ("the coffee is bad")
+_HAS_VERB = re.compile(rf"\b(?:{_VERB}|be|been|do|does|did|have|loves?|likes?|hates?|enjoys?|adores?|dislikes?)\b",
+                       re.IGNORECASE)
+
+
+def _list_head(value: str, text: str) -> str | None:
+    """The clause that a list holding ``value`` goes on from: "I love jazz" for "techno" in "I love jazz, techno and
+    soul" (only commas between, and no verb in the clauses after it); ``None`` when ``value`` ends no such list."""
+    parts, seps, pos = [], [], 0
+    for m in _CLAUSES.finditer(text):
+        parts.append(text[pos:m.start()])
+        seps.append(m.group(0))
+        pos = m.end()
+    parts.append(text[pos:])
+    k = next((k for k, part in enumerate(parts) if part.strip() and _occurs(value, part)), None)
+    if k is None:
+        return None
+    j = k
+    while j > 0 and seps[j - 1].strip() == "," and not _HAS_VERB.search(parts[j]):
+        j -= 1
+    return parts[j] if j < k else None
+
+
 def _about_speaker(clause: str) -> bool:
     if _MY_THING.search(clause):
         return True
@@ -194,14 +217,17 @@ def check_statement(attribute: str | None, value: str, text: str, *, ends: str |
     if attribute is None:
         return None
     sentence = next((s for s in re.split(r"(?<=[.!?。！？])\s*", text) if _occurs(v, s)), text)
-    if not _about_speaker(clause):
+    # a further thing of a list ("I love jazz, techno and soul"): the clause the list goes on from speaks of it too
+    head = _list_head(v, text) if attribute in ("likes", "dislikes", "hobby") else None
+    if not _about_speaker(clause) or (head is not None and not _about_speaker(head)):
         return f"the clause holding {value!r} is about someone else"
     if attribute == "diet" and normalise(v) not in _DIETS:
         return f"{value!r} is not a diet"
     if attribute.startswith("favourite "):
         return None if _FAVOURITE.search(sentence) else f"the turn does not call {value!r} a favourite"
     cue = CUES.get(attribute)
-    if cue is not None and not cue.search(clause if attribute != "hobby" else sentence):
+    if cue is not None and not cue.search(clause if attribute != "hobby" else sentence) and not (
+            head is not None and cue.search(head)):
         return f"the clause holding {value!r} does not speak of a {attribute}"
     if attribute == "home city" and _TRIP.search(clause):
         return f"{value!r} is a trip, visit or event, not a home city"

@@ -5,7 +5,7 @@ fan of X", "I am a huge X fan", "I'm not a fan of X" (a dislike), "I used to lov
 我讨厌X, 我是X的粉丝. "the" before a name or a few things named with it is left out ("I love the blues": "blues"); an
 activity after the verb is a hobby or nothing (:mod:`timem.memory.hobbies`); an opinion denied or hedged is none
 (:func:`timem.memory.opinions.hedged`). A sentence with two opinion clauses ("I love jazz and hate techno") is cut
-in two first (:func:`opinion_clauses`).
+in two first (:func:`opinion_clauses`). A list gives one value each ("I love jazz, techno and soul"; :func:`things`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,22 @@ from timem.memory.opinions import ended_opinion, hedged
 #: "blues" (a new-user trial read nothing); not "I love the photo / the idea / the way you …" (no thing liked)
 _OPINION_THE = (r"(?:the\s+(?=(?-i:[A-Z])|(?:blues|outdoors|ocean|sea|beach|mountains|countryside|rain|snow|"
                 r"theat(?:re|er)|opera|ballet)\b))?")
-_OPINION_VALUE = (_OPINION_THE + r"(?!(?:it|that|this|you|him|her|them|to|how|when|what|being|my|your|his|our|"
-                  r"their|the|a|an)\b)(?P<v>[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,3}?)\s*(?:now|these\s+days|nowadays)?"
+_NO_THING = r"it|that|this|you|him|her|them|to|how|when|what|being|my|your|his|our|their|the|a|an"
+#: a word of a liked thing: "jazz", "sci-fi", "R&B"
+_WORD = r"[a-z][a-z'&-]*"
+#: one thing liked: one to four words, none of them "and" / "or" (those join a list)
+_ITEM = rf"{_WORD}(?:\s+(?!(?:and|or)\b){_WORD}){{0,3}}?"
+#: a further thing of a list: as the first, and no word that starts a clause ("… and so does my wife")
+_NEXT = (_OPINION_THE + rf"(?!(?:{_NO_THING}|and|or|i|we|he|she|they|me|us|so|then|also|not|no|more|stuff|things|"
+         rf"everything|anything|all|other|others|especially|particularly|mostly|mainly|even|including|like|such)\b)"
+         + _ITEM)
+#: the thing liked, or a list of things ending in "and" / "or": "jazz", "jazz and techno", "jazz, techno(,) and soul",
+#: "jazz or techno" (a new-user trial: "I love jazz and techno" liked "jazz and techno", "I love jazz, techno and soul"
+#: jazz only)
+_OPINION_VALUE = (_OPINION_THE + rf"(?:both\s+)?(?!(?:{_NO_THING})\b)"
+                  rf"(?P<v>{_ITEM}(?:(?:\s*,\s*(?:(?:and|or)\s+)?{_NEXT}|\s+(?:and|or)\s+{_NEXT})*"
+                  rf"\s*,?\s+(?:and|or)\s+{_NEXT})?)"
+                  r"\s*(?:now|these\s+days|nowadays)?"
                   r"(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|more|again|here|there)\b))")
 _LIKE = re.compile(r"(?:\bi\s+(?:really\s+|absolutely\s+|actually\s+|kind\s+of\s+)?(?:love|like|enjoy|adore)\s+"
                    r"|\bi(?:'m|’m|\s+am)\s+(?:really\s+|so\s+|totally\s+|very\s+|big\s+|now\s+|also\s+)*into\s+)"
@@ -83,6 +97,54 @@ def _clean(v: str) -> str:
     return re.sub(r"\s+(?:now|these days|nowadays)$", "", v, flags=re.IGNORECASE).strip()
 
 
+_COPULA = frozenset({"is", "are", "was", "were", "be"})
+#: pairs joined by "and" that name one thing (a genre, a dish, a drink, a game), kept whole in a list: "I love rock
+#: and roll" likes "rock and roll", "I love jazz, fish and chips and soul" three things
+BINOMIALS = frozenset("""
+rock and roll|rhythm and blues|drum and bass|country and western|rock and pop|
+salt and pepper|salt and vinegar|cheese and onion|fish and chips|mac and cheese|macaroni and cheese|bread and butter|
+peanut butter and jelly|ham and cheese|bacon and eggs|eggs and bacon|rice and beans|bangers and mash|pie and mash|
+sweet and sour|surf and turf|cookies and cream|strawberries and cream|chips and salsa|chips and dip|
+milk and cookies|tea and biscuits|cheese and crackers|gin and tonic|rum and coke|whisky and coke|whiskey and coke|
+vodka and tonic|dungeons and dragons|snakes and ladders|arts and crafts|hide and seek|truth or dare|
+""".replace("\n", "").strip("|").split("|"))
+_BINOMIAL = re.compile(r"(?<![\w'&-])(?:" + "|".join(re.escape(b).replace(r"\ ", r"\s+") for b in
+                                                 sorted(BINOMIALS, key=len, reverse=True)) + r")(?![\w'&-])",
+                       re.IGNORECASE)
+_SEPARATOR = re.compile(r"(\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+)", re.IGNORECASE)
+
+
+def things(value: str) -> list[str]:
+    """The things a liked list names: ``"jazz, techno and soul"`` -> ``["jazz", "techno", "soul"]``. A list is cut at
+    its commas and at "and" / "or", but not inside a pair of :data:`BINOMIALS` ("rock and roll") and not between two
+    capitalised words: a title or a band ("Pride and Prejudice", "Simon and Garfunkel", "Earth, Wind and Fire")
+    cannot be told from two names ("Bach and Mozart"), and one value naming both is true where two halves of a title
+    are false. "the" before a further thing is left out ("jazz and the Beatles": ``["jazz", "Beatles"]``)."""
+    kept = _BINOMIAL.sub(lambda b: b.group(0).replace(" ", "\0"), value)
+    pieces = _SEPARATOR.split(kept)
+    out = [pieces[0]]
+    for sep, piece in zip(pieces[1::2], pieces[2::2], strict=True):
+        left, right = out[-1].split()[-1], re.sub(r"^the\s+", "", piece, flags=re.IGNORECASE)
+        if left[:1].isupper() and right[:1].isupper():
+            out[-1] += sep + piece
+        else:
+            out.append(piece)
+    return [re.sub(r"^the\s+", "", p.replace("\0", " ").strip(), flags=re.IGNORECASE) for p in out if p.strip()]
+
+
+def _thing(attribute: str, thing: str, further: bool) -> tuple[str, str] | None:
+    """``(attribute, value)`` for one thing of a like or dislike: an activity is nothing ("running my own studio"; a
+    first one is :mod:`timem.memory.hobbies`' to read), or a hobby when it is a further thing of a list and one of
+    :data:`HOBBIES` ("I love jazz and hiking"); "all the …", "how …" are no thing."""
+    words = _clean(thing).split()
+    if not words or words[0].lower() in _NOT_A_THING:
+        return None
+    if words[0].lower().endswith("ing"):
+        hobby = further and attribute == "likes" and len(words) == 1 and words[0].lower() in HOBBIES
+        return ("hobby", words[0].lower()) if hobby else None
+    return attribute, " ".join(w.lower() for w in words)
+
+
 def read_opinions(s: str) -> list[tuple[str, str, bool]]:
     """The likes and dislikes of the clause ``s``: ``(attribute, value, ends)`` with ``ends`` true for an opinion
     that is over ("I used to love jazz": ``("likes", "jazz", True)``); ``[]`` when it holds none."""
@@ -93,15 +155,21 @@ def read_opinions(s: str) -> list[tuple[str, str, bool]]:
     for rx, attribute in ((_DISLIKE, "dislikes"), *_FANS[:2], (_LIKE, "likes"), *_FANS[2:]):
         m = rx.search(s)
         fan = rx in _FAN_RX
-        if m and (hedged(s[:m.start()]) or (fan and attribute == "likes" and _negated(s[:m.start()]))):
+        if not m or hedged(s[:m.start()]) or (fan and attribute == "likes" and _negated(s[:m.start()])):
             continue
-        words = _clean(m["v"]).split() if m else []
-        # an activity ("running my studio") is a hobby or nothing (a name is a name: "a fan of the Rolling Stones");
-        # "all the …", "how …", "… is awesome" are no thing
-        if words and not (words[0].lower().endswith("ing") and not (fan and words[0][0].isupper())) and (
-                words[0].lower() not in _NOT_A_THING) and not (
-                {w.lower() for w in words} & {"is", "are", "was", "were", "be"}):
-            out.append((attribute, " ".join(words if fan else (w.lower() for w in words)), False))  # fan: "Beatles"
+        if fan:  # one name: "a fan of the Rolling Stones" (an activity is a name only when capitalised)
+            words = _clean(m["v"]).split()
+            if (words and not (words[0].lower().endswith("ing") and not words[0][0].isupper())
+                    and words[0].lower() not in _NOT_A_THING and not {w.lower() for w in words} & _COPULA):
+                out.append((attribute, " ".join(words), False))
+                break
+            continue
+        # "… is awesome" is no thing liked; each thing of a list is one value
+        if {w.lower() for w in m["v"].split()} & _COPULA:
+            continue
+        found = [(*av, False) for k, thing in enumerate(things(m["v"])) if (av := _thing(attribute, thing, k > 0))]
+        if found:
+            out += found
             break
     if not out:
         for rx, attribute in ((_ZH_DISLIKE, "dislikes"), (_ZH_FAN, "likes"), (_ZH_LIKE, "likes")):

@@ -20,7 +20,8 @@ explicit first-person statements and corrections):
   "我开始学游泳";
 * likes and dislikes (several at once; "I love jazz now" ends "dislikes jazz" and the other way round;
   :mod:`timem.memory.likes`) --
-  "I hate country music", "I really like jazz now", "I love the blues" ("blues"), "I'm really into jazz", "I'm a big
+  "I hate country music", "I really like jazz now", "I love jazz, techno and soul" (three likes; "rock and roll" is
+  one), "I love the blues" ("blues"), "I'm really into jazz", "I'm a big
   fan of jazz", "I am a huge Beatles fan", "I'm not a fan of jazz" (a dislike); a diet ends with "I'm not vegetarian
   anymore", "I eat meat again";
 * favourites and a few "my X is Y" facts -- "my favourite band is Muse", "我最喜欢的运动是游泳";
@@ -247,8 +248,9 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
         hobbies = [m["v"]] if not m["v"].isascii() else [w for w in m["v"].lower().split() if w in HOBBIES][:1]
     for hobby in hobbies:
         add("preference", "hobby", hobby)
-    for attribute, value, ends in read_opinions(s):
-        add("preference", attribute, value, **({"replaces": value, "ends_only": True} if ends else {}))
+    for attribute, value, ends in read_opinions(s):  # "I love jazz and hiking" also holds the hobby hiking
+        if ends or not any(x.attribute == attribute and x.value == value for x in out):
+            add("preference", attribute, value, **({"replaces": value, "ends_only": True} if ends else {}))
     if m := (_FAV.search(s) or _ZH_FAV.search(s)):
         add("preference", f"favourite {_clean(m['a']).lower()}", m["v"])
     if m := _MY.search(s):
