@@ -250,7 +250,7 @@ def test_a_fan_of_something_likes_it(text, expected):
 @pytest.mark.parametrize(("text", "expected"), [
     # issue 27 leftovers, on the labelled set (like-04, move-09): no item before
     ("I'm really into jazz these days.", [("likes", "jazz")]),
-    ("I'm so into Korean dramas now!", [("likes", "korean dramas")]),
+    ("I'm so into Korean dramas now!", [("likes", "Korean dramas")]),
     ("We finally settled in Valencia after years of moving around.", [("home city", "Valencia")]),
     ("I settled down in Berlin.", [("home city", "Berlin")]),
     # no thing, an activity, someone else, a negation, "settled in" with no place: nothing
@@ -304,3 +304,20 @@ def test_a_further_thing_of_a_list_is_grounded_by_the_clause_the_list_goes_on_fr
     assert check_statement("likes", "soul", "I love jazz, techno and soul.") is None
     assert check_statement("likes", "soul", "My sister loves jazz, techno and soul.") is not None
     assert check_statement("likes", "coffee", "I love my job, the coffee is bad.") is not None
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # the fifth new-user trial: "Rolling" was read as an activity, so "I love the Rolling Stones" liked nothing
+    ("I love the Rolling Stones.", [("likes", "Rolling Stones")]),
+    ("I hate the Rolling Stones.", [("dislikes", "Rolling Stones")]),
+    ("I love jazz and the Rolling Stones.", [("likes", "jazz"), ("likes", "Rolling Stones")]),
+    # a name keeps its capitals, as "a fan of the Beatles" does ("miles davis" before); "R&B" read nothing
+    ("I love Miles Davis.", [("likes", "Miles Davis")]),
+    ("I love R&B and soul.", [("likes", "R&B"), ("likes", "soul")]),
+    ("I love Bach and Mozart.", [("likes", "Bach and Mozart")]),
+    ("I love Simon and Garfunkel.", [("likes", "Simon and Garfunkel")]),
+    # a capitalised activity is still one; no thing liked
+    ("I love Hiking.", [("hobby", "hiking")]), ("I love the way you think.", []), ("I love the photo!", []),
+])
+def test_a_name_liked_is_read_as_written(text, expected):
+    assert _grounded(text) == expected

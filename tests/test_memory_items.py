@@ -825,3 +825,10 @@ def test_a_list_of_likes_is_one_item_each_and_each_ends_alone(tmp_path, store, e
     eng = _engine(tmp_path, store, embedder, memory_extractor="rules")
     held = _say(eng, store, ["I love jazz and techno.", "I used to love techno."])
     assert held == {("likes", "jazz"): True, ("likes", "techno"): False}
+
+
+def test_a_band_whose_name_ends_in_ing_is_liked_and_its_like_can_end(tmp_path, store, embedder):
+    """The fifth new-user trial: "I love the Rolling Stones" read nothing ("Rolling" was taken for an activity)."""
+    eng = _engine(tmp_path, store, embedder, memory_extractor="rules")
+    held = _say(eng, store, ["I love the Rolling Stones.", "I love jazz.", "I used to love the Rolling Stones."])
+    assert held == {("likes", "Rolling Stones"): False, ("likes", "jazz"): True}

@@ -1,11 +1,12 @@
 """Likes and dislikes the rules read (English and Chinese), for :mod:`timem.memory.rules`.
 
-"I love / like / enjoy / adore X", "I'm (really) into X", "I hate / dislike / can't stand / don't like X", "I'm a big
-fan of X", "I am a huge X fan", "I'm not a fan of X" (a dislike), "I used to love X" (ends "likes X"), 我很喜欢X,
-我讨厌X, 我是X的粉丝. "the" before a name or a few things named with it is left out ("I love the blues": "blues"); an
-activity after the verb is a hobby or nothing (:mod:`timem.memory.hobbies`); an opinion denied or hedged is none
-(:func:`timem.memory.opinions.hedged`). A sentence with two opinion clauses ("I love jazz and hate techno") is cut
-in two first (:func:`opinion_clauses`). A list gives one value each ("I love jazz, techno and soul"; :func:`things`).
+"I love / like / enjoy / adore X", "I'm (really) into X", "I hate / dislike / can't stand / don't like X", "I'm a
+big fan of X", "I am a huge X fan", "I'm not a fan of X" (a dislike), "I used to love X" (ends "likes X"), 我很喜欢X,
+我讨厌X, 我是X的粉丝. "the" before a name or a few things named with it is left out ("I love the blues": "blues"), and a
+value is kept as written ("I love the Rolling Stones": "Rolling Stones"); an activity after the verb is a hobby or
+nothing (:mod:`timem.memory.hobbies`); an opinion denied or hedged is none (:func:`timem.memory.opinions.hedged`). A
+sentence with two opinion clauses ("I love jazz and hate techno") is cut in two first (:func:`opinion_clauses`). A
+list gives one value each ("I love jazz, techno and soul"; :func:`things`).
 """
 
 from __future__ import annotations
@@ -132,17 +133,24 @@ def things(value: str) -> list[str]:
     return [re.sub(r"^the\s+", "", p.replace("\0", " ").strip(), flags=re.IGNORECASE) for p in out if p.strip()]
 
 
+def _activity(word: str) -> bool:
+    """Whether ``word`` names an activity: a gerund, unless capitalised as a name ("the Rolling Stones") and no
+    activity of :data:`HOBBIES` ("Hiking")."""
+    return word.lower().endswith("ing") and (word[:1].islower() or word.lower() in HOBBIES)
+
+
 def _thing(attribute: str, thing: str, further: bool) -> tuple[str, str] | None:
-    """``(attribute, value)`` for one thing of a like or dislike: an activity is nothing ("running my own studio"; a
-    first one is :mod:`timem.memory.hobbies`' to read), or a hobby when it is a further thing of a list and one of
-    :data:`HOBBIES` ("I love jazz and hiking"); "all the …", "how …" are no thing."""
+    """``(attribute, value)`` for one thing of a like or dislike, as written ("jazz", "Rolling Stones": a name keeps
+    its capitals). An activity is nothing ("running my own studio"; a first one is :mod:`timem.memory.hobbies`' to
+    read), or a hobby when it is a further thing of a list and one of :data:`HOBBIES` ("I love jazz and hiking"); "all
+    the …", "how …" are no thing."""
     words = _clean(thing).split()
     if not words or words[0].lower() in _NOT_A_THING:
         return None
-    if words[0].lower().endswith("ing"):
+    if _activity(words[0]):
         hobby = further and attribute == "likes" and len(words) == 1 and words[0].lower() in HOBBIES
         return ("hobby", words[0].lower()) if hobby else None
-    return attribute, " ".join(w.lower() for w in words)
+    return attribute, " ".join(words)
 
 
 def read_opinions(s: str) -> list[tuple[str, str, bool]]:
@@ -150,7 +158,7 @@ def read_opinions(s: str) -> list[tuple[str, str, bool]]:
     that is over ("I used to love jazz": ``("likes", "jazz", True)``); ``[]`` when it holds none."""
     out: list[tuple[str, str, bool]] = []
     # "I used to love jazz": "likes jazz" ends; an activity only when it is a hobby (not "spending time in …")
-    if (past := ended_opinion(s)) and not ((w := past[1].split()[0]).endswith("ing") and w not in HOBBIES):
+    if (past := ended_opinion(s)) and not (_activity(w := past[1].split()[0]) and w.lower() not in HOBBIES):
         out.append((past[0], past[1], True))
     for rx, attribute in ((_DISLIKE, "dislikes"), *_FANS[:2], (_LIKE, "likes"), *_FANS[2:]):
         m = rx.search(s)

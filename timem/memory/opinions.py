@@ -30,8 +30,8 @@ def hedged(before: str) -> bool:
 
 def ended_opinion(sentence: str) -> tuple[str, str] | None:
     """``("likes", "jazz")`` for "I used to love jazz" (``"dislikes"`` for "I used to hate jazz"): the opinion the
-    sentence says is over, or ``None`` (also when it still holds: "… and I still do")."""
+    sentence says is over, as written ("Rolling Stones"), or ``None`` (also when it still holds: "… and I still do")."""
     m = _USED_TO.search(sentence)
     if m is None or hedged(sentence[:m.start()]) or _STILL.search(sentence, m.end()):
         return None
-    return ("likes" if m["like"] else "dislikes"), m["v"].lower()
+    return ("likes" if m["like"] else "dislikes"), m["v"]
