@@ -1,8 +1,10 @@
 """Forget by text with a request of verbs only (a new-user trial: ``timem forget "loved"`` previewed five facts and
 every segment saying "love"; "I painted" 51 segments of a LoCoMo conversation; "I lived in" the home city). Such a
 request names no thing to look for: it is refused as "I was going to have been" was, and nothing goes. A gerund or a
-noun ("hiking", "painting", "jazz") still names a thing; so does a name ("Ahmed"). And the preview labels "also goes"
-only the facts that go without being asked for (a trial saw the only match labelled so)."""
+noun ("hiking", "painting", "jazz") still names a thing; so does a name ("Ahmed"). A capitalised verb alone ("Loved",
+"Painted") is refused as its lower-case form is (a trial: it was read as a name and reached every line saying "love"):
+the request's first capital is no evidence of a name, the memories are ("I met Ahmed"). And the preview labels "also
+goes" only the facts that go without being asked for (a trial saw the only match labelled so)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import pytest
 from memory_scenario import extractive_engine
 from test_cli import cli_env, run  # noqa: F401  (fixture)
 
-from timem.memory.forget_words import request_words
+from timem.memory.forget_words import RequestWords, request_words, written_as_name
 
 SAID = ["I love the blues.", "I love hiking and swimming.", "I love jazz and hate techno.", "I lived in Hamburg."]
 T0 = datetime(2024, 3, 1, 9, tzinfo=UTC)
@@ -35,11 +37,25 @@ def eng(tmp_path, store, embedder):
 @pytest.mark.parametrize(("text", "only_verbs"), [
     ("loved", True), ("I painted", True), ("I lived in", True), ("I like", True), ("Loved it", True),
     ("I loved it", True), ("我喜欢", True), ("I was going to have been", True),
+    ("Loved", True), ("Painted", True), ("Just Moved", True),
     ("hiking", False), ("painting", False), ("jazz", False), ("my garden", False), ("Sweden", False),
-    ("Ahmed", False), ("Ahmed moved to Porto", False), ("I lived in Hamburg", False), ("I love to swim", False),
+    ("Rose", False), ("Mark", False), ("Ahmed moved to Porto", False), ("I lived in Hamburg", False),
+    ("I love to swim", False),
 ])
 def test_a_request_of_verbs_only_is_told_from_one_naming_a_thing(text, only_verbs):
     assert request_words(text).only_verbs is only_verbs, request_words(text)
+
+
+def test_a_capitalised_past_form_alone_may_be_a_name_the_memories_tell():
+    """Alone, "Ahmed" and "Loved" look alike: both are read as a verb that may be a name."""
+    assert request_words("Loved").maybe_name == "Loved" and request_words("Ahmed").maybe_name == "Ahmed"
+    assert request_words("Ahmed").as_name() == RequestWords(key=("Ahmed",), verbs=())
+    assert request_words("loved").maybe_name is None and request_words("Loved it").maybe_name is None
+    assert written_as_name("Ahmed", ["User: I met Ahmed at the gym."])
+    assert written_as_name("Ahmed", ["User: Yesterday [= 9 March 2024] Ahmed moved to Porto."])
+    assert not written_as_name("Ahmed", ["User: Ahmed called."])  # a sentence's first word: no evidence
+    assert not written_as_name("Loved", ["User: Loved the show!", "User: I love jazz."])
+    assert not written_as_name("Loved", ["User: we saw Loved, a film.", "User: I loved it."])  # "loved" goes too
 
 
 def test_a_name_or_noun_with_no_subject_is_no_verb():
@@ -49,7 +65,8 @@ def test_a_name_or_noun_with_no_subject_is_no_verb():
     assert request_words("Loved the concert").verbs == ("Loved",)
 
 
-@pytest.mark.parametrize("text", ["loved", "I loved", "I lived in", "I like", "I painted", "Loved it"])
+@pytest.mark.parametrize("text", ["loved", "I loved", "I lived in", "I like", "I painted", "Loved it", "Loved",
+                                  "Painted", "Lived"])
 def test_forgetting_verbs_only_is_refused_and_nothing_goes(eng, text):
     plan = eng.forget("u", text)
     assert plan.empty and "it names no thing to look for, only what was done" in plan.describe(), plan.describe()
@@ -109,3 +126,22 @@ def test_a_request_in_the_first_person_reaches_only_what_the_user_said(tmp_path,
     assert "at dawn" in mine and "last summer" not in mine, mine
     both = " | ".join(n.content for n in engine.forget("cara", "a lake").segments)  # not in the first person
     assert "at dawn" in both and "last summer" in both, both
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("Ahmed", "Yesterday Ahmed moved to Porto."), ("Ahmed", "I met Ahmed at the gym."),
+    ("Rose", "Rose gave me a book about Lisbon."), ("Mark", "Mark and I went climbing."),
+    ("Will", "I met Will at the gym."),
+])
+def test_a_name_alone_still_reaches_the_lines_naming_it(eng, text, said):
+    eng.remember("u", "names", said, T0 + timedelta(days=20))
+    plan = eng.forget("u", text)
+    assert [n for n in plan.segments if said.split(" ")[-1] in n.content and text in n.content], plan.describe()
+    assert not any("love" in n.content for n in plan.segments), plan.describe()
+
+
+def test_a_name_the_memories_write_only_first_in_a_sentence_is_told_how_to_ask(eng):
+    eng.remember("u", "names", "Ahmed called me about the flat.", T0 + timedelta(days=20))
+    plan = eng.forget("u", "Ahmed")
+    assert plan.empty and "If 'Ahmed' is a name, add a word it was said with (e.g. 'Ahmed called')" in plan.hint
+    assert [n.content for n in eng.forget("u", "Ahmed called").segments if "Ahmed called me" in n.content]

@@ -33,7 +33,7 @@ from timem import editing
 from timem.consolidation.consolidator import Consolidator
 from timem.errors import InputError, NotFoundError
 from timem.item_values import mentions, normalise
-from timem.memory.forget_words import RequestWords, holds, request_words
+from timem.memory.forget_words import RequestWords, holds, request_words, written_as_name
 from timem.memory.rules import extract_statements
 from timem.models import Level, MemoryItem, MemoryNode, NodeStatus, Role
 from timem.store.ports import MemoryStore
@@ -106,7 +106,10 @@ def preview(store: MemoryStore, user_id: str, text: str) -> ForgetPreview:
 
     A request whose content words are all verbs ("loved", "I painted", "I lived in":
     :attr:`timem.memory.forget_words.RequestWords.only_verbs`) names no thing: the preview is empty and its hint says
-    so (a trial: "loved" took every segment saying "love", and the facts read from them).
+    so (a trial: "loved" took every segment saying "love", and the facts read from them). A capitalised past form
+    alone ("Loved", "Painted", "Ahmed") is such a verb unless the user's memories write it as a name
+    (:func:`timem.memory.forget_words.written_as_name`: "I met Ahmed", and never "ahmed"): the request's capital is
+    no evidence, since every request starts with one.
 
     Raises:
         InputError: empty ``text``.
@@ -114,6 +117,9 @@ def preview(store: MemoryStore, user_id: str, text: str) -> ForgetPreview:
     if not text.strip():
         raise InputError("say what to forget, e.g. 'forget that I live in Porto'", field="text")
     words = request_words(text)
+    if words.maybe_name is not None and written_as_name(words.maybe_name,
+                                                        (n.content for n in store.nodes(user_id, Level.SEGMENT))):
+        words = words.as_name()  # "Ahmed", which the memories write as a name ("Loved" stays a verb)
     if words.only_verbs:  # "loved", "I painted", "I lived in": every line using those verbs would go
         return ForgetPreview(user_id=user_id, text=text, hint=_nothing_hint(text, words, []))
     stated = extract_statements(text)
@@ -126,7 +132,8 @@ def preview(store: MemoryStore, user_id: str, text: str) -> ForgetPreview:
                 s.attribute == it.attribute and normalise(s.value) == normalise(it.value) for s in stated):
             items.append(it)
     named_sources = {x for i in items for x in i.source_ids}
-    return _plan(store, user_id, text, items, keep={x for i in spared for x in i.source_ids} - named_sources)
+    return _plan(store, user_id, text, items, keep={x for i in spared for x in i.source_ids} - named_sources,
+                 words=words)
 
 
 #: a stated polarity and its opposite: a forget request stating one ("I love jazz") spares an item of the other
@@ -178,7 +185,8 @@ def _linked(text: str, segments: list[MemoryNode], all_segments: list[MemoryNode
 
 
 def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
-          keep: frozenset[str] | set[str] = frozenset(), *, by_text: bool = True) -> ForgetPreview:
+          keep: frozenset[str] | set[str] = frozenset(), *, by_text: bool = True,
+          words: RequestWords | None = None) -> ForgetPreview:
     """The preview for ``items`` (possibly none) matched by ``text``: the segments they were read from or that quote
     one of their values (with no item, the segments quoting ``text`` or holding all its content words, else those
     holding its key words: :func:`_by_key_words`; and those naming it by the name a matched segment gave it:
@@ -187,7 +195,8 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
 
     Of those other items, the ones whose value the request names by its content words (``by_text``: "I love to swim"
     names "hobby: swimming", read from the segment it matched) are matched too; the rest are ``collateral``. A trial
-    saw the only fact a request was about labelled "also goes"."""
+    saw the only fact a request was about labelled "also goes". ``words``: the request's words as :func:`preview` read
+    them (default :func:`timem.memory.forget_words.request_words` of ``text``)."""
     probes = [normalise(i.value) for i in items] or [normalise(text)]
     stems = set() if items else _request_stems(text)
     source_ids = {s for i in items for s in i.source_ids}
@@ -201,7 +210,7 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
         any(p and mentions(n.content, p) for p in probes) or _covers(n.content, stems))])
     hint = ""
     if not items and not segments and text.strip():
-        words = request_words(text)
+        words = words or request_words(text)
         segments = mine(_by_key_words([n for n in every if n.id not in keep], words, stems))
         hint = "" if segments else _nothing_hint(text, words, every)
     if not items:
@@ -277,8 +286,10 @@ def _nothing_hint(text: str, words: RequestWords, segments: list[MemoryNode]) ->
         return (f"no memory holds all of its key words ({', '.join(words.key)}). Try a shorter request with the key "
                 f"word{example}.")
     if words.verbs:  # "loved", "I lived in": only what was done
+        name = words.maybe_name
         return (f"it names no thing to look for, only what was done ({', '.join(repr(v) for v in words.verbs)}). "
-                "Say what it was: a thing, a name or a place as it was said (e.g. 'jazz', 'Berlin' or 'my cat').")
+                "Say what it was: a thing, a name or a place as it was said (e.g. 'jazz', 'Berlin' or 'my cat')."
+                + (f" If {name!r} is a name, add a word it was said with (e.g. '{name} called')." if name else ""))
     return ("it names no thing to look for. Try a shorter request with the key word, a name or a thing as it was "
             "said (e.g. 'Berlin' or 'my cat').")
 

@@ -17,7 +17,11 @@ likely to be among them. A new-user trial: ``timem forget "I lived in Berlin"`` 
 
 With no subject, the first word is a verb only when it is a past form ("loved", "Lived in Berlin", "Just moved to
 Porto": -ed but not -eed, or an irregular participle), not a gerund or noun ("hiking", "painting", "jazz", "garden",
-"Sweden"), and not a name standing alone or leading a verb ("Ahmed", "Ahmed moved to Porto").
+"Sweden"), and not a name leading a verb ("Ahmed moved to Porto"). Its capital is no evidence of a name: a request
+starts with one either way. A past form standing alone ("Loved", "Painted", "Ahmed") is read as a verb
+(:attr:`RequestWords.maybe_name` names it); the memories tell whether it is a name (:func:`written_as_name`). A
+new-user trial: "Loved" and "Painted" were read as names and reached every line saying "love" or "paint", where
+"loved" and "painted" were refused.
 
 Only the verbs are let go, so "I like jazz" keeps "jazz" and never reaches every "I like …" line. A request of verbs
 only ("loved", "I painted", "I lived in", "我喜欢": :attr:`RequestWords.only_verbs`) names no thing to look for and
@@ -27,6 +31,7 @@ is refused (:func:`timem.memory.forget.preview`): its verbs alone would reach ev
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -70,11 +75,21 @@ class RequestWords:
 
     key: tuple[str, ...]
     verbs: tuple[str, ...]
+    #: a capitalised past form standing alone ("Loved", "Ahmed"), read as a verb: it may be a name
+    #: (:func:`written_as_name`, :meth:`as_name`)
+    maybe_name: str | None = None
 
     @property
     def only_verbs(self) -> bool:
         """Whether every content word of the request is a verb: it names no thing to look for."""
         return not self.key and bool(self.verbs)
+
+    def as_name(self) -> RequestWords:
+        """The request with :attr:`maybe_name` read as a name: a key word, no verb."""
+        if self.maybe_name is None:
+            return self
+        return RequestWords(key=(*self.key, self.maybe_name),
+                            verbs=tuple(v for v in self.verbs if v != self.maybe_name))
 
 
 def request_words(text: str) -> RequestWords:
@@ -92,7 +107,8 @@ def request_words(text: str) -> RequestWords:
         zh_key, zh_verbs = _chinese_words(text)
         key += zh_key
         verbs += zh_verbs
-    return RequestWords(key=tuple(dict.fromkeys(key)), verbs=tuple(dict.fromkeys(verbs)))
+    return RequestWords(key=tuple(dict.fromkeys(key)), verbs=tuple(dict.fromkeys(verbs)),
+                        maybe_name=_lone_past(tokens) if not key else None)
 
 
 def holds(content: str, word: str, stems: set[str] | None = None) -> bool:
@@ -104,14 +120,37 @@ def holds(content: str, word: str, stems: set[str] | None = None) -> bool:
                                                                                                   ascii_only=True))
 
 
+def written_as_name(word: str, contents: Iterable[str]) -> bool:
+    """Whether the memories ``contents`` write ``word`` (a capitalised request word, :attr:`RequestWords.maybe_name`)
+    as a name: capitalised within a sentence (after a lower-case word, a comma or a resolved date: "I met Ahmed",
+    "Yesterday [= 9 May 2024] Ahmed moved"; a sentence's first word is capitalised either way) and never in lower
+    case, by its stem ("I loved it", "I love jazz" for "Loved"), since the request reaches those too."""
+    stems = content_stems(word, ascii_only=True)
+    inside = re.compile(rf"[a-z0-9,;)\]]\s+{re.escape(word)}\b")  # "] ": after a resolved date "[= 9 May 2024]"
+    lower = re.compile(rf"(?<![A-Za-z]){re.escape(word[:3].lower())}[a-z]*")
+    named = False
+    for content in contents:
+        if any(content_stems(m.group(), ascii_only=True) & stems for m in lower.finditer(content)):
+            return False
+        named = named or inside.search(content) is not None
+    return named
+
+
+def _lone_past(tokens: list[str]) -> str | None:
+    """The capitalised past form the request ends with, when it is the verb of no subject ("Loved", "Just Moved",
+    "Ahmed"): a name or a verb."""
+    lead = _verbs_after([t.lower().replace("’", "'") for t in tokens], 0, agreeing=False, mode="lead")
+    first = min(lead, default=None)
+    return tokens[first] if first is not None and first + 1 == len(tokens) and tokens[first][0].isupper() else None
+
+
 def _english_verbs(tokens: list[str]) -> set[int]:
     """The positions of the verbs among ``tokens`` (see the module doc)."""
     low = [t.lower().replace("’", "'") for t in tokens]
     verbs = _verbs_after(low, 0, agreeing=False, mode="lead")  # no subject: "Lived in Berlin", "Just moved to Porto"
     first = min(verbs, default=None)
-    if first is not None and tokens[first][0].isupper() and (
-            first + 1 == len(low) or _verbs_after(low, first + 1, agreeing=True)):
-        verbs = set()  # a name: "Ahmed", "Ahmed moved to Porto" (not "Loved it")
+    if first is not None and tokens[first][0].isupper() and _verbs_after(low, first + 1, agreeing=True):
+        verbs = set()  # a name leading a verb: "Ahmed moved to Porto" (alone, "Ahmed" may be "Loved": RequestWords)
     for i, w in enumerate(low):
         start = _subject_end(tokens, low, i)
         if start is not None:
