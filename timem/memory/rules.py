@@ -30,7 +30,8 @@ explicit first-person statements and corrections):
   writer applies it to the subject's latest item).
 
 What the patterns do not see is not guessed: no statement. Values of place and company names must be
-capitalised in English ("I live in lisbon" is not read); Chinese values run to the next punctuation.
+capitalised in English ("I live in lisbon" is not read), but for a hometown that the gazetteer knows ("I'm from
+berlin": "Berlin"); Chinese values run to the next punctuation.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 from timem.memory.hobbies import HOBBIES, ended_hobby, started_hobbies
 from timem.memory.likes import opinion_clauses, read_opinions
 from timem.memory.occupations import ZH_OCCUPATION, occupation
-from timem.memory.places import is_place
+from timem.memory.places import is_place, lower_place
 from timem.prompts.common import QUESTION, SENTENCES
 
 #: drinks the preference patterns know (longest first, so "green tea" wins over "tea")
@@ -114,6 +115,10 @@ _ORIGIN = re.compile(r"\b[Ii](?:(?i:'m|’m|\s+am)\s+(?i:originally)\s+(?i:from)
                      + _cap("v") + _END_CAP)
 #: a plain "I'm from X" only for a place (:func:`timem.memory.places.is_place`): not "I'm from Microsoft / HR / Mars"
 _FROM = re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+(?i:from)\s+(?:(?i:the)\s+)?" + _cap("v") + _END_CAP)
+#: the same before a name in lower case, "i'm from berlin", "I grew up in lisbon": a place of the gazetteer only,
+#: written in its case (:func:`timem.memory.places.lower_place`: not "I'm from work / the office / here"; a trial)
+_FROM_LOWER = re.compile(r"\b[Ii](?:(?i:'m|’m|\s+am)\s+(?i:originally\s+)?(?i:from)|\s+(?i:originally\s+)?(?i:come)\s+"
+                         r"(?i:from)|\s+(?i:grew\s+up|was\s+raised|was\s+born\s+and\s+raised)\s+(?i:in))\s+(?=[a-z])")
 _AS_JOB = r"(?:\s+(?i:as)\s+(?:(?i:an?)\s+)?" + _JOB + ")?"
 _AT_EMP = r"(?:\s+(?i:at|with|for)\s+" + _cap("emp") + _END_CAP + "|" + _END + ")"
 _SOON = r"(?:(?i:now|just|recently|currently|still|also|officially|finally|been|started|start|began|begun)\s+)*"
@@ -259,6 +264,9 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
     if not any(x.attribute == "hometown" for x in out) and (  # "my hometown is …" wins
             (m := _ORIGIN.search(s)) or ((m := _FROM.search(s)) and is_place(_clean(m["v"])))):
         add("fact", "hometown", m["v"])
+    elif not any(x.attribute == "hometown" for x in out) and (m := _FROM_LOWER.search(s)) and (
+            place := lower_place(s[m.end():])):
+        add("fact", "hometown", place)
     if correction and not out and (m := (_BARE.search(s.strip()) or _ZH_BARE.search(s.strip()))):
         add("fact", None, m["v"])
     return out
