@@ -97,11 +97,16 @@ def test_edit_delete_restore_erase(svc, acme):
     assert acme.nodes("zoe", ids=[leaf.id], status=NodeStatus.DELETED)
     assert acme.forgotten_turn_ids("zoe", "z1") == set(leaf.source_turn_ids)  # the chat history hides them
     gets: list[str] = []
-    listing = acme._list
-    acme._list = lambda path, field, **kw: gets.append(path) or listing(path, field, **kw)  # type: ignore[method-assign]
+    listing = acme._http.rows
+
+    def counting(path, field, **kw):
+        gets.append(path)
+        return listing(path, field, **kw)
+
+    acme._http.rows = counting  # type: ignore[method-assign]
     turns, gone = acme.history("zoe", "z1")  # what the studio's chat history reads: one GET, not two
     assert gone == set(leaf.source_turn_ids) and {t.id for t in turns} >= gone and len(gets) == 1
-    acme._list = listing  # type: ignore[method-assign]
+    acme._http.rows = listing  # type: ignore[method-assign]
     assert {t.id for t in acme.turns("zoe", "z1")} >= set(leaf.source_turn_ids)  # kept, for a restore
     assert leaf.id not in {n.id for n in acme.nodes("zoe")}
     fresh = ServiceClient(svc[0], svc[1]["acme"])  # knows no owner yet: finds it user by user

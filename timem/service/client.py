@@ -10,7 +10,8 @@ JSON. So ``timem studio --service URL --key KEY`` shows a file that a running se
   stored yet"); writes and single-node calls raise :class:`~timem.errors.NotFoundError`.
 * Times are UTC-aware. The ``actor`` of a write is the service's (``api:<tenant>`` in its audit log).
 * Errors: a service error ``{"error": "..."}`` becomes the matching :mod:`timem.errors` exception with the
-  service's one-line message (:func:`error_for`); a connection failure is :class:`ServiceUnreachableError`.
+  service's one-line message (:func:`error_for`); a connection failure is :class:`ServiceUnreachableError`
+  (:mod:`timem.service.client_http`, the HTTP side).
 """
 
 from __future__ import annotations
@@ -23,19 +24,7 @@ import httpx
 
 from timem.chat_turns import ChatTurn
 from timem.config import Complexity, Config, load_config
-from timem.errors import (
-    AuthError,
-    ChatTurnError,
-    ConfigError,
-    ConsolidationIncomplete,
-    EmbeddingError,
-    InputError,
-    LLMError,
-    NotFoundError,
-    ServiceUnreachableError,
-    TextTooLongError,
-    TimemError,
-)
+from timem.errors import ConfigError, InputError, NotFoundError
 from timem.memory.forget import ForgetPreview
 from timem.models import MemoryItem, MemoryNode, NodeStatus, Role, SessionInfo, Turn
 from timem.progress import Progress, no_progress
@@ -43,48 +32,9 @@ from timem.recall.gating import GateMode
 from timem.recall.options import RecallOptions, recall_options
 from timem.recall.pipeline import RecallResult
 from timem.recall.trace import RecallTrace
+from timem.service.client_http import START_HINT, RemoteConsolidationIncomplete, ServiceHttp, error_for
 
-#: how the studio starts the service this client talks to (said when it cannot be reached)
-START_HINT = "start it with `timem serve --db FILE --port PORT` (keys: `timem keys add TENANT --db FILE`)"
-
-
-class RemoteConsolidationIncomplete(ConsolidationIncomplete):
-    """The service stored a write but could not consolidate some window (its answer's ``warning``): the window
-    stays due on the service. ``written`` holds the memories that were written; ``failures`` is empty (the service
-    names the windows in the message)."""
-
-    def __init__(self, message: str, written: list[MemoryNode]) -> None:
-        LLMError.__init__(self, message)
-        self.failures, self.written, self.report = [], list(written), None
-
-
-def error_for(status: int, body: Any, url: str) -> TimemError:
-    """The :mod:`timem.errors` exception for a service error answer (``status`` >= 400, JSON ``body``).
-
-    401 -> :class:`AuthError` (check the key), 404 -> :class:`NotFoundError`, 413 -> :class:`TextTooLongError`,
-    400 / 422 -> :class:`InputError`, 409 -> :class:`ConfigError`, 502 -> :class:`ChatTurnError` (a chat turn,
-    with its ``stage``) or :class:`LLMError`, 503 -> :class:`EmbeddingError`, else :class:`TimemError`.
-    """
-    msg = body.get("error") if isinstance(body, dict) else None
-    msg = " ".join(str(msg or body or f"HTTP {status}").split())
-    if status == 401:
-        return AuthError(f"the service at {url} refused the API key ({msg}); check the key given with --key or "
-                         "TIMEM_SERVICE_KEY (`timem keys list --db FILE` on the service's machine)")
-    if status == 404:
-        return NotFoundError(msg)
-    if status == 413:
-        return TextTooLongError(msg)
-    if status in (400, 422):
-        return InputError(msg)
-    if status == 409:
-        return ConfigError(msg)
-    if status == 502:
-        stage = body.get("stage") if isinstance(body, dict) else None
-        return ChatTurnError(stage, msg) if stage else LLMError(msg)
-    if status == 503:
-        return EmbeddingError(msg)
-    return TimemError(f"the service at {url} failed (HTTP {status}): {msg}")
-
+__all__ = ["START_HINT", "RemoteConsolidationIncomplete", "ServiceClient", "error_for"]
 
 class ServiceClient:
     """One tenant's view of a running memory service, with the engine facade's methods (see module doc).
@@ -103,11 +53,10 @@ class ServiceClient:
     def __init__(self, url: str, key: str, *, config: Config | None = None, timeout: float = 300.0,
                  transport: httpx.BaseTransport | None = None) -> None:
         self.url = url.rstrip("/")
-        self._http = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {key}"}, timeout=timeout,
-                                  transport=transport)
+        self._http = ServiceHttp(self.url, key, timeout=timeout, transport=transport)
         self._node_owner: dict[str, str] = {}
         self._item_owner: dict[str, str] = {}
-        about = self._call("GET", "/v1/about")
+        about = self._http.call("GET", "/v1/about")
         self.tenant: str = about["tenant"]
         self.llm_label: str = about["llm"] or "no LLM"
         self._has_llm: bool = about["has_llm"]
@@ -141,32 +90,6 @@ class ServiceClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # ------------------------------------------------------------------ HTTP
-    def _call(self, method: str, path: str, **kw: Any) -> Any:
-        try:
-            r = self._http.request(method, path, **kw)
-        except httpx.TimeoutException as exc:
-            raise ServiceUnreachableError(
-                f"the memory service at {self.url} did not answer in time ({type(exc).__name__}); a write may or may "
-                "not have been stored: look before sending it again, or check that the service is running") from exc
-        except httpx.TransportError as exc:
-            raise ServiceUnreachableError(f"the memory service is not reachable at {self.url} ({exc}); {START_HINT}, "
-                                          "or fix --service / TIMEM_SERVICE_URL") from exc
-        try:
-            body = r.json()
-        except ValueError:
-            body = r.text
-        if r.status_code >= 400:
-            raise error_for(r.status_code, body, self.url)
-        return body
-
-    def _list(self, path: str, field: str, **params: Any) -> list[Any]:
-        """``GET path`` -> ``body[field]``; ``[]`` when the user is unknown (404), as the engine's reads."""
-        try:
-            return list(self._call("GET", path, params={k: v for k, v in params.items() if v is not None})[field])
-        except NotFoundError:
-            return []
 
     def _node(self, m: dict[str, Any], user: str) -> MemoryNode:
         self._node_owner[m["id"]] = user
@@ -208,7 +131,7 @@ class ServiceClient:
     # ------------------------------------------------------------------ reads
     def users(self) -> list[str]:
         """The tenant's user ids, sorted."""
-        return list(self._call("GET", "/v1/users")["users"])
+        return list(self._http.call("GET", "/v1/users")["users"])
 
     def require_user(self, user_id: str) -> None:
         """Raise :class:`NotFoundError` unless the tenant has ``user_id``."""
@@ -231,7 +154,7 @@ class ServiceClient:
 
     def _turns(self, user_id: str, session_id: str | None = None,
                ids: Sequence[str] | None = None) -> tuple[list[Turn], set[str]]:
-        rows = self._list(f"/v1/users/{user_id}/turns", "turns", session_id=session_id,
+        rows = self._http.rows(f"/v1/users/{user_id}/turns", "turns", session_id=session_id,
                           ids=list(ids) if ids else None)
         turns = [Turn(user_id=user_id, **{**{k: v for k, v in t.items() if k != "forgotten"},
                                           "role": Role(t["role"])}) for t in rows]
@@ -239,7 +162,7 @@ class ServiceClient:
 
     def sessions(self, user_id: str) -> list[SessionInfo]:
         """The user's sessions, by start."""
-        return [SessionInfo(**s) for s in self._list(f"/v1/users/{user_id}/sessions", "sessions")]
+        return [SessionInfo(**s) for s in self._http.rows(f"/v1/users/{user_id}/sessions", "sessions")]
 
     def nodes(self, user_id: str | None = None, level: int | None = None, **kw: Any) -> list[MemoryNode]:
         """Memory nodes as :meth:`MemoryEngine.nodes`: keywords ``status`` (a :class:`NodeStatus`, default active;
@@ -257,7 +180,7 @@ class ServiceClient:
         ids = kw.get("ids")
         if ids is not None and not ids:
             return []
-        rows = self._list(f"/v1/users/{user_id}/memories", "memories", level=level,
+        rows = self._http.rows(f"/v1/users/{user_id}/memories", "memories", level=level,
                           status="all" if status is None else NodeStatus(status).value,
                           ids=list(ids) if ids else None)
         nodes = [self._node(m, user_id) for m in rows]
@@ -269,7 +192,7 @@ class ServiceClient:
         if user_id is None:
             every = [t for u in self.users() for t in self.traces(u, limit)]
             return sorted(every, key=lambda t: t.created_at, reverse=True)[:limit]
-        return [RecallTrace.model_validate(t) for t in self._list(f"/v1/users/{user_id}/traces", "traces",
+        return [RecallTrace.model_validate(t) for t in self._http.rows(f"/v1/users/{user_id}/traces", "traces",
                                                                   limit=limit)]
 
     def default_question_time(self, user_id: str) -> datetime | None:
@@ -281,7 +204,7 @@ class ServiceClient:
                      ) -> list[MemoryItem]:
         """The user's memory items (``"active"``, ``"deleted"`` or ``None`` = all), oldest first; ``reopen`` as
         :meth:`timem.engine_items.MemoryItems.memory_items`."""
-        rows = self._list(f"/v1/users/{user_id}/items", "items", status=status or "all",
+        rows = self._http.rows(f"/v1/users/{user_id}/items", "items", status=status or "all",
                           reopen=str(reopen).lower())
         return [self._item(i, user_id) for i in rows]
 
@@ -309,7 +232,8 @@ class ServiceClient:
             rc = opts.config.recall
             body |= {"recall_lambda": rc.recall_lambda, "recall_top_k": rc.recall_top_k,
                      "token_budget": rc.token_budget, "quotas": rc.quotas}
-        out = self._call("POST", f"/v1/users/{user_id}/recall", json={k: v for k, v in body.items() if v is not None})
+        out = self._http.call("POST", f"/v1/users/{user_id}/recall",
+                              json={k: v for k, v in body.items() if v is not None})
         by_id = {n.id: n for n in self.nodes(user_id, ids=out["node_ids"], status=None)}
         return RecallResult(context=out["context"], nodes=[by_id[i] for i in out["node_ids"] if i in by_id],
                             trace=RecallTrace.model_validate(out["trace"]))
@@ -324,7 +248,7 @@ class ServiceClient:
             InputError: empty message, naive time, ended session. ChatTurnError: the message is stored but
                 answering (``stage="answer"``) or storing the reply / its memories failed.
         """
-        out = self._call("POST", f"/v1/users/{user_id}/chat", json={
+        out = self._http.call("POST", f"/v1/users/{user_id}/chat", json={
             "session_id": session_id, "event_time": event_time.isoformat(), "message": text, "user_name": user_name,
             "assistant_name": assistant_name, "consolidate": consolidate, "confirm_forget": confirm_forget})
         forgotten = None
@@ -355,7 +279,7 @@ class ServiceClient:
             NotFoundError: unknown user or session. ConsolidationIncomplete: the session is ended but some window
                 could not be consolidated (``written`` holds the rest).
         """
-        return self._written(user_id, self._call("POST", f"/v1/users/{user_id}/sessions/{session_id}/end"))
+        return self._written(user_id, self._http.call("POST", f"/v1/users/{user_id}/sessions/{session_id}/end"))
 
     def consolidate(self, user_id: str | None = None, *, flush: bool = False,
                     progress: Progress = no_progress) -> list[MemoryNode]:
@@ -367,7 +291,8 @@ class ServiceClient:
         """
         written: list[MemoryNode] = []
         for user in [user_id] if user_id else self.users():
-            written += self._written(user, self._call("POST", f"/v1/users/{user}/consolidate", json={"flush": flush}))
+            out = self._http.call("POST", f"/v1/users/{user}/consolidate", json={"flush": flush})
+            written += self._written(user, out)
         return written
 
     def edit_memory(self, node_id: str, content: str, *, actor: str = "user") -> MemoryNode:
@@ -377,7 +302,8 @@ class ServiceClient:
             NotFoundError: no such memory of this tenant. InputError: empty content, or the memory is not active.
         """
         user = self._owner(self._node_owner, "memory", node_id)
-        return self._node(self._call("PATCH", f"/v1/users/{user}/memories/{node_id}", json={"content": content}), user)
+        out = self._http.call("PATCH", f"/v1/users/{user}/memories/{node_id}", json={"content": content})
+        return self._node(out, user)
 
     def delete_memories(self, node_ids: Sequence[str], *, hard: bool = False, actor: str = "user") -> dict[str, float]:
         """Soft-delete (undoable) or, with ``hard``, erase memories one by one; returns ``{}`` (the file rewrite's
@@ -388,17 +314,17 @@ class ServiceClient:
         """
         for node_id in node_ids:
             user = self._owner(self._node_owner, "memory", node_id)
-            self._call("DELETE", f"/v1/users/{user}/memories/{node_id}", params={"hard": "true"} if hard else None)
+            self._http.call("DELETE", f"/v1/users/{user}/memories/{node_id}", params={"hard": "true"} if hard else None)
         return {}
 
     def restore_memory(self, node_id: str, *, actor: str = "user") -> None:
         """Undo a soft delete."""
         user = self._owner(self._node_owner, "memory", node_id)
-        self._call("POST", f"/v1/users/{user}/memories/{node_id}/restore")
+        self._http.call("POST", f"/v1/users/{user}/memories/{node_id}/restore")
 
     def erase_user(self, user_id: str, *, actor: str = "user") -> dict[str, float]:
         """Erase the user on the service; returns the rows removed per table and ``file_*`` (the file rewrite)."""
-        out = self._call("DELETE", f"/v1/users/{user_id}")
+        out = self._http.call("DELETE", f"/v1/users/{user_id}")
         return {**{k: float(v) for k, v in out["counts"].items()}, **{f"file_{k}": v for k, v in out["file"].items()}}
 
     def forget_items(self, item_ids: Sequence[str], *, actor: str = "user") -> None:
@@ -409,12 +335,13 @@ class ServiceClient:
         """
         for item_id in item_ids:
             user = self._owner(self._item_owner, "memory item", item_id)
-            self._call("DELETE", f"/v1/users/{user}/items/{item_id}")
+            self._http.call("DELETE", f"/v1/users/{user}/items/{item_id}")
 
     def pin_item(self, item_id: str, pinned: bool = True, *, actor: str = "user") -> MemoryItem:
         """Pin (or unpin) a memory item: pinned items go into every answer's system message."""
         user = self._owner(self._item_owner, "memory item", item_id)
-        return self._item(self._call("POST", f"/v1/users/{user}/items/{item_id}/pin", json={"pinned": pinned}), user)
+        out = self._http.call("POST", f"/v1/users/{user}/items/{item_id}/pin", json={"pinned": pinned})
+        return self._item(out, user)
 
     def forget(self, user_id: str, text: str = "", *, item_ids: Sequence[str] = (), confirm: bool = False,
                actor: str = "user") -> ForgetPreview:
@@ -424,6 +351,6 @@ class ServiceClient:
         Raises:
             InputError: empty text and no ids. NotFoundError: unknown user or item.
         """
-        out = self._call("POST", f"/v1/users/{user_id}/forget",
+        out = self._http.call("POST", f"/v1/users/{user_id}/forget",
                          json={"text": text, "item_ids": list(item_ids), "confirm": confirm})
         return self._preview(user_id, out)
