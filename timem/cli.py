@@ -1,5 +1,9 @@
 """The ``timem`` command line (typer). Every command takes ``--db`` and, where it applies, ``--user``.
 
+Here: ``ingest``, ``consolidate``, ``ask``, ``eval-recall``, ``model``, ``studio`` and the entry point :func:`main`;
+what a file holds and erasing from it in :mod:`timem.cli_store`, the memory layer in :mod:`timem.cli_memory`, the
+service in :mod:`timem.cli_service`, the options they share in :mod:`timem.cli_common`.
+
 Config is resolved once per invocation in :func:`_config`; errors derived from ``TimemError`` are
 printed as one line saying what to do, with exit code 1 (``timem check`` exits 2 on violations).
 """
@@ -15,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from timem import cli_common, cli_memory, cli_service
+from timem import cli_common, cli_memory, cli_service, cli_store
 from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, ModeOpt, UserOpt, _complexity, _config, _engine, _gate, _samples
 from timem.cli_memory import memories_app, segtree_app
 from timem.config import Config, load_config
@@ -113,109 +117,7 @@ def consolidate(db: DbOpt = None, user: Annotated[str | None, typer.Option("--us
     typer.echo(f"wrote {len(queued) + len(nodes)} node(s)")
 
 
-@app.command()
-def tree(user: UserOpt, db: DbOpt = None,
-         level: cli_common.LevelOpt = None,
-         width: Annotated[int, typer.Option(help="characters of content per node")] = 100,
-         config: ConfigOpt = None) -> None:
-    """Print a user's tree, top level first, each node with its span, model and id (for `timem erase`)."""
-    cfg = _config(config, db)
-    with _engine(cfg, with_llm=False, must_exist=True) as eng:
-        typer.echo(eng.tree_text(user, level=level, width=width))
-
-
-@app.command()
-def stats(db: DbOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False, config: ConfigOpt = None) -> None:
-    """Nodes per level, turns, LLM calls, tokens and cache hits, and the DuckDB memory limit in effect."""
-    cfg = _config(config, db)
-    with _engine(cfg, with_llm=False, must_exist=True) as eng:
-        s = eng.stats()
-    if as_json:
-        typer.echo(json.dumps(s, indent=2))
-    else:
-        for k, v in s.items():
-            typer.echo(f"{k:>18}: {v}")
-
-
-@app.command()
-def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] = None,
-          repair: Annotated[bool, typer.Option(help="rebuild a stale FTS snapshot first")] = False,
-          config: ConfigOpt = None) -> None:
-    """Verify the tree invariants; exit code 2 on any violation."""
-    cfg = _config(config, db)
-    with _engine(cfg, with_llm=False, must_exist=True) as eng:
-        problems = eng.check(user, repair=repair)
-        queue = eng.queue_status(user or "")
-    for p in problems:
-        typer.echo(f"VIOLATION {p.rule}: user={p.user_id} node={p.node_id}: {p.detail}")
-    if not problems:
-        typer.echo("ok: containment, calendar windows, links, source turns, turn ids, orphans, FTS and vectors")
-    # the queue's state is reported, not a violation: pending jobs are a state, failed ones say why
-    hint = " (run `timem consolidate`; `--retry-failed` for failed jobs)" if queue["pending"] + queue["failed"] else ""
-    typer.echo(f"consolidation queue: {queue['pending']} pending, {queue['running']} running, {queue['failed']} "
-               f"failed, {queue['done']} done{hint}")
-    for j in queue["failed_jobs"]:
-        typer.echo(f"  failed job {j['id']} user={j['user_id']} attempts={j['attempts']}: {j['error']}")
-    if problems:
-        raise typer.Exit(2)
-
-
-@app.command()
-def erase(node_ids: Annotated[list[str], typer.Argument(help="memory node ids (see `timem tree`)")],
-          db: DbOpt = None, llm: LlmOpt = None, config: ConfigOpt = None) -> None:
-    """Hard-erase memories: rows, source turns, vectors, FTS, LLM cache, recall traces; then rewrite the file."""
-    cfg = _config(config, db, llm_backend=llm)
-    with _engine(cfg, must_exist=True) as eng:
-        cost = eng.delete_memories(node_ids, hard=True, actor="cli")
-    typer.echo(f"erased {len(node_ids)} memory(ies); file rewritten in {cost['seconds']:.2f} s "
-               f"({cost['bytes_before'] / 1e6:.1f} -> {cost['bytes_after'] / 1e6:.1f} MB)")
-
-
-@app.command()
-def export(user: UserOpt, db: DbOpt = None,
-           fmt: Annotated[Literal["json", "jsonl"], typer.Option("--format", help="json: everything stored of the "
-                          "user (as the HTTP export); jsonl: the turns, re-importable")] = "json",
-           out: Annotated[Path | None, typer.Option("--out", help="file to write (default: stdout for json)")] = None,
-           config: ConfigOpt = None) -> None:
-    """Export one user: everything stored as JSON, or the turns as JSONL (timestamps at the speaker's offset)."""
-    if out is not None and (out.is_dir() or not out.parent.is_dir()):
-        raise InputError(f"--out {out}: {'is a folder' if out.is_dir() else 'its folder does not exist'}; "
-                         "give a file path in an existing folder")
-    with _engine(_config(config, db), with_llm=False, must_exist=True) as eng:
-        if fmt == "jsonl":
-            if out is None:
-                raise InputError("--format jsonl writes a file; pass --out PATH")
-            typer.echo(f"wrote {eng.export_jsonl(user, out)} turn(s) of {user} to {out}")
-            return
-        text = json.dumps(eng.export_user(user), ensure_ascii=False, indent=2)
-    if out is None:
-        typer.echo(text)
-    else:
-        out.write_text(text + "\n", encoding="utf-8")
-        typer.echo(f"wrote the export of {user} to {out}")
-
-
-@app.command("erase-user")
-def erase_user(user: Annotated[str, typer.Argument(help="the user id to erase")], db: DbOpt = None,
-               config: ConfigOpt = None) -> None:
-    """Erase everything of one user, then rewrite the file so that no erased text remains in it."""
-    cfg = _config(config, db)
-    with _engine(cfg, with_llm=False, must_exist=True) as eng:
-        eng.require_user(user)
-        counts = eng.erase_user(user, actor="cli")
-    rows = ", ".join(f"{v} {k}" for k, v in counts.items() if not k.startswith("file_"))
-    typer.echo(f"erased user {user}: {rows}; file rewritten in {counts['file_seconds']:.2f} s "
-               f"({counts['file_bytes_before'] / 1e6:.1f} -> {counts['file_bytes_after'] / 1e6:.1f} MB)")
-
-
-@app.command()
-def compact(db: DbOpt = None, config: ConfigOpt = None) -> None:
-    """Rewrite the database file (what every hard erase does last), e.g. after an interrupted erase."""
-    cfg = _config(config, db)
-    with _engine(cfg, with_llm=False, must_exist=True) as eng:
-        cost = eng.compact()
-    typer.echo(f"rewrote {cfg.store.db_path} in {cost['seconds']:.2f} s ({cost['bytes_before'] / 1e6:.1f} -> "
-               f"{cost['bytes_after'] / 1e6:.1f} MB)")
+cli_store.register(app)  # tree, stats, check, erase, export, erase-user, compact: listed here by `timem --help`
 
 
 def _parse_time(at: str | None, cfg: Config) -> datetime | None:

@@ -1,0 +1,124 @@
+"""``timem tree``, ``stats``, ``check``, ``export``, ``erase``, ``erase-user`` and ``compact``: what a DuckDB file
+holds and whether its invariants hold, and erasing from it (each erase ends with a rewrite of the file)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from timem import cli_common
+from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, UserOpt, _config, _engine
+from timem.errors import InputError
+
+
+def tree(user: UserOpt, db: DbOpt = None,
+         level: cli_common.LevelOpt = None,
+         width: Annotated[int, typer.Option(help="characters of content per node")] = 100,
+         config: ConfigOpt = None) -> None:
+    """Print a user's tree, top level first, each node with its span, model and id (for `timem erase`)."""
+    cfg = _config(config, db)
+    with _engine(cfg, with_llm=False, must_exist=True) as eng:
+        typer.echo(eng.tree_text(user, level=level, width=width))
+
+
+def stats(db: DbOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False, config: ConfigOpt = None) -> None:
+    """Nodes per level, turns, LLM calls, tokens and cache hits, and the DuckDB memory limit in effect."""
+    cfg = _config(config, db)
+    with _engine(cfg, with_llm=False, must_exist=True) as eng:
+        s = eng.stats()
+    if as_json:
+        typer.echo(json.dumps(s, indent=2))
+    else:
+        for k, v in s.items():
+            typer.echo(f"{k:>18}: {v}")
+
+
+def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] = None,
+          repair: Annotated[bool, typer.Option(help="rebuild a stale FTS snapshot first")] = False,
+          config: ConfigOpt = None) -> None:
+    """Verify the tree invariants; exit code 2 on any violation."""
+    cfg = _config(config, db)
+    with _engine(cfg, with_llm=False, must_exist=True) as eng:
+        problems = eng.check(user, repair=repair)
+        queue = eng.queue_status(user or "")
+    for p in problems:
+        typer.echo(f"VIOLATION {p.rule}: user={p.user_id} node={p.node_id}: {p.detail}")
+    if not problems:
+        typer.echo("ok: containment, calendar windows, links, source turns, turn ids, orphans, FTS and vectors")
+    # the queue's state is reported, not a violation: pending jobs are a state, failed ones say why
+    hint = " (run `timem consolidate`; `--retry-failed` for failed jobs)" if queue["pending"] + queue["failed"] else ""
+    typer.echo(f"consolidation queue: {queue['pending']} pending, {queue['running']} running, {queue['failed']} "
+               f"failed, {queue['done']} done{hint}")
+    for j in queue["failed_jobs"]:
+        typer.echo(f"  failed job {j['id']} user={j['user_id']} attempts={j['attempts']}: {j['error']}")
+    if problems:
+        raise typer.Exit(2)
+
+
+def erase(node_ids: Annotated[list[str], typer.Argument(help="memory node ids (see `timem tree`)")],
+          db: DbOpt = None, llm: LlmOpt = None, config: ConfigOpt = None) -> None:
+    """Hard-erase memories: rows, source turns, vectors, FTS, LLM cache, recall traces; then rewrite the file."""
+    cfg = _config(config, db, llm_backend=llm)
+    with _engine(cfg, must_exist=True) as eng:
+        cost = eng.delete_memories(node_ids, hard=True, actor="cli")
+    typer.echo(f"erased {len(node_ids)} memory(ies); file rewritten in {cost['seconds']:.2f} s "
+               f"({cost['bytes_before'] / 1e6:.1f} -> {cost['bytes_after'] / 1e6:.1f} MB)")
+
+
+def export(user: UserOpt, db: DbOpt = None,
+           fmt: Annotated[Literal["json", "jsonl"], typer.Option("--format", help="json: everything stored of the "
+                          "user (as the HTTP export); jsonl: the turns, re-importable")] = "json",
+           out: Annotated[Path | None, typer.Option("--out", help="file to write (default: stdout for json)")] = None,
+           config: ConfigOpt = None) -> None:
+    """Export one user: everything stored as JSON, or the turns as JSONL (timestamps at the speaker's offset)."""
+    if out is not None and (out.is_dir() or not out.parent.is_dir()):
+        raise InputError(f"--out {out}: {'is a folder' if out.is_dir() else 'its folder does not exist'}; "
+                         "give a file path in an existing folder")
+    with _engine(_config(config, db), with_llm=False, must_exist=True) as eng:
+        if fmt == "jsonl":
+            if out is None:
+                raise InputError("--format jsonl writes a file; pass --out PATH")
+            typer.echo(f"wrote {eng.export_jsonl(user, out)} turn(s) of {user} to {out}")
+            return
+        text = json.dumps(eng.export_user(user), ensure_ascii=False, indent=2)
+    if out is None:
+        typer.echo(text)
+    else:
+        out.write_text(text + "\n", encoding="utf-8")
+        typer.echo(f"wrote the export of {user} to {out}")
+
+
+def erase_user(user: Annotated[str, typer.Argument(help="the user id to erase")], db: DbOpt = None,
+               config: ConfigOpt = None) -> None:
+    """Erase everything of one user, then rewrite the file so that no erased text remains in it."""
+    cfg = _config(config, db)
+    with _engine(cfg, with_llm=False, must_exist=True) as eng:
+        eng.require_user(user)
+        counts = eng.erase_user(user, actor="cli")
+    rows = ", ".join(f"{v} {k}" for k, v in counts.items() if not k.startswith("file_"))
+    typer.echo(f"erased user {user}: {rows}; file rewritten in {counts['file_seconds']:.2f} s "
+               f"({counts['file_bytes_before'] / 1e6:.1f} -> {counts['file_bytes_after'] / 1e6:.1f} MB)")
+
+
+def compact(db: DbOpt = None, config: ConfigOpt = None) -> None:
+    """Rewrite the database file (what every hard erase does last), e.g. after an interrupted erase."""
+    cfg = _config(config, db)
+    with _engine(cfg, with_llm=False, must_exist=True) as eng:
+        cost = eng.compact()
+    typer.echo(f"rewrote {cfg.store.db_path} in {cost['seconds']:.2f} s ({cost['bytes_before'] / 1e6:.1f} -> "
+               f"{cost['bytes_after'] / 1e6:.1f} MB)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``tree``, ``stats``, ``check``, ``erase``, ``export``, ``erase-user`` and ``compact`` to the ``timem`` app
+    (after ``consolidate``, before ``ask``: the order of ``timem --help``)."""
+    app.command()(tree)
+    app.command()(stats)
+    app.command()(check)
+    app.command()(erase)
+    app.command()(export)
+    app.command("erase-user")(erase_user)
+    app.command()(compact)
