@@ -321,3 +321,19 @@ def test_a_further_thing_of_a_list_is_grounded_by_the_clause_the_list_goes_on_fr
 ])
 def test_a_name_liked_is_read_as_written(text, expected):
     assert _grounded(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # the fifth new-user trial: "I like to hike" / "I love to swim" read nothing, where "I like hiking" is a hobby
+    ("I like to hike.", [("hobby", "hiking")]), ("I love to swim.", [("hobby", "swimming")]),
+    ("I like to hike and swim.", [("hobby", "hiking"), ("hobby", "swimming")]),
+    ("I love to go hiking on weekends.", [("hobby", "hiking")]), ("I like to play the guitar.", [("hobby", "guitar")]),
+    ("I enjoy playing tennis.", [("hobby", "tennis")]), ("I like to read in the evening.", [("hobby", "reading")]),
+    # a wish, a denial or a hedge, an activity with an object (a task), no activity of the list: no hobby
+    ("I'd like to order a pizza.", []), ("I would love to visit Japan.", []), ("I'd love to go hiking.", []),
+    ("I would like to learn to swim.", []), ("I don't like to swim.", []), ("It's not like I love to swim.", []),
+    ("I like to run errands.", []), ("I like to run my own business.", []), ("I like to paint my nails.", []),
+    ("I like to think so.", []), ("I love to make clay bowls with my kids.", []),
+])
+def test_liking_to_do_an_activity_is_a_hobby_and_a_wish_is_none(text, expected):
+    assert _grounded(text) == expected

@@ -857,3 +857,10 @@ def test_a_band_whose_name_ends_in_ing_is_liked_and_its_like_can_end(tmp_path, s
     eng = _engine(tmp_path, store, embedder, memory_extractor="rules")
     held = _say(eng, store, ["I love the Rolling Stones.", "I love jazz.", "I used to love the Rolling Stones."])
     assert held == {("likes", "Rolling Stones"): False, ("likes", "jazz"): True}
+
+
+def test_liking_to_do_an_activity_holds_the_hobby_until_it_ends(tmp_path, store, embedder):
+    """The fifth new-user trial: "I like to hike" read nothing; a wish ("I'd like to …") is still nothing."""
+    eng = _engine(tmp_path, store, embedder, memory_extractor="rules")
+    held = _say(eng, store, ["I like to hike.", "I love to swim.", "I'd like to go skiing.", "I gave up hiking."])
+    assert held == {("hobby", "hiking"): False, ("hobby", "swimming"): True}

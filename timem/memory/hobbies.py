@@ -1,7 +1,8 @@
-"""The hobbies the rules read (English), for :mod:`timem.memory.rules`: a list of activities (:data:`HOBBIES`) and
-the phrasings that start one ("I took up pottery", "I started playing chess", "I love / like / enjoy hiking", "yoga
-is my thing now", "my hobby is hiking", "Swimming three mornings a week now") or end one ("I stopped running", "no
-more running", "I'm done with running", "I don't run anymore", "I no longer run").
+"""The hobbies the rules read (English), for :mod:`timem.memory.rules`: a list of activities (:data:`HOBBIES`) and the
+phrasings that start one ("I took up pottery", "I started playing chess", "I love / like / enjoy hiking", "I like to
+hike", "I love to go swimming", "yoga is my thing now", "my hobby is hiking", "Swimming three mornings a week now")
+or end one ("I stopped running", "no more running", "I'm done with running", "I don't run anymore", "I no longer
+run").
 
 A hobby is a word of the list: other words after "I love …" / "I started …" are no hobby ("I started working", "I
 love caring for them"), and running a business is no running ("I love running my own studio"). A list after the
@@ -37,6 +38,16 @@ _HOBBY_START = re.compile(r"\bi(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|also\s+
 #: "I love / like / enjoy hiking" (a new-user trial: "I like hiking" read nothing)
 _HOBBY_LOVE = re.compile(r"\bi\s+(?:really\s+|just\s+)?(?:love|like|enjoy)\s+(?P<v>[a-z]{3,20}ing)\b(?:"
                          + _NOT_RUNNING_A_BUSINESS + ")", re.IGNORECASE)
+#: how, where, when or with whom an activity is done; anything else after "I like to X" is an object, and an activity
+#: with an object is a task, not a hobby ("I like to run errands", "I like to paint my nails", "… run my own studio")
+_ALONE = re.compile(r"\s*(?:[,.!?;:)]|$)|\s+(?:and|or|but|in|on|at|with|for|every|each|when|whenever|while|if|around|"
+                    r"along|outside|outdoors|together|often|a\s+lot|as|after|before|during|sometimes|too|also|so|"
+                    r"because|near|by|through|early|late|daily|now|again|here|there|alone|myself|more|most|instead|"
+                    r"lately|these\s+days|nowadays|really|regularly|from|over|up)\b", re.IGNORECASE)
+#: "I like to hike", "I love to go swimming", "I like to play chess", "I enjoy going hiking" (a new-user trial: "I like
+#: to hike" read nothing); not a wish, which has no "I like": "I'd like to order a pizza", "I would love to visit Japan"
+_HOBBY_TO = re.compile(r"\bi\s+(?:really\s+|just\s+|also\s+)?(?:love|like|enjoy)\s+(?:to\s+(?:go\s+|play\s+|do\s+)?"
+                       r"|(?:going|playing|doing)\s+)(?:the\s+)?(?P<v>[a-z]{2,20})\b", re.IGNORECASE)
 _HOBBY_THING = re.compile(r"(?:^|,\s*|\band\s+)(?P<v>[a-z][a-z-]{2,20})\s+is\s+(?:now\s+)?my\s+(?:new\s+)?"
                           r"(?:thing|hobby|passion)\b", re.IGNORECASE)
 _HOBBY_MY = re.compile(r"\bmy\s+(?:new\s+|main\s+)?(?:hobby|pastime|passion)\s+is\s+(?:now\s+)?"
@@ -81,12 +92,33 @@ def ended_hobby(s: str) -> str | None:
     return None
 
 
+def _as_hobby(verb: str) -> str | None:
+    """The hobby a verb after "I like to" names: ``hike`` -> ``hiking``, ``chess`` -> ``chess``; ``None`` for none."""
+    return next((h for h in (_gerund(verb), verb.lower()) if h in HOBBIES), None)
+
+
+def _hobbies_to(s: str, m: re.Match[str]) -> list[str]:
+    """The hobbies of an "I like to …" match ``m``: its verb and the verbs listed after it ("I like to hike and swim"),
+    each said with no object (:data:`_ALONE`)."""
+    out, pos = [], m.start("v")
+    more: re.Match[str] | None = m
+    while more is not None and (h := _as_hobby(more["v"])) is not None and _ALONE.match(s, more.end("v")):
+        out.append(h)
+        pos = more.end("v")
+        more = _AND_MORE.match(s, pos)
+    return out
+
+
 def started_hobbies(s: str) -> list[str]:
     """The hobbies the sentence ``s`` starts or holds: the first pattern that names an activity of :data:`HOBBIES`
     ("playing acoustic guitar": ``guitar``), and the activities listed after it ("I love hiking and swimming");
     ``[]`` when none does."""
-    for rx in (_HOBBY_START, _HOBBY_LOVE, _HOBBY_THING, _HOBBY_MY, _HOBBY_HABIT):
-        if not (m := rx.search(s)) or (rx is _HOBBY_LOVE and hedged(s[:m.start()])):
+    for rx in (_HOBBY_START, _HOBBY_LOVE, _HOBBY_TO, _HOBBY_THING, _HOBBY_MY, _HOBBY_HABIT):
+        if not (m := rx.search(s)) or (rx in (_HOBBY_LOVE, _HOBBY_TO) and hedged(s[:m.start()])):
+            continue
+        if rx is _HOBBY_TO:
+            if found := _hobbies_to(s, m):
+                return list(dict.fromkeys(found))
             continue
         key = next((k for k in ("v", "w", "g") if m.groupdict().get(k)), None)
         if key is None:

@@ -15,9 +15,9 @@ explicit first-person statements and corrections):
   "I don't drink coffee anymore" (ends the open item), "我不喝咖啡了，只喝茶", "我改喝绿茶了";
 * diet -- "I'm vegetarian now", "I went vegan", "我吃素了";
 * hobbies (several at once; only an explicit end closes one; :mod:`timem.memory.hobbies`) -- "I took up pottery",
-  "I started playing chess", "I love / like hiking", "I love hiking and swimming" (two hobbies), "yoga is my thing
-  now", "I stopped running" / "I gave up climbing" / "no more running" / "I don't swim anymore" (ends it),
-  "我开始学游泳";
+  "I started playing chess", "I love / like hiking", "I like to hike" (not "I'd like to …"), "I love hiking and
+  swimming" (two hobbies), "yoga is my thing now", "I stopped running" / "I gave up climbing" / "no more running" /
+  "I don't swim anymore" (ends it), "我开始学游泳";
 * likes and dislikes (several at once; "I love jazz now" ends "dislikes jazz" and the other way round;
   :mod:`timem.memory.likes`) --
   "I hate country music", "I really like jazz now", "I love jazz, techno and soul" (three likes; "rock and roll" is
