@@ -431,3 +431,25 @@ def test_duckdb_out_of_memory_is_one_line_naming_the_setting(monkeypatch, capsys
                               env={**os.environ, "TIMEM_DUCKDB_MEMORY_MB": env}, capture_output=True, text=True)
         err = proc.stderr
         assert proc.returncode != 0 and "duckdb_memory_mb" in err and "Traceback" not in err, err
+
+
+def test_ask_and_the_other_commands_take_set_like_bench(cli_env, chat_file):
+    """A new-user trial: `timem ask "…" --set token_budget=200` was "No such option: --set", though `timem bench` takes
+    it and the docs show it; the same parser (and its messages) now serves ask, eval-recall, ingest, consolidate,
+    serve."""
+    db = str(cli_env / "t.duckdb")
+    code, out = run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--db", db,
+                    "--set", "consolidation_mode=extractive")
+    assert code == 0, out
+    q = ("ask", "What is the name of my dog?", "--user", "zoe", "--db", db, "--recall-only", "--json")
+    code, out = run(*q, "--set", "token_budget=200", "--set", "gate=off")
+    assert code == 0, out
+    assert json.loads(out)["trace"]["settings"]["token_budget"] == 200, out
+    code, out = run(*q, "--set", "nope=1")
+    assert code == 1 and "--set expects KEY=VALUE with KEY a setting name (e.g. token_budget), got 'nope=1'" in out
+    code, out = run(*q, "--set", "token_budget=abc")
+    assert code == 1 and "recall.token_budget" in out, out
+    code, out = run(*q, "--set", f"db_path={db}")
+    assert code == 1 and "--set db_path=... and the command's own flag" in out, out
+    code, out = run("consolidate", "--db", db, "--set", "token_budget")
+    assert code == 1 and "--set expects KEY=VALUE" in out, out

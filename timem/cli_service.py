@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, UserOpt, _config
+from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, SetOpt, UserOpt, _config, setting_overrides
 from timem.config import Config
 from timem.errors import ConfigError, MissingExtraError
 
@@ -34,7 +34,7 @@ AddressOpt = Annotated[str, typer.Option("--ray-address", help="with --ray: loca
 
 def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: KeysOpt = None, llm: LlmOpt = None,
           config: ConfigOpt = None, ray: RayOpt = False, replicas: ReplicasOpt = 2,
-          ray_address: AddressOpt = "local") -> None:
+          ray_address: AddressOpt = "local", set_: SetOpt = None) -> None:
     """Serve the memory HTTP API (docs/service.md) over --db; the service is the file's one writer while it runs
     (with --ray: each shard replica is the one writer of its shard file)."""
     try:
@@ -45,7 +45,7 @@ def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: Key
     except ImportError as exc:
         raise MissingExtraError("timem serve", "service", (exc.name or "").split(".")[0] or None) from exc
 
-    cfg = _config(config, db, llm_backend=llm)
+    cfg = _config(config, db, setting_overrides(set_), llm_backend=llm)
     kf = _keyfile(cfg, keys)
     if ray:
         _warn_no_keys(kf, keys, cfg)

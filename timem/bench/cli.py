@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from timem.bench.recipes import RECIPES, SUITES, get_recipe
-from timem.config import SECTION_OF, Config, load_config
+from timem.cli_common import SetOpt, setting_overrides
+from timem.config import Config, load_config
 from timem.errors import ConfigError
 
 bench_app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -32,8 +33,6 @@ RetrOpt = Annotated[bool, typer.Option("--retrieval-only", help="no answering or
 OutOpt = Annotated[Path | None, typer.Option("--out", help="run folder (default bench/runs/<dataset>-<recipe>-<mode>)")]
 DbOpt = Annotated[Path | None, typer.Option("--db", help="reuse this ingested DuckDB (default: one per data file, "
                                                           "granularity and model under cache_dir/bench)")]
-SetOpt = Annotated[list[str] | None, typer.Option("--set", help="config override KEY=VALUE (repeatable), "
-                                                                "e.g. --set token_budget=2000")]
 SettingsOpt = Annotated[Path | None, typer.Option("--settings", help="TOML config file (the usual timem config)")]
 MaxQOpt = Annotated[int | None, typer.Option("--max-questions", help="stop after the first N selected questions")]
 RayOpt = Annotated[str | None, typer.Option("--ray", help="one task per conversation/instance on Ray: 'local' (a 2-CPU "
@@ -51,19 +50,6 @@ def _warn_old_spellings(argv: list[str] | None = None) -> None:
                    "as in every other command; until then that is --settings)", err=True)
     if "--samples" in args:
         typer.echo("warning: --samples is deprecated; use --sample (as in every other command)", err=True)
-
-
-def _overrides(pairs: list[str] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for p in pairs or []:
-        key, sep, val = p.partition("=")
-        if not sep or key.strip() not in SECTION_OF:
-            raise ConfigError(f"--set expects KEY=VALUE with KEY a setting name (e.g. token_budget), got {p!r}")
-        try:
-            out[key.strip()] = json.loads(val)
-        except ValueError:
-            out[key.strip()] = val
-    return out
 
 
 def _judge_config(cfg: Config, judge: str | None, base_url: str | None) -> Config | None:
@@ -85,7 +71,7 @@ def _run(dataset: str, file: Path, recipe_name: str, *, samples: str | None = No
 
     _warn_old_spellings()
     recipe = get_recipe(recipe_name)
-    base = load_config(settings, llm_backend=llm, **_overrides(sets))
+    base = load_config(settings, llm_backend=llm, **setting_overrides(sets))
     mode = "retrieval" if retrieval_only else "e2e"
     spec = RunSpec(dataset=dataset, data_file=file, recipe=recipe,  # type: ignore[arg-type]
                    out_dir=out or Path("bench/runs") / f"{dataset}-{recipe.name}-{mode}",
