@@ -453,3 +453,14 @@ def test_ask_and_the_other_commands_take_set_like_bench(cli_env, chat_file):
     assert code == 1 and "--set db_path=... and the command's own flag" in out, out
     code, out = run("consolidate", "--db", db, "--set", "token_budget")
     assert code == 1 and "--set expects KEY=VALUE" in out, out
+
+
+@pytest.mark.parametrize("args", [[], ["forget"], ["ask"], ["ingest"], ["keys", "add"]])
+def test_help_shows_flags_as_flags_without_a_value_type(args):
+    """A new-user trial: help read `--yes <bool>` / `--trace <bool>` (typer 0.29's rich help types every option), and
+    `--yes true` is refused: a flag takes no value. Options that take one keep their type."""
+    res = CliRunner().invoke(app, [*args, "--help"], terminal_width=100)
+    assert res.exit_code == 0, res.output
+    assert "<bool>" not in res.output and "--help" in res.output, res.output
+    if args == ["forget"]:
+        assert "--yes" in res.output and "<path>" in res.output and "<str>" in res.output, res.output

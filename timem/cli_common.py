@@ -22,6 +22,32 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+def _flags_without_a_value_type_in_help() -> None:
+    """Show a flag (``--yes``, ``--trace``, ``--flush/--no-flush``, ``--help``) as a plain flag in ``--help``.
+
+    typer 0.29's rich help draws the type column from ``TyperOption.display_type_rich``, which gives ``<bool>`` for a
+    flag as for an option that takes a value, so help read ``--yes <bool>`` although ``--yes true`` is refused (a flag
+    takes no value). Its plain (non-rich) help already leaves the type out for a flag; this makes the rich one agree.
+    The options are declared right (a ``bool`` option is a flag); the fault is only in how the help draws them.
+    """
+    from typer.core import TyperOption
+
+    drawn = getattr(TyperOption, "display_type_rich", None)
+    if drawn is None or getattr(drawn, "_timem_flags", False):  # an older typer without it, or patched already
+        return
+
+    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
+        if self.is_flag and not self.count:
+            return None
+        shown: str | None = drawn(self, ctx)
+        return shown
+
+    display_type_rich._timem_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_without_a_value_type_in_help()
+
 #: The values ``--llm`` takes: the ``llm_backend`` setting's (local, openai, none).
 LLM_BACKENDS: tuple[str, ...] = get_args(LLMSettings.model_fields["llm_backend"].annotation)
 
