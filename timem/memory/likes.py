@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from timem.memory.hobbies import HOBBIES
-from timem.memory.opinions import ended_opinion, hedged
+from timem.memory.opinions import TIME_WORDS, ended_opinion, hedged
 
 #: "the" before a name or a thing named with it is left out, as in "a fan of the Beatles": "I love the blues" likes
 #: "blues" (a new-user trial read nothing); not "I love the photo / the idea / the way you …" (no thing liked)
@@ -35,7 +35,7 @@ _NEXT = (_OPINION_THE + rf"(?!(?:{_NO_THING}|and|or|i|we|he|she|they|me|us|so|th
 _OPINION_VALUE = (_OPINION_THE + rf"(?:both\s+)?(?!(?:{_NO_THING})\b)"
                   rf"(?P<v>{_ITEM}(?:(?:\s*,\s*(?:(?:and|or)\s+)?{_NEXT}|\s+(?:and|or)\s+{_NEXT})*"
                   rf"\s*,?\s+(?:and|or)\s+{_NEXT})?)"
-                  r"\s*(?:now|these\s+days|nowadays)?"
+                  rf"(?:\s*{TIME_WORDS})?"
                   r"(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|more|again|here|there)\b))")
 _LIKE = re.compile(r"(?:\bi\s+(?:really\s+|absolutely\s+|actually\s+|kind\s+of\s+)?(?:love|like|enjoy|adore)\s+"
                    r"|\bi(?:'m|’m|\s+am)\s+(?:really\s+|so\s+|totally\s+|very\s+|big\s+|now\s+|also\s+)*into\s+)"
@@ -60,7 +60,7 @@ _FAN_WORD = r"(?:(?-i:St|Dr|Mr|Mrs|Ms|Mt)\.|[a-z][\w'’&-]*)"
 #: "a fan of X": X runs to punctuation, a dash or a word that starts something else ("since", "and", "like")
 _FAN_OF = (rf"(?:{_FAN_BIG}\s+)*fans?\s+of\s+(?:the\s+(?=(?-i:[A-Z])))?{_FAN_NO_THING}"
            rf"(?P<v>{_FAN_WORD}(?:\s+{_FAN_WORD}){{0,3}}?)"
-           r"(?=\s*(?:[,.!?;:()–—]|$)|\s+-|\s+(?:now|these\s+days|nowadays|since|for|and|but|because|too|so|ever|"
+           r"(?=\s*(?:[,.!?;:()–—]|$)|\s+-|\s+(?:now|these\s+days|nowadays|lately|anymore|any\s+more|since|for|and|but|because|too|so|ever|"
            r"as|from|when|who|which|that|in|at|on|with|like|though|honestly|myself|really)\b)")
 #: "a (huge) X fan": one to three words before "fan", none of them a "big" word
 _FAN_NAMED = (rf"(?:{_FAN_BIG}\s+)*(?!{_FAN_BIG}\b){_FAN_NO_THING}"
@@ -95,7 +95,7 @@ def _negated(before: str) -> bool:
 
 def _clean(v: str) -> str:
     v = v.strip(" \t'\"“”‘’").rstrip(".,!?;:。，！？")
-    return re.sub(r"\s+(?:now|these days|nowadays)$", "", v, flags=re.IGNORECASE).strip()
+    return re.sub(rf"\s+{TIME_WORDS}$", "", v, flags=re.IGNORECASE).strip()
 
 
 _COPULA = frozenset({"is", "are", "was", "were", "be"})
@@ -160,6 +160,8 @@ def read_opinions(s: str) -> list[tuple[str, str, bool]]:
     # "I used to love jazz": "likes jazz" ends; an activity only when it is a hobby (not "spending time in …")
     if (past := ended_opinion(s)) and not (_activity(w := past[1].split()[0]) and w.lower() not in HOBBIES):
         out.append((past[0], past[1], True))
+    # "I don't like techno anymore" ends "likes techno" and is no dislike of it (:func:`ended_opinion`)
+    over = {past[1].lower()} if past else set()
     for rx, attribute in ((_DISLIKE, "dislikes"), *_FANS[:2], (_LIKE, "likes"), *_FANS[2:]):
         m = rx.search(s)
         fan = rx in _FAN_RX
@@ -168,14 +170,16 @@ def read_opinions(s: str) -> list[tuple[str, str, bool]]:
         if fan:  # one name: "a fan of the Rolling Stones" (an activity is a name only when capitalised)
             words = _clean(m["v"]).split()
             if (words and not (words[0].lower().endswith("ing") and not words[0][0].isupper())
-                    and words[0].lower() not in _NOT_A_THING and not {w.lower() for w in words} & _COPULA):
+                    and words[0].lower() not in _NOT_A_THING and not {w.lower() for w in words} & _COPULA
+                    and " ".join(words).lower() not in over):
                 out.append((attribute, " ".join(words), False))
                 break
             continue
         # "… is awesome" is no thing liked; each thing of a list is one value
         if {w.lower() for w in m["v"].split()} & _COPULA:
             continue
-        found = [(*av, False) for k, thing in enumerate(things(m["v"])) if (av := _thing(attribute, thing, k > 0))]
+        found = [(*av, False) for k, thing in enumerate(things(m["v"]))
+                 if (av := _thing(attribute, thing, k > 0)) and av[1].lower() not in over]
         if found:
             out += found
             break

@@ -21,6 +21,23 @@ _USED_TO = re.compile(r"\bi\s+used\s+to\s+(?:really\s+|absolutely\s+)?(?:(?P<lik
                       r"(?P<v>[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,2}?)(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|"
                       r"as|when|back|before|but|and|in|until|growing|years|once)\b))", re.IGNORECASE)
 _STILL = re.compile(r"\b(?:still|again)\b", re.IGNORECASE)
+#: the time words that may close an opinion and are no part of the thing: "I hate techno these days" dislikes "techno"
+#: (a new-user trial: "I don't like techno anymore" disliked "techno anymore", "… any more" "techno any")
+TIME_WORDS = r"(?:now|nowadays|these\s+days|lately|anymore|any\s+more|any\s+longer)"
+_GONE = r"(?:anymore|any\s+more|any\s+longer)"
+#: the thing of an opinion that is over: one to three words, not a pronoun (as in :data:`_USED_TO`)
+_OVER_THING = (r"(?:the\s+)?(?!(?:it|that|this|you|him|her|them|the|a|an|my|your|to|how|when|what|being)\b)"
+               r"(?P<v>[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,2}?)")
+_OVER_END = r"(?=\s*(?:[,.!?;]|$|\s+(?:" + TIME_WORDS[3:-1] + r"|but|and|because|since|so)\b))"
+#: an opinion said to be over without the past tense (a new-user trial read nothing for each): "I no longer like
+#: techno", "I'm not into techno anymore", "I don't love jazz anymore", "I'm no longer a fan of jazz" end "likes X";
+#: "I don't hate jazz anymore", "I no longer hate jazz" end "dislikes X". They state no new opinion: no longer liking
+#: is not disliking (and "I can't stand it anymore" is no end at all, so "can't stand" is not read here)
+_LIKE_WORD = r"(?P<like>love|like|enjoy|adore|into|(?:a\s+)?(?:(?:big|huge|great|real)\s+)?fan\s+of)"
+_NOT_ANYMORE = re.compile(r"\bi(?:\s+(?:don't|don’t|do\s+not)|(?:'m|’m|\s+am)\s+not)\s+(?:really\s+|much\s+)?"
+                          rf"(?:{_LIKE_WORD}|hate|dislike)\s+{_OVER_THING}\s+{_GONE}\b", re.IGNORECASE)
+_NO_LONGER = re.compile(r"\bi(?:'m|’m|\s+am)?\s+no\s+longer\s+(?:really\s+)?"
+                        rf"(?:{_LIKE_WORD}|hate|dislike)\s+{_OVER_THING}{_OVER_END}", re.IGNORECASE)
 
 
 def hedged(before: str) -> bool:
@@ -29,9 +46,12 @@ def hedged(before: str) -> bool:
 
 
 def ended_opinion(sentence: str) -> tuple[str, str] | None:
-    """``("likes", "jazz")`` for "I used to love jazz" (``"dislikes"`` for "I used to hate jazz"): the opinion the
-    sentence says is over, as written ("Rolling Stones"), or ``None`` (also when it still holds: "… and I still do")."""
-    m = _USED_TO.search(sentence)
-    if m is None or hedged(sentence[:m.start()]) or _STILL.search(sentence, m.end()):
-        return None
-    return ("likes" if m["like"] else "dislikes"), m["v"]
+    """``("likes", "jazz")`` for "I used to love jazz", "I no longer like jazz", "I don't love jazz anymore"
+    (``"dislikes"`` for "I used to hate jazz", "I don't hate jazz anymore"): the opinion the sentence says is over,
+    as written ("Rolling Stones"), or ``None`` (also when it still holds: "… and I still do")."""
+    for rx in (_USED_TO, _NOT_ANYMORE, _NO_LONGER):
+        m = rx.search(sentence)
+        if m is None or hedged(sentence[:m.start()]) or (rx is _USED_TO and _STILL.search(sentence, m.end())):
+            continue
+        return ("likes" if m["like"] else "dislikes"), re.sub(r"\s+" + TIME_WORDS + "$", "", m["v"], flags=re.I)
+    return None

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from timem.memory.hobbies import HOBBIES, ended_hobby, started_hobbies
 from timem.memory.likes import opinion_clauses, read_opinions
 from timem.memory.occupations import ZH_OCCUPATION, occupation
+from timem.memory.opinions import TIME_WORDS
 from timem.memory.places import is_place, lower_place
 from timem.prompts.common import QUESTION, SENTENCES
 
@@ -187,7 +188,7 @@ _ZH_BARE = _p(r"^(?:是|应该是){v}" + _ZH_END, v=_ZH_VAL)
 
 def _clean(v: str) -> str:
     v = v.strip(" \t'\"“”‘’").rstrip(".,!?;:。，！？")
-    return re.sub(r"\s+(?:now|these days|nowadays)$", "", v, flags=re.IGNORECASE).strip()
+    return re.sub(rf"\s+{TIME_WORDS}$", "", v, flags=re.IGNORECASE).strip()
 
 
 def _drink_attr(sentence: str) -> str:
