@@ -143,5 +143,33 @@ def test_a_name_alone_still_reaches_the_lines_naming_it(eng, text, said):
 def test_a_name_the_memories_write_only_first_in_a_sentence_is_told_how_to_ask(eng):
     eng.remember("u", "names", "Ahmed called me about the flat.", T0 + timedelta(days=20))
     plan = eng.forget("u", "Ahmed")
-    assert plan.empty and "If 'Ahmed' is a name, add a word it was said with (e.g. 'Ahmed called')" in plan.hint
+    assert plan.empty and "If 'Ahmed' is a name, add another word that was said with it, a thing or a place (e.g. " \
+        "'Ahmed flat' for \"Ahmed called me about the flat\")" in plan.hint, plan.hint
     assert [n.content for n in eng.forget("u", "Ahmed called").segments if "Ahmed called me" in n.content]
+    assert [n.content for n in eng.forget("u", "Ahmed flat").segments if "Ahmed called me" in n.content]
+
+
+def test_the_hints_give_sensible_examples(eng):
+    """A new-user trial: refusing "Loved" suggested "add a word it was said with (e.g. 'Loved called')", and "a"
+    (no word that says what) was told to "try a shorter request"."""
+    hint = eng.forget("u", "Loved").hint
+    assert "'Loved called'" not in hint and "(e.g. 'Ahmed flat' for" in hint, hint
+    for text in ("a", "the", "and so"):
+        hint = eng.forget("u", text).hint
+        assert "shorter" not in hint and "it names no thing to look for" in hint, hint
+        assert "Say what to forget as it was said (e.g. 'Berlin', 'jazz' or 'my cat')" in hint, hint
+
+
+@pytest.mark.parametrize("text", ["techno", "I love techno"])
+def test_a_fact_whose_value_holds_the_request_is_matched_not_also_goes(tmp_path, store, embedder, text):
+    """A new-user trial: forgetting "techno" labelled "likes: techno music" "also goes: said in the same message",
+    though it is what was asked for; only "likes: classical music" goes without being named."""
+    engine = extractive_engine(tmp_path, store, embedder)
+    engine.remember("u", "s1", "I love techno music and classical music.", T0)
+    plan = engine.forget("u", text)
+    lines = plan.describe().splitlines()
+    assert any(line.endswith("likes: techno music") for line in lines), lines
+    assert any("likes: classical music" in line and line.endswith(ALSO) for line in lines), lines
+    assert {i.value for i in plan.items if i.id in plan.collateral} == {"classical music"}
+    music = engine.forget("u", "techno music")  # "music" alone does not name classical music
+    assert {i.value for i in music.items if i.id in music.collateral} == {"classical music"}

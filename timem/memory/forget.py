@@ -194,8 +194,10 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
     item the request spares, :func:`preview`) is chosen only as the source of an item in ``items``.
 
     Of those other items, the ones whose value the request names by its content words (``by_text``: "I love to swim"
-    names "hobby: swimming", read from the segment it matched) are matched too; the rest are ``collateral``. A trial
-    saw the only fact a request was about labelled "also goes". ``words``: the request's words as :func:`preview` read
+    names "hobby: swimming", read from the segment it matched), or whose value holds every key word of the request
+    ("techno" names "likes: techno music"; "techno music" does not name "likes: classical music"), are matched too;
+    the rest are ``collateral``. Trials saw the only fact a request was about labelled "also goes", and "likes: techno
+    music" so labelled when forgetting "techno". ``words``: the request's words as :func:`preview` read
     them (default :func:`timem.memory.forget_words.request_words` of ``text``)."""
     probes = [normalise(i.value) for i in items] or [normalise(text)]
     stems = set() if items else _request_stems(text)
@@ -222,7 +224,8 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
     going = chosen | {i.id for i in extra}
     reopened = [i for i in active if i.id not in going and i.superseded_by in going]
     asked = _request_stems(text) if by_text else set()
-    named = [i for i in extra if asked and (value := _stems(i.value)) and value <= asked]
+    key = content_stems(" ".join((words or request_words(text)).key), ascii_only=True) & asked if asked else set()
+    named = [i for i in extra if asked and (value := _stems(i.value)) and (value <= asked or key and key <= value)]
     return ForgetPreview(user_id=user_id, text=text, items=items + named + [i for i in extra if i not in named],
                          segments=segments, collateral={i.id for i in extra} - {i.id for i in named},
                          reopened=reopened, hint=hint)
@@ -289,9 +292,10 @@ def _nothing_hint(text: str, words: RequestWords, segments: list[MemoryNode]) ->
         name = words.maybe_name
         return (f"it names no thing to look for, only what was done ({', '.join(repr(v) for v in words.verbs)}). "
                 "Say what it was: a thing, a name or a place as it was said (e.g. 'jazz', 'Berlin' or 'my cat')."
-                + (f" If {name!r} is a name, add a word it was said with (e.g. '{name} called')." if name else ""))
-    return ("it names no thing to look for. Try a shorter request with the key word, a name or a thing as it was "
-            "said (e.g. 'Berlin' or 'my cat').")
+                + (f" If {name!r} is a name, add another word that was said with it, a thing or a place (e.g. "
+                   "'Ahmed flat' for \"Ahmed called me about the flat\")." if name else ""))
+    return ("it names no thing to look for (it has no word that says what: a name, a thing or a place). Say what to "
+            "forget as it was said (e.g. 'Berlin', 'jazz' or 'my cat').")
 
 
 def preview_items(store: MemoryStore, user_id: str, item_ids: list[str]) -> ForgetPreview:
