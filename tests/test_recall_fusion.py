@@ -141,6 +141,25 @@ def test_grouped_context_one_header_per_session_in_turn_order():
         render_context(nodes, tz, layout="wide")  # type: ignore[arg-type]
 
 
+def test_grouped_context_in_a_chat_has_one_header_per_segment_and_the_docs_say_so():
+    """A new-user trial: docs/recall.md and the README said "one dated header per session", and a chat (turns a minute
+    apart, one session) showed one header per L1 segment. The rendering stays (recall numbers depend on it); a header
+    opens when the session or the start minute changes, and the docs say that."""
+    from pathlib import Path
+
+    tz = ZoneInfo("UTC")
+    nodes = [_turn_node(f"n{k}", "chat", k, datetime(2024, 3, 18, 19, k, tzinfo=UTC), f"User: line {k}")
+             for k in range(3)]
+    assert [ln for ln in render_context(nodes, tz).splitlines() if ln.startswith("[")] == [
+        "[Mon 18 March 2024, 19:00]", "[Mon 18 March 2024, 19:01]", "[Mon 18 March 2024, 19:02]"]
+    root = Path(__file__).resolve().parents[1]
+    for doc in ("README.md", "docs/recall.md", "docs/configuration.md"):
+        text = " ".join((root / doc).read_text(encoding="utf-8").split())
+        assert "one dated header per session" not in text, doc
+    assert "a chat, whose L1 segments start minutes apart, gets one per segment" in " ".join(
+        (root / "docs/recall.md").read_text(encoding="utf-8").split())
+
+
 def test_fused_scores_and_rerank_updates_match_the_candidate_forms():
     from timem.recall.leaves import fused_scores, rerank
 

@@ -333,7 +333,8 @@ class RecallSettings(_Section):
     #: when the filled context has room left, cut memories get their whole text back, best first, while it fits
     #: (:func:`timem.recall.condense.refill`; the same memories, more of their words)
     condense_refill: bool = True
-    #: context layout: "grouped" (one dated header per session for L1) or "lines" (a date per memory)
+    #: context layout: "grouped" (L1 lines under a dated header, a new one when the session or the start minute changes)
+    #: or "lines" (a date per memory)
     context_layout: Literal["grouped", "lines"] = "grouped"
     #: per complexity, level -> most nodes of that level in the context (TOML table ``[recall.quotas.simple]``;
     #: the TiMem paper's quotas are the ``timem-context`` recipe)
