@@ -53,3 +53,29 @@ def test_no_longer_liking_ends_the_like_and_leaves_no_dislike(tmp_path, store, e
                              "I don't hate country music anymore."])
     assert held == {("likes", "techno"): False, ("likes", "jazz"): False, ("likes", "soul"): False,
                     ("dislikes", "country music"): False}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a clause ends at "but": "but not X" after "like" dislikes X ("I don't like X" is a dislike), after "love" it is
+    # none ("I don't love X" is none), and a hedge ("not really", "not that much") is none
+    ("I love jazz but not techno.", [("likes", "jazz", False)]),
+    ("I like jazz but not techno.", [("likes", "jazz", False), ("dislikes", "techno", False)]),
+    ("I like jazz, but not techno or house.", [("likes", "jazz", False), ("dislikes", "techno", False),
+                                              ("dislikes", "house", False)]),
+    ("I like jazz but not really techno.", [("likes", "jazz", False)]),
+    ("I like jazz but not that much.", [("likes", "jazz", False)]),
+    ("I love jazz but it's loud.", [("likes", "jazz", False)]),
+    # "the" before each of two names makes them two; names joined without it stay one (a title or a band)
+    ("I love the Rolling Stones and the Beatles.", [("likes", "Rolling Stones", False), ("likes", "Beatles", False)]),
+    ("I love Simon and Garfunkel.", [("likes", "Simon and Garfunkel", False)]),
+    ("I love Simon & Garfunkel.", [("likes", "Simon & Garfunkel", False)]),
+    # "&" joins a list as "and" does, and keeps a pair whole as "and" does
+    ("I love jazz, techno & soul.", [("likes", "jazz", False), ("likes", "techno", False), ("likes", "soul", False)]),
+    ("I love rock & roll.", [("likes", "rock & roll", False)]), ("I love R&B.", [("likes", "R&B", False)]),
+    # "to" again before a further activity
+    ("I like to hike and to swim.", [("hobby", "hiking", False), ("hobby", "swimming", False)]),
+    ("I like to hike, swim & climb.", [("hobby", "hiking", False), ("hobby", "swimming", False),
+                                       ("hobby", "climbing", False)]),
+])
+def test_a_list_or_a_contrast_gives_one_value_each(text, expected):
+    assert _read(text) == expected

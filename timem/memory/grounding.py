@@ -86,7 +86,8 @@ CUES: dict[str, re.Pattern[str]] = {
     "likes": re.compile(r"\b(?:love|like|enjoy|adore|fans?|into)\b|喜欢|爱|粉丝|迷", re.IGNORECASE),
     "dislikes": re.compile(r"\b(?:dislike|hate|can't\s+stand|cannot\s+stand|don't\s+like|do\s+not\s+like|"
                            r"(?:not|never\s+been)\s+(?:really\s+)?(?:(?:that\s+)?much\s+of\s+)?an?\s+(?:[\w'’-]+\s+){0,3}?"
-                           r"fans?|no\s+fan)\b|讨厌|不喜欢|受不了", re.IGNORECASE),
+                           r"fans?|no\s+fan)\b|讨厌|不喜欢|受不了"
+                           r"|^\W*not\b", re.IGNORECASE),  # "I like jazz but not techno": the clause "not techno"
     "name": re.compile(r"\bname\b|\bcall(?:ed)?\s+me\b|\bi'm\b|\bi\s+am\b|叫|名字", re.IGNORECASE),
     "birthday": re.compile(r"\bbirthday\b|\bborn\b|生日|出生", re.IGNORECASE),
 }

@@ -40,7 +40,8 @@ _HOBBY_LOVE = re.compile(r"\bi\s+(?:really\s+|just\s+)?(?:love|like|enjoy)\s+(?P
                          + _NOT_RUNNING_A_BUSINESS + ")", re.IGNORECASE)
 #: how, where, when or with whom an activity is done; anything else after "I like to X" is an object, and an activity
 #: with an object is a task, not a hobby ("I like to run errands", "I like to paint my nails", "… run my own studio")
-_ALONE = re.compile(r"\s*(?:[,.!?;:)]|$)|\s+(?:and|or|but|in|on|at|with|for|every|each|when|whenever|while|if|around|"
+_ALONE = re.compile(r"\s*(?:[,.!?;:)]|$)|\s+&\s"
+                    r"|\s+(?:and|or|but|in|on|at|with|for|every|each|when|whenever|while|if|around|"
                     r"along|outside|outdoors|together|often|a\s+lot|as|after|before|during|sometimes|too|also|so|"
                     r"because|near|by|through|early|late|daily|now|again|here|there|alone|myself|more|most|instead|"
                     r"lately|these\s+days|nowadays|really|regularly|from|over|up)\b", re.IGNORECASE)
@@ -61,6 +62,10 @@ _HOBBY_HABIT = re.compile(rf"^(?P<v>[A-Za-z]{{3,20}}ing)\s+(?:{_OFTEN})\b"  # no
 #: hiking and swimming" read hiking only)
 _AND_MORE = re.compile(r"(?:\s*,\s*(?:and\s+)?|\s+and\s+)(?P<v>[a-z][a-z-]{2,20})\b(?:" + _NOT_RUNNING_A_BUSINESS
                        + ")", re.IGNORECASE)
+#: the next verb of an "I like to …" list: "hike[ and swim]", "hike[ and to swim]", "hike[, swim & climb]" (a new-user
+#: trial: "I like to hike and to swim" read hiking only)
+_AND_TO = re.compile(r"(?:\s*,\s*(?:(?:and|or|&)\s+)?|\s+(?:and|or|&)\s+)(?:to\s+(?:go\s+|play\s+|do\s+)?)?"
+                     r"(?P<v>[a-z]{2,20})\b", re.IGNORECASE)
 _HOBBY_STOP = re.compile(r"\bi(?:'ve|\s+have)?\s+(?:stopped|quit|gave\s+up|given\s+up)\s+(?P<v>[a-z]{3,20}ing)\b",
                          re.IGNORECASE)
 #: other ways to end a hobby: "no more running (for me)", "I'm done with climbing", "I don't run anymore",
@@ -105,7 +110,7 @@ def _hobbies_to(s: str, m: re.Match[str]) -> list[str]:
     while more is not None and (h := _as_hobby(more["v"])) is not None and _ALONE.match(s, more.end("v")):
         out.append(h)
         pos = more.end("v")
-        more = _AND_MORE.match(s, pos)
+        more = _AND_TO.match(s, pos)
     return out
 
 

@@ -23,21 +23,28 @@ _OPINION_THE = (r"(?:the\s+(?=(?-i:[A-Z])|(?:blues|outdoors|ocean|sea|beach|moun
 _NO_THING = r"it|that|this|you|him|her|them|to|how|when|what|being|my|your|his|our|their|the|a|an"
 #: a word of a liked thing: "jazz", "sci-fi", "R&B"
 _WORD = r"[a-z][a-z'&-]*"
-#: one thing liked: one to four words, none of them "and" / "or" (those join a list)
-_ITEM = rf"{_WORD}(?:\s+(?!(?:and|or)\b){_WORD}){{0,3}}?"
+#: one thing liked: one to four words, none of them "and" / "or" (those join a list) or "but" (a new clause)
+_ITEM = rf"{_WORD}(?:\s+(?!(?:and|or|but)\b){_WORD}){{0,3}}?"
 #: a further thing of a list: as the first, and no word that starts a clause ("… and so does my wife")
-_NEXT = (_OPINION_THE + rf"(?!(?:{_NO_THING}|and|or|i|we|he|she|they|me|us|so|then|also|not|no|more|stuff|things|"
+_NEXT = (_OPINION_THE + rf"(?!(?:{_NO_THING}|and|or|but|i|we|he|she|they|me|us|so|then|also|not|no|more|stuff|things|"
          rf"everything|anything|all|other|others|especially|particularly|mostly|mainly|even|including|like|such)\b)"
          + _ITEM)
 #: the thing liked, or a list of things ending in "and" / "or": "jazz", "jazz and techno", "jazz, techno(,) and soul",
 #: "jazz or techno" (a new-user trial: "I love jazz and techno" liked "jazz and techno", "I love jazz, techno and soul"
 #: jazz only)
-_OPINION_VALUE = (_OPINION_THE + rf"(?:both\s+)?(?!(?:{_NO_THING})\b)"
-                  rf"(?P<v>{_ITEM}(?:(?:\s*,\s*(?:(?:and|or)\s+)?{_NEXT}|\s+(?:and|or)\s+{_NEXT})*"
-                  rf"\s*,?\s+(?:and|or)\s+{_NEXT})?)"
-                  rf"(?:\s*{TIME_WORDS})?"
-                  r"(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|more|again|here|there)\b))")
-_LIKE = re.compile(r"(?:\bi\s+(?:really\s+|absolutely\s+|actually\s+|kind\s+of\s+)?(?:love|like|enjoy|adore)\s+"
+#: a list joined by "and", "or" or "&" ("I love jazz, techno & soul": a trial read jazz only)
+_LIST = (rf"{_ITEM}(?:(?:\s*,\s*(?:(?:and|or|&)\s+)?{_NEXT}|\s+(?:and|or|&)\s+{_NEXT})*"
+         rf"\s*,?\s+(?:and|or|&)\s+{_NEXT})?")
+#: where a thing liked ends; "but" starts another clause ("I love jazz but not techno" liked "jazz but not techno")
+_VALUE_END = (rf"(?:\s*{TIME_WORDS})?"
+              r"(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|more|again|here|there|but)\b))")
+_OPINION_VALUE = _OPINION_THE + rf"(?:both\s+)?(?!(?:{_NO_THING})\b)(?P<v>{_LIST})" + _VALUE_END
+#: "I like jazz but not techno": what is not liked after the thing liked. A dislike only after "like", whose plain
+#: negation the rules read as one ("I don't like techno"); "I love jazz but not techno" does not love techno, which
+#: is no dislike ("I don't love jazz" is none)
+_BUT_NOT = re.compile(r"\s*,?\s+but\s+not\s+(?!(?:really|so|that|too|as|much|always|all|every|everything)\b)"
+                      + _OPINION_VALUE, re.IGNORECASE)
+_LIKE = re.compile(r"(?:\bi\s+(?:really\s+|absolutely\s+|actually\s+|kind\s+of\s+)?(?P<verb>love|like|enjoy|adore)\s+"
                    r"|\bi(?:'m|’m|\s+am)\s+(?:really\s+|so\s+|totally\s+|very\s+|big\s+|now\s+|also\s+)*into\s+)"
                    + _OPINION_VALUE, re.IGNORECASE)
 _DISLIKE = re.compile(r"\bi\s+(?:really\s+)?(?:dislike|hate|can't\s+stand|cannot\s+stand|don't\s+like|"
@@ -109,10 +116,11 @@ sweet and sour|surf and turf|cookies and cream|strawberries and cream|chips and 
 milk and cookies|tea and biscuits|cheese and crackers|gin and tonic|rum and coke|whisky and coke|whiskey and coke|
 vodka and tonic|dungeons and dragons|snakes and ladders|arts and crafts|hide and seek|truth or dare|
 """.replace("\n", "").strip("|").split("|"))
-_BINOMIAL = re.compile(r"(?<![\w'&-])(?:" + "|".join(re.escape(b).replace(r"\ ", r"\s+") for b in
-                                                 sorted(BINOMIALS, key=len, reverse=True)) + r")(?![\w'&-])",
+#: a pair is kept whole with "&" too: "rock & roll"
+_BINOMIAL = re.compile(r"(?<![\w'&-])(?:" + "|".join(re.escape(b).replace(r"\ ", r"\s+").replace(
+    r"\s+and\s+", r"\s+(?:and|&)\s+") for b in sorted(BINOMIALS, key=len, reverse=True)) + r")(?![\w'&-])",
                        re.IGNORECASE)
-_SEPARATOR = re.compile(r"(\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+)", re.IGNORECASE)
+_SEPARATOR = re.compile(r"(\s*,\s*(?:(?:and|or|&)\s+)?|\s+(?:and|or|&)\s+)", re.IGNORECASE)
 
 
 def things(value: str) -> list[str]:
@@ -120,13 +128,14 @@ def things(value: str) -> list[str]:
     its commas and at "and" / "or", but not inside a pair of :data:`BINOMIALS` ("rock and roll") and not between two
     capitalised words: a title or a band ("Pride and Prejudice", "Simon and Garfunkel", "Earth, Wind and Fire")
     cannot be told from two names ("Bach and Mozart"), and one value naming both is true where two halves of a title
-    are false. "the" before a further thing is left out ("jazz and the Beatles": ``["jazz", "Beatles"]``)."""
+    are false; but "the" before each of two names makes them two ("the Rolling Stones and the Beatles"). "the" before a
+    further thing is left out ("jazz and the Beatles": ``["jazz", "Beatles"]``)."""
     kept = _BINOMIAL.sub(lambda b: b.group(0).replace(" ", "\0"), value)
     pieces = _SEPARATOR.split(kept)
     out = [pieces[0]]
     for sep, piece in zip(pieces[1::2], pieces[2::2], strict=True):
         left, right = out[-1].split()[-1], re.sub(r"^the\s+", "", piece, flags=re.IGNORECASE)
-        if left[:1].isupper() and right[:1].isupper():
+        if left[:1].isupper() and right[:1].isupper() and right == piece:
             out[-1] += sep + piece
         else:
             out.append(piece)
@@ -182,6 +191,9 @@ def read_opinions(s: str) -> list[tuple[str, str, bool]]:
                  if (av := _thing(attribute, thing, k > 0)) and av[1].lower() not in over]
         if found:
             out += found
+            if attribute == "likes" and m["verb"] and m["verb"].lower() == "like" and (
+                    no := _BUT_NOT.match(s, m.end())):
+                out += [(*av, False) for thing in things(no["v"]) if (av := _thing("dislikes", thing, False))]
             break
     if not out:
         for rx, attribute in ((_ZH_DISLIKE, "dislikes"), (_ZH_FAN, "likes"), (_ZH_LIKE, "likes")):
