@@ -118,3 +118,13 @@ def test_the_word_towns_are_the_common_words_among_the_lower_case_places():
             names += [a for a in city["alternatenames"] if re.fullmatch(r"[A-Z][a-z][A-Za-z .'-]+", a)]
         towns |= {places._fold(re.sub(r"^The\s+", "", n)) for n in names} | {places._fold(n) for n in names}
     assert places.WORD_TOWNS == {t for t in towns if t in words and t not in nations}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a new-user trial: "I work as a baker" was read, "I work there as a baker" was not
+    ("I work there as a baker.", [("job", "baker", False)]),
+    ("I've been working here as a nurse since May.", [("job", "nurse", False)]),
+    ("My sister works there as a baker.", []), ("I used to work there as a baker.", []),
+])
+def test_a_job_said_with_there_or_here_is_read(text, expected):
+    assert _read(text) == expected

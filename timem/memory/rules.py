@@ -135,9 +135,10 @@ _WORK = [(re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?
          (re.compile(r"\b[Ii](?i:'ve|’ve|\s+have)?\s+" + _SOON + r"(?i:became|become|qualified\s+as|got\s+hired\s+as|"
                      r"was\s+hired\s+as)\s+(?i:an?\s+)" + _JOB + _AT_EMP), True),
          # "I work as a nurse", "I started working as a nurse last week", "I've been working as a nurse since May",
-         # "now I freelance as a photographer"; not "I used to work as …", "I don't work as … anymore"
+         # "now I freelance as a photographer", "I work there as a baker" (a new-user trial read nothing); not "I used
+         # to work as …", "I don't work as … anymore"
          (re.compile(r"\b[Ii](?i:'ve|’ve|\s+have|'m|’m|\s+am)?\s+" + _SOON + r"(?i:work|working|freelance|freelancing)"
-                     r"\s+(?i:as)\s+(?i:an?\s+)" + _JOB + _AT_EMP), False)]
+                     r"(?:\s+(?i:there|here))?\s+(?i:as)\s+(?i:an?\s+)" + _JOB + _AT_EMP), False)]
 _SWITCH = _p(r"\bi(?:'ve|\s+have)?\s+(?:switched|changed|moved|gone)\s+from\s+{old}\s+to\s+{new}\b",
              old=_DRINK, new=_DRINK)
 _STOP = _p(r"\bi\s+(?:don't|do\s+not|no\s+longer|never)\s+(?:even\s+)?(?:drink|want|have)\s+{old}"
