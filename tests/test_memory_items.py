@@ -175,6 +175,17 @@ SCENARIO = [
 ]
 
 
+def test_a_question_about_now_and_a_past_month_gets_both(tmp_path, store, embedder):
+    """A new-user trial asked "What do I do for work now, and did I run in March?": the March window left the
+    open job out, so the context pointed at the old one."""
+    eng = _engine(tmp_path, store, embedder)
+    _ingest(eng, tmp_path, "mia", EN)
+    head = _first(eng.recall("mia", "Where does Mia live now, and where did she live in March?", AT).context)
+    assert "home city: Braga" in head and "home city: Lisbon" in head, head
+    head = _first(eng.recall("mia", "Where did Mia live in March?", AT).context)
+    assert "home city: Lisbon" in head and "home city: Braga" not in head, head  # the past alone stays the past
+
+
 @pytest.mark.slow  # one CLI process per question: the embedder loads each time (~30 s)
 @pytest.mark.parametrize(("user", "rows", "questions"), SCENARIO)
 def test_scenario_through_ask_recall_only(cli_env, user, rows, questions):  # noqa: F811

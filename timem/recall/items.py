@@ -11,7 +11,9 @@
   question is about the present: only the chain's *open* item is given, with what it superseded (each open value
   of a multi-valued attribute, :data:`timem.item_values.MULTI_VALUED`, best cosine first). When the
   recall planner resolved a window that ended before the question (:mod:`timem.recall.time_window`:
-  "in March"), the items valid in that window are given instead, latest statement first.
+  "in March"), the items valid in that window are given instead, latest statement first; a question that also
+  names the present ("What do I do for work now, and did I run in March?", :data:`PRESENT`) gets the open items
+  too.
 * **Decay** (:func:`decay_weight`; only when ``Config.memory.memory_decay_half_life_days`` is set): items below
   ``Config.memory.memory_decay_floor`` leave default recall (they stay in the store); the weight scales the rank.
 * Lines look like ``[preference, valid 2024-04-21 – now] Mia's morning drink: green tea (superseded:
@@ -51,6 +53,9 @@ ATTRIBUTE_CUES: dict[str, tuple[str, ...]] = {
 #: "What is Lisbon like?": "like" after a copula, in a question with no do/does/did, asks what a thing is like
 _LIKE_AS_PREPOSITION = re.compile(r"^(?!.*\b(?:do|does|did|would)\b).*\b(?:is|was|are|were|'s)\b.*\blike\b",
                                   re.IGNORECASE)
+#: words by which a question asks about the present even when it also names a past window
+PRESENT = re.compile(r"\b(?:now|currently|current|nowadays|these days|at the moment|today|anymore|any more)\b"
+                     r"|现在|目前", re.IGNORECASE)
 _STOP = {"i", "me", "my", "you", "your", "do", "does", "did", "is", "are", "was", "what", "where", "who", "the", "a",
          "an", "in", "at", "of", "to", "now", "these", "days", "usually", "still", "and", "or", "how", "when", "we"}
 
@@ -199,6 +204,7 @@ def recall_items(state: RecallState, window: TimeSpan | None) -> ItemRecall:
     if named_subjects:  # "Where does Caroline live?": Caroline's items only
         chains = {k: v for k, v in chains.items() if k[0] in named_subjects}
     past = window is not None and window.end < question_time
+    present = not past or PRESENT.search(query) is not None
     ranked: list[tuple[float, ItemUse]] = []
     for (_subject, attribute), chain in chains.items():
         chain.sort(key=lambda i: (i.event_time, i.created_at))
@@ -207,19 +213,23 @@ def recall_items(state: RecallState, window: TimeSpan | None) -> ItemRecall:
             mentions(query, i.value) or normalise(i.value) in qwords for i in chain)
         if not named and max(cos.values()) < config.memory.memory_item_min_cosine:
             continue
+        then: list[MemoryItem] = []
         if past:
             assert window is not None
-            picks = [i for i in chain if i.valid_from < window.end and (i.valid_to is None or i.valid_to > window.start)
-                     and i.valid_to != i.valid_from]
-            picks.sort(key=lambda i: (i.event_time, i.created_at), reverse=True)
-        elif attribute in MULTI_VALUED:  # every value that holds ("What music do I like?": jazz and folk)
-            picks = sorted((i for i in chain if i.is_open), key=lambda i: -cos[i.id])
-        else:
-            picks = [i for i in chain if i.is_open][-1:]
+            then = [i for i in chain if i.valid_from < window.end and (i.valid_to is None or i.valid_to > window.start)
+                    and i.valid_to != i.valid_from]
+            then.sort(key=lambda i: (i.event_time, i.created_at), reverse=True)
+        now: list[MemoryItem] = []
+        if present and attribute in MULTI_VALUED:  # every value that holds ("What music do I like?": jazz and folk)
+            now = sorted((i for i in chain if i.is_open and i not in then), key=lambda i: -cos[i.id])
+        elif present:
+            now = [i for i in chain if i.is_open and i not in then][-1:]
+        picks = then + now
         for rank_in_chain, item in enumerate(picks):
+            as_past = item in then
             history = [i for i in reversed(chain) if i.superseded_by and i.valid_to is not None
-                       and i.valid_to <= (item.valid_to or question_time) and i.id != item.id and not past]
-            by = _successor(chain, item) if past else None
+                       and i.valid_to <= (item.valid_to or question_time) and i.id != item.id and not as_past]
+            by = _successor(chain, item) if as_past else None
             weight = None
             if config.memory.memory_decay_half_life_days:
                 weight = decay_weight(item, question_time, config.memory.memory_decay_half_life_days)
