@@ -338,7 +338,8 @@ class Consolidator:
         body = body if sep else content
         if not self.config.memory.memory_items:
             return body
-        facts = facts_as_of(self.store.items(user_id), span.end, self.tz, self._participants(user_id, span))
+        people = self._participants(user_id, span, subjects=True)
+        facts = facts_as_of(self.store.items(user_id), span.end, self.tz, people)
         return f"{body}{FACTS_SEPARATOR}{facts.removeprefix('Facts as of ')}" if facts else body
 
     def _title(self, llm: LLMClient, user_id: str, level: Level, extract: str
@@ -411,10 +412,14 @@ class Consolidator:
             self._assistant_names[user_id] = sorted({t.speaker for t in turns if t.role == Role.ASSISTANT} - people)
         return self._assistant_names[user_id]
 
-    def _participants(self, user_id: str, span: TimeSpan) -> list[str]:
-        """Speakers (not assistants) who spoke within ``span``, in order of first appearance."""
+    def _participants(self, user_id: str, span: TimeSpan, *, subjects: bool = False) -> list[str]:
+        """Speakers (not assistants) who spoke within ``span``, in order of first appearance; ``subjects``: as their
+        memory items name them (:func:`timem.memory.writer.item_subject`: the user id for a nameless ``User``)."""
+        from timem.memory.writer import item_subject
+
         turns = [t for t in self.store.turns(user_id) if span.start <= t.event_time <= span.end]
-        return list(dict.fromkeys(t.speaker for t in turns if t.role != Role.ASSISTANT))
+        return list(dict.fromkeys(item_subject(t) if subjects else t.speaker
+                                  for t in turns if t.role != Role.ASSISTANT))
 
     def _need_llm(self, what: str) -> LLMClient:
         if self.llm is None:

@@ -24,6 +24,10 @@ supersession.
 * **Grounding** (:mod:`timem.memory.grounding`): a statement is applied only when its attribute is in the
   vocabulary, its value is no placeholder and occurs in a first-person clause of its turn that speaks of the
   attribute (a trip is not a move); a refused one is audited ``item-ungrounded`` with the reason.
+* **Subject**: an item is about the speaker who said it, by name ("Mia's likes: jazz"). A speaker who is only the
+  placeholder of the user's role (``User``, the default name of ``remember`` and the chat; ``user``, a JSONL turn
+  without ``speaker``) has no name: the item is then about the user id as written ("mia's likes: jazz"), whichever
+  way the turns came in (:func:`item_subject`).
 * Multi-valued attributes (:data:`timem.item_values.MULTI_VALUED`: hobbies, likes, dislikes) are not
   superseded by a new value, only ended ("I stopped running"); a like supersedes the dislike of the same value
   and the other way round (:data:`timem.memory.grounding.OPPOSITES`).
@@ -71,6 +75,16 @@ class ExtractionReport:
     ended: int = 0
     units: int = 0
     failures: list[tuple[str, str]] = field(default_factory=list)
+
+
+def item_subject(turn: Turn) -> str:
+    """Whom a statement of ``turn`` is about: its speaker's name, or the user id as written when the speaker is only
+    the user role's placeholder (``User`` / ``user``: the library's and chat's default name, a JSONL turn without
+    ``speaker``). A new-user trial: ``timem.open(path).remember(...)`` wrote "User's likes: jazz", JSONL ingest
+    "user's likes: jazz"."""
+    if turn.role == Role.USER and turn.speaker.casefold() == Role.USER.value:
+        return turn.user_id
+    return turn.speaker
 
 
 def _item_id(user_id: str, subject: str, attribute: str, value: str, at: datetime) -> str:
@@ -140,7 +154,7 @@ class ItemWriter:
                 found += [(t, s) for s in extract_statements(t.text)]
             with self.store.transaction():
                 for t, s in found:
-                    self.apply(user_id, t.speaker, s, t.event_time, seg.id, source="stated", confidence=0.8,
+                    self.apply(user_id, item_subject(t), s, t.event_time, seg.id, source="stated", confidence=0.8,
                                report=report)
                 self.store.mark_extracted(user_id, seg.id, "rules", len(found))
             report.units += 1
@@ -183,6 +197,7 @@ class ItemWriter:
                 self.store.audit("memory-extraction-failed", user_id, None, {
                     "session_id": s.session_id, "prompt_version": memory_prompt.PROMPT_VERSION, "error": msg})
                 continue
+            subject_of = {t.speaker: item_subject(t) for t in turns}  # the names the LLM saw -> the items' subjects
             with self.store.transaction():
                 for it in result.items:
                     t = turns[it.turn - 1]
@@ -195,7 +210,7 @@ class ItemWriter:
                         continue
                     st = Statement(it.kind, attribute, it.value.strip(), t.text,
                                    correction=it.correction, replaces=(it.replaces or None), ends_only=ends)
-                    self.apply(user_id, it.subject, st, t.event_time, seg_of[t.id],
+                    self.apply(user_id, subject_of.get(it.subject, it.subject), st, t.event_time, seg_of[t.id],
                                source="stated" if it.stated else "inferred", confidence=it.confidence, report=report)
                 self.store.mark_extracted(user_id, unit, "llm", len(result.items))
             report.units += 1

@@ -1,0 +1,45 @@
+"""Whom a memory item is about (a new-user trial, no LLM): written through the library (``timem.open(path).remember``)
+the items read "User's likes: jazz", through a JSONL file without speakers "user's likes: jazz", and the docs show
+"Mia's". An item names the speaker's name when the conversation gives one, else the user id as written; the month's
+profile lists those items still."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import timem
+from timem.datasets import load_dataset
+
+T0 = datetime(2024, 3, 18, 19, tzinfo=UTC)
+
+
+def _labels(m, user: str) -> list[str]:
+    return sorted(i.label() for i in m.memory_items(user))
+
+
+def test_the_library_names_the_user_id_or_the_name_given(tmp_path, monkeypatch):
+    monkeypatch.setenv("TIMEM_CACHE_DIR", str(tmp_path / "cache"))
+    with timem.open(str(tmp_path / "m.duckdb"), llm_backend="none") as m:
+        m.remember("Mia_R", "s1", "I love jazz.", T0)
+        m.remember("ana", "s1", "I love techno.", T0, user_name="Ana")
+        assert _labels(m, "Mia_R") == ["Mia_R's likes: jazz"]
+        assert _labels(m, "ana") == ["Ana's likes: techno"]
+
+
+def test_jsonl_without_speakers_names_the_user_id_and_the_profile_lists_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("TIMEM_CACHE_DIR", str(tmp_path / "cache"))
+    f = tmp_path / "c.jsonl"
+    rows = [{"user_id": "zoe", "session_id": "s1", "role": "user", "text": "I love jazz.",
+             "timestamp": "2024-03-18T19:00:00"},
+            {"user_id": "kim", "session_id": "s1", "speaker": "Kim", "role": "user", "text": "I love soul.",
+             "timestamp": "2024-03-18T19:00:00"}]
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with timem.open(str(tmp_path / "j.duckdb"), llm_backend="none") as m:
+        eng = m.engine if hasattr(m, "engine") else m
+        cfg = eng.config
+        eng.ingest(load_dataset(f, "jsonl", tz=cfg.time.tz, user_tz=cfg.time.user_tz), flush=True)
+        assert _labels(m, "zoe") == ["zoe's likes: jazz"]
+        assert _labels(m, "kim") == ["Kim's likes: soul"]
+        profiles = [n.content for n in eng.nodes(user_id="zoe", level=5)]
+        assert profiles and any("zoe's likes: jazz" in p for p in profiles), profiles
