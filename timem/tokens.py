@@ -45,17 +45,25 @@ def stem(word: str) -> str:
     return _stem(word)
 
 
-def content_stems(text: str, exclude: Collection[str] = (), ascii_only: bool = False) -> set[str]:
-    """Porter stems (NLTK) of the content words of ``text``: lower case, scikit-learn's English stop words, the
-    words in ``exclude`` (lower case, e.g. person names) and words of one or two letters left out; a non-ASCII
-    word is kept unstemmed, or left out with ``ascii_only``. A possessive counts as its noun ("cat's" → "cat",
-    as "cat"; "it's" → "it", a stop word)."""
-    if not exclude and not ascii_only:  # the common case: one cached look-up per word
-        return {s for s in map(_content_stem, _WORD.findall(text)) if s is not None}
+#: auxiliary forms scikit-learn's English stop words lack ("does" stemmed to "doe" matched "Does he?" in a memory)
+AUXILIARIES = frozenset({"does", "did", "doing", "having"})
+
+
+def _stop(word: str) -> bool:
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
+    return word in ENGLISH_STOP_WORDS or word in AUXILIARIES
+
+
+def content_stems(text: str, exclude: Collection[str] = (), ascii_only: bool = False) -> set[str]:
+    """Porter stems (NLTK) of the content words of ``text``: lower case, scikit-learn's English stop words and
+    :data:`AUXILIARIES`, the words in ``exclude`` (lower case, e.g. person names) and words of one or two letters
+    left out; a non-ASCII word is kept unstemmed, or left out with ``ascii_only``. A possessive counts as its noun
+    ("cat's" → "cat", as "cat"; "it's" → "it", a stop word)."""
+    if not exclude and not ascii_only:  # the common case: one cached look-up per word
+        return {s for s in map(_content_stem, _WORD.findall(text)) if s is not None}
     words = (_POSSESSIVE.sub("", w.lower()) for w in _WORD.findall(text))
-    return {_stem(w) for w in words if len(w) > 2 and w not in ENGLISH_STOP_WORDS and w not in exclude
+    return {_stem(w) for w in words if len(w) > 2 and not _stop(w) and w not in exclude
             and (w.isascii() or not ascii_only)}
 
 
@@ -63,7 +71,5 @@ def content_stems(text: str, exclude: Collection[str] = (), ascii_only: bool = F
 def _content_stem(word: str) -> str | None:
     """What :func:`content_stems` keeps of one word as found (before lower-casing), with no exclusion: its stem, or
     ``None`` for a word left out."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
     w = _POSSESSIVE.sub("", word.lower())
-    return _stem(w) if len(w) > 2 and w not in ENGLISH_STOP_WORDS else None
+    return _stem(w) if len(w) > 2 and not _stop(w) else None
