@@ -43,3 +43,27 @@ def test_jsonl_without_speakers_names_the_user_id_and_the_profile_lists_it(tmp_p
         assert _labels(m, "kim") == ["Kim's likes: soul"]
         profiles = [n.content for n in eng.nodes(user_id="zoe", level=5)]
         assert profiles and any("zoe's likes: jazz" in p for p in profiles), profiles
+
+
+def test_a_file_written_before_keeps_superseding_its_placeholder_items(tmp_path, monkeypatch):
+    """Items written before the subject rule say "User's …": a new statement of the same person still closes them."""
+    from timem.memory import writer
+
+    monkeypatch.setenv("TIMEM_CACHE_DIR", str(tmp_path / "cache"))
+    with timem.open(str(tmp_path / "m.duckdb"), llm_backend="none") as m:
+        with monkeypatch.context() as old:
+            old.setattr(writer, "item_subject", lambda t: t.speaker)  # the rule before
+            m.remember("mia", "s1", "I live in Lisbon.", T0)
+        assert _labels(m, "mia") == ["User's home city: Lisbon"]
+        m.remember("mia", "s2", "I moved to Porto.", T0.replace(month=5))
+        held = sorted(i.label() for i in m.memory_items("mia") if i.is_open)
+        assert held == ["mia's home city: Porto"]  # the old value is closed, not open beside it
+
+
+def test_a_service_user_is_named_without_its_tenant():
+    from timem.memory.writer import item_subject
+    from timem.models import Role, Turn
+
+    t = Turn(id="acme/mia:s1:0", user_id="acme/mia", session_id="s1", seq=0, speaker="User", role=Role.USER,
+             text="I love jazz.", event_time=T0)
+    assert item_subject(t) == "mia"

@@ -83,8 +83,19 @@ def item_subject(turn: Turn) -> str:
     ``speaker``). A new-user trial: ``timem.open(path).remember(...)`` wrote "User's likes: jazz", JSONL ingest
     "user's likes: jazz"."""
     if turn.role == Role.USER and turn.speaker.casefold() == Role.USER.value:
-        return turn.user_id
+        return turn.user_id.rsplit("/", 1)[-1]  # the memory service stores "tenant/user"
     return turn.speaker
+
+
+#: the subjects items had before :func:`item_subject` (a file written then still holds them)
+PLACEHOLDER_SUBJECTS = ("User", "user")
+
+
+def same_person(user_id: str, subject: str) -> tuple[str, ...]:
+    """The subjects under which ``subject``'s open items may be stored: ``subject``, and when it is the user id
+    (:func:`item_subject`), the placeholders items of an older file name the same person by, so that "I moved to
+    Porto" still supersedes an old "User's home city: Lisbon"."""
+    return (subject, *PLACEHOLDER_SUBJECTS) if subject == user_id.rsplit("/", 1)[-1] else (subject,)
 
 
 def _item_id(user_id: str, subject: str, attribute: str, value: str, at: datetime) -> str:
@@ -237,7 +248,8 @@ class ItemWriter:
             self.store.audit("item-ungrounded", user_id, None, {"segment": segment_id, "attribute": st.attribute,
                                                                 "value": st.value, "reason": why})
             return None
-        open_items = [i for i in self.store.items(user_id, subject=subject) if i.is_open]
+        open_items = [i for who in same_person(user_id, subject) for i in self.store.items(user_id, subject=who)
+                      if i.is_open]
         # items stated after this statement (an older session read later, e.g. by the LLM after the rules):
         # it never closes them; it goes into its chain before them instead (below)
         later = [i for i in open_items if i.event_time > at]
