@@ -449,6 +449,8 @@ def test_ask_and_the_other_commands_take_set_like_bench(cli_env, chat_file):
     assert code == 1 and "--set expects KEY=VALUE with KEY a setting name (e.g. token_budget), got 'nope=1'" in out
     code, out = run(*q, "--set", "token_budget=abc")
     assert code == 1 and "recall.token_budget" in out, out
+    code, out = run(*q, "--set", "token_budget=0")  # a second trial: 0 and -5 gave a context
+    assert code == 1 and "recall.token_budget" in out and "greater than or equal to 1" in out, out
     code, out = run(*q, "--set", f"db_path={db}")
     assert code == 1 and "--set db_path=... and the command's own flag" in out, out
     code, out = run("consolidate", "--db", db, "--set", "token_budget")
@@ -464,3 +466,5 @@ def test_help_shows_flags_as_flags_without_a_value_type(args):
     assert "<bool>" not in res.output and "--help" in res.output, res.output
     if args == ["forget"]:
         assert "--yes" in res.output and "<path>" in res.output and "<str>" in res.output, res.output
+    if args == ["ask"]:  # not "<list[str]>"
+        assert "KEY=VALUE" in res.output and "list[str]" not in res.output, res.output

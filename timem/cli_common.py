@@ -66,8 +66,9 @@ LlmOpt = Annotated[str | None, typer.Option("--llm", help=" | ".join(LLM_BACKEND
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML config file")]
 ModeOpt = Annotated[str | None, typer.Option("--mode", help="L2-L5 consolidation of new windows: extractive (no "
                                              "LLM) | hybrid (+ LLM title) | abstractive (LLM summary)")]
-SetOpt = Annotated[list[str] | None, typer.Option("--set", help="setting override KEY=VALUE (repeatable), e.g. "
-                                                                "--set token_budget=500 (docs/configuration.md)")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE",
+                                                 help="setting override KEY=VALUE (repeatable), e.g. "
+                                                      "--set token_budget=500 (docs/configuration.md)")]
 
 
 def setting_overrides(pairs: Sequence[str] | None) -> dict[str, Any]:

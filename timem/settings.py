@@ -323,7 +323,7 @@ class RecallSettings(_Section):
     #: between unrelated Chinese sentences is 0.38-0.66 (median 0.56; English: 0.14), so a Chinese leaf passes
     #: on a keyword match, or on a cosine this high
     gate_floor_cjk: float = Field(default=0.7, ge=0.0, le=1.0)
-    token_budget: int = 1000  #: the recall context's size, in cl100k tokens (Mem Len at most this)
+    token_budget: int = Field(default=1000, ge=1)  #: the recall context's size, in cl100k tokens (Mem Len at most this)
     #: condensed context (:mod:`timem.recall.condense`): the first N leaves and their neighbour turns keep their
     #: whole text, later ones only their passage most relevant to the question ("off": every memory whole).
     #: 4 by measurement on LoCoMo dev (bench/results/scattered-evidence.md)
