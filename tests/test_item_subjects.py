@@ -67,3 +67,19 @@ def test_a_service_user_is_named_without_its_tenant():
     t = Turn(id="acme/mia:s1:0", user_id="acme/mia", session_id="s1", seq=0, speaker="User", role=Role.USER,
              text="I love jazz.", event_time=T0)
     assert item_subject(t) == "mia"
+
+
+def test_a_new_occupation_ends_the_employer_stated_with_the_old_one(tmp_path, monkeypatch):
+    """A second new-user trial: after "I'm now working as a nurse" the bakery was still the employer "now"."""
+    monkeypatch.setenv("TIMEM_CACHE_DIR", str(tmp_path / "cache"))
+    with timem.open(str(tmp_path / "m.duckdb"), llm_backend="none") as m:
+        m.remember("lena", "s1", "I work at Acme Studio as a designer.", T0, user_name="Lena")
+        m.remember("lena", "s2", "I'm now a senior designer, what a year.", T0.replace(month=4), user_name="Lena")
+        held = sorted(i.label() for i in m.memory_items("lena") if i.is_open)
+        assert "Lena's employer: Acme Studio" in held, held  # a promotion keeps the employer
+        m.remember("lena", "s3", "I work at Kruste Bakery as a baker.", T0.replace(month=5), user_name="Lena")
+        m.remember("lena", "s4", "I'm now working as a nurse.", T0.replace(month=6), user_name="Lena")
+        held = sorted(i.label() for i in m.memory_items("lena") if i.is_open)
+        assert held == ["Lena's job: nurse"], held
+        ended = {i.value: i.valid_to for i in m.memory_items("lena") if i.attribute == "employer"}
+        assert ended["Kruste Bakery"] is not None and ended["Kruste Bakery"].month == 6, ended

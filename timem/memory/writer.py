@@ -237,6 +237,23 @@ class ItemWriter:
         return datetime.combine(past[0], time(), tz).astimezone(UTC) if past else at
 
     # ------------------------------------------------------------------ merge and supersession
+    def _end_old_employer(self, user_id: str, open_items: list[MemoryItem], old_jobs: list[MemoryItem], st: Statement,
+                          at: datetime, segment_id: str, report: ExtractionReport) -> None:
+        """A new occupation ends the open employer stated with the old one (at or before it), unless the statement
+        names that employer or the new job is the old one's kind ("senior designer" after "designer": a promotion).
+        A second new-user trial: "I got a job at Kruste & Krume" and "I work there as a baker", then "I'm now
+        working as a nurse" left the bakery the employer "now"."""
+        changed = [o for o in old_jobs if not mentions(st.value, o.value)]
+        if not changed:
+            return
+        last = max(o.event_time for o in changed)
+        for e in open_items:
+            if e.attribute == "employer" and e.event_time <= last and not mentions(st.text, e.value):
+                self.store.update_item(e.id, valid_to=max(at, e.valid_from))
+                self.store.audit("item-ended", user_id, e.id, {"at": at.isoformat(), "segment": segment_id,
+                                                               "reason": f"the job changed to {st.value!r}"})
+                report.ended += 1
+
     def apply(self, user_id: str, subject: str, st: Statement, at: datetime, segment_id: str, *, source: str,
               confidence: float, report: ExtractionReport | None = None) -> MemoryItem | None:
         """Apply one statement said at ``at`` (UTC-aware) in L1 segment ``segment_id`` (see the module doc).
@@ -320,6 +337,9 @@ class ItemWriter:
             self.store.audit("item-superseded", user_id, old.id, {"by": new_id, "at": at.isoformat(),
                                                                   "correction": st.correction})
             report.superseded += 1
+        if attribute == "job":
+            self._end_old_employer(user_id, open_items, [o for o in closing if o.attribute == "job"], st, valid_from,
+                                   segment_id, report)
         self.store.audit("item-added", user_id, new_id, {"segment": segment_id, "kind": kind, "source": source})
         report.added += 1
         if kind in SUPERSEDING_KINDS and attribute not in MULTI_VALUED:
