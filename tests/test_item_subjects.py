@@ -61,7 +61,7 @@ def test_a_file_written_before_keeps_superseding_its_placeholder_items(tmp_path,
 
 
 def test_a_service_user_is_named_without_its_tenant():
-    from timem.memory.writer import item_subject
+    from timem.item_values import item_subject
     from timem.models import Role, Turn
 
     t = Turn(id="acme/mia:s1:0", user_id="acme/mia", session_id="s1", seq=0, speaker="User", role=Role.USER,

@@ -22,6 +22,7 @@ import typer
 from timem import cli_common, cli_memory, cli_service, cli_store
 from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, ModeOpt, UserOpt, _complexity, _config, _engine, _gate, _samples
 from timem.cli_memory import memories_app, segtree_app
+from timem.cli_options import SetOpt, setting_overrides
 from timem.config import Config, load_config
 from timem.errors import ConsolidationIncomplete, InputError, MissingExtraError, NotFoundError, TimemError
 from timem.progress import terminal_progress
@@ -49,11 +50,11 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
            ray: Annotated[str | None, typer.Option("--ray", help="one task per user (conversation) on Ray: "
                                                    "'local', 'auto' or a cluster ADDRESS (new users only); "
                                                    "see docs/cluster.md")] = None,
-           set_: cli_common.SetOpt = None) -> None:
+           set_: SetOpt = None) -> None:
     """Import a conversation file and consolidate it into the Temporal Memory Tree (idempotent)."""
     from timem.datasets import load_dataset
 
-    cfg = _config(config, db, cli_common.setting_overrides(set_), llm_backend=llm, l1_mode=l1_mode,
+    cfg = _config(config, db, setting_overrides(set_), llm_backend=llm, l1_mode=l1_mode,
                   consolidation_mode=mode)
     if ray and (update_changed or not flush):
         raise InputError("--ray ingests new users as the file holds them; leave out --update-changed and "
@@ -98,13 +99,13 @@ def consolidate(db: DbOpt = None, user: Annotated[str | None, typer.Option("--us
                 flush: Annotated[bool, typer.Option(help="close every open window")] = False,
                 mode: ModeOpt = None, config: ConfigOpt = None,
                 retry_failed: Annotated[bool, typer.Option(help="run failed queue jobs again")] = False,
-                set_: cli_common.SetOpt = None) -> None:
+                set_: SetOpt = None) -> None:
     """Run the consolidation queue's pending jobs, then consolidate every window that is due (or all open
     windows with --flush).
 
     ``--mode`` applies to windows without a node yet; an existing node is re-consolidated in its own mode.
     """
-    cfg = _config(config, db, cli_common.setting_overrides(set_), llm_backend=llm, consolidation_mode=mode)
+    cfg = _config(config, db, setting_overrides(set_), llm_backend=llm, consolidation_mode=mode)
     with _engine(cfg) as eng:
         if user is not None:
             eng.require_user(user)
@@ -148,11 +149,11 @@ def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
         complexity: Annotated[str | None, typer.Option(help="skip the planner: simple | hybrid | complex")] = None,
         gate: Annotated[str | None, typer.Option(help="llm | score | off")] = None,
         recall_only: Annotated[bool, typer.Option("--recall-only", help="no answer; no LLM needed")] = False,
-        config: ConfigOpt = None, set_: cli_common.SetOpt = None) -> None:
+        config: ConfigOpt = None, set_: SetOpt = None) -> None:
     """Answer a question from the user's memory; the recall trace is saved and shown with --trace."""
     from timem.recall.render import render_trace
 
-    sets = cli_common.setting_overrides(set_)
+    sets = setting_overrides(set_)
     if recall_only:  # no LLM, whatever --set llm_backend says
         sets.pop("llm_backend", None)
     cfg = _config(config, db, sets, llm_backend="none" if recall_only else llm)
@@ -191,7 +192,7 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
                 db: DbOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False,
                 complexity: Annotated[str | None, typer.Option(help="skip the planner")] = None,
                 gate: Annotated[str | None, typer.Option(help="score | off | llm (default: configured)")] = None,
-                config: ConfigOpt = None, set_: cli_common.SetOpt = None) -> None:
+                config: ConfigOpt = None, set_: SetOpt = None) -> None:
     """Offline recall quality: gold-evidence coverage and answer-in-context per category, mean Mem Len.
 
     The users must already be ingested into --db (``timem ingest``); no LLM is used (an LLM planner or gate
@@ -201,7 +202,7 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
     from timem.recall.evaluate import recall_tables, scored_questions
     from timem.recall.options import RecallOptions
 
-    sets = cli_common.setting_overrides(set_)
+    sets = setting_overrides(set_)
     sets.pop("llm_backend", None)  # no LLM, whatever --set llm_backend says
     cfg = _config(config, db, sets, llm_backend="none")
     users = load_dataset(file, fmt, sample_ids=_samples(sample), tz=cfg.time.tz, user_tz=cfg.time.user_tz)

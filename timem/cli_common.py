@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args
 
 import typer
 
-from timem.config import SECTION_OF, Config, load_config
+from timem.config import Config, load_config
 from timem.errors import ConfigError, InputError, NotFoundError
 from timem.ids import check_service_id
 from timem.models import Level
@@ -66,31 +65,6 @@ LlmOpt = Annotated[str | None, typer.Option("--llm", help=" | ".join(LLM_BACKEND
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML config file")]
 ModeOpt = Annotated[str | None, typer.Option("--mode", help="L2-L5 consolidation of new windows: extractive (no "
                                              "LLM) | hybrid (+ LLM title) | abstractive (LLM summary)")]
-SetOpt = Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE",
-                                                 help="setting override KEY=VALUE (repeatable), e.g. "
-                                                      "--set token_budget=500 (docs/configuration.md)")]
-
-
-def setting_overrides(pairs: Sequence[str] | None) -> dict[str, Any]:
-    """``--set KEY=VALUE`` flags (``timem bench``, ``ask``, ``eval-recall``, ``ingest``, ``consolidate``, ``serve``)
-    as overrides by plain setting name; a VALUE that reads as JSON (``500``, ``0.5``, ``true``) is that value, else
-    the text as given. The values are checked where the settings are built (:func:`timem.config.load_config`).
-
-    Raises:
-        ConfigError: a pair without ``=``, or a KEY that is not a setting's name.
-    """
-    out: dict[str, Any] = {}
-    for p in pairs or []:
-        key, sep, val = p.partition("=")
-        if not sep or key.strip() not in SECTION_OF:
-            raise ConfigError(f"--set expects KEY=VALUE with KEY a setting name (e.g. token_budget), got {p!r}")
-        try:
-            out[key.strip()] = json.loads(val)
-        except ValueError:
-            out[key.strip()] = val
-    return out
-
-
 def _config(config: Path | None, db: Path | None, sets: dict[str, Any] | None = None, **kw: object) -> Config:
     """The settings of one command: ``--config`` file < ``TIMEM_*`` env < ``--set`` (``sets``, from
     :func:`setting_overrides`) and the command's own flags (``kw``; ``None``: not given).

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, SetOpt, UserOpt, _config, setting_overrides
+from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, UserOpt, _config
+from timem.cli_options import SetOpt, setting_overrides
 from timem.config import Config
 from timem.errors import ConfigError, MissingExtraError
 

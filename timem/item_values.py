@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from timem.models import Role, Turn
+
 #: attributes that hold several values at once: a new value adds to them, only an explicit end closes one (the memory
 #: layer's writer) and recall gives each open value, not only the latest (:mod:`timem.recall.items`)
 MULTI_VALUED = frozenset({"hobby", "likes", "dislikes"})
@@ -40,3 +42,13 @@ def mentions(value: str, named: str) -> bool:
     if re.search(r"[\u4e00-\u9fff]", n):
         return n in v
     return re.search(rf"(?<!\w){re.escape(n)}(?!\w)", v) is not None
+
+
+def item_subject(turn: Turn) -> str:
+    """Whom a statement of ``turn`` is about: its speaker's name, or the user id as written when the speaker is only
+    the user role's placeholder (``User`` / ``user``: the library's and chat's default name, a JSONL turn without
+    ``speaker``). A new-user trial: ``timem.open(path).remember(...)`` wrote "User's likes: jazz", JSONL ingest
+    "user's likes: jazz"."""
+    if turn.role == Role.USER and turn.speaker.casefold() == Role.USER.value:
+        return turn.user_id.rsplit("/", 1)[-1]  # the memory service stores "tenant/user"
+    return turn.speaker

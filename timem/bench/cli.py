@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from timem.bench.recipes import RECIPES, SUITES, get_recipe
-from timem.cli_common import SetOpt, setting_overrides
+from timem.cli_options import SetOpt, setting_overrides
 from timem.config import Config, load_config
 from timem.errors import ConfigError
 

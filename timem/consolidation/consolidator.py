@@ -49,6 +49,7 @@ from timem.consolidation.profile_facts import FACTS_SEPARATOR, facts_as_of
 from timem.consolidation.segments import cut_segments, render_segment
 from timem.embed.protocol import Embedder
 from timem.errors import ConsolidationIncomplete, LLMError, UnusableAnswerError
+from timem.item_values import item_subject
 from timem.llm.protocol import LLMClient, Message
 from timem.models import (
     CONSOLIDATION_MODES,
@@ -414,9 +415,7 @@ class Consolidator:
 
     def _participants(self, user_id: str, span: TimeSpan, *, subjects: bool = False) -> list[str]:
         """Speakers (not assistants) who spoke within ``span``, in order of first appearance; ``subjects``: as their
-        memory items name them (:func:`timem.memory.writer.item_subject`: the user id for a nameless ``User``)."""
-        from timem.memory.writer import item_subject
-
+        memory items name them (:func:`timem.item_values.item_subject`: the user id for a nameless ``User``)."""
         turns = [t for t in self.store.turns(user_id) if span.start <= t.event_time <= span.end]
         return list(dict.fromkeys(item_subject(t) if subjects else t.speaker
                                   for t in turns if t.role != Role.ASSISTANT))

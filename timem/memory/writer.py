@@ -44,7 +44,7 @@ from datetime import UTC, datetime, time, timedelta
 from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.errors import LLMError
-from timem.item_values import MULTI_VALUED, mentions, normalise
+from timem.item_values import MULTI_VALUED, item_subject, mentions, normalise
 from timem.llm.protocol import LLMClient
 from timem.memory.forget import forget_request
 from timem.memory.grounding import OPPOSITES, canonical_attribute, check_statement
@@ -75,16 +75,6 @@ class ExtractionReport:
     ended: int = 0
     units: int = 0
     failures: list[tuple[str, str]] = field(default_factory=list)
-
-
-def item_subject(turn: Turn) -> str:
-    """Whom a statement of ``turn`` is about: its speaker's name, or the user id as written when the speaker is only
-    the user role's placeholder (``User`` / ``user``: the library's and chat's default name, a JSONL turn without
-    ``speaker``). A new-user trial: ``timem.open(path).remember(...)`` wrote "User's likes: jazz", JSONL ingest
-    "user's likes: jazz"."""
-    if turn.role == Role.USER and turn.speaker.casefold() == Role.USER.value:
-        return turn.user_id.rsplit("/", 1)[-1]  # the memory service stores "tenant/user"
-    return turn.speaker
 
 
 #: the subjects items had before :func:`item_subject` (a file written then still holds them)
