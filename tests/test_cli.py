@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+import typer
 from test_llm_openai import FakeServer, completion
 from typer.testing import CliRunner
 
@@ -303,7 +304,9 @@ def test_the_command_lines_own_errors_are_one_error_line_from_the_entry_point(cl
              ("frobnicate",): "No such command 'frobnicate'",
              ("ask",): "Missing argument 'question'",
              ("tree", "--db", db): "Missing option '--user'",
-             ("ingest", "f.jsonl", "--format", "csv"): "'csv' is not one of 'locomo', 'longmemeval', 'jsonl'"}
+             ("ingest", "f.jsonl", "--format", "csv"): "'csv' is not one of 'locomo', 'longmemeval', 'jsonl'",
+             ("ask", "q", "--user", "zoe", "--db", db, "--set", "token_budget=0"):
+                 "--set KEY=VALUE got 'token_budget=0': token_budget takes an integer"}
     for args, said in cases.items():
         res = subprocess.run([sys.executable, "-m", "timem.cli", *args], capture_output=True, text=True, timeout=120,
                              env=env)
@@ -445,16 +448,69 @@ def test_ask_and_the_other_commands_take_set_like_bench(cli_env, chat_file):
     code, out = run(*q, "--set", "token_budget=200", "--set", "gate=off")
     assert code == 0, out
     assert json.loads(out)["trace"]["settings"]["token_budget"] == 200, out
-    code, out = run(*q, "--set", "nope=1")
-    assert code == 1 and "--set expects KEY=VALUE with KEY a setting name (e.g. token_budget), got 'nope=1'" in out
-    code, out = run(*q, "--set", "token_budget=abc")
-    assert code == 1 and "recall.token_budget" in out, out
-    code, out = run(*q, "--set", "token_budget=0")  # a second trial: 0 and -5 gave a context
-    assert code == 1 and "recall.token_budget" in out and "greater than or equal to 1" in out, out
-    code, out = run(*q, "--set", f"db_path={db}")
-    assert code == 1 and "--set db_path=... and the command's own flag" in out, out
-    code, out = run("consolidate", "--db", db, "--set", "token_budget")
-    assert code == 1 and "--set expects KEY=VALUE" in out, out
+    code, out = run(*q, "--set", "nope=1")  # a --set mistake: a usage error (below), not a TiMem error
+    assert code == 2, out
+
+
+def _usage_error(*args: str, of: typer.Typer = app) -> str:
+    """The one message of a usage error (exit code 2) that typer's runner draws in a box, as one line."""
+    res = CliRunner().invoke(of, list(args), terminal_width=400)
+    assert res.exit_code == 2 and isinstance(res.exception, SystemExit), (res.exit_code, res.output)
+    return " ".join(res.output.replace("│", " ").replace("╭", " ").replace("╰", " ").replace("─", " ").split())
+
+
+@pytest.mark.parametrize(("pair", "said"), [
+    ("nope=1", "--set KEY=VALUE got 'nope=1': 'nope' is not a setting name; KEY is a setting's plain name, e.g. "
+               "token_budget (every one in docs/configuration.md)"),
+    ("token_budgt=3", "'token_budgt' is not a setting name (did you mean token_budget?)"),
+    ("token_budget", "--set KEY=VALUE got 'token_budget', which has no '='; write the setting's name, '=' and its "
+                     "value, e.g. --set token_budget=500"),
+    ("token_budget=abc", "--set KEY=VALUE got 'token_budget=abc': token_budget takes an integer: Input should be a "
+                         "valid integer"),
+    ("token_budget=0", "--set KEY=VALUE got 'token_budget=0': token_budget takes an integer: Input should be greater "
+                       "than or equal to 1 (docs/configuration.md)"),
+    ("gate=maybe", "--set KEY=VALUE got 'gate=maybe': gate takes one of llm, score, off"),
+    ("timezone=Mars/Base", "timezone takes text: unknown time zone 'Mars/Base'; use an IANA name"),
+])
+@pytest.mark.parametrize("command", [
+    ("ask", "Where do I work?", "--user", "zoe"), ("eval-recall", "x.json"), ("ingest", "x.jsonl", "--format", "jsonl"),
+    ("consolidate",), ("serve",), ("bench", "locomo", "x.json")])
+def test_a_set_mistake_is_a_usage_error_naming_set(cli_env, command, pair, said):
+    """A second trial: a --set mistake exited 1 (a TiMem error) though the docs say the command line's own mistakes
+    exit 2, and a bad value's message was the setting's ("recall.token_budget: ...") without naming --set. Every one
+    is now a usage error as the command line is parsed (nothing is opened or read), naming --set KEY=VALUE and what
+    to give instead."""
+    from timem.bench.cli import bench_app
+
+    of, args = (bench_app, command[1:]) if command[0] == "bench" else (app, command)
+    out = _usage_error(*args, "--db", str(cli_env / "t.duckdb"), "--set", "token_budget=300", "--set", pair, of=of)
+    assert said in out and "Value error" not in out, out
+    assert not (cli_env / "t.duckdb").exists()
+
+
+def test_a_set_of_what_a_flag_gives_is_a_usage_error(cli_env):
+    """``--set db_path=...`` with ``--db``, ``--set llm_backend=...`` with ``--llm`` (``timem bench`` gave a TypeError
+    traceback for the latter, even without ``--llm``)."""
+    db = str(cli_env / "t.duckdb")
+    out = _usage_error("ask", "q", "--user", "zoe", "--db", db, "--set", f"db_path={db}")
+    assert "--set KEY=VALUE sets db_path, and so does a flag of the command; give only one" in out, out
+    from timem.bench.cli import bench_app
+
+    res = CliRunner().invoke(bench_app, ["locomo", "x.json", "--llm", "none", "--set", "llm_backend=none"],
+                             terminal_width=400)
+    assert res.exit_code == 2 and "--set KEY=VALUE sets llm_backend" in res.output, res.output
+
+
+def test_set_reads_a_number_as_text_for_a_text_setting():
+    """``--set openai_api_key=12345`` was refused ("Input should be a valid string": 12345 read as JSON)."""
+    from timem.cli_options import SetOptionError, setting_overrides
+    from timem.errors import ConfigError
+
+    assert setting_overrides(["openai_api_key=12345", "token_budget=500"]) == {"openai_api_key": "12345",
+                                                                               "token_budget": 500}
+    with pytest.raises(ConfigError, match="--set KEY=VALUE"):  # a TiMem error too, for code that calls it
+        setting_overrides(["token_budget=-5"])
+    assert issubclass(SetOptionError, ConfigError)
 
 
 @pytest.mark.parametrize("args", [[], ["forget"], ["ask"], ["ingest"], ["keys", "add"]])

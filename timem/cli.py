@@ -315,6 +315,16 @@ def main() -> None:
         _check_argv(sys.argv)
         _mount_bench()
         code = app(standalone_mode=False)  # click's errors come back here instead of being drawn
+    except _click_errors.NoArgsIsHelpError as exc:  # `timem keys` alone: its help, as before
+        exc.show()
+        sys.exit(exc.exit_code)
+    except _click_errors.ClickException as exc:  # before TimemError: a --set mistake is both (a usage error)
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        # one line (click lists choices on lines of their own), without pydantic's prefix on a checker's message
+        said = " ".join(exc.format_message().replace("Value error, ", "").split())
+        typer.echo(f"error: {said}{hint}", err=True)
+        sys.exit(exc.exit_code)
     except TimemError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(1)
@@ -324,16 +334,6 @@ def main() -> None:
     except typer.Abort:
         typer.echo("error: aborted", err=True)
         sys.exit(130)
-    except _click_errors.NoArgsIsHelpError as exc:  # `timem keys` alone: its help, as before
-        exc.show()
-        sys.exit(exc.exit_code)
-    except _click_errors.ClickException as exc:
-        ctx = getattr(exc, "ctx", None)
-        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-        # one line (click lists choices on lines of their own), without pydantic's prefix on a checker's message
-        said = " ".join(exc.format_message().replace("Value error, ", "").split())
-        typer.echo(f"error: {said}{hint}", err=True)
-        sys.exit(exc.exit_code)
     if isinstance(code, int) and code:  # typer.Exit(code) of a command
         sys.exit(code)
 

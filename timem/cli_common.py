@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args
 
 import typer
 
+from timem.cli_options import with_flags
 from timem.config import Config, load_config
 from timem.errors import ConfigError, InputError, NotFoundError
 from timem.ids import check_service_id
@@ -70,13 +71,11 @@ def _config(config: Path | None, db: Path | None, sets: dict[str, Any] | None = 
     :func:`setting_overrides`) and the command's own flags (``kw``; ``None``: not given).
 
     Raises:
-        ConfigError: a ``--set`` names a setting that a flag of the command also gives (``--set db_path=...`` with
-            ``--db``), or as :func:`timem.config.load_config`.
+        SetOptionError: a ``--set`` names a setting that a flag of the command also gives (``--set db_path=...`` with
+            ``--db``): a usage error (:func:`timem.cli_options.with_flags`).
+        ConfigError: as :func:`timem.config.load_config`.
     """
-    flags = {"db_path": db, **kw}
-    for name in (sets or {}).keys() & {k for k, v in flags.items() if v is not None}:
-        raise ConfigError(f"--set {name}=... and the command's own flag for {name} both set it; give only one")
-    return load_config(config, None, **{**(sets or {}), **flags})
+    return load_config(config, None, **with_flags(sets or {}, {"db_path": db, **kw}))
 
 
 _COMPLEXITIES: tuple[Complexity, ...] = ("simple", "hybrid", "complex")

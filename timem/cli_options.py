@@ -1,37 +1,122 @@
 """The ``--set KEY=VALUE`` option, shared by the command line (:mod:`timem.cli_common`) and ``timem bench``
-(:mod:`timem.bench.cli`), which sits below the command line's layer: one parser for both."""
+(:mod:`timem.bench.cli`), which sits below the command line's layer: one parser for both.
+
+A ``--set`` mistake (a pair without ``=``, a KEY that is not a setting, a VALUE the setting does not take, a KEY
+that a flag of the command also gives) is a usage error of the command line, exit code 2 like an unknown option:
+:class:`SetOptionError`, a :class:`~timem.errors.ConfigError` that the CLI library draws as its own usage error.
+The option's callback checks every pair as the command line is parsed, before the command runs.
+"""
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Sequence
-from typing import Annotated, Any
+import types
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import typer
+from pydantic import ValidationError
 
-from timem.config import SECTION_OF
+from timem.config import SECTION_OF, Config
 from timem.errors import ConfigError
+from timem.settings import SECTIONS
 
-SetOpt = Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE",
+
+class SetOptionError(ConfigError, typer.BadParameter):
+    """A ``--set KEY=VALUE`` mistake: a usage error of the command line (exit code 2, as click's own usage errors),
+    and a :class:`~timem.errors.ConfigError` to code that calls :func:`setting_overrides` itself. The message starts
+    with ``--set KEY=VALUE`` and says what to give instead."""
+
+    def format_message(self) -> str:
+        """The message as it is (click's ``Invalid value for '--set':`` prefix would name the flag twice)."""
+        return self.message
+
+
+def _set_option(pairs: list[str] | None) -> list[str] | None:
+    """The option's callback: every pair is checked as the command line is parsed (a mistake is a usage error)."""
+    setting_overrides(pairs)
+    return pairs
+
+
+SetOpt = Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE", callback=_set_option,
                                                  help="setting override KEY=VALUE (repeatable), e.g. "
                                                       "--set token_budget=500 (docs/configuration.md)")]
+
+
+def _expects(annotation: Any) -> str:
+    """What a setting of this type takes, in words: ``an integer``, ``one of llm, score, off``, ...."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _expects(get_args(annotation)[0])
+    if origin is Literal:
+        return "one of " + ", ".join(str(a) for a in get_args(annotation))
+    if origin in (Union, types.UnionType):
+        return " or ".join(_expects(a) for a in get_args(annotation) if a is not type(None))
+    if origin is dict:
+        return 'a JSON object (e.g. {"a": 1}; a table in the TOML file is easier)'
+    words = {bool: "true or false", int: "an integer", float: "a number", str: "text"}
+    return words.get(annotation, "a path" if getattr(annotation, "__name__", "") == "Path" else "text")
+
+
+def _annotation(name: str) -> Any:
+    return SECTIONS[SECTION_OF[name]].model_fields[name].annotation
+
+
+def _takes(name: str, value: Any) -> bool:
+    """Whether the setting ``name`` takes ``value`` (checked on its own, with every other setting at its default)."""
+    try:
+        Config(**{name: value})
+    except ValidationError:
+        return False
+    return True
 
 
 def setting_overrides(pairs: Sequence[str] | None) -> dict[str, Any]:
     """``--set KEY=VALUE`` flags (``timem bench``, ``ask``, ``eval-recall``, ``ingest``, ``consolidate``, ``serve``)
     as overrides by plain setting name; a VALUE that reads as JSON (``500``, ``0.5``, ``true``) is that value, else
-    the text as given. The values are checked where the settings are built (:func:`timem.config.load_config`).
+    the text as given. Each value is checked on its own, as the setting's type and bounds take it; the settings are
+    built together later (:func:`timem.config.load_config`).
 
     Raises:
-        ConfigError: a pair without ``=``, or a KEY that is not a setting's name.
+        SetOptionError: a pair without ``=``, a KEY that is not a setting's name, or a VALUE the setting refuses.
     """
     out: dict[str, Any] = {}
     for p in pairs or []:
         key, sep, val = p.partition("=")
-        if not sep or key.strip() not in SECTION_OF:
-            raise ConfigError(f"--set expects KEY=VALUE with KEY a setting name (e.g. token_budget), got {p!r}")
+        key = key.strip()
+        if not sep:
+            raise SetOptionError(f"--set KEY=VALUE got {p!r}, which has no '='; write the setting's name, '=' and "
+                                 "its value, e.g. --set token_budget=500")
+        if key not in SECTION_OF:
+            close = difflib.get_close_matches(key, list(SECTION_OF), n=1, cutoff=0.75)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise SetOptionError(f"--set KEY=VALUE got {p!r}: {key!r} is not a setting name{hint}; KEY is a "
+                                 "setting's plain name, e.g. token_budget (every one in docs/configuration.md)")
         try:
-            out[key.strip()] = json.loads(val)
+            value: Any = json.loads(val)
         except ValueError:
-            out[key.strip()] = val
+            value = val
+        try:
+            Config(**{key: value})
+        except ValidationError as exc:
+            if value != val and _takes(key, val):  # JSON that is also plain text: an API key 12345 is text
+                value = val
+            else:
+                said = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+                raise SetOptionError(f"--set KEY=VALUE got {p!r}: {key} takes {_expects(_annotation(key))}: {said} "
+                                     "(docs/configuration.md)") from exc
+        out[key] = value
     return out
+
+
+def with_flags(sets: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``--set`` overrides and a command's own flags (``None``: the flag was not given) as one set of overrides.
+
+    Raises:
+        SetOptionError: a ``--set`` names a setting that a given flag also sets (``--set db_path=...`` with ``--db``).
+    """
+    for name in sorted(sets.keys() & {k for k, v in flags.items() if v is not None}):
+        raise SetOptionError(f"--set KEY=VALUE sets {name}, and so does a flag of the command; give only one of "
+                             f"--set {name}=... and the flag")
+    return {**sets, **flags}

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from timem.bench.recipes import RECIPES, SUITES, get_recipe
-from timem.cli_options import SetOpt, setting_overrides
+from timem.cli_options import SetOpt, setting_overrides, with_flags
 from timem.config import Config, load_config
 from timem.errors import ConfigError
 
@@ -71,7 +71,7 @@ def _run(dataset: str, file: Path, recipe_name: str, *, samples: str | None = No
 
     _warn_old_spellings()
     recipe = get_recipe(recipe_name)
-    base = load_config(settings, llm_backend=llm, **setting_overrides(sets))
+    base = load_config(settings, **with_flags(setting_overrides(sets), {"llm_backend": llm}))
     mode = "retrieval" if retrieval_only else "e2e"
     spec = RunSpec(dataset=dataset, data_file=file, recipe=recipe,  # type: ignore[arg-type]
                    out_dir=out or Path("bench/runs") / f"{dataset}-{recipe.name}-{mode}",
