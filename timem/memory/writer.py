@@ -17,7 +17,9 @@ supersession.
 * **Supersession** (facts and preferences): a statement with another value on the same subject and
   attribute closes every open item there (``valid_to`` = the statement's event time, ``superseded_by``
   = the new item; audited ``item-superseded``); nothing is deleted. "Switched from X to Y" / "不喝X了"
-  name the ended value; the new item takes the attribute of the open item holding it. A correction
+  name the ended value; the new item takes the attribute of the open item holding it. When no item held the
+  ended value, it is written as history, an item that held until the change and is superseded by the new one
+  (:meth:`ItemWriter._ended_before`). A correction
   ("actually, ...") also starts its item at the corrected item's ``valid_from`` (the old value never
   held); a bare "actually, it's Braga" corrects the subject's latest open item. Events and plans only merge.
 
@@ -244,6 +246,36 @@ class ItemWriter:
                                                                "reason": f"the job changed to {st.value!r}"})
                 report.ended += 1
 
+    def _ended_before(self, user_id: str, subject: str, attribute: str, st: Statement, at: datetime,
+                      until: datetime, new_id: str, segment_id: str, confidence: float,
+                      report: ExtractionReport) -> None:
+        """A change from a value no item holds ("I switched from espresso to green tea", nothing known of espresso)
+        writes that value as history: an item that held until the new one starts (``until``) and is superseded by
+        it. Since when is not said: from the end of the last earlier value of the attribute, else from the start of
+        the user's first session (empty when the change is the first thing said). Nothing is written when an item
+        of the attribute (or its family) already had that value (:func:`check_statement` saw the value in the turn,
+        as ``ends``). A new-user trial: the switch recorded green tea only, nothing of espresso."""
+        old = st.replaces or ""
+        family = (attribute, *ATTRIBUTE_FAMILIES.get(attribute, ()))
+        earlier = [i for who in same_person(user_id, subject) for i in self.store.items(user_id, subject=who)
+                   if i.attribute in family and i.event_time <= at]
+        if any(mentions(i.value, old) for i in earlier):
+            return
+        ends = [i.valid_to for i in earlier if i.valid_to is not None and i.valid_to <= until]
+        starts = [s.started_at for s in self.store.sessions(user_id)]
+        since = min(max(ends, default=min(starts, default=until)), until)
+        item = MemoryItem(id=_item_id(user_id, subject, attribute, old, since), user_id=user_id, kind=st.kind,  # type: ignore[arg-type]
+                          subject=subject, attribute=attribute, value=old, event_time=at, valid_from=since,
+                          valid_to=until, confidence=confidence, source="stated", source_ids=[segment_id],
+                          superseded_by=new_id)
+        self.store.add_item(item, self.embedder.embed([f"{subject} {attribute}: {old}"])[0])
+        self.store.audit("item-added", user_id, item.id, {"segment": segment_id, "kind": item.kind,
+                                                          "source": "stated", "history": True})
+        self.store.audit("item-superseded", user_id, item.id, {"by": new_id, "at": at.isoformat(),
+                                                               "correction": False})
+        report.added += 1
+        report.superseded += 1
+
     def apply(self, user_id: str, subject: str, st: Statement, at: datetime, segment_id: str, *, source: str,
               confidence: float, report: ExtractionReport | None = None) -> MemoryItem | None:
         """Apply one statement said at ``at`` (UTC-aware) in L1 segment ``segment_id`` (see the module doc).
@@ -327,6 +359,8 @@ class ItemWriter:
             self.store.audit("item-superseded", user_id, old.id, {"by": new_id, "at": at.isoformat(),
                                                                   "correction": st.correction})
             report.superseded += 1
+        if not ended and st.replaces and kind in SUPERSEDING_KINDS and not st.correction:
+            self._ended_before(user_id, subject, attribute, st, at, valid_from, new_id, segment_id, confidence, report)
         if attribute == "job":
             self._end_old_employer(user_id, open_items, [o for o in closing if o.attribute == "job"], st, valid_from,
                                    segment_id, report)

@@ -1,0 +1,56 @@
+"""A new-user trial of the memory layer with no LLM (``timem remember`` / ``memories list``): "I switched from espresso
+to green tea", with nothing known of espresso, recorded green tea only. Real DuckDB file, the rules, no LLM."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from timem.config import load_config
+from timem.engine import MemoryEngine
+
+T0 = datetime(2024, 5, 1, 9, tzinfo=UTC)
+
+
+@pytest.fixture(scope="session")
+def embedder(fake_embedder):
+    return fake_embedder
+
+
+@pytest.fixture()
+def eng(tmp_path, store, embedder):
+    cfg = load_config(env={}, db_path=store.path, llm_backend="none", cache_dir=tmp_path / "cache",
+                      consolidation_mode="extractive", memory_extractor="rules")
+    return MemoryEngine(cfg, store, embedder, None)
+
+
+def _say(eng: MemoryEngine, lines: list[str]) -> list[datetime]:
+    """``lines`` said by the user, one a day from :data:`T0`, each with a short reply; returns their times."""
+    times = [T0 + timedelta(days=k) for k in range(len(lines))]
+    for at, line in zip(times, lines, strict=True):
+        eng.remember("mia", f"s{at.day}", line, at, reply="Noted.", user_name="Mia")
+    eng.extract_items(["mia"])
+    return times
+
+
+@pytest.mark.parametrize("line", ["I switched from espresso to green tea.",
+                                  "I've switched from espresso to green tea.",
+                                  "I moved from espresso to green tea."])
+def test_a_switch_from_a_value_no_item_held_records_it_as_history(eng, line):
+    """Nothing was known of espresso: it is written as a preference that ended when the switch was said (superseded
+    by green tea), and green tea holds."""
+    (_, said) = _say(eng, ["I live in Lisbon.", line])
+    drinks = {i.value: i for i in eng.memory_items("mia") if i.attribute == "drink"}
+    assert set(drinks) == {"espresso", "green tea"}, drinks
+    espresso, tea = drinks["espresso"], drinks["green tea"]
+    assert tea.is_open and tea.valid_from == said
+    assert espresso.valid_to == said and espresso.superseded_by == tea.id
+    assert espresso.valid_from < said  # it held before the switch (since the start of what the memory knows)
+    assert espresso.valid_at(said - timedelta(hours=1)) and not espresso.valid_at(said)
+
+
+def test_a_switch_from_a_held_value_writes_no_second_history_item(eng):
+    _say(eng, ["I drink espresso every day.", "I switched from espresso to green tea."])
+    drinks = sorted((i.value, i.is_open) for i in eng.memory_items("mia") if i.attribute in ("drink", "morning drink"))
+    assert drinks == [("espresso", False), ("green tea", True)]
