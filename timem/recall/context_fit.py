@@ -28,7 +28,6 @@ from timem.recall.context import (
     Layout,
     _day,
     _fit_exact,
-    _line_tokens,
     fit_budget,
     l1_lines,
     memory_line,
@@ -61,13 +60,13 @@ def _piece(node: MemoryNode, tz: ZoneInfo, layout: Layout) -> _Piece | None:
         lines = l1_lines(node)
         start = node.span_start.astimezone(tz)
         header = f"[{_day(start)}, {start:%H:%M}]"
-        group, group_tokens = (node.session_id or node.id, header), _line_tokens(header + "\n")
+        group, group_tokens = (node.session_id or node.id, header), count_tokens(header + "\n")
     else:
         lines = [memory_line(node, tz)]
     if not lines or any(not ln or ln[0].isspace() or "\n" in ln for ln in lines):
         return None
-    return _Piece(level, turn_order(node), group, group_tokens, sum(_line_tokens(ln + "\n") for ln in lines),
-                  _line_tokens(lines[-1] + "\n"), _line_tokens(lines[-1]), min_line_cost(node, tz, layout))
+    return _Piece(level, turn_order(node), group, group_tokens, sum(count_tokens(ln + "\n") for ln in lines),
+                  count_tokens(lines[-1] + "\n"), count_tokens(lines[-1]), min_line_cost(node, tz, layout))
 
 
 class _Context:
@@ -88,7 +87,7 @@ class _Context:
         group = self.levels.get(p.level)
         top = max(self.levels, default=0)
         if group is None:
-            added = _line_tokens(self._header(p.level) + "\n") + p.body + (p.group_tokens if p.group else 0)
+            added = count_tokens(self._header(p.level) + "\n") + p.body + (p.group_tokens if p.group else 0)
             return 0, added, p.level > top
         pos = bisect_right(group, (p.order, self.seq))  # after equal orders: the order a stable sort gives
         added = p.body
