@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from timem.memory.hobbies import HOBBIES
-from timem.memory.opinions import TIME_WORDS, ended_opinion, hedged
+from timem.memory.opinions import TIME_ADVERBIAL, TIME_WORDS, ended_opinion, hedged
 
 #: "the" before a name or a thing named with it is left out, as in "a fan of the Beatles": "I love the blues" likes
 #: "blues" (a new-user trial read nothing); not "I love the photo / the idea / the way you …" (no thing liked)
@@ -35,9 +35,10 @@ _NEXT = (_OPINION_THE + rf"(?!(?:{_NO_THING}|and|or|but|i|we|he|she|they|me|us|s
 #: a list joined by "and", "or" or "&" ("I love jazz, techno & soul": a trial read jazz only)
 _LIST = (rf"{_ITEM}(?:(?:\s*,\s*(?:(?:and|or|&)\s+)?{_NEXT}|\s+(?:and|or|&)\s+{_NEXT})*"
          rf"\s*,?\s+(?:and|or|&)\s+{_NEXT})?")
-#: where a thing liked ends; "but" starts another clause ("I love jazz but not techno" liked "jazz but not techno")
+#: where a thing liked ends; "but" starts another clause ("I love jazz but not techno" liked "jazz but not techno"),
+#: and so does a time adverbial ("I love coffee in the morning" liked "coffee in the morning")
 _VALUE_END = (rf"(?:\s*{TIME_WORDS})?"
-              r"(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|more|again|here|there|but)\b))")
+              rf"(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|more|again|here|there|but)\b|\s+{TIME_ADVERBIAL}))")
 _OPINION_VALUE = _OPINION_THE + rf"(?:both\s+)?(?!(?:{_NO_THING})\b)(?P<v>{_LIST})" + _VALUE_END
 #: "I like jazz but not techno": what is not liked after the thing liked. A dislike only after "like", whose plain
 #: negation the rules read as one ("I don't like techno"); "I love jazz but not techno" does not love techno, which

@@ -24,6 +24,17 @@ _STILL = re.compile(r"\b(?:still|again)\b", re.IGNORECASE)
 #: the time words that may close an opinion and are no part of the thing: "I hate techno these days" dislikes "techno"
 #: (a new-user trial: "I don't like techno anymore" disliked "techno anymore", "… any more" "techno any")
 TIME_WORDS = r"(?:now|nowadays|these\s+days|lately|anymore|any\s+more|any\s+longer)"
+_DAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun|week)days?"
+#: a time adverbial that may end an opinion and is no part of the thing: "I love coffee in the morning" likes "coffee"
+#: (a new-user trial stored "coffee in the morning"), "I like jazz at night", "I love pancakes on weekends", "I enjoy
+#: jazz every day"
+TIME_ADVERBIAL = (r"(?:(?:in|during)\s+the\s+(?:morning|afternoon|evening|night|summer|winter|spring|autumn|fall|"
+                  r"week|weekend)s?|in\s+(?:summer|winter|spring|autumn|the\s+mornings?)|"
+                  r"at\s+(?:night|weekends?|the\s+weekends?|lunch|breakfast|dinner|bedtime)|"
+                  rf"on\s+(?:weekends?|the\s+weekends?|{_DAY}|holidays?|(?:cold|hot|rainy|sunny|lazy)\s+days)|"
+                  rf"(?:every|each)\s+(?:single\s+)?(?:day|morning|afternoon|evening|night|week|weekend|summer|winter|{_DAY})|"
+                  r"daily|nightly|after\s+(?:work|dinner|lunch)|before\s+(?:bed|work)|first\s+thing\s+in\s+the\s+morning)"
+                  r"(?![\w'-])")
 _GONE = r"(?:anymore|any\s+more|any\s+longer)"
 #: the thing of an opinion that is over: one to three words, not a pronoun (as in :data:`_USED_TO`)
 _OVER_THING = (r"(?:the\s+)?(?!(?:it|that|this|you|him|her|them|the|a|an|my|your|to|how|when|what|being)\b)"
