@@ -10,14 +10,15 @@ more (its name, its name without accents, "Zurich" for "Zürich"; the other name
 A company named as a town ("I'm from Toyota") still reads as one; a small village or a region ("I'm from Bavaria")
 needs the origin said outright ("I grew up in Bavaria").
 
-A name in lower case ("I'm from berlin") is read by :func:`lower_place`, in the gazetteer's own case ("Berlin"), only
-for a country, a US state, a continent, a short name of a country or a city of 200,000 people or more, and only when
-the name is the whole of what the speaker is from ("i'm from berlin, germany", "… berlin originally"): smaller towns
-share their names with everyday words, "I'm from mobile / enterprise / delta / the police / the same town" (Mobile,
-Enterprise, Delta, Police, Same), and after "the" only a country is a place ("the uk", "the netherlands"; not "the
-office", "the bank"). "I'm from work / here / the office" name no place at all. Nor is a city whose name is a common
-English word (:data:`WORD_TOWNS`): "I'm from reading / nice" (Reading, Nice: a new-user trial read both) need the
-capital, "I'm from Reading"; a country, a US state or a continent is a name first and still reads ("china", "turkey").
+A name in lower case ("I'm from berlin", and a home city: "I live in lisbon") is read by :func:`lower_place`, in the
+gazetteer's own case ("Berlin"), only for a country, a US state, a continent, a short name of a country or a city of
+200,000 people or more, and only when the name is the whole of what the speaker is from ("i'm from berlin, germany", "…
+berlin originally"): smaller towns share their names with everyday words, "I'm from mobile / enterprise / delta / the
+police / the same town" (Mobile, Enterprise, Delta, Police, Same), and after "the" only a country is a place ("the uk",
+"the netherlands"; not "the office", "the bank"). "I'm from work / here / the office" name no place at all. Nor is a
+city whose name is a common English word (:data:`WORD_TOWNS`): "I'm from reading / nice" (Reading, Nice: a new-user
+trial read both) need the capital, "I'm from Reading"; a country, a US state or a continent is a name first and still
+reads ("china", "turkey").
 """
 
 from __future__ import annotations
@@ -84,6 +85,9 @@ LOWER_CASE_POPULATION = 200_000
 #: what may follow a lower-case place: the clause ends or goes on ("i'm from berlin but live in paris")
 _GOES_ON = re.compile(r"\s*(?:[,.!?;:)]|$)|\s+(?:originally|but|and|so|though|although|too|btw|lol|haha|myself|"
                       r"actually|in|where|now|which|who)\b")
+#: what may also follow a home city ("i moved to porto last week", "i live in lisbon with my partner")
+_GOES_ON_HOME = re.compile(_GOES_ON.pattern + r"|\s+(?:with|for|since|last|this|recently|yesterday|because|after|"
+                           r"a\s+(?:year|month|week|few)|two|three|for|near|close|these|nowadays|again|already)\b")
 
 
 @cache
@@ -127,11 +131,13 @@ def _in_case(written: str, spellings: frozenset[str]) -> str:
                     + w[1:] for w in written.split(" "))
 
 
-def lower_place(text: str) -> str | None:
+def lower_place(text: str, *, moved: bool = False) -> str | None:
     """The place that a lower-case name at the start of ``text`` names, in its own case: ``"berlin, germany"`` ->
     ``"Berlin"``, ``"the uk"`` -> ``"UK"``, ``"new york originally"`` -> ``"New York"``; ``None`` for no place, for a
     name that is not all of the object (``"the same town"``), a capitalised one (that is :func:`is_place`'s) and a
-    small town (see the module doc)."""
+    small town (see the module doc). ``moved``: ``text`` follows "I live in", "I moved to" (a home city), which more
+    words may follow ("porto last week", "lisbon with my partner")."""
+    goes_on = _GOES_ON_HOME if moved else _GOES_ON
     m = re.match(r"(?:(?P<the>the)\s+)?(?P<name>[^\W\d_][\w'.-]*(?: [^\W\d_][\w'.-]*){0,2})", text)
     if m is None or not m["name"][0].islower():
         return None
@@ -143,6 +149,6 @@ def lower_place(text: str) -> str | None:
         end = m.start("name") + len(written)
         name = _fold(written)
         if (written.islower() and name in names and (not m["the"] or name in after_the)
-                and _GOES_ON.match(text, end)):
+                and goes_on.match(text, end)):
             return _in_case(written, names[name])
     return None

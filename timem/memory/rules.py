@@ -30,8 +30,8 @@ explicit first-person statements and corrections):
   writer applies it to the subject's latest item).
 
 What the patterns do not see is not guessed: no statement. Values of place and company names must be
-capitalised in English ("I live in lisbon" is not read), but for a hometown that the gazetteer knows ("I'm from
-berlin": "Berlin"); Chinese values run to the next punctuation.
+capitalised in English, but for a hometown or a home city that the gazetteer knows ("I'm from berlin", "I live in
+lisbon": "Berlin", "Lisbon"); Chinese values run to the next punctuation.
 """
 
 from __future__ import annotations
@@ -101,14 +101,17 @@ def _cap(name: str) -> str:
 
 
 _I = r"\b(?:[Ii]|[Ww]e)"
-_HOME = [re.compile(_I + r"(?i:'m|\s+am|\s+are|'re)?\s+(?i:now\s+|currently\s+|still\s+)?"
-                    r"(?i:live|living|based)\s+(?i:in)\s+" + _cap("v") + _END_CAP),
-         re.compile(_I + r"(?i:'ve|\s+have)?\s+(?i:just\s+|finally\s+|recently\s+)?"
-                    r"(?:(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)|(?i:settled)\s+(?i:down\s+)?(?i:in))\s+"
-                    + _cap("v") + _END_CAP),
-         # chat style drops the subject at the start of a sentence: "Just moved to Madrid with my partner."
-         re.compile(r"^\s*(?:(?i:big\s+news|guess\s+what|so|and|well)[:!,]?\s+)?(?i:just\s+|finally\s+|recently\s+)"
-                    r"(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)\s+" + _cap("v") + _END_CAP)]
+_HOME_AT = [_I + r"(?i:'m|\s+am|\s+are|'re)?\s+(?i:now\s+|currently\s+|still\s+)?(?i:live|living|based)\s+(?i:in)\s+",
+            _I + r"(?i:'ve|\s+have)?\s+(?i:just\s+|finally\s+|recently\s+)?"
+                 r"(?:(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)|(?i:settled)\s+(?i:down\s+)?(?i:in))\s+",
+            # chat style drops the subject at the start of a sentence: "Just moved to Madrid with my partner."
+            r"^\s*(?:(?i:big\s+news|guess\s+what|so|and|well)[:!,]?\s+)?(?i:just\s+|finally\s+|recently\s+)"
+            r"(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)\s+"]
+_HOME = [re.compile(at + _cap("v") + _END_CAP) for at in _HOME_AT]
+#: the same before a name in lower case, "I live in lisbon", "I moved to porto last week": read as a lower-case
+#: hometown is (:func:`timem.memory.places.lower_place`: a big city, a country, not a common word such as "cork" or
+#: "nice", not "I live in hope"; a new-user trial read nothing)
+_HOME_LOWER = [re.compile(at + r"(?=[a-z])") for at in _HOME_AT]
 #: where the speaker is from (the hometown), said outright: "I'm originally from Berlin", "I come from the Netherlands",
 #: "I grew up in Berlin", "I was born and raised in Cork" (a new-user trial read nothing); not "I'm back from Berlin"
 _ORIGIN = re.compile(r"\b[Ii](?:(?i:'m|’m|\s+am)\s+(?i:originally)\s+(?i:from)"
@@ -208,6 +211,11 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
         if m := rx.search(s):
             add("fact", "home city", m["v"])
             break
+    else:
+        for rx in _HOME_LOWER:
+            if (m := rx.search(s)) and (place := lower_place(s[m.end():], moved=True)):
+                add("fact", "home city", place)
+                break
     for rx, listed in _WORK:
         if (m := rx.search(s)) and not (listed and occupation(m["job"]) is None):
             if m.groupdict().get("emp"):
