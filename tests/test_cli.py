@@ -524,3 +524,41 @@ def test_help_shows_flags_as_flags_without_a_value_type(args):
         assert "--yes" in res.output and "<path>" in res.output and "<str>" in res.output, res.output
     if args == ["ask"]:  # not "<list[str]>"
         assert "KEY=VALUE" in res.output and "list[str]" not in res.output, res.output
+
+
+def test_forget_help_reads_its_sentences_whole():
+    """A new-user trial: `timem forget --help` broke a sentence after "with no answer" (the docstring's line break:
+    typer 0.29's rich help keeps the line breaks of every paragraph but the first)."""
+    res = CliRunner().invoke(app, ["forget", "--help"], env={"COLUMNS": "250"})  # rich reads COLUMNS
+    assert res.exit_code == 0, res.output
+    assert ("When nothing matches, the error says why and what to try (exit code 1); so does a confirmation with no "
+            "answer to read (stdin at its end, e.g. </dev/null): pass --yes there.") in res.output, res.output
+
+
+def _commands(group, path=()):
+    """Every command of a click group (typer's), with its path, groups included."""
+    import click
+
+    for name, cmd in sorted(group.commands.items()):
+        yield (*path, name), cmd
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, (*path, name))
+
+
+def test_every_help_wraps_its_paragraphs_and_shows_no_python_types():
+    """Every command's help (bench's included): each paragraph is one line (the terminal wraps it), no rST ``double
+    backticks`` from a docstring, and no Python type (`<bool>`, `<list[str]>`) in the type column."""
+    import typer.main
+
+    from timem.bench.cli import bench_app
+
+    root = typer.main.get_command(app)
+    bench = typer.main.get_command(bench_app)
+    for path, cmd in [*_commands(root), *((("bench", *p), c) for p, c in _commands(bench))]:
+        for para in (cmd.help or "").split("\n\n"):
+            assert "\n" not in para.strip(), (path, para)
+        runner_app = bench_app if path[0] == "bench" else app
+        res = CliRunner().invoke(runner_app, [*path[path[0] == "bench":], "--help"], env={"COLUMNS": "250"})
+        assert res.exit_code == 0, (path, res.output)
+        for fault in ("``", "<bool>", "<list[", "<int range>"):
+            assert fault not in res.output, (path, fault, res.output)

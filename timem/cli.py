@@ -22,7 +22,7 @@ import typer
 from timem import cli_common, cli_memory, cli_service, cli_store
 from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, ModeOpt, UserOpt, _complexity, _config, _engine, _gate, _samples
 from timem.cli_memory import memories_app, segtree_app
-from timem.cli_options import SetOpt, setting_overrides
+from timem.cli_options import SetOpt, reflow_help, setting_overrides
 from timem.config import Config, load_config
 from timem.errors import ConsolidationIncomplete, InputError, MissingExtraError, NotFoundError, TimemError
 from timem.progress import terminal_progress
@@ -95,7 +95,8 @@ def _echo_ingested(report: IngestReport, cfg: Config) -> None:
 
 
 @app.command()
-def consolidate(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] = None, llm: LlmOpt = None,
+def consolidate(db: DbOpt = None, llm: LlmOpt = None,
+                user: Annotated[str | None, typer.Option("--user", help="one user (default: all)")] = None,
                 flush: Annotated[bool, typer.Option(help="close every open window")] = False,
                 mode: ModeOpt = None, config: ConfigOpt = None,
                 retry_failed: Annotated[bool, typer.Option(help="run failed queue jobs again")] = False,
@@ -103,7 +104,7 @@ def consolidate(db: DbOpt = None, user: Annotated[str | None, typer.Option("--us
     """Run the consolidation queue's pending jobs, then consolidate every window that is due (or all open
     windows with --flush).
 
-    ``--mode`` applies to windows without a node yet; an existing node is re-consolidated in its own mode.
+    `--mode` applies to windows without a node yet; an existing node is re-consolidated in its own mode.
     """
     cfg = _config(config, db, setting_overrides(set_), llm_backend=llm, consolidation_mode=mode)
     with _engine(cfg) as eng:
@@ -195,7 +196,7 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
                 config: ConfigOpt = None, set_: SetOpt = None) -> None:
     """Offline recall quality: gold-evidence coverage and answer-in-context per category, mean Mem Len.
 
-    The users must already be ingested into --db (``timem ingest``); no LLM is used (an LLM planner or gate
+    The users must already be ingested into --db (`timem ingest`); no LLM is used (an LLM planner or gate
     in the settings falls back to the centroid planner and the score gate, noted in each trace).
     """
     from timem.datasets import load_dataset
@@ -274,12 +275,13 @@ def studio(db: DbOpt = None, port: int = 8501,
 
 cli_service.register(app)  # serve, mcp, keys
 cli_memory.register(app)  # forget
+reflow_help(app)  # every command's help: a paragraph is one line to wrap (timem bench: in timem.bench.cli)
 
 
 def _mount_bench() -> None:
     from timem.bench.cli import bench_app
 
-    app.add_typer(bench_app, name="bench", help="LoCoMo / LongMemEval benchmark runs (see bench/results/README.md)")
+    app.add_typer(bench_app, name="bench", help="LoCoMo / LongMemEval benchmark runs (see bench/results/README.md).")
 
 
 def _check_argv(argv: list[str]) -> None:

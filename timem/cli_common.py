@@ -48,6 +48,29 @@ def _flags_without_a_value_type_in_help() -> None:
 
 _flags_without_a_value_type_in_help()
 
+
+def _repeated_arguments_without_a_python_type_in_help() -> None:
+    """Show an argument that takes several values (``timem erase NODE_IDS...``, ``timem bench report RUN_DIRS...``) as
+    ``<str>...`` in ``--help``, not as the Python type ``<list[str]>`` (typer 0.29's ``TyperArgument.display_type_rich``
+    draws the annotation; its options already show ``<str>...``, or their metavar)."""
+    from typer.core import TyperArgument
+
+    drawn = getattr(TyperArgument, "display_type_rich", None)
+    if drawn is None or getattr(drawn, "_timem_lists", False):  # an older typer without it, or patched already
+        return
+
+    def display_type_rich(self: TyperArgument, ctx: object) -> str | None:
+        shown: str | None = drawn(self, ctx)
+        if shown and shown.startswith("<list[") and shown.endswith("]>"):
+            return f"<{shown[6:-2].lower()}>..."  # <path>..., as a single path is drawn
+        return shown
+
+    display_type_rich._timem_lists = True  # type: ignore[attr-defined]
+    TyperArgument.display_type_rich = display_type_rich  # type: ignore[method-assign,assignment]
+
+
+_repeated_arguments_without_a_python_type_in_help()
+
 #: The values ``--llm`` takes: the ``llm_backend`` setting's (local, openai, none).
 LLM_BACKENDS: tuple[str, ...] = get_args(LLMSettings.model_fields["llm_backend"].annotation)
 

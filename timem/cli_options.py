@@ -1,5 +1,5 @@
-"""The ``--set KEY=VALUE`` option, shared by the command line (:mod:`timem.cli_common`) and ``timem bench``
-(:mod:`timem.bench.cli`), which sits below the command line's layer: one parser for both.
+"""The ``--set KEY=VALUE`` option and the help text's line breaks, shared by the command line (:mod:`timem.cli_common`)
+and ``timem bench`` (:mod:`timem.bench.cli`), which sits below the command line's layer: one parser for both.
 
 A ``--set`` mistake (a pair without ``=``, a KEY that is not a setting, a VALUE the setting does not take, a KEY
 that a flag of the command also gives) is a usage error of the command line, exit code 2 like an unknown option:
@@ -10,6 +10,7 @@ The option's callback checks every pair as the command line is parsed, before th
 from __future__ import annotations
 
 import difflib
+import inspect
 import json
 import types
 from collections.abc import Mapping, Sequence
@@ -120,3 +121,27 @@ def with_flags(sets: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, A
         raise SetOptionError(f"--set KEY=VALUE sets {name}, and so does a flag of the command; give only one of "
                              f"--set {name}=... and the flag")
     return {**sets, **flags}
+
+
+def reflow_help(app: typer.Typer) -> None:
+    """Join the lines of each paragraph of every command's help (a docstring, or a ``help=`` text) of ``app`` and its
+    sub-apps, so that ``--help`` wraps each paragraph to the terminal.
+
+    typer 0.29's rich help joins the lines of a help's first paragraph only: the later paragraphs, and the first one
+    in a group's list of commands, kept the docstring's line breaks, and ``timem forget --help`` broke a sentence in
+    the middle ("... with no answer" / "to read (stdin at its end ..."). A paragraph that starts with ``\\b``
+    (click's mark for "keep my lines") is kept as written.
+    """
+    for command in app.registered_commands:
+        text = command.help if command.help is not None else inspect.getdoc(command.callback)
+        if text is not None:
+            command.help = _reflowed(text)
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            reflow_help(group.typer_instance)
+
+
+def _reflowed(text: str) -> str:
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(p if p.startswith("\b") else " ".join(line.strip() for line in p.splitlines())
+                       for p in paragraphs)

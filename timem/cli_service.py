@@ -27,8 +27,8 @@ def _keyfile(cfg: Config, keys: Path | None) -> KeyFile:
 
 RayOpt = Annotated[bool, typer.Option("--ray", help="run as a Ray Serve application: --replicas shards of --db, "
                                           "users by a hash of tenant and user (docs/cluster.md)")]
-ReplicasOpt = Annotated[int, typer.Option("--replicas", min=1, help="with --ray: shards (one replica each, the only "
-                                          "writer of <db stem>.shard<i>.duckdb)")]
+ReplicasOpt = Annotated[int, typer.Option("--replicas", min=1, metavar="N", help="with --ray: shards (one replica "
+                                          "each, the only writer of <db stem>.shard<i>.duckdb)")]
 AddressOpt = Annotated[str, typer.Option("--ray-address", help="with --ray: local (a cluster in this process), auto "
                                          "(this machine's `ray start` cluster) or HOST:6379")]
 

@@ -36,7 +36,7 @@ def stats(db: DbOpt = None, as_json: Annotated[bool, typer.Option("--json")] = F
             typer.echo(f"{k:>18}: {v}")
 
 
-def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user")] = None,
+def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user", help="one user (default: all)")] = None,
           repair: Annotated[bool, typer.Option(help="rebuild a stale FTS snapshot first")] = False,
           config: ConfigOpt = None) -> None:
     """Verify the tree invariants; exit code 2 on any violation."""

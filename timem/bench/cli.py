@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from timem.bench.recipes import RECIPES, SUITES, get_recipe
-from timem.cli_options import SetOpt, setting_overrides, with_flags
+from timem.cli_options import SetOpt, reflow_help, setting_overrides, with_flags
 from timem.config import Config, load_config
 from timem.errors import ConfigError
 
@@ -168,8 +168,11 @@ def list_recipes() -> None:
     typer.echo("\nsuites: " + "; ".join(f"{k} = {','.join(v)}" for k, v in SUITES.items()))
 
 
+RunDirsArg = Annotated[list[Path], typer.Argument(help="run folders (bench/runs/...)")]
+
+
 @bench_app.command()
-def report(run_dirs: list[Path],
+def report(run_dirs: RunDirsArg,
            metric: Annotated[str, typer.Option(help="summary column to tabulate")] = "evidence_recall",
            out: Annotated[Path | None, typer.Option("--out", help="write the markdown table here")] = None) -> None:
     """Tabulate finished runs side by side (one row per run, one column per category)."""
@@ -182,7 +185,7 @@ def report(run_dirs: list[Path],
 
 
 @bench_app.command()
-def publish(run_dirs: list[Path],
+def publish(run_dirs: RunDirsArg,
             to: Annotated[Path, typer.Option("--to", help="results folder, e.g. bench/results/X")],
             title: Annotated[str, typer.Option(help="heading of the generated README")] = "Benchmark results",
             metrics: Annotated[str, typer.Option(help="comma-separated summary columns to tabulate")] =
@@ -192,6 +195,8 @@ def publish(run_dirs: list[Path],
 
     typer.echo(f"wrote {_publish(run_dirs, to, title, metrics.split(','))}")
 
+
+reflow_help(bench_app)
 
 if __name__ == "__main__":  # `python -m timem.bench.cli ...` works before the command is mounted in timem.cli
     import sys
