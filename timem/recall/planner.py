@@ -124,6 +124,7 @@ def mask_names(question: str, participants: Sequence[str]) -> str:
 
 
 _CENTROIDS: dict[tuple[str, str], tuple[list[Complexity], np.ndarray]] = {}
+_PACKAGED = "<packaged planner_examples.json>"
 
 
 class CentroidPlanner:
@@ -143,12 +144,14 @@ class CentroidPlanner:
 
     def __init__(self, embedder: Embedder, examples: Mapping[str, Sequence[str]] | None = None) -> None:
         self.embedder = embedder
-        ex = {c: list(qs) for c, qs in (examples or load_examples()).items()}
-        missing = [c for c in COMPLEXITIES if not ex.get(c)]
-        if missing:
-            raise ConfigError(f"planner examples lack classes {missing}; each of {COMPLEXITIES} needs examples")
-        key = (embedder.model_id, json.dumps(ex, sort_keys=True))
+        # the packaged examples are read and checked once per process (a recall makes a planner each time)
+        key = (embedder.model_id, _PACKAGED if not examples else
+               json.dumps({c: list(qs) for c, qs in examples.items()}, sort_keys=True))
         if key not in _CENTROIDS:
+            ex = {c: list(qs) for c, qs in (examples or load_examples()).items()}
+            missing = [c for c in COMPLEXITIES if not ex.get(c)]
+            if missing:
+                raise ConfigError(f"planner examples lack classes {missing}; each of {COMPLEXITIES} needs examples")
             labels = list(COMPLEXITIES)
             rows = []
             for c in labels:

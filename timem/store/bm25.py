@@ -59,6 +59,8 @@ class Doc:
     status: str
     length: int
     terms: dict[int, int] = field(default_factory=dict)
+    #: term id -> term for each of ``terms`` (what an index write knows; empty for a removed node)
+    names: dict[int, str] = field(default_factory=dict)
 
 
 @functools.lru_cache(maxsize=1)
@@ -124,8 +126,8 @@ def index_docs(con: duckdb.DuckDBPyConnection, rows: Sequence[tuple[str, str, in
         ids = list(range(start, start + len(new)))
         con.execute("INSERT INTO bm25_dict SELECT unnest(?::BIGINT[]), unnest(?::VARCHAR[])", [ids, new])
         known.update(zip(new, ids, strict=True))
-    docs = [Doc(r[0], r[1], int(r[2]), r[3], sum(c.values()), {known[t]: n for t, n in c.items()})
-            for r, c in zip(rows, per_doc, strict=True)]
+    docs = [Doc(r[0], r[1], int(r[2]), r[3], sum(c.values()), {known[t]: n for t, n in c.items()},
+                {known[t]: t for t in c}) for r, c in zip(rows, per_doc, strict=True)]
     con.execute("INSERT INTO bm25_docs SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::TINYINT[]), "
                 "unnest(?::VARCHAR[]), unnest(?::BIGINT[])",
                 [[d.node_id for d in docs], [d.user_id for d in docs], [d.level for d in docs],

@@ -320,3 +320,13 @@ class MemoryIndex:
         ``bm25_dict``), as ``(id, score)``: the rows, scores and order of :func:`timem.store.search.bm25_top`,
         from the cached postings at nodes ``version``."""
         return memory_postings.top(self._postings(con, version, user_id, int(level)), termids, limit)
+
+    def bm25_top_stems(self, con: duckdb.DuckDBPyConnection, version: str | None, user_id: str,
+                       stems: Sequence[str], level: int, limit: int) -> list[tuple[str, float]] | None:
+        """:meth:`bm25_top` for a query given as its stemmed terms (:mod:`timem.store.bm25_query`), their ids read
+        from the postings' own term map; ``None`` when the copy has no complete map (then ask with term ids)."""
+        postings = self._postings(con, version, user_id, int(level))
+        if postings.by_term is None:
+            return None
+        termids = [t for w in dict.fromkeys(stems) if (t := postings.by_term.get(w)) is not None]
+        return memory_postings.top(postings, termids, limit) if termids else []

@@ -42,6 +42,9 @@ class Postings:
     num_docs: int
     sum_len: int
     n_postings: int = field(default=0)
+    #: term -> term id for every term id of :attr:`terms` (a query's stems are looked up here, not in ``bm25_dict``:
+    #: a term without postings here scores nothing); ``None`` when a patch met a term id without its term
+    by_term: dict[str, int] | None = None
 
     @property
     def avgdl(self) -> float:
@@ -74,8 +77,11 @@ def load(con: duckdb.DuckDBPyConnection, user_id: str, level: int) -> Postings:
     ends = np.concatenate([cuts, [len(term)]]).astype(np.int64) if len(term) else cuts
     terms = {int(term[s]): (doc[s:e], tf[s:e], dlen[s:e])
              for s, e in zip(starts.tolist(), ends.tolist(), strict=True)}
+    by_term = {str(w): int(t) for t, w in con.execute(
+        "SELECT termid, term FROM bm25_dict WHERE termid IN (SELECT unnest(?::BIGINT[]))", [list(terms)]).fetchall()}
     return Postings(ids, pos, np.ones(len(ids), dtype=bool), terms, {int(t): int(c) for t, c in df.items()},
-                    int(stats[0]) if stats else 0, int(stats[1]) if stats else 0, len(term))
+                    int(stats[0]) if stats else 0, int(stats[1]) if stats else 0, len(term),
+                    by_term if len(by_term) == len(terms) else None)
 
 
 def patched(old: Postings, user_id: str, level: int, chain: Sequence[Change]) -> Postings:
@@ -87,6 +93,7 @@ def patched(old: Postings, user_id: str, level: int, chain: Sequence[Change]) ->
     df = dict(old.df)
     num_docs, sum_len = old.num_docs, old.sum_len
     grown: dict[int, tuple[list[int], list[int], list[float]]] = {}
+    names: dict[int, str] = {}
     n0 = len(old.ids)
     for change in chain:
         for d in change.removed:
@@ -108,6 +115,7 @@ def patched(old: Postings, user_id: str, level: int, chain: Sequence[Change]) ->
             for t in d.terms:
                 df[t] = df.get(t, 0) + 1
             if d.level == level and d.status == ACTIVE and d.terms:
+                names.update(d.names)
                 k = len(ids)
                 where[d.node_id] = k
                 ids.append(d.node_id)
@@ -124,9 +132,13 @@ def patched(old: Postings, user_id: str, level: int, chain: Sequence[Change]) ->
         have = terms.get(t)
         terms[t] = add if have is None else (np.concatenate([have[0], add[0]]), np.concatenate([have[1], add[1]]),
                                              np.concatenate([have[2], add[2]]))
+    by_term = old.by_term
+    if by_term is not None and any(t not in old.terms for t in grown):
+        new = {t: names.get(t) for t in grown if t not in old.terms}
+        by_term = None if None in new.values() else {**by_term, **{w: t for t, w in new.items() if w is not None}}
     value = Postings(ids, where, np.concatenate([alive, np.array(new_alive, dtype=bool)]), terms,
                      {t: c for t, c in df.items() if c}, num_docs, sum_len,
-                     old.n_postings + sum(len(p[0]) for p in grown.values()))
+                     old.n_postings + sum(len(p[0]) for p in grown.values()), by_term)
     if len(value.where) * 2 < len(value.ids):  # half dead: compact
         value = compact(value)
     return value
@@ -173,5 +185,6 @@ def compact(p: Postings) -> Postings:
             terms[t] = (new_pos[docs[m]], tf[m], dl[m])
             n += int(m.sum())
     ids = [p.ids[k] for k in keep.tolist()]
+    by_term = None if p.by_term is None else {w: t for w, t in p.by_term.items() if t in terms}
     return Postings(ids, {i: k for k, i in enumerate(ids)}, np.ones(len(ids), dtype=bool), terms, p.df,
-                    p.num_docs, p.sum_len, n)
+                    p.num_docs, p.sum_len, n, by_term)

@@ -18,10 +18,11 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from timem.store import bm25
+from timem.store import bm25, bm25_query
 from timem.store.memory_index import MemoryIndex
 from timem.store.rows import one_row, utc
 from timem.store.search import query_termids, vector_top
+from timem.store.segmenter import search_text
 from timem.store.tree_queries import adjacent_segments, segments_in_windows
 from timem.store.working_set import WorkingSet
 
@@ -36,6 +37,7 @@ class SearchTables:
     dim: int
     vector_index: str
     memory_index: MemoryIndex
+    _bm25_query_words: bm25_query.QueryWords | None = None
 
     def get_meta(self, key: str) -> str | None:  # provided by Store
         raise NotImplementedError
@@ -65,6 +67,7 @@ class SearchTables:
         with self.transaction():
             bm25.rebuild(self.con)
             self.mark_nodes_written()  # no step recorded: the in-memory copies are loaded again
+        self._bm25_query_words = None  # the rebuild wrote the macro again
         return True
 
     def _record_change(self, removed: Sequence[bm25.Doc], added: Sequence[bm25.Doc],
@@ -105,10 +108,24 @@ class SearchTables:
         """Top ``limit`` active nodes of one user and level by BM25 (higher is better); user filter in SQL.
         Scores equal the fts extension's ``match_bm25`` over this user's rows alone (see :mod:`timem.store.search`)."""
         with self.snapshot():  # the version and the rows a load reads, from one commit
+            words = self._query_words().words(search_text(query))
+            if words is not None:  # printable ASCII: no DuckDB query once the words' stems are known
+                got = self.memory_index.bm25_top_stems(self.con, self.nodes_version(), user_id,
+                                                       bm25_query.stems(words), level, limit)
+                if got is not None:
+                    return got
             termids = query_termids(self.con, query)
             if not termids:
                 return []
             return self.memory_index.bm25_top(self.con, self.nodes_version(), user_id, termids, level, limit)
+
+    def _query_words(self) -> bm25_query.QueryWords:
+        """The file's tokenizer replayed in Python (:class:`timem.store.bm25_query.QueryWords`), learnt on first use
+        and again after a rebuild."""
+        qw: bm25_query.QueryWords | None = getattr(self, "_bm25_query_words", None)
+        if qw is None:
+            qw = self._bm25_query_words = bm25_query.QueryWords(self.con)
+        return qw
 
     def search_vector(self, user_id: str, query_vec: np.ndarray, level: int, limit: int) -> list[tuple[str, float]]:
         """Top ``limit`` active nodes of one user and level by cosine similarity; user filter in SQL.
