@@ -35,16 +35,16 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                       "timem.cli_memory", "timem.cli_service", "timem.cli_store", "timem.service", "timem.studio")),
     ("ui", ("timem.ui",)),
     ("runs over the facade", ("timem.bench", "timem.ingest_cluster", "timem.openai_chat")),
-    ("facade", ("timem.engine", "timem.engine_chat", "timem.engine_items", "timem.engine_queue", "timem.engine_reads",
-                "timem.engine_recall", "timem.engine_writes", "timem.service.client", "timem.service.client_http",
-                "timem.studio_backend")),
+    ("facade", ("timem.engine", "timem.engine_chat", "timem.engine_items", "timem.engine_queue",
+                "timem.engine_read_methods", "timem.engine_reads", "timem.engine_recall", "timem.engine_writes",
+                "timem.service.client", "timem.service.client_http", "timem.studio_backend")),
     ("pipelines", ("timem.chat_sessions", "timem.chat_turns", "timem.consolidation", "timem.datasets",
                    "timem.editing", "timem.memory", "timem.recall", "timem.viz")),
     ("prompts and llm", ("timem.llm", "timem.prompts")),
     ("embed and store", ("timem.cluster", "timem.embed", "timem.store")),
     ("base", ("timem.cli_options", "timem.config", "timem.errors", "timem.ids", "timem.item_values", "timem.models",
-              "timem.progress", "timem.reldates", "timem.settings", "timem.settings_doc", "timem.tokens",
-              "timem.tree")),
+              "timem.progress", "timem.reldates", "timem.settings", "timem.settings_defaults", "timem.settings_doc",
+              "timem.tokens", "timem.tree")),
 ]
 
 

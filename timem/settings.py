@@ -7,7 +7,8 @@ they are found and laid out), ``Config.memory`` (the memory layer of facts and p
 
 Every field name is unique across the sections, so a flat key (``token_budget``), a ``TIMEM_*``
 variable (``TIMEM_TOKEN_BUDGET``), a ``--set`` flag and a recipe override name the same setting
-without its section; :func:`timem.config.load_config` puts each into its section.
+without its section; :func:`timem.config.load_config` puts each into its section. The defaults that are chosen per
+LLM backend or given as tables, and why: :mod:`timem.settings_defaults` (re-exported here).
 """
 
 from __future__ import annotations
@@ -20,36 +21,18 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from timem.models import ConsolidationMode
 
+# re-exported (``X as X``): they were defined here
+from timem.settings_defaults import DEFAULT_CONSOLIDATION_MODE as DEFAULT_CONSOLIDATION_MODE
+from timem.settings_defaults import DEFAULT_CONSOLIDATION_MODES as DEFAULT_CONSOLIDATION_MODES
+from timem.settings_defaults import DEFAULT_EXTRACTIVE_CAPS as DEFAULT_EXTRACTIVE_CAPS
+from timem.settings_defaults import DEFAULT_GATES as DEFAULT_GATES
+from timem.settings_defaults import DEFAULT_QUOTAS as DEFAULT_QUOTAS
+from timem.settings_defaults import DUCKDB_MEMORY_MAX_MB as DUCKDB_MEMORY_MAX_MB
+from timem.settings_defaults import PAPER_QUOTAS as PAPER_QUOTAS
+from timem.settings_defaults import TRACE_KEEP_PER_USER as TRACE_KEEP_PER_USER
+from timem.settings_defaults import TRACE_MAX_AGE_DAYS as TRACE_MAX_AGE_DAYS
+
 Complexity = Literal["simple", "hybrid", "complex"]
-
-#: The consolidation mode of L2-L5 when none is set, per LLM backend (chosen from
-#: bench/results/consolidation.md and recall-tree.md): the embedded model and no LLM get
-#: "extractive" (seconds per conversation, grounded by construction; abstractive took 16 min per
-#: LoCoMo conversation with the 1.5B model and its summaries cost evidence when they share the
-#: budget); an OpenAI-compatible endpoint gets "abstractive".
-#: With ``llm_backend = "none"``, levels whose mode needs an LLM (hybrid, abstractive) are not
-#: consolidated: only extractive works without one.
-DEFAULT_CONSOLIDATION_MODES: dict[str, ConsolidationMode] = {"local": "extractive", "none": "extractive",
-                                                             "openai": "abstractive"}
-DEFAULT_CONSOLIDATION_MODE: ConsolidationMode = "extractive"
-#: The recall gate when none is set, per LLM backend: the embedded 1.5B model's LLM gate took 73 s
-#: of a 96 s chat turn (2,313 prompt tokens on 2 cores), so it gets the score gate (fused score and
-#: an absolute relevance floor, no LLM call); an OpenAI-compatible endpoint keeps the LLM gate.
-DEFAULT_GATES: dict[str, str] = {"local": "score", "none": "score", "openai": "llm"}
-#: Token caps (cl100k) of extractive / hybrid memories per level (L2 session .. L5 profile).
-DEFAULT_EXTRACTIVE_CAPS: dict[int, int] = {2: 120, 3: 160, 4: 200, 5: 240}
-
-#: Per-complexity level quotas (level -> max nodes) of the TiMem reference implementation: the
-#: ``timem-paper`` benchmark recipe uses them.
-PAPER_QUOTAS: dict[str, dict[int, int]] = {
-    "simple": {1: 20, 2: 4, 5: 1},
-    "hybrid": {1: 20, 2: 4, 3: 2, 5: 1},
-    "complex": {1: 20, 2: 4, 3: 2, 4: 2, 5: 1},
-}
-#: Default quotas: L1 leaves only in the context; the upper levels still shape which leaves are chosen
-#: (relevance propagation). Measured on LoCoMo dev (bench/results/recall-tree.md): L2-L5 in the
-#: context take the budget from evidence (full coverage 73.6 -> 55.8 % at 1,000 tokens).
-DEFAULT_QUOTAS: dict[str, dict[int, int]] = {c: {1: 60} for c in ("simple", "hybrid", "complex")}
 
 
 def _zone(name: str, whose: str = "") -> str:
@@ -62,15 +45,6 @@ def _zone(name: str, whose: str = "") -> str:
 
 class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-#: default retention of recall traces: a chat user's last 500 recalls, none older than 30 days
-#: (~7 KB stored each on LoCoMo: ~3.5 MB per user, ~5 MB of file; bench/results/trace-size.md)
-TRACE_KEEP_PER_USER = 500
-TRACE_MAX_AGE_DAYS = 30.0
-#: the largest ``duckdb_memory_mb`` taken: 16 TiB (larger values, "inf" or "1e30", are typing slips: DuckDB refuses
-#: some and takes others as a limit no machine has)
-DUCKDB_MEMORY_MAX_MB = 2**24
 
 
 class StoreSettings(_Section):

@@ -25,10 +25,9 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from timem.bench import report
 from timem.bench.baselines import FullContext, TurnRetriever
@@ -37,6 +36,11 @@ from timem.bench.manifest import build_manifest, config_record, sha256_file
 from timem.bench.metrics import answer_in_context, coverage, date_in_context, evidence_ids, rouge_l, token_f1
 from timem.bench.recipes import Recipe
 from timem.bench.retrieval import FlatRetriever, Retrieved, TimemRetriever, level_counts
+from timem.bench.spec import Dataset as Dataset
+from timem.bench.spec import RunResult as RunResult
+from timem.bench.spec import RunSpec as RunSpec
+from timem.bench.spec import question_time as question_time
+from timem.bench.spec import select_questions as select_questions
 from timem.config import Config
 from timem.consolidation.segments import cut_segments
 from timem.datasets import load_dataset
@@ -55,7 +59,6 @@ from timem.recall.trace import LLMCall
 from timem.store import open_store
 from timem.store.ports import MemoryStore
 
-Dataset = Literal["locomo", "longmemeval"]
 LLMFactory = Callable[[Config, MemoryStore], LLMClient | None]
 Retriever = TimemRetriever | FlatRetriever | FullContext | TurnRetriever
 NOT_MENTIONED = "Not mentioned in the conversation"
@@ -64,33 +67,6 @@ _NO_SHORT_GOLD = {"single-session-preference"}
 
 class BenchError(TimemError):
     """A benchmark run cannot proceed as asked (the message says what to change)."""
-
-
-@dataclass
-class RunSpec:
-    """What to run. ``judge_config`` = ``None`` judges with the answering LLM."""
-
-    dataset: Dataset
-    data_file: Path
-    recipe: Recipe
-    out_dir: Path
-    samples: list[str] | None = None
-    limit: int | None = None
-    max_questions: int | None = None
-    include_adversarial: bool = False
-    retrieval_only: bool = False
-    db: Path | None = None
-    window: int | None = None
-    judge_config: Config | None = None
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class RunResult:
-    out_dir: Path
-    table: list[dict[str, Any]]
-    manifest: dict[str, Any]
-    rows: list[dict[str, Any]]
 
 
 def _default_llm_factory(config: Config, store: MemoryStore) -> LLMClient | None:
@@ -162,17 +138,6 @@ def check_l1_layout(store: MemoryStore, user: ImportedUser, config: Config) -> N
         raise BenchError(f"{store.path} holds verbatim L1 segments but l1_mode is 'llm'; use another --db.")
     if config.consolidation.l1_mode == "verbatim" and not verbatim:
         raise BenchError(f"{store.path} holds LLM-written L1 segments but l1_mode is 'verbatim'; use another --db.")
-
-
-def select_questions(users: list[ImportedUser], spec: RunSpec) -> list[tuple[ImportedUser, Question]]:
-    cats = {1, 2, 3, 4} | ({5} if spec.include_adversarial else set())
-    items = [(u, q) for u in users for q in u.questions
-             if spec.dataset != "locomo" or int(q.category) in cats]
-    return items[: spec.max_questions] if spec.max_questions else items
-
-
-def question_time(user: ImportedUser, q: Question) -> datetime:
-    return q.question_time or max(t.event_time for t in user.turns)
 
 
 def _score(spec: RunSpec, user: ImportedUser, q: Question, r: Retrieved) -> dict[str, Any]:

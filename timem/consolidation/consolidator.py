@@ -44,13 +44,13 @@ import numpy as np
 
 from timem.config import Config
 from timem.consolidation import extractive
-from timem.consolidation.grounding import ground_content
+from timem.consolidation.abstractive import LEVEL_PROMPTS, hybrid_title, summarise
 from timem.consolidation.profile_facts import FACTS_SEPARATOR, facts_as_of
 from timem.consolidation.segments import cut_segments, render_segment
 from timem.embed.protocol import Embedder
 from timem.errors import ConsolidationIncomplete, LLMError, UnusableAnswerError
 from timem.item_values import item_subject
-from timem.llm.protocol import LLMClient, Message
+from timem.llm.protocol import LLMClient
 from timem.models import (
     CONSOLIDATION_MODES,
     Level,
@@ -64,8 +64,6 @@ from timem.models import (
 )
 from timem.progress import Progress, no_progress
 from timem.prompts import segment, title
-from timem.prompts.common import assistant_note, render_nodes
-from timem.prompts.registry import level_prompts
 from timem.store.ports import MemoryStore
 from timem.tree.windows import check_containment, parent_span, parent_window, session_closed
 
@@ -73,7 +71,6 @@ VERBATIM_MODEL = "verbatim"
 #: v1 still: a multi-line turn's further lines are marked (segments.continued, issue 27 #11), one-line turns are
 #: byte-identical to before
 VERBATIM_PROMPT = "l1-verbatim-v1"
-LEVEL_PROMPTS = level_prompts()
 NEEDS_LLM = ("hybrid", "abstractive")  #: consolidation modes that call the LLM
 
 
@@ -291,7 +288,9 @@ class Consolidator:
             k = self.config.consolidation.history_k
             history = [h for h in self.store.history(user_id, level, span.start, k + 1)
                        if existing is None or h.id != existing.id][-k:]
-            content, history, dropped = self._summarise(llm, user_id, level, key, span, children, history)
+            people = self._participants(user_id, span) if level == Level.PROFILE else []
+            content, history, dropped = summarise(llm, user_id, level, key, children, history, self.tz,
+                                                  participants=people, assistants=self._assistants(user_id))
             model_id, version = llm.model_id, LEVEL_PROMPTS[level].version
             if dropped:
                 audits.append(("grounding-drop", {"level": int(level), "window": key, "dropped": [
@@ -307,7 +306,7 @@ class Consolidator:
                                           "text to select; nothing was written. Edit or erase the empty children.")
             if mode == "hybrid":
                 llm = self._need_llm(f"L{int(level)} hybrid consolidation")
-                head, problem = self._title(llm, user_id, level, content)
+                head, problem = hybrid_title(llm, user_id, level, content)
                 if head:
                     content = f"{head}\n\n{content}"
                     model_id, version = llm.model_id, f"{extractive.PROMPT_VERSION}+{title.PROMPT_VERSION}"
@@ -342,62 +341,6 @@ class Consolidator:
         people = self._participants(user_id, span, subjects=True)
         facts = facts_as_of(self.store.items(user_id), span.end, self.tz, people)
         return f"{body}{FACTS_SEPARATOR}{facts.removeprefix('Facts as of ')}" if facts else body
-
-    def _title(self, llm: LLMClient, user_id: str, level: Level, extract: str
-               ) -> tuple[str | None, dict[str, Any] | None]:
-        """The hybrid title of ``extract``: one short LLM call, grounded against ``extract``.
-
-        Returns:
-            ``(title or None, problem or None)``; the problem (for the audit log) says why there is no
-            title (``reason``: ``unusable`` answer or ``unsupported`` by the lines) or what was dropped.
-            Errors other than an unusable answer (e.g. an unreachable endpoint) propagate.
-        """
-        try:
-            result = llm.complete_json(title.build_messages(level, extract), title.NodeTitle,
-                                       purpose=f"title-L{int(level)}", user_id=user_id, max_tokens=title.MAX_TOKENS)
-            text = title.render(result)
-        except (UnusableAnswerError, ValueError) as exc:
-            return None, {"reason": "unusable", "error": str(exc)}
-        kept, dropped = ground_content(text, [extract], [])
-        problem = {"dropped": [{"sentence": t, "reason": r} for t, r in dropped]} if dropped else None
-        if not kept:
-            return None, {"reason": "unsupported", **(problem or {})}
-        return kept, problem
-
-    def _summarise(self, llm: LLMClient, user_id: str, level: Level, key: str, span: TimeSpan,
-                   children: list[MemoryNode], history: list[MemoryNode]
-                   ) -> tuple[str, list[MemoryNode], list[tuple[str, str]]]:
-        """One LLM call, cleaned and grounded (:mod:`grounding`); a second call without history if nothing survives.
-
-        Returns the content, the history the surviving answer saw, and the dropped sentences.
-
-        Raises:
-            UnusableAnswerError: no valid answer, or no sentence survives either call (nothing is written).
-        """
-        prompt = LEVEL_PROMPTS[level]
-        dropped: list[tuple[str, str]] = []
-        people = self._participants(user_id, span) if level == Level.PROFILE else []
-        for shown in ([history, []] if history else [history]):
-            messages = prompt.build(children, shown, self.tz, participants=people)
-            note = assistant_note(self._assistants(user_id), messages[-1].content)
-            if note:  # a chat assistant's replies are not the participants' facts (see extractive.py)
-                messages = [*messages[:-1], Message(role=messages[-1].role, content=messages[-1].content + note)]
-            result = llm.complete_json(messages, prompt.schema, purpose=f"consolidate-L{int(level)}",
-                                       user_id=user_id, max_tokens=prompt.max_tokens)
-            try:
-                content = prompt.render(result)
-            except ValueError as exc:
-                raise UnusableAnswerError(f"L{int(level)} consolidation of {key}: {exc} (model {llm.model_id}); "
-                               "nothing was written. Use a larger model or an OpenAI-compatible endpoint "
-                               "(TIMEM_LLM_BACKEND=openai).") from exc
-            content, lost = ground_content(content, [render_nodes(children, self.tz)], [h.content for h in shown],
-                                           profile_lines=level == Level.PROFILE)
-            dropped += lost
-            if content:
-                return content, shown, dropped
-        raise UnusableAnswerError(f"L{int(level)} consolidation of {key}: no sentence of the model's answer is "
-                                  f"supported by its inputs (model {llm.model_id}); nothing was written. Use a "
-                                  "larger model or an OpenAI-compatible endpoint (TIMEM_LLM_BACKEND=openai).")
 
     def _user_speakers(self, user_id: str) -> list[str]:
         """Every speaker name of the user's turns (cached for one :meth:`consolidate` call)."""
