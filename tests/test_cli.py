@@ -501,6 +501,20 @@ def test_a_set_of_what_a_flag_gives_is_a_usage_error(cli_env):
     assert res.exit_code == 2 and "--set KEY=VALUE sets llm_backend" in res.output, res.output
 
 
+def test_a_set_of_a_setting_with_a_flag_holds_when_the_flag_is_not_given(cli_env):
+    """`--set consolidation_mode=hybrid` without `--mode`, `--set db_path=...` without `--db`, and `timem bench ...
+    --set llm_backend=none` without `--llm` were dropped: the flag's ``None`` (not given) replaced the --set value
+    before the settings were built (bench raised a TypeError instead)."""
+    from timem.cli_common import _config
+    from timem.cli_options import with_flags
+
+    cfg = _config(None, None, {"consolidation_mode": "hybrid", "db_path": "x.duckdb"}, llm_backend=None,
+                  consolidation_mode=None)
+    assert cfg.consolidation.consolidation_mode == "hybrid" and str(cfg.store.db_path) == "x.duckdb"
+    assert with_flags({"llm_backend": "none"}, {"llm_backend": None}) == {"llm_backend": "none"}
+    assert with_flags({}, {"llm_backend": "local"}) == {"llm_backend": "local"}
+
+
 def test_set_reads_a_number_as_text_for_a_text_setting():
     """``--set openai_api_key=12345`` was refused ("Input should be a valid string": 12345 read as JSON)."""
     from timem.cli_options import SetOptionError, setting_overrides

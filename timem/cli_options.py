@@ -112,7 +112,8 @@ def setting_overrides(pairs: Sequence[str] | None) -> dict[str, Any]:
 
 
 def with_flags(sets: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``--set`` overrides and a command's own flags (``None``: the flag was not given) as one set of overrides.
+    """The ``--set`` overrides and a command's own flags (``None``: the flag was not given) as one set of overrides;
+    a flag that was not given leaves a ``--set`` of its setting as it is.
 
     Raises:
         SetOptionError: a ``--set`` names a setting that a given flag also sets (``--set db_path=...`` with ``--db``).
@@ -120,7 +121,7 @@ def with_flags(sets: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, A
     for name in sorted(sets.keys() & {k for k, v in flags.items() if v is not None}):
         raise SetOptionError(f"--set KEY=VALUE sets {name}, and so does a flag of the command; give only one of "
                              f"--set {name}=... and the flag")
-    return {**sets, **flags}
+    return {**sets, **{k: v for k, v in flags.items() if v is not None}}  # a flag not given leaves a --set alone
 
 
 def reflow_help(app: typer.Typer) -> None:
