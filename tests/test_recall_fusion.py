@@ -173,3 +173,15 @@ def test_fused_scores_and_rerank_updates_match_the_candidate_forms():
     assert [c.model_dump() for c in got] == [c.model_dump() for c in want]
     # fused order b, e (tie), d, a, c: b drops to 0.5 behind e, d is a duplicate and takes no slot
     assert [c.node_id for c in got if c.kept] == ["e", "b"] and got[1].time_bonus == 0.1
+
+
+def test_candidate_updated_is_model_copy():
+    from timem.recall.leaves import Candidate
+
+    c = Candidate(node_id="n1", semantic=0.5, bm25=0.25, fused=0.4, rank=3, cosine=0.7)
+    for update in ({}, {"rank": 1, "kept": True}, {"fused": 0.9, "duplicate_of": "n0", "channel": "aspect: x"}):
+        new, ref = c.updated(update), c.model_copy(update=update)
+        assert new == ref and new.model_fields_set == ref.model_fields_set and new is not c
+        assert new.model_dump() == ref.model_dump() and new.model_dump(exclude_unset=True) == \
+            ref.model_dump(exclude_unset=True)
+    assert c.rank == 3 and not c.kept  # the original is unchanged

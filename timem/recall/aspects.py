@@ -255,6 +255,6 @@ def merge_channels(state: RecallState, selection: LeafSelection, top_k: int) -> 
         keep = base.duplicate_of is None and n_kept < top_k
         n_kept += keep
         update["kept"] = keep
-        out.append(base.model_copy(update=update))
+        out.append(base.updated(update))
     notes.append(f"channels placed {len(placed)} leaves after rank {slot}")
     return LeafSelection(out, [c for c in out if c.kept], selection.bm25_query, selection.time, notes)

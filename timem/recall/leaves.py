@@ -69,6 +69,18 @@ class Candidate(BaseModel):
     channel: str | None = None
     kept: bool = False
 
+    def updated(self, update: Mapping[str, Any]) -> Candidate:
+        """``self.model_copy(update=update)`` (a shallow copy, ``update`` not validated), without its generic
+        machinery: recall copies a candidate each time it re-ranks (~300 times a question)."""
+        new = Candidate.__new__(Candidate)
+        values = self.__dict__.copy()
+        values.update(update)
+        object.__setattr__(new, "__dict__", values)
+        object.__setattr__(new, "__pydantic_extra__", None)
+        object.__setattr__(new, "__pydantic_fields_set__", self.__pydantic_fields_set__ | update.keys())
+        object.__setattr__(new, "__pydantic_private__", None)
+        return new
+
 
 def max_normalise(scores: Mapping[str, float]) -> dict[str, float]:
     """``max(0, x) / max`` over the values (the one max-normaliser of recall: the leaf fusion's per-channel scores,
@@ -253,7 +265,7 @@ def _mark_name_only(state: RecallState, candidates: list[Candidate], keyword_que
     vec = state.masked[1] if state.masked is not None and state.masked[0] == text else state.embedder.embed([text])[0]
     vecs = store.embeddings(only, user_id=user_id)  # the L1 copy the leaf search read: no query
     masked = {i: round(float(np.dot(v, vec)), 6) for i, v in vecs.items()}
-    return [c.model_copy(update={"name_only": True, "masked_cosine": masked.get(c.node_id)})
+    return [c.updated({"name_only": True, "masked_cosine": masked.get(c.node_id)})
             if c.node_id in masked else c for c in candidates]
 
 
@@ -269,7 +281,7 @@ def _mark_parts_only(state: RecallState, plan: RecallPlan, candidates: list[Cand
     store, user_id = state.store, state.user_id
     hits = store.search_bm25(user_id, strict, int(Level.SEGMENT), max(10 * n, 1000)) if strict else []
     words = {i for i, _ in hits}
-    return [c.model_copy(update={"parts_only": True})
+    return [c.updated({"parts_only": True})
             if (c.bm25_raw or 0.0) > 0 and not c.name_only and c.node_id not in words else c for c in candidates]
 
 
@@ -319,7 +331,7 @@ def rerank(candidates: Sequence[Candidate], top_k: int | None,
     for r, (_, _, _, _, c, u, dup) in enumerate(rows, 1):
         keep = dup is None and (top_k is None or n_kept < top_k)
         n_kept += keep
-        out.append(c.model_copy(update={**u, "rank": r, "kept": keep} if u else {"rank": r, "kept": keep}))
+        out.append(c.updated({**u, "rank": r, "kept": keep} if u else {"rank": r, "kept": keep}))
     return out
 
 
