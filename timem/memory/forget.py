@@ -14,6 +14,8 @@
   reaches "我在柏林待了五年"; "I like jazz" keeps "jazz", so it never reaches every "I like …"), those holding the
   most of its verbs first. The preview lists them before anything goes; an empty one says why and what to try
   (:attr:`ForgetPreview.hint`). Other items read only from those segments are listed too, since they go with them.
+* How far it reaches (:mod:`timem.memory.forget_scope`): a request in the user's own voice leaves a line where
+  its words belong to someone else ("I work as a nurse" leaves "My brother is a nurse").
 * :func:`apply` soft-deletes them: items ``status = deleted`` (audit ``forget-item``, ids only; the L5 profiles
   listing them are rewritten), segments
   through :func:`timem.editing.soft_delete` (ancestors re-consolidated without them, segment tree rebuilt),
@@ -33,6 +35,7 @@ from timem import editing
 from timem.consolidation.consolidator import Consolidator
 from timem.errors import InputError, NotFoundError
 from timem.item_values import mentions, normalise
+from timem.memory.forget_scope import in_own_voice, someone_elses
 from timem.memory.forget_words import RequestWords, holds, request_words, written_as_name
 from timem.memory.rules import extract_statements
 from timem.models import Level, MemoryItem, MemoryNode, NodeStatus, Role
@@ -217,6 +220,8 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
         hint = "" if segments else _nothing_hint(text, words, every)
     if not items:
         segments += mine([n for n in _linked(text, segments, every) if n.id not in keep])
+    if by_text:
+        segments = _in_scope(text, segments, every, items, source_ids, words)
     # items read only from those segments go with them (editing.soft_delete): the preview names them too
     seg_ids, chosen = {n.id for n in segments}, {i.id for i in items}
     active = store.items(user_id)
@@ -229,6 +234,17 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
     return ForgetPreview(user_id=user_id, text=text, items=items + named + [i for i in extra if i not in named],
                          segments=segments, collateral={i.id for i in extra} - {i.id for i in named},
                          reopened=reopened, hint=hint)
+
+
+def _in_scope(text: str, segments: list[MemoryNode], every: list[MemoryNode], items: list[MemoryItem],
+              sources: set[str], words: RequestWords | None) -> list[MemoryNode]:
+    """Of the ``segments`` the request ``text`` matched, those it reaches (:mod:`timem.memory.forget_scope`): a
+    request in the user's own voice not where its words belong to someone else ("I work as a nurse" leaves "My
+    brother is a nurse"). The ``sources`` of the items it names always go. ``every``: all active segments."""
+    if in_own_voice(text):
+        key, values = (words or request_words(text)).key, [i.value for i in items]
+        segments = [n for n in segments if n.id in sources or not someone_elses(n.content, key, values)]
+    return segments
 
 
 _FIRST_PERSON = re.compile(r"\b(?:I|me|my|mine|myself)\b|\bI['’](?:m|ve|d|ll)\b|我", re.IGNORECASE)

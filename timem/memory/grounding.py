@@ -171,7 +171,15 @@ def _list_head(value: str, text: str) -> str | None:
     return parts[j] if j < k else None
 
 
-def _about_speaker(clause: str) -> bool:
+def clauses(text: str) -> list[str]:
+    """``text`` cut into clauses (see the module doc, check 4): "My sister is a nurse and I am a teacher" ->
+    ``["My sister is a nurse", "I am a teacher"]`` (pieces may be empty)."""
+    return _CLAUSES.split(text)
+
+
+def about_speaker(clause: str) -> bool:
+    """Whether ``clause`` (one of :func:`clauses`) is the speaker's own, not about someone else ("my sister lives in
+    Porto", "Tom is vegetarian", "我姐姐住在广州" are not)."""
     if _MY_THING.search(clause):
         return True
     if _CJK.search(clause):
@@ -220,7 +228,7 @@ def check_statement(attribute: str | None, value: str, text: str, *, ends: str |
     sentence = next((s for s in re.split(r"(?<=[.!?。！？])\s*", text) if _occurs(v, s)), text)
     # a further thing of a list ("I love jazz, techno and soul"): the clause the list goes on from speaks of it too
     head = _list_head(v, text) if attribute in ("likes", "dislikes", "hobby") else None
-    if not _about_speaker(clause) or (head is not None and not _about_speaker(head)):
+    if not about_speaker(clause) or (head is not None and not about_speaker(head)):
         return f"the clause holding {value!r} is about someone else"
     if attribute == "diet" and normalise(v) not in _DIETS:
         return f"{value!r} is not a diet"

@@ -1,0 +1,32 @@
+"""The setup of the forget trials (tests/test_forget_*_trial.py): an engine with no LLM on the ``store`` fixture's
+real DuckDB file, and a user's lines said one a day, each with the assistant's reply."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+T0 = datetime(2024, 5, 1, 9, tzinfo=UTC)
+
+
+def engine(tmp_path: Path, store: Any, embedder: Any) -> Any:
+    """A :class:`~timem.engine.MemoryEngine` without an LLM (extractive consolidation, rules for the items)."""
+    from timem.config import load_config
+    from timem.engine import MemoryEngine
+
+    cfg = load_config(env={}, db_path=store.path, llm_backend="none", cache_dir=tmp_path / "cache",
+                      consolidation_mode="extractive", memory_extractor="rules")
+    return MemoryEngine(cfg, store, embedder, None)
+
+
+def say(eng: Any, exchanges: list[tuple[str, str]]) -> None:
+    """Each ``(line, reply)`` said by Mia (user ``mia``) on its own day, in its own session."""
+    for k, (line, reply) in enumerate(exchanges):
+        eng.remember("mia", f"s{k}", line, T0 + timedelta(days=k), reply=reply, user_name="Mia")
+    eng.extract_items(["mia"])
+
+
+def going(plan: Any) -> str:
+    """The segments a forget preview takes, as one string."""
+    return " | ".join(" ".join(n.content.split()) for n in plan.segments)
