@@ -15,7 +15,8 @@
   most of its verbs first. The preview lists them before anything goes; an empty one says why and what to try
   (:attr:`ForgetPreview.hint`). Other items read only from those segments are listed too, since they go with them.
 * How far it reaches (:mod:`timem.memory.forget_scope`): a request in the user's own voice leaves a line where
-  its words belong to someone else ("I work as a nurse" leaves "My brother is a nurse").
+  its words belong to someone else ("I work as a nurse" leaves "My brother is a nurse"); a capitalised word that the
+  memories also write in lower case is a name ("Will" leaves "I will call").
 * :func:`apply` soft-deletes them: items ``status = deleted`` (audit ``forget-item``, ids only; the L5 profiles
   listing them are rewritten), segments
   through :func:`timem.editing.soft_delete` (ancestors re-consolidated without them, segment tree rebuilt),
@@ -35,7 +36,7 @@ from timem import editing
 from timem.consolidation.consolidator import Consolidator
 from timem.errors import InputError, NotFoundError
 from timem.item_values import mentions, normalise
-from timem.memory.forget_scope import in_own_voice, someone_elses
+from timem.memory.forget_scope import holds_as_name, in_own_voice, name_words, someone_elses
 from timem.memory.forget_words import RequestWords, holds, request_words, written_as_name
 from timem.memory.rules import extract_statements
 from timem.models import Level, MemoryItem, MemoryNode, NodeStatus, Role
@@ -239,8 +240,12 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
 def _in_scope(text: str, segments: list[MemoryNode], every: list[MemoryNode], items: list[MemoryItem],
               sources: set[str], words: RequestWords | None) -> list[MemoryNode]:
     """Of the ``segments`` the request ``text`` matched, those it reaches (:mod:`timem.memory.forget_scope`): a
-    request in the user's own voice not where its words belong to someone else ("I work as a nurse" leaves "My
-    brother is a nurse"). The ``sources`` of the items it names always go. ``every``: all active segments."""
+    capitalised word that is also a common word only where a line writes it as a name ("Will"), and a request in
+    the user's own voice not where its words belong to someone else ("I work as a nurse" leaves "My brother is a
+    nurse"). The ``sources`` of the items it names always go."""
+    names = name_words(text, (n.content for n in every))
+    if names:
+        segments = [n for n in segments if n.id in sources or all(holds_as_name(n.content, w) for w in names)]
     if in_own_voice(text):
         key, values = (words or request_words(text)).key, [i.value for i in items]
         segments = [n for n in segments if n.id in sources or not someone_elses(n.content, key, values)]

@@ -1,4 +1,4 @@
-"""How far a forget request reaches (:mod:`timem.memory.forget`): whose lines.
+"""How far a forget request reaches (:mod:`timem.memory.forget`): whose lines, which spellings.
 
 * **Someone else's line** (:func:`someone_elses`): a request in the user's own voice ("I work as a nurse",
   :func:`in_own_voice`) does not take a line where the words it matched belong to someone else, that is where every
@@ -9,6 +9,12 @@
   The thing asked about is no one else when it is a clause's subject ("Berlin was home for five years" goes for "I
   lived in Berlin"). The sources of an item the request names always go. A new-user trial: ``timem forget "I work
   as a nurse"`` also took "My brother is a nurse at the hospital".
+* **A name that is also a word** (:func:`name_words`, :func:`holds_as_name`): a capitalised request word that the
+  memories also write in lower case ("Will", "Rose": "I will call", "the sun rose") is read as the name, and matches
+  only where a line writes it capitalised and not at a sentence's start ("lunch with Will", "my neighbour Rose", not
+  "Will you remind me?"). Its first word is capitalised in any request, so there it is a name only when the memories
+  write it as one somewhere (capitalised within a sentence); "Jazz" stays the word jazz. A new-user trial: "Will"
+  took "I will start a new job soon", "Rose" "The sun rose over the hills".
 """
 
 from __future__ import annotations
@@ -49,3 +55,38 @@ def someone_elses(content: str, words: Iterable[str], values: Iterable[str] = ()
     asked = re.compile(r"(?<![\w'’-])(?:" + "|".join(re.escape(w) for w in [*words, *values] if w) + r")(?:s|es)?"
                        r"(?![\w'’-])", re.IGNORECASE) if [*words, *values] else None
     return bool(holding) and not any(about_speaker(asked.sub("", c) if asked else c) for c in holding)
+
+
+_TOKEN = re.compile(r"[A-Za-z][a-z'’]+")
+#: before a sentence's first word: nothing, an end of sentence, a colon or an opening quote or bracket
+_STARTS = re.compile(r"(?:^|[.!?:;\"“(…]|\s[-–—])\s*$")
+
+
+def _initial(line: str, at: int) -> bool:
+    return _STARTS.search(line[:at]) is not None
+
+
+def holds_as_name(content: str, word: str) -> bool:
+    """Whether ``content`` writes ``word`` capitalised and not at a sentence's start ("I had lunch with Will")."""
+    rx = re.compile(rf"(?<![\w'’-]){re.escape(word)}(?![\w'’-])")
+    return any(not _initial(line, m.start()) for line in said(content) for m in rx.finditer(line))
+
+
+def name_words(text: str, contents: Iterable[str]) -> list[str]:
+    """The capitalised words of the request ``text`` that are read as names (see the module doc): written in lower
+    case by the memories ``contents`` too, and not the request's first word unless the memories also write it as a
+    name."""
+    tokens = list(_TOKEN.finditer(text))
+    lines = [line for c in contents for line in said(c)]
+    out = []
+    for k, m in enumerate(tokens):
+        word = m.group()
+        if not word[0].isupper() or word.isupper() or word in ("I", "I'm", "I've", "I'd", "I'll"):
+            continue
+        lower = re.compile(rf"(?<![\w'’-]){re.escape(word.lower())}(?![\w'’-])")
+        if not any(lower.search(line) for line in lines):
+            continue  # the memories never write it as a word: it matches as it always did
+        first = k == 0 or _initial(text, m.start())
+        if not first or any(holds_as_name(line, word) for line in lines):
+            out.append(word)
+    return out
