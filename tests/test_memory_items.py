@@ -282,7 +282,9 @@ def test_forget_previews_then_soft_deletes_everywhere(tmp_path, store, embedder)
     assert before["items"] and before["L1"] and before["context"]
     plan = eng.forget("mia", "I work at Blue Harbor")
     # the job item was read from the same segment only, so it goes with it: the preview says so
-    assert [i.value for i in plan.items] == ["Blue Harbor", "data analyst"] and len(plan.segments) == 1
+    # ... and the assistant's reply to that line goes with it (timem.memory.forget_scope.replies)
+    assert [i.value for i in plan.items] == ["Blue Harbor", "data analyst"] and len(plan.segments) == 2
+    assert len(plan.replies) == 1
     assert eng.store.items("mia", subject="Mia", attribute="employer")[-1].status == "active"  # preview only
     eng.forget("mia", "I work at Blue Harbor", confirm=True)
     after = _leftovers(eng, "Blue Harbor")

@@ -88,5 +88,6 @@ def test_forget_by_text_stays_open_after_enter_and_forgets_on_its_button(engine,
     box().button(key="facts_forget_confirm").click().run()
     assert_clean(at)
     assert not any("Blue Harbor" in i.value for i in engine.memory_items("mia"))
-    assert any("Forgot 2 item(s) and 1 segment(s)" in s.value for s in [*at.success, *at.info, *at.toast]), \
+    # the line and the assistant's reply to it (timem.memory.forget_scope.replies)
+    assert any("Forgot 2 item(s) and 2 segment(s)" in s.value for s in [*at.success, *at.info, *at.toast]), \
         [s.value for s in [*at.success, *at.info, *at.toast]]

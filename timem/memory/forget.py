@@ -16,7 +16,8 @@
   (:attr:`ForgetPreview.hint`). Other items read only from those segments are listed too, since they go with them.
 * How far it reaches (:mod:`timem.memory.forget_scope`): a request in the user's own voice leaves a line where
   its words belong to someone else ("I work as a nurse" leaves "My brother is a nurse"); a capitalised word that the
-  memories also write in lower case is a name ("Will" leaves "I will call").
+  memories also write in lower case is a name ("Will" leaves "I will call"); the assistant's reply to a line that
+  goes goes with it (:attr:`ForgetPreview.replies`).
 * :func:`apply` soft-deletes them: items ``status = deleted`` (audit ``forget-item``, ids only; the L5 profiles
   listing them are rewritten), segments
   through :func:`timem.editing.soft_delete` (ancestors re-consolidated without them, segment tree rebuilt),
@@ -36,7 +37,7 @@ from timem import editing
 from timem.consolidation.consolidator import Consolidator
 from timem.errors import InputError, NotFoundError
 from timem.item_values import mentions, normalise
-from timem.memory.forget_scope import holds_as_name, in_own_voice, name_words, someone_elses
+from timem.memory.forget_scope import holds_as_name, in_own_voice, name_words, replies, someone_elses
 from timem.memory.forget_words import RequestWords, holds, request_words, written_as_name
 from timem.memory.rules import extract_statements
 from timem.models import Level, MemoryItem, MemoryNode, NodeStatus, Role
@@ -82,6 +83,9 @@ class ForgetPreview:
     reopened: list[MemoryItem] = field(default_factory=list)
     #: for an empty preview: why nothing matched and what to try ("no memory holds 'Hamburg'. Check the spelling …")
     hint: str = ""
+    #: ids of the segments in ``segments`` that hold only the assistant's reply to a user's line that goes
+    #: (:func:`timem.memory.forget_scope.replies`): they go with it
+    replies: set[str] = field(default_factory=set)
 
     @property
     def empty(self) -> bool:
@@ -93,7 +97,9 @@ class ForgetPreview:
             return f"Nothing matched {self.text!r}, so nothing was forgotten" + (f": {self.hint}" if self.hint else ".")
         also = " (also goes: it was said in the same message as what you asked to forget)"
         lines = [f"item {i.id}: {i.label()}" + (also if i.id in self.collateral else "") for i in self.items]
-        lines += [f"segment {n.id}: {' '.join(n.content.split())[:120]}" for n in self.segments]
+        reply = " (the assistant's reply to a line that goes)"
+        lines += [f"segment {n.id}{reply if n.id in self.replies else ''}: {' '.join(n.content.split())[:120]}"
+                  for n in self.segments]
         lines += [f"holds again: {i.label()} (item {i.id}: the fact that replaced it goes)" for i in self.reopened]
         return "\n".join(lines)
 
@@ -223,6 +229,8 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
         segments += mine([n for n in _linked(text, segments, every) if n.id not in keep])
     if by_text:
         segments = _in_scope(text, segments, every, items, source_ids, words)
+    answers = replies(store, user_id, segments, every)  # the reply of each exchange goes with it
+    segments += answers
     # items read only from those segments go with them (editing.soft_delete): the preview names them too
     seg_ids, chosen = {n.id for n in segments}, {i.id for i in items}
     active = store.items(user_id)
@@ -234,7 +242,7 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
     named = [i for i in extra if asked and (value := _stems(i.value)) and (value <= asked or key and key <= value)]
     return ForgetPreview(user_id=user_id, text=text, items=items + named + [i for i in extra if i not in named],
                          segments=segments, collateral={i.id for i in extra} - {i.id for i in named},
-                         reopened=reopened, hint=hint)
+                         reopened=reopened, hint=hint, replies={n.id for n in answers})
 
 
 def _in_scope(text: str, segments: list[MemoryNode], every: list[MemoryNode], items: list[MemoryItem],

@@ -1,4 +1,4 @@
-"""How far a forget request reaches (:mod:`timem.memory.forget`): whose lines, which spellings.
+"""How far a forget request reaches (:mod:`timem.memory.forget`): whose lines, which spellings, which replies.
 
 * **Someone else's line** (:func:`someone_elses`): a request in the user's own voice ("I work as a nurse",
   :func:`in_own_voice`) does not take a line where the words it matched belong to someone else, that is where every
@@ -15,6 +15,10 @@
   "Will you remind me?"). Its first word is capitalised in any request, so there it is a name only when the memories
   write it as one somewhere (capitalised within a sentence); "Jazz" stays the word jazz. A new-user trial: "Will"
   took "I will start a new job soon", "Rose" "The sun rose over the hills".
+* **The reply of the exchange** (:func:`replies`): a user's line that goes takes the assistant's reply to it (the
+  assistant turns right after it in its session, before the user speaks again), whatever the reply says: it mostly
+  repeats what was said ("Nice, jazz is great!") or answers it, and it would be left answering nothing. The preview
+  lists it, labelled as the reply. A new-user trial: forgetting a line left the reply that echoed it.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from collections.abc import Iterable
 from timem.item_values import mentions
 from timem.memory.forget_words import holds
 from timem.memory.grounding import about_speaker, clauses
+from timem.models import MemoryNode, Role
+from timem.store.ports import MemoryStore
 
 #: the user speaking of themselves: "I work as a nurse", "I'm vegetarian", "we moved to Porto"
 _OWN_VOICE = re.compile(r"\b(?:I|we)\b|\bI['’](?:m|ve|d|ll)\b", re.IGNORECASE)
@@ -90,3 +96,25 @@ def name_words(text: str, contents: Iterable[str]) -> list[str]:
         if not first or any(holds_as_name(line, word) for line in lines):
             out.append(word)
     return out
+
+
+def replies(store: MemoryStore, user_id: str, segments: list[MemoryNode],
+            every: list[MemoryNode]) -> list[MemoryNode]:
+    """The active segments of ``every`` (not in ``segments``) that hold only the assistant's reply to a user's turn
+    held by ``segments``: the assistant turns right after it in its session, before the next turn of someone else."""
+    chosen = {n.id for n in segments}
+    held = [t for t in store.turns(user_id, ids=[t for n in segments for t in n.source_turn_ids])
+            if t.role == Role.USER]
+    reply_ids: set[str] = set()
+    for session in {t.session_id for t in held}:
+        turns = sorted(store.turns(user_id, session), key=lambda t: t.seq)
+        gone = {t.id for t in held if t.session_id == session}
+        after = False
+        for t in turns:
+            if t.id in gone:
+                after = True
+            elif t.role == Role.ASSISTANT and after:
+                reply_ids.add(t.id)
+            else:
+                after = False
+    return [n for n in every if n.id not in chosen and n.source_turn_ids and set(n.source_turn_ids) <= reply_ids]
