@@ -27,7 +27,14 @@ from collections.abc import Mapping, Sequence
 from zoneinfo import ZoneInfo
 
 from timem.models import MemoryNode
-from timem.recall.context import Layout, best_passage, content_tokens, quarter_passage, render_context
+from timem.recall.context import (
+    Layout,
+    best_passage,
+    content_tokens,
+    count_context_tokens,
+    quarter_passage,
+    render_context,
+)
 from timem.tokens import content_stems, count_tokens
 
 
@@ -95,7 +102,7 @@ def refill(chosen: Sequence[MemoryNode], nodes: Mapping[str, MemoryNode], caps: 
             continue
         trial = [*out[:i], full, *out[i + 1:]]
         trial_text = render_context(trial, tz, layout)
-        n = count_tokens(trial_text)
+        n = count_context_tokens(trial_text)  # = count_tokens(trial_text), line by line from the cache
         if n <= budget:
             out, text, tokens = trial, trial_text, n
             del caps[node.id]

@@ -28,6 +28,7 @@ from timem.recall.context import (
     Layout,
     _day,
     _fit_exact,
+    count_context_tokens,
     fit_budget,
     l1_lines,
     memory_line,
@@ -155,7 +156,7 @@ def fit_context(nodes: Sequence[MemoryNode], tz: ZoneInfo, layout: Layout, budge
         ctx.add(p)
         exact = n
     text = render(chosen) if chosen else ""
-    tokens = count_tokens(text)
+    tokens = count_context_tokens(text)  # = count_tokens(text), line by line from the cache
     if tokens > budget:
         return _fit_exact(nodes, render, budget)
     return chosen, text, tokens
