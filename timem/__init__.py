@@ -30,8 +30,9 @@ if TYPE_CHECKING:
     from timem.config import Config, load_config
     from timem.engine import MemoryEngine
     from timem.models import MemoryItem, MemoryNode, Turn
+    from timem.recall.answering import AnswerResult
     from timem.recall.options import RecallOptions
-    from timem.recall.pipeline import AnswerResult, RecallResult
+    from timem.recall.pipeline import RecallResult
 
 try:
     __version__ = version("timem")
@@ -45,7 +46,7 @@ __all__ = ["AnswerResult", "Config", "MemoryEngine", "MemoryItem", "MemoryNode",
 _LAZY: dict[str, str] = {
     "Config": "timem.config", "load_config": "timem.config", "MemoryEngine": "timem.engine",
     "MemoryItem": "timem.models", "MemoryNode": "timem.models", "Turn": "timem.models",
-    "AnswerResult": "timem.recall.pipeline", "RecallResult": "timem.recall.pipeline",
+    "AnswerResult": "timem.recall.answering", "RecallResult": "timem.recall.pipeline",
     "RecallOptions": "timem.recall.options",
 }
 

@@ -41,10 +41,11 @@ from timem.memory.forget import ForgetPreview
 from timem.memory.writer import ExtractionReport, ItemWriter
 from timem.models import MemoryItem, MemoryNode, Turn, WriteRequest
 from timem.progress import Progress, no_progress
+from timem.recall.answering import AnswerResult
 from timem.recall.evaluate import EVALUATION_OPTIONS
 from timem.recall.gating import GateMode
 from timem.recall.options import RecallOptions, recall_options
-from timem.recall.pipeline import AnswerResult, RecallResult
+from timem.recall.pipeline import RecallResult
 from timem.store import open_store
 from timem.store.jobs import ConsolidationJob
 from timem.store.ports import MemoryStore

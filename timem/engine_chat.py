@@ -30,7 +30,7 @@ from timem.llm.client import local_model
 from timem.memory import forget as forget_mod
 from timem.models import MAX_SESSION, MemoryNode, Role, Turn, WriteRequest
 from timem.prompts import answer as answer_prompt
-from timem.recall import pipeline
+from timem.recall import answering
 from timem.recall.options import RecallOptions
 
 #: speaker label of the assistant's chat turns (role ``assistant``); consolidation never presents
@@ -264,7 +264,7 @@ class OnlineChat(EnginePart):
         if model is None:
             return None
         with store_lock or nullcontext():
-            pinned = pipeline.pinned_lines(self.store, self.config, user_id)
+            pinned = answering.pinned_lines(self.store, self.config, user_id)
         at = datetime.now(UTC).astimezone(self.config.time.tz)
         return model.warm(answer_prompt.build_messages("", "", at, pinned=pinned, asker=user_name))
 

@@ -14,10 +14,11 @@ from timem.engine_reads import EngineCore, EnginePart
 from timem.errors import ConfigError
 from timem.llm.client import LLM
 from timem.llm.protocol import ChatBackend
-from timem.recall import pipeline
+from timem.recall import answering, pipeline
+from timem.recall.answering import AnswerResult
 from timem.recall.evaluate import EVALUATION_OPTIONS, evaluate_recall
 from timem.recall.options import DEFAULT_OPTIONS, RecallOptions
-from timem.recall.pipeline import AnswerResult, RecallResult
+from timem.recall.pipeline import RecallResult
 
 
 class Recaller(EnginePart):
@@ -87,7 +88,7 @@ class Recaller(EnginePart):
             raise ConfigError("answering needs an LLM; set llm_backend to 'local' or 'openai', "
                               "or ask for the context alone (--recall-only / MemoryEngine.recall).")
         self.queue.read_your_writes(user_id)
-        return pipeline.answer(self.store, self.embedder, self.llm, self.config, user_id, query, question_time,
+        return answering.answer(self.store, self.embedder, self.llm, self.config, user_id, query, question_time,
                                options)
 
     def evaluate_recall(self, user_id: str, questions: Iterable[Any],

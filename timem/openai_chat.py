@@ -36,8 +36,8 @@ from timem.llm.openai_backend import OpenAIBackend
 from timem.llm.protocol import ChatBackend, ChatRequest, Message
 from timem.models import MemoryNode
 from timem.prompts.memory_message import is_memory_message, memory_message
+from timem.recall.answering import pinned_lines
 from timem.recall.options import RecallOptions
-from timem.recall.pipeline import pinned_lines
 from timem.recall.trace import RecallTrace
 from timem.recall.trace_store import save_trace
 

@@ -8,8 +8,9 @@ budget) -> :mod:`~timem.recall.context` (dated lines by level); every decision l
 offline quality: :func:`~timem.recall.evaluate.evaluate_recall`; one recall's options: :class:`RecallOptions`.
 """
 
+from timem.recall.answering import AnswerResult, answer
 from timem.recall.options import RecallOptions
-from timem.recall.pipeline import AnswerResult, RecallResult, answer, recall
+from timem.recall.pipeline import RecallResult, recall
 from timem.recall.planner import CentroidPlanner, LLMPlanner, Planner, RecallPlan, evaluate_planner
 from timem.recall.trace import RecallTrace
 from timem.recall.trace_store import load_traces

@@ -11,7 +11,8 @@ Substitutions are recorded in ``trace.notes`` and never silent:
 
 An explicit ``RecallOptions(planner="llm")`` / ``RecallOptions(gate="llm")`` without an LLM raises
 :class:`ConfigError` instead, because the caller asked for it by name. The stages are functions of this module
-(``_modes``, ``_plan``, ``_select``, ``_gate``, ``_items``, ``_context``), run and timed by ``_recall``.
+(``_modes``, ``_plan``, ``_select``, ``_gate``, ``_items``, ``_context``), run and timed by :func:`run_recall`.
+The answer step after them is :mod:`timem.recall.answering`.
 """
 
 from __future__ import annotations
@@ -28,12 +29,9 @@ from timem.config import Complexity, Config
 from timem.embed.protocol import Embedder
 from timem.errors import ConfigError, InputError, LLMError
 from timem.llm.protocol import LLMClient
-from timem.models import MemoryNode, Role
-from timem.prompts import answer as answer_prompt
-from timem.prompts.injection import withhold_instructions
+from timem.models import MemoryNode
 from timem.recall import cjk
 from timem.recall.ancestors import AncestorRecord, fetch_lineage, lift_ancestors
-from timem.recall.answer_check import check_answer
 from timem.recall.aspects import merge_channels
 from timem.recall.condense import condense, refill
 from timem.recall.context import count_context_tokens
@@ -68,20 +66,8 @@ class RecallResult(BaseModel):
         return self.trace.context_tokens
 
 
-class AnswerResult(BaseModel):
-    """An answer from the recalled context, with the recall it came from (trace includes the answer)."""
-
-    answer: str
-    recall: RecallResult
-
-
-def _assistant_speakers(store: MemoryStore, user_id: str, nodes: Sequence[MemoryNode]) -> set[str]:
-    """The speaker names of the assistant's turns (``Role.ASSISTANT``) under the recalled L1 segments."""
-    ids = sorted({t for n in nodes if n.level == 1 for t in n.source_turn_ids})
-    return {t.speaker for t in store.turns(user_id, ids=ids) if t.role == Role.ASSISTANT} if ids else set()
-
-
-def _ms(t0: float) -> float:
+def elapsed_ms(t0: float) -> float:
+    """Milliseconds since ``t0`` (a ``time.perf_counter()`` reading), to 0.01 ms."""
     return round((time.perf_counter() - t0) * 1000, 2)
 
 
@@ -224,9 +210,14 @@ def _context(state: RecallState, leaves: LeafSelection, ancestors: list[Ancestor
     return _Context(chosen, context, tokens, outcome, caps, stems)
 
 
-def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, config: Config, user_id: str, query: str,
-            question_time: datetime | None, options: RecallOptions) -> RecallResult:
-    """The stages, timed: plan -> leaves -> ancestors -> gate -> items -> context, then the trace."""
+def run_recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, config: Config, user_id: str,
+               query: str, question_time: datetime | None, options: RecallOptions) -> RecallResult:
+    """The stages, timed: plan -> leaves -> ancestors -> gate -> items -> context, then the trace (not persisted;
+    call inside ``store.snapshot()``, as :func:`recall` and :func:`timem.recall.answering.answer` do).
+
+    Raises:
+        InputError: the question is empty.
+    """
     if not query.strip():
         raise InputError("the question is empty; ask something", field="query")
     t_all = time.perf_counter()
@@ -238,32 +229,32 @@ def _recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None, co
 
     t0 = time.perf_counter()
     plan = _plan(state, options.complexity, planner_name)
-    latency["plan"] = _ms(t0)
+    latency["plan"] = elapsed_ms(t0)
 
     t0 = time.perf_counter()
     leaves = _select(state, plan)
-    latency["leaves"] = _ms(t0)
+    latency["leaves"] = elapsed_ms(t0)
 
     t0 = time.perf_counter()
     lineage = fetch_lineage(store, user_id, leaves.kept, plan)  # the kept leaves' nodes come with it
     added, ancestors = lift_ancestors(store, user_id, leaves.kept, plan, lineage)
-    latency["ancestors"] = _ms(t0)
+    latency["ancestors"] = elapsed_ms(t0)
 
     t0 = time.perf_counter()
     nodes = {c.node_id: lineage[0][c.node_id] for c in leaves.kept if c.node_id in lineage[0]}
     nodes.update({n.id: n for n in added})
     gated = _gate(state, gate_mode, plan, leaves, ancestors, nodes)
-    latency["gate"] = _ms(t0)
+    latency["gate"] = elapsed_ms(t0)
 
     t0 = time.perf_counter()
     items, item_tokens = _items(state, plan)
     gated = _with_fact_evidence(gated, items, nodes)
-    latency["items"] = _ms(t0)
+    latency["items"] = elapsed_ms(t0)
 
     t0 = time.perf_counter()
     ctx = _context(state, leaves, ancestors, nodes, gated, items, item_tokens)
-    latency["context"] = _ms(t0)
-    latency["total"] = _ms(t_all)
+    latency["context"] = elapsed_ms(t0)
+    latency["total"] = elapsed_ms(t_all)
 
     trace = RecallTrace(
         trace_id=uuid.uuid4().hex, user_id=user_id, query=query, question_time=qt, created_at=datetime.now(UTC),
@@ -329,91 +320,14 @@ def recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config
     config = options.config or config
     rec = RecordingLLM(llm) if llm is not None else None
     with store.snapshot():  # the recall's reads in one view: one transaction, one nodes-version read (issue 26 §3)
-        result = _recall(store, embedder, rec, config, user_id, query, question_time, options)
+        result = run_recall(store, embedder, rec, config, user_id, query, question_time, options)
     if options.persist:
         save_trace(store, result.trace, config.store)
-        _touch_items(store, result)
+        touch_items(store, result)
     return result
 
 
-def pinned_lines(store: MemoryStore, config: Config, user_id: str, at: datetime | None = None) -> list[str]:
-    """The user's pinned, open, active items as ``"Mia's home city: Porto"`` lines, oldest first, within
-    ``Config.memory.memory_pinned_tokens`` (cl100k); none when the memory layer is off. With ``at`` (UTC-aware, a
-    question's time): the pinned items stated by then and still holding then (nothing said later)."""
-    if not config.memory.memory_items:
-        return []
-    lines, used = [], 0
-    for item in store.items(user_id):
-        holds = item.is_open if at is None else item.event_time <= at and item.valid_at(at)
-        if item.pinned and holds:
-            cost = count_context_tokens(item.label()) + 1
-            if used + cost > config.memory.memory_pinned_tokens:
-                break
-            lines.append(item.label())
-            used += cost
-    return lines
-
-
-def _touch_items(store: MemoryStore, result: RecallResult) -> None:
+def touch_items(store: MemoryStore, result: RecallResult) -> None:
     """Record the access of the items given (decay bookkeeping), at the question time."""
     if result.trace.items:
         store.touch_items([u.item_id for u in result.trace.items], result.trace.question_time)
-
-
-def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Config, user_id: str, query: str,
-           question_time: datetime | None = None, options: RecallOptions = DEFAULT_OPTIONS) -> AnswerResult:
-    """Recall (as :func:`recall`, with ``options``), then answer from the context with one ``llm.complete`` call
-    (purpose ``"answer"``). Without an asker (not a chat), an empty context and no pinned item get
-    :func:`timem.prompts.answer.dont_know` in the question's language, with no LLM call (a model given nothing
-    invents: "the University of Oxford", 你好！).
-
-    The user's pinned memory items (open ones, at most ``Config.memory.memory_pinned_tokens`` cl100k tokens) go
-    into the system message; ``options.asker`` (a chat's speaker) is answered as "you".
-
-    The prompt (:mod:`timem.prompts.answer`) gets the context and the question's date in
-    ``config.time.tz``. The trace, including the answer and its LLM call, is persisted once at the end,
-    also when the answer call fails (``answer_error`` set) before the error is re-raised.
-
-    Raises:
-        ConfigError: ``llm`` is ``None``.
-        LLMError: the answer call failed.
-    """
-    if llm is None:
-        raise ConfigError("answering needs an LLM; set llm_backend to 'local' or 'openai', or pass --recall-only for "
-                          "the context alone.")
-    config = options.config or config
-    rec = RecordingLLM(llm)
-    with store.snapshot():  # as recall(): one view; the answer call runs outside it
-        result = _recall(store, embedder, rec, config, user_id, query, question_time, options)
-    trace = result.trace
-    t0 = time.perf_counter()
-    pinned = pinned_lines(store, config, user_id, trace.question_time)
-    msgs = answer_prompt.build_messages(query, result.context, trace.question_time.astimezone(config.time.tz),
-                                        pinned=pinned, asker=options.asker)
-    withheld = withhold_instructions(result.context)[1]
-    if withheld:
-        trace.notes.append(f"withheld from the answer prompt, as pasted instructions to an AI assistant: "
-                           f"{len(withheld)} memory line(s): " + "; ".join(withheld))
-    try:
-        if options.asker is None and not result.context.strip() and not pinned:  # nothing to answer from
-            text = answer_prompt.dont_know(query)
-            trace.notes.append("nothing recalled and nothing pinned: answered 'don't know' without the LLM")
-        else:
-            text, note = check_answer(rec.complete(msgs, purpose="answer", user_id=user_id).strip(), query,
-                                      result.context, pinned, options.asker, config.recall.answer_check,
-                                      _assistant_speakers(store, user_id, result.nodes))
-            if note:
-                trace.notes.append(note)
-    except LLMError as exc:
-        trace.answer_error = str(exc)
-        raise
-    else:
-        trace.answer = text
-    finally:
-        trace.latency_ms["answer"] = _ms(t0)
-        trace.latency_ms["total"] = round(trace.latency_ms["total"] + trace.latency_ms["answer"], 2)
-        trace.llm_calls = list(rec.calls)
-        if options.persist:
-            save_trace(store, trace, config.store)
-            _touch_items(store, result)
-    return AnswerResult(answer=text, recall=result)
