@@ -20,9 +20,22 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from timem import cli_common, cli_memory, cli_service, cli_store
-from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, ModeOpt, UserOpt, _complexity, _config, _engine, _gate, _samples
+from timem.cli_common import (
+    ComplexityOpt,
+    ConfigOpt,
+    DbOpt,
+    GateOpt,
+    LlmOpt,
+    ModeOpt,
+    UserOpt,
+    _complexity,
+    _config,
+    _engine,
+    _gate,
+    _samples,
+)
 from timem.cli_memory import memories_app, segtree_app
-from timem.cli_options import SetOpt, reflow_help, setting_overrides
+from timem.cli_options import OptionValueError, SetOpt, one_of, reflow_help, setting_overrides, setting_values
 from timem.config import Config, load_config
 from timem.errors import ConsolidationIncomplete, InputError, MissingExtraError, NotFoundError, TimemError
 from timem.progress import terminal_progress
@@ -34,11 +47,16 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="TiMem: a Tem
 app.add_typer(segtree_app, name="segtree")
 app.add_typer(memories_app, name="memories")
 @app.command()
-def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"], typer.Option("--format")],
+def ingest(file: Annotated[Path, typer.Argument(help="the conversation file to import (docs/input-formats.md)")],
+           fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"], typer.Option(
+               "--format", help="the file's format: locomo | longmemeval | jsonl (docs/input-formats.md)")],
            sample: Annotated[str | None, typer.Option("--sample", help="LoCoMo sample_id(s), comma-separated")] = None,
            limit: Annotated[int | None, typer.Option("--limit", help="LongMemEval: first N questions")] = None,
            db: DbOpt = None, llm: LlmOpt = None,
-           l1_mode: Annotated[str | None, typer.Option("--l1-mode", help="verbatim | llm")] = None,
+           l1_mode: Annotated[str | None, typer.Option(
+               "--l1-mode", callback=one_of("--l1-mode", setting_values("l1_mode"), omitted="the l1_mode setting"),
+               help="L1 segments: verbatim (the turns' text, no LLM) | llm (an LLM summary); default: the l1_mode "
+               "setting, verbatim")] = None,
            flush: Annotated[bool, typer.Option(help="close the last day/week/month after import")] = True,
            upper_levels: Annotated[bool, typer.Option(
                "--upper-levels/--l1-only", help="also consolidate L2-L5 (--l1-only: segments now, "
@@ -54,11 +72,11 @@ def ingest(file: Path, fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"],
     """Import a conversation file and consolidate it into the Temporal Memory Tree (idempotent)."""
     from timem.datasets import load_dataset
 
+    if ray and (update_changed or not flush):
+        raise OptionValueError("--ray ingests new users as the file holds them; leave out --update-changed and "
+                               "--no-flush")
     cfg = _config(config, db, setting_overrides(set_), llm_backend=llm, l1_mode=l1_mode,
                   consolidation_mode=mode)
-    if ray and (update_changed or not flush):
-        raise InputError("--ray ingests new users as the file holds them; leave out --update-changed and "
-                         "--no-flush", field="ray")
     users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.time.tz, user_tz=cfg.time.user_tz,
                          max_turn_chars=cfg.store.max_turn_chars)
     cli_common._check_user_ids(users, file)
@@ -135,20 +153,38 @@ def _parse_time(at: str | None, cfg: Config) -> datetime | None:
     try:
         parsed = dateparser.parse(at)
     except (ValueError, OverflowError) as exc:
-        raise InputError(f"cannot read --at {at!r} as a date and time; use e.g. 2023-08-20T10:00") from exc
+        raise OptionValueError(_unreadable_at(at)) from exc
     try:
         return to_utc(parsed, cfg.time.tz)
     except (ValueError, OverflowError) as exc:  # e.g. 9999-12-31T23:00-05:00 is past year 9999 in UTC
-        raise InputError(f"--at {at!r} is outside the years 1-9999 in UTC; give a time within them") from exc
+        raise OptionValueError(f"--at {at!r} is outside the years 1-9999 in UTC; give a time within them") from exc
+
+
+def _checked_at(at: str | None) -> str | None:
+    """``--at``'s callback: a text that reads as no date and time is a usage error as the command line is parsed."""
+    if at is not None:
+        from dateutil import parser as dateparser
+
+        try:
+            dateparser.parse(at)
+        except (ValueError, OverflowError) as exc:
+            raise OptionValueError(_unreadable_at(at)) from exc
+    return at
+
+
+def _unreadable_at(at: str) -> str:
+    return (f"cannot read --at {at!r} as a date and time; use e.g. 2023-08-20T10:00 (in the timezone setting's zone "
+            "unless it has an offset)")
 
 
 @app.command()
-def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
+def ask(question: Annotated[str, typer.Argument(help="the question to answer from the user's memory")],
+        user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
         show_trace: Annotated[bool, typer.Option("--trace", help="print the whole recall trace")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="answer and trace as JSON")] = False,
-        at: Annotated[str | None, typer.Option("--at", help="question time (default: the user's latest event)")] = None,
-        complexity: Annotated[str | None, typer.Option(help="skip the planner: simple | hybrid | complex")] = None,
-        gate: Annotated[str | None, typer.Option(help="llm | score | off")] = None,
+        at: Annotated[str | None, typer.Option("--at", callback=_checked_at, help="question time, e.g. "
+                                               "2023-08-20T10:00 (default: the user's latest event)")] = None,
+        complexity: ComplexityOpt = None, gate: GateOpt = None,
         recall_only: Annotated[bool, typer.Option("--recall-only", help="no answer; no LLM needed")] = False,
         config: ConfigOpt = None, set_: SetOpt = None) -> None:
     """Answer a question from the user's memory; the recall trace is saved and shown with --trace."""
@@ -188,11 +224,14 @@ def ask(question: str, user: UserOpt, db: DbOpt = None, llm: LlmOpt = None,
 
 
 @app.command("eval-recall")
-def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typer.Option("--format")] = "locomo",
+def eval_recall(file: Annotated[Path, typer.Argument(help="the benchmark file whose users were ingested, with its "
+                                                         "questions and gold evidence")],
+                fmt: Annotated[Literal["locomo", "longmemeval"], typer.Option(
+                    "--format", help="the file's format: locomo | longmemeval")] = "locomo",
                 sample: Annotated[str | None, typer.Option("--sample", help="sample id(s), comma-separated")] = None,
-                db: DbOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False,
-                complexity: Annotated[str | None, typer.Option(help="skip the planner")] = None,
-                gate: Annotated[str | None, typer.Option(help="score | off | llm (default: configured)")] = None,
+                db: DbOpt = None, as_json: Annotated[bool, typer.Option(
+                    "--json", help="print the per-user results as JSON instead of the tables")] = False,
+                complexity: ComplexityOpt = None, gate: GateOpt = None,
                 config: ConfigOpt = None, set_: SetOpt = None) -> None:
     """Offline recall quality: gold-evidence coverage and answer-in-context per category, mean Mem Len.
 
@@ -219,7 +258,7 @@ def eval_recall(file: Path, fmt: Annotated[Literal["locomo", "longmemeval"], typ
             qs = [q if q.question_time else q.model_copy(update={"question_time": qt})
                   for q in scored_questions(u.questions)]  # the bar counts only these (no adversarial ones)
             results.append(eng.evaluate_recall(u.user_id, terminal_progress(qs, u.user_id, len(qs)), RecallOptions(
-                complexity=complexity, gate=gate,  # type: ignore[arg-type]  # typer gives str; the recall checks it
+                complexity=_complexity(complexity), gate=_gate(gate),
                 participants=tuple(u.participants), persist=False)))
     if as_json:
         typer.echo(json.dumps([{k: v for k, v in r.items() if k != "questions"} for r in results], indent=2))
@@ -237,7 +276,8 @@ def model(config: ConfigOpt = None) -> None:
 
 
 @app.command()
-def studio(db: DbOpt = None, port: int = 8501,
+def studio(db: DbOpt = None,
+           port: Annotated[int, typer.Option("--port", help="TCP port of the studio on 127.0.0.1")] = 8501,
            service: Annotated[str | None, typer.Option(
                "--service", help="URL of a running memory service (`timem serve`) to show instead of a DuckDB file; "
                                  "the studio then never opens a file")] = None,

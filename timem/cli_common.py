@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from timem.cli_options import with_flags
+from timem.cli_options import LLM_BACKENDS, OptionValueError, one_of, setting_values, with_flags
 from timem.config import Config, load_config
-from timem.errors import ConfigError, InputError, NotFoundError
+from timem.errors import InputError, NotFoundError
 from timem.ids import check_service_id
 from timem.models import Level
-from timem.settings import Complexity, LLMSettings
+from timem.settings import Complexity
 
 if TYPE_CHECKING:
     from timem.datasets import ImportedUser
@@ -71,24 +71,19 @@ def _repeated_arguments_without_a_python_type_in_help() -> None:
 
 _repeated_arguments_without_a_python_type_in_help()
 
-#: The values ``--llm`` takes: the ``llm_backend`` setting's (local, openai, none).
-LLM_BACKENDS: tuple[str, ...] = get_args(LLMSettings.model_fields["llm_backend"].annotation)
-
-
-def _llm_backend(value: str | None) -> str | None:
-    """Check ``--llm`` as it is parsed, whatever else is given (``ask --recall-only`` does not use it, but
-    a misspelt backend is still refused)."""
-    if value is not None and value not in LLM_BACKENDS:
-        raise ConfigError(f"unknown --llm {value!r}; use one of {', '.join(LLM_BACKENDS)}")
-    return value
-
-
 DbOpt = Annotated[Path | None, typer.Option("--db", help="DuckDB file (default: config db_path)")]
 UserOpt = Annotated[str, typer.Option("--user", help="user id (LoCoMo: the sample_id, e.g. conv-26)")]
-LlmOpt = Annotated[str | None, typer.Option("--llm", help=" | ".join(LLM_BACKENDS), callback=_llm_backend)]
+LlmOpt = Annotated[str | None, typer.Option(
+    "--llm", callback=one_of("--llm", LLM_BACKENDS, omitted="the llm_backend setting"),
+    help="the LLM: " + " | ".join(LLM_BACKENDS) + " (default: the llm_backend setting, local)")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML config file")]
-ModeOpt = Annotated[str | None, typer.Option("--mode", help="L2-L5 consolidation of new windows: extractive (no "
-                                             "LLM) | hybrid (+ LLM title) | abstractive (LLM summary)")]
+ModeOpt = Annotated[str | None, typer.Option("--mode", callback=one_of("--mode", setting_values("consolidation_mode"),
+                                                                     omitted="the consolidation_mode setting"),
+                                             help="L2-L5 consolidation of new windows: extractive (no "
+                                             "LLM) | hybrid (+ LLM title) | abstractive (LLM summary); default: "
+                                                  "the consolidation_mode setting")]
+
+
 def _config(config: Path | None, db: Path | None, sets: dict[str, Any] | None = None, **kw: object) -> Config:
     """The settings of one command: ``--config`` file < ``TIMEM_*`` env < ``--set`` (``sets``, from
     :func:`setting_overrides`) and the command's own flags (``kw``; ``None``: not given).
@@ -109,52 +104,81 @@ def _complexity(value: str | None) -> Complexity | None:
     """``--complexity`` as the engine takes it (``None``: the planner decides).
 
     Raises:
-        ConfigError: not simple, hybrid or complex (the recall pipeline's message).
+        OptionValueError: not simple, hybrid or complex (a usage error, exit code 2).
     """
     if value is None:
         return None
     for c in _COMPLEXITIES:
         if value == c:
             return c
-    raise ConfigError(f"unknown complexity {value!r}; use simple, hybrid or complex.")
+    raise OptionValueError(f"unknown --complexity {value!r}; use one of {', '.join(_COMPLEXITIES)}, or omit it for "
+                           "the planner to decide")
 
 
 def _gate(value: str | None) -> GateMode | None:
     """``--gate`` as the engine takes it (``None`` or empty: the configured gate).
 
     Raises:
-        ConfigError: not llm, score or off.
+        OptionValueError: not llm, score or off (a usage error, exit code 2).
     """
     if not value:
         return None
     for g in _GATES:
         if value == g:
             return g
-    raise ConfigError(f"unknown gate {value!r}; use llm, score or off.")
+    raise OptionValueError(f"unknown --gate {value!r}; use one of {', '.join(_GATES)}, or omit it for the gate "
+                           "setting")
+
+
+def _checked_complexity(value: str | None) -> str | None:
+    """``--complexity``'s callback: checked as the command line is parsed, before anything is opened."""
+    _complexity(value)
+    return value
+
+
+def _checked_gate(value: str | None) -> str | None:
+    """``--gate``'s callback: checked as the command line is parsed, before anything is opened."""
+    _gate(value)
+    return value
+
+
+ComplexityOpt = Annotated[str | None, typer.Option(
+    "--complexity", callback=_checked_complexity,
+    help="skip the planner and recall as this question class: simple | hybrid | complex (default: the planner "
+         "decides)")]
+GateOpt = Annotated[str | None, typer.Option(
+    "--gate", callback=_checked_gate,
+    help="which memories pass into the context: llm | score | off (default: the gate setting)")]
 
 
 def _level(value: int | None) -> int | None:
     """Check ``timem tree --level`` as it is parsed: one of the tree's levels, 1 (L1 segments) to 5 (L5 months).
 
     Raises:
-        ConfigError: outside 1-5 (typer's own range check would print a boxed usage error instead of one line).
+        OptionValueError: outside 1-5 (a usage error, exit code 2, as one line; typer's own range check would print
+            a boxed message).
     """
     if value is not None and not int(Level.SEGMENT) <= value <= int(Level.PROFILE):
-        raise ConfigError(f"--level {value} is not a level of the tree; use 1 to 5 (1 segments, 2 sessions, 3 days, "
-                          "4 weeks, 5 months), or omit it for every level")
+        raise OptionValueError(f"--level {value} is not a level of the tree; use 1 to 5 (1 segments, 2 sessions, "
+                               "3 days, 4 weeks, 5 months), or omit it for every level")
     return value
 
 
-LevelOpt = Annotated[int | None, typer.Option("--level", help="only this level (1-5)", callback=_level)]
+LevelOpt = Annotated[int | None, typer.Option("--level", help="only this level: 1 segments, 2 sessions, 3 days, "
+                                              "4 weeks, 5 months (default: every level)", callback=_level)]
 
 
 def _samples(sample: str | None) -> list[str] | None:
-    """``--sample`` as a list of ids (``None``: every conversation); an empty value is refused."""
+    """``--sample`` as a list of ids (``None``: every conversation).
+
+    Raises:
+        OptionValueError: a value that names no id (``" , "``): a usage error, exit code 2.
+    """
     if sample is None:
         return None
     ids = [s.strip() for s in sample.split(",") if s.strip()]
     if not ids:
-        raise InputError(f"--sample {sample!r} names no conversation; omit it for all, or give ids like conv-26")
+        raise OptionValueError(f"--sample {sample!r} names no conversation; omit it for all, or give ids like conv-26")
     return ids
 
 

@@ -5,6 +5,9 @@ A ``--set`` mistake (a pair without ``=``, a KEY that is not a setting, a VALUE 
 that a flag of the command also gives) is a usage error of the command line, exit code 2 like an unknown option:
 :class:`SetOptionError`, a :class:`~timem.errors.ConfigError` that the CLI library draws as its own usage error.
 The option's callback checks every pair as the command line is parsed, before the command runs.
+
+The other options' value checks share its kind of error: :class:`OptionValueError` (``--llm foo``, ``--level 9``; the
+callback :func:`one_of` for an option that takes one of a few words), a usage error naming the flag and what it takes.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import difflib
 import inspect
 import json
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import typer
@@ -24,14 +27,43 @@ from timem.errors import ConfigError
 from timem.settings import SECTIONS
 
 
-class SetOptionError(ConfigError, typer.BadParameter):
+class OptionValueError(ConfigError, typer.BadParameter):
+    """A value of an option or argument that the command line refuses (``--llm foo``, ``--level 9``, ``--gate maybe``,
+    ``--at`` that is not a time, a flag that needs another): a usage error of the command line (exit code 2, as
+    click's own usage errors), and a :class:`~timem.errors.ConfigError` to code that calls the check itself. The
+    message names the flag and what to give instead (its valid values)."""
+
+    def format_message(self) -> str:
+        """The message as it is (click's ``Invalid value for '--x':`` prefix would name the flag twice)."""
+        return self.message
+
+
+class SetOptionError(OptionValueError):
     """A ``--set KEY=VALUE`` mistake: a usage error of the command line (exit code 2, as click's own usage errors),
     and a :class:`~timem.errors.ConfigError` to code that calls :func:`setting_overrides` itself. The message starts
     with ``--set KEY=VALUE`` and says what to give instead."""
 
-    def format_message(self) -> str:
-        """The message as it is (click's ``Invalid value for '--set':`` prefix would name the flag twice)."""
-        return self.message
+
+def one_of(flag: str, values: Sequence[str], *, omitted: str = "") -> Callable[[str | None], str | None]:
+    """An option's callback that refuses a value other than ``values`` as the command line is parsed (a usage error,
+    exit code 2), e.g. ``one_of("--gate", ("llm", "score", "off"), omitted="the configured gate")``; ``None`` (the
+    option not given) passes. ``omitted``: what leaving the option out means, named in the message."""
+    def check(value: str | None) -> str | None:
+        if value is not None and value not in values:
+            tail = f", or omit it for {omitted}" if omitted else ""
+            raise OptionValueError(f"unknown {flag} {value!r}; use one of {', '.join(values)}{tail}")
+        return value
+
+    return check
+
+
+def setting_values(name: str) -> tuple[str, ...]:
+    """The values a setting of a fixed set of words takes (``llm_backend``: local, openai, none), for a flag that
+    sets it."""
+    annotation = _annotation(name)
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    return tuple(str(a) for a in get_args(annotation))
 
 
 def _set_option(pairs: list[str] | None) -> list[str] | None:
@@ -146,3 +178,7 @@ def _reflowed(text: str) -> str:
     paragraphs = inspect.cleandoc(text).split("\n\n")
     return "\n\n".join(p if p.startswith("\b") else " ".join(line.strip() for line in p.splitlines())
                        for p in paragraphs)
+
+
+#: The values ``--llm`` takes (every command, and ``timem bench``): the ``llm_backend`` setting's.
+LLM_BACKENDS: tuple[str, ...] = setting_values("llm_backend")

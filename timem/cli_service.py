@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, UserOpt, _config
-from timem.cli_options import SetOpt, setting_overrides
+from timem.cli_options import OptionValueError, SetOpt, setting_overrides
 from timem.config import Config
 from timem.errors import ConfigError, MissingExtraError
 
@@ -33,7 +33,11 @@ AddressOpt = Annotated[str, typer.Option("--ray-address", help="with --ray: loca
                                          "(this machine's `ray start` cluster) or HOST:6379")]
 
 
-def serve(db: DbOpt = None, host: str = "127.0.0.1", port: int = 8600, keys: KeysOpt = None, llm: LlmOpt = None,
+def serve(db: DbOpt = None,
+          host: Annotated[str, typer.Option("--host", help="address to listen on (0.0.0.0: every interface)")] =
+          "127.0.0.1",
+          port: Annotated[int, typer.Option("--port", help="TCP port to listen on")] = 8600,
+          keys: KeysOpt = None, llm: LlmOpt = None,
           config: ConfigOpt = None, ray: RayOpt = False, replicas: ReplicasOpt = 2,
           ray_address: AddressOpt = "local", set_: SetOpt = None) -> None:
     """Serve the memory HTTP API (docs/service.md) over --db; the service is the file's one writer while it runs
@@ -94,7 +98,9 @@ keys_app = typer.Typer(no_args_is_help=True, help="API keys of the memory servic
 
 
 @keys_app.command("add")
-def keys_add(tenant: str, db: DbOpt = None, keys: KeysOpt = None, config: ConfigOpt = None) -> None:
+def keys_add(tenant: Annotated[str, typer.Argument(help="the tenant the key belongs to, e.g. acme: lower-case "
+                                                  "letters, digits, - and _ (its users are stored as acme/USER)")],
+             db: DbOpt = None, keys: KeysOpt = None, config: ConfigOpt = None) -> None:
     """Create a key for TENANT and print it once (only its scrypt hash is stored)."""
     kf = _keyfile(_config(config, db), keys)
     key = kf.add(tenant)
@@ -111,7 +117,9 @@ def keys_list(db: DbOpt = None, keys: KeysOpt = None, config: ConfigOpt = None) 
 
 
 @keys_app.command("revoke")
-def keys_revoke(key_id_or_tenant: str, db: DbOpt = None, keys: KeysOpt = None, config: ConfigOpt = None) -> None:
+def keys_revoke(key_id_or_tenant: Annotated[str, typer.Argument(
+                    help="a key id (see `timem keys list`), or a tenant to revoke all its keys")],
+                db: DbOpt = None, keys: KeysOpt = None, config: ConfigOpt = None) -> None:
     """Revoke one key (by id) or every key of a tenant; a running service refuses it from the next request."""
     ids = _keyfile(_config(config, db), keys).revoke(key_id_or_tenant)
     typer.echo(f"revoked {', '.join(ids)}")
@@ -137,7 +145,7 @@ def studio_service_env(url: str, key: str | None, db: Path | None, env: dict[str
     from timem.service.client import ServiceClient
 
     if db is not None:
-        raise ConfigError("give --service URL or --db FILE, not both: over a service the studio opens no file")
+        raise OptionValueError("give --service URL or --db FILE, not both: over a service the studio opens no file")
     key = key or env.get("TIMEM_SERVICE_KEY")
     if not key:
         raise ConfigError(f"no API key for the service at {url}; pass --key KEY or set TIMEM_SERVICE_KEY "

@@ -11,7 +11,7 @@ import typer
 
 from timem import cli_common
 from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, UserOpt, _config, _engine
-from timem.errors import InputError
+from timem.cli_options import OptionValueError
 
 
 def tree(user: UserOpt, db: DbOpt = None,
@@ -24,7 +24,9 @@ def tree(user: UserOpt, db: DbOpt = None,
         typer.echo(eng.tree_text(user, level=level, width=width))
 
 
-def stats(db: DbOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False, config: ConfigOpt = None) -> None:
+def stats(db: DbOpt = None,
+          as_json: Annotated[bool, typer.Option("--json", help="print the numbers as one JSON object")] = False,
+          config: ConfigOpt = None) -> None:
     """Nodes per level, turns, LLM calls, tokens and cache hits, and the DuckDB memory limit in effect."""
     cfg = _config(config, db)
     with _engine(cfg, with_llm=False, must_exist=True) as eng:
@@ -75,12 +77,13 @@ def export(user: UserOpt, db: DbOpt = None,
            config: ConfigOpt = None) -> None:
     """Export one user: everything stored as JSON, or the turns as JSONL (timestamps at the speaker's offset)."""
     if out is not None and (out.is_dir() or not out.parent.is_dir()):
-        raise InputError(f"--out {out}: {'is a folder' if out.is_dir() else 'its folder does not exist'}; "
-                         "give a file path in an existing folder")
+        raise OptionValueError(f"--out {out}: {'is a folder' if out.is_dir() else 'its folder does not exist'}; "
+                               "give a file path in an existing folder")
+    if fmt == "jsonl" and out is None:
+        raise OptionValueError("--format jsonl writes a file; pass --out PATH")
     with _engine(_config(config, db), with_llm=False, must_exist=True) as eng:
         if fmt == "jsonl":
-            if out is None:
-                raise InputError("--format jsonl writes a file; pass --out PATH")
+            assert out is not None  # checked above
             typer.echo(f"wrote {eng.export_jsonl(user, out)} turn(s) of {user} to {out}")
             return
         text = json.dumps(eng.export_user(user), ensure_ascii=False, indent=2)

@@ -14,20 +14,50 @@ from typing import Annotated
 import typer
 
 from timem.bench.recipes import RECIPES, SUITES, get_recipe
-from timem.cli_options import SetOpt, reflow_help, setting_overrides, with_flags
+from timem.cli_options import LLM_BACKENDS, OptionValueError, SetOpt, one_of, reflow_help, setting_overrides, with_flags
 from timem.config import Config, load_config
 from timem.errors import ConfigError
+
+
+def _checked_recipes(names: str | None) -> str | None:
+    """``--recipe``'s and ``--recipes``' callback: every name must be a recipe (a usage error, exit code 2)."""
+    for name in names.split(",") if names else []:
+        try:
+            get_recipe(name)
+        except ConfigError as exc:
+            raise OptionValueError(str(exc)) from exc
+    return names
+
+
+def _checked_judge(judge: str | None) -> str | None:
+    """``--judge``'s callback: same, local, openai or openai:MODEL (a usage error, exit code 2)."""
+    if judge not in (None, "", "same") and judge.partition(":")[0] not in ("local", "openai"):
+        raise OptionValueError(f"unknown --judge {judge!r}; use one of same, local, openai, openai:MODEL, or omit it "
+                               "for the answering model (same)")
+    return judge
+
+
+def _checked_dataset(dataset: str) -> str:
+    """``timem bench suite``'s DATASET argument: locomo or longmemeval (a usage error, exit code 2)."""
+    if dataset not in ("locomo", "longmemeval"):
+        raise OptionValueError(f"DATASET must be locomo or longmemeval, got {dataset!r}")
+    return dataset
+
 
 bench_app = typer.Typer(add_completion=False, no_args_is_help=True,
                         help="Benchmarks: LoCoMo and LongMemEval with the paper's metrics, ablations and baselines.")
 
-RecipeOpt = Annotated[str, typer.Option("--recipe", "--config", help="recipe name (see `timem bench recipes`); "
+RecipeOpt = Annotated[str, typer.Option("--recipe", "--config", callback=_checked_recipes,
+                                        help="recipe name (see `timem bench recipes`); "
                                                                    "--config is the old spelling, deprecated")]
 SampleOpt = Annotated[str | None, typer.Option("--sample", "--samples", help="sample ids, e.g. conv-26,conv-30 "
                                                                            "(--samples is deprecated)")]
-LlmOpt = Annotated[str | None, typer.Option("--llm", help="answering / consolidating LLM: local | openai | none")]
+LlmOpt = Annotated[str | None, typer.Option(
+    "--llm", callback=one_of("--llm", LLM_BACKENDS, omitted="the llm_backend setting"),
+    help="answering / consolidating LLM: " + " | ".join(LLM_BACKENDS) + " (default: the llm_backend setting)")]
 JudgeOpt = Annotated[str | None, typer.Option(
-    "--judge", help="judge LLM: 'same' (default: the answering model), 'local', 'openai' or 'openai:MODEL'")]
+    "--judge", callback=_checked_judge,
+    help="judge LLM: 'same' (default: the answering model), 'local', 'openai' or 'openai:MODEL'")]
 JudgeUrlOpt = Annotated[str | None, typer.Option("--judge-base-url", help="OpenAI-compatible endpoint of the judge")]
 RetrOpt = Annotated[bool, typer.Option("--retrieval-only", help="no answering or judging, no LLM at recall time")]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="run folder (default bench/runs/<dataset>-<recipe>-<mode>)")]
@@ -55,11 +85,11 @@ def _warn_old_spellings(argv: list[str] | None = None) -> None:
 def _judge_config(cfg: Config, judge: str | None, base_url: str | None) -> Config | None:
     if judge in (None, "", "same"):
         if base_url:
-            raise ConfigError("--judge-base-url needs --judge openai or openai:MODEL")
+            raise OptionValueError("--judge-base-url needs --judge openai or openai:MODEL")
         return None
     backend, _, model = judge.partition(":")
     if backend not in ("local", "openai"):
-        raise ConfigError(f"--judge must be same, local, openai or openai:MODEL, got {judge!r}")
+        raise OptionValueError(f"--judge must be same, local, openai or openai:MODEL, got {judge!r}")
     return cfg.with_overrides(llm_backend=backend, openai_model=model or None, openai_base_url=base_url)
 
 
@@ -93,7 +123,8 @@ def _run(dataset: str, file: Path, recipe_name: str, *, samples: str | None = No
 
 
 @bench_app.command()
-def locomo(file: Path, samples: SampleOpt = None,
+def locomo(file: Annotated[Path, typer.Argument(help="a LoCoMo JSON file (e.g. locomo10.json)")],
+           samples: SampleOpt = None,
            recipe: RecipeOpt = "timem", llm: LlmOpt = None, judge: JudgeOpt = None, judge_base_url: JudgeUrlOpt = None,
            retrieval_only: RetrOpt = False, out: OutOpt = None,
            include_adversarial: Annotated[bool, typer.Option("--include-adversarial",
@@ -107,7 +138,8 @@ def locomo(file: Path, samples: SampleOpt = None,
 
 
 @bench_app.command()
-def longmemeval(file: Path, limit: Annotated[int | None, typer.Option("--limit", help="first N instances")] = None,
+def longmemeval(file: Annotated[Path, typer.Argument(help="a LongMemEval JSON file (e.g. longmemeval_s.json)")],
+                limit: Annotated[int | None, typer.Option("--limit", help="first N instances")] = None,
                 recipe: RecipeOpt = "timem", llm: LlmOpt = None, judge: JudgeOpt = None,
                 judge_base_url: JudgeUrlOpt = None, retrieval_only: RetrOpt = False, out: OutOpt = None,
                 db: DbOpt = None, max_questions: MaxQOpt = None, window: WindowOpt = None, sets: SetOpt = None,
@@ -120,23 +152,27 @@ def longmemeval(file: Path, limit: Annotated[int | None, typer.Option("--limit",
 
 
 @bench_app.command()
-def suite(dataset: Annotated[str, typer.Argument(help="locomo | longmemeval")], file: Path,
-          name: Annotated[str, typer.Option("--suite", help=f"one of {', '.join(SUITES)}")] = "no-llm",
-          recipes: Annotated[str | None, typer.Option("--recipes", help="comma-separated recipes instead")] = None,
+def suite(dataset: Annotated[str, typer.Argument(
+              help="the benchmark: locomo | longmemeval",
+              callback=_checked_dataset)],
+          file: Annotated[Path, typer.Argument(help="the benchmark's JSON file (LoCoMo or LongMemEval)")],
+          name: Annotated[str, typer.Option("--suite", callback=one_of("--suite", tuple(SUITES)),
+                                            help=f"one of {', '.join(SUITES)}")] = "no-llm",
+          recipes: Annotated[str | None, typer.Option("--recipes", callback=_checked_recipes,
+                                                      help="comma-separated recipes instead")] = None,
           out_root: Annotated[Path, typer.Option("--out-root", help="parent of the run folders")] = Path("bench/runs"),
           samples: SampleOpt = None,
-          limit: Annotated[int | None, typer.Option("--limit")] = None,
+          limit: Annotated[int | None, typer.Option("--limit", help="LongMemEval: the first N instances "
+                                                    "(default: all; LoCoMo: see --sample)")] = None,
           retrieval_only: RetrOpt = False, llm: LlmOpt = None, judge: JudgeOpt = None,
           judge_base_url: JudgeUrlOpt = None, db: DbOpt = None, max_questions: MaxQOpt = None,
           window: WindowOpt = None, sets: SetOpt = None, settings: SettingsOpt = None) -> None:
     """Run several recipes one after the other (one run folder each), then print the comparison table."""
     from timem.bench.report import compare_markdown
 
-    if dataset not in ("locomo", "longmemeval"):
-        raise ConfigError(f"dataset must be locomo or longmemeval, got {dataset!r}")
     names = recipes.split(",") if recipes else SUITES.get(name)
     if names is None:
-        raise ConfigError(f"unknown suite {name!r}; known: {', '.join(SUITES)}")
+        raise OptionValueError(f"unknown suite {name!r}; known: {', '.join(SUITES)}")
     mode = "retrieval" if retrieval_only else "e2e"
     dirs = []
     for r in names:
