@@ -556,12 +556,12 @@ def test_forget_help_reads_its_sentences_whole():
 
 
 def _commands(group, path=()):
-    """Every command of a click group (typer's), with its path, groups included."""
-    import click
-
+    """Every command of a click group (typer's), with its path, groups included. A group is told by its ``commands``:
+    typer carries its own copy of click, so ``isinstance(cmd, click.Group)`` was never true and the subcommands of
+    ``keys``, ``memories`` and ``segtree`` were left out."""
     for name, cmd in sorted(group.commands.items()):
         yield (*path, name), cmd
-        if isinstance(cmd, click.Group):
+        if hasattr(cmd, "commands"):
             yield from _commands(cmd, (*path, name))
 
 
