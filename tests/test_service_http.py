@@ -259,6 +259,11 @@ def test_items_list_forget_preview_confirm_and_delete_one(svc):
     assert preview.json()["forgotten"] is False and [i["id"] for i in preview.json()["items"]] == [job["id"]]
     assert preview.json()["segments"] and _snapshot(a, "lea") == before  # a preview changes nothing
     assert preview.json()["collateral"] == []  # only what the text names
+    # the assistant's reply of the exchange goes with the line, and the answer says which segment it is
+    reply = preview.json()["replies"]
+    assert len(reply) == 1 and len(preview.json()["segments"]) == 2 and reply[0] in preview.json()["segments"]
+    shown = {m["id"]: m["content"] for m in a.get("/v1/users/lea/memories").json()["memories"]}
+    assert "Nice." in shown[reply[0]] and "Blue Harbor" not in shown[reply[0]]
     # another tenant cannot see or forget lea's items
     assert b.get("/v1/users/lea/items").status_code == 404
     assert b.post("/v1/users/lea/forget", json={"text": "Blue Harbor", "confirm": True}).status_code == 404

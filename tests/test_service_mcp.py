@@ -86,6 +86,7 @@ def test_mcp_tools_end_to_end_over_stdio(tmp_path):
     assert out["forget_both"].is_error and "one of them" in out["forget_both"].content[0].text
     assert out["forget_text"]["forgotten"] is True and out["forget_text"]["text"] == "I work at Blue Harbor"
     assert any("Blue Harbor" in f for f in out["forget_text"]["facts"]) and out["forget_text"]["memory_ids"]
+    assert out["forget_text"]["reply_ids"] == []  # remember stores no assistant reply
     assert not any("Blue Harbor" in f["fact"] for f in out["facts_after"])
     assert "Blue Harbor" not in out["recall_job"]["context"] and "withheld" not in out["recall_job"]
     # the context is for the agent's prompt: a pasted instruction is withheld from it, and listed

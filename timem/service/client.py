@@ -262,6 +262,7 @@ class ServiceClient:
         segments = self.nodes(user_id, ids=f["segments"], status=None)
         return ForgetPreview(user_id=user_id, text=f["text"], items=[self._item(i, user_id) for i in f["items"]],
                              segments=segments, collateral=set(f.get("collateral", [])),
+                             replies=set(f.get("replies", [])),
                              reopened=[self._item(i, user_id) for i in f.get("reopened", [])],
                              hint=f.get("hint") or "")
 

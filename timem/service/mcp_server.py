@@ -9,7 +9,8 @@ Tools, all for the user given at start (``timem mcp --db FILE --user ID``):
 * ``recall(query, question_time?)`` — the recalled context (dated lines), its memory ids, Mem Len, trace id.
 * ``forget(memory_id=None, text=None, hard=False)`` — soft-delete a memory (undoable from the studio, CLI or
   HTTP API), or with ``hard`` erase it and its source turns for good; or, with ``text`` ("I work at Blue
-  Harbor"), soft-delete the memory items (facts) and L1 segments that match it.
+  Harbor"), soft-delete the memory items (facts) and L1 segments that match it, and the assistant's reply to
+  such a segment (``reply_ids``).
 * ``facts(include_history=False)`` — the user's memory items (facts, preferences, events, plans) that hold
   now, with the superseded ones on request.
 * ``list(level?, limit=50)`` — the user's newest active memories: id, level, span (UTC), content.
@@ -139,7 +140,8 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
 
         Args:
             memory_id: an id from recall or list, e.g. L1-0123456789abcdef.
-            text: what to forget, instead of an id; facts and messages that match it are soft-deleted.
+            text: what to forget, instead of an id; facts and messages that match it are soft-deleted, with the
+                assistant's reply to such a message (listed in reply_ids as well as memory_ids).
             hard: with memory_id only: erase the memory and its source messages irreversibly.
         """
         if (memory_id is None) == (text is None):
@@ -151,7 +153,8 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
                 engine.require_user(user_id)
                 plan = engine.forget(user_id, forget_request(text) or text, confirm=True, actor="mcp")
             return {"text": plan.text, "forgotten": not plan.empty,
-                    "facts": [i.label() for i in plan.items], "memory_ids": [n.id for n in plan.segments]}
+                    "facts": [i.label() for i in plan.items], "memory_ids": [n.id for n in plan.segments],
+                    "reply_ids": sorted(plan.replies)}
         engine.settle(user_id)  # the queued writes' memories (bounded wait, outside the lock)
         with lock:
             node = engine.node(memory_id or "")

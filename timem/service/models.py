@@ -183,6 +183,9 @@ class ForgetOut(BaseModel):
     segments: list[str]  #: the L1 segment ids that go (or would go), undoable with .../restore
     #: ids of the items in ``items`` that ``text`` does not name: said only in a message that goes, they go with it
     collateral: list[str] = Field(default_factory=list)
+    #: ids of the segments in ``segments`` that are the assistant's reply to a line that goes: the exchange goes
+    #: whole (the reply often repeats what was said)
+    replies: list[str] = Field(default_factory=list)
     #: older items that hold again once ``items`` go (an item in ``items`` had superseded them)
     reopened: list[ItemOut] = Field(default_factory=list)
     #: when nothing matched: why, and what to try ("no memory holds 'Hamburg'. Check the spelling …"; "it names no

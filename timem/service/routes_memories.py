@@ -135,7 +135,8 @@ def forget(user: UserPath, body: ForgetIn, s: S, t: T) -> ForgetOut:
         what = what or plan.text
     return ForgetOut(user=user, text=what, forgotten=body.confirm and not plan.empty,
                      items=[ItemOut.of(i) for i in plan.items], segments=[n.id for n in plan.segments],
-                     collateral=sorted(plan.collateral), reopened=[ItemOut.of(i) for i in plan.reopened],
+                     collateral=sorted(plan.collateral), replies=sorted(plan.replies),
+                     reopened=[ItemOut.of(i) for i in plan.reopened],
                      hint=plan.hint or None)
 
 
