@@ -131,6 +131,34 @@ def test_queued_write_returns_at_once_and_a_recall_reads_it(tmp_path, embedder):
         assert check_store(eng.store, eng.config) == []
 
 
+def test_a_recall_after_a_queued_write_leaves_the_segment_tree_to_the_worker(tmp_path, embedder):
+    """Issue 26: the recall right after an acknowledged write writes its L1 segment (read-your-writes) but does not
+    sync the segment tree (tens of ms at 10k leaves): it propagates over the stored tree, says so in the trace, and
+    the queued job syncs the tree."""
+    lock = threading.RLock()
+    with _engine(tmp_path / "timem.duckdb", embedder) as eng:
+        rc = eng.config.recall
+        eng.start_queue_worker(lock)
+        _write_days(eng, "amy", 3)
+        assert eng.queue.worker.wait_idle(60)
+        stored = eng.store.segment_tree.stored_version("amy", rc.segtree_threshold, rc.segtree_max_children)
+        assert stored is not None and stored[1] == 0  # the worker synced it
+        with lock:  # the worker cannot run meanwhile
+            eng.add_exchange("amy", "s9", "I visited Zanzibarqx with my sister.", "Lovely!", BASE + timedelta(days=9))
+            res = eng.recall("amy", "Where did I go with my sister? Zanzibarqx", BASE + timedelta(days=10),
+                             persist=False)
+            assert "Zanzibarqx" in res.context  # read-your-writes: the new segment is a candidate
+            now = eng.store.segment_tree.stored_version("amy", rc.segtree_threshold, rc.segtree_max_children)
+            assert now is not None and now[0] == stored[0] and now[1] == 2  # not synced: two new L1 segments
+            assert any("2 leaves behind" in n for n in res.trace.notes), res.trace.notes
+        assert eng.queue.worker.wait_idle(60)
+        assert eng.store.segment_tree.version("amy", rc.segtree_threshold, rc.segtree_max_children) is not None
+        eng.queue.worker.stop()
+        res = eng.recall("amy", "Where did I go with my sister? Zanzibarqx", BASE + timedelta(days=10),
+                         persist=False)
+        assert "Zanzibarqx" in res.context and not any("leaves behind" in n for n in res.trace.notes)
+
+
 def test_a_waiting_read_does_not_poll_the_queue_and_wakes_when_the_worker_ends_a_batch(tmp_path, embedder,
                                                                                         monkeypatch):
     """``GET .../memories`` waits (bounded) for the user's queued jobs. The wait counted open jobs every 20 ms, a

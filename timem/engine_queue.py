@@ -11,8 +11,9 @@ A chat write stores its turns and a job (:mod:`timem.store.jobs`) in one transac
 
 **Read-your-writes**: a recall (or answer) of a user with jobs whose L1 segments are not written yet first writes
 those segments itself (:meth:`ConsolidationQueue.read_your_writes`: only the jobs' sessions, one embedder call),
-so the write's L1 segment is a candidate like any other; it waits for no worker and changes no score. Memory
-items and L2-L5 of those jobs follow from the worker. The cost is bounded by the unconsolidated turns (about one
+so the write's L1 segment is a candidate like any other; it waits for no worker. Memory items, L2-L5 and the
+segment tree of those jobs follow from the worker: until it syncs the tree, recalls propagate over the stored one,
+and the new segments take part as leaves only (:func:`timem.recall.segtree.ensure`, noted in the trace). The cost is bounded by the unconsolidated turns (about one
 embedding per exchange); a recall with nothing queued does one small query on the jobs table.
 
 One writer: the worker takes the same lock as the caller's writes (the service's), once per step, and lets go of it

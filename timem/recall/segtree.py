@@ -15,7 +15,8 @@ unchanged: ``s̃ = s⁽⁰⁾ + Σ αᵏ s⁽ᵏ⁾`` with the row-normalised ``
   (cosine from their stored vectors, BM25 0), as the best sessions' children do over the TiMem tree.
 
 The tree is brought in step first when its leaf count or settings differ from the store
-(:func:`timem.store.segtree_tables.sync`; a write, like the lazy BM25 refresh). Nodes that start after the
+(:func:`timem.store.segtree_tables.sync`; a write), except while the user has a queued consolidation job, which
+syncs it: then the stored tree is used as it is (:func:`ensure`). Nodes that start after the
 question time are not scored; a node that spans it keeps its centroid over all its leaves.
 
 Reads (:mod:`timem.store.segtree_view`): the version check, the candidate leaves' rows, the exact centroid
@@ -37,18 +38,28 @@ from timem.store.ports import MemoryStore
 from timem.store.segtree_tables import SyncReport
 
 
-def ensure(store: MemoryStore, config: Config, user_id: str) -> tuple[SyncReport | None, tuple[Any, ...]]:
+def ensure(store: MemoryStore, config: Config, user_id: str
+           ) -> tuple[SyncReport | None, tuple[Any, ...], str | None]:
     """Sync the user's segment tree if it is not current (:func:`timem.store.segtree_tables.version`); returns what
-    the sync did (``None``: nothing to do) and the tree's version."""
-    current = store.segment_tree.version(user_id, config.recall.segtree_threshold, config.recall.segtree_max_children)
-    if current is not None:
-        return None, current
+    the sync did (``None``: nothing to do), the tree's version, and a note when the stored tree is used as it is.
+
+    A tree behind only by appended L1 memories is used as it is while the user has a queued consolidation job
+    (a live write acknowledged before its consolidation): that job syncs it (issue 26: no tree sync in the recall
+    after a write). The new memories are still leaf candidates; they take no part in the propagation until then.
+    """
+    rc = config.recall
+    stored = store.segment_tree.stored_version(user_id, rc.segtree_threshold, rc.segtree_max_children)
+    if stored is not None and stored[1] == 0:
+        return None, stored[0], None
+    if stored is not None and store.open_jobs(user_id) > 0:
+        return None, stored[0], (f"segment tree {stored[1]} leaves behind the L1 memories: propagation over the "
+                                 "stored tree; the queued consolidation syncs it")
     report = store.segment_tree.sync(user_id, config.recall.segtree_threshold, config.recall.segtree_max_children)
     current = store.segment_tree.version(user_id, config.recall.segtree_threshold, config.recall.segtree_max_children)
     if current is None:
         raise StoreError(f"the segment tree of {user_id} is not current right after a sync; rebuild it with "
                          f"`timem segtree build --user {user_id} --rebuild`")
-    return report, current
+    return report, current, None
 
 
 def propagate_segtree(state: RecallState, selection: LeafSelection, top_k: int
@@ -67,7 +78,7 @@ def propagate_segtree(state: RecallState, selection: LeafSelection, top_k: int
     """
     store, config, user_id, question_time = state.store, state.config, state.user_id, state.question_time
     query_vec = state.query_vector()
-    synced, tree_version = ensure(store, config, user_id)
+    synced, tree_version, behind = ensure(store, config, user_id)
     hops = config.recall.propagation_hops
     cands = {c.node_id: c for c in selection.candidates}
     view = store.segment_tree.view(user_id, tree_version, list(cands), query_vec,
@@ -123,6 +134,6 @@ def propagate_segtree(state: RecallState, selection: LeafSelection, top_k: int
              f"α={config.recall.propagation_alpha}: "
              f"{len(upper)} segment-tree nodes scored (best: "
              + ", ".join(f"{i} h{height[i]} {upper[i]:.3f}" for i in best)
-             + f"), {len(routed)} leaves routed in{built}"]
+             + f"), {len(routed)} leaves routed in{built}", *([behind] if behind else [])]
     return (LeafSelection(ranked, [c for c in ranked if c.kept], selection.bm25_query, selection.time, notes),
             {i: round(v, 6) for i, v in upper.items()})

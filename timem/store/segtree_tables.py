@@ -91,7 +91,16 @@ def save_summary(store: StoreHandle, user_id: str, node: SegNode, summary: str, 
 
 
 def version(store: StoreHandle, user_id: str, threshold: float, max_children: int) -> tuple[Any, ...] | None:
-    """The stored tree's version if it is current, else ``None``: one query.
+    """The stored tree's version if it is current, else ``None``: one query (:func:`stored_version`)."""
+    got = stored_version(store, user_id, threshold, max_children)
+    return got[0] if got is not None and got[1] == 0 else None
+
+
+def stored_version(store: StoreHandle, user_id: str, threshold: float, max_children: int
+                   ) -> tuple[tuple[Any, ...], int] | None:
+    """``(the stored tree's version, how many active L1 memories it lacks)``, or ``None`` when no tree is stored
+    with these settings or it holds more leaves than the user has: one query. Behind by ``n > 0``: the user's
+    last ``n`` L1 memories were appended since its last sync (an erase or edit drops the tree instead).
 
     Current: the stored tree has as many leaves as the user has active L1 memories and was built with
     these settings (the write paths -- :func:`sync` after ingest and chat, :func:`drop` and the store's
@@ -111,9 +120,9 @@ def version(store: StoreHandle, user_id: str, threshold: float, max_children: in
             "WHERE user_id = ? AND level = 1 AND status = 'active') FROM segtree_state s WHERE s.user_id = ?",
             [user_id, user_id]).fetchone()
     if row is None or (float(row[2]), int(row[3])) != (float(threshold), int(max_children)) \
-            or int(row[5]) != int(row[0]):
+            or int(row[5]) < int(row[0]):
         return None
-    return tuple(row[:5])  # as _state reads it
+    return tuple(row[:5]), int(row[5]) - int(row[0])  # the version as _state reads it
 
 
 def is_current(store: StoreHandle, user_id: str, threshold: float, max_children: int) -> bool:
@@ -230,6 +239,10 @@ class SegmentTreeTables:
 
     def version(self, user_id: str, threshold: float, max_children: int) -> tuple[Any, ...] | None:
         return version(self._store, user_id, threshold, max_children)
+
+    def stored_version(self, user_id: str, threshold: float, max_children: int
+                       ) -> tuple[tuple[Any, ...], int] | None:
+        return stored_version(self._store, user_id, threshold, max_children)
 
     def is_current(self, user_id: str, threshold: float, max_children: int) -> bool:
         return is_current(self._store, user_id, threshold, max_children)
