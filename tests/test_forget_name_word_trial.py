@@ -5,7 +5,7 @@ its capitalised occurrences within a sentence (:mod:`timem.memory.forget_scope`)
 from __future__ import annotations
 
 import pytest
-from forget_trial_support import engine, going, say
+from trial_support import fixtures, going
 
 EXCHANGES = [
     ("I had lunch with Will yesterday.", "Sounds fun."),
@@ -17,16 +17,7 @@ EXCHANGES = [
 ]
 
 
-@pytest.fixture(scope="session")
-def embedder(fake_embedder):
-    return fake_embedder
-
-
-@pytest.fixture()
-def eng(tmp_path, store, embedder):
-    e = engine(tmp_path, store, embedder)
-    say(e, EXCHANGES)
-    return e
+embedder, eng = fixtures(EXCHANGES)
 
 
 @pytest.mark.parametrize(("text", "reached", "kept"), [

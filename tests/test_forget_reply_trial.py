@@ -4,8 +4,7 @@ DuckDB file, no LLM."""
 
 from __future__ import annotations
 
-import pytest
-from forget_trial_support import engine, say
+from trial_support import fixtures
 
 from timem.memory.forget import forgotten_turn_ids
 from timem.models import Level
@@ -16,16 +15,7 @@ EXCHANGES = [
 ]
 
 
-@pytest.fixture(scope="session")
-def embedder(fake_embedder):
-    return fake_embedder
-
-
-@pytest.fixture()
-def eng(tmp_path, store, embedder):
-    e = engine(tmp_path, store, embedder)
-    say(e, EXCHANGES)
-    return e
+embedder, eng = fixtures(EXCHANGES)
 
 
 def test_the_reply_of_the_exchange_goes_with_the_line_and_the_preview_says_so(eng, store):

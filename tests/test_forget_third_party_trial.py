@@ -5,7 +5,7 @@ hospital". A request in the user's own voice leaves a line where the word it mat
 from __future__ import annotations
 
 import pytest
-from forget_trial_support import engine, going, say
+from trial_support import fixtures, going
 
 EXCHANGES = [
     ("I work as a nurse.", "That must be demanding."),
@@ -15,16 +15,7 @@ EXCHANGES = [
 ]
 
 
-@pytest.fixture(scope="session")
-def embedder(fake_embedder):
-    return fake_embedder
-
-
-@pytest.fixture()
-def eng(tmp_path, store, embedder):
-    e = engine(tmp_path, store, embedder)
-    say(e, EXCHANGES)
-    return e
+embedder, eng = fixtures(EXCHANGES)
 
 
 def test_a_first_person_request_leaves_a_third_partys_line(eng):

@@ -7,24 +7,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from trial_support import fixtures
 
-from timem.config import load_config
-from timem.engine import MemoryEngine
 from timem.memory.rules import extract_statements
 
 T0 = datetime(2024, 5, 1, 9, tzinfo=UTC)
 
 
-@pytest.fixture(scope="session")
-def embedder(fake_embedder):
-    return fake_embedder
-
-
-@pytest.fixture()
-def eng(tmp_path, store, embedder):
-    cfg = load_config(env={}, db_path=store.path, llm_backend="none", cache_dir=tmp_path / "cache",
-                      consolidation_mode="extractive", memory_extractor="rules")
-    return MemoryEngine(cfg, store, embedder, None)
+embedder, eng = fixtures()
 
 
 @pytest.mark.parametrize(("text", "value"), [

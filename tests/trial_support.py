@@ -1,11 +1,15 @@
-"""The setup of the forget trials (tests/test_forget_*_trial.py): an engine with no LLM on the ``store`` fixture's
-real DuckDB file, and a user's lines said one a day, each with the assistant's reply."""
+"""The setup of the new-user trial tests (tests/test_forget_*_trial.py, the memory-item trials): an engine with no
+LLM on the ``store`` fixture's real DuckDB file, and a user's lines said one a day, each with the assistant's
+reply (:func:`fixtures`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 T0 = datetime(2024, 5, 1, 9, tzinfo=UTC)
 
@@ -20,7 +24,7 @@ def engine(tmp_path: Path, store: Any, embedder: Any) -> Any:
     return MemoryEngine(cfg, store, embedder, None)
 
 
-def say(eng: Any, exchanges: list[tuple[str, str]]) -> None:
+def say(eng: Any, exchanges: Sequence[tuple[str, str]]) -> None:
     """Each ``(line, reply)`` said by Mia (user ``mia``) on its own day, in its own session."""
     for k, (line, reply) in enumerate(exchanges):
         eng.remember("mia", f"s{k}", line, T0 + timedelta(days=k), reply=reply, user_name="Mia")
@@ -30,3 +34,21 @@ def say(eng: Any, exchanges: list[tuple[str, str]]) -> None:
 def going(plan: Any) -> str:
     """The segments a forget preview takes, as one string."""
     return " | ".join(" ".join(n.content.split()) for n in plan.segments)
+
+
+def fixtures(exchanges: Sequence[tuple[str, str]] = ()) -> tuple[Any, Any]:
+    """``(embedder, eng)`` fixtures for a test module (``embedder, eng = fixtures(EXCHANGES)``): the hashing
+    embedder, and an :func:`engine` per test in which Mia has said ``exchanges`` (:func:`say`), if any."""
+
+    @pytest.fixture(scope="session")
+    def embedder(fake_embedder: Any) -> Any:
+        return fake_embedder
+
+    @pytest.fixture()
+    def eng(tmp_path: Path, store: Any, embedder: Any) -> Any:
+        e = engine(tmp_path, store, embedder)
+        if exchanges:
+            say(e, exchanges)
+        return e
+
+    return embedder, eng
