@@ -12,7 +12,8 @@ explicit first-person statements and corrections):
   "我现在在腾讯工作", "我在医院当护士"; the copula only for an occupation of :mod:`timem.memory.occupations`:
   "I'm a nurse (at X)", "I became a nurse", "我是护士", "我开始当护士了" (not "I'm a morning person", 我是上海人);
 * drinks -- "I drink black coffee every morning", "I switched from coffee to green tea",
-  "I don't drink coffee anymore" (ends the open item), "我不喝咖啡了，只喝茶", "我改喝绿茶了";
+  "I don't drink coffee anymore", "I stopped drinking coffee", "I quit coffee" (end the open item, or record it as
+  history when none held it), "我不喝咖啡了，只喝茶", "我改喝绿茶了";
 * diet -- "I'm vegetarian now", "I went vegan", "我吃素了";
 * hobbies (several at once; only an explicit end closes one; :mod:`timem.memory.hobbies`) -- "I took up pottery",
   "I started playing chess", "I love / like hiking", "I like to hike" (not "I'd like to …"), "I love hiking and
@@ -78,7 +79,9 @@ class Statement:
 
     ``attribute`` is ``None`` only for a bare correction ("actually, it's Braga"). ``replaces`` names the
     value the statement ends ("switched from coffee to tea": ``"coffee"``); ``ends_only`` means it only
-    ends it ("I don't drink coffee anymore"). ``text`` is the sentence it came from.
+    ends it ("I don't drink coffee anymore"); ``held`` that it says the ended value held until then ("anymore", "no
+    longer", "stopped", "quit", "gave up"; not "I don't drink coffee"), so the writer records it as history when no
+    item held it. ``text`` is the sentence it came from.
     """
 
     kind: str
@@ -88,6 +91,7 @@ class Statement:
     correction: bool = False
     replaces: str | None = None
     ends_only: bool = False
+    held: bool = False
 
 
 def _p(pattern: str, **names: str) -> re.Pattern[str]:
@@ -152,7 +156,11 @@ _MORNING = _p(r"\bmy\s+mornings?\s+(?:start|starts|begin|begins)\s+with\s+(?:an?
               r"(?:(?:double|strong|big|hot|cup\s+of)\s+)*{v}\b", v=_DRINK)
 _JOB_AS = re.compile(r"\b(?:a\s+|my\s+)?(?:new\s+)?job\s+as\s+(?:an?\s+)" + _JOB + _END, re.IGNORECASE)
 _JOB_LOST = re.compile(r"\b(?:lost|quit|left)\s+my\s+job\s+as\s+(?:an?\s+)" + _JOB + _END, re.IGNORECASE)
-_GAVE_UP = _p(r"\bi(?:'ve|\s+have)?\s+(?:gave|given|give)\s+up\s+{old}\b", old=_DRINK)
+#: "I gave up coffee", "I stopped drinking espresso", "I quit coffee" (a new-user trial: the last two read nothing)
+_GAVE_UP = _p(r"\bi(?:'ve|\s+have)?\s+(?:just\s+|finally\s+)?(?:(?:gave|given|give)\s+up|stopped|quit)\s+"
+              r"(?:drinking\s+|having\s+)?{old}\b", old=_DRINK)
+#: the words of an end that say the drink was had until then: "I don't drink espresso anymore", "I no longer drink …"
+_WAS_HAD = re.compile(r"\b(?:anymore|any\s+more|any\s+longer|no\s+longer)\b", re.IGNORECASE)
 _DRINK_NOW = _p(r"\bi\s+(?:now\s+|usually\s+|always\s+|only\s+|just\s+|mostly\s+)*"
                 r"(?:drink|have|start\s+my\s+day\s+with)\s+(?:(?:two|three|four|five|six|several|\d+)\s+"
                 r"(?:cups\s+of\s+)?)?{v}(?:s|es)?\b(?P<when>[^.!?]*\bmorning)?", v=_DRINK)
@@ -246,7 +254,9 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
         if new and (not stop or new["v"].lower() != stop["old"].lower()):
             add("preference", attr, new["v"].lower(), replaces=stop["old"].lower() if stop else None)
         elif stop:
-            add("preference", attr, stop["old"], replaces=stop["old"].lower(), ends_only=True)
+            held = stop.re is _GAVE_UP or bool(_WAS_HAD.search(s, stop.start()) if stop.re is _STOP
+                                               else re.search(r"不再|已经|了$", stop.group(0)))
+            add("preference", attr, stop["old"], replaces=stop["old"].lower(), ends_only=True, held=held)
     if m := _DIET_END.search(s):  # "I'm not vegetarian anymore", "I eat meat again": ends the diet
         v = (m["v"] or m["w"] or "vegetarian").lower()  # "vegetarian" also ends "vegan" (values.KINDS_OF)
         add("preference", "diet", v, replaces=v, ends_only=True)

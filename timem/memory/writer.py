@@ -247,14 +247,16 @@ class ItemWriter:
                 report.ended += 1
 
     def _ended_before(self, user_id: str, subject: str, attribute: str, st: Statement, at: datetime,
-                      until: datetime, new_id: str, segment_id: str, confidence: float,
+                      until: datetime, new_id: str | None, segment_id: str, confidence: float,
                       report: ExtractionReport) -> None:
         """A change from a value no item holds ("I switched from espresso to green tea", nothing known of espresso)
         writes that value as history: an item that held until the new one starts (``until``) and is superseded by
         it. Since when is not said: from the end of the last earlier value of the attribute, else from the start of
         the user's first session (empty when the change is the first thing said). Nothing is written when an item
         of the attribute (or its family) already had that value (:func:`check_statement` saw the value in the turn,
-        as ``ends``). A new-user trial: the switch recorded green tea only, nothing of espresso."""
+        as ``ends``). A new-user trial: the switch recorded green tea only, nothing of espresso. An end said with no new
+        value ("I don't drink espresso anymore", :attr:`Statement.held`) writes it the same way, ``new_id`` ``None``:
+        it held until it was said and nothing superseded it."""
         old = st.replaces or ""
         family = (attribute, *ATTRIBUTE_FAMILIES.get(attribute, ()))
         earlier = [i for who in same_person(user_id, subject) for i in self.store.items(user_id, subject=who)
@@ -271,9 +273,13 @@ class ItemWriter:
         self.store.add_item(item, self.embedder.embed([f"{subject} {attribute}: {old}"])[0])
         self.store.audit("item-added", user_id, item.id, {"segment": segment_id, "kind": item.kind,
                                                           "source": "stated", "history": True})
+        report.added += 1
+        if new_id is None:
+            self.store.audit("item-ended", user_id, item.id, {"at": at.isoformat(), "segment": segment_id})
+            report.ended += 1
+            return
         self.store.audit("item-superseded", user_id, item.id, {"by": new_id, "at": at.isoformat(),
                                                                "correction": False})
-        report.added += 1
         report.superseded += 1
 
     def apply(self, user_id: str, subject: str, st: Statement, at: datetime, segment_id: str, *, source: str,
@@ -311,6 +317,8 @@ class ItemWriter:
                 self.store.update_item(i.id, valid_to=max(at, i.valid_from))
                 self.store.audit("item-ended", user_id, i.id, {"at": at.isoformat(), "segment": segment_id})
                 report.ended += 1
+            if st.held and not ended and attribute is not None:  # "I don't drink espresso anymore", none held
+                self._ended_before(user_id, subject, attribute, st, at, at, None, segment_id, confidence, report)
             return None
         if attribute is None:
             self.store.audit("item-skipped", user_id, None, {"segment": segment_id,
