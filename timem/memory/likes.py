@@ -65,11 +65,13 @@ _FAN_NO_THING = (r"(?!(?:it|that|this|these|those|you|yours|him|his|her|hers|the
                  r"someone|everyone|one|each|many|lots|plenty|most|such|not|no|never)\b)")
 #: a word of a liked name: "Miles Davis", "sci-fi", "St. Louis" (the sentences do not end at "St.")
 _FAN_WORD = r"(?:(?-i:St|Dr|Mr|Mrs|Ms|Mt)\.|[a-z][\w'’&-]*)"
-#: "a fan of X": X runs to punctuation, a dash or a word that starts something else ("since", "and", "like")
+#: "a fan of X": X runs to punctuation, a dash, a word that starts something else ("since", "and", "like") or a time
+#: adverbial ("I'm a big fan of jazz every day": "jazz"; a trial kept "jazz every day")
 _FAN_OF = (rf"(?:{_FAN_BIG}\s+)*fans?\s+of\s+(?:the\s+(?=(?-i:[A-Z])))?{_FAN_NO_THING}"
            rf"(?P<v>{_FAN_WORD}(?:\s+{_FAN_WORD}){{0,3}}?)"
            r"(?=\s*(?:[,.!?;:()–—]|$)|\s+-|\s+(?:now|these\s+days|nowadays|lately|anymore|any\s+more|since|for|and|but|because|too|so|ever|"
-           r"as|from|when|who|which|that|in|at|on|with|like|though|honestly|myself|really)\b)")
+           r"as|from|when|who|which|that|in|at|on|with|like|though|honestly|myself|really)\b|\s+"
+           + TIME_ADVERBIAL + ")")
 #: "a (huge) X fan": one to three words before "fan", none of them a "big" word
 _FAN_NAMED = (rf"(?:{_FAN_BIG}\s+)*(?!{_FAN_BIG}\b){_FAN_NO_THING}"
               rf"(?P<v>{_FAN_WORD}(?:\s+(?!{_FAN_BIG}\b){_FAN_WORD}){{0,2}}?)\s+fans?\b(?!\s+of\b)")

@@ -13,17 +13,6 @@ import re
 _HEDGE = re.compile(r"(?:\bnot|\bnever|n['’]t)\s+(?:[a-z]+\s+){0,2}?(?:say|said|saying|think|thought|know|knew|mean|"
                     r"means|meant|sure|claim\w*|pretend\w*|like|that|as\s+if|as\s+though|believe|guess|suppose)"
                     r"\s+(?:that\s+|if\s+)?$", re.IGNORECASE)
-#: an opinion of the past: "I used to love jazz (as a kid)" ends "likes jazz", "I used to hate jazz" ends "dislikes
-#: jazz", "I used to be into techno" ends "likes techno"; not "I used to love jazz and I still do", "I used to like it"
-_USED_TO = re.compile(r"\bi\s+used\s+to\s+(?:really\s+|absolutely\s+)?(?:(?P<like>love|like|enjoy|adore|"
-                      r"be\s+(?:really\s+|so\s+)?into)|hate|dislike|can't\s+stand)\s+(?:the\s+)?"
-                      r"(?!(?:it|that|this|you|him|her|them|the|a|an|my|your|to|how|when|what|being)\b)"
-                      r"(?P<v>[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,2}?)(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|"
-                      r"as|when|back|before|but|and|in|until|growing|years|once)\b))", re.IGNORECASE)
-_STILL = re.compile(r"\b(?:still|again)\b", re.IGNORECASE)
-#: the time words that may close an opinion and are no part of the thing: "I hate techno these days" dislikes "techno"
-#: (a new-user trial: "I don't like techno anymore" disliked "techno anymore", "… any more" "techno any")
-TIME_WORDS = r"(?:now|nowadays|these\s+days|lately|anymore|any\s+more|any\s+longer)"
 _DAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun|week)days?"
 #: a time adverbial that may end an opinion and is no part of the thing: "I love coffee in the morning" likes "coffee"
 #: (a new-user trial stored "coffee in the morning"), "I like jazz at night", "I love pancakes on weekends", "I enjoy
@@ -35,18 +24,33 @@ TIME_ADVERBIAL = (r"(?:(?:in|during)\s+the\s+(?:morning|afternoon|evening|night|
                   rf"(?:every|each)\s+(?:single\s+)?(?:day|morning|afternoon|evening|night|week|weekend|summer|winter|{_DAY})|"
                   r"daily|nightly|after\s+(?:work|dinner|lunch)|before\s+(?:bed|work)|first\s+thing\s+in\s+the\s+morning)"
                   r"(?![\w'-])")
+#: an opinion of the past: "I used to love jazz (as a kid)" ends "likes jazz", "I used to hate jazz" ends "dislikes
+#: jazz", "I used to be into techno" ends "likes techno"; not "I used to love jazz and I still do", "I used to like it".
+#: A time adverbial ends the thing, as after "I love": "I used to love coffee at night" ends "likes coffee" (a trial)
+_USED_TO = re.compile(r"\bi\s+used\s+to\s+(?:really\s+|absolutely\s+)?(?:(?P<like>love|like|enjoy|adore|"
+                      r"be\s+(?:really\s+|so\s+)?into)|hate|dislike|can't\s+stand)\s+(?:the\s+)?"
+                      r"(?!(?:it|that|this|you|him|her|them|the|a|an|my|your|to|how|when|what|being)\b)"
+                      r"(?P<v>[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,2}?)(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|"
+                      r"as|when|back|before|but|and|in|until|growing|years|once)\b|\s+" + TIME_ADVERBIAL + "))",
+                      re.IGNORECASE)
+_STILL = re.compile(r"\b(?:still|again)\b", re.IGNORECASE)
+#: the time words that may close an opinion and are no part of the thing: "I hate techno these days" dislikes "techno"
+#: (a new-user trial: "I don't like techno anymore" disliked "techno anymore", "… any more" "techno any")
+TIME_WORDS = r"(?:now|nowadays|these\s+days|lately|anymore|any\s+more|any\s+longer)"
 _GONE = r"(?:anymore|any\s+more|any\s+longer)"
 #: the thing of an opinion that is over: one to three words, not a pronoun (as in :data:`_USED_TO`)
 _OVER_THING = (r"(?:the\s+)?(?!(?:it|that|this|you|him|her|them|the|a|an|my|your|to|how|when|what|being)\b)"
                r"(?P<v>[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,2}?)")
-_OVER_END = r"(?=\s*(?:[,.!?;]|$|\s+(?:" + TIME_WORDS[3:-1] + r"|but|and|because|since|so)\b))"
+_OVER_END = (r"(?=\s*(?:[,.!?;]|$|\s+(?:" + TIME_WORDS[3:-1] + r"|but|and|because|since|so)\b|\s+" + TIME_ADVERBIAL
+             + "))")
 #: an opinion said to be over without the past tense (a new-user trial read nothing for each): "I no longer like
 #: techno", "I'm not into techno anymore", "I don't love jazz anymore", "I'm no longer a fan of jazz" end "likes X";
 #: "I don't hate jazz anymore", "I no longer hate jazz" end "dislikes X". They state no new opinion: no longer liking
 #: is not disliking (and "I can't stand it anymore" is no end at all, so "can't stand" is not read here)
 _LIKE_WORD = r"(?P<like>love|like|enjoy|adore|into|(?:a\s+)?(?:(?:big|huge|great|real)\s+)?fan\s+of)"
 _NOT_ANYMORE = re.compile(r"\bi(?:\s+(?:don't|don’t|do\s+not)|(?:'m|’m|\s+am)\s+not)\s+(?:really\s+|much\s+)?"
-                          rf"(?:{_LIKE_WORD}|hate|dislike)\s+{_OVER_THING}\s+{_GONE}\b", re.IGNORECASE)
+                          rf"(?:{_LIKE_WORD}|hate|dislike)\s+{_OVER_THING}(?:\s+{TIME_ADVERBIAL})?\s+{_GONE}\b",
+                          re.IGNORECASE)
 _NO_LONGER = re.compile(r"\bi(?:'m|’m|\s+am)?\s+no\s+longer\s+(?:really\s+)?"
                         rf"(?:{_LIKE_WORD}|hate|dislike)\s+{_OVER_THING}{_OVER_END}", re.IGNORECASE)
 
