@@ -5,7 +5,11 @@
   clause holding them has another subject ("My brother is a nurse at the hospital", "she is a nurse too"; the
   clauses and subjects of :mod:`timem.memory.grounding`, which refuses such a clause as the speaker's fact). A line
   where one clause holding them is the user's own ("My brother and I are nurses", "I'm a nurse like my brother")
-  goes. A request about someone else ("my brother is a nurse") is not in the user's own voice and takes the line.
+  goes. Reported speech of someone else about someone else is theirs ("Tom said he's a nurse", "my sister told me
+  she works as a nurse"; "I told Tom I'm a nurse" and "Tom said I'm a nurse" are the user's), and so is a line about
+  the user's relative as the assistant says it ("So your brother is a nurse now!"); a new-user trial: both went with
+  "I work as a nurse". A request about someone else ("my brother is a nurse") is not in the user's own voice and
+  takes the line.
   The thing asked about is no one else when it is a clause's subject ("Berlin was home for five years" goes for "I
   lived in Berlin"). The sources of an item the request names always go. A new-user trial: ``timem forget "I work
   as a nurse"`` also took "My brother is a nurse at the hospital".
@@ -28,7 +32,7 @@ from collections.abc import Iterable
 
 from timem.item_values import mentions
 from timem.memory.forget_words import holds
-from timem.memory.grounding import about_speaker, clauses
+from timem.memory.grounding import CLOSE, about_speaker, clauses
 from timem.models import MemoryNode, Role
 from timem.store.ports import MemoryStore
 
@@ -51,6 +55,26 @@ def said(content: str) -> list[str]:
     return [re.sub(r"^[^:\n]{1,80}:\s+", "", line) for line in lines if line.strip()]
 
 
+#: who a clause may be about when not the speaker: "Tom", "Ana Silva", "my sister (Ana)", "he", "she", "they"
+_WHO = (rf"(?:(?i:(?:my|our|your|his|her|their)\s+(?:{CLOSE}))(?:\s+[A-Z][a-z]+)?|(?i:he|she|they)|"
+        r"(?!(?:I|We|My|Our|Me|Us|You|Your|Just|Then|So|And|But|Also|Well|Honestly)\b)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)")
+#: reported speech of someone else about someone else: "Tom said he's a nurse", "Lena says she is a nurse", "my sister
+#: told me she works as a nurse", "Tom mentioned that Ana is …"; not "I told Tom I'm a nurse", "Tom said I'm a nurse"
+_REPORTED = re.compile(rf"^\W*(?:(?i:also|and|but|so|now|then|honestly|well)\W+)?{_WHO}\s+"
+                       r"(?i:said|says|told\s+(?:me|us)|tells\s+(?:me|us)|mentioned|mentions|thinks|thought|wrote|"
+                       r"explained|claims|claimed)\s+(?:(?i:that)\s+)?" + _WHO + r"\b")
+#: a clause about the user's relative or friend, as the assistant says it: "So your brother is a nurse now!" (the
+#: assistant's "you're a nurse" is the user's own and goes)
+_YOUR_CLOSE = re.compile(rf"^\W*(?:(?i:also|and|but|so|now|then|oh|wow|well)\W+)?(?i:your\s+(?:{CLOSE}))\b")
+
+
+def _someone_elses_clause(clause: str) -> bool:
+    """Whether ``clause`` is about someone else: :func:`timem.memory.grounding.about_speaker` says so, or it reports
+    someone else's words about someone else (:data:`_REPORTED`) or speaks of the user's relative
+    (:data:`_YOUR_CLOSE`)."""
+    return not about_speaker(clause) or bool(_REPORTED.search(clause) or _YOUR_CLOSE.search(clause))
+
+
 def someone_elses(content: str, words: Iterable[str], values: Iterable[str] = ()) -> bool:
     """Whether every clause of ``content`` holding one of the request's key ``words`` (by stem) or an item's
     ``values`` (as words) is about someone else; ``False`` when no clause holds any (the line was matched otherwise)."""
@@ -60,7 +84,7 @@ def someone_elses(content: str, words: Iterable[str], values: Iterable[str] = ()
     # the thing asked about may be the clause's subject: "Berlin was home for five years" is no one else's
     asked = re.compile(r"(?<![\w'’-])(?:" + "|".join(re.escape(w) for w in [*words, *values] if w) + r")(?:s|es)?"
                        r"(?![\w'’-])", re.IGNORECASE) if [*words, *values] else None
-    return bool(holding) and not any(about_speaker(asked.sub("", c) if asked else c) for c in holding)
+    return bool(holding) and all(_someone_elses_clause(asked.sub("", c) if asked else c) for c in holding)
 
 
 _TOKEN = re.compile(r"[A-Za-z][a-z'’]+")

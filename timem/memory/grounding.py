@@ -95,6 +95,8 @@ _FAVOURITE = re.compile(r"\bfavou?rite\b|最喜欢|最爱", re.IGNORECASE)
 _CLOSE = (r"sister|brother|mum|mom|mother|dad|father|parents?|wife|husband|partner|boyfriend|girlfriend|friends?|"
           r"son|daughter|kids?|children|boss|colleagues?|coworkers?|neighbou?rs?|cousin|aunt|uncle|grand\w*|family|"
           r"cat|dog|fianc[ée]e?|roommate|flatmate")
+#: the people (and pets) close to a speaker, as in "my sister", for :mod:`timem.memory.forget_scope` too
+CLOSE = _CLOSE
 _VERB = (r"(?:is|was|are|were|lives|lived|works|worked|drinks|drank|loves|likes|moved|has|had|switched|became|"
          r"started|eats|prefers|enjoys|plays|took|joined|got)")
 #: a clause whose subject is someone else: "my sister ...", "his / her / their ...", "he / she / they / it ...",
