@@ -13,8 +13,9 @@ A chat write stores its turns and a job (:mod:`timem.store.jobs`) in one transac
 those segments itself (:meth:`ConsolidationQueue.read_your_writes`: only the jobs' sessions, one embedder call),
 so the write's L1 segment is a candidate like any other; it waits for no worker. Memory items, L2-L5 and the
 segment tree of those jobs follow from the worker: until it syncs the tree, recalls propagate over the stored one,
-and the new segments take part as leaves only (:func:`timem.recall.segtree.ensure`, noted in the trace). The cost is bounded by the unconsolidated turns (about one
-embedding per exchange); a recall with nothing queued does one small query on the jobs table.
+and the new segments take part as leaves only (:func:`timem.recall.segtree.ensure`, noted in the trace). The cost
+is bounded by the unconsolidated turns (about one embedding per exchange); a recall with nothing queued does one
+small query on the jobs table.
 
 One writer: the worker takes the same lock as the caller's writes (the service's), once per step, and lets go of it
 between steps. Reads do not take it (the memory service's recalls run on their own cursors, issue 26 §4); the L1
