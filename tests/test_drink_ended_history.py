@@ -72,3 +72,27 @@ def test_a_like_said_over_still_only_ends_it(eng):
     opinions = [(i.attribute, i.value, i.valid_to) for i in eng.memory_items("mia")
                 if i.attribute in ("likes", "dislikes")]
     assert opinions == [("likes", "techno", said)]
+
+
+def test_a_drink_that_ended_leaves_a_like_of_it_holding(eng):
+    """A trial: with "I love espresso" held, "I don't drink espresso anymore" ended the like (every open item of
+    that value ended). Not drinking it is not disliking it: the like holds, the drink is history."""
+    _say(eng, ["I love espresso.", "I don't drink espresso anymore."])
+    items = eng.memory_items("mia")
+    likes = [i for i in items if i.attribute == "likes" and i.value == "espresso"]
+    assert len(likes) == 1 and likes[0].valid_to is None, likes
+    drinks = [i for i in items if i.attribute in ("drink", "morning drink")]
+    assert [i.value for i in drinks] == ["espresso"] and drinks[0].valid_to is not None, drinks
+
+
+def test_an_opinion_that_ended_still_ends_the_like(eng):
+    _say(eng, ["I love jazz.", "I don't like jazz anymore."])
+    likes = [i for i in eng.memory_items("mia") if i.attribute == "likes" and i.value == "jazz"]
+    assert len(likes) == 1 and likes[0].valid_to is not None, likes
+
+
+def test_a_drink_switch_leaves_a_like_of_the_old_drink_holding(eng):
+    _say(eng, ["I love espresso.", "I switched from espresso to green tea."])
+    items = eng.memory_items("mia")
+    assert [i.valid_to for i in items if i.attribute == "likes" and i.value == "espresso"] == [None], items
+    assert any(i.value == "green tea" and i.valid_to is None for i in items), items

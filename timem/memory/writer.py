@@ -300,7 +300,9 @@ class ItemWriter:
         later = [i for i in open_items if i.event_time > at]
         open_items = [i for i in open_items if i.event_time <= at]
         attribute, kind = st.attribute, st.kind
-        ended = [i for i in open_items if st.replaces and mentions(i.value, st.replaces)]
+        ended = [i for i in open_items if st.replaces and mentions(i.value, st.replaces)
+                 # a habit's end or switch ("I don't drink espresso anymore") ends no opinion ("likes espresso")
+                 and (st.attribute is None or st.attribute in OPPOSITES or i.attribute not in OPPOSITES)]
         if ended and (attribute is None or not any(i.attribute == attribute for i in ended)):
             attribute = ended[-1].attribute
         if attribute is not None and not any(i.attribute == attribute for i in open_items):
