@@ -185,3 +185,14 @@ def test_candidate_updated_is_model_copy():
         assert new.model_dump() == ref.model_dump() and new.model_dump(exclude_unset=True) == \
             ref.model_dump(exclude_unset=True)
     assert c.rank == 3 and not c.kept  # the original is unchanged
+
+
+def test_keywords_keep_accented_words_whole():
+    """A new-user trial: "Zürich" gave the keyword "rich" (and recalled "The cake was very rich."), "café" gave
+    "caf", "señora" gave "se" and "ora": the keyword tokens were ASCII only."""
+    assert extract_keywords("Where did I drink the café crème?") == ["drink", "café", "crème"]
+    assert extract_keywords("Who was the señora who sold bread?") == ["señora", "sold", "bread"]
+    assert extract_keywords("was the cake in zürich naïve?") == ["cake", "zürich", "naïve"]
+    assert "rich" not in extract_keywords("What did I buy in Zürich?")
+    assert extract_keywords("What is 3 × 4?") == []  # × is no letter
+    assert extract_keywords("Where is München?", ["München"]) == []  # a participant's name, accents and all

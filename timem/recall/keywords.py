@@ -39,7 +39,10 @@ two three four five six seven eight nine ten eleven twelve hundred thousand coup
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _TIME_WORDS = frozenset(MONTHS) | frozenset(WEEKDAYS) | frozenset(m[:3] for m in MONTHS)
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
+#: a word of Latin script: ASCII letters and digits, and the accented letters of Latin-1 and Latin Extended-A/B
+#: (× and ÷ aside), so that "Zürich", "café" and "señora" are one keyword each, not "rich", "caf" and "se ora"
+_LATIN = "A-Za-z0-9\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u024F"
+_TOKEN = re.compile(rf"[{_LATIN}][{_LATIN}'’\-]*")
 
 
 def strip_possessive(token: str) -> str:
