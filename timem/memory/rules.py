@@ -203,6 +203,19 @@ def _clean(v: str) -> str:
     return re.sub(rf"\s+{TIME_WORDS}$", "", v, flags=re.IGNORECASE).strip()
 
 
+def _my_value(attribute: str, value: str, rest: str) -> str | None:
+    """The value of "my X is …" for ``attribute``: for a job an occupation ("my job is nurse"; not "my job is boring /
+    in Lisbon"), for a hometown a place under the rules of "I'm from X" (not "my hometown is nice / really small /
+    cork"; :mod:`timem.memory.places`); ``rest`` is the sentence from the value on. ``None``: none."""
+    if attribute == "job":
+        return value if occupation(re.sub(r"^(?:an?|the)\s+", "", _clean(value), flags=re.IGNORECASE)) else None
+    if attribute != "hometown":
+        return value
+    if m := re.match(r"(?:(?i:the)\s+)?" + _cap("v") + _END_CAP, rest):
+        return m["v"] if is_place(_clean(m["v"])) else None
+    return lower_place(rest)
+
+
 def _drink_attr(sentence: str) -> str:
     return "morning drink" if re.search(r"morning|早上|早晨|每天早", sentence, re.IGNORECASE) else "drink"
 
@@ -279,8 +292,9 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
     if m := (_FAV.search(s) or _ZH_FAV.search(s)):
         add("preference", f"favourite {_clean(m['a']).lower()}", m["v"])
     if m := _MY.search(s):
-        a = re.sub(r"\s+", " ", m["a"].lower()).replace("home town", "hometown")
-        add("fact", {"job title": "job", "hometown": "hometown"}.get(a, a), m["v"])
+        a = {"job title": "job", "home town": "hometown"}.get(re.sub(r"\s+", " ", m["a"].lower()), m["a"].lower())
+        if (v := _my_value(a, m["v"], s[m.start("v"):])) is not None:
+            add("fact", a, v)
     if not any(x.attribute == "hometown" for x in out) and (  # "my hometown is …" wins
             (m := _ORIGIN.search(s)) or ((m := _FROM.search(s)) and is_place(_clean(m["v"])))):
         add("fact", "hometown", m["v"])
