@@ -56,7 +56,13 @@ class MiniLMEmbedder:
 
     def __init__(self, batch_size: int = 64, device: str = "cpu") -> None:
         self.batch_size = batch_size
-        self._model = _load(device)
+        self._device = device
+
+    @property
+    def _model(self) -> Any:
+        """The SentenceTransformer, loaded on the first embedding (once per process and device): a command that
+        embeds nothing (``timem stats``, ``tree``, ``memories list``) does not pay the ~3 s import and load."""
+        return _load(self._device)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if len(texts) == 0:
