@@ -657,3 +657,13 @@ def test_every_option_and_argument_of_every_command_has_a_help():
                      "bench suite": ("LongMemEval: the first N instances",),
                      "serve": ("address to listen on", "TCP port to listen on")}[path]:
             assert said in flat, (path, res.output)
+
+
+@pytest.mark.parametrize(("command", "port"), [("serve", "99999"), ("serve", "-1"), ("serve", "0"),
+                                                ("studio", "70000")])
+def test_a_port_outside_1_to_65535_is_a_usage_error(cli_env, command, port):
+    """A trial: `timem serve --port 99999` printed "Uvicorn running on http://127.0.0.1:99999" and listened on 34463
+    (99999 mod 65536); --port -1 started, then logged an error. A port must be 1-65535, checked before anything."""
+    out = _usage_error(command, "--port", port, "--db", str(cli_env / "t.duckdb"))
+    assert "--port" in out and ("less than or equal to 65535" in out or "greater than or equal to 1" in out), out
+    assert not (cli_env / "t.duckdb").exists()

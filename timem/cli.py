@@ -277,7 +277,8 @@ def model(config: ConfigOpt = None) -> None:
 
 @app.command()
 def studio(db: DbOpt = None,
-           port: Annotated[int, typer.Option("--port", help="TCP port of the studio on 127.0.0.1")] = 8501,
+           port: Annotated[int, typer.Option("--port", min=1, max=65535, metavar="PORT",
+                                             help="TCP port of the studio on 127.0.0.1 (1-65535)")] = 8501,
            service: Annotated[str | None, typer.Option(
                "--service", help="URL of a running memory service (`timem serve`) to show instead of a DuckDB file; "
                                  "the studio then never opens a file")] = None,

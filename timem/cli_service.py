@@ -36,7 +36,8 @@ AddressOpt = Annotated[str, typer.Option("--ray-address", help="with --ray: loca
 def serve(db: DbOpt = None,
           host: Annotated[str, typer.Option("--host", help="address to listen on (0.0.0.0: every interface)")] =
           "127.0.0.1",
-          port: Annotated[int, typer.Option("--port", help="TCP port to listen on")] = 8600,
+          port: Annotated[int, typer.Option("--port", min=1, max=65535, metavar="PORT",
+                                            help="TCP port to listen on (1-65535)")] = 8600,
           keys: KeysOpt = None, llm: LlmOpt = None,
           config: ConfigOpt = None, ray: RayOpt = False, replicas: ReplicasOpt = 2,
           ray_address: AddressOpt = "local", set_: SetOpt = None) -> None:
