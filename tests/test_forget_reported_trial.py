@@ -5,7 +5,6 @@ is the user's own. Real DuckDB file, no LLM."""
 
 from __future__ import annotations
 
-import pytest
 from trial_support import fixtures, going
 
 EXCHANGES = [
@@ -29,7 +28,12 @@ def test_a_first_person_request_leaves_reported_speech_and_the_assistants_third_
         assert other not in took, (other, took)
 
 
-@pytest.mark.parametrize("text", ["Tom is a nurse", "nurse"])
-def test_a_request_about_someone_else_or_nobody_still_takes_them(eng, text):
-    took = going(eng.forget("mia", text))
+def test_a_request_about_nobody_still_takes_them(eng):
+    took = going(eng.forget("mia", "nurse"))
     assert "Tom said he's a nurse" in took and "your brother is a nurse" in took, took
+
+
+def test_a_request_about_tom_takes_only_the_line_about_tom(eng):
+    took = going(eng.forget("mia", "Tom is a nurse"))  # not the user's "I told Tom I'm a nurse", nor the brother
+    assert "Tom said he's a nurse" in took, took
+    assert "I told Tom I'm a nurse" not in took and "your brother is a nurse" not in took, took

@@ -37,7 +37,16 @@ from timem import editing
 from timem.consolidation.consolidator import Consolidator
 from timem.errors import InputError, NotFoundError
 from timem.item_values import mentions, normalise
-from timem.memory.forget_scope import holds_as_name, in_own_voice, name_words, replies, someone_elses
+from timem.memory.forget_scope import (
+    about_party,
+    about_someone_else,
+    holds_as_name,
+    in_own_voice,
+    name_words,
+    party,
+    replies,
+    someone_elses,
+)
 from timem.memory.forget_words import RequestWords, holds, request_words, written_as_name
 from timem.memory.rules import extract_statements
 from timem.models import Level, MemoryItem, MemoryNode, NodeStatus, Role
@@ -135,7 +144,7 @@ def preview(store: MemoryStore, user_id: str, text: str) -> ForgetPreview:
     stated = extract_statements(text)
     other_side = {(_OPPOSITE[s.attribute], normalise(s.value)) for s in stated if s.attribute in _OPPOSITE}
     items, spared = [], []
-    for it in store.items(user_id):
+    for it in [] if about_someone_else(text) else store.items(user_id):  # the user's own facts: not about others
         if (it.attribute, normalise(it.value)) in other_side:  # "I love jazz" does not name "dislikes jazz"
             spared.append(it)
         elif len(normalise(it.value)) >= 2 and mentions(text, it.value) or any(
@@ -257,6 +266,9 @@ def _in_scope(text: str, segments: list[MemoryNode], every: list[MemoryNode], it
     if in_own_voice(text):
         key, values = (words or request_words(text)).key, [i.value for i in items]
         segments = [n for n in segments if n.id in sources or not someone_elses(n.content, key, values)]
+    elif about_someone_else(text):  # "my brother is a nurse": only a clause about the brother, never the user's own
+        who, key = party(text), (words or request_words(text)).key
+        segments = [n for n in segments if about_party(n.content, who, key)]
     return segments
 
 

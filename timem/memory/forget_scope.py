@@ -8,8 +8,13 @@
   goes. Reported speech of someone else about someone else is theirs ("Tom said he's a nurse", "my sister told me
   she works as a nurse"; "I told Tom I'm a nurse" and "Tom said I'm a nurse" are the user's), and so is a line about
   the user's relative as the assistant says it ("So your brother is a nurse now!"); a new-user trial: both went with
-  "I work as a nurse". A request about someone else ("my brother is a nurse") is not in the user's own voice and
-  takes the line.
+  "I work as a nurse". The thing asked about may be a possessive ("Your cat's name is Miso" goes for "I have a cat").
+* **A request about someone else** (:func:`about_someone_else`: "my brother is a nurse", "my sister Ana is a nurse",
+  "Tom is a nurse", "我姐姐是护士"; no "I" or "we", a subject that is someone else, and a word besides who it is)
+  names no item (the items are the user's own facts) and reaches only a line with a clause holding its words that
+  is someone else's and names that party (:func:`party`, :func:`about_party`): "My brother is a nurse at the
+  hospital", not "I work as a nurse", "My sister Ana said she is a nurse too", nor "I told Tom I'm a nurse" for
+  "Tom is a nurse". A new-user trial: "my brother is a nurse" took ``job: nurse``, the user's line, the sister's.
   The thing asked about is no one else when it is a clause's subject ("Berlin was home for five years" goes for "I
   lived in Berlin"). The sources of an item the request names always go. A new-user trial: ``timem forget "I work
   as a nurse"`` also took "My brother is a nurse at the hospital".
@@ -31,10 +36,11 @@ import re
 from collections.abc import Iterable
 
 from timem.item_values import mentions
-from timem.memory.forget_words import holds
+from timem.memory.forget_words import holds, request_words
 from timem.memory.grounding import CLOSE, about_speaker, clauses
 from timem.models import MemoryNode, Role
 from timem.store.ports import MemoryStore
+from timem.tokens import content_stems
 
 #: the user speaking of themselves: "I work as a nurse", "I'm vegetarian", "we moved to Porto"
 _OWN_VOICE = re.compile(r"\b(?:I|we)\b|\bI['’](?:m|ve|d|ll)\b", re.IGNORECASE)
@@ -44,6 +50,48 @@ def in_own_voice(text: str) -> bool:
     """Whether the request ``text`` is said in the user's own voice ("I work as a nurse") and not about someone
     else ("my brother is a nurse", "my brother and I went to Rome")."""
     return bool(_OWN_VOICE.search(text)) and all(about_speaker(c) for c in clauses(text) if c.strip())
+
+
+def about_someone_else(text: str) -> bool:
+    """Whether the request ``text`` says something of someone else, not of the user ("my brother is a nurse", "Tom
+    is a nurse", "我姐姐是护士"): no "I" or "we", a clause whose subject is someone else, and a key word besides who
+    it is ("my cat", "my sister" name the one, and say nothing of them)."""
+    if _OWN_VOICE.search(text) or all(about_speaker(c) for c in clauses(text) if c.strip()):
+        return False
+    who = {s for w in party(text) for s in (content_stems(w, ascii_only=True) or {w})}
+    return any(not (content_stems(w, ascii_only=True) or {w}) <= who for w in request_words(text).key)
+
+
+_PARTY = re.compile(rf"\b(?i:my|our|his|her|their)\s+(?P<who>(?i:{CLOSE}))\b(?P<names>(?:\s+[A-Z][a-z]+)*)")
+_LEAD_NAME = re.compile(r"^\W*(?!(?:I|We|My|Our|He|She|They|It|The|This|That)\b)"
+                        r"(?P<names>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)\s")
+_ZH_PARTY = re.compile(r"我的?(?P<who>妈妈|爸爸|母亲|父亲|姐姐|妹妹|哥哥|弟弟|朋友|老公|老婆|丈夫|妻子|男朋友|女朋友|"
+                       r"同事|儿子|女儿|家人|父母|奶奶|爷爷|外婆|外公|老板|猫|狗)")
+
+
+def party(text: str) -> list[str]:
+    """Who the request ``text`` is about, when someone else: "my sister Ana …" -> ``["sister", "Ana"]``, "Tom is …"
+    -> ``["Tom"]``, "我姐姐是护士" -> ``["姐姐"]``; ``[]`` when it names no one ("she is a nurse")."""
+    if m := _PARTY.search(text):
+        return [m["who"], *m["names"].split()]
+    if m := _ZH_PARTY.search(text):
+        return [m["who"]]
+    m = _LEAD_NAME.match(text)
+    return m["names"].split() if m else []
+
+
+def about_party(content: str, who: list[str], words: Iterable[str]) -> bool:
+    """Whether a clause of ``content`` holding the request's key ``words`` (other than ``who``) is about someone
+    else and names ``who`` (any of them; with ``who`` empty, any other person): "My brother is a nurse at the
+    hospital" for "my brother is a nurse"; not "I work as a nurse", nor "My sister Ana said she is a nurse too"."""
+    party_stems = {s for w in who for s in (content_stems(w, ascii_only=True) or {w})}
+    things = [w for w in words if not (content_stems(w, ascii_only=True) or {w}) <= party_stems] or list(who)
+    for line in said(content):
+        for c in clauses(line):
+            if c.strip() and all(holds(c, w) for w in things) and _someone_elses_clause(c) and (
+                    not who or any(holds(c, w) for w in who)):
+                return True
+    return False
 
 
 def said(content: str) -> list[str]:
@@ -82,8 +130,8 @@ def someone_elses(content: str, words: Iterable[str], values: Iterable[str] = ()
     holding = [c for line in said(content) for c in clauses(line)
                if c.strip() and (any(holds(c, w) for w in words) or any(mentions(c, v) for v in values))]
     # the thing asked about may be the clause's subject: "Berlin was home for five years" is no one else's
-    asked = re.compile(r"(?<![\w'’-])(?:" + "|".join(re.escape(w) for w in [*words, *values] if w) + r")(?:s|es)?"
-                       r"(?![\w'’-])", re.IGNORECASE) if [*words, *values] else None
+    asked = re.compile(r"(?<![\w'’-])(?:" + "|".join(re.escape(w) for w in [*words, *values] if w)
+                       + r")(?:s|es|['’]s)?(?![\w'’-])", re.IGNORECASE) if [*words, *values] else None
     return bool(holding) and all(_someone_elses_clause(asked.sub("", c) if asked else c) for c in holding)
 
 
