@@ -98,7 +98,7 @@ def test_rules_read_the_blues_a_list_of_hobbies_and_where_one_is_from(text, expe
     ("I'm now a nurse.", [("job", "nurse")]), ("I became a nurse.", [("job", "nurse")]),
     ("I've been working as a nurse since May.", [("job", "nurse")]), ("I got a job as a nurse.", [("job", "nurse")]),
     ("I'm a nurse at St Mary's.", [("employer", "St Mary's"), ("job", "nurse")]),
-    ("I'm a physiotherapist at Santa Maria hospital.", [("employer", "Santa Maria"), ("job", "physiotherapist")]),
+    ("I'm a physiotherapist at Santa Maria hospital.", [("employer", "Santa Maria hospital"), ("job", "physiotherapist")]),
     ("I am also a registered nurse.", [("job", "registered nurse")]),
     ("I quit the bank and now I freelance as a photographer.", [("job", "photographer")]),
     ("我是护士。", [("job", "护士")]), ("我现在是一名护士。", [("job", "护士")]),
@@ -684,7 +684,7 @@ def test_an_abbreviation_does_not_end_the_sentence():
     from timem.memory.rules import extract_statements
 
     got = {(s.attribute, s.value) for s in extract_statements("I work as a nurse at St. Mary hospital.")}
-    assert ("employer", "St. Mary") in got and ("employer", "St") not in got, got
+    assert ("employer", "St. Mary hospital") in got and ("employer", "St") not in got, got
     assert {s.attribute for s in extract_statements("My doctor is Dr. Silva. I live in Porto.")} == {"home city"}
 
 

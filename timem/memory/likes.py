@@ -22,7 +22,7 @@ _OPINION_THE = (r"(?:the\s+(?=(?-i:[A-Z])|(?:blues|outdoors|ocean|sea|beach|moun
                 r"theat(?:re|er)|opera|ballet)\b))?")
 _NO_THING = r"it|that|this|you|him|her|them|to|how|when|what|being|my|your|his|our|their|the|a|an"
 #: a word of a liked thing: "jazz", "sci-fi", "R&B"
-_WORD = r"[a-z][a-z'&-]*"
+_WORD = r"[a-zà-öø-ÿ\u0100-\u017f][a-zà-öø-ÿ\u0100-\u017f'&-]*"  # "crème brûlée", "jalapeños" (a trial)
 #: one thing liked: one to four words, none of them "and" / "or" (those join a list) or "but" (a new clause)
 _ITEM = rf"{_WORD}(?:\s+(?!(?:and|or|but)\b){_WORD}){{0,3}}?"
 #: a further thing of a list: as the first, and no word that starts a clause ("… and so does my wife")

@@ -128,14 +128,17 @@ _FROM = re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+(?i:from)\s+(?:(?i:the)\s+)?" + 
 _FROM_LOWER = re.compile(r"\b[Ii](?:(?i:'m|’m|\s+am)\s+(?i:originally\s+)?(?i:from)|\s+(?i:originally\s+)?(?i:come)\s+"
                          r"(?i:from)|\s+(?i:grew\s+up|was\s+raised|was\s+born\s+and\s+raised)\s+(?i:in))\s+(?=[a-z])")
 _AS_JOB = r"(?:\s+(?i:as)\s+(?:(?i:an?)\s+)?" + _JOB + ")?"
-_AT_EMP = r"(?:\s+(?i:at|with|for)\s+" + _cap("emp") + _END_CAP + "|" + _END + ")"
+#: an employer's name with the kind of place it is in lower case: "Santa Maria hospital" (a trial kept "Santa Maria")
+_EMP = _cap("emp")[:-1] + (r"(?:\s+(?i:hospital|clinic|school|university|college|bakery|caf[eé]|restaurant|bank|"
+                           r"library|hotel|museum|pharmacy|gym|studio|agency|bar|shop|store|office))?)")
+_AT_EMP = r"(?:\s+(?i:at|with|for)\s+" + _EMP + _END_CAP + "|" + _END + ")"
 _SOON = r"(?:(?i:now|just|recently|currently|still|also|officially|finally|been|started|start|began|begun)\s+)*"
 #: (pattern, whether its job must be an occupation of :mod:`timem.memory.occupations`): the copula ("I'm a X",
 #: "I became a X") says many things that are no job ("I'm a big fan of jazz"); "work as a X" names a job
-_WORK = [(re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?i:at|for)\s+" + _cap("emp")
+_WORK = [(re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?i:at|for)\s+" + _EMP
                      + _AS_JOB + _END), False),
          (re.compile(r"\b[Ii]\s+(?i:just\s+|recently\s+)?(?i:started|got|took)\s+(?i:a\s+new\s+job|a\s+job|working|"
-                     r"a\s+position)\s+(?i:at|with|for)\s+" + _cap("emp") + _AS_JOB + _END), False),
+                     r"a\s+position)\s+(?i:at|with|for)\s+" + _EMP + _AS_JOB + _END), False),
          # "I'm a nurse (now)", "I'm now a nurse at St Mary's (hospital)", "I am also a registered nurse"
          (re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+" + _SOON + r"(?i:an?\s+)" + _JOB + _AT_EMP), True),
          # "I became a nurse", "I've (just) become a nurse", "I got hired as a nurse", "I qualified as a nurse"
@@ -201,6 +204,19 @@ _ZH_BARE = _p(r"^(?:是|应该是){v}" + _ZH_END, v=_ZH_VAL)
 def _clean(v: str) -> str:
     v = v.strip(" \t'\"“”‘’").rstrip(".,!?;:。，！？")
     return re.sub(rf"\s+{TIME_WORDS}$", "", v, flags=re.IGNORECASE).strip()
+
+
+#: emoji and their joiners, skin tones and variation selectors ("👩‍⚕️"): no part of a statement
+_EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\uFE0E\uFE0F\u200D\u20E3]+")
+
+
+def plain_typography(text: str) -> str:
+    """``text`` as the patterns read it: a curly apostrophe between letters is a straight one ("don’t"), other
+    quotes go ("I love “jazz”", "‘jazz’", '"jazz"'), and so do emoji ("I love pizza 🍕"): a new-user trial read
+    nothing of each. Accents stay ("crème brûlée")."""
+    text = re.sub(r"(?<=\w)[’‘](?=\w)", "'", _EMOJI.sub(" ", text))
+    text = re.sub(r"[“”\"‘’]|(?<!\w)'|'(?!\w)", "", text)
+    return re.sub(r"[ \t]+(?=[.,!?;:])|(?<=\S)[ \t]+$", "", text)
 
 
 def _my_value(attribute: str, value: str, rest: str) -> str | None:
@@ -315,7 +331,7 @@ def extract_statements(text: str) -> list[Statement]:
     Returns ``[]`` when nothing matches (most turns).
     """
     out: list[Statement] = []
-    for sent in filter(None, (x.strip() for x in SENTENCES.split(text))):
+    for sent in filter(None, (x.strip() for x in SENTENCES.split(plain_typography(text)))):
         if QUESTION.search(sent):  # "Do I live in Lisbon?", 我现在住在哪个城市？ ask; they state nothing
             continue
         correction = False

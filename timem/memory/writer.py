@@ -230,12 +230,12 @@ class ItemWriter:
 
     # ------------------------------------------------------------------ merge and supersession
     def _end_old_employer(self, user_id: str, open_items: list[MemoryItem], old_jobs: list[MemoryItem], st: Statement,
-                          at: datetime, segment_id: str, report: ExtractionReport) -> None:
+                          at: datetime, segment_id: str, report: ExtractionReport, quit: bool = False) -> None:
         """A new occupation ends the open employer stated with the old one (at or before it), unless the statement
         names that employer or the new job is the old one's kind ("senior designer" after "designer": a promotion).
         A second new-user trial: "I got a job at Kruste & Krume" and "I work there as a baker", then "I'm now
         working as a nurse" left the bakery the employer "now"."""
-        changed = [o for o in old_jobs if not mentions(st.value, o.value)]
+        changed = [o for o in old_jobs if quit or not mentions(st.value, o.value)]  # quit: "I quit my job as …"
         if not changed:
             return
         last = max(o.event_time for o in changed)
@@ -319,6 +319,8 @@ class ItemWriter:
                 self.store.update_item(i.id, valid_to=max(at, i.valid_from))
                 self.store.audit("item-ended", user_id, i.id, {"at": at.isoformat(), "segment": segment_id})
                 report.ended += 1
+            if attribute == "job":  # "I quit my job as a nurse" ends the employer stated with it (a trial)
+                self._end_old_employer(user_id, open_items, ended, st, at, segment_id, report, quit=True)
             if st.held and not ended and attribute is not None:  # "I don't drink espresso anymore", none held
                 self._ended_before(user_id, subject, attribute, st, at, at, None, segment_id, confidence, report)
             return None
