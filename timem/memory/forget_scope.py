@@ -9,6 +9,10 @@
   she works as a nurse"; "I told Tom I'm a nurse" and "Tom said I'm a nurse" are the user's), and so is a line about
   the user's relative as the assistant says it ("So your brother is a nurse now!"); a new-user trial: both went with
   "I work as a nurse". The thing asked about may be a possessive ("Your cat's name is Miso" goes for "I have a cat").
+  In Chinese ("我是护士"), a clause is someone else's when it speaks of a relative, friend or pet ("我姐姐是护士",
+  "你姐姐也是护士吗") or its subject is 他, 她, 他们 ("她是护士"), and has no 我 of the user's own ("我姐姐和我都是
+  护士", "她说我是护士" are the user's). A new-user trial: ``timem forget "我是护士"`` took "我姐姐是护士。" and
+  "她是护士。".
 * **A request about someone else** (:func:`about_someone_else`: "my brother is a nurse", "my sister Ana is a nurse",
   "Tom is a nurse", "我姐姐是护士"; no "I" or "we", a subject that is someone else, and a word besides who it is)
   names no item (the items are the user's own facts) and reaches only a line with a clause holding its words that
@@ -44,19 +48,44 @@ from timem.tokens import content_stems
 
 #: the user speaking of themselves: "I work as a nurse", "I'm vegetarian", "we moved to Porto"
 _OWN_VOICE = re.compile(r"\b(?:I|we)\b|\bI['’](?:m|ve|d|ll)\b", re.IGNORECASE)
+#: the people close to a speaker in Chinese (姐姐, 朋友, 老公 …), and with the pets (猫, 狗)
+_ZH_PEOPLE = (r"妈妈|爸爸|母亲|父亲|姐姐|妹妹|哥哥|弟弟|朋友|老公|老婆|丈夫|妻子|男朋友|女朋友|同事|儿子|女儿|"
+              r"家人|父母|奶奶|爷爷|外婆|外公|老板|邻居|室友")
+_ZH_CLOSE = _ZH_PEOPLE + "|猫|狗"
+#: "我姐姐", "我的朋友", "我们的猫": the user's relative, friend or pet, no "I" of its own
+_ZH_MY_CLOSE = re.compile(rf"我们?的?(?:{_ZH_CLOSE})")
+#: a Chinese clause whose subject is someone else: 他, 她, 他们, "你姐姐" (the assistant), "我姐姐", "姐姐" (people
+#: only), after a lead word (也, 但是, 昨天 …)
+_ZH_OTHER = re.compile(r"^\W*(?:(?:也|还|而且|但是?|可是|不过|所以|然后|后来|其实|现在|最近|昨天|今天|前天|听说)\W*)?"
+                       rf"(?:[他她它]们?|(?:你们?|我们?)的?(?:{_ZH_CLOSE})|(?:{_ZH_PEOPLE}))")
+_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def _zh_self(text: str) -> bool:
+    """Whether the Chinese ``text`` has the user in it: a 我 or 我们 other than in "我姐姐", "我的朋友" …"""
+    return "我" in _ZH_MY_CLOSE.sub("", text)
+
+
+def _own_clause(clause: str) -> bool:
+    """Whether a clause of a request is the user's own: :func:`timem.memory.grounding.about_speaker`, and in Chinese
+    no subject that is someone else (:data:`_ZH_OTHER`: "她是护士", which ``about_speaker`` reads as the
+    speaker's)."""
+    return about_speaker(clause) and not (_CJK.search(clause) and _ZH_OTHER.search(clause))
 
 
 def in_own_voice(text: str) -> bool:
-    """Whether the request ``text`` is said in the user's own voice ("I work as a nurse") and not about someone
-    else ("my brother is a nurse", "my brother and I went to Rome")."""
-    return bool(_OWN_VOICE.search(text)) and all(about_speaker(c) for c in clauses(text) if c.strip())
+    """Whether the request ``text`` is said in the user's own voice ("I work as a nurse", "我是护士") and not about
+    someone else ("my brother is a nurse", "my brother and I went to Rome", "我姐姐是护士")."""
+    own = bool(_OWN_VOICE.search(text)) or (bool(_CJK.search(text)) and _zh_self(text))
+    return own and all(_own_clause(c) for c in clauses(text) if c.strip())
 
 
 def about_someone_else(text: str) -> bool:
     """Whether the request ``text`` says something of someone else, not of the user ("my brother is a nurse", "Tom
-    is a nurse", "我姐姐是护士"): no "I" or "we", a clause whose subject is someone else, and a key word besides who
-    it is ("my cat", "my sister" name the one, and say nothing of them)."""
-    if _OWN_VOICE.search(text) or all(about_speaker(c) for c in clauses(text) if c.strip()):
+    is a nurse", "我姐姐是护士", "她是护士"): no "I" or "we" (我, 我们), a clause whose subject is someone else, and a
+    key word besides who it is ("my cat", "my sister" name the one, and say nothing of them)."""
+    if _OWN_VOICE.search(text) or (_CJK.search(text) and _zh_self(text)) or all(
+            _own_clause(c) for c in clauses(text) if c.strip()):
         return False
     who = {s for w in party(text) for s in (content_stems(w, ascii_only=True) or {w})}
     return any(not (content_stems(w, ascii_only=True) or {w}) <= who for w in request_words(text).key)
@@ -65,8 +94,7 @@ def about_someone_else(text: str) -> bool:
 _PARTY = re.compile(rf"\b(?i:my|our|his|her|their)\s+(?P<who>(?i:{CLOSE}))\b(?P<names>(?:\s+[A-Z][a-z]+)*)")
 _LEAD_NAME = re.compile(r"^\W*(?!(?:I|We|My|Our|He|She|They|It|The|This|That)\b)"
                         r"(?P<names>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)\s")
-_ZH_PARTY = re.compile(r"我的?(?P<who>妈妈|爸爸|母亲|父亲|姐姐|妹妹|哥哥|弟弟|朋友|老公|老婆|丈夫|妻子|男朋友|女朋友|"
-                       r"同事|儿子|女儿|家人|父母|奶奶|爷爷|外婆|外公|老板|猫|狗)")
+_ZH_PARTY = re.compile(rf"我的?(?P<who>{_ZH_CLOSE})")
 
 
 def party(text: str) -> list[str]:
@@ -119,7 +147,12 @@ _YOUR_CLOSE = re.compile(rf"^\W*(?:(?i:also|and|but|so|now|then|oh|wow|well)\W+)
 def _someone_elses_clause(clause: str) -> bool:
     """Whether ``clause`` is about someone else: :func:`timem.memory.grounding.about_speaker` says so, or it reports
     someone else's words about someone else (:data:`_REPORTED`) or speaks of the user's relative
-    (:data:`_YOUR_CLOSE`)."""
+    (:data:`_YOUR_CLOSE`). A Chinese clause is someone else's when it speaks of another (a relative, friend or pet:
+    "我姐姐是护士", "你姐姐也是护士吗"; or its subject is 他, 她, 他们: "她是护士") and has no 我 of the user's own
+    ("我姐姐和我都是护士" and "她说我是护士" are the user's, as "Tom said I'm a nurse" is)."""
+    if _CJK.search(clause):
+        other = bool(_ZH_MY_CLOSE.search(clause) or _ZH_OTHER.search(clause))
+        return other and not _zh_self(clause)
     return not about_speaker(clause) or bool(_REPORTED.search(clause) or _YOUR_CLOSE.search(clause))
 
 
