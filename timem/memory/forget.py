@@ -14,6 +14,8 @@
   reaches "我在柏林待了五年"; "I like jazz" keeps "jazz", so it never reaches every "I like …"), those holding the
   most of its verbs first. The preview lists them before anything goes; an empty one says why and what to try
   (:attr:`ForgetPreview.hint`). Other items read only from those segments are listed too, since they go with them.
+  Accents fold for matching (:func:`timem.memory.forget_words.fold`: "zurich" reaches "Zürich"); the preview holds
+  the segments as stored.
 * How far it reaches (:mod:`timem.memory.forget_scope`): a request in the user's own voice leaves a line where
   its words belong to someone else ("I work as a nurse" leaves "My brother is a nurse"); a capitalised word that the
   memories also write in lower case is a name ("Will" leaves "I will call"); the assistant's reply to a line that
@@ -47,7 +49,7 @@ from timem.memory.forget_scope import (
     replies,
     someone_elses,
 )
-from timem.memory.forget_words import RequestWords, holds, request_words, written_as_name
+from timem.memory.forget_words import RequestWords, fold, holds, request_words, written_as_name
 from timem.memory.rules import extract_statements
 from timem.models import Level, MemoryItem, MemoryNode, NodeStatus, Role
 from timem.store.ports import MemoryStore
@@ -135,20 +137,22 @@ def preview(store: MemoryStore, user_id: str, text: str) -> ForgetPreview:
     """
     if not text.strip():
         raise InputError("say what to forget, e.g. 'forget that I live in Porto'", field="text")
-    words = request_words(text)
-    if words.maybe_name is not None and written_as_name(words.maybe_name,
-                                                        (n.content for n in store.nodes(user_id, Level.SEGMENT))):
+    folded = fold(text)  # accents dropped for matching: "zurich" names "Zürich"
+    words = request_words(folded)
+    if words.maybe_name is not None and written_as_name(
+            words.maybe_name, (fold(n.content) for n in store.nodes(user_id, Level.SEGMENT))):
         words = words.as_name()  # "Ahmed", which the memories write as a name ("Loved" stays a verb)
     if words.only_verbs:  # "loved", "I painted", "I lived in": every line using those verbs would go
-        return ForgetPreview(user_id=user_id, text=text, hint=_nothing_hint(text, words, []))
-    stated = extract_statements(text)
-    other_side = {(_OPPOSITE[s.attribute], normalise(s.value)) for s in stated if s.attribute in _OPPOSITE}
+        return ForgetPreview(user_id=user_id, text=text, hint=_nothing_hint(folded, words, []))
+    stated = extract_statements(folded)
+    other_side = {(_OPPOSITE[s.attribute], normalise(fold(s.value))) for s in stated if s.attribute in _OPPOSITE}
     items, spared = [], []
-    for it in [] if about_someone_else(text) else store.items(user_id):  # the user's own facts: not about others
-        if (it.attribute, normalise(it.value)) in other_side:  # "I love jazz" does not name "dislikes jazz"
+    for it in [] if about_someone_else(folded) else store.items(user_id):  # the user's own facts: not about others
+        value = normalise(fold(it.value))
+        if (it.attribute, value) in other_side:  # "I love jazz" does not name "dislikes jazz"
             spared.append(it)
-        elif len(normalise(it.value)) >= 2 and mentions(text, it.value) or any(
-                s.attribute == it.attribute and normalise(s.value) == normalise(it.value) for s in stated):
+        elif len(value) >= 2 and mentions(folded, fold(it.value)) or any(
+                s.attribute == it.attribute and normalise(fold(s.value)) == value for s in stated):
             items.append(it)
     named_sources = {x for i in items for x in i.source_ids}
     return _plan(store, user_id, text, items, keep={x for i in spared for x in i.source_ids} - named_sources,
@@ -217,11 +221,16 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
     ("techno" names "likes: techno music"; "techno music" does not name "likes: classical music"), are matched too;
     the rest are ``collateral``. Trials saw the only fact a request was about labelled "also goes", and "likes: techno
     music" so labelled when forgetting "techno". ``words``: the request's words as :func:`preview` read
-    them (default :func:`timem.memory.forget_words.request_words` of ``text``)."""
-    probes = [normalise(i.value) for i in items] or [normalise(text)]
+    them (default :func:`timem.memory.forget_words.request_words` of ``text``).
+
+    Matching folds accents on both sides (:func:`timem.memory.forget_words.fold`: "zurich" reaches "Zürich", "Zurich"
+    "zürich"); the preview holds the segments and the request as stored and typed."""
+    shown, text = text, fold(text)
+    probes = [normalise(fold(i.value)) for i in items] or [normalise(text)]
     stems = set() if items else _request_stems(text)
     source_ids = {s for i in items for s in i.source_ids}
-    every = store.nodes(user_id, Level.SEGMENT)
+    stored = {n.id: n for n in store.nodes(user_id, Level.SEGMENT)}
+    every = [n.model_copy(update={"content": fold(n.content)}) for n in stored.values()]  # matched folded
     first = by_text and _first_person(text)
 
     def mine(found: list[MemoryNode]) -> list[MemoryNode]:
@@ -237,9 +246,9 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
     if not items:
         segments += mine([n for n in _linked(text, segments, every) if n.id not in keep])
     if by_text:
-        segments = _in_scope(text, segments, every, items, source_ids, words)
+        segments = _in_scope(text, segments, items, source_ids, words, typed=shown, stored=stored)
     answers = replies(store, user_id, segments, every)  # the reply of each exchange goes with it
-    segments += answers
+    segments = [stored[n.id] for n in segments + answers]  # as stored (not folded)
     # items read only from those segments go with them (editing.soft_delete): the preview names them too
     seg_ids, chosen = {n.id for n in segments}, {i.id for i in items}
     active = store.items(user_id)
@@ -248,23 +257,27 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
     reopened = [i for i in active if i.id not in going and i.superseded_by in going]
     asked = _request_stems(text) if by_text else set()
     key = content_stems(" ".join((words or request_words(text)).key), ascii_only=True) & asked if asked else set()
-    named = [i for i in extra if asked and (value := _stems(i.value)) and (value <= asked or key and key <= value)]
-    return ForgetPreview(user_id=user_id, text=text, items=items + named + [i for i in extra if i not in named],
+    named = [i for i in extra
+             if asked and (value := _stems(fold(i.value))) and (value <= asked or key and key <= value)]
+    return ForgetPreview(user_id=user_id, text=shown, items=items + named + [i for i in extra if i not in named],
                          segments=segments, collateral={i.id for i in extra} - {i.id for i in named},
                          reopened=reopened, hint=hint, replies={n.id for n in answers})
 
 
-def _in_scope(text: str, segments: list[MemoryNode], every: list[MemoryNode], items: list[MemoryItem],
-              sources: set[str], words: RequestWords | None) -> list[MemoryNode]:
+def _in_scope(text: str, segments: list[MemoryNode], items: list[MemoryItem], sources: set[str],
+              words: RequestWords | None, *, typed: str, stored: dict[str, MemoryNode]) -> list[MemoryNode]:
     """Of the ``segments`` the request ``text`` matched, those it reaches (:mod:`timem.memory.forget_scope`): a
     capitalised word that is also a common word only where a line writes it as a name ("Will"), and a request in
     the user's own voice not where its words belong to someone else ("I work as a nurse" leaves "My brother is a
-    nurse"). The ``sources`` of the items it names always go."""
-    names = name_words(text, (n.content for n in every))
+    nurse"). The ``sources`` of the items it names always go. ``text`` and ``segments`` are folded (no accents);
+    a name is told by the request as ``typed`` and the lines as ``stored``: "Zurich" is no word that "zürich"
+    writes in lower case."""
+    names = name_words(typed, (n.content for n in stored.values()))
     if names:
-        segments = [n for n in segments if n.id in sources or all(holds_as_name(n.content, w) for w in names)]
+        segments = [n for n in segments
+                    if n.id in sources or all(holds_as_name(stored[n.id].content, w) for w in names)]
     if in_own_voice(text):
-        key, values = (words or request_words(text)).key, [i.value for i in items]
+        key, values = (words or request_words(text)).key, [fold(i.value) for i in items]
         segments = [n for n in segments if n.id in sources or not someone_elses(n.content, key, values)]
     elif about_someone_else(text):  # "my brother is a nurse": only a clause about the brother, never the user's own
         who, key = party(text), (words or request_words(text)).key

@@ -31,6 +31,7 @@ is refused (:func:`timem.memory.forget.preview`): its verbs alone would reach ev
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -66,6 +67,26 @@ _FUNCTION = _BE | _HAVE | _MODALS | _ADVERBS
 #: jieba part-of-speech tags of the Chinese key words (nouns, names, abbreviations) and of the verbs let go
 _ZH_KEY = ("n", "j")
 _ZH_VERB = ("v",)
+
+
+#: Latin letters that no decomposition takes apart: "Łódź" is "Lodz", "Øresund" "Oresund", "Straße" "Strasse"
+_LATIN_LETTERS = str.maketrans({"ł": "l", "Ł": "L", "ø": "o", "Ø": "O", "đ": "d", "Đ": "D", "ß": "ss", "æ": "ae",
+                                "Æ": "AE", "œ": "oe", "Œ": "OE", "ı": "i"})
+
+
+def fold(text: str) -> str:
+    """``text`` with the accents of its Latin letters dropped, for matching only ("Zürich" -> "Zurich", "café" ->
+    "cafe"): a request typed without them reaches a memory written with them, and the other way round. Other scripts
+    are left as they are (a Japanese voiced kana keeps its mark, Cyrillic and Chinese are untouched). A new-user trial:
+    ``timem forget "zurich"`` found nothing where the memories said "Zürich"."""
+    if text.isascii():
+        return text
+    out: list[str] = []
+    for ch in unicodedata.normalize("NFD", text.translate(_LATIN_LETTERS)):
+        if unicodedata.combining(ch) and out and out[-1].isascii():
+            continue  # a mark on a Latin letter (its base is ASCII after the decomposition)
+        out.append(ch)
+    return unicodedata.normalize("NFC", "".join(out))
 
 
 @dataclass(frozen=True)
