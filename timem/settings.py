@@ -247,8 +247,9 @@ class RecallSettings(_Section):
     prf_terms: int = Field(default=0, ge=0, le=30)
     #: aspect queries (:mod:`timem.recall.aspects`): "rules" splits a conjunctive question ("Jon and Gina", "X, Y
     #: and Z", "X or Y") into parts, each searched like the question, their best leaves placed after
-    #: ``channel_slot`` ("off": none)
-    aspect_queries: Literal["off", "rules"] = "off"
+    #: ``channel_slot`` ("off": none); "llm": an LLM splits a question not planned simple into sub-questions
+    #: (:func:`timem.recall.aspects.llm_aspect_queries`; the rules without an LLM, noted in the trace)
+    aspect_queries: Literal["off", "rules", "llm"] = "off"
     aspect_leaves: int = Field(default=1, ge=1, le=10)  #: leaves placed per aspect query
     #: second-hop retrieval (:mod:`timem.recall.aspects`): the best leaf's sentence matching the question gives
     #: its other content words as a BM25 query; this many of its leaves from other sessions are placed after

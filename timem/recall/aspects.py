@@ -10,13 +10,17 @@ leaves they bring are verbatim turns with speaker and date like any other.
   both have in common?" -> one query per person, the other name and "both" left out), and coordinated phrases
   ("a national park or a theme park", "friends, family, and mentors": the question once per conjunct). Each
   part is embedded (one batch for all parts) and searched like the question (cosine + BM25, fused with λ).
+  With ``aspect_queries = "llm"`` and an LLM configured, a question the planner does not call simple is split by
+  the LLM instead (:func:`llm_aspect_queries`, prompt :mod:`timem.prompts.decompose`: TiMem's complex path);
+  the rules apply when it gives no split, fails, or no LLM is configured (noted in the trace).
 * **Second hop** (``Config.recall.second_hop = N``): the best leaf's sentence that shares the most content
   stems with the question is read for its other content words (not the question's, not a person's name); they
   are the BM25 query of a second search, whose best N leaves from *other sessions* than that leaf join ("Where
   did Caroline move from?" -> "... since I moved from my home country" -> "home country" -> "a gift from my
   grandma in my home country, Sweden").
 
-Cost per recall: aspect queries one embedding batch and two index searches per part (at most
+Cost per recall: LLM aspect queries one LLM call (the only channel that needs one, and off by default); aspect
+queries one embedding batch and two index searches per part (at most
 :data:`MAX_PARTS`), second hop one BM25 search; plus one node fetch for the new leaves. No scan of the user's
 memories in Python.
 """
@@ -28,7 +32,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from timem.errors import LLMError, UnusableAnswerError
 from timem.models import Level, MemoryNode
+from timem.prompts import decompose
 from timem.recall.entities import entity_inserts
 from timem.recall.keywords import STOPWORDS, person_names
 from timem.recall.leaves import Candidate, LeafSelection, fuse, speaker_of
@@ -120,6 +126,40 @@ def aspect_queries(question: str, participants: Sequence[str] = ()) -> list[tupl
     return parts[:MAX_PARTS] if len(parts) >= 2 else []
 
 
+def llm_aspect_queries(state: RecallState, complexity: str | None) -> tuple[list[tuple[str, str | None]], bool]:
+    """The aspect queries of ``aspect_queries = "llm"`` and whether the LLM made them: its sub-questions of
+    ``state.query`` (:mod:`timem.prompts.decompose`) as ``(query, None)``, at most :data:`MAX_PARTS`; else the
+    rules' (:func:`aspect_queries`): for a question planned ``"simple"``, without an LLM, when the call fails or
+    when it gives fewer than two parts. Each fallback but the first is a note in ``state.notes`` (the trace)."""
+    rules = aspect_queries(state.query, state.participants)
+    if complexity == "simple":
+        return rules, False
+    if state.llm is None:
+        state.notes.append("aspect queries 'llm' configured but no LLM available; rules used")
+        return rules, False
+    try:
+        out = state.llm.complete_json(decompose.build_messages(state.query, state.participants),
+                                      decompose.DecomposeOut, purpose="decompose", user_id=state.user_id,
+                                      max_tokens=decompose.MAX_TOKENS)
+    except (LLMError, UnusableAnswerError, ValueError) as exc:
+        state.notes.append(f"LLM decomposition failed ({exc}); rule aspect queries used")
+        return rules, False
+    parts = [" ".join(q.split()) for q in out.sub_questions]
+    parts = [q for q in dict.fromkeys(parts) if q and q.lower() != state.query.strip().lower()]
+    if len(parts) < 2:
+        state.notes.append("LLM decomposition gave no split; rule aspect queries used")
+        return rules, False
+    return [(q, None) for q in parts[:MAX_PARTS]], True
+
+
+def _without_names(text: str, participants: Sequence[str]) -> str:
+    """``text`` without the participants' names (and their first names, possessives too): every turn of a speaker
+    carries their name, so a name is no keyword (:func:`timem.recall.leaves.name_free_query`)."""
+    for name in dict.fromkeys(w for p in participants for w in (p, p.split()[0]) if w):
+        text = re.sub(rf"\b{re.escape(name)}\b(?:['’]s)?", " ", text)
+    return " ".join(text.split())
+
+
 def aspect_parts(question: str, participants: Sequence[str] = ()) -> list[str]:
     """The queries of :func:`aspect_queries` without their person."""
     return [q for q, _ in aspect_queries(question, participants)]
@@ -177,14 +217,16 @@ def hop_terms(node: MemoryNode, question: str, participants: Sequence[str] = ())
     return out
 
 
-def merge_channels(state: RecallState, selection: LeafSelection, top_k: int) -> LeafSelection:
+def merge_channels(state: RecallState, selection: LeafSelection, top_k: int,
+                   complexity: str | None = None) -> LeafSelection:
     """The selection with the aspect and second-hop leaves placed (module docstring): the first
     ``Config.recall.channel_slot`` kept leaves stay, then each channel's best leaves not already above (aspect
     parts in turn, ``aspect_leaves`` each; then ``second_hop``; then the entity and Rocchio channels of
     :mod:`timem.recall.entities`), then the rest of the ranking; the top ``top_k``
     are kept. A placed leaf takes the fused score of the slot it fills (so scores stay monotone in rank and the
     score gate judges it as it judges that slot) and keeps its own cosine and BM25 from its channel; its
-    ``channel`` names the query. Unchanged (one note) when no channel applies."""
+    ``channel`` names the query. Unchanged (one note) when no channel applies. ``complexity``: the recall plan's
+    (an LLM decomposes only a question not planned simple, :func:`llm_aspect_queries`)."""
     rc, store, user_id = state.config.recall, state.store, state.user_id
     ranked = sorted(selection.candidates, key=lambda c: c.rank)
     if not ranked:
@@ -193,20 +235,23 @@ def merge_channels(state: RecallState, selection: LeafSelection, top_k: int) -> 
     head = {c.node_id for c in ranked[:slot]}
     inserts: list[tuple[str, Candidate]] = []
     notes = list(selection.notes)
-    if rc.aspect_queries == "rules":
-        parts = aspect_queries(state.query, state.participants)
+    if rc.aspect_queries != "off":
+        parts, by_llm = (llm_aspect_queries(state, complexity) if rc.aspect_queries == "llm"
+                         else (aspect_queries(state.query, state.participants), False))
         if parts:
             vecs = state.embedder.embed([q for q, _ in parts])
             for (part, person), vec in zip(parts, vecs, strict=True):
                 # a person's part: BM25 without the name (every turn of theirs has it), then their own turns only
                 lexical = part if person is None else re.sub(rf"\b{re.escape(person)}\b(?:['’]s)?", " ", part)
+                if by_llm:  # the LLM names the person in every sub-question: no keyword
+                    lexical = _without_names(part, state.participants)
                 got = [c for c in _channel(state, lexical, vec, head)
                        if c.bm25_raw or (c.cosine or 0) >= rc.gate_floor]
                 if person is not None:
                     texts = {x.id: x for x in store.nodes(user_id=user_id, ids=[c.node_id for c in got[:40]])}
                     got = [c for c in got if c.node_id in texts and _about(texts[c.node_id], person)]
                 inserts += [(f"aspect: {part}", c) for c in got[:rc.aspect_leaves]]
-            notes.append(f"aspect queries: {' | '.join(q for q, _ in parts)}")
+            notes.append(f"aspect queries{' (LLM)' if by_llm else ''}: {' | '.join(q for q, _ in parts)}")
     if rc.second_hop > 0:
         first = store.nodes(user_id=user_id, ids=[ranked[0].node_id])
         terms = hop_terms(first[0], state.query, state.participants) if first else []

@@ -127,7 +127,7 @@ def _select(state: RecallState, plan: RecallPlan) -> LeafSelection:
             leaves, _upper = propagate_leaves(state, leaves, top_k)
     if rc.aspect_queries != "off" or rc.second_hop > 0 or rc.entity_leaves > 0 or rc.rocchio_leaves > 0:
         # extra channels (timem.recall.aspects, timem.recall.entities)
-        leaves = merge_channels(state, leaves, top_k)
+        leaves = merge_channels(state, leaves, top_k, plan.complexity)
     state.notes += leaves.notes
     return leaves
 
