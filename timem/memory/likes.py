@@ -6,7 +6,8 @@ big fan of X", "I am a huge X fan", "I'm not a fan of X" (a dislike), "I used to
 value is kept as written ("I love the Rolling Stones": "Rolling Stones"); an activity after the verb is a hobby or
 nothing (:mod:`timem.memory.hobbies`); an opinion denied or hedged is none (:func:`timem.memory.opinions.hedged`). A
 sentence with two opinion clauses ("I love jazz and hate techno") is cut in two first (:func:`opinion_clauses`). A
-list gives one value each ("I love jazz, techno and soul"; :func:`things`).
+list gives one value each ("I love jazz, techno and soul"; :func:`things`). A value ends at "and" before a subject of
+its own ("I love jazz and my brother loves techno": "jazz"; the brother's clause is his).
 """
 
 from __future__ import annotations
@@ -25,10 +26,15 @@ _NO_THING = r"it|that|this|you|him|her|them|to|how|when|what|being|my|your|his|o
 _WORD = r"[a-zà-öø-ÿ\u0100-\u017f][a-zà-öø-ÿ\u0100-\u017f'&-]*"  # "crème brûlée", "jalapeños" (a trial)
 #: one thing liked: one to four words, none of them "and" / "or" (those join a list) or "but" (a new clause)
 _ITEM = rf"{_WORD}(?:\s+(?!(?:and|or|but)\b){_WORD}){{0,3}}?"
+#: a subject of its own after "and": "I love jazz and my brother loves techno", "… and she hates it", "… and Tom loves
+#: techno", "… and I play guitar" (a second new-user trial stored nothing of the first); a name is a subject before
+#: a verb only ("Simon and Garfunkel" is one thing)
+_OWN_SUBJECT = (r"(?:(?:i|we|he|she|they|it|my|our|his|her|their)\b|(?-i:[A-Z][a-z]+)\s+(?:is|was|are|were|has|had|"
+                r"does|did|loves|likes|hates|enjoys|adores|prefers|dislikes|lives|works|plays|listens|thinks|says|said)\b)")
 #: a further thing of a list: as the first, and no word that starts a clause ("… and so does my wife")
-_NEXT = (_OPINION_THE + rf"(?!(?:{_NO_THING}|and|or|but|i|we|he|she|they|me|us|so|then|also|not|no|more|stuff|things|"
-         rf"everything|anything|all|other|others|especially|particularly|mostly|mainly|even|including|like|such)\b)"
-         + _ITEM)
+_NEXT = (_OPINION_THE + rf"(?!{_OWN_SUBJECT})(?!(?:{_NO_THING}|and|or|but|i|we|he|she|they|me|us|so|then|also|not|no|"
+         r"more|stuff|things|everything|anything|all|other|others|especially|particularly|mostly|mainly|even|including|"
+         r"like|such)\b)" + _ITEM)
 #: the thing liked, or a list of things ending in "and" / "or": "jazz", "jazz and techno", "jazz, techno(,) and soul",
 #: "jazz or techno" (a new-user trial: "I love jazz and techno" liked "jazz and techno", "I love jazz, techno and soul"
 #: jazz only)
@@ -36,9 +42,11 @@ _NEXT = (_OPINION_THE + rf"(?!(?:{_NO_THING}|and|or|but|i|we|he|she|they|me|us|s
 _LIST = (rf"{_ITEM}(?:(?:\s*,\s*(?:(?:and|or|&)\s+)?{_NEXT}|\s+(?:and|or|&)\s+{_NEXT})*"
          rf"\s*,?\s+(?:and|or|&)\s+{_NEXT})?")
 #: where a thing liked ends; "but" starts another clause ("I love jazz but not techno" liked "jazz but not techno"),
-#: and so does a time adverbial ("I love coffee in the morning" liked "coffee in the morning")
+#: and so do a time adverbial ("I love coffee in the morning" liked "coffee in the morning") and "and" before a
+#: subject of its own (:data:`_OWN_SUBJECT`)
 _VALUE_END = (rf"(?:\s*{TIME_WORDS})?"
-              rf"(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|more|again|here|there|but)\b|\s+{TIME_ADVERBIAL}))")
+              rf"(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|more|again|here|there|but)\b|\s+{TIME_ADVERBIAL}|"
+              rf"\s+(?:and|&)\s+{_OWN_SUBJECT}))")
 _OPINION_VALUE = _OPINION_THE + rf"(?:both\s+)?(?!(?:{_NO_THING})\b)(?P<v>{_LIST})" + _VALUE_END
 #: "I like jazz but not techno": what is not liked after the thing liked. A dislike only after "like", whose plain
 #: negation the rules read as one ("I don't like techno"); "I love jazz but not techno" does not love techno, which

@@ -1,0 +1,28 @@
+"""A second new-user trial of the memory layer's rule reader, with no LLM: "I love jazz and my brother loves techno."
+stored nothing (the brother's clause left the speaker's like without an end). Real DuckDB file, the rules, no LLM."""
+
+from __future__ import annotations
+
+import pytest
+from trial_support import fixtures, say
+
+embedder, eng = fixtures()
+
+
+def _items(eng) -> list[tuple[str, str]]:
+    return sorted((i.attribute, i.value) for i in eng.memory_items("mia"))
+
+
+@pytest.mark.parametrize(("line", "items"), [
+    ("I love jazz and my brother loves techno.", [("likes", "jazz")]),
+    ("I hate jazz and my wife hates techno.", [("dislikes", "jazz")]),
+    ("I love jazz and techno and my sister loves soul.", [("likes", "jazz"), ("likes", "techno")]),
+    ("I love jazz and Tom loves techno.", [("likes", "jazz")]),
+    ("I love jazz and she hates it.", [("likes", "jazz")]),
+    ("I love jazz and I play guitar.", [("likes", "jazz")]),
+])
+def test_a_like_ends_where_a_clause_of_its_own_starts(eng, line, items):
+    """A like ends before "and" and a new subject ("my brother", "Tom loves", "she", "I"): the speaker's like is
+    kept, and nothing of the other clause, which is someone else's (or no opinion)."""
+    say(eng, [(line, "Noted.")])
+    assert _items(eng) == items
