@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from timem.consolidation.consolidator import Consolidator
 from timem.consolidation.profile_facts import last_instant, listed_in
@@ -105,8 +105,11 @@ def edit_memory(store: MemoryStore, cons: Consolidator, node_id: str, content: s
     return store.node(node_id)
 
 
-def soft_delete(store: MemoryStore, cons: Consolidator, node_ids: Sequence[str], *, actor: str = "user") -> None:
-    """Mark nodes deleted (undo with :func:`restore`); parents are re-consolidated without them."""
+def soft_delete(store: MemoryStore, cons: Consolidator, node_ids: Sequence[str], *, actor: str = "user",
+                keep_items: Collection[str] = ()) -> None:
+    """Mark nodes deleted (undo with :func:`restore`); parents are re-consolidated without them. The memory items
+    read only from them go too, except ``keep_items`` (forget by text keeps the earlier value that a forgotten fact
+    replaced in the same message: :attr:`timem.memory.forget.ForgetPreview.kept`)."""
     users: set[str] = set()
     with store.transaction():
         for nid in node_ids:
@@ -114,7 +117,7 @@ def soft_delete(store: MemoryStore, cons: Consolidator, node_ids: Sequence[str],
             users |= _mark_stale(store, [nid]) | {node.user_id}
             store.update_node(nid, status=NodeStatus.DELETED)
             store.audit("soft-delete", node.user_id, nid, {"actor": actor})
-        orphans = store.items_without_active_source(node_ids)
+        orphans = [i for i in store.items_without_active_source(node_ids) if i.id not in keep_items]
         for item in orphans:  # memory items read only from them go too
             store.update_item(item.id, status="deleted")
             store.audit("item-sources-deleted", item.user_id, item.id, {"actor": actor, "segments": list(node_ids)})

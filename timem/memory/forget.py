@@ -22,7 +22,9 @@
   goes goes with it (:attr:`ForgetPreview.replies`).
 * :func:`apply` soft-deletes them: items ``status = deleted`` (audit ``forget-item``, ids only; the L5 profiles
   listing them are rewritten), segments
-  through :func:`timem.editing.soft_delete` (ancestors re-consolidated without them, segment tree rebuilt),
+  through :func:`timem.editing.soft_delete` (ancestors re-consolidated without them, segment tree rebuilt; the
+  items read only from them go too, except the earlier value that a forgotten fact replaced in the same message,
+  which holds again: :attr:`ForgetPreview.kept`),
   and the LLM-cache entries quoting the segments are purged. Undo: :func:`timem.editing.restore` for the
   segments; hard erase stays :func:`timem.editing.erase`.
 * The turns of a forgotten segment stay in the store (a restore needs them), but every view of the conversation
@@ -97,6 +99,10 @@ class ForgetPreview:
     #: ids of the segments in ``segments`` that hold only the assistant's reply to a user's line that goes
     #: (:func:`timem.memory.forget_scope.replies`): they go with it
     replies: set[str] = field(default_factory=set)
+    #: ids of the items (not in ``items``) that stay though every segment they were read from goes: the earlier value
+    #: that an item in ``items`` replaced in the same message ("I switched from espresso to green tea"); they are
+    #: in ``reopened``
+    kept: set[str] = field(default_factory=set)
 
     @property
     def empty(self) -> bool:
@@ -254,6 +260,11 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
     active = store.items(user_id)
     extra = [i for i in active if i.id not in chosen and i.source_ids and set(i.source_ids) <= seg_ids]
     going = chosen | {i.id for i in extra}
+    # the earlier value that a fact going replaced in the same message ("I switched from espresso to green tea"):
+    # not asked about, it stays, though its line goes, and holds again below
+    kept = {i.id for i in extra if i.superseded_by in going}
+    extra = [i for i in extra if i.id not in kept]
+    going -= kept
     reopened = [i for i in active if i.id not in going and i.superseded_by in going]
     asked = _request_stems(text) if by_text else set()
     key = content_stems(" ".join((words or request_words(text)).key), ascii_only=True) & asked if asked else set()
@@ -261,7 +272,7 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
              if asked and (value := _stems(fold(i.value))) and (value <= asked or key and key <= value)]
     return ForgetPreview(user_id=user_id, text=shown, items=items + named + [i for i in extra if i not in named],
                          segments=segments, collateral={i.id for i in extra} - {i.id for i in named},
-                         reopened=reopened, hint=hint, replies={n.id for n in answers})
+                         reopened=reopened, hint=hint, replies={n.id for n in answers}, kept=kept)
 
 
 def _in_scope(text: str, segments: list[MemoryNode], items: list[MemoryItem], sources: set[str],
@@ -381,7 +392,7 @@ def apply(store: MemoryStore, cons: Consolidator, plan: ForgetPreview, *, actor:
         store.purge_cache_mentioning([n.content for n in plan.segments] + [t.text for t in turns])
         editing.refresh_profiles(store, cons, plan.items, actor=actor)  # the L5 profiles listing them
     if plan.segments:
-        editing.soft_delete(store, cons, [n.id for n in plan.segments], actor=actor)
+        editing.soft_delete(store, cons, [n.id for n in plan.segments], actor=actor, keep_items=plan.kept)
     return plan
 
 
