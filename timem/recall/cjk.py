@@ -38,6 +38,10 @@ _STOP_TEXT = """
 这个月 今年 去年 明年 早上 上午 中午 下午 晚上 周末 星期 礼拜 一直 经常 通常 平时 总是 有时 然后 后来 其实
 """
 CJK_STOPWORDS = frozenset(_STOP_TEXT.split())
+#: the time words among them that name a part of the week or of the day (周末 weekend, 晚上 evening ...): a memory
+#: may say them as they are (这个周末我去爬山了), so they are a question's keywords when it names no time window the
+#: time channel resolves (我周末做了什么？; :func:`time_nouns`, :func:`timem.recall.planner.make_plan`)
+TIME_NOUNS = frozenset("周末 早上 上午 中午 下午 晚上".split())
 #: the words of a reply that only acknowledges ("好的，我记住了。", "收到，谢谢！")
 _ACK_TEXT = "好 好的 好啊 好吧 嗯 嗯嗯 行 可以 没问题 收到 记住 记下 记下来 知道 明白 了解 谢谢 感谢 不客气 放心 当然"
 _ACK_WORDS = frozenset(_ACK_TEXT.split())
@@ -84,6 +88,14 @@ def content_words(text: str, limit: int | None = None) -> list[str]:
         if limit is not None and len(out) == limit:
             break
     return out
+
+
+def time_nouns(text: str) -> list[str]:
+    """The words of :data:`TIME_NOUNS` in ``text`` (jieba's cut, as :func:`content_words`), in order, without
+    duplicates: 周末 of 我周末做了什么？, not of 上周末 (one word). ``[]`` for text that is not Chinese."""
+    if not is_chinese(text):
+        return []
+    return list(dict.fromkeys(w for w in jieba_words(unicodedata.normalize("NFKC", text)) if w in TIME_NOUNS))
 
 
 def bm25_terms(question: str, keywords: list[str]) -> str:

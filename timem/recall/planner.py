@@ -62,7 +62,9 @@ def make_plan(complexity: Complexity, question: str, question_time: datetime, co
               participants: Sequence[str] = (), **extra: Any) -> RecallPlan:
     """Assemble a :class:`RecallPlan`: levels and quotas from ``config.recall.quotas[complexity]``; keywords
     extracted deterministically when ``keywords`` is ``None``; the time window resolved from
-    ``time_expression`` if given and resolvable, else from the question.
+    ``time_expression`` if given and resolvable, else from the question. A Chinese question with no such window
+    also takes its time nouns as keywords (:func:`timem.recall.cjk.time_nouns`: 周末 of 我周末做了什么？); English
+    questions are unchanged.
 
     Raises:
         ConfigError: ``config.recall.quotas`` has no entry for ``complexity`` or no L1 quota.
@@ -76,6 +78,9 @@ def make_plan(complexity: Complexity, question: str, question_time: datetime, co
         found = resolve_time_window(time_expression, question_time, config.time.tz)
     found = found or resolve_time_window(question, question_time, config.time.tz)
     kws = list(keywords) if keywords is not None else extract_keywords(question, participants)
+    if found is None:  # 我周末做了什么？: no window to look in, so a memory that says 周末 is what is asked about
+        nouns = [w for w in cjk.time_nouns(question) if w not in kws]
+        kws = [*kws[:MAX_KEYWORDS - len(nouns)], *nouns]
     return RecallPlan(complexity=complexity, keywords=kws[:MAX_KEYWORDS],
                       time_expression=found[0] if found else None, time_window=found[1] if found else None,
                       levels={lv: n for lv, n in sorted(quotas.items()) if n > 0}, planner=planner, **extra)
