@@ -113,7 +113,8 @@ def forget(text: Annotated[str, typer.Argument(help='what to forget, e.g. "I wor
         plan = eng.forget(user, text)
         if plan.empty:  # an error, not a quiet line: a script's `timem forget X --yes` learns that X was not found
             said = plan.describe()
-            raise NotFoundError(said[0].lower() + said[1:])
+            raise NotFoundError(said[0].lower() + said[1:] + f" List them with `timem memories list --user {user}` "
+                                f"(facts) and `timem tree --user {user} --level 1` (conversation segments).")
         typer.echo(plan.describe())
         if not yes and not _confirm(f"forget these {len(plan.items)} item(s) and {len(plan.segments)} segment(s)?",
                                     "pass --yes to forget without asking"):

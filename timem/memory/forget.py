@@ -41,6 +41,7 @@ from timem import editing
 from timem.consolidation.consolidator import Consolidator
 from timem.errors import InputError, NotFoundError
 from timem.item_values import mentions, normalise
+from timem.memory.forget_hints import nothing_hint, scope_hint
 from timem.memory.forget_scope import (
     about_party,
     about_someone_else,
@@ -103,15 +104,28 @@ class ForgetPreview:
     #: that an item in ``items`` replaced in the same message ("I switched from espresso to green tea"); they are
     #: in ``reopened``
     kept: set[str] = field(default_factory=set)
+    #: how many active items and L1 segments of the user were searched (:meth:`why`; ``None``: not known, e.g.
+    #: a preview read back from the memory service, whose ``hint`` says it)
+    searched_items: int | None = None
+    searched_segments: int | None = None
 
     @property
     def empty(self) -> bool:
         return not self.items and not self.segments
 
+    def why(self) -> str:
+        """For an empty preview: :attr:`hint`, then what was searched ("Searched 3 fact(s) and 12 conversation
+        segment(s) (accents ignored).", when known); each front end adds how to list them."""
+        if self.searched_items is None or self.searched_segments is None:
+            return self.hint
+        return (f"{self.hint} Searched {self.searched_items} fact(s) and {self.searched_segments} conversation "
+                "segment(s) (accents ignored).").strip()
+
     def describe(self) -> str:
-        """One line per item and segment (for the chat reply and the CLI)."""
+        """One line per item and segment (for the chat reply and the CLI); for an empty preview, why nothing matched,
+        what to try and what was searched (:meth:`why`)."""
         if self.empty:
-            return f"Nothing matched {self.text!r}, so nothing was forgotten" + (f": {self.hint}" if self.hint else ".")
+            return f"Nothing matched {self.text!r}, so nothing was forgotten: {self.why()}"
         also = " (also goes: it was said in the same message as what you asked to forget)"
         lines = [f"item {i.id}: {i.label()}" + (also if i.id in self.collateral else "") for i in self.items]
         reply = " (the assistant's reply to a line that goes)"
@@ -149,7 +163,9 @@ def preview(store: MemoryStore, user_id: str, text: str) -> ForgetPreview:
             words.maybe_name, (fold(n.content) for n in store.nodes(user_id, Level.SEGMENT))):
         words = words.as_name()  # "Ahmed", which the memories write as a name ("Loved" stays a verb)
     if words.only_verbs:  # "loved", "I painted", "I lived in": every line using those verbs would go
-        return ForgetPreview(user_id=user_id, text=text, hint=_nothing_hint(folded, words, []))
+        return ForgetPreview(user_id=user_id, text=text, hint=nothing_hint(folded, words, []),
+                             searched_items=len(store.items(user_id)),
+                             searched_segments=len(store.nodes(user_id, Level.SEGMENT)))
     stated = extract_statements(folded)
     other_side = {(_OPPOSITE[s.attribute], normalise(fold(s.value))) for s in stated if s.attribute in _OPPOSITE}
     items, spared = [], []
@@ -248,11 +264,15 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
     if not items and not segments and text.strip():
         words = words or request_words(text)
         segments = mine(_by_key_words([n for n in every if n.id not in keep], words, stems))
-        hint = "" if segments else _nothing_hint(text, words, every)
+        hint = "" if segments else nothing_hint(text, words, every)
     if not items:
         segments += mine([n for n in _linked(text, segments, every) if n.id not in keep])
     if by_text:
+        matched = segments
         segments = _in_scope(text, segments, items, source_ids, words, typed=shown, stored=stored)
+        if matched and not segments and not items:  # lines hold its words, but it does not reach them: say why
+            hint = scope_hint(text, words or request_words(text), [stored[n.id] for n in matched],
+                              name_words(shown, (n.content for n in stored.values())))
     answers = replies(store, user_id, segments, every)  # the reply of each exchange goes with it
     segments = [stored[n.id] for n in segments + answers]  # as stored (not folded)
     # items read only from those segments go with them (editing.soft_delete): the preview names them too
@@ -272,7 +292,8 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
              if asked and (value := _stems(fold(i.value))) and (value <= asked or key and key <= value)]
     return ForgetPreview(user_id=user_id, text=shown, items=items + named + [i for i in extra if i not in named],
                          segments=segments, collateral={i.id for i in extra} - {i.id for i in named},
-                         reopened=reopened, hint=hint, replies={n.id for n in answers}, kept=kept)
+                         reopened=reopened, hint=hint, replies={n.id for n in answers}, kept=kept,
+                         searched_items=len(active), searched_segments=len(every))
 
 
 def _in_scope(text: str, segments: list[MemoryNode], items: list[MemoryItem], sources: set[str],
@@ -338,29 +359,6 @@ def _by_key_words(segments: list[MemoryNode], words: RequestWords, stems: set[st
             held.append((sum(holds(n.content, v, have) for v in words.verbs), n))
     best = max((score for score, _ in held), default=0)
     return [n for score, n in held if score == best]
-
-
-def _nothing_hint(text: str, words: RequestWords, segments: list[MemoryNode]) -> str:
-    """Why nothing matched ``text`` and what to try: the key words no segment holds, else a shorter request with
-    the key word fewest segments hold ("Berlin" for "I lived in Berlin")."""
-    counts = {w: sum(holds(n.content, w) for n in segments) for w in words.key}
-    missing = [w for w, c in counts.items() if not c]
-    present = sorted((w for w, c in counts.items() if c), key=lambda w: counts[w])
-    example = f", e.g. {present[0]!r}" if present else ""
-    if missing:
-        return (f"no memory holds {' or '.join(repr(w) for w in missing)}. Check the spelling, or try a shorter "
-                f"request with the key word as it was said{example}.")
-    if present:
-        return (f"no memory holds all of its key words ({', '.join(words.key)}). Try a shorter request with the key "
-                f"word{example}.")
-    if words.verbs:  # "loved", "I lived in": only what was done
-        name = words.maybe_name
-        return (f"it names no thing to look for, only what was done ({', '.join(repr(v) for v in words.verbs)}). "
-                "Say what it was: a thing, a name or a place as it was said (e.g. 'jazz', 'Berlin' or 'my cat')."
-                + (f" If {name!r} is a name, add another word that was said with it, a thing or a place (e.g. "
-                   "'Ahmed flat' for \"Ahmed called me about the flat\")." if name else ""))
-    return ("it names no thing to look for (it has no word that says what: a name, a thing or a place). Say what to "
-            "forget as it was said (e.g. 'Berlin', 'jazz' or 'my cat').")
 
 
 def preview_items(store: MemoryStore, user_id: str, item_ids: list[str]) -> ForgetPreview:

@@ -122,6 +122,27 @@ def about_party(content: str, who: list[str], words: Iterable[str]) -> bool:
     return False
 
 
+_HEAD = re.compile(r"^On (?P<date>\d.*?):\s*$")
+_SPEAKER = re.compile(r"^(?P<speaker>[^:\n]{1,80}):\s+(?P<text>.*)$")
+
+
+def spoken(content: str) -> tuple[str, list[tuple[str, str]]]:
+    """An L1 segment's ``content`` as its date (the heading of
+    :func:`timem.consolidation.segments.render_segment`, "2 May 2024 (Thursday) 09:00"; ``""`` without one) and its
+    ``(speaker, text)`` lines (a line with no ``Speaker:`` continues the one before, or has speaker ``""``)."""
+    lines = [line for line in content.splitlines() if line.strip()]
+    head = _HEAD.match(lines[0]) if lines else None
+    out: list[tuple[str, str]] = []
+    for line in lines[1 if head else 0:]:
+        if m := _SPEAKER.match(line):
+            out.append((m["speaker"].strip(), m["text"].strip()))
+        elif out:
+            out[-1] = (out[-1][0], f"{out[-1][1]} {line.strip()}")
+        else:
+            out.append(("", line.strip()))
+    return (head["date"] if head else ""), out
+
+
 def said(content: str) -> list[str]:
     """The lines of an L1 segment's ``content`` without its date line and each line's ``Speaker:`` (the format of
     :func:`timem.consolidation.segments.render_segment`)."""

@@ -141,7 +141,8 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
         Args:
             memory_id: an id from recall or list, e.g. L1-0123456789abcdef.
             text: what to forget, instead of an id; facts and messages that match it are soft-deleted, with the
-                assistant's reply to such a message (listed in reply_ids as well as memory_ids).
+                assistant's reply to such a message (listed in reply_ids as well as memory_ids). When nothing
+                matches, hint says why, what was searched and what to try.
             hard: with memory_id only: erase the memory and its source messages irreversibly.
         """
         if (memory_id is None) == (text is None):
@@ -152,9 +153,13 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
             with lock:
                 engine.require_user(user_id)
                 plan = engine.forget(user_id, forget_request(text) or text, confirm=True, actor="mcp")
-            return {"text": plan.text, "forgotten": not plan.empty,
-                    "facts": [i.label() for i in plan.items], "memory_ids": [n.id for n in plan.segments],
-                    "reply_ids": sorted(plan.replies)}
+            out: dict[str, Any] = {"text": plan.text, "forgotten": not plan.empty,
+                                   "facts": [i.label() for i in plan.items],
+                                   "memory_ids": [n.id for n in plan.segments], "reply_ids": sorted(plan.replies)}
+            if plan.empty:  # why, what was searched, what to try
+                out["hint"] = (f"{plan.why()} Call facts to see the remembered facts and list "
+                               "(level=1) the conversation segments; then forget by memory_id, or with a shorter text.")
+            return out
         engine.settle(user_id)  # the queued writes' memories (bounded wait, outside the lock)
         with lock:
             node = engine.node(memory_id or "")

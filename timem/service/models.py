@@ -14,6 +14,8 @@ from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Fiel
 from timem.config import Config
 from timem.ids import ID_PATTERN, ID_RULE
 from timem.ids import id_error as user_id_error
+from timem.memory.forget import ForgetPreview
+from timem.memory.forget_scope import spoken
 from timem.models import MemoryItem, MemoryNode, SessionInfo, Turn
 from timem.recall.options import RecallOptions
 
@@ -175,12 +177,34 @@ class ItemsOut(BaseModel):
     items: list[ItemOut]
 
 
+class ForgetSegmentOut(BaseModel):
+    """One L1 segment that a forget request takes, as the CLI's preview shows it: who said it, when, and what."""
+
+    id: str  #: undoable with ``POST …/memories/{id}/restore``
+    date: str  #: as the segment writes it, in the service's time zone: "2 May 2024 (Thursday) 09:00"
+    span_start: datetime  #: UTC
+    speaker: str  #: "Mia"; several speakers of one segment joined with ", "
+    #: what was said; a segment of several speakers gives each line as "Speaker: text", one a line
+    text: str
+    reply: bool = False  #: the assistant's reply to a line that goes (the exchange goes whole)
+
+    @classmethod
+    def of(cls, n: MemoryNode, reply: bool = False) -> ForgetSegmentOut:
+        date, lines = spoken(n.content)
+        speakers = list(dict.fromkeys(who for who, _ in lines if who))
+        text = (" ".join(said for _, said in lines) if len(speakers) <= 1
+                else "\n".join(f"{who}: {said}" if who else said for who, said in lines))
+        return cls(id=n.id, date=date, span_start=n.span_start, speaker=", ".join(speakers), text=text, reply=reply)
+
+
 class ForgetOut(BaseModel):
     user: str
     text: str
     forgotten: bool  #: true when ``confirm`` was given and something matched
     items: list[ItemOut]  #: the items that go (or would go)
     segments: list[str]  #: the L1 segment ids that go (or would go), undoable with .../restore
+    #: the same segments, each with its speaker, date and text (:class:`ForgetSegmentOut`)
+    segment_lines: list[ForgetSegmentOut] = Field(default_factory=list)
     #: ids of the items in ``items`` that ``text`` does not name: said only in a message that goes, they go with it
     collateral: list[str] = Field(default_factory=list)
     #: ids of the segments in ``segments`` that are the assistant's reply to a line that goes: the exchange goes
@@ -188,9 +212,23 @@ class ForgetOut(BaseModel):
     replies: list[str] = Field(default_factory=list)
     #: older items that hold again once ``items`` go (an item in ``items`` had superseded them)
     reopened: list[ItemOut] = Field(default_factory=list)
-    #: when nothing matched: why, and what to try ("no memory holds 'Hamburg'. Check the spelling …"; "it names no
-    #: thing to look for, only what was done ('loved') …"); null when something matched
+    #: when nothing matched: why, what was searched and what to try ("no memory holds 'Hamburg'. Check the spelling
+    #: … Searched 3 facts and 12 conversation segments …", and the routes that list them); null when something
+    #: matched
     hint: str | None = None
+
+    @classmethod
+    def of(cls, plan: ForgetPreview, user: str, text: str, *, forgotten: bool) -> ForgetOut:
+        """The answer for the preview ``plan`` of ``user``'s request ``text`` (``forgotten``: it was applied)."""
+        hint = None
+        if plan.empty:
+            hint = (f"{plan.why()} List them with GET /v1/users/{user}/items (facts) and GET "
+                    f"/v1/users/{user}/memories?level=1 (conversation segments).")
+        return cls(user=user, text=text, forgotten=forgotten and not plan.empty,
+                   items=[ItemOut.of(i) for i in plan.items], segments=[n.id for n in plan.segments],
+                   segment_lines=[ForgetSegmentOut.of(n, n.id in plan.replies) for n in plan.segments],
+                   collateral=sorted(plan.collateral), replies=sorted(plan.replies),
+                   reopened=[ItemOut.of(i) for i in plan.reopened], hint=hint)
 
 
 class MemoryOut(BaseModel):

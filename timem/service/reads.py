@@ -119,11 +119,7 @@ def add_studio_routes(app: FastAPI) -> None:
         forgotten = None
         if turn.forgotten is not None:
             plan = turn.forgotten
-            forgotten = ForgetOut(user=user, text=plan.text, forgotten=body.confirm_forget and not plan.empty,
-                                  items=[ItemOut.of(i) for i in plan.items], segments=[n.id for n in plan.segments],
-                                  collateral=sorted(plan.collateral), replies=sorted(plan.replies),
-                                  reopened=[ItemOut.of(i) for i in plan.reopened],
-                                  hint=plan.hint or None)
+            forgotten = ForgetOut.of(plan, user, plan.text, forgotten=body.confirm_forget)
         return ChatOut(user=user, session_id=body.session_id, reply=turn.reply,
                        trace=as_tenant_sees(turn.trace.model_dump(mode="json"), internal, user),
                        written=[MemoryOut.of(n, internal, user) for n in turn.written], warning=turn.warning,

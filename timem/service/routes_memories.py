@@ -129,15 +129,12 @@ def forget(user: UserPath, body: ForgetIn, s: S, t: T) -> ForgetOut:
         raise InputError("give text (what to forget, e.g. \"my cat\") or item_ids (from GET "
                          f"/v1/users/{user}/items)", field="text")
     what = forget_request(body.text) or body.text
+    s.engine.settle(t.internal(user))  # its queued writes' memories and items (bounded wait, outside the lock)
     with s.use() as eng:
         internal = s.require_user(eng, t, user)
         plan = eng.forget(internal, what, item_ids=body.item_ids, confirm=body.confirm, actor=f"api:{t.name}")
         what = what or plan.text
-    return ForgetOut(user=user, text=what, forgotten=body.confirm and not plan.empty,
-                     items=[ItemOut.of(i) for i in plan.items], segments=[n.id for n in plan.segments],
-                     collateral=sorted(plan.collateral), replies=sorted(plan.replies),
-                     reopened=[ItemOut.of(i) for i in plan.reopened],
-                     hint=plan.hint or None)
+    return ForgetOut.of(plan, user, what, forgotten=body.confirm)
 
 
 @router.get("/v1/users/{user}/export")
