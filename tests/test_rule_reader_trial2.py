@@ -26,3 +26,19 @@ def test_a_like_ends_where_a_clause_of_its_own_starts(eng, line, items):
     kept, and nothing of the other clause, which is someone else's (or no opinion)."""
     say(eng, [(line, "Noted.")])
     assert _items(eng) == items
+
+
+@pytest.mark.parametrize(("line", "items"), [
+    ("I work at the hospital as a nurse.", [("job", "nurse")]),
+    ("I work in a small bakery as a baker.", [("job", "baker")]),
+    ("I started working at the local school as a teacher.", [("job", "teacher")]),
+    ("I got a job at the hospital as a nurse.", [("job", "nurse")]),
+    ("I work at the hospital.", []),
+    ("I work at the hospital as well.", []),
+    ("My brother works at the hospital as a nurse.", []),
+])
+def test_a_workplace_in_lower_case_gives_the_job_and_no_employer(eng, line, items):
+    """"I work at the hospital as a nurse." stored nothing: the employer must be a name. A kind of place in lower
+    case names no employer, so only the job is read, and only when "as a X" names it."""
+    say(eng, [(line, "Noted.")])
+    assert _items(eng) == items

@@ -8,7 +8,8 @@ explicit first-person statements and corrections):
 * home city -- "I live in Lisbon (now)", "I moved to Porto", "We settled in Valencia", "我住在上海", "我搬到了北京";
 * hometown -- "I'm originally from Berlin", "I come from Berlin", "I grew up in Berlin", "my hometown is Cork"; a plain
   "I'm from X" only when X is a place (:mod:`timem.memory.places`: "I'm from the UK", not "I'm from HR");
-* employer / job -- "I work at Acme as a designer", "I started a new job at X", "I started working as a nurse",
+* employer / job -- "I work at Acme as a designer", "I started a new job at X", "I started working as a nurse", "I work
+  at the hospital as a nurse" (the job only: a place in lower case names no employer),
   "我现在在腾讯工作", "我在医院当护士"; the copula only for an occupation of :mod:`timem.memory.occupations`:
   "I'm a nurse (at X)", "I became a nurse", "我是护士", "我开始当护士了" (not "I'm a morning person", 我是上海人);
 * drinks -- "I drink black coffee every morning", "I switched from coffee to green tea",
@@ -132,13 +133,18 @@ _AS_JOB = r"(?:\s+(?i:as)\s+(?:(?i:an?)\s+)?" + _JOB + ")?"
 _EMP = _cap("emp")[:-1] + (r"(?:\s+(?i:hospital|clinic|school|university|college|bakery|caf[eé]|restaurant|bank|"
                            r"library|hotel|museum|pharmacy|gym|studio|agency|bar|shop|store|office))?)")
 _AT_EMP = r"(?:\s+(?i:at|with|for)\s+" + _EMP + _END_CAP + "|" + _END + ")"
+#: where one works, named by a kind of place in lower case: "the hospital", "a small bakery", "our local school". No
+#: employer (it names none); only before "as a X", which names the job: "I work at the hospital as a nurse" (a second
+#: new-user trial read nothing)
+_PLACE_AS = (r"(?i:at|for|in)\s+(?i:the|a|an|our|my|this|that)\s+[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,3}?"
+             r"(?=\s+(?i:as)\s+(?i:an?)\s)")
 _SOON = r"(?:(?i:now|just|recently|currently|still|also|officially|finally|been|started|start|began|begun)\s+)*"
 #: (pattern, whether its job must be an occupation of :mod:`timem.memory.occupations`): the copula ("I'm a X",
 #: "I became a X") says many things that are no job ("I'm a big fan of jazz"); "work as a X" names a job
-_WORK = [(re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?i:at|for)\s+" + _EMP
-                     + _AS_JOB + _END), False),
+_WORK = [(re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?:(?i:at|for)\s+" + _EMP + "|"
+                     + _PLACE_AS + ")" + _AS_JOB + _END), False),
          (re.compile(r"\b[Ii]\s+(?i:just\s+|recently\s+)?(?i:started|got|took)\s+(?i:a\s+new\s+job|a\s+job|working|"
-                     r"a\s+position)\s+(?i:at|with|for)\s+" + _EMP + _AS_JOB + _END), False),
+                     r"a\s+position)\s+(?:(?i:at|with|for)\s+" + _EMP + "|" + _PLACE_AS + ")" + _AS_JOB + _END), False),
          # "I'm a nurse (now)", "I'm now a nurse at St Mary's (hospital)", "I am also a registered nurse"
          (re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+" + _SOON + r"(?i:an?\s+)" + _JOB + _AT_EMP), True),
          # "I became a nurse", "I've (just) become a nurse", "I got hired as a nurse", "I qualified as a nurse"
