@@ -74,3 +74,16 @@ def test_without_an_llm_the_rules_run_and_the_trace_says_so(folder, embedder):
                          complexity="complex")
     assert "aspect queries 'llm' configured but no LLM available; rules used" in got.trace.notes
     assert "coins" in got.context, got.context
+
+
+def test_only_real_new_sub_questions_are_searched():
+    from timem.prompts.decompose import usable
+
+    got = usable(["Melanie does yoga to destress.",  # a guessed answer, not a question
+                  "What does Pat like doing?",  # the prompt's example, copied
+                  "What does Melanie do to destress?",  # the question itself
+                  "  Where did   Melanie camp? ", "Where did Melanie camp?", "Which book did Melanie read?"],
+                 "What does Melanie do to destress?")
+    assert got == ["Where did Melanie camp?", "Which book did Melanie read?"]
+    assert usable(["What does Pat like?", "What does Sam like?"], "What do Pat and Sam like?") == [
+        "What does Pat like?", "What does Sam like?"]  # the names are the question's own here

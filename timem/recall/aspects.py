@@ -144,8 +144,7 @@ def llm_aspect_queries(state: RecallState, complexity: str | None) -> tuple[list
     except (LLMError, UnusableAnswerError, ValueError) as exc:
         state.notes.append(f"LLM decomposition failed ({exc}); rule aspect queries used")
         return rules, False
-    parts = [" ".join(q.split()) for q in out.sub_questions]
-    parts = [q for q in dict.fromkeys(parts) if q and q.lower() != state.query.strip().lower()]
+    parts = decompose.usable(out.sub_questions, state.query)
     if len(parts) < 2:
         state.notes.append("LLM decomposition gave no split; rule aspect queries used")
         return rules, False
