@@ -42,3 +42,17 @@ def test_a_workplace_in_lower_case_gives_the_job_and_no_employer(eng, line, item
     case names no employer, so only the job is read, and only when "as a X" names it."""
     say(eng, [(line, "Noted.")])
     assert _items(eng) == items
+
+
+@pytest.mark.parametrize(("line", "items"), [
+    ("I live in St. Louis.", [("home city", "St. Louis")]),
+    ("I moved to St. Petersburg last year.", [("home city", "St. Petersburg")]),
+    ("I work at St. Mary hospital as a nurse.", [("employer", "St. Mary hospital"), ("job", "nurse")]),
+    ("I love St. Louis.", [("likes", "St. Louis")]),
+    ("My doctor is Dr. Silva. I live in Porto.", [("home city", "Porto")]),
+])
+def test_an_abbreviation_inside_a_name_is_no_end_of_the_clause(eng, line, items):
+    """"I live in St. Louis." stored nothing: the rules read "St. Louis", but grounding cut the clause at "St." and
+    found no clause holding the value (so did "St. Mary hospital"); a like read "St"."""
+    say(eng, [(line, "Noted.")])
+    assert _items(eng) == items

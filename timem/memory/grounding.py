@@ -109,8 +109,12 @@ _ZH_CLOSE = re.compile(r"我(?:的)?(?:妈妈|爸爸|母亲|父亲|姐姐|妹妹
                        r"同事|儿子|女儿|家人|父母|奶奶|爷爷|外婆|外公|老板|猫|狗)")
 #: clause breaks: punctuation, a conjunction, and "and" or 而 before a new subject ("My sister is a nurse and I am a
 #: teacher", "I moved to Porto and my sister lives in Faro", 我姐姐是护士而我是老师): the speaker's clause is their own
+#: a full stop that ends no clause: after an abbreviation of a name, "St. Louis", "St. Mary hospital", "Dr. Silva" (a
+#: new-user trial refused "home city: St. Louis", not in a clause; the sentences of the rules do not end there either,
+#: :data:`timem.prompts.common.SENTENCES`)
+_NAME_DOT = r"(?-i:(?<=\bSt|\bDr|\bMr|\bMs|\bMt|\bJr)|(?<=\bMrs)|(?<=\bProf))\.(?=\s*(?-i:[A-Z]))"
 _CLAUSES = re.compile(
-    r"[,;.!?，。；！？\n]+|\s+(?:but|and then|so|while|because)\s+|而(?=我)|但是?(?=我)"
+    rf"(?!{_NAME_DOT})[,;.!?，。；！？\n]+|\s+(?:but|and then|so|while|because)\s+|而(?=我)|但是?(?=我)"
     rf"|\s+and\s+(?=(?:i|we|he|she|they)\b|(?:my|our|his|her|their)\s+(?:{_CLOSE})\b|(?-i:[A-Z][a-z]+)\s+{_VERB}\b)",
     re.IGNORECASE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -227,7 +231,7 @@ def check_statement(attribute: str | None, value: str, text: str, *, ends: str |
         return f"the value {value!r} does not occur in the turn"
     if attribute is None:
         return None
-    sentence = next((s for s in re.split(r"(?<=[.!?。！？])\s*", text) if _occurs(v, s)), text)
+    sentence = next((s for s in re.split(rf"(?<=[.!?。！？])(?<!{_NAME_DOT})\s*", text) if _occurs(v, s)), text)
     # a further thing of a list ("I love jazz, techno and soul"): the clause the list goes on from speaks of it too
     head = _list_head(v, text) if attribute in ("likes", "dislikes", "hobby") else None
     if not about_speaker(clause) or (head is not None and not about_speaker(head)):

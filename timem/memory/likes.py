@@ -23,7 +23,8 @@ _OPINION_THE = (r"(?:the\s+(?=(?-i:[A-Z])|(?:blues|outdoors|ocean|sea|beach|moun
                 r"theat(?:re|er)|opera|ballet)\b))?")
 _NO_THING = r"it|that|this|you|him|her|them|to|how|when|what|being|my|your|his|our|their|the|a|an"
 #: a word of a liked thing: "jazz", "sci-fi", "R&B"
-_WORD = r"[a-zà-öø-ÿ\u0100-\u017f][a-zà-öø-ÿ\u0100-\u017f'&-]*"  # "crème brûlée", "jalapeños" (a trial)
+_WORD = (r"(?:(?-i:St|Dr|Mr|Mrs|Ms|Mt)\.(?=\s+(?-i:[A-Z]))|"  # "St. Louis" (a trial liked "St")
+         r"[a-zà-öø-ÿ\u0100-\u017f][a-zà-öø-ÿ\u0100-\u017f'&-]*)")  # "crème brûlée", "jalapeños" (a trial)
 #: one thing liked: one to four words, none of them "and" / "or" (those join a list) or "but" (a new clause)
 _ITEM = rf"{_WORD}(?:\s+(?!(?:and|or|but)\b){_WORD}){{0,3}}?"
 #: a subject of its own after "and": "I love jazz and my brother loves techno", "… and she hates it", "… and Tom loves
