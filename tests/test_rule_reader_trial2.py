@@ -56,3 +56,17 @@ def test_an_abbreviation_inside_a_name_is_no_end_of_the_clause(eng, line, items)
     found no clause holding the value (so did "St. Mary hospital"); a like read "St"."""
     say(eng, [(line, "Noted.")])
     assert _items(eng) == items
+
+
+@pytest.mark.parametrize(("line", "items"), [
+    ("I love Sex and the City.", [("likes", "Sex and the City")]),
+    ("I love Harry Potter and the Goblet of Fire.", [("likes", "Harry Potter and the Goblet of Fire")]),
+    ("I love the Rolling Stones and the Beatles.", [("likes", "Beatles"), ("likes", "Rolling Stones")]),
+    ("I love jazz and the Beatles.", [("likes", "Beatles"), ("likes", "jazz")]),
+    ("I love Pride and Prejudice and the Beatles.", [("likes", "Beatles"), ("likes", "Pride and Prejudice")]),
+])
+def test_a_title_joined_by_and_the_stays_whole(eng, line, items):
+    """"I love Sex and the City." liked "Sex" and "City": the rule that "the" before each of two names makes them
+    two saw the second "the" only (the first is left out before the value is cut). A title has one "and the"."""
+    say(eng, [(line, "Noted.")])
+    assert _items(eng) == items

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from timem.memory.hobbies import HOBBIES
-from timem.memory.opinions import TIME_ADVERBIAL, TIME_WORDS, ended_opinion, hedged
+from timem.memory.opinions import INTERJECTIONS, TIME_ADVERBIAL, TIME_WORDS, ended_opinion, hedged
 
 #: "the" before a name or a thing named with it is left out, as in "a fan of the Beatles": "I love the blues" likes
 #: "blues" (a new-user trial read nothing); not "I love the photo / the idea / the way you …" (no thing liked)
@@ -47,7 +47,7 @@ _LIST = (rf"{_ITEM}(?:(?:\s*,\s*(?:(?:and|or|&)\s+)?{_NEXT}|\s+(?:and|or|&)\s+{_
 #: subject of its own (:data:`_OWN_SUBJECT`)
 _VALUE_END = (rf"(?:\s*{TIME_WORDS})?"
               rf"(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|more|again|here|there|but)\b|\s+{TIME_ADVERBIAL}|"
-              rf"\s+(?:and|&)\s+{_OWN_SUBJECT}))")
+              rf"\s+(?:and|&)\s+{_OWN_SUBJECT}|\s+{INTERJECTIONS}))")  # "I hate Radiohead now lol" (a trial)
 _OPINION_VALUE = _OPINION_THE + rf"(?:both\s+)?(?!(?:{_NO_THING})\b)(?P<v>{_LIST})" + _VALUE_END
 #: "I like jazz but not techno": what is not liked after the thing liked. A dislike only after "like", whose plain
 #: negation the rules read as one ("I don't like techno"); "I love jazz but not techno" does not love techno, which
@@ -80,7 +80,7 @@ _FAN_OF = (rf"(?:{_FAN_BIG}\s+)*fans?\s+of\s+(?:the\s+(?=(?-i:[A-Z])))?{_FAN_NO_
            rf"(?P<v>{_FAN_WORD}(?:\s+{_FAN_WORD}){{0,3}}?)"
            r"(?=\s*(?:[,.!?;:()–—]|$)|\s+-|\s+(?:now|these\s+days|nowadays|lately|anymore|any\s+more|since|for|and|but|because|too|so|ever|"
            r"as|from|when|who|which|that|in|at|on|with|like|though|honestly|myself|really)\b|\s+"
-           + TIME_ADVERBIAL + ")")
+           + TIME_ADVERBIAL + r"|\s+" + INTERJECTIONS + ")")
 #: "a (huge) X fan": one to three words before "fan", none of them a "big" word
 _FAN_NAMED = (rf"(?:{_FAN_BIG}\s+)*(?!{_FAN_BIG}\b){_FAN_NO_THING}"
               rf"(?P<v>{_FAN_WORD}(?:\s+(?!{_FAN_BIG}\b){_FAN_WORD}){{0,2}}?)\s+fans?\b(?!\s+of\b)")
@@ -135,22 +135,28 @@ _BINOMIAL = re.compile(r"(?<![\w'&-])(?:" + "|".join(re.escape(b).replace(r"\ ",
 _SEPARATOR = re.compile(r"(\s*,\s*(?:(?:and|or|&)\s+)?|\s+(?:and|or|&)\s+)", re.IGNORECASE)
 
 
-def things(value: str) -> list[str]:
+def things(value: str, the_first: bool = False) -> list[str]:
     """The things a liked list names: ``"jazz, techno and soul"`` -> ``["jazz", "techno", "soul"]``. A list is cut at
     its commas and at "and" / "or", but not inside a pair of :data:`BINOMIALS` ("rock and roll") and not between two
     capitalised words: a title or a band ("Pride and Prejudice", "Simon and Garfunkel", "Earth, Wind and Fire")
     cannot be told from two names ("Bach and Mozart"), and one value naming both is true where two halves of a title
-    are false; but "the" before each of two names makes them two ("the Rolling Stones and the Beatles"). "the" before a
-    further thing is left out ("jazz and the Beatles": ``["jazz", "Beatles"]``)."""
+    are false; so does a title joined by "and the" ("Sex and the City"; a trial liked "Sex" and "City"), once: "the"
+    before each of two names makes them two ("the Rolling Stones and the Beatles", ``the_first``: the value followed
+    "the"), and so does one after a title ("Pride and Prejudice and the Beatles"). "the" before a further thing is
+    left out ("jazz and the Beatles": ``["jazz", "Beatles"]``)."""
     kept = _BINOMIAL.sub(lambda b: b.group(0).replace(" ", "\0"), value)
     pieces = _SEPARATOR.split(kept)
-    out = [pieces[0]]
+    out, had_the, joined = [pieces[0]], [the_first], [False]
     for sep, piece in zip(pieces[1::2], pieces[2::2], strict=True):
         left, right = out[-1].split()[-1], re.sub(r"^the\s+", "", piece, flags=re.IGNORECASE)
-        if left[:1].isupper() and right[:1].isupper() and right == piece:
+        the = right != piece
+        if left[:1].isupper() and right[:1].isupper() and (not the or not (had_the[-1] or joined[-1])):
             out[-1] += sep + piece
+            joined[-1] = True
         else:
             out.append(piece)
+            had_the.append(the)
+            joined.append(False)
     return [re.sub(r"^the\s+", "", p.replace("\0", " ").strip(), flags=re.IGNORECASE) for p in out if p.strip()]
 
 
@@ -199,13 +205,15 @@ def read_opinions(s: str) -> list[tuple[str, str, bool]]:
         # "… is awesome" is no thing liked; each thing of a list is one value
         if {w.lower() for w in m["v"].split()} & _COPULA:
             continue
-        found = [(*av, False) for k, thing in enumerate(things(m["v"]))
+        the_first = re.search(r"\bthe\s+(?:both\s+)?$", s[:m.start("v")], re.IGNORECASE) is not None
+        found = [(*av, False) for k, thing in enumerate(things(m["v"], the_first))
                  if (av := _thing(attribute, thing, k > 0)) and av[1].lower() not in over]
         if found:
             out += found
             if attribute == "likes" and m["verb"] and m["verb"].lower() == "like" and (
                     no := _BUT_NOT.match(s, m.end())):
-                out += [(*av, False) for thing in things(no["v"]) if (av := _thing("dislikes", thing, False))]
+                the_no = re.search(r"\bthe\s+(?:both\s+)?$", s[:no.start("v")], re.IGNORECASE) is not None
+                out += [(*av, False) for thing in things(no["v"], the_no) if (av := _thing("dislikes", thing, False))]
             break
     if not out:
         for rx, attribute in ((_ZH_DISLIKE, "dislikes"), (_ZH_FAN, "likes"), (_ZH_LIKE, "likes")):
