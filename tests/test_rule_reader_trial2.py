@@ -70,3 +70,17 @@ def test_a_title_joined_by_and_the_stays_whole(eng, line, items):
     two saw the second "the" only (the first is left out before the value is cut). A title has one "and the"."""
     say(eng, [(line, "Noted.")])
     assert _items(eng) == items
+
+
+@pytest.mark.parametrize(("line", "items"), [
+    ("I live in Lisbon's old town.", [("home city", "Lisbon")]),
+    ("I moved to Porto's city centre last week.", [("home city", "Porto")]),
+    ("I grew up in Berlin's Kreuzberg.", [("hometown", "Berlin")]),
+    ("I'm from Lisbon's suburbs.", [("hometown", "Lisbon")]),
+    ("I live in St. John's now.", [("home city", "St. John's")]),
+])
+def test_a_place_before_a_possessive_is_the_place(eng, line, items):
+    """"I live in Lisbon's old town." stored the home city "Lisbon's": a possessive that more words follow ends the
+    place's name; a name that ends in one ("St. John's") keeps it."""
+    say(eng, [(line, "Noted.")])
+    assert _items(eng) == items

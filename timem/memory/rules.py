@@ -238,6 +238,20 @@ def _my_value(attribute: str, value: str, rest: str) -> str | None:
     return lower_place(rest)
 
 
+_END_RX = re.compile(_END, re.IGNORECASE)
+
+
+def _place(m: re.Match[str], s: str) -> str:
+    """The place name ``m["v"]`` of a home city or hometown in the sentence ``s``, up to a possessive that more words
+    follow: "Lisbon's old town", "Lisbon's Alfama district" name Lisbon (a new-user trial stored "Lisbon's"); a name
+    that ends in one stays, "St. John's", "I live in St. John's now"."""
+    words = m["v"].split(" ")
+    for k, w in enumerate(words):
+        if re.search(r"['’]s$", w) and (k + 1 < len(words) or not _END_RX.match(s, m.end("v"))):
+            return " ".join([*words[:k], w[:-2]])
+    return m["v"]
+
+
 def _drink_attr(sentence: str) -> str:
     return "morning drink" if re.search(r"morning|早上|早晨|每天早", sentence, re.IGNORECASE) else "drink"
 
@@ -252,7 +266,7 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
 
     for rx in _HOME + _ZH_HOME:
         if m := rx.search(s):
-            add("fact", "home city", m["v"])
+            add("fact", "home city", _place(m, s))
             break
     else:
         for rx in _HOME_LOWER:
@@ -318,8 +332,8 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
         if (v := _my_value(a, m["v"], s[m.start("v"):])) is not None:
             add("fact", a, v)
     if not any(x.attribute == "hometown" for x in out) and (  # "my hometown is …" wins
-            (m := _ORIGIN.search(s)) or ((m := _FROM.search(s)) and is_place(_clean(m["v"])))):
-        add("fact", "hometown", m["v"])
+            (m := _ORIGIN.search(s)) or ((m := _FROM.search(s)) and is_place(_clean(_place(m, s))))):
+        add("fact", "hometown", _place(m, s))
     elif not any(x.attribute == "hometown" for x in out) and (m := _FROM_LOWER.search(s)) and (
             place := lower_place(s[m.end():])):
         add("fact", "hometown", place)
