@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from timem import cli_common, cli_memory, cli_service, cli_store
+from timem import cli_common, cli_memory, cli_options, cli_service, cli_store
 from timem.cli_common import (
     ComplexityOpt,
     ConfigOpt,
@@ -32,7 +32,6 @@ from timem.cli_common import (
     _config,
     _engine,
     _gate,
-    _samples,
 )
 from timem.cli_memory import memories_app, segtree_app
 from timem.cli_options import OptionValueError, SetOpt, one_of, reflow_help, setting_overrides, setting_values
@@ -49,9 +48,14 @@ app.add_typer(memories_app, name="memories")
 @app.command()
 def ingest(file: Annotated[Path, typer.Argument(help="the conversation file to import (docs/input-formats.md)")],
            fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"], typer.Option(
-               "--format", help="the file's format: locomo | longmemeval | jsonl (docs/input-formats.md)")],
-           sample: Annotated[str | None, typer.Option("--sample", help="LoCoMo sample_id(s), comma-separated")] = None,
-           limit: Annotated[int | None, typer.Option("--limit", help="LongMemEval: first N questions")] = None,
+               "--format", metavar="FORMAT", help="the file's format: locomo | longmemeval | jsonl "
+               "(docs/input-formats.md)")],
+           sample: Annotated[str | None, typer.Option(
+               "--sample", callback=cli_options.checked_sample,
+               help="LoCoMo sample_id(s) or LongMemEval question_id(s), comma-separated (default: all)")] = None,
+           limit: Annotated[int | None, typer.Option(
+               "--limit", callback=cli_options.at_least_one("--limit", omitted="every instance"),
+               help="LongMemEval: the first N instances (default: all)")] = None,
            db: DbOpt = None, llm: LlmOpt = None,
            l1_mode: Annotated[str | None, typer.Option(
                "--l1-mode", callback=one_of("--l1-mode", setting_values("l1_mode"), omitted="the l1_mode setting"),
@@ -75,17 +79,19 @@ def ingest(file: Annotated[Path, typer.Argument(help="the conversation file to i
     if ray and (update_changed or not flush):
         raise OptionValueError("--ray ingests new users as the file holds them; leave out --update-changed and "
                                "--no-flush")
+    cli_options.dataset_flags(fmt, sample=sample, limit=limit)
     cfg = _config(config, db, setting_overrides(set_), llm_backend=llm, l1_mode=l1_mode,
                   consolidation_mode=mode)
-    users = load_dataset(file, fmt, sample_ids=_samples(sample), limit=limit, tz=cfg.time.tz, user_tz=cfg.time.user_tz,
-                         max_turn_chars=cfg.store.max_turn_chars)
+    with cli_options.samples_in_file(sample):
+        users = load_dataset(file, fmt, sample_ids=cli_options.sample_ids(sample), limit=limit, tz=cfg.time.tz,
+                             user_tz=cfg.time.user_tz, max_turn_chars=cfg.store.max_turn_chars)
     cli_common._check_user_ids(users, file)
     try:
         with _engine(cfg) as eng:
             if ray:
                 from timem.ingest_cluster import ingest_on_ray
 
-                report = ingest_on_ray(eng, file, fmt, ray, sample_ids=_samples(sample), limit=limit,
+                report = ingest_on_ray(eng, file, fmt, ray, sample_ids=cli_options.sample_ids(sample), limit=limit,
                                        upper_levels=upper_levels)
             else:
                 report = eng.ingest(users, flush=flush, upper_levels=upper_levels, update_changed=update_changed,
@@ -227,8 +233,10 @@ def ask(question: Annotated[str, typer.Argument(help="the question to answer fro
 def eval_recall(file: Annotated[Path, typer.Argument(help="the benchmark file whose users were ingested, with its "
                                                          "questions and gold evidence")],
                 fmt: Annotated[Literal["locomo", "longmemeval"], typer.Option(
-                    "--format", help="the file's format: locomo | longmemeval")] = "locomo",
-                sample: Annotated[str | None, typer.Option("--sample", help="sample id(s), comma-separated")] = None,
+                    "--format", metavar="FORMAT", help="the file's format: locomo | longmemeval")] = "locomo",
+                sample: Annotated[str | None, typer.Option(
+                    "--sample", callback=cli_options.checked_sample,
+                    help="sample id(s), comma-separated (default: all)")] = None,
                 db: DbOpt = None, as_json: Annotated[bool, typer.Option(
                     "--json", help="print the per-user results as JSON instead of the tables")] = False,
                 complexity: ComplexityOpt = None, gate: GateOpt = None,
@@ -245,7 +253,9 @@ def eval_recall(file: Annotated[Path, typer.Argument(help="the benchmark file wh
     sets = setting_overrides(set_)
     sets.pop("llm_backend", None)  # no LLM, whatever --set llm_backend says
     cfg = _config(config, db, sets, llm_backend="none")
-    users = load_dataset(file, fmt, sample_ids=_samples(sample), tz=cfg.time.tz, user_tz=cfg.time.user_tz)
+    with cli_options.samples_in_file(sample):
+        users = load_dataset(file, fmt, sample_ids=cli_options.sample_ids(sample), tz=cfg.time.tz,
+                             user_tz=cfg.time.user_tz)
     results = []
     with _engine(cfg, with_llm=False, must_exist=True) as eng:
         missing = [u.user_id for u in users if u.user_id not in eng.users()]

@@ -16,6 +16,8 @@ from timem.models import Level
 from timem.settings import Complexity
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from timem.datasets import ImportedUser
     from timem.engine import MemoryEngine
     from timem.recall.gating import GateMode
@@ -70,6 +72,36 @@ def _repeated_arguments_without_a_python_type_in_help() -> None:
 
 
 _repeated_arguments_without_a_python_type_in_help()
+
+
+def _help_as_wide_as_a_dumb_terminal() -> None:
+    """Draw ``--help`` and usage errors as wide as the terminal when its ``TERM`` is ``dumb`` or ``unknown`` (an IDE's
+    or an editor's terminal, some CI logs), as on any other terminal: ``COLUMNS``, else the terminal's own width.
+
+    rich draws 80 columns on such a terminal whatever its width and ``COLUMNS`` (unless ``LINES`` is set too), so a
+    new-user trial's ``COLUMNS=120 timem forget --help`` broke every paragraph at 80 columns in a 120-column window.
+    typer's ``TERMINAL_WIDTH`` still wins.
+    """
+    import shutil
+
+    from typer import rich_utils
+
+    made = rich_utils._get_rich_console
+    if getattr(made, "_timem_width", False):  # patched already
+        return
+
+    def console(stderr: bool = False) -> Console:
+        drawn = made(stderr=stderr)
+        if drawn.is_dumb_terminal:  # shutil: COLUMNS / LINES, else the terminal's size, else 80 x 24
+            size = shutil.get_terminal_size()
+            drawn.size = (rich_utils.MAX_WIDTH or size.columns, size.lines)
+        return drawn
+
+    console._timem_width = True  # type: ignore[attr-defined]
+    rich_utils._get_rich_console = console
+
+
+_help_as_wide_as_a_dumb_terminal()
 
 DbOpt = Annotated[Path | None, typer.Option("--db", help="DuckDB file (default: config db_path)")]
 UserOpt = Annotated[str, typer.Option("--user", help="user id (LoCoMo: the sample_id, e.g. conv-26)")]
@@ -166,20 +198,6 @@ def _level(value: int | None) -> int | None:
 
 LevelOpt = Annotated[int | None, typer.Option("--level", help="only this level: 1 segments, 2 sessions, 3 days, "
                                               "4 weeks, 5 months (default: every level)", callback=_level)]
-
-
-def _samples(sample: str | None) -> list[str] | None:
-    """``--sample`` as a list of ids (``None``: every conversation).
-
-    Raises:
-        OptionValueError: a value that names no id (``" , "``): a usage error, exit code 2.
-    """
-    if sample is None:
-        return None
-    ids = [s.strip() for s in sample.split(",") if s.strip()]
-    if not ids:
-        raise OptionValueError(f"--sample {sample!r} names no conversation; omit it for all, or give ids like conv-26")
-    return ids
 
 
 def _check_user_ids(users: Sequence[ImportedUser], file: Path) -> None:

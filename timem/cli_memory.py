@@ -107,7 +107,8 @@ def forget(text: Annotated[str, typer.Argument(help='what to forget, e.g. "I wor
     """Show the memory items and L1 segments matching TEXT, then soft-delete them (asks first unless --yes).
 
     When nothing matches, the error says why and what to try (exit code 1); so does a confirmation with no answer
-    to read (stdin at its end, e.g. </dev/null): pass --yes there."""
+    to read (stdin at its end, e.g. </dev/null): pass --yes there. Answering no forgets nothing and exits with code 1
+    ("aborted"), as a declined destructive command does."""
     cfg = _config(config, db, llm_backend="none")
     with _engine(cfg, with_llm=False, must_exist=True) as eng:
         plan = eng.forget(user, text)
@@ -118,8 +119,8 @@ def forget(text: Annotated[str, typer.Argument(help='what to forget, e.g. "I wor
         typer.echo(plan.describe())
         if not yes and not _confirm(f"forget these {len(plan.items)} item(s) and {len(plan.segments)} segment(s)?",
                                     "pass --yes to forget without asking"):
-            typer.echo("nothing forgotten")
-            return
+            typer.echo("aborted: nothing forgotten", err=True)  # a script learns that nothing was done
+            raise typer.Exit(1)
         eng.forget(user, text, confirm=True, actor="cli")
     typer.echo(f"forgot {len(plan.items)} item(s) and {len(plan.segments)} segment(s) (soft delete, audited)")
 

@@ -7,7 +7,9 @@ that a flag of the command also gives) is a usage error of the command line, exi
 The option's callback checks every pair as the command line is parsed, before the command runs.
 
 The other options' value checks share its kind of error: :class:`OptionValueError` (``--llm foo``, ``--level 9``; the
-callback :func:`one_of` for an option that takes one of a few words), a usage error naming the flag and what it takes.
+callback :func:`one_of` for an option that takes one of a few words, :func:`at_least_one` for a count,
+:func:`checked_sample` and :func:`dataset_flags` for ``--sample`` and ``--limit``), a usage error naming the flag and
+what it takes.
 """
 
 from __future__ import annotations
@@ -16,14 +18,15 @@ import difflib
 import inspect
 import json
 import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import typer
 from pydantic import ValidationError
 
 from timem.config import SECTION_OF, Config
-from timem.errors import ConfigError
+from timem.errors import ConfigError, UnknownSampleError
 from timem.settings import SECTIONS
 
 
@@ -57,6 +60,73 @@ def one_of(flag: str, values: Sequence[str], *, omitted: str = "") -> Callable[[
     return check
 
 
+def at_least_one(flag: str, *, omitted: str) -> Callable[[int | None], int | None]:
+    """An option's callback that refuses a count below 1 as the command line is parsed (a usage error, exit code 2),
+    e.g. ``at_least_one("--limit", omitted="every instance")`` (``--limit 0`` imported nothing, ``--limit -3`` was
+    one TiMem error after the file was read); ``None`` (the option not given) passes. ``omitted``: what leaving the
+    option out means, named in the message."""
+    def check(value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise OptionValueError(f"{flag} {value} is below 1; give a whole number of 1 or more, or omit it for "
+                                   f"{omitted}")
+        return value
+
+    return check
+
+
+def sample_ids(sample: str | None) -> list[str] | None:
+    """``--sample`` (``timem ingest``, ``eval-recall``, ``bench``) as a list of ids; ``None``: every conversation.
+
+    Raises:
+        OptionValueError: a value that names no id (``" , "``): a usage error, exit code 2.
+    """
+    if sample is None:
+        return None
+    ids = [s.strip() for s in sample.split(",") if s.strip()]
+    if not ids:
+        raise OptionValueError(f"--sample {sample!r} names no conversation; omit it for all, or give ids like conv-26")
+    return ids
+
+
+def checked_sample(sample: str | None) -> str | None:
+    """``--sample``'s callback: a value that names no id is a usage error as the command line is parsed."""
+    sample_ids(sample)
+    return sample
+
+
+def dataset_flags(fmt: str, *, sample: str | None = None, limit: int | None = None) -> None:
+    """Refuse ``--sample`` and ``--limit`` with a ``--format`` (or benchmark) they do not apply to: ``--limit`` picks
+    the first N LongMemEval instances, ``--sample`` LoCoMo conversations or LongMemEval instances; a JSONL file is
+    imported whole.
+
+    Raises:
+        OptionValueError: a flag the format does not take (a usage error, exit code 2).
+    """
+    if limit is not None and fmt != "longmemeval":
+        raise OptionValueError(f"--limit takes the first N LongMemEval instances and does not apply to {fmt}; leave "
+                               "it out" + (", or pick conversations with --sample ID,ID" if fmt == "locomo" else ""))
+    if sample is not None and fmt not in ("locomo", "longmemeval"):
+        raise OptionValueError(f"--sample picks LoCoMo conversations or LongMemEval instances and does not apply to "
+                               f"{fmt}, which is imported whole; leave it out")
+
+
+@contextmanager
+def samples_in_file(sample: str | None) -> Iterator[None]:
+    """Around reading a dataset file with ``--sample``'s ids: an id the file does not hold (the loader's
+    :class:`~timem.errors.UnknownSampleError`) is a usage error naming ``--sample`` and the ids to give instead.
+
+    Raises:
+        OptionValueError: in place of the loader's UnknownSampleError (a usage error, exit code 2).
+    """
+    try:
+        yield
+    except UnknownSampleError as exc:
+        held = exc.available
+        shown = ", ".join(held[:10]) + (f", ... ({len(held)} in all)" if len(held) > 10 else "")
+        raise OptionValueError(f"--sample {sample!r} names {', '.join(exc.unknown)}, which {exc.file or 'the file'} "
+                               f"does not hold; use ids it holds ({shown}), or omit --sample for all") from exc
+
+
 def setting_values(name: str) -> tuple[str, ...]:
     """The values a setting of a fixed set of words takes (``llm_backend``: local, openai, none), for a flag that
     sets it."""
@@ -77,17 +147,24 @@ SetOpt = Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE", 
                                                       "--set token_budget=500 (docs/configuration.md)")]
 
 
-def _expects(annotation: Any) -> str:
-    """What a setting of this type takes, in words: ``an integer``, ``one of llm, score, off``, ...."""
+#: an example value of each table setting, for a ``--set`` mistake's message
+_TABLE_EXAMPLES = {"quotas": '{"simple": {"1": 60, "2": 4}}', "level_modes": '{"5": "hybrid"}',
+                   "extractive_caps": '{"2": 120}', "user_timezones": '{"kaito": "Asia/Tokyo"}'}
+
+
+def _expects(annotation: Any, example: str | None = None) -> str:
+    """What a setting of this type takes, in words: ``an integer``, ``one of llm, score, off``, ....; ``example``: a
+    value of a table setting."""
     origin = get_origin(annotation)
     if origin is Annotated:
-        return _expects(get_args(annotation)[0])
+        return _expects(get_args(annotation)[0], example)
     if origin is Literal:
         return "one of " + ", ".join(str(a) for a in get_args(annotation))
     if origin in (Union, types.UnionType):
-        return " or ".join(_expects(a) for a in get_args(annotation) if a is not type(None))
+        return " or ".join(_expects(a, example) for a in get_args(annotation) if a is not type(None))
     if origin is dict:
-        return 'a JSON object (e.g. {"a": 1}; a table in the TOML file is easier)'
+        shown = example or '{"a": 1}'
+        return f"a JSON object (e.g. {shown}; a table in the TOML file is easier)"
     words = {bool: "true or false", int: "an integer", float: "a number", str: "text"}
     return words.get(annotation, "a path" if getattr(annotation, "__name__", "") == "Path" else "text")
 
@@ -137,7 +214,8 @@ def setting_overrides(pairs: Sequence[str] | None) -> dict[str, Any]:
                 value = val
             else:
                 said = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
-                raise SetOptionError(f"--set KEY=VALUE got {p!r}: {key} takes {_expects(_annotation(key))}: {said} "
+                what = _expects(_annotation(key), _TABLE_EXAMPLES.get(key))
+                raise SetOptionError(f"--set KEY=VALUE got {p!r}: {key} takes {what}: {said} "
                                      "(docs/configuration.md)") from exc
         out[key] = value
     return out

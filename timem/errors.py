@@ -135,6 +135,17 @@ class TextTooLongError(InputError):
     Split it or raise the limit."""
 
 
+class UnknownSampleError(InputError):
+    """A conversation (LoCoMo ``sample_id``) or instance (LongMemEval ``question_id``) asked for by id that the file
+    does not hold (``--sample``); nothing was read into the store. ``unknown``: the ids not found; ``available``: the
+    ids the file holds (of the selected instances), to choose from."""
+
+    def __init__(self, message: str, *, unknown: list[str], available: list[str], file: str | None = None,
+                 field: str | None = None) -> None:
+        super().__init__(message, file=file, field=field)
+        self.unknown, self.available = unknown, available
+
+
 class AuthError(TimemError):
     """A request to the memory service carried no API key, or one that is unknown, malformed or revoked.
     Nothing was read or written; send ``Authorization: Bearer <key>`` with a key from `timem keys add`."""

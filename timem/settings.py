@@ -312,7 +312,8 @@ class RecallSettings(_Section):
     #: or "lines" (a date per memory)
     context_layout: Literal["grouped", "lines"] = "grouped"
     #: per complexity, level -> most nodes of that level in the context (TOML table ``[recall.quotas.simple]``;
-    #: the TiMem paper's quotas are the ``timem-context`` recipe)
+    #: levels 1-5, L1 at least 1; a complexity left out keeps its default; the TiMem paper's quotas are the
+    #: ``timem-context`` recipe)
     quotas: dict[str, dict[int, int]] = Field(default_factory=lambda: {k: dict(v) for k, v in DEFAULT_QUOTAS.items()})
     #: context budget (cl100k tokens) of a chat answer when the LLM is the embedded model, if smaller than
     #: ``token_budget``: its answer time grows with the prompt (studio, AVX2 build, idle: 596 prompt tokens
@@ -327,6 +328,22 @@ class RecallSettings(_Section):
         """The context budget (cl100k tokens) of a chat answer: ``token_budget``, capped at
         ``local_chat_token_budget`` when ``embedded_model`` (the in-process model) answers."""
         return min(self.token_budget, self.local_chat_token_budget) if embedded_model else self.token_budget
+
+    @field_validator("quotas")
+    @classmethod
+    def _quotas(cls, v: dict[str, dict[int, int]]) -> dict[str, dict[int, int]]:
+        """simple, hybrid and complex each a table of level (1-5) -> most nodes, with L1 at least 1; a complexity left
+        out keeps its default (a recall of it failed: "quotas['hybrid'] must give L1 a positive quota")."""
+        how = "e.g. [recall.quotas.simple] 1 = 60 in TOML"
+        for name, quota in v.items():
+            if name not in DEFAULT_QUOTAS:
+                raise ValueError(f"quotas names {name!r}; use simple, hybrid or complex, each level -> most nodes, "
+                                 f"{how}")
+            wrong = sorted(lv for lv, n in quota.items() if not 1 <= lv <= 5 or n < 0)
+            if wrong or quota.get(1, 0) < 1:
+                raise ValueError(f"quotas[{name!r}] is {quota}; give levels 1-5 (1 segments ... 5 months) a number of "
+                                 f"nodes, 0 or more, and L1 at least 1, {how}")
+        return {**{c: dict(q) for c, q in DEFAULT_QUOTAS.items()}, **v}
 
     @field_validator("recall_lambda")
     @classmethod

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from timem import cli_options
 from timem.bench.recipes import RECIPES, SUITES, get_recipe
 from timem.cli_options import LLM_BACKENDS, OptionValueError, SetOpt, one_of, reflow_help, setting_overrides, with_flags
 from timem.config import Config, load_config
@@ -50,8 +51,8 @@ bench_app = typer.Typer(add_completion=False, no_args_is_help=True,
 RecipeOpt = Annotated[str, typer.Option("--recipe", "--config", callback=_checked_recipes,
                                         help="recipe name (see `timem bench recipes`); "
                                                                    "--config is the old spelling, deprecated")]
-SampleOpt = Annotated[str | None, typer.Option("--sample", "--samples", help="sample ids, e.g. conv-26,conv-30 "
-                                                                           "(--samples is deprecated)")]
+SampleOpt = Annotated[str | None, typer.Option("--sample", "--samples", callback=cli_options.checked_sample,
+                                               help="sample ids, e.g. conv-26,conv-30 (--samples is deprecated)")]
 LlmOpt = Annotated[str | None, typer.Option(
     "--llm", callback=one_of("--llm", LLM_BACKENDS, omitted="the llm_backend setting"),
     help="answering / consolidating LLM: " + " | ".join(LLM_BACKENDS) + " (default: the llm_backend setting)")]
@@ -60,16 +61,23 @@ JudgeOpt = Annotated[str | None, typer.Option(
     help="judge LLM: 'same' (default: the answering model), 'local', 'openai' or 'openai:MODEL'")]
 JudgeUrlOpt = Annotated[str | None, typer.Option("--judge-base-url", help="OpenAI-compatible endpoint of the judge")]
 RetrOpt = Annotated[bool, typer.Option("--retrieval-only", help="no answering or judging, no LLM at recall time")]
-OutOpt = Annotated[Path | None, typer.Option("--out", help="run folder (default bench/runs/<dataset>-<recipe>-<mode>)")]
+OutOpt = Annotated[Path | None, typer.Option("--out", help="run folder (default: a folder in bench/runs named "
+                                                          "dataset-recipe-mode, e.g. locomo-timem-e2e)")]
 DbOpt = Annotated[Path | None, typer.Option("--db", help="reuse this ingested DuckDB (default: one per data file, "
                                                           "granularity and model under cache_dir/bench)")]
 SettingsOpt = Annotated[Path | None, typer.Option("--settings", help="TOML config file (the usual timem config)")]
-MaxQOpt = Annotated[int | None, typer.Option("--max-questions", help="stop after the first N selected questions")]
+MaxQOpt = Annotated[int | None, typer.Option(
+    "--max-questions", callback=cli_options.at_least_one("--max-questions", omitted="every selected question"),
+    help="stop after the first N selected questions")]
 RayOpt = Annotated[str | None, typer.Option("--ray", help="one task per conversation/instance on Ray: 'local' (a 2-CPU "
                                                       "cluster started here), 'auto' (this machine's cluster) or "
                                                       "a cluster ADDRESS; see docs/cluster.md")]
-WindowOpt = Annotated[int | None, typer.Option("--window", help="full-context: model window in tokens "
-                                                                "(default local_n_ctx, or 128000 for openai)")]
+WindowOpt = Annotated[int | None, typer.Option(
+    "--window", callback=cli_options.at_least_one("--window", omitted="the model's window"),
+    help="full-context: model window in tokens (default local_n_ctx, or 128000 for openai)")]
+LimitOpt = Annotated[int | None, typer.Option(
+    "--limit", callback=cli_options.at_least_one("--limit", omitted="every instance"),
+    help="LongMemEval: the first N instances (default: all; not for LoCoMo: pick with --sample)")]
 
 
 def _warn_old_spellings(argv: list[str] | None = None) -> None:
@@ -105,15 +113,16 @@ def _run(dataset: str, file: Path, recipe_name: str, *, samples: str | None = No
     mode = "retrieval" if retrieval_only else "e2e"
     spec = RunSpec(dataset=dataset, data_file=file, recipe=recipe,  # type: ignore[arg-type]
                    out_dir=out or Path("bench/runs") / f"{dataset}-{recipe.name}-{mode}",
-                   samples=samples.split(",") if samples else None, limit=limit, max_questions=max_questions,
+                   samples=cli_options.sample_ids(samples), limit=limit, max_questions=max_questions,
                    include_adversarial=include_adversarial, retrieval_only=retrieval_only, db=db, window=window,
                    judge_config=None if retrieval_only else _judge_config(base, judge, judge_base_url))
-    if ray:
-        from timem.bench.distributed import run_on_ray
+    with cli_options.samples_in_file(samples):  # an id the file does not hold: a usage error
+        if ray:
+            from timem.bench.distributed import run_on_ray
 
-        res = run_on_ray(spec, base, ray)
-    else:
-        res = run_benchmark(spec, base)
+            res = run_on_ray(spec, base, ray)
+        else:
+            res = run_benchmark(spec, base)
     overall = res.table[-1]
     key = "evidence_recall" if retrieval_only else "judge_acc"
     val = overall.get(key)
@@ -139,7 +148,7 @@ def locomo(file: Annotated[Path, typer.Argument(help="a LoCoMo JSON file (e.g. l
 
 @bench_app.command()
 def longmemeval(file: Annotated[Path, typer.Argument(help="a LongMemEval JSON file (e.g. longmemeval_s.json)")],
-                limit: Annotated[int | None, typer.Option("--limit", help="first N instances")] = None,
+                limit: LimitOpt = None,
                 recipe: RecipeOpt = "timem", llm: LlmOpt = None, judge: JudgeOpt = None,
                 judge_base_url: JudgeUrlOpt = None, retrieval_only: RetrOpt = False, out: OutOpt = None,
                 db: DbOpt = None, max_questions: MaxQOpt = None, window: WindowOpt = None, sets: SetOpt = None,
@@ -162,14 +171,14 @@ def suite(dataset: Annotated[str, typer.Argument(
                                                       help="comma-separated recipes instead")] = None,
           out_root: Annotated[Path, typer.Option("--out-root", help="parent of the run folders")] = Path("bench/runs"),
           samples: SampleOpt = None,
-          limit: Annotated[int | None, typer.Option("--limit", help="LongMemEval: the first N instances "
-                                                    "(default: all; LoCoMo: see --sample)")] = None,
+          limit: LimitOpt = None,
           retrieval_only: RetrOpt = False, llm: LlmOpt = None, judge: JudgeOpt = None,
           judge_base_url: JudgeUrlOpt = None, db: DbOpt = None, max_questions: MaxQOpt = None,
           window: WindowOpt = None, sets: SetOpt = None, settings: SettingsOpt = None) -> None:
     """Run several recipes one after the other (one run folder each), then print the comparison table."""
     from timem.bench.report import compare_markdown
 
+    cli_options.dataset_flags(dataset, limit=limit)  # before the first run, not after it
     names = recipes.split(",") if recipes else SUITES.get(name)
     if names is None:
         raise OptionValueError(f"unknown suite {name!r}; known: {', '.join(SUITES)}")

@@ -43,7 +43,7 @@ from timem.datasets.base import (
     read_json,
     turn_id,
 )
-from timem.errors import InputError
+from timem.errors import InputError, UnknownSampleError
 from timem.models import Role, Turn
 
 __all__ = ["load_locomo"]
@@ -64,8 +64,8 @@ def load_locomo(path: str | Path, sample_ids: list[str] | None, tz: ZoneInfo,
         user_tz: zones of particular conversations (by ``sample_id``), used instead of ``tz``.
 
     Raises:
-        InputError: unreadable file, bad JSON, an unknown sample id (the message lists the available
-            ones), or a malformed selected conversation (missing/empty field, wrong type,
+        UnknownSampleError: a sample id the file does not hold (the message lists the available ones).
+        InputError: unreadable file, bad JSON, or a malformed selected conversation (missing/empty field, wrong type,
             unparseable date, no sessions). Raised before anything is returned.
     """
     file = str(path)
@@ -84,8 +84,8 @@ def load_locomo(path: str | Path, sample_ids: list[str] | None, tz: ZoneInfo,
     if sample_ids is not None:
         unknown = [s for s in sample_ids if s not in ids]
         if unknown:
-            raise InputError(f"unknown sample id(s) {unknown}; available: {', '.join(ids)}", file=file,
-                             field="sample_id")
+            raise UnknownSampleError(f"unknown sample id(s) {unknown}; available: {', '.join(ids)}", unknown=unknown,
+                                     available=ids, file=file, field="sample_id")
         items = [item for sid, item in zip(ids, items, strict=True) if sid in set(sample_ids)]
     return [_conversation(item, file, (user_tz or {}).get(item["sample_id"], tz)) for item in items]
 

@@ -42,7 +42,7 @@ from timem.datasets.base import (
     read_json,
     turn_id,
 )
-from timem.errors import InputError
+from timem.errors import InputError, UnknownSampleError
 from timem.models import Role, Turn
 
 __all__ = ["load_longmemeval"]
@@ -63,6 +63,7 @@ def load_longmemeval(path: str | Path, limit: int | None, tz: ZoneInfo,
         user_tz: zones of particular instances (by ``question_id``), used instead of ``tz``.
 
     Raises:
+        UnknownSampleError: a ``sample_ids`` id that no selected instance has.
         InputError: unreadable file, bad JSON, or a malformed selected instance (missing/empty
             field, wrong type, unparseable date, list lengths that disagree, duplicate question
             ids, no non-empty session). Raised before anything is returned.
@@ -85,8 +86,9 @@ def load_longmemeval(path: str | Path, limit: int | None, tz: ZoneInfo,
     if sample_ids is not None:
         unknown = sorted(set(sample_ids) - {u.user_id for u in users})
         if unknown:
-            raise InputError(f"no instance with question_id {unknown[:5]} (among the selected ones)", file=file,
-                             field="question_id")
+            raise UnknownSampleError(f"no instance with question_id {unknown[:5]} (among the selected ones)",
+                                     unknown=unknown, available=[u.user_id for u in users], file=file,
+                                     field="question_id")
         users = [u for u in users if u.user_id in set(sample_ids)]
     return users
 
