@@ -1,10 +1,18 @@
-"""A second new-user trial of the memory layer's rule reader, with no LLM: "I love jazz and my brother loves techno."
-stored nothing (the brother's clause left the speaker's like without an end). Real DuckDB file, the rules, no LLM."""
+"""A second new-user trial of the memory layer's rule reader, with no LLM. Each of these read wrongly or not at all:
+"I love jazz and my brother loves techno." (nothing), "I work at the hospital as a nurse." (nothing), "I live in St.
+Louis." (nothing: grounding cut the clause at "St."), "I love Sex and the City." ("Sex", "City"), "I live in Lisbon's
+old town." ("Lisbon's"), and a switch said at the time of the value it ends ("I drink espresso every day." and "I
+switched from espresso to green tea." in one message) read as a correction, "corrected: was espresso". ("I hate
+coffee in the morning." already disliked "coffee": tests/test_like_time_adverbials.py.) Real DuckDB file, no LLM."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
-from trial_support import fixtures, say
+from trial_support import T0, fixtures, say
+
+from timem.models import MemoryItem
 
 embedder, eng = fixtures()
 
@@ -84,3 +92,41 @@ def test_a_place_before_a_possessive_is_the_place(eng, line, items):
     place's name; a name that ends in one ("St. John's") keeps it."""
     say(eng, [(line, "Noted.")])
     assert _items(eng) == items
+
+
+AT = T0 + timedelta(days=10)
+
+
+def _drinks(eng) -> dict[str, MemoryItem]:
+    return {i.value: i for i in eng.memory_items("mia") if i.attribute in ("drink", "morning drink")}
+
+
+@pytest.mark.parametrize("turns", [["I drink espresso every day. I switched from espresso to green tea."],
+                                   ["I drink espresso every day.", "I switched from espresso to green tea."],
+                                   ["I switched from espresso to green tea."]])
+def test_a_switch_said_at_the_time_of_the_old_value_supersedes_it_and_corrects_nothing(eng, turns):
+    """The item view read "(corrected: was espresso)" for a switch: espresso, said at the time of the switch (one
+    message, two turns of one time, or nothing known of it before), closed where it opened, an empty interval, which
+    marks a correction (a value that never held). A switch is supersession: espresso held until green tea."""
+    for k, line in enumerate(turns):
+        eng.remember("mia", "s0", line, T0, reply="Noted." if k else "Nice.", user_name="Mia")
+    eng.extract_items(["mia"])
+    drinks = _drinks(eng)
+    assert set(drinks) == {"espresso", "green tea"}, drinks
+    espresso, tea = drinks["espresso"], drinks["green tea"]
+    assert espresso.superseded_by == tea.id and tea.is_open
+    assert espresso.valid_from < espresso.valid_to == tea.valid_from  # it held: not corrected
+    assert timedelta(0) <= tea.valid_from - T0 <= timedelta(seconds=1)  # green tea holds from when it was said
+    context = eng.recall("mia", "What do I drink?", AT, persist=False).context
+    assert "superseded: espresso" in context and "corrected" not in context, context
+
+
+def test_a_correction_still_reads_as_one(eng):
+    """A correction said at the time of what it corrects keeps its empty interval and reads "corrected"."""
+    eng.remember("mia", "s0", "I live in Porto. Sorry, I meant Braga.", T0, reply="Noted.", user_name="Mia")
+    eng.extract_items(["mia"])
+    cities = {i.value: i for i in eng.memory_items("mia") if i.attribute == "home city"}
+    porto, braga = cities["Porto"], cities["Braga"]
+    assert porto.valid_to == porto.valid_from and porto.superseded_by == braga.id
+    context = eng.recall("mia", "Where do I live?", AT, persist=False).context
+    assert "corrected: was Porto" in context, context

@@ -60,7 +60,9 @@ from timem.tree.windows import session_closed
 
 SUPERSEDING_KINDS = ("fact", "preference")
 #: how long after the last statement of a value a change that ends it starts at the earliest, when the change's
-#: own date ("last month") reaches back before that statement: the old value held when it was said
+#: own date ("last month") reaches back before that statement or both were said at the same time: the old value held
+#: when it was said, and an empty interval is a correction's mark; also how long a value no item held lasts before a
+#: change from it that is the first thing said (:meth:`ItemWriter._ended_before`)
 CHANGE_AFTER = timedelta(seconds=1)
 #: attributes that name the same slot: a statement on one joins an open item on the other
 ATTRIBUTE_FAMILIES: dict[str, tuple[str, ...]] = {"drink": ("morning drink",), "morning drink": ("drink",)}
@@ -252,7 +254,8 @@ class ItemWriter:
         """A change from a value no item holds ("I switched from espresso to green tea", nothing known of espresso)
         writes that value as history: an item that held until the new one starts (``until``) and is superseded by
         it. Since when is not said: from the end of the last earlier value of the attribute, else from the start of
-        the user's first session (empty when the change is the first thing said). Nothing is written when an item
+        the user's first session (a second before the change when it is the first thing said: an empty interval is a
+        correction's mark). Nothing is written when an item
         of the attribute (or its family) already had that value (:func:`check_statement` saw the value in the turn,
         as ``ends``). A new-user trial: the switch recorded green tea only, nothing of espresso. An end said with no new
         value ("I don't drink espresso anymore", :attr:`Statement.held`) writes it the same way, ``new_id`` ``None``:
@@ -266,6 +269,8 @@ class ItemWriter:
         ends = [i.valid_to for i in earlier if i.valid_to is not None and i.valid_to <= until]
         starts = [s.started_at for s in self.store.sessions(user_id)]
         since = min(max(ends, default=min(starts, default=until)), until)
+        if since >= until:  # the change is the first thing said: it held before, since when is not known; an empty
+            since = until - CHANGE_AFTER  # interval would mark a correction, a value that never held (a trial)
         item = MemoryItem(id=_item_id(user_id, subject, attribute, old, since), user_id=user_id, kind=st.kind,  # type: ignore[arg-type]
                           subject=subject, attribute=attribute, value=old, event_time=at, valid_from=since,
                           valid_to=until, confidence=confidence, source="stated", source_ids=[segment_id],
@@ -359,6 +364,12 @@ class ItemWriter:
             stated = [i.event_time for i in closing if i.event_time < at]
             if stated and valid_from <= max(stated):
                 valid_from = min(at, max(stated) + CHANGE_AFTER)
+            # ... also when it was said at the same time ("I drink espresso every day. I switched from espresso to
+            # green tea.", or two turns of one time): an empty interval is a correction's mark, a value that never
+            # held (a new-user trial read "corrected: was espresso" for a switch)
+            opened = [i.valid_from for i in closing]
+            if opened and valid_from <= max(opened):
+                valid_from = max(opened) + CHANGE_AFTER
         item = MemoryItem(id=new_id, user_id=user_id, kind=kind, subject=subject, attribute=attribute,  # type: ignore[arg-type]
                           value=st.value, event_time=at, valid_from=valid_from, confidence=confidence,
                           source=source, source_ids=[segment_id])  # type: ignore[arg-type]
