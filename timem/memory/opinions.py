@@ -24,6 +24,9 @@ TIME_ADVERBIAL = (r"(?:(?:in|during)\s+the\s+(?:morning|afternoon|evening|night|
                   rf"(?:every|each)\s+(?:single\s+)?(?:day|morning|afternoon|evening|night|week|weekend|summer|winter|{_DAY})|"
                   r"daily|nightly|after\s+(?:work|dinner|lunch)|before\s+(?:bed|work)|first\s+thing\s+in\s+the\s+morning)"
                   r"(?![\w'-])")
+#: chat slang and interjections that may close an opinion and are no part of the thing: "I hate Radiohead now lol"
+#: dislikes "Radiohead" (a new-user trial stored "Radiohead now lol"), "I love jazz haha", "I love jazz tbh!!"
+INTERJECTIONS = r"(?:lo+l+|lmao+|lmfao|rofl|(?:ha){2,}h?|(?:he){2,}|tbh|imo|imho|ngl|xd+|omg)(?![\w'-])"
 #: an opinion of the past: "I used to love jazz (as a kid)" ends "likes jazz", "I used to hate jazz" ends "dislikes
 #: jazz", "I used to be into techno" ends "likes techno"; not "I used to love jazz and I still do", "I used to like it".
 #: A time adverbial ends the thing, as after "I love": "I used to love coffee at night" ends "likes coffee" (a trial)
@@ -31,7 +34,8 @@ _USED_TO = re.compile(r"\bi\s+used\s+to\s+(?:really\s+|absolutely\s+)?(?:(?P<lik
                       r"be\s+(?:really\s+|so\s+)?into)|hate|dislike|can't\s+stand)\s+(?:the\s+)?"
                       r"(?!(?:it|that|this|you|him|her|them|the|a|an|my|your|to|how|when|what|being)\b)"
                       r"(?P<v>[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,2}?)(?=\s*(?:[,.!?;]|$|\s+(?:so\s+much|a\s+lot|too|"
-                      r"as|when|back|before|but|and|in|until|growing|years|once)\b|\s+" + TIME_ADVERBIAL + "))",
+                      r"as|when|back|before|but|and|in|until|growing|years|once)\b|\s+" + TIME_ADVERBIAL
+                      + r"|\s+" + INTERJECTIONS + "))",
                       re.IGNORECASE)
 _STILL = re.compile(r"\b(?:still|again)\b", re.IGNORECASE)
 #: the time words that may close an opinion and are no part of the thing: "I hate techno these days" dislikes "techno"
@@ -42,7 +46,7 @@ _GONE = r"(?:anymore|any\s+more|any\s+longer)"
 _OVER_THING = (r"(?:the\s+)?(?!(?:it|that|this|you|him|her|them|the|a|an|my|your|to|how|when|what|being)\b)"
                r"(?P<v>[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,2}?)")
 _OVER_END = (r"(?=\s*(?:[,.!?;]|$|\s+(?:" + TIME_WORDS[3:-1] + r"|but|and|because|since|so)\b|\s+" + TIME_ADVERBIAL
-             + "))")
+             + r"|\s+" + INTERJECTIONS + "))")
 #: an opinion said to be over without the past tense (a new-user trial read nothing for each): "I no longer like
 #: techno", "I'm not into techno anymore", "I don't love jazz anymore", "I'm no longer a fan of jazz" end "likes X";
 #: "I don't hate jazz anymore", "I no longer hate jazz" end "dislikes X". They state no new opinion: no longer liking
@@ -54,6 +58,15 @@ _NOT_ANYMORE = re.compile(r"\bi(?:\s+(?:don't|don’t|do\s+not)|(?:'m|’m|\s+am
 _NO_LONGER = re.compile(r"\bi(?:'m|’m|\s+am)?\s+no\s+longer\s+(?:really\s+)?"
                         rf"(?:{_LIKE_WORD}|hate|dislike)\s+{_OVER_THING}{_OVER_END}", re.IGNORECASE)
 
+#: a Chinese opinion said to be over: 我不喜欢咖啡了 / 我不再喜欢咖啡 / 我再也不爱咖啡了 end "likes 咖啡",
+#: 我不讨厌咖啡了 ends "dislikes 咖啡"; like the English "I don't like coffee anymore" they store no new
+#: opinion (a new-user trial stored a dislike of 咖啡). A plain 我不喜欢咖啡 (no 了) is a dislike
+_ZH_WHO = r"我(?:现在|已经|早就|也)?"
+_ZH_OVER_VAL = r"(?P<v>[\u4e00-\u9fffA-Za-z0-9]{1,12}?)"
+_ZH_OVER_END = r"(?=[，,。.！!？?；;、\s]|$)"
+_ZH_NOT_NOW = re.compile(_ZH_WHO + r"不(?:(?P<like>喜欢|爱)|讨厌)" + _ZH_OVER_VAL + "了" + _ZH_OVER_END)
+_ZH_NO_LONGER = re.compile(_ZH_WHO + r"(?:不再|再也不)(?:(?P<like>喜欢|爱)|讨厌)" + _ZH_OVER_VAL + "了?" + _ZH_OVER_END)
+
 
 def hedged(before: str) -> bool:
     """Whether the text ``before`` an opinion ("I wouldn't say " before "I love techno") denies or hedges it."""
@@ -64,7 +77,7 @@ def ended_opinion(sentence: str) -> tuple[str, str] | None:
     """``("likes", "jazz")`` for "I used to love jazz", "I no longer like jazz", "I don't love jazz anymore"
     (``"dislikes"`` for "I used to hate jazz", "I don't hate jazz anymore"): the opinion the sentence says is over,
     as written ("Rolling Stones"), or ``None`` (also when it still holds: "… and I still do")."""
-    for rx in (_USED_TO, _NOT_ANYMORE, _NO_LONGER):
+    for rx in (_USED_TO, _NOT_ANYMORE, _NO_LONGER, _ZH_NOT_NOW, _ZH_NO_LONGER):
         m = rx.search(sentence)
         if m is None or hedged(sentence[:m.start()]) or (rx is _USED_TO and _STILL.search(sentence, m.end())):
             continue
