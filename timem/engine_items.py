@@ -12,6 +12,7 @@ from timem.engine_reads import EngineCore, EnginePart, StoreReads
 from timem.errors import ConfigError
 from timem.memory import forget as forget_mod
 from timem.memory.forget import ForgetPreview
+from timem.memory.holding import as_held
 from timem.memory.writer import ExtractionReport, ItemWriter
 from timem.models import MemoryItem
 from timem.progress import Progress, no_progress
@@ -76,17 +77,20 @@ class MemoryItems(EnginePart):
         """The user's memory items (active only unless ``status`` is ``"deleted"`` or ``None`` = all), oldest first.
 
         With ``reopen`` (the default) an active item whose successor was forgotten (``superseded_by`` names an item
-        that is deleted or gone) is returned as holding again, ``valid_to`` and ``superseded_by`` cleared, as recall
-        reads it (:func:`timem.recall.items._as_of`) and as the forget preview says ("holds again"). The stored row
+        that is deleted or gone) is returned as holding again, as recall reads it (:func:`timem.recall.items._as_of`)
+        and as the forget preview says ("holds again"): until the next active value of its subject and single-valued
+        attribute begins, else open (:func:`timem.memory.holding.as_held`; a trial saw Manchester, 上海 and Cardiff
+        all current after "forget that I live in Bristol"). The stored row
         keeps them, so restoring the successor supersedes it again. A trial saw ``timem memories list`` and the
         service's items still end "dislikes jazz" at the forgotten "likes jazz" while recall gave it as holding.
         ``reopen=False``: the rows as stored (the studio's Facts view marks such a row itself)."""
         items = self.store.items(user_id, status=status)
         if not reopen or not any(i.superseded_by for i in items):
             return items
-        active = {i.id for i in (items if status == "active" else self.store.items(user_id, status="active"))}
-        return [i.model_copy(update={"valid_to": None, "superseded_by": None})
-                if i.status == "active" and i.superseded_by and i.superseded_by not in active else i for i in items]
+        if status == "active":
+            return as_held(items)
+        held = {i.id: i for i in as_held(self.store.items(user_id, status="active"))}
+        return [held.get(i.id, i) for i in items]
 
     def memory_item(self, item_id: str) -> MemoryItem:
         """One memory item by id, whatever its status.

@@ -53,6 +53,7 @@ from timem.memory.forget_scope import (
     someone_elses,
 )
 from timem.memory.forget_words import RequestWords, fold, holds, request_words, written_as_name
+from timem.memory.holding import as_held
 from timem.memory.rules import extract_statements
 from timem.models import Level, MemoryItem, MemoryNode, NodeStatus, Role
 from timem.store.ports import MemoryStore
@@ -93,7 +94,9 @@ class ForgetPreview:
     #: ids of the items in ``items`` that ``text`` does not name: read only from a segment that goes, they go with it
     collateral: set[str] = field(default_factory=set)
     #: active items (not in ``items``) that an item in ``items`` superseded: with it gone they hold again, as recall
-    #: treats them ("forget that I drink green tea" brings back the espresso that green tea replaced)
+    #: treats them ("forget that I drink green tea" brings back the espresso that green tea replaced), until the next
+    #: value of a single-valued attribute that stays begins (their ``valid_to``; open when none follows:
+    #: :func:`timem.memory.holding.as_held`)
     reopened: list[MemoryItem] = field(default_factory=list)
     #: for an empty preview: why nothing matched and what to try ("no memory holds 'Hamburg'. Check the spelling …")
     hint: str = ""
@@ -131,7 +134,8 @@ class ForgetPreview:
         reply = " (the assistant's reply to a line that goes)"
         lines += [f"segment {n.id}{reply if n.id in self.replies else ''}: {' '.join(n.content.split())[:120]}"
                   for n in self.segments]
-        lines += [f"holds again: {i.label()} (item {i.id}: the fact that replaced it goes)" for i in self.reopened]
+        lines += [f"holds again{f' until {i.valid_to:%Y-%m-%d}' if i.valid_to else ''}: {i.label()} (item {i.id}: "
+                  "the fact that replaced it goes)" for i in self.reopened]
         return "\n".join(lines)
 
 
@@ -285,7 +289,12 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
     kept = {i.id for i in extra if i.superseded_by in going}
     extra = [i for i in extra if i.id not in kept]
     going -= kept
-    reopened = [i for i in active if i.id not in going and i.superseded_by in going]
+    # as held now (a value reopened by an earlier forget ends at the next one), then with what goes gone: each ends
+    # where the next value that stays begins (:func:`timem.memory.holding.as_held`)
+    before = as_held(active)
+    after = {i.id: i for i in as_held([i.model_copy(update={"status": "deleted"}) if i.id in going else i
+                                       for i in before])}
+    reopened = [after[i.id] for i in before if i.id not in going and i.superseded_by in going]
     asked = _request_stems(text) if by_text else set()
     key = content_stems(" ".join((words or request_words(text)).key), ascii_only=True) & asked if asked else set()
     named = [i for i in extra

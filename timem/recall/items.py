@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field
 
 from timem.config import Config
 from timem.item_values import MULTI_VALUED, mentions, normalise
+from timem.memory.holding import as_held
 from timem.models import MemoryItem, TimeSpan
 from timem.recall.state import RecallState
 from timem.store.segmenter import search_text
@@ -191,7 +192,7 @@ def recall_items(state: RecallState, window: TimeSpan | None) -> ItemRecall:
     store, config, user_id = state.store, state.config, state.user_id
     query, question_time = state.query, state.question_time
     out = ItemRecall()
-    items = _as_of(store.items(user_id), question_time)
+    items = _as_of(as_held(store.items(user_id)), question_time)  # a forgotten successor: until the next value
     if not items or config.memory.memory_item_limit == 0:
         return out
     qv = state.query_vector()

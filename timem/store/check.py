@@ -9,6 +9,9 @@ Checked, per user:
 * no orphan below the top level, except nodes whose parent window is still open in event time, and
   except users with L1 segments only (imported with ``--llm none`` or ``--l1-only``: consolidation
   has not run yet, which is a state, not damage);
+* at most one open memory item per subject and single-valued attribute, as the items are read (a value whose
+  successor was forgotten holds again until the next one: :func:`timem.memory.holding.as_held`); two current home
+  cities or jobs are a finding (rule ``item-open``), listing their values and ids;
 * search indexes in sync: the FTS snapshot is fresh and covers every node; every vector is a finite
   unit vector.
 """
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from timem.config import Config
+from timem.memory.holding import as_held, open_twice
 from timem.models import ID_SEPARATOR, Level
 from timem.store.ports import IndexHealth, MemoryStore
 from timem.tree.windows import parent_window, session_closed
@@ -58,6 +62,7 @@ def _check_user(store: MemoryStore, config: Config, uid: str) -> list[Violation]
         closed = {s.session_id: session_closed(s, sessions, watermark, idle) for s in sessions}
     l1_only = all(n.level == Level.SEGMENT for n in nodes.values())
     out += _check_turn_ids(store, uid)
+    out += _check_items(store, uid)
     for n in nodes.values():
         for cid in n.child_ids:
             child = nodes.get(cid)
@@ -109,6 +114,15 @@ def _check_turn_ids(store: MemoryStore, uid: str) -> list[Violation]:
                                  "of this user, so its id should be "
                                  f"{ID_SEPARATOR.join((t.user_id, t.session_id, str(t.seq)))}; re-import the user"))
     return out
+
+
+def _check_items(store: MemoryStore, uid: str) -> list[Violation]:
+    """Two or more open items of one subject and single-valued attribute, as read (:func:`as_held`)."""
+    twice = open_twice(as_held(store.items(uid)))
+    return [Violation(uid, None, "item-open", f"{subject}'s {attribute} has {len(items)} current values: "
+                      + ", ".join(f"{i.value} ({i.id}, from {i.valid_from:%Y-%m-%d})" for i in items)
+                      + "; forget the one that no longer holds (`timem forget \"<value>\"`)")
+            for (_, subject, attribute), items in sorted(twice.items())]
 
 
 def _check_indexes(store: IndexHealth) -> list[Violation]:

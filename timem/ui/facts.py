@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pandas as pd
 import streamlit as st
 
+from timem.memory.holding import as_held
 from timem.models import ITEM_KINDS, MemoryItem
 from timem.recall.items import decay_weight
 from timem.ui import state
@@ -30,6 +31,7 @@ def facts_table(items: list[MemoryItem], tz, at: datetime, half_life: float | No
     a successor that is gone entirely shows as "(forgotten)"), its decay weight at ``at`` (``None`` without a
     half-life), pinned, status, id."""
     by_id = {i.id: i for i in (known if known is not None else items)}
+    held = {i.id: i for i in as_held(list(by_id.values()))}  # a reopened value ends where the next one begins
 
     def day(dt):
         return dt.astimezone(tz).date().isoformat() if dt else "now"
@@ -40,6 +42,10 @@ def facts_table(items: list[MemoryItem], tz, at: datetime, half_life: float | No
         the inspector showed green tea valid now, matcha having been forgotten)."""
         nxt = by_id.get(i.superseded_by) if i.superseded_by else None
         return i.superseded_by is not None and (nxt is None or nxt.status == "deleted")
+
+    def until(i: MemoryItem) -> datetime | None:
+        """Its end; a reopened value's as held (open, or at the start of the next value that stays)."""
+        return held.get(i.id, i).valid_to if reopened(i) else i.valid_to
 
     def successor(i: MemoryItem) -> str:
         if not i.superseded_by:
@@ -53,7 +59,7 @@ def facts_table(items: list[MemoryItem], tz, at: datetime, half_life: float | No
 
     return pd.DataFrame([{
         "kind": i.kind, "subject": i.subject, "attribute": i.attribute, "value": i.value,
-        "valid": f"{day(i.valid_from)} – {day(None if reopened(i) else i.valid_to)}", "sources": len(i.source_ids),
+        "valid": f"{day(i.valid_from)} – {day(until(i))}", "sources": len(i.source_ids),
         "superseded by": successor(i),
         "decay": round(decay_weight(i, at, half_life), 3) if half_life else None,
         "pinned": i.pinned, "status": "forgotten" if i.status == "deleted" else i.status, "id": i.id,

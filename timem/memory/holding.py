@@ -1,0 +1,70 @@
+"""How long a value holds once what replaced it is forgotten: the items "as held".
+
+Supersession (:mod:`timem.memory.writer`) closes an item of a single-valued attribute at the next value's start
+(``valid_to``, ``superseded_by``). When that successor is forgotten (soft-deleted, or gone), the item holds again,
+but not forever: it ends where the next value that stays begins (a new-user trial: Manchester -> Bristol -> 上海 ->
+Bristol -> Cardiff, then "forget that I live in Bristol" left Manchester, 上海 and Cardiff all holding "now").
+
+* :func:`single_valued`: the items supersession closes (facts and preferences of an attribute other than
+  :data:`timem.item_values.MULTI_VALUED`).
+* :func:`as_held`: the items with such a reopened item ended at the next active item of its subject and attribute
+  (``valid_to`` = that item's ``valid_from``, ``superseded_by`` = its id), or open when none follows. The stored rows
+  are unchanged, so restoring the forgotten successor supersedes it again. Multi-valued attributes (likes, hobbies,
+  dislikes) reopen with no end, as before.
+* :func:`open_twice`: the subjects and single-valued attributes with more than one open item (``timem check``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from timem.item_values import MULTI_VALUED
+from timem.models import MemoryItem
+
+#: the item kinds a new value supersedes (events and plans only merge; as :data:`timem.memory.writer.SUPERSEDING_KINDS`,
+#: which this module cannot import: the writer imports :mod:`timem.memory.forget`, which imports this one)
+SUPERSEDING_KINDS = ("fact", "preference")
+
+
+def single_valued(item: MemoryItem) -> bool:
+    """Whether a new value of ``item``'s subject and attribute closes it (one value at a time: a home city, a job)."""
+    return item.kind in SUPERSEDING_KINDS and item.attribute not in MULTI_VALUED
+
+
+def _key(item: MemoryItem) -> tuple[str, str, str]:
+    return item.user_id, item.subject, item.attribute
+
+
+def as_held(items: list[MemoryItem]) -> list[MemoryItem]:
+    """``items`` (any statuses, in their order) with each active item whose successor is not active ended at the next
+    active item of its subject and single-valued attribute (by ``valid_from``, then ``event_time``), or open (with
+    ``valid_to`` and ``superseded_by`` cleared) when none follows; the others as given. Pass all of a user's active
+    items: the next value is looked for among the active ones given."""
+    active = [i for i in items if i.status == "active"]
+    ids = {i.id for i in active}
+    chains: dict[tuple[str, str, str], list[MemoryItem]] = defaultdict(list)
+    for i in active:
+        if single_valued(i):
+            chains[_key(i)].append(i)
+    out = []
+    for i in items:
+        if i.status != "active" or not i.superseded_by or i.superseded_by in ids:
+            out.append(i)
+            continue
+        after = [n for n in chains.get(_key(i), []) if single_valued(i) and n.id != i.id
+                 and (n.valid_from, n.event_time) > (i.valid_from, i.event_time)]
+        nxt = min(after, key=lambda n: (n.valid_from, n.event_time), default=None)
+        out.append(i.model_copy(update={"valid_to": nxt.valid_from if nxt else None,
+                                        "superseded_by": nxt.id if nxt else None}))
+    return out
+
+
+def open_twice(items: Iterable[MemoryItem]) -> dict[tuple[str, str, str], list[MemoryItem]]:
+    """The ``(user_id, subject, attribute)`` of a single-valued attribute holding more than one open active item
+    of ``items`` (as held: :func:`as_held` first), with those items."""
+    held: dict[tuple[str, str, str], list[MemoryItem]] = defaultdict(list)
+    for i in items:
+        if i.status == "active" and i.is_open and single_valued(i):
+            held[_key(i)].append(i)
+    return {k: v for k, v in held.items() if len(v) > 1}
