@@ -8,7 +8,9 @@ question through the bench's retriever and scoring (:class:`timem.bench.retrieva
 :func:`timem.bench.runner._score`) and prints the row of ``bench/results/scattered-evidence.md``
 (:func:`bench.scatter_table.cells`) and where the missing gold turns were among the leaf candidates (in the
 top 60 / a candidate below / no candidate). ``--misses`` lists, per missing gold turn, its question and rank.
-It writes no run folder: publish a winner with ``timem bench locomo`` (the database must have been ingested by it).
+``--llm local`` gives the variants the embedded model (``aspect_queries=llm``); ``--categories`` and
+``--max-questions`` take a slice. It writes no run folder: publish a winner with ``timem bench locomo`` (the
+database must have been ingested by it).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from timem.config import load_config
 from timem.datasets import load_dataset
 from timem.embed.minilm import MiniLMEmbedder
 from timem.engine import MemoryEngine
+from timem.llm.factory import make_llm
 from timem.store import open_store
 
 
@@ -41,6 +44,11 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=500)
     ap.add_argument("--variant", action="append", default=[])
     ap.add_argument("--misses", action="store_true")
+    ap.add_argument("--llm", choices=["none", "local"], default="none",
+                    help="an LLM for the variants that use one (aspect_queries=llm); the planner and gate stay as "
+                         "the recipe sets them")
+    ap.add_argument("--categories", default="", help="only these LoCoMo categories, e.g. 1,3 (default: all)")
+    ap.add_argument("--max-questions", type=int, default=0, help="only the first N questions (after --categories)")
     ap.add_argument("--dump", help="write one JSON line per question and variant here (question, gold, covered, "
                     "the channel-placed leaves)")
     args = ap.parse_args()
@@ -52,10 +60,16 @@ def main() -> None:
     spec = RunSpec(dataset="locomo", data_file=Path(args.data), recipe=recipe, out_dir=Path("/tmp"),
                    retrieval_only=True)
     items = select_questions(users, spec)
+    if args.categories:
+        keep = {int(c) for c in args.categories.split(",")}
+        items = [(u, q) for u, q in items if q.category in keep]
+    if args.max_questions:
+        items = items[:args.max_questions]
+    llm = make_llm(base.with_overrides(llm_backend="local"), store) if args.llm == "local" else None
     dump = open(args.dump, "w") if args.dump else None
     for var in args.variant or ["{}"]:
         cfg, _ = resolve_config(base.with_overrides(**json.loads(var)), recipe, True)
-        engine = MemoryEngine(cfg, store, embedder, None)
+        engine = MemoryEngine(cfg, store, embedder, llm)
         last: dict[str, Any] = {}
         original = engine.recall
 
