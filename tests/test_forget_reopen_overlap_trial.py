@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+from service_support import client, engine_factory, running
 from trial_support import T0, fixtures
 
 from timem.models import MemoryItem
+from timem.service import KeyFile
 from timem.store.check import check_store
 
 EXCHANGES = [
@@ -118,3 +121,27 @@ def test_the_facts_view_ends_the_value_that_holds_again(eng):
     table = facts_table(everything, UTC, T0 + timedelta(days=30), None)
     valid = dict(zip(table["value"], table["valid"], strict=True))
     assert valid["Manchester"] == "2024-05-01 – 2024-05-05" and valid["Cardiff"].endswith("– now"), valid
+
+
+@pytest.fixture()
+def service(tmp_path, embedder):
+    kf = KeyFile(tmp_path / "svc.duckdb.keys.json")
+    key = kf.add("acme")
+    factory = engine_factory(tmp_path / "svc.duckdb", embedder, answer=lambda req: "Noted.", memory_extractor="rules")
+    with running(factory, kf) as base, client(base, key) as c:
+        yield c
+
+
+def test_over_the_service_forgetting_vienna_leaves_one_current_home_city(service):
+    """The trial over the service: Berlin -> Vienna -> 杭州 -> Vienna, then forget "Vienna": Berlin and 杭州 were both
+    current in ``GET …/items``."""
+    for k, line in enumerate(["I live in Berlin.", "I moved to Vienna.", "我住在杭州。", "I moved back to Vienna."]):
+        r = service.post("/v1/users/kai/turns", json={"session_id": f"s{k}", "message": line, "reply": "Noted.",
+                                                      "event_time": f"2024-05-0{k + 1}T09:00:00+00:00"})
+        assert r.status_code == 200, r.text
+    done = service.post("/v1/users/kai/forget", json={"text": "Vienna", "confirm": True}).json()
+    assert done["forgotten"] is True and {i["value"] for i in done["reopened"]} == {"Berlin", "杭州"}, done
+    cities = [i for i in service.get("/v1/users/kai/items").json()["items"] if i["attribute"] == "home city"]
+    assert [(i["value"], i["valid_to"] is None) for i in cities] == [("Berlin", False), ("杭州", True)], cities
+    hangzhou = next(i for i in cities if i["value"] == "杭州")
+    assert next(i for i in cities if i["value"] == "Berlin")["valid_to"] == hangzhou["valid_from"]
