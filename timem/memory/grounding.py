@@ -91,6 +91,9 @@ CUES: dict[str, re.Pattern[str]] = {
     "name": re.compile(r"\bname\b|\bcall(?:ed)?\s+me\b|\bi'm\b|\bi\s+am\b|叫|名字", re.IGNORECASE),
     "birthday": re.compile(r"\bbirthday\b|\bborn\b|生日|出生", re.IGNORECASE),
 }
+#: what an end of a value may say instead of the attribute's cue (:data:`CUES`): "I quit Google", "I left Google",
+#: "I resigned from Google" end the employer Google (a new-user trial)
+END_CUES: dict[str, re.Pattern[str]] = {"employer": re.compile(r"\b(?:quit|left|resign\w*)\b", re.IGNORECASE)}
 _FAVOURITE = re.compile(r"\bfavou?rite\b|最喜欢|最爱", re.IGNORECASE)
 _CLOSE = (r"sister|brother|mum|mom|mother|dad|father|parents?|wife|husband|partner|boyfriend|girlfriend|friends?|"
           r"son|daughter|kids?|children|boss|colleagues?|coworkers?|neighbou?rs?|cousin|aunt|uncle|grand\w*|family|"
@@ -241,8 +244,9 @@ def check_statement(attribute: str | None, value: str, text: str, *, ends: str |
     if attribute.startswith("favourite "):
         return None if _FAVOURITE.search(sentence) else f"the turn does not call {value!r} a favourite"
     cue = CUES.get(attribute)
+    over = END_CUES.get(attribute) if ends is not None and normalise(ends) == normalise(v) else None
     if cue is not None and not cue.search(clause if attribute != "hobby" else sentence) and not (
-            head is not None and cue.search(head)):
+            head is not None and cue.search(head)) and not (over is not None and over.search(clause)):
         return f"the clause holding {value!r} does not speak of a {attribute}"
     if attribute == "home city" and _TRIP.search(clause):
         return f"{value!r} is a trip, visit or event, not a home city"

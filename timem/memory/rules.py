@@ -165,6 +165,27 @@ _MORNING = _p(r"\bmy\s+mornings?\s+(?:start|starts|begin|begins)\s+with\s+(?:an?
               r"(?:(?:double|strong|big|hot|cup\s+of)\s+)*{v}\b", v=_DRINK)
 _JOB_AS = re.compile(r"\b(?:a\s+|my\s+)?(?:new\s+)?job\s+as\s+(?:an?\s+)" + _JOB + _END, re.IGNORECASE)
 _JOB_LOST = re.compile(r"\b(?:lost|quit|left)\s+my\s+job\s+as\s+(?:an?\s+)" + _JOB + _END, re.IGNORECASE)
+#: a home city said to be over, with no new one: "I don't live in Madrid anymore", "I'm not living in Madrid any more",
+#: "I no longer live in Madrid", "I moved out of / away from Madrid" (a new-user trial left Madrid the home city)
+_GONE = r"(?=[^.!?]*\b(?i:anymore|any\s+more|any\s+longer)\b)"
+_HOME_OVER = [re.compile(r"\b[Ii](?:\s+(?i:don't|do\s+not)\s+(?i:live)|(?i:'m|\s+am)\s+(?i:not)\s+(?i:living))"
+                         r"\s+(?i:in)\s+" + _cap("v") + _END_CAP + _GONE),
+              re.compile(r"\b[Ii](?i:'m|\s+am)?\s+(?i:no\s+longer)\s+(?i:live|living)\s+(?i:in)\s+" + _cap("v")
+                         + _END_CAP),
+              re.compile(r"\b[Ii](?i:'ve|\s+have)?\s+(?i:just\s+|finally\s+|recently\s+)?(?i:moved)\s+"
+                         r"(?i:out\s+of|away\s+from)\s+" + _cap("v") + _END_CAP)]
+#: an employer said to be over, ``(pattern, held)``: "I quit Google", "I left Google (last month)" (not a place: "I left
+#: Madrid" is no job), "I resigned from Google", "I don't work at Google anymore", "I no longer work for Google", "I
+#: stopped working at Google" (a new-user trial left Google the employer). ``held``: the words say Google was the
+#: employer, so it is history when no item held it; "quit" and "left" name too many other things ("I quit Instagram")
+_OVER_SOON = r"(?i:'ve|\s+have)?\s+(?i:just\s+|finally\s+|recently\s+)?"
+_EMPLOYER_OVER = [
+    (re.compile(r"\b[Ii]" + _OVER_SOON + r"(?i:quit|left)\s+" + _EMP + _END_CAP), False),
+    (re.compile(r"\b[Ii]" + _OVER_SOON + r"(?i:resigned\s+from|stopped\s+working\s+(?:at|for))\s+" + _EMP + _END_CAP),
+     True),
+    (re.compile(r"\b[Ii]\s+(?i:don't|do\s+not)\s+(?i:work)\s+(?i:at|for)\s+" + _EMP + _END_CAP + _GONE), True),
+    (re.compile(r"\b[Ii](?i:'m|\s+am)?\s+(?i:no\s+longer)\s+(?i:work|working)\s+(?i:at|for)\s+" + _EMP + _END_CAP),
+     True)]
 #: "I gave up coffee", "I stopped drinking espresso", "I quit coffee" (a new-user trial: the last two read nothing)
 _GAVE_UP = _p(r"\bi(?:'ve|\s+have)?\s+(?:just\s+|finally\s+)?(?:(?:gave|given|give)\s+up|stopped|quit)\s+"
               r"(?:drinking\s+|having\s+)?{old}\b", old=_DRINK)
@@ -216,10 +237,25 @@ def _clean(v: str) -> str:
 _EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\uFE0E\uFE0F\u200D\u20E3]+")
 
 
+#: words a chat writes without their apostrophe, or misspelt, as the patterns read them: "I dont eat meat", "i realy
+#: love jazz" (a new-user trial read nothing of each). Only words that are no other word ("cant", "wont" are kept)
+_CHAT_SPELLING = {"dont": "don't", "doesnt": "doesn't", "didnt": "didn't", "isnt": "isn't", "arent": "aren't",
+                  "wasnt": "wasn't", "havent": "haven't", "ive": "I've", "im": "I'm", "realy": "really",
+                  "relly": "really", "rly": "really"}
+_CHAT_WORD = re.compile(r"(?<![\w'’])(?:" + "|".join(_CHAT_SPELLING) + r")(?![\w'’])", re.IGNORECASE)
+
+
+def _chat_word(m: re.Match[str]) -> str:
+    word = _CHAT_SPELLING[m.group(0).lower()]
+    return word[:1].upper() + word[1:] if m.group(0)[:1].isupper() else word
+
+
 def plain_typography(text: str) -> str:
     """``text`` as the patterns read it: a curly apostrophe between letters is a straight one ("don’t"), other
     quotes go ("I love “jazz”", "‘jazz’", '"jazz"'), and so do emoji ("I love pizza 🍕"): a new-user trial read
-    nothing of each. Accents stay ("crème brûlée")."""
+    nothing of each. Accents stay ("crème brûlée"). A word of chat spelling is the word (:data:`_CHAT_SPELLING`:
+    "I dont eat meat", "i realy love jazz")."""
+    text = _CHAT_WORD.sub(_chat_word, text)
     text = re.sub(r"(?<=\w)[’‘](?=\w)", "'", _EMOJI.sub(" ", text))
     text = re.sub(r"[“”\"‘’]|(?<!\w)'|'(?!\w)", "", text)
     return re.sub(r"[ \t]+(?=[.,!?;:])|(?<=\S)[ \t]+$", "", text)
@@ -273,6 +309,14 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
             if (m := rx.search(s)) and (place := lower_place(s[m.end():], moved=True)):
                 add("fact", "home city", place)
                 break
+    for rx in _HOME_OVER:  # "I don't live in Madrid anymore": ends the home city, no new one
+        if m := rx.search(s):
+            add("fact", "home city", _place(m, s), replaces=_clean(_place(m, s)), ends_only=True, held=True)
+            break
+    for rx, held in _EMPLOYER_OVER:  # "I quit Google": ends the employer (not the job: an occupation outlives it)
+        if (m := rx.search(s)) and not (rx is _EMPLOYER_OVER[0][0] and is_place(_clean(m["emp"]))):
+            add("fact", "employer", m["emp"], replaces=_clean(m["emp"]), ends_only=True, held=held)
+            break
     for rx, listed in _WORK:
         if (m := rx.search(s)) and not (listed and occupation(m["job"]) is None):
             if m.groupdict().get("emp"):

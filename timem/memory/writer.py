@@ -66,6 +66,9 @@ SUPERSEDING_KINDS = ("fact", "preference")
 CHANGE_AFTER = timedelta(seconds=1)
 #: attributes that name the same slot: a statement on one joins an open item on the other
 ATTRIBUTE_FAMILIES: dict[str, tuple[str, ...]] = {"drink": ("morning drink",), "morning drink": ("drink",)}
+#: attributes whose end said with no new value ends only an item of that attribute: "I quit Google" ends the employer
+#: Google, "I moved out of Madrid" the home city Madrid (:data:`timem.memory.rules._EMPLOYER_OVER`, ``_HOME_OVER``)
+OWN_ENDS = ("employer", "home city")
 
 
 @dataclass
@@ -307,7 +310,9 @@ class ItemWriter:
         attribute, kind = st.attribute, st.kind
         ended = [i for i in open_items if st.replaces and mentions(i.value, st.replaces)
                  # a habit's end or switch ("I don't drink espresso anymore") ends no opinion ("likes espresso")
-                 and (st.attribute is None or st.attribute in OPPOSITES or i.attribute not in OPPOSITES)]
+                 and (st.attribute is None or st.attribute in OPPOSITES or i.attribute not in OPPOSITES)
+                 # "I quit Google", "I moved out of Madrid" end that employer or home city only
+                 and not (st.ends_only and st.attribute in OWN_ENDS and i.attribute != st.attribute)]
         if ended and (attribute is None or not any(i.attribute == attribute for i in ended)):
             attribute = ended[-1].attribute
         if attribute is not None and not any(i.attribute == attribute for i in open_items):
@@ -320,14 +325,17 @@ class ItemWriter:
             if corrected is not None and attribute is None:
                 attribute, kind = corrected.attribute, corrected.kind
         if st.ends_only:  # "I used to love jazz" ends "likes jazz", not "dislikes jazz"
+            # "I left Google last month": it ended when last month began, but not before it was last said to hold
+            since = self._since(user_id, st.text, at)
             for i in (i for i in ended if i.attribute != OPPOSITES.get(st.attribute or "")):
-                self.store.update_item(i.id, valid_to=max(at, i.valid_from))
+                end = since if since > i.event_time else min(at, i.event_time + CHANGE_AFTER)
+                self.store.update_item(i.id, valid_to=max(end, i.valid_from))
                 self.store.audit("item-ended", user_id, i.id, {"at": at.isoformat(), "segment": segment_id})
                 report.ended += 1
             if attribute == "job":  # "I quit my job as a nurse" ends the employer stated with it (a trial)
                 self._end_old_employer(user_id, open_items, ended, st, at, segment_id, report, quit=True)
             if st.held and not ended and attribute is not None:  # "I don't drink espresso anymore", none held
-                self._ended_before(user_id, subject, attribute, st, at, at, None, segment_id, confidence, report)
+                self._ended_before(user_id, subject, attribute, st, at, since, None, segment_id, confidence, report)
             return None
         if attribute is None:
             self.store.audit("item-skipped", user_id, None, {"segment": segment_id,
