@@ -81,3 +81,10 @@ def test_a_plain_chinese_dislike_is_still_one():
 def test_a_missing_apostrophe_and_a_misspelling_are_read():
     assert [(s.attribute, s.value) for s in extract_statements("I dont eat meat")] == [("diet", "vegetarian")]
     assert [(s.attribute, s.value) for s in extract_statements("i realy love jazz")] == [("likes", "jazz")]
+
+
+def test_a_dislike_ends_a_favourite_of_its_value(eng):
+    say(eng, [("My favourite band is Radiohead", "Nice."), ("I hate Radiohead now lol", "Oh.")])
+    items = {i.attribute: i for i in eng.memory_items("mia")}
+    assert items["favourite band"].valid_to == T0 + timedelta(days=1), items
+    assert items["dislikes"].value == "Radiohead" and items["dislikes"].is_open

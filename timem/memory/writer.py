@@ -361,7 +361,9 @@ class ItemWriter:
             return known
         closing = same if kind in SUPERSEDING_KINDS and attribute not in MULTI_VALUED else []
         closing += [i for i in ended if i not in closing]
-        closing += [i for i in open_items if i.attribute == OPPOSITES.get(attribute) and i not in closing
+        # a dislike also ends a favourite of its value ("My favourite band is Radiohead", then "I hate Radiohead now")
+        closing += [i for i in open_items if (i.attribute == OPPOSITES.get(attribute) or (
+                    attribute == "dislikes" and i.attribute.startswith("favourite "))) and i not in closing
                     and (mentions(i.value, st.value) or mentions(st.value, i.value))]
         if corrected is not None and corrected.attribute == attribute:
             valid_from = corrected.valid_from
