@@ -3,26 +3,12 @@ to green tea", with nothing known of espresso, recorded green tea only. Real Duc
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
-from trial_support import fixtures
-
-from timem.engine import MemoryEngine
-
-T0 = datetime(2024, 5, 1, 9, tzinfo=UTC)
-
+from trial_support import fixtures, say_lines
 
 embedder, eng = fixtures()
-
-
-def _say(eng: MemoryEngine, lines: list[str]) -> list[datetime]:
-    """``lines`` said by the user, one a day from :data:`T0`, each with a short reply; returns their times."""
-    times = [T0 + timedelta(days=k) for k in range(len(lines))]
-    for at, line in zip(times, lines, strict=True):
-        eng.remember("mia", f"s{at.day}", line, at, reply="Noted.", user_name="Mia")
-    eng.extract_items(["mia"])
-    return times
 
 
 @pytest.mark.parametrize("line", ["I switched from espresso to green tea.",
@@ -31,7 +17,7 @@ def _say(eng: MemoryEngine, lines: list[str]) -> list[datetime]:
 def test_a_switch_from_a_value_no_item_held_records_it_as_history(eng, line):
     """Nothing was known of espresso: it is written as a preference that ended when the switch was said (superseded
     by green tea), and green tea holds."""
-    (_, said) = _say(eng, ["I live in Lisbon.", line])
+    (_, said) = say_lines(eng, ["I live in Lisbon.", line])
     drinks = {i.value: i for i in eng.memory_items("mia") if i.attribute == "drink"}
     assert set(drinks) == {"espresso", "green tea"}, drinks
     espresso, tea = drinks["espresso"], drinks["green tea"]
@@ -42,6 +28,6 @@ def test_a_switch_from_a_value_no_item_held_records_it_as_history(eng, line):
 
 
 def test_a_switch_from_a_held_value_writes_no_second_history_item(eng):
-    _say(eng, ["I drink espresso every day.", "I switched from espresso to green tea."])
+    say_lines(eng, ["I drink espresso every day.", "I switched from espresso to green tea."])
     drinks = sorted((i.value, i.is_open) for i in eng.memory_items("mia") if i.attribute in ("drink", "morning drink"))
     assert drinks == [("espresso", False), ("green tea", True)]

@@ -31,6 +31,13 @@ def say(eng: Any, exchanges: Sequence[tuple[str, str]]) -> None:
     eng.extract_items(["mia"])
 
 
+def say_lines(eng: Any, lines: Sequence[str]) -> list[datetime]:
+    """``lines`` said by Mia as :func:`say` says them, each answered "Noted."; returns their times (UTC, one a day
+    from :data:`T0`)."""
+    say(eng, [(line, "Noted.") for line in lines])
+    return [T0 + timedelta(days=k) for k in range(len(lines))]
+
+
 def going(plan: Any) -> str:
     """The segments a forget preview takes, as one string."""
     return " | ".join(" ".join(n.content.split()) for n in plan.segments)
