@@ -1,7 +1,7 @@
 """A new-user trial with no LLM: Bob's home cities went Manchester -> Bristol -> 上海 -> Bristol -> Cardiff; ``timem
 forget "I live in Bristol"`` left Manchester, 上海 and Cardiff all holding "now" (and, over the service, two current
 home cities after forgetting one in the middle). A value that holds again after a forget ends where the next value
-that stays begins (:func:`timem.memory.holding.as_held`); only the last one is open, and the preview says until when.
+that stays begins (:func:`timem.item_holding.as_held`); only the last one is open, and the preview says until when.
 ``timem check`` finds two open items of one single-valued attribute. Real DuckDB file, the rules, no LLM."""
 
 from __future__ import annotations

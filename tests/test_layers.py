@@ -42,9 +42,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                    "timem.editing", "timem.memory", "timem.recall", "timem.viz")),
     ("prompts and llm", ("timem.llm", "timem.prompts")),
     ("embed and store", ("timem.cluster", "timem.embed", "timem.store")),
-    ("base", ("timem.cli_options", "timem.config", "timem.errors", "timem.ids", "timem.item_values", "timem.models",
-              "timem.progress", "timem.reldates", "timem.settings", "timem.settings_defaults", "timem.settings_doc",
-              "timem.tokens", "timem.tree")),
+    ("base", ("timem.cli_options", "timem.config", "timem.errors", "timem.ids", "timem.item_holding",
+              "timem.item_values", "timem.models", "timem.progress", "timem.reldates", "timem.settings",
+              "timem.settings_defaults", "timem.settings_doc", "timem.tokens", "timem.tree")),
 ]
 
 

@@ -10,9 +10,9 @@ from timem import editing
 from timem.consolidation.consolidator import Consolidator
 from timem.engine_reads import EngineCore, EnginePart, StoreReads
 from timem.errors import ConfigError
+from timem.item_holding import as_held
 from timem.memory import forget as forget_mod
 from timem.memory.forget import ForgetPreview
-from timem.memory.holding import as_held
 from timem.memory.writer import ExtractionReport, ItemWriter
 from timem.models import MemoryItem
 from timem.progress import Progress, no_progress
@@ -79,7 +79,7 @@ class MemoryItems(EnginePart):
         With ``reopen`` (the default) an active item whose successor was forgotten (``superseded_by`` names an item
         that is deleted or gone) is returned as holding again, as recall reads it (:func:`timem.recall.items._as_of`)
         and as the forget preview says ("holds again"): until the next active value of its subject and single-valued
-        attribute begins, else open (:func:`timem.memory.holding.as_held`; a trial saw Manchester, 上海 and Cardiff
+        attribute begins, else open (:func:`timem.item_holding.as_held`; a trial saw Manchester, 上海 and Cardiff
         all current after "forget that I live in Bristol"). The stored row
         keeps them, so restoring the successor supersedes it again. A trial saw ``timem memories list`` and the
         service's items still end "dislikes jazz" at the forgotten "likes jazz" while recall gave it as holding.

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from timem import editing
 from timem.consolidation.consolidator import Consolidator
 from timem.errors import InputError, NotFoundError
+from timem.item_holding import as_held
 from timem.item_values import mentions, normalise
 from timem.memory.forget_hints import nothing_hint, scope_hint
 from timem.memory.forget_scope import (
@@ -53,7 +54,6 @@ from timem.memory.forget_scope import (
     someone_elses,
 )
 from timem.memory.forget_words import RequestWords, fold, holds, request_words, written_as_name
-from timem.memory.holding import as_held
 from timem.memory.rules import extract_statements
 from timem.models import Level, MemoryItem, MemoryNode, NodeStatus, Role
 from timem.store.ports import MemoryStore
@@ -96,7 +96,7 @@ class ForgetPreview:
     #: active items (not in ``items``) that an item in ``items`` superseded: with it gone they hold again, as recall
     #: treats them ("forget that I drink green tea" brings back the espresso that green tea replaced), until the next
     #: value of a single-valued attribute that stays begins (their ``valid_to``; open when none follows:
-    #: :func:`timem.memory.holding.as_held`)
+    #: :func:`timem.item_holding.as_held`)
     reopened: list[MemoryItem] = field(default_factory=list)
     #: for an empty preview: why nothing matched and what to try ("no memory holds 'Hamburg'. Check the spelling …")
     hint: str = ""
@@ -290,7 +290,7 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
     extra = [i for i in extra if i.id not in kept]
     going -= kept
     # as held now (a value reopened by an earlier forget ends at the next one), then with what goes gone: each ends
-    # where the next value that stays begins (:func:`timem.memory.holding.as_held`)
+    # where the next value that stays begins (:func:`timem.item_holding.as_held`)
     before = as_held(active)
     after = {i.id: i for i in as_held([i.model_copy(update={"status": "deleted"}) if i.id in going else i
                                        for i in before])}

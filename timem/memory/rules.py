@@ -46,6 +46,7 @@ from timem.memory.likes import opinion_clauses, read_opinions
 from timem.memory.occupations import ZH_OCCUPATION, occupation
 from timem.memory.opinions import TIME_WORDS
 from timem.memory.places import is_place, lower_place
+from timem.memory.typography import plain_typography
 from timem.prompts.common import QUESTION, SENTENCES
 
 #: drinks the preference patterns know (longest first, so "green tea" wins over "tea")
@@ -231,34 +232,6 @@ _ZH_BARE = _p(r"^(?:是|应该是){v}" + _ZH_END, v=_ZH_VAL)
 def _clean(v: str) -> str:
     v = v.strip(" \t'\"“”‘’").rstrip(".,!?;:。，！？")
     return re.sub(rf"\s+{TIME_WORDS}$", "", v, flags=re.IGNORECASE).strip()
-
-
-#: emoji and their joiners, skin tones and variation selectors ("👩‍⚕️"): no part of a statement
-_EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\uFE0E\uFE0F\u200D\u20E3]+")
-
-
-#: words a chat writes without their apostrophe, or misspelt, as the patterns read them: "I dont eat meat", "i realy
-#: love jazz" (a new-user trial read nothing of each). Only words that are no other word ("cant", "wont" are kept)
-_CHAT_SPELLING = {"dont": "don't", "doesnt": "doesn't", "didnt": "didn't", "isnt": "isn't", "arent": "aren't",
-                  "wasnt": "wasn't", "havent": "haven't", "ive": "I've", "im": "I'm", "realy": "really",
-                  "relly": "really", "rly": "really"}
-_CHAT_WORD = re.compile(r"(?<![\w'’])(?:" + "|".join(_CHAT_SPELLING) + r")(?![\w'’])", re.IGNORECASE)
-
-
-def _chat_word(m: re.Match[str]) -> str:
-    word = _CHAT_SPELLING[m.group(0).lower()]
-    return word[:1].upper() + word[1:] if m.group(0)[:1].isupper() else word
-
-
-def plain_typography(text: str) -> str:
-    """``text`` as the patterns read it: a curly apostrophe between letters is a straight one ("don’t"), other
-    quotes go ("I love “jazz”", "‘jazz’", '"jazz"'), and so do emoji ("I love pizza 🍕"): a new-user trial read
-    nothing of each. Accents stay ("crème brûlée"). A word of chat spelling is the word (:data:`_CHAT_SPELLING`:
-    "I dont eat meat", "i realy love jazz")."""
-    text = _CHAT_WORD.sub(_chat_word, text)
-    text = re.sub(r"(?<=\w)[’‘](?=\w)", "'", _EMOJI.sub(" ", text))
-    text = re.sub(r"[“”\"‘’]|(?<!\w)'|'(?!\w)", "", text)
-    return re.sub(r"[ \t]+(?=[.,!?;:])|(?<=\S)[ \t]+$", "", text)
 
 
 def _my_value(attribute: str, value: str, rest: str) -> str | None:

@@ -30,8 +30,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from timem.config import Config
+from timem.item_holding import as_held
 from timem.item_values import MULTI_VALUED, mentions, normalise
-from timem.memory.holding import as_held
 from timem.models import MemoryItem, TimeSpan
 from timem.recall.state import RecallState
 from timem.store.segmenter import search_text

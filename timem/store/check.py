@@ -10,7 +10,7 @@ Checked, per user:
   except users with L1 segments only (imported with ``--llm none`` or ``--l1-only``: consolidation
   has not run yet, which is a state, not damage);
 * at most one open memory item per subject and single-valued attribute, as the items are read (a value whose
-  successor was forgotten holds again until the next one: :func:`timem.memory.holding.as_held`); two current home
+  successor was forgotten holds again until the next one: :func:`timem.item_holding.as_held`); two current home
   cities or jobs are a finding (rule ``item-open``), listing their values and ids;
 * search indexes in sync: the FTS snapshot is fresh and covers every node; every vector is a finite
   unit vector.
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from timem.config import Config
-from timem.memory.holding import as_held, open_twice
+from timem.item_holding import as_held, open_twice
 from timem.models import ID_SEPARATOR, Level
 from timem.store.ports import IndexHealth, MemoryStore
 from timem.tree.windows import parent_window, session_closed

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pandas as pd
 import streamlit as st
 
-from timem.memory.holding import as_held
+from timem.item_holding import as_held
 from timem.models import ITEM_KINDS, MemoryItem
 from timem.recall.items import decay_weight
 from timem.ui import state
