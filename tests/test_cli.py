@@ -387,6 +387,9 @@ def test_studio_takes_a_config_file_checked_before_it_starts(cli_env, monkeypatc
     good.write_text('[recall]\ntoken_budget = 400\n')
     code, out = run("studio", "--config", str(good))
     assert code == 0 and seen["env"]["TIMEM_CONFIG"] == str(good.resolve()), out
+    # a new-user trial saw "Collecting usage statistics" when the studio started outside the checkout
+    stats = seen["args"].index("--browser.gatherUsageStats")
+    assert seen["args"][stats + 1] == "false", seen["args"]
     seen.clear()
     bad = cli_env / "bad.toml"
     bad.write_text('[llm]\ntoken_budget = 400\n')

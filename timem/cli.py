@@ -313,7 +313,10 @@ def studio(db: DbOpt = None,
         load_config(config)
 
     args = [sys.executable, "-m", "streamlit", "run", str(APP_PY), "--server.address", "127.0.0.1",
-            "--server.port", str(port), "--server.headless", "true"]
+            "--server.port", str(port), "--server.headless", "true",
+            # an offline memory tool sends nothing out: Streamlit's usage statistics are on unless told, and the
+            # repository's .streamlit/config.toml is read only when the studio starts in the checkout (a trial)
+            "--browser.gatherUsageStats", "false"]
     env = {**os.environ, **({"TIMEM_DB_PATH": str(db)} if db else {}),
            **({"TIMEM_CONFIG": str(Path(config).resolve())} if config is not None else {})}
     if service:
