@@ -189,3 +189,15 @@ def test_forget_says_what_to_send_and_confirm_is_a_real_boolean(svc):
             {"query": "cat", flag: "no"}
         path = "/v1/users/mia/turns" if flag == "consolidate" else "/v1/users/mia/recall"
         assert flag in one_line(svc.post(path, json=body))
+
+
+def test_a_bad_chat_completion_is_told_its_fault_before_the_missing_llm(svc):
+    """A new-user trial: on a service without an LLM, `/v1/chat/completions` with no user or no messages answered
+    409 "no LLM" where docs/openai-proxy.md gives 400 / 422; a good request still gets the 409."""
+    hi = [{"role": "user", "content": "Hello."}]
+    def ask(**body):
+        return svc.post("/v1/chat/completions", json={"model": "timem", **body})
+
+    assert "message list is empty" in one_line(ask(user="mia", messages=[]))
+    assert "whose memory?" in one_line(ask(messages=hi), 400)
+    assert "no LLM" in one_line(ask(user="mia", messages=hi), 409)

@@ -132,20 +132,18 @@ def prepare(eng: MemoryEngine, body: dict[str, Any], *, user_id: str | None, mod
 
     Raises:
         BadRequestError: no memory user (mode other than ``off``), or fields the embedded model cannot honour.
-        ConfigError: the engine has no LLM.
+        ConfigError: the engine has no LLM (after the request's own checks).
         InputError: an empty message list, a last message not from the user, an empty user message, a name that
             is not one line, a time outside the calendar, an ended session or a time before its last turn.
         TextTooLongError: the user message is longer than ``max_turn_chars``. Nothing is written in any case.
     """
-    if eng.llm is None:
-        raise ConfigError("this service has no LLM to answer with; start it with `timem serve --llm local` "
-                          "(or openai)")
-    upstream = isinstance(eng.llm.backend, OpenAIBackend)  # type: ignore[attr-defined]
+    # the request is checked first: a bad one is its 400 / 422 on a service without an LLM too (a trial got 409)
+    upstream = eng.llm is not None and isinstance(eng.llm.backend, OpenAIBackend)  # type: ignore[attr-defined]
     messages = list(body.get("messages") or [])
     if not messages:
         raise InputError("the message list is empty; send the conversation with the user's message last",
                          field="messages")
-    if not upstream and (refused := unsupported_fields(body)):
+    if eng.llm is not None and not upstream and (refused := unsupported_fields(body)):
         shown = ", ".join(refused[:8]) + (f" and {len(refused) - 8} more" if len(refused) > 8 else "")
         raise BadRequestError(f"the embedded model cannot honour {shown}; drop them, or run the service with an "
                               "upstream endpoint (--llm openai), which gets every field unchanged")
@@ -160,6 +158,9 @@ def prepare(eng: MemoryEngine, body: dict[str, Any], *, user_id: str | None, mod
         check_length(question, eng.config.store.max_turn_chars, field="message")
         check_names(user_name=name)
         check_question(question, at, eng.config.time.tz)
+    if eng.llm is None:
+        raise ConfigError("this service has no LLM to answer with; start it with `timem serve --llm local` "
+                          "(or openai)")
     call = ChatCall(body=body, mode=mode, at=at, user_id=user_id if mode != "off" else None, question=question,
                     user_name=name, messages=messages, upstream=upstream)
     if call.user_id is None:
