@@ -305,6 +305,11 @@ def test_a_jsonl_export_leaves_forgotten_turns_out(tmp_path, store, embedder):
     text = (tmp_path / "after.jsonl").read_text(encoding="utf-8")
     # the line and the assistant's reply to it (timem.memory.forget_scope.replies); the other replies stay
     assert n_after == n_all - 2 and "Blue Harbor" not in text and "Thanks for telling me." in text
+    # the JSON export keeps every turn (it is everything stored) and marks the two that went (a trial: no marker)
+    turns = eng.export_user("mia")["turns"]
+    gone = [t["text"] for t in turns if t["forgotten"]]
+    assert len(gone) == 2 and any("Blue Harbor" in t for t in gone), gone
+    assert len(turns) == n_all and all(t["forgotten"] is False for t in turns if t["text"] not in gone)
 
 
 def test_the_json_export_holds_the_memory_items_with_their_history(tmp_path, store, embedder):

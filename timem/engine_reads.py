@@ -217,20 +217,24 @@ class StoreReads(EnginePart):
 
     def export_user(self, user_id: str, *, traces: int = 1000) -> dict[str, Any]:
         """Everything stored of one user as JSON-ready data: ``user_id``, ``sessions``, ``turns`` (conversation
-        order), ``nodes`` (every status, conversation order), ``items`` (the memory layer's facts and preferences,
-        every status, with validity and supersession) and the newest ``traces`` recall traces.
+        order; each with ``forgotten``: true when a forget took its line, whose text is kept until a restore or an
+        erase, as the service's turn list marks it), ``nodes`` (every status, conversation order), ``items`` (the
+        memory layer's facts and preferences, every status, with validity and supersession) and the newest
+        ``traces`` recall traces.
         Times are ISO 8601 UTC.
 
         Raises:
             NotFoundError: the user is not in the store.
         """
         self.require_user(user_id)
+        forgotten = self.forgotten_turn_ids(user_id)  # a trial: the export showed a forgotten line as any other
         sessions = [{**s.model_dump(), "started_at": s.started_at.isoformat(),
                      "last_event_at": s.last_event_at.isoformat()} for s in self.store.sessions(user_id)]
         return {
             "user_id": user_id,
             "sessions": sessions,
-            "turns": [t.model_dump(mode="json") for t in self.store.turns(user_id)],
+            "turns": [{**t.model_dump(mode="json"), "forgotten": t.id in forgotten}
+                      for t in self.store.turns(user_id)],
             "nodes": [n.model_dump(mode="json") for n in self.store.nodes(user_id, status=None)],
             "items": [i.model_dump(mode="json") for i in self.store.items(user_id, status=None)],
             "traces": [t.model_dump(mode="json") for t in self.traces(user_id, limit=traces)],  # whole again
