@@ -145,3 +145,20 @@ def test_over_the_service_forgetting_vienna_leaves_one_current_home_city(service
     assert [(i["value"], i["valid_to"] is None) for i in cities] == [("Berlin", False), ("杭州", True)], cities
     hangzhou = next(i for i in cities if i["value"] == "杭州")
     assert next(i for i in cities if i["value"] == "Berlin")["valid_to"] == hangzhou["valid_from"]
+
+
+def test_a_hard_erase_in_the_middle_leaves_one_current_city(eng):
+    """A hard erase deleted the Bristol rows and cleared the end of what each had superseded: Manchester and 上海
+    both open beside Cardiff in the stored rows (`timem check`: item-open). What an erased value superseded now
+    holds until the first value after it that stays."""
+    from timem import editing
+
+    shanghai_from = next(i.valid_from for i in _cities(eng) if i.value == "上海")
+    cardiff_from = next(i.valid_from for i in _cities(eng) if i.value == "Cardiff")
+    bristol = [n.id for n in eng.store.nodes("mia", 1) if "Bristol" in n.content]
+    assert len(bristol) == 2
+    editing.erase(eng.store, eng.consolidator, bristol)
+    rows = sorted((i for i in eng.store.items("mia") if i.attribute == "home city"), key=lambda i: i.valid_from)
+    assert [(i.value, i.valid_to) for i in rows] == [
+        ("Manchester", shanghai_from), ("上海", cardiff_from), ("Cardiff", None)]  # as stored, not only as read
+    assert not check_store(eng.store, eng.config, "mia")

@@ -116,23 +116,32 @@ class ItemTables:
 
     def drop_item_sources(self, node_ids: Sequence[str], units: Sequence[str] = ()) -> dict[str, int]:
         """Hard erase (or rewrite) of L1 segments: items whose every source is among ``node_ids`` are deleted
-        (rows gone), the others lose those sources; extraction marks of the segments, and of the other
+        (rows gone; what one had superseded holds again, until the first value after it that stays), the others lose
+        those sources; extraction marks of the segments, and of the other
         ``units`` (e.g. ``session:<id>``, read again by the LLM extractor), are removed. Returns counts."""
         gone = list(node_ids)
         out = {"items_deleted": 0, "items_trimmed": 0}
         with self.transaction():
-            for it in self.items_from_sources(gone):
+            found = self.items_from_sources(gone)
+            dropped = {it.id: it for it in found if not [s for s in it.source_ids if s not in gone]}
+            for it in found:
                 rest = [s for s in it.source_ids if s not in gone]
                 if rest:
                     self.con.execute("UPDATE memory_items SET source_ids = ? WHERE id = ?", [rest, it.id])
                     out["items_trimmed"] += 1
-                else:
-                    # what it had superseded holds again (the newer statement is gone); a rewrite's new
-                    # statement, read next, supersedes it afresh
-                    self.con.execute("UPDATE memory_items SET superseded_by = NULL, valid_to = NULL "
-                                     "WHERE superseded_by = ?", [it.id])
-                    self.con.execute("DELETE FROM memory_items WHERE id = ?", [it.id])
-                    out["items_deleted"] += 1
+                    continue
+                # what it had superseded holds again (the newer statement is gone) until what superseded the erased
+                # item, if that stays (a trial: erasing Bristol between Manchester and Cardiff left both open);
+                # a rewrite's new statement, read next, supersedes it afresh
+                nxt = it.superseded_by
+                while nxt in dropped:
+                    nxt = dropped[nxt].superseded_by
+                row = self.con.execute("SELECT valid_from FROM memory_items WHERE id = ?", [nxt]).fetchone() \
+                    if nxt else None  # none: the successor row is gone too (an erase before this one)
+                self.con.execute("UPDATE memory_items SET superseded_by = ?, valid_to = ? WHERE superseded_by = ?",
+                                 [nxt if row else None, row[0] if row else None, it.id])
+                self.con.execute("DELETE FROM memory_items WHERE id = ?", [it.id])
+                out["items_deleted"] += 1
             self.con.execute(f"DELETE FROM memory_extractions WHERE unit_id IN {ID_LIST}", [gone + list(units)])
         return out
 
