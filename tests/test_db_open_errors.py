@@ -9,6 +9,7 @@ from contextlib import contextmanager
 
 import duckdb
 import pytest
+from service_support import free_port
 
 from timem.errors import StoreError
 from timem.store import Store
@@ -100,7 +101,7 @@ def test_serve_on_a_file_another_process_holds_prints_one_line(tmp_path):
     db = tmp_path / "held.duckdb"
     with held(db) as pid:
         res = subprocess.run([sys.executable, "-m", "timem.cli", "serve", "--db", str(db), "--llm", "none",
-                              "--port", "0"], capture_output=True, text=True, timeout=300)
+                              "--port", str(free_port())], capture_output=True, text=True, timeout=300)
         lines = [ln for ln in (res.stdout + res.stderr).splitlines() if ln.strip()]  # no key warning either
         assert res.returncode == 1 and len(lines) == 1, res.stdout + res.stderr
         assert lines[0].startswith("error: ") and f"is open in another process (PID {pid})" in lines[0]
