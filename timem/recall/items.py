@@ -230,6 +230,8 @@ def recall_items(state: RecallState, window: TimeSpan | None) -> ItemRecall:
             as_past = item in then
             history = [i for i in reversed(chain) if i.superseded_by and i.valid_to is not None
                        and i.valid_to <= (item.valid_to or question_time) and i.id != item.id and not as_past]
+            if attribute in MULTI_VALUED:  # a like replaced nothing but what it superseded: "likes: jazz" was
+                history = [i for i in history if i.superseded_by == item.id]  # shown replacing Radiohead (a trial)
             by = _successor(chain, item) if as_past else None
             weight = None
             if config.memory.memory_decay_half_life_days:
