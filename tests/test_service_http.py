@@ -368,20 +368,20 @@ def test_a_forget_answer_gives_each_segment_with_speaker_date_and_text_and_an_em
     (``segment_lines``; the ids stay in ``segments``), as the CLI's preview shows it; the hint says what was searched
     and the routes that list it. Accents fold: "zurich" reaches "Zürich", shown as stored."""
     _, _, a, _ = svc
-    _exchange(a, "zoe", message="I moved to Zürich last spring.", reply="Lovely city.")
-    preview = a.post("/v1/users/zoe/forget", json={"text": "zurich"}).json()
+    _exchange(a, "zia", message="I moved to Zürich last spring.", reply="Lovely city.")
+    preview = a.post("/v1/users/zia/forget", json={"text": "zurich"}).json()
     lines = preview["segment_lines"]
     assert [x["id"] for x in lines] == preview["segments"] and len(lines) == 2, preview
     said = next(x for x in lines if not x["reply"])
-    assert (said["speaker"], said["text"]) == ("zoe", "I moved to Zürich last spring."), said
+    assert (said["speaker"], said["text"]) == ("zia", "I moved to Zürich last spring."), said
     assert said["date"] == "2 May 2024 (Thursday) 09:00" and said["span_start"].startswith("2024-05-02T09:00"), said
     reply = next(x for x in lines if x["reply"])
     assert (reply["speaker"], reply["text"]) == ("Assistant", "Lovely city.") and preview["replies"] == [reply["id"]]
     assert preview["hint"] is None
-    missed = a.post("/v1/users/zoe/forget", json={"text": "I live in Hamburg"}).json()
+    missed = a.post("/v1/users/zia/forget", json={"text": "I live in Hamburg"}).json()
     assert missed["segment_lines"] == [] and "no memory holds 'Hamburg'" in missed["hint"], missed
     assert "Searched 1 fact(s) and 2 conversation segment(s)" in missed["hint"], missed
-    assert "GET /v1/users/zoe/items" in missed["hint"] and "GET /v1/users/zoe/memories?level=1" in missed["hint"]
+    assert "GET /v1/users/zia/items" in missed["hint"] and "GET /v1/users/zia/memories?level=1" in missed["hint"]
     body = {"session_id": "c2", "event_time": "2024-05-03T09:00:00+00:00", "message": "Forget that I live in Zurich."}
-    chat = a.post("/v1/users/zoe/chat", json=body).json()["forgotten"]
+    chat = a.post("/v1/users/zia/chat", json=body).json()["forgotten"]
     assert any(x["text"] == "I moved to Zürich last spring." for x in chat["segment_lines"]), chat

@@ -6,6 +6,7 @@ per turn so that dates render in the speaker's zone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any
@@ -152,6 +153,12 @@ def speaker_offset(at: datetime, zone: ZoneInfo) -> int:
     path): ``at``'s own offset when it carries one other than UTC (an explicit local time), else the user's
     zone's offset at that instant."""
     return offset_minutes(at, zone)
+
+
+def next_seq(turns: Sequence[Turn]) -> int:
+    """The ``seq`` of a session's next turn: one past the highest stored (not the count: after a hard erase took a
+    turn, the count named a stored turn and the new message was dropped, a service test found)."""
+    return max((t.seq for t in turns), default=-1) + 1
 
 
 def make_turn(user_id: str, session_id: str, seq: int, speaker: str, role: Role, text: str, at: datetime,

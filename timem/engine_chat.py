@@ -17,6 +17,7 @@ from timem.chat_turns import (
     check_names,
     check_turn,
     make_turn,
+    next_seq,
     reply_without_llm,
     speaker_offset,
 )
@@ -68,7 +69,7 @@ class OnlineChat(EnginePart):
         """
         check_chat(user_text, event_time)
         check_names(user_name=user_name, assistant_name=assistant_name)
-        seq = len(self.store.turns(user_id, session_id))
+        seq = next_seq(self.store.turns(user_id, session_id))
         offset = speaker_offset(event_time, self.config.time.tz_for(user_id))
         turns = [
             make_turn(user_id, session_id, seq, user_name, Role.USER, user_text, event_time, offset),
@@ -91,7 +92,7 @@ class OnlineChat(EnginePart):
         """
         check_chat(text, event_time)
         check_names(user_name=user_name)
-        seq = len(self.store.turns(user_id, session_id))
+        seq = next_seq(self.store.turns(user_id, session_id))
         turn = make_turn(user_id, session_id, seq, user_name, Role.USER, text, event_time,
                      speaker_offset(event_time, self.config.time.tz_for(user_id)))
         self._add_chat_turns(user_id, [turn], consolidate, request)
@@ -112,7 +113,7 @@ class OnlineChat(EnginePart):
         """
         check_chat(text, event_time, what="reply")
         check_names(assistant_name=assistant_name)
-        seq = len(self.store.turns(user_id, session_id))
+        seq = next_seq(self.store.turns(user_id, session_id))
         turn = make_turn(user_id, session_id, seq, assistant_name, Role.ASSISTANT, text, event_time,
                      speaker_offset(event_time, self.config.time.tz_for(user_id)))
         return self._add_chat_turns(user_id, [turn], consolidate, request)
