@@ -37,7 +37,7 @@ from timem.models import Level, MemoryNode
 from timem.prompts import decompose
 from timem.recall.entities import entity_inserts
 from timem.recall.keywords import STOPWORDS, person_names
-from timem.recall.leaves import Candidate, LeafSelection, fuse, speaker_of
+from timem.recall.leaves import Candidate, LeafSelection, fuse, name_free_query, speaker_of
 from timem.recall.state import RecallState
 from timem.tokens import stem
 
@@ -151,14 +151,6 @@ def llm_aspect_queries(state: RecallState, complexity: str | None) -> tuple[list
     return [(q, None) for q in parts[:MAX_PARTS]], True
 
 
-def _without_names(text: str, participants: Sequence[str]) -> str:
-    """``text`` without the participants' names (and their first names, possessives too): every turn of a speaker
-    carries their name, so a name is no keyword (:func:`timem.recall.leaves.name_free_query`)."""
-    for name in dict.fromkeys(w for p in participants for w in (p, p.split()[0]) if w):
-        text = re.sub(rf"\b{re.escape(name)}\b(?:['’]s)?", " ", text)
-    return " ".join(text.split())
-
-
 def aspect_parts(question: str, participants: Sequence[str] = ()) -> list[str]:
     """The queries of :func:`aspect_queries` without their person."""
     return [q for q, _ in aspect_queries(question, participants)]
@@ -243,7 +235,7 @@ def merge_channels(state: RecallState, selection: LeafSelection, top_k: int,
                 # a person's part: BM25 without the name (every turn of theirs has it), then their own turns only
                 lexical = part if person is None else re.sub(rf"\b{re.escape(person)}\b(?:['’]s)?", " ", part)
                 if by_llm:  # the LLM names the person in every sub-question: no keyword
-                    lexical = _without_names(part, state.participants)
+                    lexical = name_free_query(part, state.participants)
                 got = [c for c in _channel(state, lexical, vec, head)
                        if c.bm25_raw or (c.cosine or 0) >= rc.gate_floor]
                 if person is not None:
