@@ -22,8 +22,7 @@ from collections.abc import Iterable
 from timem.item_values import MULTI_VALUED
 from timem.models import MemoryItem
 
-#: the item kinds a new value supersedes (events and plans only merge; as :data:`timem.memory.writer.SUPERSEDING_KINDS`,
-#: which this module cannot import: the writer imports :mod:`timem.memory.forget`, which imports this one)
+#: the item kinds a new value supersedes (events and plans only merge); the writer's rule too
 SUPERSEDING_KINDS = ("fact", "preference")
 
 

@@ -46,6 +46,7 @@ from datetime import UTC, datetime, time, timedelta
 from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.errors import LLMError
+from timem.item_holding import SUPERSEDING_KINDS
 from timem.item_values import MULTI_VALUED, item_subject, mentions, normalise
 from timem.llm.protocol import LLMClient
 from timem.memory.forget import forget_request
@@ -58,7 +59,6 @@ from timem.reldates import resolve_relative_dates
 from timem.store.ports import MemoryStore
 from timem.tree.windows import session_closed
 
-SUPERSEDING_KINDS = ("fact", "preference")
 #: how long after the last statement of a value a change that ends it starts at the earliest, when the change's
 #: own date ("last month") reaches back before that statement or both were said at the same time: the old value held
 #: when it was said, and an empty interval is a correction's mark; also how long a value no item held lasts before a
