@@ -324,7 +324,7 @@ def _exchange(ctx: state.StudioContext, text: str) -> None:
     sessions[ctx.user] = session_id
     if turn.forgotten is not None:  # (the page intercepts "forget that …" before: see chat_forget)
         st.rerun()
-    seq = len(ctx.engine.turns(ctx.user, session_id)) - 1  # the reply's seq
+    seq = ctx.engine.turns(ctx.user, session_id)[-1].seq  # the reply's (not the count - 1: a hard erase leaves gaps)
     summary = (f"Memories of this exchange are written in the background ('{BACKGROUND_TITLE}', in the sidebar)."
                if later else written_summary(turn.written))
     _meta()[(ctx.user, session_id, seq)] = {"trace": turn.trace, "written": [summary], "warning": turn.warning}
