@@ -47,9 +47,10 @@ app.add_typer(segtree_app, name="segtree")
 app.add_typer(memories_app, name="memories")
 @app.command()
 def ingest(file: Annotated[Path, typer.Argument(help="the conversation file to import (docs/input-formats.md)")],
-           fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"], typer.Option(
-               "--format", metavar="FORMAT", help="the file's format: locomo | longmemeval | jsonl "
-               "(docs/input-formats.md)")],
+           fmt: Annotated[Literal["locomo", "longmemeval", "jsonl"] | None, typer.Option(
+               "--format", metavar="FORMAT", help="the file's format: locomo | longmemeval | jsonl (default: from "
+               "the file: .jsonl is jsonl, a .json file LoCoMo or LongMemEval by its keys; docs/input-formats.md)")
+           ] = None,
            sample: Annotated[str | None, typer.Option(
                "--sample", callback=cli_options.checked_sample,
                help="LoCoMo sample_id(s) or LongMemEval question_id(s), comma-separated (default: all)")] = None,
@@ -79,6 +80,7 @@ def ingest(file: Annotated[Path, typer.Argument(help="the conversation file to i
     if ray and (update_changed or not flush):
         raise OptionValueError("--ray ingests new users as the file holds them; leave out --update-changed and "
                                "--no-flush")
+    fmt = fmt or cli_common.inferred_format(file)
     cli_options.dataset_flags(fmt, sample=sample, limit=limit)
     cfg = _config(config, db, setting_overrides(set_), llm_backend=llm, l1_mode=l1_mode,
                   consolidation_mode=mode)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import typer
 
@@ -248,7 +248,23 @@ def _engine(cfg: Config, with_llm: bool = True, *, must_exist: bool = False) -> 
 
     if must_exist and str(cfg.store.db_path) != ":memory:" and not Path(cfg.store.db_path).exists():
         raise NotFoundError(f"no database at {cfg.store.db_path}; check --db (or TIMEM_DB_PATH), or create it with "
-                            "`timem ingest FILE --format ... --db PATH`")
+                            "`timem ingest FILE --db PATH`")
     return MemoryEngine.open(cfg, with_llm=with_llm)
 
 
+def inferred_format(file: Path) -> Literal["locomo", "longmemeval", "jsonl"]:
+    """The format of ``file`` for an import without ``--format`` (:func:`timem.datasets.detect.infer_format`), said on
+    stderr (``reading chat.jsonl as jsonl (the extension .jsonl); --format names another``).
+
+    Raises:
+        OptionValueError: its name and first bytes do not tell (a usage error naming ``--format``, exit code 2).
+        InputError: a ``.json`` file that cannot be read.
+    """
+    from timem.datasets.detect import infer_format
+
+    fmt, why = infer_format(file)
+    if fmt is None:
+        raise OptionValueError(f"cannot tell the format of {file}: {why}; name it with --format locomo, "
+                               "--format longmemeval or --format jsonl (docs/input-formats.md)")
+    typer.echo(f"reading {file} as {fmt} ({why}); --format names another", err=True)
+    return fmt
