@@ -5,7 +5,8 @@ Each sentence of a person's turn is matched against a small set of patterns; a m
 "Porto")``. The patterns cover the triggers of the memory layer (TiMem's semantic memories written on
 explicit first-person statements and corrections):
 
-* home city -- "I live in Lisbon (now)", "I moved to Porto", "We settled in Valencia", "我住在上海", "我搬到了北京";
+* home city -- "I live in Lisbon (now)", "I moved to Porto", "We settled in Valencia", "我住在上海", "我搬到了北京",
+  "I live in 上海" (a Chinese name in an English sentence);
 * hometown -- "I'm originally from Berlin", "I come from Berlin", "I grew up in Berlin", "my hometown is Cork"; a plain
   "I'm from X" only when X is a place (:mod:`timem.memory.places`: "I'm from the UK", not "I'm from HR");
 * employer / job -- "I work at Acme as a designer", "I started a new job at X", "I started working as a nurse", "I work
@@ -114,15 +115,21 @@ _HOME_AT = [_I + r"(?i:'m|\s+am|\s+are|'re)?\s+(?i:now\s+|currently\s+|still\s+)
             r"^\s*(?:(?i:big\s+news|guess\s+what|so|and|well)[:!,]?\s+)?(?i:just\s+|finally\s+|recently\s+)"
             r"(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)\s+"]
 _HOME = [re.compile(at + _cap("v") + _END_CAP) for at in _HOME_AT]
+#: a place name in Chinese characters inside an English sentence: "I live in 上海", "I moved to 北京 last week" (a trial
+#: read nothing: a name must be capitalised, and the Chinese patterns need 我); it runs to the next non-Han character
+_CJK_NAME = r"(?P<v>[\u4e00-\u9fff]{1,12})"
+_HOME_CJK = [re.compile(at + _CJK_NAME) for at in _HOME_AT]
 #: the same before a name in lower case, "I live in lisbon", "I moved to porto last week": read as a lower-case
 #: hometown is (:func:`timem.memory.places.lower_place`: a big city, a country, not a common word such as "cork" or
 #: "nice", not "I live in hope"; a new-user trial read nothing)
 _HOME_LOWER = [re.compile(at + r"(?=[a-z])") for at in _HOME_AT]
 #: where the speaker is from (the hometown), said outright: "I'm originally from Berlin", "I come from the Netherlands",
 #: "I grew up in Berlin", "I was born and raised in Cork" (a new-user trial read nothing); not "I'm back from Berlin"
-_ORIGIN = re.compile(r"\b[Ii](?:(?i:'m|’m|\s+am)\s+(?i:originally)\s+(?i:from)"
-                     r"|\s+(?i:originally\s+)?(?i:come)\s+(?i:from)|\s+(?i:grew\s+up|was\s+raised|was\s+born\s+and\s+raised)\s+(?i:in))\s+(?:(?i:the)\s+)?"
-                     + _cap("v") + _END_CAP)
+_ORIGIN_AT = (r"\b[Ii](?:(?i:'m|’m|\s+am)\s+(?i:originally)\s+(?i:from)"
+              r"|\s+(?i:originally\s+)?(?i:come)\s+(?i:from)|\s+(?i:grew\s+up|was\s+raised|was\s+born\s+and\s+raised)\s+(?i:in))\s+")
+_ORIGIN = re.compile(_ORIGIN_AT + r"(?:(?i:the)\s+)?" + _cap("v") + _END_CAP)
+#: the same before a name in Chinese characters: "I grew up in 成都" (as :data:`_HOME_CJK`)
+_ORIGIN_CJK = re.compile(_ORIGIN_AT + _CJK_NAME)
 #: a plain "I'm from X" only for a place (:func:`timem.memory.places.is_place`): not "I'm from Microsoft / HR / Mars"
 _FROM = re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+(?i:from)\s+(?:(?i:the)\s+)?" + _cap("v") + _END_CAP)
 #: the same before a name in lower case, "i'm from berlin", "I grew up in lisbon": a place of the gazetteer only,
@@ -273,7 +280,7 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
         if value:
             out.append(Statement(kind, attr, value, s.strip(), correction, **kw))  # type: ignore[arg-type]
 
-    for rx in _HOME + _ZH_HOME:
+    for rx in _HOME + _HOME_CJK + _ZH_HOME:
         if m := rx.search(s):
             add("fact", "home city", _place(m, s))
             break
@@ -349,7 +356,8 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
         if (v := _my_value(a, m["v"], s[m.start("v"):])) is not None:
             add("fact", a, v)
     if not any(x.attribute == "hometown" for x in out) and (  # "my hometown is …" wins
-            (m := _ORIGIN.search(s)) or ((m := _FROM.search(s)) and is_place(_clean(_place(m, s))))):
+            (m := _ORIGIN.search(s) or _ORIGIN_CJK.search(s))
+            or ((m := _FROM.search(s)) and is_place(_clean(_place(m, s))))):
         add("fact", "hometown", _place(m, s))
     elif not any(x.attribute == "hometown" for x in out) and (m := _FROM_LOWER.search(s)) and (
             place := lower_place(s[m.end():])):

@@ -1,0 +1,31 @@
+"""A third new-user trial of the memory layer's rules, with no LLM: statements written as chat exchanges and the
+memories listed. Each of these read wrongly or not at all; each test names what was seen. Real DuckDB file, no LLM."""
+
+from __future__ import annotations
+
+import pytest
+from trial_support import fixtures, say_lines
+
+embedder, eng = fixtures()
+
+
+def _items(eng) -> list[tuple[str, str]]:
+    return sorted((i.attribute, i.value) for i in eng.memory_items("mia"))
+
+
+def _open(eng) -> list[tuple[str, str]]:
+    return sorted((i.attribute, i.value) for i in eng.memory_items("mia") if i.is_open)
+
+
+@pytest.mark.parametrize(("line", "items"), [
+    ("I live in 上海.", [("home city", "上海")]),
+    ("I moved to 北京 last week.", [("home city", "北京")]),
+    ("I'm living in 杭州 now, near the lake.", [("home city", "杭州")]),
+    ("I grew up in 成都.", [("hometown", "成都")]),
+    ("My sister lives in 上海.", []),
+    ("I was in 上海 for a conference.", []),
+])
+def test_a_chinese_place_name_in_an_english_sentence_is_read(eng, line, items):
+    """"I live in 上海." recorded no home city: an English name must be capitalised, the Chinese rules need 我."""
+    say_lines(eng, [line])
+    assert _items(eng) == items
