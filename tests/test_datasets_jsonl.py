@@ -148,6 +148,10 @@ def test_a_dataset_file_read_as_jsonl_names_its_format(tmp_path: Path, name: str
 
 def test_a_bad_first_turn_is_not_taken_for_a_dataset(tmp_path: Path) -> None:
     path = _write(tmp_path, [{**ROWS[0], "sample_id": "conv-1", "timestamp": "soon"}])
+    with pytest.raises(InputError, match="unknown field 'sample_id'") as exc:  # a turn has no other key
+        load_jsonl(path, BERLIN)
+    assert "--format" not in str(exc.value)
+    path = _write(tmp_path, [{**ROWS[0], "timestamp": "soon"}])
     with pytest.raises(InputError, match="unparseable timestamp") as exc:
         load_jsonl(path, BERLIN)
     assert "--format" not in str(exc.value)

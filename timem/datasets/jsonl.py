@@ -25,7 +25,8 @@ Fields:
   relative dates in its text are resolved in it.
 * ``image_caption``, ``source_ref`` (strings, optional): a caption of a shared image; your own
   reference for the turn (kept on the turn and shown as evidence).
-* Other keys are ignored.
+* No other key: an unknown one (a typo such as ``speker``) is refused, naming the line and the key (and the field
+  it may be a typo of), as the memory service refuses an unknown field (422).
 
 Grouping: turns of a session keep file order (``seq`` 0, 1, ...) and their timestamps must not
 decrease nor run more than a day past the session's first turn (:data:`timem.models.MAX_SESSION`: a
@@ -37,6 +38,7 @@ Turn ids are ``f"{user_id}:{session_id}:{seq}"``, so re-importing the same file 
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta, timezone
@@ -64,6 +66,8 @@ from timem.models import MAX_SESSION, Role, Turn
 __all__ = ["load_jsonl", "write_jsonl"]
 
 _ROLES = {r.value: r for r in Role}
+#: every key a turn may have (the module docstring); any other is refused
+FIELDS = ("user_id", "session_id", "role", "speaker", "text", "timestamp", "image_caption", "source_ref")
 
 
 def load_jsonl(path: str | Path, tz: ZoneInfo, user_tz: Mapping[str, ZoneInfo] | None = None, *,
@@ -176,6 +180,7 @@ def _row(line: str, no: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, Zone
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", file=file, record=rec)
     where = {"file": file, "record": rec}
+    _known_keys(obj, where)
     user_id = check_user_id(need(obj, "user_id", str, file=file, record=rec).strip(), **where)
     session_id = check_id(need(obj, "session_id", str, file=file, record=rec).strip(), **where, field="session_id")
     for key in ("text", "image_caption"):  # before the character checks, which take seconds on megabytes
@@ -213,6 +218,21 @@ def _row(line: str, no: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, Zone
         opt[key] = val if val and not is_blank(val) else None
     return {"line": no, "user_id": user_id, "session_id": session_id, "speaker": speaker or role.value,
             "role": role, "text": text, "time": time, "offset": offset, "raw_time": raw_time, **opt}
+
+
+def _known_keys(obj: dict[str, Any], where: dict[str, str]) -> None:
+    """Refuse a key that is not one of :data:`FIELDS` (a typo such as ``speker`` would drop the speaker silently).
+
+    Raises:
+        InputError: naming the line and the first unknown key, with the field it is closest to if any.
+    """
+    unknown = [k for k in obj if k not in FIELDS]
+    if unknown:
+        key = unknown[0]
+        close = difflib.get_close_matches(key, FIELDS, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise InputError(f"unknown field {key!r}{hint}; a turn has only {', '.join(FIELDS)}: rename or remove it",
+                         **where, field=key)
 
 
 def _written_time(t: Turn) -> str:
