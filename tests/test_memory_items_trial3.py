@@ -29,3 +29,25 @@ def test_a_chinese_place_name_in_an_english_sentence_is_read(eng, line, items):
     """"I live in 上海." recorded no home city: an English name must be capitalised, the Chinese rules need 我."""
     say_lines(eng, [line])
     assert _items(eng) == items
+
+
+@pytest.mark.parametrize("end", ["I'm no longer at Google.", "I got fired from Google.", "I quit my job at Google.",
+                                 "I was laid off by Google last week.", "I lost my job at Google.",
+                                 "I'm not with Google anymore."])
+def test_being_no_longer_at_an_employer_ends_it(eng, end):
+    """"I'm no longer at Google", "I got fired from Google" ended nothing: the employer Google stayed open, while "I
+    quit Google" ends it. They end it the same way (and the job stated with it holds on)."""
+    say_lines(eng, ["I work at Google as an engineer.", end])
+    items = {i.attribute: i for i in eng.memory_items("mia")}
+    assert not items["employer"].is_open and items["employer"].value == "Google"
+    assert items["job"].is_open
+
+
+@pytest.mark.parametrize(("line", "items"), [
+    ("I got fired from Google.", [("employer", "Google")]),  # said to be the employer: history
+    ("I'm no longer at Google.", []),  # also a place one is at: nothing held, nothing written
+    ("I'm no longer at Heathrow.", []),
+])
+def test_an_employer_end_with_nothing_held(eng, line, items):
+    say_lines(eng, [line])
+    assert _items(eng) == items and _open(eng) == []

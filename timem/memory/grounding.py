@@ -92,8 +92,10 @@ CUES: dict[str, re.Pattern[str]] = {
     "birthday": re.compile(r"\bbirthday\b|\bborn\b|生日|出生", re.IGNORECASE),
 }
 #: what an end of a value may say instead of the attribute's cue (:data:`CUES`): "I quit Google", "I left Google",
-#: "I resigned from Google" end the employer Google (a new-user trial)
-END_CUES: dict[str, re.Pattern[str]] = {"employer": re.compile(r"\b(?:quit|left|resign\w*)\b", re.IGNORECASE)}
+#: "I resigned from Google", "I got fired from Google" end the employer Google (new-user trials)
+END_CUES: dict[str, re.Pattern[str]] = {
+    "employer": re.compile(r"\b(?:quit|left|resign\w*|fired|sacked|laid\s+off|let\s+go|no\s+longer|anymore|"
+                           r"any\s+more)\b", re.IGNORECASE)}
 _FAVOURITE = re.compile(r"\bfavou?rite\b|最喜欢|最爱", re.IGNORECASE)
 _CLOSE = (r"sister|brother|mum|mom|mother|dad|father|parents?|wife|husband|partner|boyfriend|girlfriend|friends?|"
           r"son|daughter|kids?|children|boss|colleagues?|coworkers?|neighbou?rs?|cousin|aunt|uncle|grand\w*|family|"

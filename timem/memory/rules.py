@@ -182,18 +182,31 @@ _HOME_OVER = [re.compile(r"\b[Ii](?:\s+(?i:don't|do\s+not)\s+(?i:live)|(?i:'m|\s
                          + _END_CAP),
               re.compile(r"\b[Ii](?i:'ve|\s+have)?\s+(?i:just\s+|finally\s+|recently\s+)?(?i:moved)\s+"
                          r"(?i:out\s+of|away\s+from)\s+" + _cap("v") + _END_CAP)]
-#: an employer said to be over, ``(pattern, held)``: "I quit Google", "I left Google (last month)" (not a place: "I left
-#: Madrid" is no job), "I resigned from Google", "I don't work at Google anymore", "I no longer work for Google", "I
-#: stopped working at Google" (a new-user trial left Google the employer). ``held``: the words say Google was the
-#: employer, so it is history when no item held it; "quit" and "left" name too many other things ("I quit Instagram")
+#: an employer said to be over, ``(pattern, held, place)``: "I quit Google", "I left Google (last month)" (not a place:
+#: "I left Madrid" is no job), "I resigned from Google", "I don't work at Google anymore", "I no longer work for
+#: Google", "I stopped working at Google" (a new-user trial left Google the employer). ``held``: the words say Google
+#: was the employer, so it is history when no item held it; "quit" and "left" name too many other things ("I quit
+#: Instagram")
 _OVER_SOON = r"(?i:'ve|\s+have)?\s+(?i:just\s+|finally\s+|recently\s+)?"
+#: ``place``: the words also name a place, so a name of the gazetteer is no employer ("I left Madrid", "I'm no longer
+#: at Lisbon airport"). A third trial ended nothing for "I'm no longer at Google", "I got fired from Google", "I quit my
+#: job at Google": they end the employer too (the last two say it was one)
 _EMPLOYER_OVER = [
-    (re.compile(r"\b[Ii]" + _OVER_SOON + r"(?i:quit|left)\s+" + _EMP + _END_CAP), False),
+    (re.compile(r"\b[Ii]" + _OVER_SOON + r"(?i:quit|left)\s+" + _EMP + _END_CAP), False, True),
     (re.compile(r"\b[Ii]" + _OVER_SOON + r"(?i:resigned\s+from|stopped\s+working\s+(?:at|for))\s+" + _EMP + _END_CAP),
-     True),
-    (re.compile(r"\b[Ii]\s+(?i:don't|do\s+not)\s+(?i:work)\s+(?i:at|for)\s+" + _EMP + _END_CAP + _GONE), True),
+     True, False),
+    (re.compile(r"\b[Ii]\s+(?i:don't|do\s+not)\s+(?i:work)\s+(?i:at|for)\s+" + _EMP + _END_CAP + _GONE), True, False),
     (re.compile(r"\b[Ii](?i:'m|\s+am)?\s+(?i:no\s+longer)\s+(?i:work|working)\s+(?i:at|for)\s+" + _EMP + _END_CAP),
-     True)]
+     True, False),
+    # "I quit / left / lost my job at Google"
+    (re.compile(r"\b[Ii]" + _OVER_SOON + r"(?i:quit|left|lost)\s+(?i:my)\s+(?i:job|position|role)\s+(?i:at|with)\s+"
+                + _EMP + _END_CAP), True, False),
+    # "I got fired from Google", "I was laid off by Google", "I've been let go from Google"
+    (re.compile(r"\b[Ii](?i:'ve|\s+have)?\s+(?i:just\s+|recently\s+)?(?i:got|was|been|get)\s+"
+                r"(?i:fired|sacked|laid\s+off|let\s+go)\s+(?i:from|by|at)\s+" + _EMP + _END_CAP), True, False),
+    # "I'm no longer at Google", "I'm not with Google anymore" (not a place: "I'm no longer at Heathrow")
+    (re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+(?i:no\s+longer)\s+(?i:at|with)\s+" + _EMP + _END_CAP), False, True),
+    (re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+(?i:not)\s+(?i:at|with)\s+" + _EMP + _END_CAP + _GONE), False, True)]
 #: "I gave up coffee", "I stopped drinking espresso", "I quit coffee" (a new-user trial: the last two read nothing)
 _GAVE_UP = _p(r"\bi(?:'ve|\s+have)?\s+(?:just\s+|finally\s+)?(?:(?:gave|given|give)\s+up|stopped|quit)\s+"
               r"(?:drinking\s+|having\s+)?{old}\b", old=_DRINK)
@@ -293,8 +306,8 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
         if m := rx.search(s):
             add("fact", "home city", _place(m, s), replaces=_clean(_place(m, s)), ends_only=True, held=True)
             break
-    for rx, held in _EMPLOYER_OVER:  # "I quit Google": ends the employer (not the job: an occupation outlives it)
-        if (m := rx.search(s)) and not (rx is _EMPLOYER_OVER[0][0] and is_place(_clean(m["emp"]))):
+    for rx, held, a_place in _EMPLOYER_OVER:  # "I quit Google" ends the employer (not the job: it outlives it)
+        if (m := rx.search(s)) and not (a_place and is_place(_clean(m["emp"]))):
             add("fact", "employer", m["emp"], replaces=_clean(m["emp"]), ends_only=True, held=held)
             break
     for rx, listed in _WORK:
