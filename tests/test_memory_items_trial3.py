@@ -51,3 +51,22 @@ def test_being_no_longer_at_an_employer_ends_it(eng, end):
 def test_an_employer_end_with_nothing_held(eng, line, items):
     say_lines(eng, [line])
     assert _items(eng) == items and _open(eng) == []
+
+
+@pytest.mark.parametrize(("held", "end"), [
+    ("I love jazz.", "I stopped liking jazz."),
+    ("I love jazz.", "I've stopped enjoying jazz lately."),
+    ("I'm a big fan of the Beatles.", "I stopped being a fan of the Beatles."),
+    ("I hate jazz.", "I stopped hating jazz."),
+])
+def test_stopping_liking_ends_the_like(eng, held, end):
+    """"I stopped liking jazz" ended nothing, while "I no longer like jazz" ends "likes jazz". It ends it the same way,
+    and stores no dislike (no longer liking is not disliking)."""
+    say_lines(eng, [held, end])
+    (item,) = eng.memory_items("mia")
+    assert not item.is_open
+
+
+def test_stopping_liking_what_no_item_holds_writes_nothing(eng):
+    say_lines(eng, ["I stopped liking jazz."])
+    assert _items(eng) == []

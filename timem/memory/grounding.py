@@ -95,7 +95,10 @@ CUES: dict[str, re.Pattern[str]] = {
 #: "I resigned from Google", "I got fired from Google" end the employer Google (new-user trials)
 END_CUES: dict[str, re.Pattern[str]] = {
     "employer": re.compile(r"\b(?:quit|left|resign\w*|fired|sacked|laid\s+off|let\s+go|no\s+longer|anymore|"
-                           r"any\s+more)\b", re.IGNORECASE)}
+                           r"any\s+more)\b", re.IGNORECASE),
+    # "I stopped liking jazz", "I stopped hating jazz" (a trial)
+    "likes": re.compile(r"\b(?:liking|loving|enjoying|adoring)\b", re.IGNORECASE),
+    "dislikes": re.compile(r"\b(?:hating|disliking)\b", re.IGNORECASE)}
 _FAVOURITE = re.compile(r"\bfavou?rite\b|最喜欢|最爱", re.IGNORECASE)
 _CLOSE = (r"sister|brother|mum|mom|mother|dad|father|parents?|wife|husband|partner|boyfriend|girlfriend|friends?|"
           r"son|daughter|kids?|children|boss|colleagues?|coworkers?|neighbou?rs?|cousin|aunt|uncle|grand\w*|family|"

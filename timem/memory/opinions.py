@@ -58,6 +58,13 @@ _NOT_ANYMORE = re.compile(r"\bi(?:\s+(?:don't|don’t|do\s+not)|(?:'m|’m|\s+am
 _NO_LONGER = re.compile(r"\bi(?:'m|’m|\s+am)?\s+no\s+longer\s+(?:really\s+)?"
                         rf"(?:{_LIKE_WORD}|hate|dislike)\s+{_OVER_THING}{_OVER_END}", re.IGNORECASE)
 
+#: an opinion said to have stopped: "I stopped liking jazz", "I've quit loving techno", "I stopped being a fan of jazz"
+#: end "likes X"; "I stopped hating jazz" ends "dislikes X" (a third trial ended nothing for the first)
+_STOPPED = re.compile(r"\bi(?:'ve|’ve|\s+have)?\s+(?:just\s+|kind\s+of\s+|sort\s+of\s+|slowly\s+|finally\s+)?"
+                      r"(?:stopped|quit)\s+(?:(?P<like>liking|loving|enjoying|adoring|being\s+into|being\s+(?:a\s+)?"
+                      r"(?:(?:big|huge|great|real)\s+)?fan\s+of)|hating|disliking)\s+" + _OVER_THING + _OVER_END,
+                      re.IGNORECASE)
+
 #: a Chinese opinion said to be over: 我不喜欢咖啡了 / 我不再喜欢咖啡 / 我再也不爱咖啡了 end "likes 咖啡",
 #: 我不讨厌咖啡了 ends "dislikes 咖啡"; like the English "I don't like coffee anymore" they store no new
 #: opinion (a new-user trial stored a dislike of 咖啡). A plain 我不喜欢咖啡 (no 了) is a dislike
@@ -74,10 +81,10 @@ def hedged(before: str) -> bool:
 
 
 def ended_opinion(sentence: str) -> tuple[str, str] | None:
-    """``("likes", "jazz")`` for "I used to love jazz", "I no longer like jazz", "I don't love jazz anymore"
-    (``"dislikes"`` for "I used to hate jazz", "I don't hate jazz anymore"): the opinion the sentence says is over,
-    as written ("Rolling Stones"), or ``None`` (also when it still holds: "… and I still do")."""
-    for rx in (_USED_TO, _NOT_ANYMORE, _NO_LONGER, _ZH_NOT_NOW, _ZH_NO_LONGER):
+    """``("likes", "jazz")`` for "I used to love jazz", "I no longer like jazz", "I don't love jazz anymore", "I stopped
+    liking jazz" (``"dislikes"`` for "I used to hate jazz", "I don't hate jazz anymore"): the opinion the sentence says
+    is over, as written ("Rolling Stones"), or ``None`` (also when it still holds: "… and I still do")."""
+    for rx in (_USED_TO, _NOT_ANYMORE, _NO_LONGER, _STOPPED, _ZH_NOT_NOW, _ZH_NO_LONGER):
         m = rx.search(sentence)
         if m is None or hedged(sentence[:m.start()]) or (rx is _USED_TO and _STILL.search(sentence, m.end())):
             continue
