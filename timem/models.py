@@ -89,6 +89,11 @@ ID_SEPARATOR = ":"
 
 #: the event-time years (UTC) a turn may have: the L3-L5 windows around it (a week, a month) must be representable
 MIN_YEAR, MAX_YEAR = 2, 9998
+#: how far past the clock an imported or served turn's event time may lie (``timem ingest``, the memory service, MCP,
+#: the OpenAI proxy): event time is when it was said, so it is not in the future; a day of slack for clocks and zones
+#: (a naive time read in the wrong zone is at most 14 hours off). The studio's simulated clock and the Python
+#: library take any time within :data:`MIN_YEAR`-:data:`MAX_YEAR` (a study may run ahead of today on purpose).
+MAX_AHEAD = timedelta(days=1)
 
 
 class Turn(BaseModel):

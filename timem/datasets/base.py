@@ -26,11 +26,11 @@ from dateutil import parser as dateutil_parser
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from timem.errors import InputError, TextTooLongError, first_bad_byte
-from timem.models import ID_SEPARATOR, MAX_YEAR, MIN_YEAR, Turn
+from timem.models import ID_SEPARATOR, MAX_AHEAD, MAX_YEAR, MIN_YEAR, Turn
 from timem.tree.windows import offset_minutes, to_utc
 
-__all__ = ["ID_SEPARATOR", "ImportedSession", "ImportedUser", "Question", "check_id", "check_length", "check_name",
-           "check_text", "is_blank", "turn_id"]
+__all__ = ["ID_SEPARATOR", "ImportedSession", "ImportedUser", "Question", "ahead_of_clock", "check_id", "check_length",
+           "check_name", "check_text", "is_blank", "turn_id"]
 
 #: characters that render as nothing although they are not whitespace (Hangul fillers, braille blank,
 #: combining grapheme joiner); every format character (Unicode category Cf: zero-width space and
@@ -350,7 +350,8 @@ def utc_and_offset(dt: datetime, tz: ZoneInfo, raw: str, *, file: str | None, re
 
     Raises:
         InputError: the instant falls outside the years :data:`timem.models.MIN_YEAR`-:data:`~timem.models.MAX_YEAR`
-            in UTC (e.g. 9999-12-31T23:00-05:00 runs past year 9999: the conversion overflows), naming ``raw``.
+            in UTC (e.g. 9999-12-31T23:00-05:00 runs past year 9999: the conversion overflows), or more than
+            :data:`~timem.models.MAX_AHEAD` after the clock (:func:`ahead_of_clock`), naming ``raw``.
     """
     try:
         utc, offset = to_utc(dt, tz), offset_minutes(dt, tz)
@@ -359,4 +360,22 @@ def utc_and_offset(dt: datetime, tz: ZoneInfo, raw: str, *, file: str | None, re
     if utc is None or not MIN_YEAR <= utc.year <= MAX_YEAR:
         raise InputError(f"timestamp {raw!r} lies outside the years {MIN_YEAR}-{MAX_YEAR} (in UTC) that calendar "
                          "windows can hold; fix the timestamp", file=file, record=record, field=field)
+    if said := ahead_of_clock(utc, f"timestamp {raw!r}"):
+        raise InputError(said, file=file, record=record, field=field)
     return utc, offset
+
+
+def ahead_of_clock(utc: datetime, what: str, now: datetime | None = None) -> str | None:
+    """Why ``utc`` (an event time, aware) cannot be a turn's: it lies more than :data:`timem.models.MAX_AHEAD` after
+    ``now`` (default: the clock), said of ``what`` (``"timestamp '2204-05-02T09:00'"``); ``None`` if it can. An event
+    time is when something was said, so it is not in the future (a year typo, or seconds sent as milliseconds).
+    One rule for imports and the memory service (:mod:`timem.service.models`)."""
+    now = now or datetime.now(UTC)
+    ahead = utc - now
+    if ahead <= MAX_AHEAD:
+        return None
+    days = ahead.days
+    by = f"{days / 365.25:.0f} years" if days >= 730 else f"{days} days" if days >= 2 else \
+        f"{ahead.total_seconds() / 3600:.0f} hours"
+    return (f"{what} lies {by} after the clock ({now:%Y-%m-%d %H:%M} UTC); an event time is when it was said, at "
+            f"most a day ahead of now: fix the time (its year?)")

@@ -158,7 +158,8 @@ def _add_error_handlers(app: FastAPI) -> None:
             name = str(first.get("loc", ("",))[-1])
             what = "user id" if name == "user" else name
             return _error(422, f"{id_error(what, first.get('input', ''), pattern)}{more}")
-        return _error(422, f"{where or 'request'}: {first.get('msg')}{more}")
+        said = str(first.get("msg")).removeprefix("Value error, ")  # pydantic's prefix on a validator's message
+        return _error(422, f"{where or 'request'}: {said}{more}")
 
     @app.exception_handler(duckdb.OutOfMemoryException)
     async def _out_of_memory(request: Request, exc: duckdb.OutOfMemoryException) -> JSONResponse:

@@ -32,7 +32,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from timem.chat_turns import check_user_id
 from timem.config import Config
-from timem.datasets.base import is_blank
+from timem.datasets.base import ahead_of_clock, is_blank
 from timem.engine import MemoryEngine
 from timem.errors import InputError, NotFoundError, TextTooLongError, TimemError
 from timem.ids import check_service_id
@@ -100,6 +100,8 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
         """
         check("text", text)
         at = _time(event_time, "event_time") or datetime.now(UTC)
+        if said := ahead_of_clock(at, f"event_time {event_time!r}"):  # when it was said: not ahead (as over HTTP)
+            raise InputError(said, field="event_time")
         sid = _session_id(session_id) if session_id is not None else f"mcp-{at.astimezone(UTC).date().isoformat()}"
         with lock:
             written = engine.remember(user_id, sid, text, at, user_name=user_id)  # facts of "mia", not "User"

@@ -9,9 +9,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from timem.config import Config
+from timem.datasets.base import ahead_of_clock
 from timem.ids import ID_PATTERN, ID_RULE
 from timem.ids import id_error as user_id_error
 from timem.memory.forget import ForgetPreview
@@ -51,8 +52,18 @@ def _iso_text(value: Any) -> Any:
     return value
 
 
+def _not_ahead(value: datetime) -> datetime:
+    """A turn's event time is when it was said: more than a day after the server's clock is refused, as by
+    ``timem ingest`` (:func:`timem.datasets.base.ahead_of_clock`)."""
+    if said := ahead_of_clock(value, value.isoformat()):
+        raise ValueError(said)
+    return value
+
+
 #: a request's time: ISO 8601 text with an offset (a naive time or a number is 422)
 IsoTime = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
+#: a turn's event time: an :data:`IsoTime` at most :data:`timem.models.MAX_AHEAD` after the server's clock
+EventTime = Annotated[AwareDatetime, BeforeValidator(_iso_text), AfterValidator(_not_ahead)]
 
 
 class _In(BaseModel):
@@ -72,7 +83,7 @@ class TurnsIn(_In):
     """
 
     session_id: str = Field(pattern=ID_PATTERN)
-    event_time: IsoTime
+    event_time: EventTime
     message: str | None = None
     reply: str | None = None
     #: the person's name on their turns and facts; default: the user id (as the studio names them)
@@ -119,7 +130,7 @@ class ChatIn(_In):
     then the reply is stored and what closed is consolidated (unless ``consolidate`` is false)."""
 
     session_id: str = Field(pattern=ID_PATTERN)
-    event_time: IsoTime
+    event_time: EventTime
     message: str
     #: the person's name on their turns and facts; default: the user id (as the studio names them)
     user_name: str | None = Field(default=None, min_length=1, max_length=100)

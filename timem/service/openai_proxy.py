@@ -37,7 +37,7 @@ from timem.ids import ID_PATTERN, check_service_id
 from timem.llm.openai_backend import OpenAIBackend
 from timem.openai_chat import ChatCall, ReplyStream, text_of
 from timem.service.context import S, Service, T, Tenant, _one_line
-from timem.service.models import IsoTime
+from timem.service.models import EventTime
 from timem.service.openai_models import ChatCompletionIn, ModelOut, ModelsOut
 
 _log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ SessionHeader = Annotated[str | None, Header(alias="X-Timem-Session", pattern=ID
                                              description="the session the exchange goes to")]
 TimeHeader = Annotated[str | None, Header(alias="X-Timem-Event-Time",
                                           description="when the message was said, ISO 8601 with an offset")]
-_TIME = TypeAdapter(IsoTime)
+_TIME = TypeAdapter(EventTime)
 
 
 def _memory_user(field: str | None, header: str | None, mode: str) -> str | None:
