@@ -3,8 +3,10 @@ memories listed. Each of these read wrongly or not at all; each test names what 
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
-from trial_support import fixtures, say_lines
+from trial_support import T0, fixtures, say_lines
 
 embedder, eng = fixtures()
 
@@ -70,3 +72,38 @@ def test_stopping_liking_ends_the_like(eng, held, end):
 def test_stopping_liking_what_no_item_holds_writes_nothing(eng):
     say_lines(eng, ["I stopped liking jazz."])
     assert _items(eng) == []
+
+
+def _said(eng, lines_after: list[tuple[str, timedelta]]) -> None:
+    """Each line said by Mia at ``T0`` plus its offset, in its own session."""
+    for k, (line, after) in enumerate(lines_after):
+        eng.remember("mia", f"s{k}", line, T0 + after, reply="Noted.", user_name="Mia")
+    eng.extract_items(["mia"])
+
+
+def _cities(eng) -> list[tuple[str, bool, bool]]:
+    """The home cities in order: ``(value, held (a non-empty interval), open)``."""
+    items = sorted((i for i in eng.memory_items("mia") if i.attribute == "home city"),
+                   key=lambda i: (i.valid_from, i.event_time))
+    return [(i.value, i.valid_to is None or i.valid_to > i.valid_from, i.is_open) for i in items]
+
+
+@pytest.mark.parametrize("later", ["Scratch that, I live in Bristol again.", "Actually, I live in Bristol.",
+                                   "Sorry, I meant Bristol."])
+def test_a_correction_a_month_later_is_a_new_move(eng, later):
+    """A month after "I live in Cardiff", "scratch that, I live in Bristol again" was read as a correction of the old
+    message: Cardiff's month became an empty interval, a value that never held (history erased). A correction takes
+    back what was just said; a month on, it is news of a change."""
+    _said(eng, [("I live in Bristol.", timedelta(0)), ("I live in Cardiff.", timedelta(days=1)),
+                (later, timedelta(days=32))])
+    assert _cities(eng) == [("Bristol", True, False), ("Cardiff", True, False), ("Bristol", True, True)]
+
+
+@pytest.mark.parametrize(("later", "after"), [
+    ("Scratch that, I live in Bristol.", timedelta(minutes=2)),
+    ("Actually, I live in Bristol.", timedelta(hours=20)),
+    ("Actually, I moved to Bristol, not Cardiff.", timedelta(days=32)),  # names what it corrects: at any distance
+])
+def test_a_recent_or_named_correction_still_corrects(eng, later, after):
+    _said(eng, [("I live in Cardiff.", timedelta(0)), (later, after)])
+    assert _cities(eng) == [("Cardiff", False, False), ("Bristol", True, True)]

@@ -28,8 +28,9 @@ explicit first-person statements and corrections):
   fan of jazz", "I am a huge Beatles fan", "I'm not a fan of jazz" (a dislike); a diet ends with "I'm not vegetarian
   anymore", "I eat meat again";
 * favourites and a few "my X is Y" facts -- "my favourite band is Muse", "我最喜欢的运动是游泳";
-* corrections -- "actually, ...", "sorry, I meant ...", "不对，是…", "其实…": the rest of the sentence
-  is matched again and flagged ``correction``; a bare "actually, it's Braga" names only a value (the
+* corrections -- "actually, ...", "sorry, I meant ...", "scratch that, ...", "不对，是…", "其实…": the rest of the
+  sentence is matched again and flagged ``correction`` (the writer applies it only to a recent item, or to one it
+  names: :data:`timem.memory.writer.CORRECTION_WITHIN`); a bare "actually, it's Braga" names only a value (the
   writer applies it to the subject's latest item).
 
 What the patterns do not see is not guessed: no statement. Values of place and company names must be
@@ -71,7 +72,8 @@ _ZH_END = r"(?=[了啦呢吧啊]?(?:[，,。.！!？?；;、\s]|$))"
 _MERE_ACTUALLY = re.compile(r"^\s*(?:oh,?\s+)?(?:actually|其实)", re.IGNORECASE)
 _CHANGE = re.compile(r"\b(?:moved|switched|started|changed|became|quit|left|joined)\b|搬|改|换", re.IGNORECASE)
 _CONTRAST = re.compile(r"\bnot\b|\binstead\b|\brather than\b|不是|而不是", re.IGNORECASE)
-_CORRECTION_EN = re.compile(r"^\s*(?:oh,?\s+)?(?:actually|sorry,?\s+i\s+meant|correction:?|no,?\s+wait)[,:]?\s*",
+_CORRECTION_EN = re.compile(r"^\s*(?:oh,?\s+)?(?:actually|sorry,?\s+i\s+meant|correction:?|no,?\s+wait|scratch\s+that)"
+                            r"[,:]?\s*",
                             re.IGNORECASE)
 _CORRECTION_ZH = re.compile(r"^\s*(?:不对|不是|其实|更正一下|说错了|纠正一下)[，,：:]?\s*")
 

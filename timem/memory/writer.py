@@ -21,7 +21,9 @@ supersession.
   ended value, it is written as history, an item that held until the change and is superseded by the new one
   (:meth:`ItemWriter._ended_before`). A correction
   ("actually, ...") also starts its item at the corrected item's ``valid_from`` (the old value never
-  held); a bare "actually, it's Braga" corrects the subject's latest open item. Events and plans only merge.
+  held); a bare "actually, it's Braga" corrects the subject's latest open item. Only an item said within
+  :data:`CORRECTION_WITHIN` is corrected, or one the correction names ("…, not Porto"); else it is a change.
+  Events and plans only merge.
 
 * **Grounding** (:mod:`timem.memory.grounding`): a statement is applied only when its attribute is in the
   vocabulary, its value is no placeholder and occurs in a first-person clause of its turn that speaks of the
@@ -64,6 +66,12 @@ from timem.tree.windows import session_closed
 #: when it was said, and an empty interval is a correction's mark; also how long a value no item held lasts before a
 #: change from it that is the first thing said (:meth:`ItemWriter._ended_before`)
 CHANGE_AFTER = timedelta(seconds=1)
+#: how long after a value was said a correction that does not name it may still correct it ("I live in Cardiff", then
+#: "actually, I live in Bristol" or "scratch that, Bristol" the same day): a correction takes back what was just said.
+#: Later, the same words are news of a change (a month on, "scratch that, I live in Bristol again" erased Cardiff's
+#: month as a value that never held); a correction that names the value it corrects ("Actually, I moved to Braga, not
+#: Porto") corrects it at any distance
+CORRECTION_WITHIN = timedelta(hours=24)
 #: attributes that name the same slot: a statement on one joins an open item on the other
 ATTRIBUTE_FAMILIES: dict[str, tuple[str, ...]] = {"drink": ("morning drink",), "morning drink": ("drink",)}
 #: attributes whose end said with no new value ends only an item of that attribute: "I quit Google" ends the employer
@@ -319,11 +327,15 @@ class ItemWriter:
             attribute = next((i.attribute for i in open_items if i.attribute in ATTRIBUTE_FAMILIES.get(attribute, ())),
                              attribute)
         corrected: MemoryItem | None = None
-        if st.correction:
+        correction = st.correction
+        if correction:
             pool = [i for i in open_items if attribute is None or i.attribute == attribute]
             corrected = max(pool, key=lambda i: (i.event_time, i.created_at), default=None)
             if corrected is not None and attribute is None:
                 attribute, kind = corrected.attribute, corrected.kind
+            if corrected is not None and at - corrected.event_time > CORRECTION_WITHIN and not mentions(
+                    st.text, corrected.value):  # too late to take it back, and not named: news of a change
+                correction, corrected = False, None
         if st.ends_only:  # "I used to love jazz" ends "likes jazz", not "dislikes jazz"
             # "I left Google last month": it ended when last month began, but not before it was last said to hold
             since = self._since(user_id, st.text, at)
@@ -390,9 +402,9 @@ class ItemWriter:
             end = old.valid_from if held else max(valid_from, old.valid_from)
             self.store.update_item(old.id, valid_to=end, superseded_by=new_id)
             self.store.audit("item-superseded", user_id, old.id, {"by": new_id, "at": at.isoformat(),
-                                                                  "correction": st.correction})
+                                                                  "correction": correction})
             report.superseded += 1
-        if not ended and st.replaces and kind in SUPERSEDING_KINDS and not st.correction:
+        if not ended and st.replaces and kind in SUPERSEDING_KINDS and not correction:
             self._ended_before(user_id, subject, attribute, st, at, valid_from, new_id, segment_id, confidence, report)
         if attribute == "job":
             self._end_old_employer(user_id, open_items, [o for o in closing if o.attribute == "job"], st, valid_from,
