@@ -107,3 +107,35 @@ def test_a_correction_a_month_later_is_a_new_move(eng, later):
 def test_a_recent_or_named_correction_still_corrects(eng, later, after):
     _said(eng, [("I live in Cardiff.", timedelta(0)), (later, after)])
     assert _cities(eng) == [("Cardiff", False, False), ("Bristol", True, True)]
+
+
+def _from(eng, attribute: str) -> str:
+    (item,) = [i for i in eng.memory_items("mia") if i.attribute == attribute]
+    return item.valid_from.isoformat()
+
+
+@pytest.mark.parametrize(("line", "dated", "undated"), [
+    ("I moved to Cardiff yesterday and I work at Google.", "home city", "employer"),
+    ("I started working as a nurse last week and I live in Cardiff.", "job", "home city"),
+    ("Yesterday, I moved to Cardiff, and I work at Google.", "home city", "employer"),
+    ("I work at Google; I moved to Cardiff yesterday.", "home city", "employer"),
+])
+def test_a_relative_date_dates_only_its_own_clause(eng, line, dated, undated):
+    """"I moved to Cardiff yesterday and I work at Google" dated the employer to yesterday too: the relative date was
+    read from the whole sentence. It dates the clause it is in; the other clause holds from when it was said."""
+    (said,) = say_lines(eng, [line])
+    assert _from(eng, dated) < said.isoformat()
+    assert _from(eng, undated) == said.isoformat()
+
+
+def test_yesterday_said_on_1_june_holds_from_31_may(eng):
+    """"I moved to Cardiff yesterday" said on 1 June holds from 31 May (its start in the user's zone, UTC here); the
+    item's ``event_time`` stays when it was said, 1 June."""
+    said = T0.replace(month=6, day=1)
+    eng.remember("mia", "s0", "I moved to Cardiff yesterday and I love sushi.", said, reply="Noted.", user_name="Mia")
+    eng.extract_items(["mia"])
+    items = {i.attribute: i for i in eng.memory_items("mia")}
+    assert items["home city"].valid_from.isoformat() == "2024-05-31T00:00:00+00:00"
+    assert items["home city"].event_time == said
+    assert items["likes"].valid_from == said
+

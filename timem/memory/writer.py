@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, time, timedelta
+from datetime import datetime, timedelta
 
 from timem.config import Config
 from timem.embed.protocol import Embedder
@@ -51,13 +51,13 @@ from timem.errors import LLMError
 from timem.item_holding import SUPERSEDING_KINDS
 from timem.item_values import MULTI_VALUED, item_subject, mentions, normalise
 from timem.llm.protocol import LLMClient
+from timem.memory.dating import holds_since
 from timem.memory.forget import forget_request
 from timem.memory.grounding import OPPOSITES, canonical_attribute, check_statement
 from timem.memory.rules import Statement, extract_statements
 from timem.models import Level, MemoryItem, Role, Turn
 from timem.progress import Progress, no_progress
 from timem.prompts import memory as memory_prompt
-from timem.reldates import resolve_relative_dates
 from timem.store.ports import MemoryStore
 from timem.tree.windows import session_closed
 
@@ -231,15 +231,11 @@ class ItemWriter:
                 self.store.mark_extracted(user_id, unit, "llm", len(result.items))
             report.units += 1
 
-    def _since(self, user_id: str, text: str, at: datetime) -> datetime:
-        """When a statement said at ``at`` (UTC) starts to hold: the start (midnight in the user's zone, as UTC) of
-        the first past period a relative date of ``text`` names ("last week", "two days ago", "上个月";
-        :func:`timem.reldates.resolve_relative_dates`), else ``at``."""
-        tz = self.config.time.tz_for(user_id)
-        local = at.astimezone(tz)
-        _, found = resolve_relative_dates(text, local)
-        past = [r.start_date for r in found if r.end_date < local.date()]
-        return datetime.combine(past[0], time(), tz).astimezone(UTC) if past else at
+    def _since(self, user_id: str, st: Statement, at: datetime) -> datetime:
+        """When ``st``, said at ``at`` (UTC), starts to hold: the start of the first past period a relative date of
+        the clause stating it names, in the user's zone (:func:`timem.memory.dating.holds_since`), else ``at``."""
+        return holds_since(st.text, st.replaces if st.ends_only and st.replaces else st.value, at,
+                           self.config.time.tz_for(user_id))
 
     # ------------------------------------------------------------------ merge and supersession
     def _end_old_employer(self, user_id: str, open_items: list[MemoryItem], old_jobs: list[MemoryItem], st: Statement,
@@ -338,7 +334,7 @@ class ItemWriter:
                 correction, corrected = False, None
         if st.ends_only:  # "I used to love jazz" ends "likes jazz", not "dislikes jazz"
             # "I left Google last month": it ended when last month began, but not before it was last said to hold
-            since = self._since(user_id, st.text, at)
+            since = self._since(user_id, st, at)
             for i in (i for i in ended if i.attribute != OPPOSITES.get(st.attribute or "")):
                 end = since if since > i.event_time else min(at, i.event_time + CHANGE_AFTER)
                 self.store.update_item(i.id, valid_to=max(end, i.valid_from))
@@ -380,7 +376,7 @@ class ItemWriter:
         if corrected is not None and corrected.attribute == attribute:
             valid_from = corrected.valid_from
         else:  # "I moved to Braga last week": it holds since last week's Monday, not since it was said
-            valid_from = self._since(user_id, st.text, at) if kind in SUPERSEDING_KINDS else at
+            valid_from = self._since(user_id, st, at) if kind in SUPERSEDING_KINDS else at
             # ... but a change is not a correction: what it ends held when it was said ("I live in Porto" on
             # 1 March, then on 30 April "I relocated to Madrid last month": Madrid from just after 1 March)
             stated = [i.event_time for i in closing if i.event_time < at]
