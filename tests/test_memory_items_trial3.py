@@ -139,3 +139,23 @@ def test_yesterday_said_on_1_june_holds_from_31_may(eng):
     assert items["home city"].event_time == said
     assert items["likes"].valid_from == said
 
+
+@pytest.mark.parametrize(("line", "likes"), [
+    ("My favourite band is Radiohead.", ["Radiohead"]),
+    ("my favourite food is sushi.", ["sushi"]),
+    ("My favourite bands are the Rolling Stones and the Beatles.", ["Beatles", "Rolling Stones"]),
+    ("我最喜欢的运动是游泳。", ["游泳"]),
+    ("My favourite hobby is hiking.", []),
+    ("My sister's favourite band is Muse.", []),
+])
+def test_a_favourite_is_also_a_like(eng, line, likes):
+    """"My favourite band is X" recorded "favourite band: X" only, so what Mia likes did not hold it. A favourite is
+    also liked: it records both."""
+    say_lines(eng, [line])
+    assert sorted(i.value for i in eng.memory_items("mia") if i.attribute == "likes" and i.is_open) == likes
+
+
+def test_a_new_favourite_ends_the_old_favourite_not_the_like(eng):
+    """Radiohead stops being the favourite band when Muse is, but is still liked; hating Muse ends both of Muse's."""
+    say_lines(eng, ["My favourite band is Radiohead.", "My favourite band is Muse now.", "I hate Muse now."])
+    assert _open(eng) == [("dislikes", "Muse"), ("likes", "Radiohead")]  # the dislike ends the like and the favourite

@@ -83,7 +83,7 @@ CUES: dict[str, re.Pattern[str]] = {
                         r"(?:once|twice|times|mornings|evenings|nights|days)\s+(?:a|per|each)\s+week|"
                         r"every\s+(?:day|morning|evening|weekend))\b|"
                         r"学|爱好|喜欢|开始|迷上|爱上", re.IGNORECASE),
-    "likes": re.compile(r"\b(?:love|like|enjoy|adore|fans?|into)\b|喜欢|爱|粉丝|迷", re.IGNORECASE),
+    "likes": re.compile(r"\b(?:love|like|enjoy|adore|fans?|into|favou?rites?)\b|喜欢|爱|粉丝|迷", re.IGNORECASE),
     "dislikes": re.compile(r"\b(?:dislike|hate|can't\s+stand|cannot\s+stand|don't\s+like|do\s+not\s+like|"
                            r"(?:not|never\s+been)\s+(?:really\s+)?(?:(?:that\s+)?much\s+of\s+)?an?\s+(?:[\w'’-]+\s+){0,3}?"
                            r"fans?|no\s+fan)\b|讨厌|不喜欢|受不了"

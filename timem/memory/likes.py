@@ -225,6 +225,19 @@ def read_opinions(s: str) -> list[tuple[str, str, bool]]:
     return out
 
 
+def favourite_likes(value: str) -> list[str]:
+    """The likes a favourite names ("my favourite band is Radiohead": ``["Radiohead"]``; a favourite is liked, and a
+    trial found "What does Mia like?" given no favourite): the value read as after "I love" (:data:`_OPINION_VALUE`:
+    "sushi and I eat it daily" likes "sushi", "jazz and soul" two things); an activity or no thing is none ("hiking",
+    "my mum")."""
+    m = re.match(_OPINION_VALUE, value.strip(" \t'\"“”‘’").rstrip(".,!?;:"), re.IGNORECASE)
+    if m is None or {w.lower() for w in m["v"].split()} & _COPULA:
+        return []
+    the_first = re.match(r"the\s", value.strip(), re.IGNORECASE) is not None
+    return [av[1] for k, thing in enumerate(things(m["v"], the_first))
+            if (av := _thing("likes", thing, k > 0)) and av[0] == "likes"]
+
+
 _LIKE_VERB = r"(?:love|like|enjoy|adore)\b"
 _HATE_VERB = r"(?:hate|dislike|can't\s+stand|cannot\s+stand|don't\s+like|do\s+not\s+like)\b"
 _OPINION_ADVERB = r"(?:really\s+|absolutely\s+|also\s+|still\s+)?"

@@ -27,7 +27,8 @@ explicit first-person statements and corrections):
   one), "I love the blues" ("blues"), "I'm really into jazz", "I'm a big
   fan of jazz", "I am a huge Beatles fan", "I'm not a fan of jazz" (a dislike); a diet ends with "I'm not vegetarian
   anymore", "I eat meat again";
-* favourites and a few "my X is Y" facts -- "my favourite band is Muse", "我最喜欢的运动是游泳";
+* favourites and a few "my X is Y" facts -- "my favourite band is Muse", "我最喜欢的运动是游泳" (a favourite is also a
+  like: "likes Muse");
 * corrections -- "actually, ...", "sorry, I meant ...", "scratch that, ...", "不对，是…", "其实…": the rest of the
   sentence is matched again and flagged ``correction`` (the writer applies it only to a recent item, or to one it
   names: :data:`timem.memory.writer.CORRECTION_WITHIN`); a bare "actually, it's Braga" names only a value (the
@@ -44,7 +45,7 @@ import re
 from dataclasses import dataclass
 
 from timem.memory.hobbies import HOBBIES, ended_hobby, started_hobbies
-from timem.memory.likes import opinion_clauses, read_opinions
+from timem.memory.likes import favourite_likes, opinion_clauses, read_opinions
 from timem.memory.occupations import ZH_OCCUPATION, occupation
 from timem.memory.opinions import TIME_WORDS
 from timem.memory.places import is_place, lower_place
@@ -364,8 +365,11 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
     for attribute, value, ends in read_opinions(s):  # "I love jazz and hiking" also holds the hobby hiking
         if ends or not any(x.attribute == attribute and x.value == value for x in out):
             add("preference", attribute, value, **({"replaces": value, "ends_only": True} if ends else {}))
-    if m := (_FAV.search(s) or _ZH_FAV.search(s)):
+    if m := (_FAV.search(s) or _ZH_FAV.search(s)):  # a favourite is also a like ("my favourite band is Muse")
         add("preference", f"favourite {_clean(m['a']).lower()}", m["v"])
+        for thing in (favourite_likes(m["v"]) if m.re is _FAV else [_clean(m["v"])]):
+            if not any(x.attribute == "likes" and x.value == thing for x in out):
+                add("preference", "likes", thing)
     if m := _MY.search(s):
         a = {"job title": "job", "home town": "hometown"}.get(re.sub(r"\s+", " ", m["a"].lower()), m["a"].lower())
         if (v := _my_value(a, m["v"], s[m.start("v"):])) is not None:
