@@ -136,7 +136,11 @@ def test_forget_typed_in_chat_shows_a_preview_and_acts_only_on_confirm(engine):
     assert any("forgot 1 fact(s)" in c.value for c in at.caption)
 
     at.chat_input[0].set_value("Forget that I keep a pet iguana.").run()  # nothing matches: said so, nothing changes
-    assert any("Nothing in memory matches" in m.value for m in at.markdown)
+    said = next(m.value for m in at.markdown if "Nothing in memory matches" in m.value)
+    # as `timem forget` and the service: why, what was searched, and where to see what is remembered (a trial saw
+    # only "Nothing in memory matches" there)
+    assert "no memory holds 'pet' or 'iguana'" in said and "Check the spelling" in said, said
+    assert "Searched " in said and "conversation segment(s)" in said and "Memories page" in said, said
     at.button(key="chat_forget_ok").click().run()
     assert any("nothing matched" in c.value for c in at.caption)
 
@@ -481,9 +485,12 @@ def test_manifold_metrics_per_level(engine):
     # one user: grouped by months, every level but L5 (one profile a month) gets numbers (issue 27 #10: by
     # sessions, L2-L5 got None)
     assert at.selectbox(key="mf_label").value == "month"
-    numbers = metrics["silhouette"].notna()
+    numbers = metrics["silhouette"] != "—"
     assert list(numbers) == [True, True, True, True, False], metrics
     assert metrics.loc[4, "note"] == "every point is its own group"
+    # a trial saw "None" in the table's cells: a score a level lacks is "—" (its note says why), never None / NaN
+    assert not metrics.isna().any().any() and "None" not in metrics.astype(str).to_numpy(), metrics
+    assert list(metrics.loc[4, ["silhouette", "davies_bouldin"]]) == ["—", "—"]
 
 
 def test_import_demo_from_sidebar(tmp_path, embedder):

@@ -264,7 +264,7 @@ class ServiceClient:
                              segments=segments, collateral=set(f.get("collateral", [])),
                              replies=set(f.get("replies", [])),
                              reopened=[self._item(i, user_id) for i in f.get("reopened", [])],
-                             hint=f.get("hint") or "")
+                             hint=_without_routes(f.get("hint") or ""))
 
     def _written(self, user_id: str, out: dict[str, Any]) -> list[MemoryNode]:
         nodes = [self._node(m, user_id) for m in out["written"]]
@@ -355,3 +355,10 @@ class ServiceClient:
         out = self._http.call("POST", f"/v1/users/{user_id}/forget",
                          json={"text": text, "item_ids": list(item_ids), "confirm": confirm})
         return self._preview(user_id, out)
+
+
+def _without_routes(hint: str) -> str:
+    """A forget preview's ``hint`` as the service sends it (:meth:`timem.service.models.ForgetOut.of`) without its last
+    sentence, the routes that list the user's memories: a front end of this client (the studio) names its own
+    pages instead, as ``timem forget`` names its commands."""
+    return hint.split(" List them with GET /v1/", 1)[0]

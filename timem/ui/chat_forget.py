@@ -15,7 +15,7 @@ from datetime import datetime
 
 import streamlit as st
 
-from timem.memory.forget import forget_request
+from timem.memory.forget import ForgetPreview, forget_request
 from timem.ui import state
 from timem.ui.feedback import user_errors
 
@@ -30,6 +30,16 @@ def intercept(ctx: state.StudioContext, text: str) -> bool:
         return False
     st.session_state[PENDING_KEY] = {"user": ctx.user, "text": what}
     return True
+
+
+def nothing_matched(text: str, plan: ForgetPreview) -> str:
+    """What the chat says when nothing matches ``text``: as ``timem forget`` and the service's ``hint``, why (the key
+    words no memory holds, or whose lines hold them) and what was searched (:meth:`ForgetPreview.why`), then where
+    the studio lists what is remembered (the CLI names ``timem memories list``, the service its routes). A trial saw
+    only "Nothing in memory matches", with no word on what to try."""
+    return (f"**Nothing in memory matches “{text}”.** Nothing was forgotten: {plan.why()} See what is remembered on "
+            "the Memories page: **Facts** for the facts (with **Forget by text**) and **Tree** at level L1 for the "
+            "conversation segments.")
 
 
 def _log(ctx: state.StudioContext, at: datetime, line: str) -> None:
@@ -50,8 +60,7 @@ def render(ctx: state.StudioContext, at: datetime) -> None:
     with st.container(border=True, key="chat_forget_box"), user_errors("Preview failed"):
         plan = ctx.engine.forget(ctx.user, text)
         if plan.empty:
-            st.markdown(f"**Nothing in memory matches “{text}”.** Nothing was forgotten. Try the words as they were "
-                        "said, or search the Memories page (Facts → Forget by text).")
+            st.markdown(nothing_matched(text, plan))
             if st.button("OK", key="chat_forget_ok"):
                 st.session_state.pop(PENDING_KEY, None)
                 _log(ctx, at, f"you asked to forget “{text}”: nothing matched")

@@ -72,8 +72,8 @@ def render() -> None:
     st.markdown(f"**Per level, {LABEL_NAMES[label]} as groups**")
     st.caption("Dispersion: mean Euclidean distance to the level's centroid (lower = more compact). "
                "Silhouette: in [-1, 1], higher = groups better separated. Davies–Bouldin: ≥ 0, lower = better "
-               f"separated. Computed in the {space}.")
-    st.dataframe(metrics, hide_index=True, key="mf_metrics")
+               f"separated. Computed in the {space}. A dash: not computable at that level (the note says why).")
+    st.dataframe(mf.shown_metrics(metrics), hide_index=True, key="mf_metrics")  # "—" for a score a level lacks
     _exports(fig, coords, meta, metrics)
 
 

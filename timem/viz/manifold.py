@@ -168,6 +168,17 @@ def level_metrics(X: np.ndarray, meta: pd.DataFrame, label: str = "user_id") -> 
     return pd.DataFrame(rows, columns=["level", "n", "dispersion", "silhouette", "davies_bouldin", "groups", "note"])
 
 
+def shown_metrics(metrics: pd.DataFrame) -> pd.DataFrame:
+    """:func:`level_metrics` as the studio's table shows it: a silhouette or Davies–Bouldin score that cannot be
+    computed at a level (``NaN``; its ``note`` says why, e.g. "every point is its own group") is ``"—"``, not the
+    "None" a table draws for a missing number; the others are written with 4 decimals. The CSV export keeps the
+    numbers."""
+    out = metrics.copy()
+    for col in ("silhouette", "davies_bouldin"):
+        out[col] = ["—" if pd.isna(v) else f"{v:.4f}" for v in metrics[col]]
+    return out
+
+
 def manifold_figure(coords: np.ndarray, meta: pd.DataFrame, colour: str = "level", height: int = 560) -> go.Figure:
     """Scatter of the 2-D ``coords`` (rows aligned with ``meta``), coloured by a :data:`COLOUR_BY` column.
 
