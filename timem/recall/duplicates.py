@@ -29,15 +29,16 @@ _WORDS = re.compile(r"\w+", re.UNICODE)
 MIN_WORDS = 5
 
 
-def _words(node: MemoryNode) -> tuple[tuple[str, ...], frozenset[str]]:
-    """The node's lower-cased words (without the verbatim date line) and their set."""
+def _words(node: MemoryNode) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]:
+    """The node's lower-cased words (without the verbatim date line), their set, and the set sorted."""
     return _content_words(node.content)
 
 
 @lru_cache(maxsize=8192)
-def _content_words(content: str) -> tuple[tuple[str, ...], frozenset[str]]:
+def _content_words(content: str) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]:
     ws = tuple(_WORDS.findall(" ".join(content_lines(content)).lower()))
-    return ws, frozenset(ws)
+    bag = frozenset(ws)
+    return ws, bag, tuple(sorted(bag))
 
 
 def near_duplicates(ranked_ids: Sequence[str], nodes: Mapping[str, MemoryNode], jaccard: float) -> dict[str, str]:
@@ -53,12 +54,12 @@ def near_duplicates(ranked_ids: Sequence[str], nodes: Mapping[str, MemoryNode], 
     indexed word and only those pairs are compared (well under a millisecond for 160 candidates).
     """
     words = {nid: _words(nodes[nid]) for nid in dict.fromkeys(ranked_ids) if nid in nodes}
-    df = Counter(chain.from_iterable(bag for _, bag in words.values()))
+    df = Counter(chain.from_iterable(bag for _, bag, _ in words.values()))
     exact: dict[tuple[str, ...], str] = {}
     index: dict[str, list[str]] = {}
     bags: dict[str, frozenset[str]] = {}
     out: dict[str, str] = {}
-    for nid, (ws, bag) in words.items():
+    for nid, (ws, bag, alphabetical) in words.items():
         if not ws:
             continue
         if ws in exact:
@@ -67,7 +68,7 @@ def near_duplicates(ranked_ids: Sequence[str], nodes: Mapping[str, MemoryNode], 
         exact[ws] = nid
         if len(ws) < MIN_WORDS:
             continue
-        order = sorted(sorted(bag), key=df.__getitem__)  # rarest first, ties by word
+        order = sorted(alphabetical, key=df.__getitem__)  # rarest first, ties by word
         prefix = order[: len(order) - math.ceil(jaccard * len(order)) + 1]
         seen: set[str] = set()
         for w in prefix:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 import numpy as np
 
@@ -30,6 +31,7 @@ _NOTHING_LINE = re.compile(r"^[^:\n]{1,64}:\s*(?:(?:I|You|We)\s+(?:don't|do\s+no
                            re.IGNORECASE)
 
 
+@lru_cache(maxsize=65536)
 def says_nothing(content: str) -> bool:
     """Whether an L1 segment's every line after its date line only says that someone does not know: a chat reply
     "You don't know." carries no memory, and recalled it kept the right answer out after a restore (a new-user
@@ -43,8 +45,19 @@ def asks_again(content: str, query_stems: set[str]) -> bool:
     content words are the question's (a new-user trial: "Which city do I live in now?", asked before in the chat,
     was recalled for itself and pushed real memories out of the context). A question with other words ("Where did
     you move from?") says something and stays."""
+    asked = _asked_stems(content)
+    return asked is not None and bool(query_stems) and all(x == query_stems for x in asked)
+
+
+@lru_cache(maxsize=65536)
+def _asked_stems(content: str) -> tuple[frozenset[str], ...] | None:
+    """The content stems of each line after the date line of ``content`` (its speaker prefix left out) when every
+    such line asks something (:func:`timem.prompts.common.asks`), else ``None`` (also for no line). Cached: a
+    recall tests ~150 candidates, most of them again in the next recall."""
     lines = [x.split(":", 1)[-1] for x in content.splitlines()[1:] if x.strip()]
-    return bool(lines and query_stems) and all(asks(x) and content_stems(x) == query_stems for x in lines)
+    if not lines or not all(asks(x) for x in lines):
+        return None
+    return tuple(frozenset(content_stems(x)) for x in lines)
 
 
 @dataclass
