@@ -272,7 +272,14 @@ class OnlineChat(EnginePart):
     def _forget_turn(self, user_id: str, session_id: str, what: str, event_time: datetime,
                      confirm: bool) -> ChatTurn:
         """A "forget that …" chat message: the preview of what matches, soft-deleted with ``confirm``; the trace
-        is a recall of ``what`` afterwards (not persisted: it shows what is left). Nothing is stored as a turn."""
+        is a recall of ``what`` afterwards (not persisted: it shows what is left). Nothing is stored as a turn.
+
+        The user's writes still queued for consolidation (the memory service acknowledges a write before its worker
+        writes the L1 segment and reads the memory items) are consolidated here first, so that "forget that I work
+        at Blue Harbor" right after "I work at Blue Harbor" finds both. A job that fails stays ``failed`` in the
+        queue with its error (audited; ``timem check`` lists it) and the preview reads what is stored. The service
+        first waits (outside its lock) for the jobs its worker is running (:meth:`ConsolidationQueue.settle`)."""
+        self.queue.drain_queue(user_id, raise_errors=False)
         plan = forget_mod.preview(self.store, user_id, what)
         if plan.empty:
             reply = plan.describe()

@@ -13,6 +13,7 @@ from fastapi import Path as PathParam
 
 from timem.errors import NotFoundError
 from timem.ids import ID_PATTERN
+from timem.memory.forget import forget_request
 from timem.service.context import S, T, Tenant, UserPath, as_tenant_sees
 from timem.service.models import (
     ITEM_ID_PATTERN,
@@ -112,6 +113,9 @@ def add_studio_routes(app: FastAPI) -> None:
         If answering fails the message stays stored: 502 with ``"stage": "answer"``."""
         s.check_text("message", body.message)
         internal = t.internal(user)
+        if forget_request(body.message) is not None:  # it must see the writes just acknowledged, as POST …/forget
+            s.engine.settle(internal)  # the worker's jobs of this user (bounded wait, outside the lock); the rest:
+            # MemoryEngine.chat_turn runs the user's still pending jobs itself before it previews
         with s.use() as eng:
             turn = eng.chat_turn(internal, body.session_id, body.message, body.event_time,
                                  user_name=body.user_name or user, assistant_name=body.assistant_name,
