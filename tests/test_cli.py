@@ -272,14 +272,15 @@ def test_export_json_and_jsonl_that_imports_back(cli_env, chat_file):
 
 def test_progress_piped_to_a_file_is_plain_lines_not_one_long_redrawn_line(cli_env, chat_file):
     """A trial piped `timem ingest` into a log: the bars' carriage-return redraws ran into one long line. Off a
-    terminal the stages now write plain lines (``desc: n/total items, done``), and no carriage return."""
+    terminal the stages now write plain lines (``desc: n/total, done``), and no carriage return."""
     res = subprocess.run([sys.executable, "-m", "timem.cli", "ingest", str(chat_file), "--format", "jsonl", "--llm",
                           "none", "--db", str(cli_env / "t.duckdb")], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert res.returncode == 0 and "4 new turns" in res.stdout, (res.stdout, res.stderr)
     assert "\r" not in res.stderr, res.stderr
-    done = [line for line in res.stderr.splitlines() if line.endswith(" items, done")]
+    done = [line for line in res.stderr.splitlines() if line.endswith(", done")]
     assert done and all(": " in line and "/" in line for line in done), res.stderr
+    assert "zoe · L1 segments, by session: 2/2, done" in done and " items" not in res.stderr, res.stderr
 
 
 def test_an_out_of_range_tree_level_is_one_error_line_from_the_entry_point(cli_env):

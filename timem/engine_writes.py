@@ -20,7 +20,7 @@ from timem.engine_items import MemoryItems
 from timem.engine_reads import EngineCore, EnginePart, StoreReads
 from timem.errors import ConsolidationIncomplete, InputError, LLMError
 from timem.models import MemoryNode
-from timem.progress import Progress, no_progress
+from timem.progress import Progress, labelled, no_progress, user_label
 from timem.store.segtree_tables import SyncReport
 from timem.tree.segtree import SegNode
 
@@ -112,10 +112,11 @@ class MemoryWrites(EnginePart):
                 for s in user.sessions:
                     self.store.end_session(user.user_id, s.session_id)
         try:
-            for user in users:
+            for i, user in enumerate(users, start=1):
                 report.users.append(user.user_id)
+                shown = labelled(progress, user_label(user.user_id, i, len(users)))  # whose stages these are
                 nodes = self._consolidate_user(user.user_id, failures, read, flush=flush, upper_levels=upper_levels,
-                                               progress=progress)
+                                               progress=shown)
                 report.add_nodes(nodes)
                 written += nodes
             for child, parent in relinks:  # the parent was not rewritten (no LLM / --l1-only): same id, same link
@@ -200,9 +201,11 @@ class MemoryWrites(EnginePart):
         read: set[str] = set()
         failures: list[tuple[int, str, str]] = []
         try:
-            for uid in [user_id] if user_id else self.store.users():
+            uids = [user_id] if user_id else self.store.users()
+            for i, uid in enumerate(uids, start=1):  # all users: each stage names its user (one: the caller knows)
+                shown = progress if user_id else labelled(progress, user_label(uid, i, len(uids)))
                 nodes += self._consolidate_user(uid, failures, read, name_user=user_id is None, flush=flush,
-                                                progress=progress)
+                                                progress=shown)
         finally:
             self._extract_rest([user_id] if user_id else self.store.users(), read)
             self.sync_segtree([user_id] if user_id else self.store.users())

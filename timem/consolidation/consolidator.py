@@ -186,7 +186,7 @@ class Consolidator:
             return written
         watermark = max(s.last_event_at for s in sessions)
         closed = self._closed(sessions, watermark, flush)
-        for s in (progress if l1_progress else no_progress)(sessions, "L1 segments", len(sessions)):
+        for s in (progress if l1_progress else no_progress)(sessions, "L1 segments, by session", len(sessions)):
             written += self.write_segments(user_id, s.session_id, closed=closed[s.session_id])
         if not upper_levels:
             return written
