@@ -16,7 +16,8 @@
   (:attr:`ForgetPreview.hint`). Other items read only from those segments are listed too, since they go with them.
   Accents fold for matching (:func:`timem.memory.forget_words.fold`: "zurich" reaches "Zürich"); the preview holds
   the segments as stored.
-* How far it reaches (:mod:`timem.memory.forget_scope`): a request in the user's own voice leaves a line where
+* Which lines a request reaches is :mod:`timem.memory.forget_match` (stems, names, key words, the user's lines) and
+  :mod:`timem.memory.forget_scope`. How far it reaches: a request in the user's own voice leaves a line where
   its words belong to someone else ("I work as a nurse" leaves "My brother is a nurse"); a capitalised word that the
   memories also write in lower case is a name ("Will" leaves "I will call"); the assistant's reply to a line that
   goes goes with it (:attr:`ForgetPreview.replies`).
@@ -43,31 +44,22 @@ from timem.errors import InputError, NotFoundError
 from timem.item_holding import as_held
 from timem.item_values import mentions, normalise
 from timem.memory.forget_hints import nothing_hint, scope_hint
-from timem.memory.forget_scope import (
-    about_party,
-    about_someone_else,
-    holds_as_name,
-    in_own_voice,
-    name_words,
-    party,
-    replies,
-    someone_elses,
+from timem.memory.forget_match import (
+    by_key_words,
+    covers,
+    first_person,
+    in_scope,
+    linked,
+    request_stems,
+    said_by_user,
+    stems_of,
 )
-from timem.memory.forget_words import RequestWords, fold, holds, request_words, written_as_name
+from timem.memory.forget_scope import about_someone_else, name_words, replies
+from timem.memory.forget_words import RequestWords, fold, request_words, written_as_name
 from timem.memory.rules import extract_statements
-from timem.models import Level, MemoryItem, MemoryNode, NodeStatus, Role
+from timem.models import Level, MemoryItem, MemoryNode, NodeStatus
 from timem.store.ports import MemoryStore
 from timem.tokens import content_stems
-
-
-def _stems(text: str) -> set[str]:
-    """ASCII content stems (:func:`timem.tokens.content_stems`: "Your cat's name" holds "cat", as "my cat" does)."""
-    return content_stems(text, ascii_only=True)
-
-
-def _covers(content: str, stems: set[str]) -> bool:
-    return bool(stems) and stems <= _stems(content)
-
 
 _EN = re.compile(r"^\s*(?:please\s+|can\s+you\s+|could\s+you\s+)?forget\s+(?:that\s+|about\s+|the\s+fact\s+that\s+)?"
                  r"(?P<what>.+?)\s*[.!?]*\s*$", re.IGNORECASE | re.DOTALL)
@@ -189,57 +181,13 @@ def preview(store: MemoryStore, user_id: str, text: str) -> ForgetPreview:
 _OPPOSITE = {"likes": "dislikes", "dislikes": "likes"}
 
 
-#: capitalised words that follow a noun without being its name ("my cat I think", "the dog The next day")
-_NOT_NAMES = frozenset({"The", "This", "That", "These", "Those", "And", "But", "So", "Then", "Now", "Today",
-                        "Yesterday", "Tomorrow", "He", "She", "It", "They", "We", "You", "My", "Our", "His", "Her"})
-
-
-def _named_by(noun: str, content: str) -> set[str]:
-    """The names that ``content`` gives a ``noun`` of the request: "a grey cat called Pixel", "my cat Pixel",
-    "my sister, Ana" (English, a capitalised word right after the noun)."""
-    rx = re.compile(rf"\b{re.escape(noun)}s?,?\s+(?:(?:who\s+is\s+|is\s+)?(?:called|named)\s+)?"
-                    r"(?P<name>[A-Z][a-z]{1,20})\b")
-    return {m["name"] for m in rx.finditer(content)} - _NOT_NAMES
-
-
-#: the stems of the verbs that give a thing its name ("a cat called Pixel", "a dog named Rex")
-_NAMING = frozenset(_stems("called named"))
-
-
-def _request_stems(text: str) -> set[str]:
-    """The content stems of a forget request. When it gives a thing its name ("I have a cat called Pixel"), the
-    naming verb is no content: the request is "my cat Pixel" (a new-user trial: "Forget that I have a cat called
-    Pixel" matched nothing, since no line said "called")."""
-    stems = _stems(text)
-    if any(_named_by(w.lower(), text) for w in re.findall(r"[a-z][a-z'-]*", text)):
-        stems -= _NAMING
-    return stems
-
-
-def _linked(text: str, segments: list[MemoryNode], all_segments: list[MemoryNode]) -> list[MemoryNode]:
-    """The segments that name what ``text`` is about by its name: "forget my cat" and a matched segment saying "a
-    grey cat called Pixel" reach "Pixel chewed my shoes" (a new-user trial: they stayed). Only when the request is
-    that thing and nothing more (its content words are the nouns that were given a name, and the names):
-    "forget that my sister Ana lives in Porto" reaches no other line about Ana."""
-    words = re.findall(r"[A-Za-z][a-z'-]*", text)
-    names = {w for w in words if w[0].isupper() and _stems(w) and w not in _NOT_NAMES}
-    naming = [w.lower() for w in words if w[0].islower() and _stems(w)
-              and any(_named_by(w.lower(), n.content) for n in segments)]
-    names |= {x for w in naming for n in segments for x in _named_by(w, n.content)}
-    if not naming or not _request_stems(text) <= _stems(" ".join([*naming, *names])):
-        return []
-    rx = re.compile(r"\b(?:" + "|".join(re.escape(x) for x in sorted(names)) + r")\b")
-    chosen = {n.id for n in segments}
-    return [n for n in all_segments if n.id not in chosen and rx.search(n.content)]
-
-
 def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
           keep: frozenset[str] | set[str] = frozenset(), *, by_text: bool = True,
           words: RequestWords | None = None) -> ForgetPreview:
     """The preview for ``items`` (possibly none) matched by ``text``: the segments they were read from or that quote
     one of their values (with no item, the segments quoting ``text`` or holding all its content words, else those
-    holding its key words: :func:`_by_key_words`; and those naming it by the name a matched segment gave it:
-    :func:`_linked`), and the other items read only from those segments. A segment in ``keep`` (the sources of an
+    holding its key words: :func:`by_key_words`; and those naming it by the name a matched segment gave it:
+    :func:`linked`), and the other items read only from those segments. A segment in ``keep`` (the sources of an
     item the request spares, :func:`preview`) is chosen only as the source of an item in ``items``.
 
     Of those other items, the ones whose value the request names by its content words (``by_text``: "I love to swim"
@@ -253,27 +201,27 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
     "zürich"); the preview holds the segments and the request as stored and typed."""
     shown, text = text, fold(text)
     probes = [normalise(fold(i.value)) for i in items] or [normalise(text)]
-    stems = set() if items else _request_stems(text)
+    stems = set() if items else request_stems(text)
     source_ids = {s for i in items for s in i.source_ids}
     stored = {n.id: n for n in store.nodes(user_id, Level.SEGMENT)}
     every = [n.model_copy(update={"content": fold(n.content)}) for n in stored.values()]  # matched folded
-    first = by_text and _first_person(text)
+    first = by_text and first_person(text)
 
     def mine(found: list[MemoryNode]) -> list[MemoryNode]:
-        return _said_by_user(store, user_id, found, source_ids) if first else found
+        return said_by_user(store, user_id, found, source_ids) if first else found
 
     segments = mine([n for n in every if n.id in source_ids or n.id not in keep and (
-        any(p and mentions(n.content, p) for p in probes) or _covers(n.content, stems))])
+        any(p and mentions(n.content, p) for p in probes) or covers(n.content, stems))])
     hint = ""
     if not items and not segments and text.strip():
         words = words or request_words(text)
-        segments = mine(_by_key_words([n for n in every if n.id not in keep], words, stems))
+        segments = mine(by_key_words([n for n in every if n.id not in keep], words, stems))
         hint = "" if segments else nothing_hint(text, words, every)
     if not items:
-        segments += mine([n for n in _linked(text, segments, every) if n.id not in keep])
+        segments += mine([n for n in linked(text, segments, every) if n.id not in keep])
     if by_text:
         matched = segments
-        segments = _in_scope(text, segments, items, source_ids, words, typed=shown, stored=stored)
+        segments = in_scope(text, segments, items, source_ids, words, typed=shown, stored=stored)
         if matched and not segments and not items:  # lines hold its words, but it does not reach them: say why
             hint = scope_hint(text, words or request_words(text), [stored[n.id] for n in matched],
                               name_words(shown, (n.content for n in stored.values())))
@@ -295,79 +243,14 @@ def _plan(store: MemoryStore, user_id: str, text: str, items: list[MemoryItem],
     after = {i.id: i for i in as_held([i.model_copy(update={"status": "deleted"}) if i.id in going else i
                                        for i in before])}
     reopened = [after[i.id] for i in before if i.id not in going and i.superseded_by in going]
-    asked = _request_stems(text) if by_text else set()
+    asked = request_stems(text) if by_text else set()
     key = content_stems(" ".join((words or request_words(text)).key), ascii_only=True) & asked if asked else set()
     named = [i for i in extra
-             if asked and (value := _stems(fold(i.value))) and (value <= asked or key and key <= value)]
+             if asked and (value := stems_of(fold(i.value))) and (value <= asked or key and key <= value)]
     return ForgetPreview(user_id=user_id, text=shown, items=items + named + [i for i in extra if i not in named],
                          segments=segments, collateral={i.id for i in extra} - {i.id for i in named},
                          reopened=reopened, hint=hint, replies={n.id for n in answers}, kept=kept,
                          searched_items=len(active), searched_segments=len(every))
-
-
-def _in_scope(text: str, segments: list[MemoryNode], items: list[MemoryItem], sources: set[str],
-              words: RequestWords | None, *, typed: str, stored: dict[str, MemoryNode]) -> list[MemoryNode]:
-    """Of the ``segments`` the request ``text`` matched, those it reaches (:mod:`timem.memory.forget_scope`): a
-    capitalised word that is also a common word only where a line writes it as a name ("Will"), and a request in
-    the user's own voice not where its words belong to someone else ("I work as a nurse" leaves "My brother is a
-    nurse"). The ``sources`` of the items it names always go. ``text`` and ``segments`` are folded (no accents);
-    a name is told by the request as ``typed`` and the lines as ``stored``: "Zurich" is no word that "zürich"
-    writes in lower case."""
-    names = name_words(typed, (n.content for n in stored.values()))
-    if names:
-        segments = [n for n in segments
-                    if n.id in sources or all(holds_as_name(stored[n.id].content, w) for w in names)]
-    if in_own_voice(text):
-        key, values = (words or request_words(text)).key, [fold(i.value) for i in items]
-        segments = [n for n in segments if n.id in sources or not someone_elses(n.content, key, values)]
-    elif about_someone_else(text):  # "my brother is a nurse": only a clause about the brother, never the user's own
-        who, key = party(text), (words or request_words(text)).key
-        segments = [n for n in segments if about_party(n.content, who, key)]
-    return segments
-
-
-_FIRST_PERSON = re.compile(r"\b(?:I|me|my|mine|myself)\b|\bI['’](?:m|ve|d|ll)\b|我", re.IGNORECASE)
-
-
-def _first_person(text: str) -> bool:
-    """Whether the request speaks of the user ("I painted a lake", "my kids", "我住在柏林")."""
-    return bool(_FIRST_PERSON.search(text))
-
-
-def _said_by_user(store: MemoryStore, user_id: str, segments: list[MemoryNode],
-                  sources: set[str]) -> list[MemoryNode]:
-    """Of ``segments`` matched by a request in the first person, those the user said or the assistant said to them
-    (a turn of role ``user`` or ``assistant``: "Your cat's name is Miso" goes with "I have a cat"), not what another
-    person in the conversation said of themselves (role ``other``; a trial: "I painted a lake" reached the other
-    LoCoMo speaker's lines), and those in ``sources`` (of an item the request names). When the sessions of those
-    segments hold no turn of the user, the speakers cannot be told apart (e.g. a JSONL file naming its speakers):
-    all of them."""
-    found = [n for n in segments if n.id not in sources]
-    if not found:
-        return segments
-    turns = store.turns(user_id, ids=[t for n in found for t in n.source_turn_ids])
-    users = {t.id for t in turns if t.role != Role.OTHER}
-    sessions = {t.session_id for t in turns}
-    if not any(t.role == Role.USER for t in turns) and not any(
-            t.role == Role.USER for s in sessions for t in store.turns(user_id, s)):
-        return segments
-    return [n for n in segments if n.id in sources or users.intersection(n.source_turn_ids)]
-
-
-def _by_key_words(segments: list[MemoryNode], words: RequestWords, stems: set[str]) -> list[MemoryNode]:
-    """The segments holding every key word of the request (:mod:`timem.memory.forget_words`: "I lived in Berlin" ->
-    "Berlin"), for a request no segment holds whole; of those, the ones holding the most of its verbs. None when
-    the request has no key word, or its key words are all its content words (nothing would be let go)."""
-    key = [w for w in words.key if content_stems(w, ascii_only=True) & stems or not w.isascii()]
-    if not key or not words.verbs:
-        return []
-    held = []
-    for n in segments:
-        have = _stems(n.content)
-        if all(holds(n.content, w, have) for w in key):
-            held.append((sum(holds(n.content, v, have) for v in words.verbs), n))
-    best = max((score for score, _ in held), default=0)
-    return [n for score, n in held if score == best]
 
 
 def preview_items(store: MemoryStore, user_id: str, item_ids: list[str]) -> ForgetPreview:
