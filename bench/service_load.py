@@ -31,6 +31,8 @@ N shard files beside the file); the checks are the same, and ``timem check`` run
 file, the router and the other shard keep serving, and the report gives the time until the new replica's
 process is up and the service answers again.
 
+The service process and the faults injected into it are in ``bench/service_process.py``.
+
 Exit code 1 if an isolation breach, a lost or duplicated turn, or a failed check was found.
 """
 
@@ -40,8 +42,6 @@ import argparse
 import os
 import random
 import re
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -57,6 +57,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from service_process import Server, free_port, kill_and_restart, kill_shard_replica
+
 from timem.service.keys import KeyFile, default_keys_path
 from timem.service.shards import shard_paths
 
@@ -64,12 +66,6 @@ TENANTS = ("acme", "beta")
 MARK = re.compile(r"\[(\w+)\.(u\d+)\.c\d+\.\d+\]")
 WORDS = ("cat", "garden", "concert", "train", "sister", "recipe", "bicycle", "museum", "exam", "holiday")
 BASE = datetime(2024, 1, 1, 8, 0, tzinfo=UTC)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Stats:
@@ -202,54 +198,6 @@ def _verify(base: str, keys: dict[str, str], stats: Stats) -> tuple[int, list[st
     return checked, problems, extra
 
 
-class Server:
-    """``timem serve`` on ``db`` as a subprocess on 127.0.0.1:``port`` (log appended to ``log``)."""
-
-    def __init__(self, db: Path, port: int, env: dict[str, str], log: Path, ray: int = 0) -> None:
-        self.db, self.port, self.env, self.log, self.ray = db, port, env, log, ray
-        self.base = f"http://127.0.0.1:{port}"
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> float:
-        """Start and wait until ``/v1/health`` answers; returns the seconds that took."""
-        t0 = time.monotonic()
-        with open(self.log, "a") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "timem.cli", "serve", "--db", str(self.db), "--port",
-                                          str(self.port), "--llm", "none",
-                                          *(["--ray", "--replicas", str(self.ray)] if self.ray else [])],
-                                         env=self.env, cwd=self.db.parent,
-                                         stdout=log, stderr=subprocess.STDOUT)
-        for _ in range(480):
-            try:
-                if httpx.get(f"{self.base}/v1/health", timeout=2).status_code == 200:
-                    return time.monotonic() - t0
-            except httpx.HTTPError:
-                pass
-            if self.proc.poll() is not None:
-                raise SystemExit(f"the service exited; see {self.log}")
-            time.sleep(0.25)
-        raise SystemExit(f"the service did not answer in 120 s; see {self.log}")
-
-    def kill9(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(60)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(120)
-
-
-def _killer(server: Server, after: float, outages: list[float], stop: threading.Event) -> None:
-    """kill -9 the service ``after`` seconds in, restart it on the same file; the outage goes to ``outages``."""
-    if stop.wait(after):
-        return
-    t0 = time.monotonic()
-    server.kill9()
-    server.start()
-    outages.append(time.monotonic() - t0)
-
-
 def _queue_sampler(base: str, keys: dict[str, str], every: float, samples: list[int], stop: threading.Event) -> None:
     """Every ``every`` seconds, the consolidation jobs pending or running over both tenants (``GET /v1/queue``):
     how far the worker is behind the writes."""
@@ -268,45 +216,6 @@ def _queue_sampler(base: str, keys: dict[str, str], every: float, samples: list[
     finally:
         for c in clients:
             c.close()
-
-
-def _replica_pids(shard: int) -> list[int]:
-    """PIDs of the Ray worker processes serving deployment ``timem-shard<shard>`` (their process title is
-    ``ray::ServeReplica:<app>:timem-shard<shard>``), read from /proc."""
-    out = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "ServeReplica" in cmd and re.search(rf"timem-shard{shard}(?!\d)", cmd):
-            out.append(int(proc.name))
-    return out
-
-
-def _shard_killer(server: Server, after: float, outages: list[float], stop: threading.Event) -> None:
-    """kill -9 shard 0's replica process ``after`` seconds in; the time until a new replica process runs and
-    the service's health answers goes to ``outages``."""
-    if stop.wait(after):
-        return
-    old = _replica_pids(0)
-    if not old:
-        raise SystemExit("no Ray Serve replica process of timem-shard0 found to kill")
-    t0 = time.monotonic()
-    for pid in old:
-        os.kill(pid, signal.SIGKILL)
-    while time.monotonic() - t0 < 300 and not stop.is_set():
-        new = [p for p in _replica_pids(0) if p not in old]
-        try:
-            healthy = bool(new) and httpx.get(f"{server.base}/v1/health", timeout=5).status_code == 200
-        except httpx.HTTPError:
-            healthy = False
-        if healthy:
-            outages.append(time.monotonic() - t0)
-            return
-        time.sleep(0.2)
 
 
 def main() -> int:
@@ -329,7 +238,7 @@ def main() -> int:
     kf = KeyFile(default_keys_path(db))
     keys = {t: kf.add(t) for t in TENANTS}
     env = {**os.environ, "PYTHONPATH": str(REPO), "TIMEM_LLM_BACKEND": "none"}
-    server = Server(db, _free_port(), env, work / "serve.log", args.ray)
+    server = Server(db, free_port(), env, work / "serve.log", args.ray)
     base = server.base
     outages: list[float] = []
     stop_killer = threading.Event()
@@ -343,7 +252,7 @@ def main() -> int:
         queue_samples: list[int] = []
         threads.append(threading.Thread(target=_queue_sampler, args=(base, keys, 5.0, queue_samples, stop_killer)))
         if args.kill_after is not None:
-            killer = _shard_killer if args.ray else _killer
+            killer = kill_shard_replica if args.ray else kill_and_restart
             threads.append(threading.Thread(target=killer, args=(server, args.kill_after, outages, stop_killer)))
         for t in threads:
             t.start()
