@@ -92,3 +92,25 @@ def test_the_service_takes_a_turn_within_the_day_of_slack(svc):
     r = svc.post("/v1/users/amy/turns", json={"session_id": "s1", "event_time": at, "message": "Hello.",
                                               "reply": "Hi."})
     assert r.status_code == 200, r.text
+
+
+def test_mcp_remember_refuses_it_too(tmp_path, fake_embedder):
+    """The MCP tool `remember` (in process, the SDK's own tool call) follows the service's rule; its default, now, is
+    taken."""
+    import anyio
+    from mcp.server.mcpserver.exceptions import ToolError
+    from service_support import engine_factory
+
+    from timem.service.mcp_server import build_server
+
+    eng = engine_factory(tmp_path / "m.duckdb", fake_embedder, memory_extractor="rules")()
+    try:
+        server = build_server(eng, "mia")
+        ahead = _iso(datetime.now(UTC) + timedelta(days=3))
+        with pytest.raises(ToolError, match="after the clock"):
+            anyio.run(server.call_tool, "remember", {"text": "I adopted a cat.", "event_time": ahead})
+        assert eng.store.users() == []
+        anyio.run(server.call_tool, "remember", {"text": "I adopted a cat."})
+        assert eng.store.users() == ["mia"]
+    finally:
+        eng.close()
