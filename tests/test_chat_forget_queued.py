@@ -54,3 +54,15 @@ def test_forget_in_the_chat_sees_the_turn_just_written(busy_service):
                                            "message": "Forget that I work at Blue Harbor.", "confirm_forget": True})
     assert r.status_code == 200 and r.json()["forgotten"]["forgotten"] is True, r.text
     assert c.get("/v1/users/mia/items").json()["items"] == []
+
+
+def test_the_forget_route_sees_it_too_when_the_worker_is_behind(busy_service):
+    """``POST …/forget`` waited (``queue_read_wait_seconds``) for the worker and then previewed what was written by
+    then: with the worker behind, nothing. It now consolidates the user's pending jobs itself first."""
+    c = busy_service
+    r = c.post("/v1/users/mia/turns", json={"session_id": "s1", "event_time": AT, "message": "I work at Blue Harbor.",
+                                            "reply": "Nice!"})
+    assert r.status_code == 200 and r.json()["queued"] is True, r.text
+    r = c.post("/v1/users/mia/forget", json={"text": "I work at Blue Harbor"})
+    assert r.status_code == 200, r.text
+    assert [i["value"] for i in r.json()["items"]] == ["Blue Harbor"] and r.json()["segments"], r.json()

@@ -158,7 +158,10 @@ class MemoryEngine(StoreReadMethods):
 
     def forget(self, user_id: str, text: str = "", *, item_ids: Sequence[str] = (), confirm: bool = False,
                actor: str = "user") -> ForgetPreview:
-        """As :meth:`timem.engine_items.MemoryItems.forget`."""
+        """As :meth:`timem.engine_items.MemoryItems.forget`, after the user's writes still queued for consolidation
+        are consolidated (:meth:`drain_queue`; a failing job stays ``failed`` in the queue), so that it finds what
+        was just said (the memory service's worker may not have read it yet)."""
+        self.queue.drain_queue(user_id, raise_errors=False)
         return self.items.forget(user_id, text, item_ids=item_ids, confirm=confirm, actor=actor)
 
     def memory_items(self, user_id: str, *, status: str | None = "active", reopen: bool = True) -> list[MemoryItem]:
