@@ -53,8 +53,32 @@ class _Piece:
     min_cost: int  #: :func:`timem.recall.context.min_line_cost`
 
 
+#: :func:`_piece` results by :func:`_piece_key` (a recall measures ~60 memories, most of them again in later recalls)
+_PIECES: dict[tuple[object, ...], _Piece | None] = {}
+_PIECES_MAX = 16384
+_MISSING = object()
+
+
+def _piece_key(node: MemoryNode, tz: ZoneInfo, layout: Layout) -> tuple[object, ...]:
+    """Everything :func:`_make_piece` reads of ``node`` (its lines, date label, session group and turn order)."""
+    return (node.id, node.content, int(node.level), node.span_start, node.span_end, node.window_key, node.session_id,
+            node.source_turn_ids[0] if node.source_turn_ids else "", str(tz), layout)
+
+
 def _piece(node: MemoryNode, tz: ZoneInfo, layout: Layout) -> _Piece | None:
-    """The piece of ``node``, or ``None`` when its lines break the line-sum rule (see the module docstring)."""
+    """The piece of ``node``, or ``None`` when its lines break the line-sum rule (see the module docstring);
+    cached by :func:`_piece_key` (emptied when it holds :data:`_PIECES_MAX`)."""
+    key = _piece_key(node, tz, layout)
+    hit = _PIECES.get(key, _MISSING)
+    if hit is not _MISSING:
+        return hit  # type: ignore[return-value]
+    if len(_PIECES) >= _PIECES_MAX:
+        _PIECES.clear()
+    piece = _PIECES[key] = _make_piece(node, tz, layout)
+    return piece
+
+
+def _make_piece(node: MemoryNode, tz: ZoneInfo, layout: Layout) -> _Piece | None:
     level = int(node.level)
     group, group_tokens = None, 0
     if level == 1 and layout == "grouped":
