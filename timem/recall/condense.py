@@ -24,6 +24,7 @@ Measured on LoCoMo dev (``bench/results/scattered-evidence.md``); the whole-text
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from timem.models import MemoryNode
@@ -45,10 +46,17 @@ def passage(node: MemoryNode, question: str, stems: set[str], max_tokens: int) -
     by a shared word). Unchanged when it already fits."""
     if content_tokens(node) <= max_tokens:
         return node
-    if not stems & content_stems(node.content):
+    if not stems & _stems_of(node.content):
         return best_passage(node, question, max_tokens)
-    return best_passage(node, question, max_tokens, score=lambda sent: len(stems & content_stems(sent)),
+    return best_passage(node, question, max_tokens, score=lambda sent: len(stems & _stems_of(sent)),
                         whole_sentence=True)
+
+
+@lru_cache(maxsize=16384)
+def _stems_of(text: str) -> frozenset[str]:
+    """:func:`timem.tokens.content_stems` of a memory or one of its sentences, cached by text (a memory is cut again
+    for most questions that recall it)."""
+    return frozenset(content_stems(text))
 
 
 def condense(nodes: Mapping[str, MemoryNode], ranked_leaves: Sequence[str], neighbours: Sequence[tuple[str, str, str]],

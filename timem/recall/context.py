@@ -176,14 +176,8 @@ def best_passage(node: MemoryNode, question: str, max_tokens: int,
     """
     if content_tokens(node) <= max_tokens:
         return node
-    head = _VERBATIM_HEAD.match(node.content)
-    date_line = head.group(0).strip() if head else ""
-    body = " ".join(node.content[head.end() if head else 0:].split())
-    speaker, sep, text = body.partition(": ")
-    if not sep or len(speaker) > 60:
-        speaker, text = "", body
+    date_line, speaker, text, sents = _passage_parts(node.content)
     max_tokens = max(8, max_tokens - count_tokens(f"{date_line}\n{speaker}: … …"))
-    sents = [x for x in _SENTENCE.split(text) if x.strip()]
     terms = {w for w in _WORDS.findall(question.lower()) if len(w) >= 3}
     scores = [score(x) if score else len(terms & set(_WORDS.findall(x.lower()))) for x in sents]
     best = max(range(len(sents)), key=lambda i: (scores[i], -i)) if sents else 0
@@ -205,6 +199,19 @@ def best_passage(node: MemoryNode, question: str, max_tokens: int,
     passage = ("… " if lo > 0 else "") + passage + (" …" if hi < len(sents) - 1 or passage != text else "")
     content = "\n".join(x for x in (date_line, f"{speaker}: {passage}" if speaker else passage) if x)
     return node.model_copy(update={"content": content})
+
+
+@lru_cache(maxsize=8192)
+def _passage_parts(content: str) -> tuple[str, str, str, tuple[str, ...]]:
+    """What :func:`best_passage` cuts ``content`` into: ``(verbatim date line or "", speaker or "", text after them
+    with whitespace collapsed, its sentences)``; cached by text."""
+    head = _VERBATIM_HEAD.match(content)
+    date_line = head.group(0).strip() if head else ""
+    body = " ".join(content[head.end() if head else 0:].split())
+    speaker, sep, text = body.partition(": ")
+    if not sep or len(speaker) > 60:
+        speaker, text = "", body
+    return date_line, speaker, text, tuple(x for x in _SENTENCE.split(text) if x.strip())
 
 
 def fit_budget(items: Sequence[T], render: Callable[[list[T]], str], budget: int,
