@@ -19,7 +19,7 @@ supersession.
   = the new item; audited ``item-superseded``); nothing is deleted. "Switched from X to Y" / "不喝X了"
   name the ended value; the new item takes the attribute of the open item holding it. When no item held the
   ended value, it is written as history, an item that held until the change and is superseded by the new one
-  (:meth:`ItemWriter._ended_before`). A correction
+  (:func:`timem.memory.history.ended_before`). A correction
   ("actually, ...") also starts its item at the corrected item's ``valid_from`` (the old value never
   held); a bare "actually, it's Braga" corrects the subject's latest open item. Only an item said within
   :data:`CORRECTION_WITHIN` is corrected, or one the correction names ("…, not Porto"); else it is a change.
@@ -36,13 +36,13 @@ supersession.
   superseded by a new value, only ended ("I stopped running"); a like supersedes the dislike of the same value
   and the other way round (:data:`timem.memory.grounding.OPPOSITES`).
 
-Every statement of one unit (segment or session) is applied in one transaction with its log row.
+Every statement of one unit (segment or session) is applied in one transaction with its log row. The history written
+beside a statement (a value no item held, the employer a job change ends) is :mod:`timem.memory.history`; when a
+value starts to hold, :mod:`timem.memory.dating`.
 """
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from timem.config import Config
@@ -54,6 +54,15 @@ from timem.llm.protocol import LLMClient
 from timem.memory.dating import holds_since
 from timem.memory.forget import forget_request
 from timem.memory.grounding import OPPOSITES, canonical_attribute, check_statement
+from timem.memory.history import (
+    ATTRIBUTE_FAMILIES,
+    CHANGE_AFTER,
+    ExtractionReport,
+    end_old_employer,
+    ended_before,
+    item_id,
+    same_person,
+)
 from timem.memory.rules import Statement, extract_statements
 from timem.models import Level, MemoryItem, Role, Turn
 from timem.progress import Progress, no_progress
@@ -61,51 +70,17 @@ from timem.prompts import memory as memory_prompt
 from timem.store.ports import MemoryStore
 from timem.tree.windows import session_closed
 
-#: how long after the last statement of a value a change that ends it starts at the earliest, when the change's
-#: own date ("last month") reaches back before that statement or both were said at the same time: the old value held
-#: when it was said, and an empty interval is a correction's mark; also how long a value no item held lasts before a
-#: change from it that is the first thing said (:meth:`ItemWriter._ended_before`)
-CHANGE_AFTER = timedelta(seconds=1)
+__all__ = ["CORRECTION_WITHIN", "OWN_ENDS", "ExtractionReport", "ItemWriter"]
+
 #: how long after a value was said a correction that does not name it may still correct it ("I live in Cardiff", then
 #: "actually, I live in Bristol" or "scratch that, Bristol" the same day): a correction takes back what was just said.
 #: Later, the same words are news of a change (a month on, "scratch that, I live in Bristol again" erased Cardiff's
 #: month as a value that never held); a correction that names the value it corrects ("Actually, I moved to Braga, not
 #: Porto") corrects it at any distance
 CORRECTION_WITHIN = timedelta(hours=24)
-#: attributes that name the same slot: a statement on one joins an open item on the other
-ATTRIBUTE_FAMILIES: dict[str, tuple[str, ...]] = {"drink": ("morning drink",), "morning drink": ("drink",)}
 #: attributes whose end said with no new value ends only an item of that attribute: "I quit Google" ends the employer
 #: Google, "I moved out of Madrid" the home city Madrid (:data:`timem.memory.rules._EMPLOYER_OVER`, ``_HOME_OVER``)
 OWN_ENDS = ("employer", "home city")
-
-
-@dataclass
-class ExtractionReport:
-    """What one extraction pass did, per user: items added / merged / superseded / ended, and the
-    LLM sessions that failed as ``(session id, error)``."""
-
-    added: int = 0
-    merged: int = 0
-    superseded: int = 0
-    ended: int = 0
-    units: int = 0
-    failures: list[tuple[str, str]] = field(default_factory=list)
-
-
-#: the subjects items had before :func:`item_subject` (a file written then still holds them)
-PLACEHOLDER_SUBJECTS = ("User", "user")
-
-
-def same_person(user_id: str, subject: str) -> tuple[str, ...]:
-    """The subjects under which ``subject``'s open items may be stored: ``subject``, and when it is the user id
-    (:func:`item_subject`), the placeholders items of an older file name the same person by, so that "I moved to
-    Porto" still supersedes an old "User's home city: Lisbon"."""
-    return (subject, *PLACEHOLDER_SUBJECTS) if subject == user_id.rsplit("/", 1)[-1] else (subject,)
-
-
-def _item_id(user_id: str, subject: str, attribute: str, value: str, at: datetime) -> str:
-    key = "|".join([user_id, subject, attribute, normalise(value), at.isoformat()])
-    return "item-" + hashlib.sha1(key.encode()).hexdigest()[:16]
 
 
 class ItemWriter:
@@ -238,62 +213,6 @@ class ItemWriter:
                            self.config.time.tz_for(user_id))
 
     # ------------------------------------------------------------------ merge and supersession
-    def _end_old_employer(self, user_id: str, open_items: list[MemoryItem], old_jobs: list[MemoryItem], st: Statement,
-                          at: datetime, segment_id: str, report: ExtractionReport, quit: bool = False) -> None:
-        """A new occupation ends the open employer stated with the old one (at or before it), unless the statement
-        names that employer or the new job is the old one's kind ("senior designer" after "designer": a promotion).
-        A second new-user trial: "I got a job at Kruste & Krume" and "I work there as a baker", then "I'm now
-        working as a nurse" left the bakery the employer "now"."""
-        changed = [o for o in old_jobs if quit or not mentions(st.value, o.value)]  # quit: "I quit my job as …"
-        if not changed:
-            return
-        last = max(o.event_time for o in changed)
-        for e in open_items:
-            if e.attribute == "employer" and e.event_time <= last and not mentions(st.text, e.value):
-                self.store.update_item(e.id, valid_to=max(at, e.valid_from))
-                self.store.audit("item-ended", user_id, e.id, {"at": at.isoformat(), "segment": segment_id,
-                                                               "reason": f"the job changed to {st.value!r}"})
-                report.ended += 1
-
-    def _ended_before(self, user_id: str, subject: str, attribute: str, st: Statement, at: datetime,
-                      until: datetime, new_id: str | None, segment_id: str, confidence: float,
-                      report: ExtractionReport) -> None:
-        """A change from a value no item holds ("I switched from espresso to green tea", nothing known of espresso)
-        writes that value as history: an item that held until the new one starts (``until``) and is superseded by
-        it. Since when is not said: from the end of the last earlier value of the attribute, else from the start of
-        the user's first session (a second before the change when it is the first thing said: an empty interval is a
-        correction's mark). Nothing is written when an item
-        of the attribute (or its family) already had that value (:func:`check_statement` saw the value in the turn,
-        as ``ends``). A new-user trial: the switch recorded green tea only, nothing of espresso. An end said with no new
-        value ("I don't drink espresso anymore", :attr:`Statement.held`) writes it the same way, ``new_id`` ``None``:
-        it held until it was said and nothing superseded it."""
-        old = st.replaces or ""
-        family = (attribute, *ATTRIBUTE_FAMILIES.get(attribute, ()))
-        earlier = [i for who in same_person(user_id, subject) for i in self.store.items(user_id, subject=who)
-                   if i.attribute in family and i.event_time <= at]
-        if any(mentions(i.value, old) for i in earlier):
-            return
-        ends = [i.valid_to for i in earlier if i.valid_to is not None and i.valid_to <= until]
-        starts = [s.started_at for s in self.store.sessions(user_id)]
-        since = min(max(ends, default=min(starts, default=until)), until)
-        if since >= until:  # the change is the first thing said: it held before, since when is not known; an empty
-            since = until - CHANGE_AFTER  # interval would mark a correction, a value that never held (a trial)
-        item = MemoryItem(id=_item_id(user_id, subject, attribute, old, since), user_id=user_id, kind=st.kind,  # type: ignore[arg-type]
-                          subject=subject, attribute=attribute, value=old, event_time=at, valid_from=since,
-                          valid_to=until, confidence=confidence, source="stated", source_ids=[segment_id],
-                          superseded_by=new_id)
-        self.store.add_item(item, self.embedder.embed([f"{subject} {attribute}: {old}"])[0])
-        self.store.audit("item-added", user_id, item.id, {"segment": segment_id, "kind": item.kind,
-                                                          "source": "stated", "history": True})
-        report.added += 1
-        if new_id is None:
-            self.store.audit("item-ended", user_id, item.id, {"at": at.isoformat(), "segment": segment_id})
-            report.ended += 1
-            return
-        self.store.audit("item-superseded", user_id, item.id, {"by": new_id, "at": at.isoformat(),
-                                                               "correction": False})
-        report.superseded += 1
-
     def apply(self, user_id: str, subject: str, st: Statement, at: datetime, segment_id: str, *, source: str,
               confidence: float, report: ExtractionReport | None = None) -> MemoryItem | None:
         """Apply one statement said at ``at`` (UTC-aware) in L1 segment ``segment_id`` (see the module doc).
@@ -341,9 +260,10 @@ class ItemWriter:
                 self.store.audit("item-ended", user_id, i.id, {"at": at.isoformat(), "segment": segment_id})
                 report.ended += 1
             if attribute == "job":  # "I quit my job as a nurse" ends the employer stated with it (a trial)
-                self._end_old_employer(user_id, open_items, ended, st, at, segment_id, report, quit=True)
+                end_old_employer(self.store, user_id, open_items, ended, st, at, segment_id, report, quit=True)
             if st.held and not ended and attribute is not None:  # "I don't drink espresso anymore", none held
-                self._ended_before(user_id, subject, attribute, st, at, since, None, segment_id, confidence, report)
+                ended_before(self.store, self.embedder, user_id, subject, attribute, st, at, since, None, segment_id,
+                             confidence, report)
             return None
         if attribute is None:
             self.store.audit("item-skipped", user_id, None, {"segment": segment_id,
@@ -361,7 +281,7 @@ class ItemWriter:
                 self.store.audit("item-merged", user_id, dup.id, {"segment": segment_id})
                 report.merged += 1
             return self.store.item(dup.id)
-        new_id = _item_id(user_id, subject, attribute, st.value, at)
+        new_id = item_id(user_id, subject, attribute, st.value, at)
         known = next(iter(self.store.items(ids=[new_id], status=None)), None)
         if known is not None:  # the same statement read again (e.g. by the rules after the LLM read it): no new item
             if segment_id not in known.source_ids:
@@ -401,10 +321,11 @@ class ItemWriter:
                                                                   "correction": correction})
             report.superseded += 1
         if not ended and st.replaces and kind in SUPERSEDING_KINDS and not correction:
-            self._ended_before(user_id, subject, attribute, st, at, valid_from, new_id, segment_id, confidence, report)
+            ended_before(self.store, self.embedder, user_id, subject, attribute, st, at, valid_from, new_id,
+                         segment_id, confidence, report)
         if attribute == "job":
-            self._end_old_employer(user_id, open_items, [o for o in closing if o.attribute == "job"], st, valid_from,
-                                   segment_id, report)
+            end_old_employer(self.store, user_id, open_items, [o for o in closing if o.attribute == "job"], st,
+                             valid_from, segment_id, report)
         self.store.audit("item-added", user_id, new_id, {"segment": segment_id, "kind": kind, "source": source})
         report.added += 1
         if kind in SUPERSEDING_KINDS and attribute not in MULTI_VALUED:

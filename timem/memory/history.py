@@ -1,0 +1,114 @@
+"""The history the memory writer (:mod:`timem.memory.writer`) writes beside a new value or an end: a value no item held
+that a change or an end names (:func:`ended_before`: "I switched from espresso to green tea", nothing known of
+espresso), and the employer that a new or quit job ends (:func:`end_old_employer`); also what the writer's parts share:
+the :class:`ExtractionReport`, an item's id (:func:`item_id`) and the subjects one person's items are stored under
+(:func:`same_person`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from timem.embed.protocol import Embedder
+from timem.item_values import mentions, normalise
+from timem.memory.rules import Statement
+from timem.models import MemoryItem
+from timem.store.ports import MemoryStore
+
+#: how long after the last statement of a value a change that ends it starts at the earliest, when the change's
+#: own date ("last month") reaches back before that statement or both were said at the same time: the old value held
+#: when it was said, and an empty interval is a correction's mark; also how long a value no item held lasts before a
+#: change from it that is the first thing said (:func:`ended_before`)
+CHANGE_AFTER = timedelta(seconds=1)
+#: attributes that name the same slot: a statement on one joins an open item on the other
+ATTRIBUTE_FAMILIES: dict[str, tuple[str, ...]] = {"drink": ("morning drink",), "morning drink": ("drink",)}
+
+
+@dataclass
+class ExtractionReport:
+    """What one extraction pass did, per user: items added / merged / superseded / ended, and the
+    LLM sessions that failed as ``(session id, error)``."""
+
+    added: int = 0
+    merged: int = 0
+    superseded: int = 0
+    ended: int = 0
+    units: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+
+
+#: the subjects items had before :func:`item_subject` (a file written then still holds them)
+PLACEHOLDER_SUBJECTS = ("User", "user")
+
+
+def same_person(user_id: str, subject: str) -> tuple[str, ...]:
+    """The subjects under which ``subject``'s open items may be stored: ``subject``, and when it is the user id
+    (:func:`item_subject`), the placeholders items of an older file name the same person by, so that "I moved to
+    Porto" still supersedes an old "User's home city: Lisbon"."""
+    return (subject, *PLACEHOLDER_SUBJECTS) if subject == user_id.rsplit("/", 1)[-1] else (subject,)
+
+
+def item_id(user_id: str, subject: str, attribute: str, value: str, at: datetime) -> str:
+    """The id of the item stating ``value`` said at ``at``: the same statement read twice gets the same id."""
+    key = "|".join([user_id, subject, attribute, normalise(value), at.isoformat()])
+    return "item-" + hashlib.sha1(key.encode()).hexdigest()[:16]
+
+
+def end_old_employer(store: MemoryStore, user_id: str, open_items: list[MemoryItem], old_jobs: list[MemoryItem],
+                     st: Statement, at: datetime, segment_id: str, report: ExtractionReport,
+                     quit: bool = False) -> None:
+    """A new occupation ends the open employer stated with the old one (at or before it), unless the statement
+    names that employer or the new job is the old one's kind ("senior designer" after "designer": a promotion).
+    A second new-user trial: "I got a job at Kruste & Krume" and "I work there as a baker", then "I'm now
+    working as a nurse" left the bakery the employer "now"."""
+    changed = [o for o in old_jobs if quit or not mentions(st.value, o.value)]  # quit: "I quit my job as …"
+    if not changed:
+        return
+    last = max(o.event_time for o in changed)
+    for e in open_items:
+        if e.attribute == "employer" and e.event_time <= last and not mentions(st.text, e.value):
+            store.update_item(e.id, valid_to=max(at, e.valid_from))
+            store.audit("item-ended", user_id, e.id, {"at": at.isoformat(), "segment": segment_id,
+                                                      "reason": f"the job changed to {st.value!r}"})
+            report.ended += 1
+
+
+def ended_before(store: MemoryStore, embedder: Embedder, user_id: str, subject: str, attribute: str, st: Statement,
+                 at: datetime, until: datetime, new_id: str | None, segment_id: str, confidence: float,
+                 report: ExtractionReport) -> None:
+    """A change from a value no item holds ("I switched from espresso to green tea", nothing known of espresso)
+    writes that value as history: an item that held until the new one starts (``until``) and is superseded by
+    it. Since when is not said: from the end of the last earlier value of the attribute, else from the start of
+    the user's first session (a second before the change when it is the first thing said: an empty interval is a
+    correction's mark). Nothing is written when an item
+    of the attribute (or its family) already had that value (:func:`check_statement` saw the value in the turn,
+    as ``ends``). A new-user trial: the switch recorded green tea only, nothing of espresso. An end said with no new
+    value ("I don't drink espresso anymore", :attr:`Statement.held`) writes it the same way, ``new_id`` ``None``:
+    it held until it was said and nothing superseded it."""
+    old = st.replaces or ""
+    family = (attribute, *ATTRIBUTE_FAMILIES.get(attribute, ()))
+    earlier = [i for who in same_person(user_id, subject) for i in store.items(user_id, subject=who)
+               if i.attribute in family and i.event_time <= at]
+    if any(mentions(i.value, old) for i in earlier):
+        return
+    ends = [i.valid_to for i in earlier if i.valid_to is not None and i.valid_to <= until]
+    starts = [s.started_at for s in store.sessions(user_id)]
+    since = min(max(ends, default=min(starts, default=until)), until)
+    if since >= until:  # the change is the first thing said: it held before, since when is not known; an empty
+        since = until - CHANGE_AFTER  # interval would mark a correction, a value that never held (a trial)
+    item = MemoryItem(id=item_id(user_id, subject, attribute, old, since), user_id=user_id, kind=st.kind,  # type: ignore[arg-type]
+                      subject=subject, attribute=attribute, value=old, event_time=at, valid_from=since,
+                      valid_to=until, confidence=confidence, source="stated", source_ids=[segment_id],
+                      superseded_by=new_id)
+    store.add_item(item, embedder.embed([f"{subject} {attribute}: {old}"])[0])
+    store.audit("item-added", user_id, item.id, {"segment": segment_id, "kind": item.kind,
+                                                 "source": "stated", "history": True})
+    report.added += 1
+    if new_id is None:
+        store.audit("item-ended", user_id, item.id, {"at": at.isoformat(), "segment": segment_id})
+        report.ended += 1
+        return
+    store.audit("item-superseded", user_id, item.id, {"by": new_id, "at": at.isoformat(), "correction": False})
+    report.superseded += 1
