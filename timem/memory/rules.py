@@ -15,7 +15,7 @@ explicit first-person statements and corrections):
   "I'm a nurse (at X)", "I became a nurse", "我是护士", "我开始当护士了" (not "I'm a morning person", 我是上海人);
 * drinks -- "I drink black coffee every morning", "I switched from coffee to green tea",
   "I don't drink coffee anymore", "I stopped drinking coffee", "I quit coffee" (end the open item, or record it as
-  history when none held it), "我不喝咖啡了，只喝茶", "我改喝绿茶了";
+  history when none held it), "我不喝咖啡了，只喝茶", "我改喝绿茶了" (:mod:`timem.memory.drinks`);
 * diet -- "I'm vegetarian now", "I went vegan", "我吃素了";
 * hobbies (several at once; only an explicit end closes one; :mod:`timem.memory.hobbies`) -- "I took up pottery",
   "I started playing chess", "I love / like hiking", "I like to hike" (not "I'd like to …"), "I love hiking and
@@ -44,6 +44,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from timem.memory.drinks import named_pattern as _p
+from timem.memory.drinks import read_drinks
 from timem.memory.hobbies import HOBBIES, ended_hobby, started_hobbies
 from timem.memory.likes import favourite_likes, opinion_clauses, read_opinions
 from timem.memory.occupations import ZH_OCCUPATION, occupation
@@ -52,11 +54,6 @@ from timem.memory.places import is_place, lower_place
 from timem.memory.typography import plain_typography
 from timem.prompts.common import QUESTION, SENTENCES
 
-#: drinks the preference patterns know (longest first, so "green tea" wins over "tea")
-DRINKS = sorted(["coffee", "black coffee", "espresso", "latte", "cappuccino", "tea", "green tea", "black tea",
-                 "herbal tea", "matcha", "chai", "juice", "orange juice", "water", "hot chocolate", "kombucha",
-                 "smoothies", "milk", "oat milk", "decaf", "咖啡", "黑咖啡", "茶", "绿茶", "红茶", "奶茶", "果汁",
-                 "牛奶", "豆浆", "水"], key=len, reverse=True)
 DIETS = ("vegetarian", "vegan", "pescatarian", "keto", "gluten-free")
 
 _CAP = r"(?P<{name}>[A-Z][\w'’&.-]*(?:\s+(?:[A-Z][\w'’&.-]*|of|de|da|do|la|le|&))*)"
@@ -64,8 +61,6 @@ _JOB = r"(?P<job>[a-z][a-z -]{1,40}?)"
 _END = (r"(?=\s*(?:[,.!?;:]|$|\s+(?:now|these days|nowadays|since|for|and|but|with|in|on|at|last|this|so|because|after|"
         r"recently|yesterday|today|a|two|three)\b))")
 _END_CAP = r"(?![\w'’&-])"
-_DRINK = "(?P<{name}>" + "|".join(re.escape(d) for d in DRINKS if d.isascii()) + ")"
-_ZH_DRINK = "(?P<{name}>" + "|".join(re.escape(d) for d in DRINKS if not d.isascii()) + ")"
 _ZH_VAL = r"(?P<{name}>[\u4e00-\u9fffA-Za-z0-9]{{1,12}}?)"
 _ZH_END = r"(?=[了啦呢吧啊]?(?:[，,。.！!？?；;、\s]|$))"
 #: the correction markers that also open plain news ("actually", "其实"), and what marks a change in the world
@@ -98,12 +93,6 @@ class Statement:
     replaces: str | None = None
     ends_only: bool = False
     held: bool = False
-
-
-def _p(pattern: str, **names: str) -> re.Pattern[str]:
-    for key, tmpl in names.items():
-        pattern = pattern.replace("{" + key + "}", tmpl.replace("{name}", key).replace("{{", "{").replace("}}", "}"))
-    return re.compile(pattern, re.IGNORECASE)
 
 
 def _cap(name: str) -> str:
@@ -166,14 +155,6 @@ _WORK = [(re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?
          # to work as …", "I don't work as … anymore"
          (re.compile(r"\b[Ii](?i:'ve|’ve|\s+have|'m|’m|\s+am)?\s+" + _SOON + r"(?i:work|working|freelance|freelancing)"
                      r"(?:\s+(?i:there|here))?\s+(?i:as)\s+(?i:an?\s+)" + _JOB + _AT_EMP), False)]
-_SWITCH = _p(r"\bi(?:'ve|\s+have)?\s+(?:switched|changed|moved|gone)\s+from\s+{old}\s+to\s+{new}\b",
-             old=_DRINK, new=_DRINK)
-_STOP = _p(r"\bi\s+(?:don't|do\s+not|no\s+longer|never)\s+(?:even\s+)?(?:drink|want|have)\s+{old}"
-           r"(?:\s+(?:anymore|any\s+more))?\b", old=_DRINK)
-_ONLY_EN = _p(r"\bonly\s+(?:drink\s+)?{v}\b", v=_DRINK)
-_ALL_THE_WAY = _p(r"\b{v}\s+all\s+the\s+way\b", v=_DRINK)  #: "I don't drink coffee anymore, tea all the way"
-_MORNING = _p(r"\bmy\s+mornings?\s+(?:start|starts|begin|begins)\s+with\s+(?:an?\s+)?"
-              r"(?:(?:double|strong|big|hot|cup\s+of)\s+)*{v}\b", v=_DRINK)
 _JOB_AS = re.compile(r"\b(?:a\s+|my\s+)?(?:new\s+)?job\s+as\s+(?:an?\s+)" + _JOB + _END, re.IGNORECASE)
 _JOB_LOST = re.compile(r"\b(?:lost|quit|left)\s+my\s+job\s+as\s+(?:an?\s+)" + _JOB + _END, re.IGNORECASE)
 #: a home city said to be over, with no new one: "I don't live in Madrid anymore", "I'm not living in Madrid any more",
@@ -210,14 +191,6 @@ _EMPLOYER_OVER = [
     # "I'm no longer at Google", "I'm not with Google anymore" (not a place: "I'm no longer at Heathrow")
     (re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+(?i:no\s+longer)\s+(?i:at|with)\s+" + _EMP + _END_CAP), False, True),
     (re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+(?i:not)\s+(?i:at|with)\s+" + _EMP + _END_CAP + _GONE), False, True)]
-#: "I gave up coffee", "I stopped drinking espresso", "I quit coffee" (a new-user trial: the last two read nothing)
-_GAVE_UP = _p(r"\bi(?:'ve|\s+have)?\s+(?:just\s+|finally\s+)?(?:(?:gave|given|give)\s+up|stopped|quit)\s+"
-              r"(?:drinking\s+|having\s+)?{old}\b", old=_DRINK)
-#: the words of an end that say the drink was had until then: "I don't drink espresso anymore", "I no longer drink …"
-_WAS_HAD = re.compile(r"\b(?:anymore|any\s+more|any\s+longer|no\s+longer)\b", re.IGNORECASE)
-_DRINK_NOW = _p(r"\bi\s+(?:now\s+|usually\s+|always\s+|only\s+|just\s+|mostly\s+)*"
-                r"(?:drink|have|start\s+my\s+day\s+with)\s+(?:(?:two|three|four|five|six|several|\d+)\s+"
-                r"(?:cups\s+of\s+)?)?{v}(?:s|es)?\b(?P<when>[^.!?]*\bmorning)?", v=_DRINK)
 _DIET = re.compile(r"\bi(?:'m|\s+am|\s+became|\s+went|'ve\s+become|\s+have\s+become)\s+(?:now\s+|a\s+|fully\s+)*"
                    rf"(?P<v>{'|'.join(DIETS)})\b", re.IGNORECASE)
 _NO_MEAT = re.compile(r"\bi\s+(?:don't|do\s+not|no\s+longer)\s+eat\s+meat\b", re.IGNORECASE)
@@ -237,9 +210,6 @@ _ZH_JOB = _p(r"我的(?:工作|职业)是{job}" + _ZH_END, job=_ZH_VAL)
 #: :data:`timem.memory.occupations.ZH_OCCUPATIONS` only (我是上海人 is none)
 _ZH_BE_JOB = re.compile(r"我(?:现在|目前|如今|已经|最近|终于)?(?:是|成了|成为了?|当上了?|(?:开始|正式)?(?:当|做)了?)"
                         r"(?:一名|一个|一位|个|名)?" + ZH_OCCUPATION + _ZH_END)
-_ZH_STOP = _p(r"我(?:现在|已经)?(?:不|不再)喝{old}了?", old=_ZH_DRINK)
-_ZH_ONLY = _p(r"(?:只喝|改喝|开始喝|现在喝|每天早上喝|早上喝|每天喝){v}", v=_ZH_DRINK)
-_ZH_SWITCH = _p(r"我?从{old}(?:换成|改成|改喝|换到)了?{new}", old=_ZH_DRINK, new=_ZH_DRINK)
 _DIET_END = re.compile(rf"\bi(?:'m|\s+am)\s+(?:no\s+longer|not)\s+(?:a\s+)?(?P<v>{'|'.join(DIETS)})(?:\s+any\s*more)?\b"
                        rf"|\bi\s+(?:stopped|quit)\s+being\s+(?:a\s+)?(?P<w>{'|'.join(DIETS)})\b"
                        r"|\bi(?:'m|\s+am)?\s+(?:eat|eating|started\s+eating)\s+meat\s+again\b", re.IGNORECASE)
@@ -282,10 +252,6 @@ def _place(m: re.Match[str], s: str) -> str:
         if re.search(r"['’]s$", w) and (k + 1 < len(words) or not _END_RX.match(s, m.end("v"))):
             return " ".join([*words[:k], w[:-2]])
     return m["v"]
-
-
-def _drink_attr(sentence: str) -> str:
-    return "morning drink" if re.search(r"morning|早上|早晨|每天早", sentence, re.IGNORECASE) else "drink"
 
 
 def _sentence(s: str, correction: bool) -> list[Statement]:
@@ -333,19 +299,8 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
         add("fact", "job", m["job"])
     elif not any(x.attribute == "job" for x in out) and (m := _ZH_BE_JOB.search(s)):  # 我是护士, 我开始当护士了
         add("fact", "job", m["job"])
-    attr = _drink_attr(s)
-    if m := (_SWITCH.search(s) or _ZH_SWITCH.search(s)):
-        add("preference", attr, m["new"], replaces=m["old"].lower())
-    else:
-        stop = _STOP.search(s) or _GAVE_UP.search(s) or _ZH_STOP.search(s)
-        new = (_ZH_ONLY.search(s) or _ONLY_EN.search(s) or _ALL_THE_WAY.search(s) or _MORNING.search(s)
-               or (_DRINK_NOW.search(s) if not _STOP.search(s) else None))
-        if new and (not stop or new["v"].lower() != stop["old"].lower()):
-            add("preference", attr, new["v"].lower(), replaces=stop["old"].lower() if stop else None)
-        elif stop:
-            held = stop.re is _GAVE_UP or bool(_WAS_HAD.search(s, stop.start()) if stop.re is _STOP
-                                               else re.search(r"不再|已经|了$", stop.group(0)))
-            add("preference", attr, stop["old"], replaces=stop["old"].lower(), ends_only=True, held=held)
+    for attribute, value, kw in read_drinks(s):  # "I switched from coffee to green tea" (timem.memory.drinks)
+        add("preference", attribute, value, **kw)
     if m := _DIET_END.search(s):  # "I'm not vegetarian anymore", "I eat meat again": ends the diet
         v = (m["v"] or m["w"] or "vegetarian").lower()  # "vegetarian" also ends "vegan" (values.KINDS_OF)
         add("preference", "diet", v, replaces=v, ends_only=True)
