@@ -49,6 +49,7 @@ from timem.consolidation.profile_facts import FACTS_SEPARATOR, facts_as_of
 from timem.consolidation.segments import cut_segments, render_segment
 from timem.embed.protocol import Embedder
 from timem.errors import ConsolidationIncomplete, LLMError, UnusableAnswerError
+from timem.item_holding import as_held
 from timem.item_values import item_subject
 from timem.llm.protocol import LLMClient
 from timem.models import (
@@ -332,14 +333,17 @@ class Consolidator:
 
     def with_profile_facts(self, user_id: str, span: TimeSpan, content: str) -> str:
         """``content`` of an L5 profile over ``span`` with its facts block (:mod:`timem.consolidation.profile_facts`)
-        set to the user's items that hold at the span's end: an old block is replaced, none is added when no item
+        set to the user's items that hold at the span's end, as held (:func:`timem.item_holding.as_held`: a value
+        whose successor was forgotten holds again): an old block is replaced, none is added when no item
         holds (or ``Config.memory.memory_items`` is off). Deterministic; no LLM."""
         body, sep, _old = content.rpartition(FACTS_SEPARATOR)
         body = body if sep else content
         if not self.config.memory.memory_items:
             return body
         people = self._participants(user_id, span, subjects=True)
-        facts = facts_as_of(self.store.items(user_id), span.end, self.tz, people)
+        # as held: a value whose successor was forgotten holds again until the next value that stays (a new-user
+        # trial's profile left out Porto and nurse after "forget that I live in Braga / work as a teacher")
+        facts = facts_as_of(as_held(self.store.items(user_id)), span.end, self.tz, people)
         return f"{body}{FACTS_SEPARATOR}{facts.removeprefix('Facts as of ')}" if facts else body
 
     def _user_speakers(self, user_id: str) -> list[str]:
