@@ -27,3 +27,23 @@ def test_the_profile_lists_what_holds_again_after_a_forget(eng):
     assert "- Mia's home city: Porto (since 2024-05-01)" in facts, may.content
     assert "- Mia's job: nurse (since 2024-05-01)" in facts, may.content
     assert "teacher" not in facts and "Braga" not in facts, may.content
+
+
+def test_forgetting_the_new_job_brings_back_the_employer_it_ended(eng):
+    say_lines(eng, LINES)
+    employer = next(i for i in eng.memory_items("mia") if i.attribute == "employer")
+    assert not employer.is_open  # the teacher job ended it
+    plan = eng.forget("mia", "I work as a teacher")
+    assert {i.label() for i in plan.reopened} == {"Mia's job: nurse", "Mia's employer: Santa Maria hospital"}
+    eng.forget("mia", "I work as a teacher", confirm=True)
+    assert {"Mia's job: nurse", "Mia's employer: Santa Maria hospital"} <= _current(eng)
+    eng.consolidate("mia", flush=True)
+    (may,) = [n for n in eng.nodes("mia", 5) if n.window_key == "month:2024-05"]
+    assert "- Mia's employer: Santa Maria hospital (since 2024-05-01)" in may.content, may.content
+
+
+def test_a_later_employer_still_ends_the_one_that_holds_again(eng):
+    say_lines(eng, [*LINES[:3], "I work at Kruste bakery as a baker"])
+    eng.forget("mia", "I work as a teacher", confirm=True)
+    held = {i.value: i for i in eng.memory_items("mia") if i.attribute == "employer"}
+    assert held["Kruste bakery"].is_open and not held["Santa Maria hospital"].is_open

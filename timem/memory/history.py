@@ -58,19 +58,22 @@ def item_id(user_id: str, subject: str, attribute: str, value: str, at: datetime
 
 def end_old_employer(store: MemoryStore, user_id: str, open_items: list[MemoryItem], old_jobs: list[MemoryItem],
                      st: Statement, at: datetime, segment_id: str, report: ExtractionReport,
-                     quit: bool = False) -> None:
+                     quit: bool = False, by: str | None = None) -> None:
     """A new occupation ends the open employer stated with the old one (at or before it), unless the statement
     names that employer or the new job is the old one's kind ("senior designer" after "designer": a promotion).
     A second new-user trial: "I got a job at Kruste & Krume" and "I work there as a baker", then "I'm now
-    working as a nurse" left the bakery the employer "now"."""
+    working as a nurse" left the bakery the employer "now". ``by``: the new job's item id, kept as the employer's
+    ``superseded_by`` (as "likes jazz" supersedes "dislikes jazz"), so that forgetting the new job brings the
+    employer back with the old job (:func:`timem.item_holding.as_held`; a trial brought back the nurse but left
+    "Santa Maria hospital" ended at the forgotten teacher statement); ``None`` for a quit job, which has none."""
     changed = [o for o in old_jobs if quit or not mentions(st.value, o.value)]  # quit: "I quit my job as …"
     if not changed:
         return
     last = max(o.event_time for o in changed)
     for e in open_items:
         if e.attribute == "employer" and e.event_time <= last and not mentions(st.text, e.value):
-            store.update_item(e.id, valid_to=max(at, e.valid_from))
-            store.audit("item-ended", user_id, e.id, {"at": at.isoformat(), "segment": segment_id,
+            store.update_item(e.id, valid_to=max(at, e.valid_from), **({"superseded_by": by} if by else {}))
+            store.audit("item-ended", user_id, e.id, {"at": at.isoformat(), "segment": segment_id, "by": by,
                                                       "reason": f"the job changed to {st.value!r}"})
             report.ended += 1
 

@@ -325,7 +325,7 @@ class ItemWriter:
                          segment_id, confidence, report)
         if attribute == "job":
             end_old_employer(self.store, user_id, open_items, [o for o in closing if o.attribute == "job"], st,
-                             valid_from, segment_id, report)
+                             valid_from, segment_id, report, by=new_id)
         self.store.audit("item-added", user_id, new_id, {"segment": segment_id, "kind": kind, "source": source})
         report.added += 1
         if kind in SUPERSEDING_KINDS and attribute not in MULTI_VALUED:
