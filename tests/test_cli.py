@@ -144,7 +144,7 @@ def test_read_only_commands_refuse_a_missing_database_and_create_nothing(cli_env
         args = [*cmd.split(), "--db", db] + (["nobody"] if cmd == "erase-user" else ["--user", "nobody"])
         code, out = run(*args)
         assert code == 1 and "no user 'nobody'" in out and "users:" in out, (cmd, out)
-    code, out = run("erase-user", "zoe", "--db", db)
+    code, out = run("erase-user", "zoe", "--db", db, "--yes")
     assert code == 0 and "turns" in out and "file rewritten in" in out and "MB" in out, out
 
 

@@ -236,6 +236,44 @@ def _confirm(question: str, without_prompt: str) -> bool:
                          f"</dev/null); {without_prompt}, or give the answer on stdin (echo y | ...)") from None
 
 
+def preview(text: str, width: int) -> str:
+    """``text`` on one line, at most ``width`` characters: cut at a word boundary and marked with "…" when longer
+    (a word longer than the line is cut inside)."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    head = flat[: width - 1]
+    at_space = head.rfind(" ")
+    return (head[:at_space] if at_space > width // 2 else head).rstrip(" ,;:.") + "…"
+
+
+def _stdin_is_terminal() -> bool:
+    """Whether stdin is a terminal, so that a prompt can be answered (a test replaces this)."""
+    import sys
+
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+def _confirm_irreversible(question: str, command: str) -> None:
+    """Ask ``question`` (default no) before an erase that cannot be undone (``timem erase``, ``erase-user``).
+
+    A new-user trial: ``timem erase-user conv-30 </dev/null`` hard-erased 369 turns with no prompt, while the
+    reversible ``timem forget`` asks. With no terminal on stdin there is nobody to ask: a usage error naming
+    ``--yes`` (exit code 2), nothing erased. Declined at the prompt: "aborted: nothing erased", exit code 1.
+
+    Raises:
+        OptionValueError: stdin is not a terminal (a script, a pipe, </dev/null) and ``--yes`` was not given.
+        typer.Exit: declined at the prompt (code 1).
+    """
+    if not _stdin_is_terminal():
+        raise OptionValueError(f"`timem {command}` cannot be undone and asks for a confirmation, but stdin is not a "
+                               "terminal (nothing to answer it); pass --yes to erase without asking. Nothing was "
+                               "erased.")
+    if not _confirm(question, "pass --yes to erase without asking"):
+        typer.echo("aborted: nothing erased", err=True)
+        raise typer.Exit(1)
+
+
 def _engine(cfg: Config, with_llm: bool = True, *, must_exist: bool = False) -> MemoryEngine:
     """The engine over ``cfg.store.db_path``, to use as ``with _engine(cfg) as eng:`` (the store is closed when the
     block ends); ``must_exist`` (commands that only read) refuses to create a file.

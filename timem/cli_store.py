@@ -60,11 +60,25 @@ def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user", h
         raise typer.Exit(2)
 
 
+YesOpt = Annotated[bool, typer.Option("--yes", help="erase without asking (needed when stdin is not a terminal)")]
+
+
 def erase(node_ids: Annotated[list[str], typer.Argument(help="memory node ids (see `timem tree`)")],
-          db: DbOpt = None, llm: LlmOpt = None, config: ConfigOpt = None) -> None:
-    """Hard-erase memories: rows, source turns, vectors, FTS, LLM cache, recall traces; then rewrite the file."""
+          db: DbOpt = None, llm: LlmOpt = None, yes: YesOpt = False, config: ConfigOpt = None) -> None:
+    """Hard-erase memories: rows, source turns, vectors, FTS, LLM cache, recall traces; then rewrite the file.
+
+    Shows what goes and asks first (it cannot be undone); --yes skips the question. With stdin not a terminal and
+    no --yes: a usage error (exit code 2), nothing erased."""
     cfg = _config(config, db, llm_backend=llm)
     with _engine(cfg, must_exist=True) as eng:
+        nodes = [eng.store.node(n) for n in node_ids]  # an unknown id: NotFoundError before any question
+        for n in nodes:
+            turns = f", {len(n.source_turn_ids)} source turn(s)" if n.source_turn_ids else ""
+            typer.echo(f"  L{int(n.level)} {n.id} (user {n.user_id}{turns}): {cli_common.preview(n.content, 70)}")
+        if not yes:
+            sources = sum(len(n.source_turn_ids or ()) for n in nodes)
+            cli_common._confirm_irreversible(f"erase these {len(nodes)} memory(ies) and {sources} source turn(s) for "
+                                             "good (cannot be undone)?", "erase")
         cost = eng.delete_memories(node_ids, hard=True, actor="cli")
     typer.echo(f"erased {len(node_ids)} memory(ies); file rewritten in {cost['seconds']:.2f} s "
                f"({cost['bytes_before'] / 1e6:.1f} -> {cost['bytes_after'] / 1e6:.1f} MB)")
@@ -95,11 +109,19 @@ def export(user: UserOpt, db: DbOpt = None,
 
 
 def erase_user(user: Annotated[str, typer.Argument(help="the user id to erase")], db: DbOpt = None,
-               config: ConfigOpt = None) -> None:
-    """Erase everything of one user, then rewrite the file so that no erased text remains in it."""
+               yes: YesOpt = False, config: ConfigOpt = None) -> None:
+    """Erase everything of one user, then rewrite the file so that no erased text remains in it.
+
+    Shows what goes (turns, sessions, memories, items) and asks first (it cannot be undone); --yes skips the
+    question. With stdin not a terminal and no --yes: a usage error (exit code 2), nothing erased."""
     cfg = _config(config, db)
     with _engine(cfg, with_llm=False, must_exist=True) as eng:
         eng.require_user(user)
+        going = (f"{len(eng.store.turns(user))} turn(s) in {len(eng.store.sessions(user))} session(s), "
+                 f"{len(eng.store.nodes(user))} memory node(s), {len(eng.store.items(user))} memory item(s)")
+        typer.echo(f"user {user}: {going}, and its recall traces, LLM cache and call log entries")
+        if not yes:
+            cli_common._confirm_irreversible(f"erase user {user} for good (cannot be undone)?", "erase-user")
         counts = eng.erase_user(user, actor="cli")
     rows = ", ".join(f"{v} {k}" for k, v in counts.items() if not k.startswith("file_"))
     typer.echo(f"erased user {user}: {rows}; file rewritten in {counts['file_seconds']:.2f} s "
