@@ -2,7 +2,7 @@
 that a change or an end names (:func:`ended_before`: "I switched from espresso to green tea", nothing known of
 espresso), and the employer that a new or quit job ends (:func:`end_old_employer`); also what the writer's parts share:
 the :class:`ExtractionReport`, an item's id (:func:`item_id`) and the subjects one person's items are stored under
-(:func:`same_person`).
+(:func:`same_person`; matched case-insensitively, spelled as first stored: :func:`stored_subject`).
 """
 
 from __future__ import annotations
@@ -45,9 +45,21 @@ PLACEHOLDER_SUBJECTS = ("User", "user")
 
 def same_person(user_id: str, subject: str) -> tuple[str, ...]:
     """The subjects under which ``subject``'s open items may be stored: ``subject``, and when it is the user id
-    (:func:`item_subject`), the placeholders items of an older file name the same person by, so that "I moved to
-    Porto" still supersedes an old "User's home city: Lisbon"."""
-    return (subject, *PLACEHOLDER_SUBJECTS) if subject == user_id.rsplit("/", 1)[-1] else (subject,)
+    (:func:`item_subject`, in any case), the placeholders items of an older file name the same person by, so that "I
+    moved to Porto" still supersedes an old "User's home city: Lisbon"."""
+    own = subject.casefold() == user_id.rsplit("/", 1)[-1].casefold()
+    return (subject, *PLACEHOLDER_SUBJECTS) if own else (subject,)
+
+
+def stored_subject(store: MemoryStore, user_id: str, subject: str) -> str:
+    """``subject`` as the user's items already spell it: subjects match case-insensitively, and the spelling of the
+    first item stored under it stays (a new-user trial: a chat turn as "Leo" said "I live in Dublin", a turn of user
+    id ``leo`` with no name "I moved to Galway", and both "Leo's home city" and "leo's home city" held); ``subject``
+    itself when no item names it. The placeholders ``User`` / ``user`` are no spelling of anyone."""
+    key = subject.casefold()
+    known = [i for i in store.items(user_id, status=None)
+             if i.subject.casefold() == key and i.subject not in PLACEHOLDER_SUBJECTS]
+    return min(known, key=lambda i: (i.created_at, i.id)).subject if known else subject
 
 
 def item_id(user_id: str, subject: str, attribute: str, value: str, at: datetime) -> str:

@@ -62,6 +62,7 @@ from timem.memory.history import (
     ended_before,
     item_id,
     same_person,
+    stored_subject,
 )
 from timem.memory.rules import Statement, extract_statements
 from timem.models import Level, MemoryItem, Role, Turn
@@ -219,6 +220,7 @@ class ItemWriter:
         Returns the item written or merged into, ``None`` when it only ended an item or had no target.
         Call inside a transaction."""
         report = report if report is not None else ExtractionReport()
+        subject = stored_subject(self.store, user_id, subject)  # "leo" is "Leo": one person, one home city
         why = check_statement(st.attribute, st.value, st.text, ends=st.replaces)
         if why is not None:
             self.store.audit("item-ungrounded", user_id, None, {"segment": segment_id, "attribute": st.attribute,
