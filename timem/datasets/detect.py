@@ -13,18 +13,22 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from timem.errors import InputError
 
-__all__ = ["SNIFF_BYTES", "infer_format"]
+__all__ = ["SNIFF_BYTES", "infer_format", "record_format", "refuse_other_format"]
 
 #: how much of a ``.json`` file is read to tell LoCoMo from LongMemEval (the first record's keys lie within it)
 SNIFF_BYTES = 1 << 20
 
 #: keys that only the records of one format have (an unescaped ``"key":``, so not text inside a string)
 _KEYS = {"locomo": ("sample_id", "conversation"), "longmemeval": ("question_id", "haystack_sessions")}
-_NAMES = {"locomo": "LoCoMo", "longmemeval": "LongMemEval"}
+_NAMES = {"locomo": "LoCoMo", "longmemeval": "LongMemEval", "jsonl": "TiMem JSONL"}
+_RECORD_KEYS: tuple[tuple[Format, tuple[str, ...]], ...] = (("locomo", _KEYS["locomo"]),
+                                                            ("longmemeval", _KEYS["longmemeval"]))
+#: the studio's name of each format (its import form's Format choice, timem/ui/sidebar.py)
+_STUDIO = {"locomo": "LoCoMo (JSON)", "longmemeval": "LongMemEval (JSON)", "jsonl": "TiMem JSONL"}
 
 Format = Literal["locomo", "longmemeval", "jsonl"]
 
@@ -73,3 +77,29 @@ def _is_jsonl_turn(head: str) -> bool:
     except (json.JSONDecodeError, RecursionError):
         return False
     return isinstance(obj, dict) and "user_id" in obj and "text" in obj
+
+
+def record_format(record: Any) -> Format | None:
+    """The format whose records have ``record``'s keys: ``"jsonl"`` for a turn (``user_id`` and ``text``), else
+    ``"locomo"`` or ``"longmemeval"`` by the keys only that format's records have; ``None`` when it is not a JSON
+    object, or has keys of both formats or of neither."""
+    if not isinstance(record, dict):
+        return None
+    if "user_id" in record and "text" in record:
+        return "jsonl"
+    found: list[Format] = [fmt for fmt, keys in _RECORD_KEYS if any(k in record for k in keys)]
+    return found[0] if len(found) == 1 else None
+
+
+def refuse_other_format(items: list[Any], expected: Format, file: str) -> None:
+    """Refuse a file read as ``expected`` whose first record is recognisably another format's, naming that format
+    and the flag that reads it. A new-user trial: ``--format longmemeval`` on a LoCoMo file said "missing field
+    'question_id'", where ``--format jsonl`` on it said which format it was.
+
+    Raises:
+        InputError: the first record has the keys of another format and none of ``expected``'s.
+    """
+    held = record_format(items[0]) if items else None
+    if held is not None and held != expected:
+        raise InputError(f"this is a {_NAMES[held]} file, not {_NAMES[expected]}; read it with --format {held} (in the "
+                         f"studio, Format '{_STUDIO[held]}')", file=file)

@@ -43,6 +43,7 @@ from timem.datasets.base import (
     read_json,
     turn_id,
 )
+from timem.datasets.detect import refuse_other_format
 from timem.errors import InputError, UnknownSampleError
 from timem.models import Role, Turn
 
@@ -76,6 +77,7 @@ def load_locomo(path: str | Path, sample_ids: list[str] | None, tz: ZoneInfo,
                          f"got {type(data).__name__}", file=file)
     if not items:
         raise InputError("the file holds no conversations", file=file)
+    refuse_other_format(items, "locomo", file)
     ids = [check_id(need(item, "sample_id", str, file=file, record=f"[{i}]"), file=file, record=f"[{i}]",
                     field="sample_id") for i, item in enumerate(items)]
     if len(set(ids)) != len(ids):

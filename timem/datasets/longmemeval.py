@@ -42,6 +42,7 @@ from timem.datasets.base import (
     read_json,
     turn_id,
 )
+from timem.datasets.detect import refuse_other_format
 from timem.errors import InputError, UnknownSampleError
 from timem.models import Role, Turn
 
@@ -73,6 +74,7 @@ def load_longmemeval(path: str | Path, limit: int | None, tz: ZoneInfo,
     items = [data] if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise InputError(f"expected a JSON list of instances, got {type(data).__name__}", file=file)
+    refuse_other_format(items, "longmemeval", file)
     if limit is not None:
         if limit < 1:
             raise InputError(f"limit must be at least 1, got {limit}", field="limit")
