@@ -56,7 +56,9 @@ from timem.prompts.common import QUESTION, SENTENCES
 
 DIETS = ("vegetarian", "vegan", "pescatarian", "keto", "gluten-free")
 
-_CAP = r"(?P<{name}>[A-Z][\w'’&.-]*(?:\s+(?:[A-Z][\w'’&.-]*|of|de|da|do|la|le|&))*)"
+#: a capitalised name of one or more words; a further word is never the pronoun "I" (the subject of a following
+#: clause: "After I quit my job at Google I travelled" names Google, not "Google I"; a new-user trial)
+_CAP = r"(?P<{name}>[A-Z][\w'’&.-]*(?:\s+(?:(?!I(?:['’]|(?![\w'’&-])))[A-Z][\w'’&.-]*|of|de|da|do|la|le|&))*)"
 _JOB = r"(?P<job>[a-z][a-z -]{1,40}?)"
 _END = (r"(?=\s*(?:[,.!?;:]|$|\s+(?:now|these days|nowadays|since|for|and|but|with|in|on|at|last|this|so|because|after|"
         r"recently|yesterday|today|a|two|three)\b))")
