@@ -62,6 +62,7 @@ from timem.datasets.base import (
 )
 from timem.errors import InputError
 from timem.models import MAX_SESSION, Role, Turn
+from timem.time_text import date_only, time_text_problem
 
 __all__ = ["load_jsonl", "write_jsonl"]
 
@@ -187,6 +188,9 @@ def _row(line: str, no: int, file: str, tz: ZoneInfo, user_tz: Mapping[str, Zone
         if isinstance(obj.get(key), str):
             check_length(obj[key], max_chars, **where, field=key)
     text = need(obj, "text", str, file=file, record=rec)
+    stamp = obj.get("timestamp")  # a number or a date alone: what to write (other text: "unparseable" below)
+    if (stamp is not None and not isinstance(stamp, str)) or (isinstance(stamp, str) and date_only(stamp.strip())):
+        raise InputError(f"timestamp {time_text_problem(stamp, offset_needed=False)}", **where, field="timestamp")
     raw_time = need(obj, "timestamp", str, file=file, record=rec).strip()
     if obj.get("role") is None and obj.get("speaker") is None:
         raise InputError("missing field (give 'role' or 'speaker')", **where, field="role")

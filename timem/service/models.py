@@ -40,6 +40,7 @@ from timem.service.responses import (
     UsersOut,
     WrittenOut,
 )
+from timem.time_text import time_text_problem
 
 #: the request bodies and their checks, and the response bodies (timem.service.responses), importable from here
 __all__ = ["ChatIn", "ConsolidateIn", "EditIn", "EventTime", "ForgetIn", "id_error", "IDEMPOTENCY_KEY_PATTERN",
@@ -72,11 +73,11 @@ def id_error(what: str, value: object, pattern: str = ID_PATTERN) -> str:
 
 
 def _iso_text(value: Any) -> Any:
-    """Only ISO 8601 text is a time here: pydantic would read a number as seconds since 1970 (a client's mistake,
-    e.g. milliseconds, would be stored as a date centuries away)."""
-    if not isinstance(value, str):
-        raise ValueError("give the time as ISO 8601 text with an offset, e.g. 2024-05-02T09:00:00+02:00, "
-                         f"not {type(value).__name__}")
+    """Only ISO 8601 text with a time of day and an offset is a time here (:func:`timem.time_text.time_text_problem`):
+    pydantic would read a number as seconds since 1970 (a client's mistake, e.g. milliseconds, would be stored as a
+    date centuries away), and its own message for a date alone said "a valid datetime or date"."""
+    if said := time_text_problem(value, offset_needed=True):  # a date alone, a number, a naive time: what to write
+        raise ValueError(said)
     return value
 
 
