@@ -56,3 +56,11 @@ def test_ingest_and_service_agree_on_a_date_alone():
     assert time_text_problem("2024-01-01", offset_needed=False) and time_text_problem("2024-01-01", offset_needed=True)
     assert time_text_problem("2024-01-01T09:00:00", offset_needed=False) is None
     assert time_text_problem("2024-01-01T09:00:00Z", offset_needed=True) is None
+
+
+def test_mcp_remember_says_the_same_of_a_date_alone():
+    from timem.service.mcp_server import _time
+
+    with pytest.raises(InputError, match="event_time '2024-01-01' is a date without a time of day"):
+        _time("2024-01-01", "event_time")
+    assert _time(" 2024-01-01T09:00:00Z", "event_time").tzinfo is not None

@@ -38,19 +38,15 @@ from timem.errors import InputError, NotFoundError, TextTooLongError, TimemError
 from timem.ids import check_service_id
 from timem.memory.forget import forget_request
 from timem.prompts.injection import withhold_instructions
+from timem.time_text import time_text_problem
 
 
 def _time(value: str | None, what: str) -> datetime | None:
     if value is None:
         return None
-    try:
-        at = datetime.fromisoformat(value)
-    except ValueError as exc:
-        raise InputError(f"cannot read {what} {value!r}; use ISO 8601 with an offset, e.g. 2024-05-02T09:00:00+02:00",
-                         field=what) from exc
-    if at.tzinfo is None:
-        raise InputError(f"{what} {value!r} has no UTC offset; add one, e.g. +00:00", field=what)
-    return at
+    if said := time_text_problem(value, offset_needed=True):  # as the HTTP service: a date alone, no offset, ...
+        raise InputError(f"{what} {said}", field=what)
+    return datetime.fromisoformat(value.strip())
 
 
 def _session_id(value: str) -> str:
