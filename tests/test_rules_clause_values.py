@@ -21,3 +21,30 @@ def _read(text: str) -> list[tuple[str | None, str]]:
 ])
 def test_a_value_stops_at_the_next_clauses_subject(text, expected):
     assert _read(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("My morning drink is espresso.", [("morning drink", "espresso")]),
+    ("My drink of choice is a double espresso.", [("drink", "espresso")]),
+    ("My favourite drink is matcha.", [("favourite drink", "matcha"), ("likes", "matcha")]),  # no current drink
+    ("My name is Leo and I'm a software engineer at Google.",
+     [("employer", "Google"), ("job", "software engineer"), ("name", "Leo")]),
+    ("My name is Leo.", [("name", "Leo")]),
+    ("My hometown is Cork and I miss it.", [("hometown", "Cork")]),
+])
+def test_my_x_is_y(text, expected):
+    assert _read(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("My birthday is on 3 March.", [("birthday", "3 March")]),
+    ("My birthday is 3 March.", [("birthday", "3 March")]),
+    ("I play chess on weekends.", [("hobby", "chess")]),
+    ("I play the piano.", [("hobby", "piano")]),
+    ("I play chess and tennis.", [("hobby", "chess"), ("hobby", "tennis")]),
+    ("I play with my kids on weekends.", []),
+    ("I play a role in the team.", []),
+    ("I used to play chess.", []),
+])
+def test_a_birthday_date_and_a_hobby_played(text, expected):
+    assert _read(text) == expected

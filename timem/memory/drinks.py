@@ -1,6 +1,7 @@
 """Drinks the rules read (English and Chinese), for :mod:`timem.memory.rules`: the drink and the morning drink.
 
-"I drink black coffee every morning" (a morning drink), "I only drink tea", "my mornings start with a double espresso",
+"I drink black coffee every morning", "my morning drink is espresso" (a morning drink), "I only drink tea", "my
+mornings start with a double espresso",
 "I switched from coffee to green tea" (ends coffee), "I don't drink coffee anymore", "I stopped drinking coffee", "I
 quit coffee", "I gave up coffee" (end it, and say it was had until then: the writer records it as history when no
 item held it), "我不喝咖啡了，只喝茶", "我改喝绿茶了". A plain "I don't drink coffee" ends an item holding it and says
@@ -39,6 +40,11 @@ _ONLY_EN = _p(r"\bonly\s+(?:drink\s+)?{v}\b", v=_DRINK)
 _ALL_THE_WAY = _p(r"\b{v}\s+all\s+the\s+way\b", v=_DRINK)  #: "I don't drink coffee anymore, tea all the way"
 _MORNING = _p(r"\bmy\s+mornings?\s+(?:start|starts|begin|begins)\s+with\s+(?:an?\s+)?"
               r"(?:(?:double|strong|big|hot|cup\s+of)\s+)*{v}\b", v=_DRINK)
+#: "my morning drink is espresso", "my drink of choice is green tea", "my go-to morning drink is a latte" (a new-user
+#: trial stored nothing, so a later "I switched from espresso to green tea" wrote espresso as an unknown earlier value)
+_MY_DRINK = _p(r"\bmy\s+(?:usual\s+|daily\s+|go-to\s+|new\s+)*(?:morning\s+)?drink\s+"
+               r"(?:of\s+choice\s+)?(?:is|has\s+become)\s+(?:now\s+|still\s+|always\s+)*(?:an?\s+)?"
+               r"(?:(?:double|strong|big|hot|cup\s+of)\s+)*{v}\b", v=_DRINK)
 #: "I gave up coffee", "I stopped drinking espresso", "I quit coffee" (a new-user trial: the last two read nothing)
 _GAVE_UP = _p(r"\bi(?:'ve|\s+have)?\s+(?:just\s+|finally\s+)?(?:(?:gave|given|give)\s+up|stopped|quit)\s+"
               r"(?:drinking\s+|having\s+)?{old}\b", old=_DRINK)
@@ -68,7 +74,7 @@ def read_drinks(s: str) -> list[tuple[str, str, dict[str, Any]]]:
     else:
         stop = _STOP.search(s) or _GAVE_UP.search(s) or _ZH_STOP.search(s)
         new = (_ZH_ONLY.search(s) or _ONLY_EN.search(s) or _ALL_THE_WAY.search(s) or _MORNING.search(s)
-               or (_DRINK_NOW.search(s) if not _STOP.search(s) else None))
+               or _MY_DRINK.search(s) or (_DRINK_NOW.search(s) if not _STOP.search(s) else None))
         if new and (not stop or new["v"].lower() != stop["old"].lower()):
             out.append((attr, new["v"].lower(), {"replaces": stop["old"].lower() if stop else None}))
         elif stop:

@@ -1,6 +1,7 @@
 """The hobbies the rules read (English), for :mod:`timem.memory.rules`: a list of activities (:data:`HOBBIES`) and the
 phrasings that start one ("I took up pottery", "I started playing chess", "I love / like / enjoy hiking", "I like to
-hike", "I love to go swimming", "yoga is my thing now", "my hobby is hiking", "Swimming three mornings a week now")
+hike", "I love to go swimming", "I play chess on weekends", "yoga is my thing now", "my hobby is hiking", "Swimming
+three mornings a week now")
 or end one ("I stopped running", "no more running", "I'm done with running", "I don't run anymore", "I no longer
 run").
 
@@ -49,6 +50,10 @@ _ALONE = re.compile(r"\s*(?:[,.!?;:)]|$)|\s+&\s"
 #: to hike" read nothing); not a wish, which has no "I like": "I'd like to order a pizza", "I would love to visit Japan"
 _HOBBY_TO = re.compile(r"\bi\s+(?:really\s+|just\s+|also\s+)?(?:love|like|enjoy)\s+(?:to\s+(?:go\s+|play\s+|do\s+)?"
                        r"|(?:going|playing|doing)\s+)(?:the\s+)?(?P<v>[a-z]{2,20})\b", re.IGNORECASE)
+#: "I play chess on weekends", "I play the piano": a game, a sport or an instrument played, said with no object
+#: (:data:`_ALONE`; a new-user trial read nothing of the first); not "I play with my kids", "I play a role"
+_HOBBY_PLAY = re.compile(r"\bi\s+(?:also\s+|often\s+|usually\s+|regularly\s+|sometimes\s+|still\s+|now\s+)*"
+                         r"play\s+(?:the\s+)?(?P<v>[a-z]{2,20})\b", re.IGNORECASE)
 _HOBBY_THING = re.compile(r"(?:^|,\s*|\band\s+)(?P<v>[a-z][a-z-]{2,20})\s+is\s+(?:now\s+)?my\s+(?:new\s+)?"
                           r"(?:thing|hobby|passion)\b", re.IGNORECASE)
 _HOBBY_MY = re.compile(r"\bmy\s+(?:new\s+|main\s+)?(?:hobby|pastime|passion)\s+is\s+(?:now\s+)?"
@@ -118,10 +123,10 @@ def started_hobbies(s: str) -> list[str]:
     """The hobbies the sentence ``s`` starts or holds: the first pattern that names an activity of :data:`HOBBIES`
     ("playing acoustic guitar": ``guitar``), and the activities listed after it ("I love hiking and swimming");
     ``[]`` when none does."""
-    for rx in (_HOBBY_START, _HOBBY_LOVE, _HOBBY_TO, _HOBBY_THING, _HOBBY_MY, _HOBBY_HABIT):
-        if not (m := rx.search(s)) or (rx in (_HOBBY_LOVE, _HOBBY_TO) and hedged(s[:m.start()])):
+    for rx in (_HOBBY_START, _HOBBY_LOVE, _HOBBY_TO, _HOBBY_PLAY, _HOBBY_THING, _HOBBY_MY, _HOBBY_HABIT):
+        if not (m := rx.search(s)) or (rx in (_HOBBY_LOVE, _HOBBY_TO, _HOBBY_PLAY) and hedged(s[:m.start()])):
             continue
-        if rx is _HOBBY_TO:
+        if rx in (_HOBBY_TO, _HOBBY_PLAY):
             if found := _hobbies_to(s, m):
                 return list(dict.fromkeys(found))
             continue

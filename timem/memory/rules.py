@@ -198,8 +198,11 @@ _DIET = re.compile(r"\bi(?:'m|\s+am|\s+became|\s+went|'ve\s+become|\s+have\s+bec
 _NO_MEAT = re.compile(r"\bi\s+(?:don't|do\s+not|no\s+longer)\s+eat\s+meat\b", re.IGNORECASE)
 _FAV = re.compile(r"\bmy\s+(?:new\s+)?favou?rite\s+(?P<a>[a-z][a-z ]{1,30}?)\s+(?:is|are)\s+(?:now\s+)?"
                   r"(?P<v>[^,.!?;]{1,60})", re.IGNORECASE)
+#: "my name is Leo": the value ends at punctuation or before a further clause of the speaker's ("My name is Leo and
+#: I'm a software engineer at Google" names Leo; a new-user trial stored no name for it)
 _MY = re.compile(r"\bmy\s+(?P<a>name|hometown|home\s+town|birthday|job|job\s+title|employer)\s+is\s+(?:now\s+)?"
-                 r"(?P<v>[^,.!?;]{1,60})", re.IGNORECASE)
+                 r"(?P<v>[^,.!?;]{1,60}?)(?=\s*(?:[,.!?;]|$)|\s+(?:and|but|so|because)\s+(?:i|we|my)\b)",
+                 re.IGNORECASE)
 _BARE = re.compile(r"^(?:it(?:'s|\s+is|\s+was)\s+|i\s+meant\s+)?(?P<v>[A-Z][\w'’&.-]*(?:\s+[A-Z][\w'’&.-]*)*)\s*"
                    r"(?:,?\s*not\s+[^.!?]+)?[.!]?$")
 
@@ -233,6 +236,8 @@ def _my_value(attribute: str, value: str, rest: str) -> str | None:
     """The value of "my X is …" for ``attribute``: for a job an occupation ("my job is nurse"; not "my job is boring /
     in Lisbon"), for a hometown a place under the rules of "I'm from X" (not "my hometown is nice / really small /
     cork"; :mod:`timem.memory.places`); ``rest`` is the sentence from the value on. ``None``: none."""
+    if attribute == "birthday":  # "my birthday is on 3 March": the date, "3 March" (a trial stored "on 3 March")
+        return re.sub(r"^(?:on|the)\s+", "", value.strip(), flags=re.IGNORECASE)
     if attribute == "job":
         return value if occupation(re.sub(r"^(?:an?|the)\s+", "", _clean(value), flags=re.IGNORECASE)) else None
     if attribute != "hometown":
