@@ -16,6 +16,10 @@
   too.
 * **Decay** (:func:`decay_weight`; only when ``Config.memory.memory_decay_half_life_days`` is set): items below
   ``Config.memory.memory_decay_floor`` leave default recall (they stay in the store); the weight scales the rank.
+* **Ended**: asked about the present, a chain whose latest value ended with no value after it ("I got fired from
+  Microsoft", "I don't like hiking anymore") gives that value with its end (``(ended 2024-05-10, nothing since)``),
+  so that the answer is not the old value read from an excerpt (a new-user trial: "Where do I work?" was answered
+  "Microsoft" after "I got fired from Microsoft").
 * Lines look like ``[preference, valid 2024-04-21 – now] Mia's morning drink: green tea (superseded:
   black coffee, until 2024-04-21)``; dates are local days in ``Config.time.tz``.
 """
@@ -156,9 +160,15 @@ def _successor(chain: list[MemoryItem], item: MemoryItem) -> MemoryItem | None:
     return nxt
 
 
+def _ended(item: MemoryItem) -> bool:
+    """Whether ``item`` ended with no value after it ("I got fired from Microsoft", "I don't like hiking anymore"):
+    closed, superseded by nothing, not a correction's empty interval."""
+    return item.valid_to is not None and not item.superseded_by and item.valid_to != item.valid_from
+
+
 def _line(item: MemoryItem, history: list[MemoryItem], config: Config, by: MemoryItem | None = None) -> str:
     head = f"[{item.kind}, valid {_day(item.valid_from, config)} – {_day(item.valid_to, config)}] {item.label()}"
-    notes = []
+    notes = [] if by is not None or not _ended(item) else [f"ended {_day(item.valid_to, config)}, nothing since"]
     for old in history[:2]:
         if old.valid_to == old.valid_from:
             notes.append(f"corrected: was {old.value}")
@@ -225,6 +235,8 @@ def recall_items(state: RecallState, window: TimeSpan | None) -> ItemRecall:
             now = sorted((i for i in chain if i.is_open and i not in then), key=lambda i: -cos[i.id])
         elif present:
             now = [i for i in chain if i.is_open and i not in then][-1:]
+        if present and not now and not then:  # the chain's value ended with none after it ("I got fired from X")
+            now = [i for i in chain if _ended(i)][-1:]
         picks = then + now
         for rank_in_chain, item in enumerate(picks):
             as_past = item in then
