@@ -88,6 +88,28 @@ def test_ask_needs_an_llm_and_require_user_names_the_users(tmp_path, store, embe
     assert "Pixel" in res.context
 
 
+def test_recall_and_ask_of_an_unknown_user_say_so_and_store_no_trace(tmp_path, store, embedder):
+    """A new-user trial: ``mem.recall("nobody", "hi")`` returned "" and stored a recall trace under a user that does
+    not exist, where the CLI, the service, export and forget all say "no user"."""
+    eng = _engine(tmp_path, store, embedder, responses=["Pixel."])
+    eng.add_exchange("mia", "chat-0", "I adopted a grey cat called Pixel.", "Lovely!", AT)
+    for call in (eng.recall, eng.ask):
+        with pytest.raises(NotFoundError, match="no user 'nobody'.*users: mia"):
+            call("nobody", "hi")
+    assert store.con.execute("SELECT count(*) FROM recall_traces WHERE user_id = 'nobody'").fetchone()[0] == 0
+    assert "Pixel" in eng.recall("mia", "What is my cat called?").context
+    assert store.has_user("mia") and not store.has_user("nobody") and not store.has_user("Mia")
+
+
+def test_a_naive_event_time_is_refused_with_how_to_give_its_zone(tmp_path, store, embedder):
+    """The trial's fault: the error pointed to an internal function (timem.tree.windows.to_utc)."""
+    eng = _engine(tmp_path, store, embedder)
+    with pytest.raises(InputError, match=r"event_time must be timezone-aware.*tzinfo=timezone\.utc") as err:
+        eng.remember("mia", "chat-1", "I adopted a cat.", datetime(2024, 5, 2, 9, 0))
+    assert "to_utc" not in str(err.value)
+    assert not store.has_user("mia")
+
+
 def test_the_engine_is_a_context_manager_that_closes_its_store(tmp_path, store, embedder):
     """``with`` closes the DuckDB file when the block ends, also when it raises; the file can then be reopened, and
     a closed store says so (``StoreError``) instead of DuckDB's connection error."""

@@ -11,8 +11,10 @@ The library in five names (each a method of :class:`timem.engine.MemoryEngine`, 
         mem.forget("mia", "my cat Pixel", confirm=True)       # soft-delete what matches (audited)
         mem.export("mia")                                     # everything stored of the user, JSON-ready
 
-Times are UTC-aware :class:`datetime.datetime` (a naive one is read in the ``timezone`` setting); every error
-derives from :class:`TimemError` and says what to do. Settings: ``docs/configuration.md``.
+Times are timezone-aware :class:`datetime.datetime` values, stored in UTC: an event time (``remember``) must carry
+its zone (a naive one is refused: the day a memory falls on depends on it); a naive question time (``recall``,
+``ask``) is read in the ``timezone`` setting. Every error derives from :class:`TimemError` and says what to do.
+Settings: ``docs/configuration.md``.
 
 Nothing heavy is imported here: the engine (DuckDB, the embedder) loads on first use of :func:`open` or of a name
 below, so ``import timem.models`` stays cheap.

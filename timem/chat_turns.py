@@ -105,8 +105,8 @@ def check_time(at: datetime, field: str, *, record: str | None = None, tz: tzinf
     """
     if at.tzinfo is None or at.utcoffset() is None:
         if tz is None:
-            raise InputError(f"{field} must be timezone-aware; convert with timem.tree.windows.to_utc", record=record,
-                             field=field)
+            raise InputError(f"{field} must be timezone-aware: give it its zone, e.g. datetime(2024, 5, 2, 9, 0, "
+                             "tzinfo=ZoneInfo('Europe/Berlin')) or tzinfo=timezone.utc", record=record, field=field)
         at = at.replace(tzinfo=tz)
     try:
         utc: datetime | None = at.astimezone(UTC)

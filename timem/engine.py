@@ -275,7 +275,13 @@ class MemoryEngine(StoreReadMethods):
                gate: GateMode | None = None, planner: str | None = None, participants: Sequence[str] = (),
                persist: bool = True, config: Config | None = None) -> RecallResult:
         """As :meth:`timem.engine_recall.Recaller.recall`; the options as one value or as keywords
-        (:func:`timem.recall.options.recall_options`)."""
+        (:func:`timem.recall.options.recall_options`).
+
+        Raises:
+            NotFoundError: no turn or memory of ``user_id`` is stored (nothing is recalled and no trace stored);
+                as the CLI, the service and :meth:`export_user` do.
+        """
+        self.require_user(user_id)
         return self.recaller.recall(user_id, query, question_time, recall_options(
             options, complexity=complexity, gate=gate, planner=planner, participants=participants, persist=persist,
             config=config))
@@ -284,7 +290,12 @@ class MemoryEngine(StoreReadMethods):
             options: RecallOptions | None = None, *, complexity: Complexity | None = None,
             gate: GateMode | None = None, planner: str | None = None, participants: Sequence[str] = (),
             persist: bool = True, config: Config | None = None, asker: str | None = None) -> AnswerResult:
-        """As :meth:`timem.engine_recall.Recaller.ask`; the options as one value or as keywords."""
+        """As :meth:`timem.engine_recall.Recaller.ask`; the options as one value or as keywords.
+
+        Raises:
+            NotFoundError: as :meth:`recall`.
+        """
+        self.require_user(user_id)
         return self.recaller.ask(user_id, query, question_time, recall_options(
             options, complexity=complexity, gate=gate, planner=planner, participants=participants, persist=persist,
             config=config, asker=asker))

@@ -242,6 +242,8 @@ class StoreReads(EnginePart):
 
     def require_user(self, user_id: str) -> None:
         """Raise :class:`NotFoundError` (naming the users there are) unless ``user_id`` is in the store."""
+        if self.store.has_user(user_id):
+            return
         users = self.store.users()
         if user_id not in users:
             db = self.config.store.db_path

@@ -106,9 +106,17 @@ class TurnTables:
         self.con.execute("UPDATE sessions SET ended = TRUE WHERE user_id = ? AND session_id = ?", [user_id, session_id])
 
     def users(self) -> list[str]:
+        """Every user with a turn, a memory node or a memory item stored, sorted."""
         rows = self.con.execute("SELECT DISTINCT user_id FROM turns UNION SELECT DISTINCT user_id FROM nodes "
-                                "ORDER BY 1").fetchall()
+                                "UNION SELECT DISTINCT user_id FROM memory_items ORDER BY 1").fetchall()
         return [r[0] for r in rows]
+
+    def has_user(self, user_id: str) -> bool:
+        """Whether ``user_id`` is in :meth:`users`, without listing them."""
+        row = self.con.execute("SELECT EXISTS (SELECT 1 FROM turns WHERE user_id = ?) OR EXISTS (SELECT 1 FROM nodes "
+                               "WHERE user_id = ?) OR EXISTS (SELECT 1 FROM memory_items WHERE user_id = ?)",
+                               [user_id] * 3).fetchone()
+        return bool(row and row[0])
 
 
 def _group_sessions(turns: Sequence[Turn]) -> dict[tuple[str, str], list[Turn]]:
