@@ -48,3 +48,21 @@ def test_my_x_is_y(text, expected):
 ])
 def test_a_birthday_date_and_a_hobby_played(text, expected):
     assert _read(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("I also lost my job at Door Dash this month.", [("employer", "Door Dash", True, False)]),
+    ("I also moved to Porto.", [("home city", "Porto", False, False)]),
+    ("I also love jazz.", [("likes", "jazz", False, False)]),
+    ("We also settled in Braga.", [("home city", "Braga", False, False)]),
+    ("I've also started working as a nurse.", [("job", "nurse", False, False)]),
+    # a since-clause refers to an earlier change: read, but as background (it dates nothing)
+    ("Since I lost my job at Door Dash, things have been tough.", [("employer", "Door Dash", False, True)]),
+    ("Ever since I moved to Porto, I feel great.", [("home city", "Porto", False, True)]),
+    ("I've been happier ever since I moved to Porto.", [("home city", "Porto", False, True)]),
+    ("Since I moved to Porto, I work as a nurse.",
+     [("home city", "Porto", False, True), ("job", "nurse", False, False)]),
+    ("I've been working as a nurse since May.", [("job", "nurse", False, False)]),
+])
+def test_i_also_and_since_clauses(text, expected):
+    assert [(s.attribute, s.value, s.held, s.background) for s in extract_statements(text)] == expected

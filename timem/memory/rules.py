@@ -84,7 +84,9 @@ class Statement:
     value the statement ends ("switched from coffee to tea": ``"coffee"``); ``ends_only`` means it only
     ends it ("I don't drink coffee anymore"); ``held`` that it says the ended value held until then ("anymore", "no
     longer", "stopped", "quit", "gave up"; not "I don't drink coffee"), so the writer records it as history when no
-    item held it. ``text`` is the sentence it came from.
+    item held it. ``background``: it comes from a since-clause ("Since I lost my job at Door Dash, …", "ever since I
+    moved to Porto"), which refers to an earlier change: the writer starts nothing on it and dates no change at the
+    time it was said (``held`` is never set). ``text`` is the sentence it came from.
     """
 
     kind: str
@@ -95,6 +97,7 @@ class Statement:
     replaces: str | None = None
     ends_only: bool = False
     held: bool = False
+    background: bool = False
 
 
 def _cap(name: str) -> str:
@@ -261,11 +264,13 @@ def _place(m: re.Match[str], s: str) -> str:
     return m["v"]
 
 
-def _sentence(s: str, correction: bool) -> list[Statement]:
+def _sentence(s: str, correction: bool, background: bool = False) -> list[Statement]:
     out: list[Statement] = []
 
     def add(kind: str, attr: str | None, value: str, **kw: object) -> None:
         value = _clean(value)
+        if background:  # a since-clause says no end happened then ("Since I lost my job at X, …")
+            kw = {**kw, "held": False, "background": True}
         if value:
             out.append(Statement(kind, attr, value, s.strip(), correction, **kw))  # type: ignore[arg-type]
 
@@ -348,6 +353,34 @@ def _sentence(s: str, correction: bool) -> list[Statement]:
     return out
 
 
+#: "I also moved to Porto", "we also love jazz", "I've also started working as a nurse": read as without "also" (a
+#: new-user trial on LoCoMo read nothing of "I also lost my job at Door Dash this month")
+_ALSO = re.compile(r"\b((?:[Ii]|[Ww]e)(?:'ve|’ve|\s+have)?)\s+also\s+(?=[a-z])")
+#: a since-clause: "Since I lost my job at Door Dash, things have been tough", "I've been happier ever since I moved to
+#: Porto"; it runs to a comma, a semicolon, a further clause of the speaker's or the sentence's end
+_SINCE = re.compile(r"\b(?:ever\s+)?since\s+(?=(?:i|we)\b)", re.IGNORECASE)
+_SINCE_END = re.compile(r"\s*[,;]\s*|\s+(?:and|but|so)\s+(?=(?:i|we)\b)|$", re.IGNORECASE)
+
+
+def since_parts(sent: str) -> list[tuple[str, bool]]:
+    """``sent`` cut around its since-clauses, as ``(part, background)``: a since-clause refers to an earlier change,
+    which it does not date (:attr:`Statement.background`). "Since I lost my job at Door Dash, things have been tough"
+    -> ``[("Since I lost my job at Door Dash", True), ("things have been tough", False)]``; a sentence without one
+    is ``[(sent, False)]``."""
+    out: list[tuple[str, bool]] = []
+    pos = 0
+    while m := _SINCE.search(sent, pos):
+        end = _SINCE_END.search(sent, m.end())
+        assert end is not None  # "$" always matches
+        if sent[pos:m.start()].strip():
+            out.append((sent[pos:m.start()], False))
+        out.append((sent[m.start():end.start()], True))
+        pos = end.end()
+    if sent[pos:].strip():
+        out.append((sent[pos:], False))
+    return out
+
+
 def extract_statements(text: str) -> list[Statement]:
     """Statements in one turn's ``text`` (first person, English or Chinese), in sentence order.
 
@@ -368,7 +401,8 @@ def extract_statements(text: str) -> list[Statement]:
                 # "Actually, I moved to Braga, not Porto" (or "sorry, I meant …", "不对，…") corrects
                 news = _MERE_ACTUALLY.match(m.group(0)) and _CHANGE.search(rest) and not _CONTRAST.search(rest)
                 correction, sent = not news, rest
-        for clause in opinion_clauses(sent):
-            out += _sentence(clause, correction)
+        for part, background in since_parts(_ALSO.sub(r"\1 ", sent)):
+            for clause in opinion_clauses(part):
+                out += _sentence(clause, correction, background)
     return out
 

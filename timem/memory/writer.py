@@ -283,6 +283,11 @@ class ItemWriter:
                 self.store.audit("item-merged", user_id, dup.id, {"segment": segment_id})
                 report.merged += 1
             return self.store.item(dup.id)
+        if st.background:  # "Ever since I moved to Porto, …": an earlier change, not one made when it was said
+            self.store.audit("item-skipped", user_id, None, {"segment": segment_id, "attribute": attribute,
+                                                             "value": st.value, "reason": "a since-clause names an "
+                                                             "earlier change, which it does not date"})
+            return None
         new_id = item_id(user_id, subject, attribute, st.value, at)
         known = next(iter(self.store.items(ids=[new_id], status=None)), None)
         if known is not None:  # the same statement read again (e.g. by the rules after the LLM read it): no new item
