@@ -9,6 +9,7 @@ import pytest
 from test_cli import chat_file, cli_env, run  # noqa: F401  (fixtures)
 
 from timem import cli_common
+from timem.tokens import one_line
 
 
 def _count(db: str, sql: str) -> int:
@@ -76,5 +77,5 @@ def test_erase_user_yes_erases_without_asking(db):
 
 
 def test_preview_cuts_at_a_word_and_marks_the_cut():
-    said = cli_common.preview("I keep the watch, a gift from my grandmother, in a drawer", 40)
+    said = one_line("I keep the watch, a gift from my grandmother, in a drawer", 40)
     assert said.endswith("…") and len(said) <= 40 and said == "I keep the watch, a gift from my…", said

@@ -1,11 +1,8 @@
 """A new-user trial: the `timem forget` preview cut a segment's line mid-word with no ellipsis ("…a gift from my
-grandm"). The cut is made by :meth:`timem.memory.forget.ForgetPreview.describe` (``[:120]``), in timem/memory/,
-which this fix round was not to edit: the reproduction is kept here as a strict xfail, to pass (and lose its marker)
-when the preview cuts at a word boundary and marks the cut with "…"."""
+grandm"). :meth:`timem.memory.forget.ForgetPreview.describe` now cuts with :func:`timem.tokens.one_line`."""
 
 from __future__ import annotations
 
-import pytest
 from trial_support import fixtures
 
 LINE = ("I keep my late grandfather's pocket watch in the top drawer of my desk, it was a gift from my grandmother to "
@@ -13,7 +10,6 @@ LINE = ("I keep my late grandfather's pocket watch in the top drawer of my desk,
 embedder, eng = fixtures([(LINE, "What a lovely keepsake.")])
 
 
-@pytest.mark.xfail(strict=True, reason="ForgetPreview.describe cuts mid-word (timem/memory/forget.py)")
 def test_forget_preview_cuts_a_long_segment_at_a_word_and_marks_it(eng):
     said = eng.forget("mia", "the pocket watch").describe()
     line = next(ln for ln in said.splitlines() if "pocket watch" in ln)

@@ -236,17 +236,6 @@ def _confirm(question: str, without_prompt: str) -> bool:
                          f"</dev/null); {without_prompt}, or give the answer on stdin (echo y | ...)") from None
 
 
-def preview(text: str, width: int) -> str:
-    """``text`` on one line, at most ``width`` characters: cut at a word boundary and marked with "…" when longer
-    (a word longer than the line is cut inside)."""
-    flat = " ".join(text.split())
-    if len(flat) <= width:
-        return flat
-    head = flat[: width - 1]
-    at_space = head.rfind(" ")
-    return (head[:at_space] if at_space > width // 2 else head).rstrip(" ,;:.") + "…"
-
-
 def _stdin_is_terminal() -> bool:
     """Whether stdin is a terminal, so that a prompt can be answered (a test replaces this)."""
     import sys

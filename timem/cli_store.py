@@ -12,6 +12,7 @@ import typer
 from timem import cli_common
 from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, UserOpt, _config, _engine
 from timem.cli_options import OptionValueError
+from timem.tokens import one_line
 
 
 def tree(user: UserOpt, db: DbOpt = None,
@@ -74,7 +75,7 @@ def erase(node_ids: Annotated[list[str], typer.Argument(help="memory node ids (s
         nodes = [eng.store.node(n) for n in node_ids]  # an unknown id: NotFoundError before any question
         for n in nodes:
             turns = f", {len(n.source_turn_ids)} source turn(s)" if n.source_turn_ids else ""
-            typer.echo(f"  L{int(n.level)} {n.id} (user {n.user_id}{turns}): {cli_common.preview(n.content, 70)}")
+            typer.echo(f"  L{int(n.level)} {n.id} (user {n.user_id}{turns}): {one_line(n.content, 70)}")
         if not yes:
             sources = sum(len(n.source_turn_ids or ()) for n in nodes)
             cli_common._confirm_irreversible(f"erase these {len(nodes)} memory(ies) and {sources} source turn(s) for "

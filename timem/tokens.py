@@ -84,3 +84,14 @@ def _content_stem(word: str) -> str | None:
     ``None`` for a word left out."""
     w = _POSSESSIVE.sub("", word.lower())
     return _stem(w) if len(w) > 2 and not _stop(w) else None
+
+
+def one_line(text: str, width: int) -> str:
+    """``text`` on one line, at most ``width`` characters: cut at a word boundary and marked with "…" when longer
+    (a word longer than the line is cut inside)."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    head = flat[: width - 1]
+    at_space = head.rfind(" ")
+    return (head[:at_space] if at_space > width // 2 else head).rstrip(" ,;:.") + "…"

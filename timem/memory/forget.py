@@ -59,7 +59,7 @@ from timem.memory.forget_words import RequestWords, fold, request_words, written
 from timem.memory.rules import extract_statements
 from timem.models import Level, MemoryItem, MemoryNode, NodeStatus
 from timem.store.ports import MemoryStore
-from timem.tokens import content_stems
+from timem.tokens import content_stems, one_line
 
 _EN = re.compile(r"^\s*(?:please\s+|can\s+you\s+|could\s+you\s+)?forget\s+(?:that\s+|about\s+|the\s+fact\s+that\s+)?"
                  r"(?P<what>.+?)\s*[.!?]*\s*$", re.IGNORECASE | re.DOTALL)
@@ -124,7 +124,7 @@ class ForgetPreview:
         also = " (also goes: it was said in the same message as what you asked to forget)"
         lines = [f"item {i.id}: {i.label()}" + (also if i.id in self.collateral else "") for i in self.items]
         reply = " (the assistant's reply to a line that goes)"
-        lines += [f"segment {n.id}{reply if n.id in self.replies else ''}: {' '.join(n.content.split())[:120]}"
+        lines += [f"segment {n.id}{reply if n.id in self.replies else ''}: {one_line(n.content, 120)}"
                   for n in self.segments]
         lines += [f"holds again{f' until {i.valid_to:%Y-%m-%d}' if i.valid_to else ''}: {i.label()} (item {i.id}: "
                   "the fact that replaced it goes)" for i in self.reopened]
