@@ -63,6 +63,7 @@ def test_a_birthday_date_and_a_hobby_played(text, expected):
     ("Since I moved to Porto, I work as a nurse.",
      [("home city", "Porto", False, True), ("job", "nurse", False, False)]),
     ("I've been working as a nurse since May.", [("job", "nurse", False, False)]),
+    ("Since I moved here I love jazz.", [("likes", "jazz", False, False)]),  # the main clause is news
 ])
 def test_i_also_and_since_clauses(text, expected):
     assert [(s.attribute, s.value, s.held, s.background) for s in extract_statements(text)] == expected

@@ -357,9 +357,10 @@ def _sentence(s: str, correction: bool, background: bool = False) -> list[Statem
 #: new-user trial on LoCoMo read nothing of "I also lost my job at Door Dash this month")
 _ALSO = re.compile(r"\b((?:[Ii]|[Ww]e)(?:'ve|’ve|\s+have)?)\s+also\s+(?=[a-z])")
 #: a since-clause: "Since I lost my job at Door Dash, things have been tough", "I've been happier ever since I moved to
-#: Porto"; it runs to a comma, a semicolon, a further clause of the speaker's or the sentence's end
+#: Porto"; it runs to a comma, a semicolon, a further clause of the speaker's ("Since I moved here I love jazz") or
+#: the sentence's end
 _SINCE = re.compile(r"\b(?:ever\s+)?since\s+(?=(?:i|we)\b)", re.IGNORECASE)
-_SINCE_END = re.compile(r"\s*[,;]\s*|\s+(?:and|but|so)\s+(?=(?:i|we)\b)|$", re.IGNORECASE)
+_SINCE_END = re.compile(r"\s*[,;]\s*|\s+(?:and|but|so)\s+(?=(?:i|we)\b)|\s+(?=I\b)|$", re.IGNORECASE)
 
 
 def since_parts(sent: str) -> list[tuple[str, bool]]:
