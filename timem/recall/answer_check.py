@@ -158,6 +158,13 @@ _RELATION = re.compile(r"\bmy\s+(?:(?:\w+|\w+-\w+)\s+)?(" + "|".join(sorted(RELA
                        re.IGNORECASE)
 
 
+def asked_relation(question: str) -> str | None:
+    """The relation word (of :data:`RELATIONS`, lower case) of a "my <relation>" the question names ("Where does my
+    sister live?" -> ``"sister"``), or ``None``."""
+    rel = _RELATION.search(question)
+    return None if rel is None else rel.group(1).lower()
+
+
 def relation_lines(evidence: str, relation: str) -> str:
     """The lines of ``evidence`` about ``relation`` (a word of :data:`RELATIONS`): those naming it, and those naming a
     person or pet that such a line names ("My sister Ana …" makes "Ana moved to Hamburg." count)."""

@@ -6,7 +6,8 @@
   (words, with a few attribute cues such as "live" -> home city, "喝" -> drink; Chinese cut by jieba). When
   some chain is named, only named chains are given (MiniLM's cosine is a weak signal across short items, and
   none for Chinese); otherwise the cosine alone decides. A question naming a subject ("Where does Caroline
-  live?") gets only that subject's items.
+  live?") gets only that subject's items; one about a relation of the asker and not in their own voice ("Where
+  does my sister live?") only items whose value it names (the items are the asker's own).
 * **As of when**: without a time window in the plan, or with one that reaches the question time, the
   question is about the present: only the chain's *open* item is given, with what it superseded (each open value
   of a multi-valued attribute, :data:`timem.item_values.MULTI_VALUED`, best cosine first). When the
@@ -37,6 +38,7 @@ from timem.config import Config
 from timem.item_holding import as_held
 from timem.item_values import MULTI_VALUED, mentions, normalise
 from timem.models import MemoryItem, TimeSpan
+from timem.recall.answer_check import asked_relation
 from timem.recall.state import RecallState
 from timem.store.segmenter import search_text
 
@@ -58,6 +60,8 @@ ATTRIBUTE_CUES: dict[str, tuple[str, ...]] = {
 #: "What is Lisbon like?": "like" after a copula, in a question with no do/does/did, asks what a thing is like
 _LIKE_AS_PREPOSITION = re.compile(r"^(?!.*\b(?:do|does|did|would)\b).*\b(?:is|was|are|were|'s)\b.*\blike\b",
                                   re.IGNORECASE)
+#: a question in the asker's own voice ("Do I live near my sister?"), not only about a relation of theirs
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|myself)\b|我(?!的?(?:姐|妹|哥|弟|妈|爸|朋友))")
 #: words by which a question asks about the present even when it also names a past window
 PRESENT = re.compile(r"\b(?:now|currently|current|nowadays|these days|at the moment|today|anymore|any more)\b"
                      r"|现在|目前", re.IGNORECASE)
@@ -214,15 +218,19 @@ def recall_items(state: RecallState, window: TimeSpan | None) -> ItemRecall:
     named_subjects = {subj for subj, _ in chains if subj.lower() in query.lower()}
     if named_subjects:  # "Where does Caroline live?": Caroline's items only
         chains = {k: v for k, v in chains.items() if k[0] in named_subjects}
+    # "Where does my sister live?": the items are the asker's own (statements about others make none), so only an
+    # item whose value the question names may answer it (a new-user trial got the asker's own city first)
+    about_relation = asked_relation(query) is not None and not _FIRST_PERSON.search(query)
     past = window is not None and window.end < question_time
     present = not past or PRESENT.search(query) is not None
     ranked: list[tuple[float, ItemUse]] = []
     for (_subject, attribute), chain in chains.items():
         chain.sort(key=lambda i: (i.event_time, i.created_at))
         cos = {i.id: float(np.dot(qv, vecs[i.id])) for i in chain}
-        named = _names_attribute(query, qwords, attribute) or any(
-            mentions(query, i.value) or normalise(i.value) in qwords for i in chain)
-        if not named and max(cos.values()) < config.memory.memory_item_min_cosine:
+        value_named = any(mentions(query, i.value) or normalise(i.value) in qwords for i in chain)
+        named = value_named or _names_attribute(query, qwords, attribute)
+        if (not named and max(cos.values()) < config.memory.memory_item_min_cosine) or (about_relation
+                                                                                       and not value_named):
             continue
         then: list[MemoryItem] = []
         if past:
