@@ -32,3 +32,12 @@ def test_a_question_in_my_own_voice_still_gets_my_city(eng):
 def test_a_question_about_my_sister_that_names_the_value_gets_it(eng):
     res = eng.recall("mia", "Does my sister also live in Lisbon?", ASKED)
     assert "Mia's home city: Lisbon" in res.context, res.context
+
+
+def test_a_question_naming_a_participant_with_no_items_gets_none(eng):
+    """LoCoMo conv-30: "When Jon has lost his job as a banker?" got "Gina's employer: Door Dash" first (Jon has no
+    items; the question names him)."""
+    res = eng.recall("mia", "Where does Tom live?", ASKED, participants=["Mia", "Tom"])
+    assert "home city" not in res.context, res.context
+    res = eng.recall("mia", "Where does Mia live?", ASKED, participants=["Mia", "Tom"])
+    assert "Mia's home city: Lisbon" in res.context, res.context

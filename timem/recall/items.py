@@ -6,8 +6,9 @@
   (words, with a few attribute cues such as "live" -> home city, "喝" -> drink; Chinese cut by jieba). When
   some chain is named, only named chains are given (MiniLM's cosine is a weak signal across short items, and
   none for Chinese); otherwise the cosine alone decides. A question naming a subject ("Where does Caroline
-  live?") gets only that subject's items; one about a relation of the asker and not in their own voice ("Where
-  does my sister live?") only items whose value it names (the items are the asker's own).
+  live?") gets only that subject's items, and one naming a participant with no items ("When did Jon lose his
+  job?", :attr:`RecallState.participants`) gets none; one about a relation of the asker and not in their own
+  voice ("Where does my sister live?") only items whose value it names (the items are the asker's own).
 * **As of when**: without a time window in the plan, or with one that reaches the question time, the
   question is about the present: only the chain's *open* item is given, with what it superseded (each open value
   of a multi-valued attribute, :data:`timem.item_values.MULTI_VALUED`, best cosine first). When the
@@ -39,6 +40,7 @@ from timem.item_holding import as_held
 from timem.item_values import MULTI_VALUED, mentions, normalise
 from timem.models import MemoryItem, TimeSpan
 from timem.recall.answer_check import asked_relation
+from timem.recall.keywords import person_names
 from timem.recall.state import RecallState
 from timem.store.segmenter import search_text
 
@@ -218,6 +220,8 @@ def recall_items(state: RecallState, window: TimeSpan | None) -> ItemRecall:
     named_subjects = {subj for subj, _ in chains if subj.lower() in query.lower()}
     if named_subjects:  # "Where does Caroline live?": Caroline's items only
         chains = {k: v for k, v in chains.items() if k[0] in named_subjects}
+    elif state.participants and person_names(query, state.participants):  # a participant with no items: none
+        chains = {}  # (LoCoMo conv-30: "When Jon has lost his job as a banker?" got Gina's employer line)
     # "Where does my sister live?": the items are the asker's own (statements about others make none), so only an
     # item whose value the question names may answer it (a new-user trial got the asker's own city first)
     about_relation = asked_relation(query) is not None and not _FIRST_PERSON.search(query)
