@@ -27,7 +27,7 @@ def _items(eng) -> list[tuple[str, str]]:
     ("I love jazz and techno and my sister loves soul.", [("likes", "jazz"), ("likes", "techno")]),
     ("I love jazz and Tom loves techno.", [("likes", "jazz")]),
     ("I love jazz and she hates it.", [("likes", "jazz")]),
-    ("I love jazz and I play guitar.", [("likes", "jazz")]),
+    ("I love jazz and I play guitar.", [("hobby", "guitar"), ("likes", "jazz")]),  # "I play X": a hobby (5da92de)
 ])
 def test_a_like_ends_where_a_clause_of_its_own_starts(eng, line, items):
     """A like ends before "and" and a new subject ("my brother", "Tom loves", "she", "I"): the speaker's like is
