@@ -204,8 +204,7 @@ def ask(question: Annotated[str, typer.Argument(help="the question to answer fro
     cfg = _config(config, db, sets, llm_backend="none" if recall_only else llm)
     nodes = {}
     with _engine(cfg, with_llm=not recall_only, must_exist=True) as eng:
-        eng.require_user(user)
-        qt = _parse_time(at, cfg) or eng.default_question_time(user)
+        qt = _parse_time(at, cfg) or eng.default_question_time(user)  # None for an unknown user: recall / ask raise
         fixed, gate_mode = _complexity(complexity), _gate(gate)
         try:
             if recall_only:

@@ -16,7 +16,7 @@ import numpy as np
 
 from timem.config import Config
 from timem.embed.protocol import Embedder
-from timem.errors import InputError, NotFoundError
+from timem.errors import InputError, UnknownUserError
 from timem.ids import check_new_user_id
 from timem.llm.client import local_model
 from timem.llm.protocol import LLMClient
@@ -241,13 +241,14 @@ class StoreReads(EnginePart):
         }
 
     def require_user(self, user_id: str) -> None:
-        """Raise :class:`NotFoundError` (naming the users there are) unless ``user_id`` is in the store."""
+        """Raise :class:`UnknownUserError` (a :class:`NotFoundError` naming the users there are) unless ``user_id``
+        is in the store."""
         if self.store.has_user(user_id):
             return
         users = self.store.users()
         if user_id not in users:
             db = self.config.store.db_path
-            raise NotFoundError(f"no user {user_id!r} in {db}; users: {', '.join(users) or 'none'}")
+            raise UnknownUserError(f"no user {user_id!r} in {db}; users: {', '.join(users) or 'none'}", user_id)
 
     def default_question_time(self, user_id: str) -> datetime | None:
         """The time a question is asked "as of" when none is given: the user's latest event (UTC), or

@@ -93,6 +93,19 @@ class NotFoundError(TimemError):
     """A user, memory node, session or recall trace that was asked for does not exist."""
 
 
+class UnknownUserError(NotFoundError):
+    """The user asked for has no turn, memory or memory item in the store
+    (:meth:`timem.engine_reads.StoreReads.require_user`). ``user_id``: that user, as stored (a service's
+    ``<tenant>/<user>``), so that a caller can say it in its own words (the memory service's 404)."""
+
+    def __init__(self, message: str, user_id: str) -> None:
+        super().__init__(message)
+        self.user_id = user_id
+
+    def __reduce__(self) -> tuple[type[UnknownUserError], tuple[str, str]]:
+        return type(self), (str(self), self.user_id)
+
+
 class UnusableAnswerError(LLMError):
     """The model answered, but the answer cannot be used: no valid JSON for the schema after the
     bounded retries, or (consolidation) no sentence supported by the inputs. Nothing is written from

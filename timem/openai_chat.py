@@ -166,7 +166,7 @@ def prepare(eng: MemoryEngine, body: dict[str, Any], *, user_id: str | None, mod
     if call.user_id is None:
         return call
     context, pinned = "", []
-    if call.user_id in eng.users():
+    if eng.store.has_user(call.user_id):  # a user with nothing stored yet: no memories to give
         res = eng.recall(call.user_id, question, at,  # stored by finish()
                          RecallOptions(persist=False, config=eng.chat_config()))
         call.trace, call.memories, call.mem_len = res.trace, len(res.nodes), res.trace.context_tokens

@@ -31,6 +31,7 @@ from timem.errors import (
     StoreError,
     TextTooLongError,
     TimemError,
+    UnknownUserError,
     UpstreamError,
 )
 from timem.ids import ID_PATTERN
@@ -136,9 +137,10 @@ class Service:
             check_text(text, file=None, record=None, field=what)
 
     def require_user(self, eng: MemoryEngine, t: Tenant, user: str) -> str:
+        """The stored id of the tenant's ``user``; 404 (:func:`no_user`) if the store has none of them."""
         internal = t.internal(user)
         if internal not in eng.users():
-            raise NotFoundError(f"no user {user!r}; add turns first (POST /v1/users/{user}/turns)")
+            raise no_user(user)
         return internal
 
     def require_node(self, eng: MemoryEngine, internal: str, user: str, node_id: str) -> MemoryNode:
@@ -147,6 +149,25 @@ class Service:
             raise NotFoundError(f"no memory {node_id!r} for user {user!r}; "
                                 f"list them with GET /v1/users/{user}/memories")
         return n
+
+
+def no_user(user: str) -> NotFoundError:
+    """The 404 of a ``user`` the calling tenant has not stored yet (not the engine's message, which names the file
+    and every user of the store)."""
+    return NotFoundError(f"no user {user!r}; add turns first (POST /v1/users/{user}/turns)")
+
+
+@contextmanager
+def tenant_user(t: Tenant, user: str) -> Iterator[str]:
+    """The stored id of the tenant's ``user`` for an engine call that checks the user itself (recall, ask): its
+    :class:`UnknownUserError` for that user becomes :func:`no_user`; any other error passes unchanged."""
+    internal = t.internal(user)
+    try:
+        yield internal
+    except UnknownUserError as exc:
+        if exc.user_id != internal:
+            raise
+        raise no_user(user) from exc
 
 
 def write_request(user: str, body: TurnsIn, header: str | None) -> WriteRequest | None:

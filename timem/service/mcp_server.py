@@ -118,9 +118,8 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
             question_time: "as of" time, ISO 8601 with offset (default: the user's latest memory).
         """
         check("query", query)
-        with lock:
-            engine.require_user(user_id)
-            qt = _time(question_time, "question_time") or engine.default_question_time(user_id)
+        with lock:  # recall raises NotFoundError ("no user ...") for a user with nothing stored yet
+            qt = _time(question_time, "question_time") or engine.default_question_time(user_id)  # None: no turns
             res = engine.recall(user_id, query, qt)
         context, withheld = withhold_instructions(res.context)
         out: dict[str, Any] = {"context": context or "(nothing relevant remembered)",
@@ -148,8 +147,7 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
         if text is not None:
             engine.settle(user_id)  # the queued writes' memories (bounded wait, outside the lock)
             check("text", text)
-            with lock:
-                engine.require_user(user_id)
+            with lock:  # forget raises NotFoundError for a user with nothing stored yet
                 plan = engine.forget(user_id, forget_request(text) or text, confirm=True, actor="mcp")
             out: dict[str, Any] = {"text": plan.text, "forgotten": not plan.empty,
                                    "facts": [i.label() for i in plan.items],

@@ -10,7 +10,7 @@ from fastapi import APIRouter
 from timem.errors import ConfigError
 from timem.prompts.injection import withhold_instructions
 from timem.recall.pipeline import RecallResult
-from timem.service.context import S, T, UserPath, as_tenant_sees
+from timem.service.context import S, T, UserPath, as_tenant_sees, tenant_user
 from timem.service.models import AnswerOut, RecallIn, RecallOut
 
 router = APIRouter()
@@ -31,8 +31,8 @@ def recall_out(cls: type[Out], user: str, internal: str, res: RecallResult, **ex
 def recall(user: UserPath, body: RecallIn, s: S, t: T) -> RecallOut:
     """Recall the user's memories for ``query`` as of ``question_time``: the context and the recall trace."""
     s.check_text("query", body.query)
-    with s.read() if not s.engine.has_llm else s.use() as eng:  # an LLM planner / gate writes its cache
-        internal = s.require_user(eng, t, user)
+    # an LLM planner / gate writes its cache; the engine checks the user (tenant_user: the tenant's 404)
+    with s.read() if not s.engine.has_llm else s.use() as eng, tenant_user(t, user) as internal:
         qt = body.question_time or eng.default_question_time(internal)
         res = eng.recall(internal, body.query, qt, body.options(eng.config))
     return recall_out(RecallOut, user, internal, res)
@@ -42,11 +42,11 @@ def recall(user: UserPath, body: RecallIn, s: S, t: T) -> RecallOut:
 def answer(user: UserPath, body: RecallIn, s: S, t: T) -> AnswerOut:
     """Recall, then answer from the context with the service's LLM (409 if it has none)."""
     s.check_text("query", body.query)
-    with s.use() as eng:
-        internal = s.require_user(eng, t, user)
+    with s.use() as eng, tenant_user(t, user) as internal:
         if not eng.has_llm:
+            s.require_user(eng, t, user)  # an unknown user is a 404 before the missing LLM's 409
             raise ConfigError("this service has no LLM to answer with; start it with `timem serve --llm local` "
                               "(or openai), or POST /v1/users/{user}/recall for the context alone")
         qt = body.question_time or eng.default_question_time(internal)
-        out = eng.ask(internal, body.query, qt, body.options(eng.config))
+        out = eng.ask(internal, body.query, qt, body.options(eng.config))  # it checks the user
     return recall_out(AnswerOut, user, internal, out.recall, answer=out.answer)

@@ -82,7 +82,6 @@ def run_setup(ctx: state.StudioContext, setup: RecallSetup, query: str, question
     if not where.lock.acquire(timeout=30):
         raise TimemError(f"{setup.db} is busy (another page is using it); run the comparison again in a moment.")
     try:
-        where.local.require_user(ctx.user)
         return where.local.recall(ctx.user, query, question_time, persist=False, config=setup.config(where.config),
                                    **setup.overrides()).trace
     finally:
