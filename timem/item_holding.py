@@ -10,7 +10,10 @@ Bristol -> Cardiff, then "forget that I live in Bristol" left Manchester, 上海
 * :func:`as_held`: the items with such a reopened item ended at the next active item of its subject and attribute
   (``valid_to`` = that item's ``valid_from``, ``superseded_by`` = its id), or open when none follows. The stored rows
   are unchanged, so restoring the forgotten successor supersedes it again. Multi-valued attributes (likes, hobbies,
-  dislikes) reopen with no end, as before.
+  dislikes) reopen with no end, as before. An employer also ends where a later job change that stays begins, as the
+  writer's :func:`timem.memory.history.end_old_employer` ends it (:func:`_job_change_after`): "I work as a nurse at
+  Acme", "I started working as a teacher", "I started working as a baker", then forgetting the teacher job left Acme
+  the employer "now" beside the baker job.
 * :func:`open_twice`: the subjects and single-valued attributes with more than one open item (``timem check``).
 """
 
@@ -19,7 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from timem.item_values import MULTI_VALUED
+from timem.item_values import MULTI_VALUED, mentions
 from timem.models import MemoryItem
 
 #: the item kinds a new value supersedes (events and plans only merge); the writer's rule too
@@ -35,11 +38,26 @@ def _key(item: MemoryItem) -> tuple[str, str, str]:
     return item.user_id, item.subject, item.attribute
 
 
+def _job_change_after(employer: MemoryItem, jobs: list[MemoryItem]) -> MemoryItem | None:
+    """The first job item of ``jobs`` (the active ``job`` items of the employer's subject, ordered by ``valid_from``,
+    then ``event_time``) that ends ``employer`` as :func:`timem.memory.history.end_old_employer` does: it starts after
+    the employer, the job it follows was stated with or after the employer, it is no promotion of that job ("senior
+    designer" after "designer") and it was not stated with the employer (a statement naming the employer merges into
+    it: the same segment among its sources); ``None`` when none does."""
+    for old, new in zip(jobs, jobs[1:], strict=False):
+        if ((new.valid_from, new.event_time) > (employer.valid_from, employer.event_time)
+                and employer.event_time <= old.event_time and not mentions(new.value, old.value)
+                and not set(new.source_ids) & set(employer.source_ids)):
+            return new
+    return None
+
+
 def as_held(items: list[MemoryItem]) -> list[MemoryItem]:
     """``items`` (any statuses, in their order) with each active item whose successor is not active ended at the next
     active item of its subject and single-valued attribute (by ``valid_from``, then ``event_time``), or open (with
-    ``valid_to`` and ``superseded_by`` cleared) when none follows; the others as given. Pass all of a user's active
-    items: the next value is looked for among the active ones given."""
+    ``valid_to`` and ``superseded_by`` cleared) when none follows; the others as given. An ``employer`` ends at the
+    next job change instead when that comes first (:func:`_job_change_after`). Pass all of a user's active items (or
+    all of one subject's): the next value is looked for among the active ones given."""
     active = [i for i in items if i.status == "active"]
     ids = {i.id for i in active}
     chains: dict[tuple[str, str, str], list[MemoryItem]] = defaultdict(list)
@@ -54,6 +72,12 @@ def as_held(items: list[MemoryItem]) -> list[MemoryItem]:
         after = [n for n in chains.get(_key(i), []) if single_valued(i) and n.id != i.id
                  and (n.valid_from, n.event_time) > (i.valid_from, i.event_time)]
         nxt = min(after, key=lambda n: (n.valid_from, n.event_time), default=None)
+        if i.attribute == "employer" and single_valued(i):  # a new job ends the employer held with the old one
+            jobs = sorted(chains.get((i.user_id, i.subject, "job"), []), key=lambda n: (n.valid_from, n.event_time))
+            change = _job_change_after(i, jobs)
+            if change is not None and (nxt is None or (change.valid_from, change.event_time) < (nxt.valid_from,
+                                                                                                  nxt.event_time)):
+                nxt = change
         out.append(i.model_copy(update={"valid_to": nxt.valid_from if nxt else None,
                                         "superseded_by": nxt.id if nxt else None}))
     return out

@@ -84,7 +84,7 @@ def end_old_employer(store: MemoryStore, user_id: str, open_items: list[MemoryIt
     last = max(o.event_time for o in changed)
     for e in open_items:
         if e.attribute == "employer" and e.event_time <= last and not mentions(st.text, e.value):
-            store.update_item(e.id, valid_to=max(at, e.valid_from), **({"superseded_by": by} if by else {}))
+            store.update_item(e.id, valid_to=max(at, e.valid_from), superseded_by=by)  # (not a forgotten job's)
             store.audit("item-ended", user_id, e.id, {"at": at.isoformat(), "segment": segment_id, "by": by,
                                                       "reason": f"the job changed to {st.value!r}"})
             report.ended += 1

@@ -48,7 +48,7 @@ from datetime import datetime, timedelta
 from timem.config import Config
 from timem.embed.protocol import Embedder
 from timem.errors import LLMError
-from timem.item_holding import SUPERSEDING_KINDS
+from timem.item_holding import SUPERSEDING_KINDS, as_held
 from timem.item_values import MULTI_VALUED, item_subject, mentions, normalise
 from timem.llm.protocol import LLMClient
 from timem.memory.dating import holds_since
@@ -226,8 +226,10 @@ class ItemWriter:
             self.store.audit("item-ungrounded", user_id, None, {"segment": segment_id, "attribute": st.attribute,
                                                                 "value": st.value, "reason": why})
             return None
-        open_items = [i for who in same_person(user_id, subject) for i in self.store.items(user_id, subject=who)
-                      if i.is_open]
+        # as held: a value whose successor was forgotten is open again until the next value that stays (a trial:
+        # "I quit my job at Acme" after forgetting "I now work at Brightly" left Acme the employer "now")
+        open_items = [i for i in as_held([i for who in same_person(user_id, subject)
+                                          for i in self.store.items(user_id, subject=who)]) if i.is_open]
         # items stated after this statement (an older session read later, e.g. by the LLM after the rules):
         # it never closes them; it goes into its chain before them instead (below)
         later = [i for i in open_items if i.event_time > at]
@@ -258,7 +260,7 @@ class ItemWriter:
             since = self._since(user_id, st, at)
             for i in (i for i in ended if i.attribute != OPPOSITES.get(st.attribute or "")):
                 end = since if since > i.event_time else min(at, i.event_time + CHANGE_AFTER)
-                self.store.update_item(i.id, valid_to=max(end, i.valid_from))
+                self.store.update_item(i.id, valid_to=max(end, i.valid_from), superseded_by=None)  # (a forgotten one)
                 self.store.audit("item-ended", user_id, i.id, {"at": at.isoformat(), "segment": segment_id})
                 report.ended += 1
             if attribute == "job":  # "I quit my job as a nurse" ends the employer stated with it (a trial)
