@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 
-from timem.models import Role, Turn
+from timem.models import MemoryItem, Role, Turn
 
 #: attributes that hold several values at once: a new value adds to them, only an explicit end closes one (the memory
 #: layer's writer) and recall gives each open value, not only the latest (:mod:`timem.recall.items`)
@@ -42,6 +43,23 @@ def mentions(value: str, named: str) -> bool:
     if re.search(r"[\u4e00-\u9fff]", n):
         return n in v
     return re.search(rf"(?<!\w){re.escape(n)}(?!\w)", v) is not None
+
+
+#: the subjects items had before :func:`item_subject` (a file written then still holds them): no spelling of anyone
+PLACEHOLDER_SUBJECTS = ("User", "user")
+
+
+def subject_spellings(items: Iterable[MemoryItem]) -> dict[str, str]:
+    """How ``items`` (one user's, any status) spell each subject: its case-folded form -> the spelling of the first
+    item stored under it (by ``created_at``, then id), as the memory writer keeps it
+    (:func:`timem.memory.history.stored_subject`); the placeholders :data:`PLACEHOLDER_SUBJECTS` are left out."""
+    first: dict[str, MemoryItem] = {}
+    for i in items:
+        key = i.subject.casefold()
+        if i.subject not in PLACEHOLDER_SUBJECTS and (key not in first or (i.created_at, i.id) < (
+                first[key].created_at, first[key].id)):
+            first[key] = i
+    return {k: i.subject for k, i in first.items()}
 
 
 def item_subject(turn: Turn) -> str:

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from timem.item_holding import single_valued
+from timem.item_values import subject_spellings
 from timem.models import MemoryItem
 
 PROFILE_FACT_LIMIT = 12  #: items at most in one profile block (the most recently said win)
@@ -32,8 +34,9 @@ def last_instant(window_end: datetime) -> datetime:
 
 
 def listed_in(item: MemoryItem, content: str) -> bool:
-    """Whether a profile's ``content`` lists ``item`` in its facts block (by its line, whatever its date)."""
-    return f"- {item.label()} (since " in content
+    """Whether a profile's ``content`` lists ``item`` in its facts block (by its line, whatever its date; the subject
+    in any case: the block spells it as first stored, :func:`facts_as_of`)."""
+    return f"- {item.label()} (since ".casefold() in content.casefold()
 
 
 def facts_as_of(items: Sequence[MemoryItem], window_end: datetime, tz: ZoneInfo, people: Sequence[str] = (),
@@ -47,16 +50,29 @@ def facts_as_of(items: Sequence[MemoryItem], window_end: datetime, tz: ZoneInfo,
         people: the window's participants; when given, only items about them are listed, in that order.
         limit: at most this many items, the most recently said ones.
 
+    Subjects match case-insensitively (a participant ``leo`` is the subject ``Leo``) and each is shown as the user's
+    items first spelled it (:func:`timem.item_values.subject_spellings`, as the writer stores new items); items
+    stored under two spellings of one subject read as one: of a single-valued attribute only the value said last
+    is listed (a new-user trial: a nameless turn of user ``leo`` left Leo's items out of the month's profile).
+
     Returns:
         ``"Facts as of 2024-04-30:\n- Mia's home city: Porto (since 2024-04-21)"`` — one line per item.
     """
     at = last_instant(window_end)
-    held = [i for i in items if i.status == "active" and i.valid_at(at) and (not people or i.subject in people)]
+    spelling = subject_spellings(items)
+    order: dict[str, int] = {}
+    for p in people:
+        order.setdefault(p.casefold(), len(order))
+    held = [i.model_copy(update={"subject": spelling.get(i.subject.casefold(), i.subject)})
+            for i in items if i.status == "active" and i.valid_at(at) and (not people or i.subject.casefold() in order)]
+    last: dict[tuple[str, str], MemoryItem] = {}  # one subject, one value of a single-valued attribute
+    for i in sorted((i for i in held if single_valued(i)), key=lambda i: (i.event_time, i.created_at, i.id)):
+        last[(i.subject, i.attribute)] = i
+    held = [i for i in held if not single_valued(i) or last[(i.subject, i.attribute)] is i]
     held = sorted(held, key=lambda i: (i.event_time, i.id))[-limit:] if limit else []
     if not held:
         return ""
-    order = {p: n for n, p in enumerate(people)}
-    held.sort(key=lambda i: (order.get(i.subject, len(order)), i.subject, i.valid_from, i.id))
+    held.sort(key=lambda i: (order.get(i.subject.casefold(), len(order)), i.subject, i.valid_from, i.id))
     day = at.astimezone(tz).date().isoformat()
     lines = [f"- {i.label()} (since {i.valid_from.astimezone(tz).date().isoformat()})" for i in held]
     return "\n".join([HEADER.format(day=day), *lines])

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from timem.embed.protocol import Embedder
-from timem.item_values import mentions, normalise
+from timem.item_values import PLACEHOLDER_SUBJECTS, mentions, normalise
 from timem.memory.rules import Statement
 from timem.models import MemoryItem
 from timem.store.ports import MemoryStore
@@ -37,10 +37,6 @@ class ExtractionReport:
     ended: int = 0
     units: int = 0
     failures: list[tuple[str, str]] = field(default_factory=list)
-
-
-#: the subjects items had before :func:`item_subject` (a file written then still holds them)
-PLACEHOLDER_SUBJECTS = ("User", "user")
 
 
 def same_person(user_id: str, subject: str) -> tuple[str, ...]:
