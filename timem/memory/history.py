@@ -51,11 +51,12 @@ def stored_subject(store: MemoryStore, user_id: str, subject: str) -> str:
     """``subject`` as the user's items already spell it: subjects match case-insensitively, and the spelling of the
     first item stored under it stays (a new-user trial: a chat turn as "Leo" said "I live in Dublin", a turn of user
     id ``leo`` with no name "I moved to Galway", and both "Leo's home city" and "leo's home city" held); ``subject``
-    itself when no item names it. The placeholders ``User`` / ``user`` are no spelling of anyone."""
+    itself when no item names it. The placeholders ``User`` / ``user`` are no spelling of anyone. One query with a
+    row per distinct subject (:meth:`MemoryStore.item_subjects`), not the user's items (it runs for every statement)."""
     key = subject.casefold()
-    known = [i for i in store.items(user_id, status=None)
-             if i.subject.casefold() == key and i.subject not in PLACEHOLDER_SUBJECTS]
-    return min(known, key=lambda i: (i.created_at, i.id)).subject if known else subject
+    known = [(at, iid, s) for s, at, iid in store.item_subjects(user_id)
+             if s.casefold() == key and s not in PLACEHOLDER_SUBJECTS]
+    return min(known)[2] if known else subject
 
 
 def item_id(user_id: str, subject: str, attribute: str, value: str, at: datetime) -> str:

@@ -90,6 +90,16 @@ class ItemTables:
                                 args).fetchall()
         return [_item(r) for r in rows]
 
+    def item_subjects(self, user_id: str) -> list[tuple[str, datetime, str]]:
+        """Each subject the user's items (any status) are stored under, exactly as spelled, with its first item:
+        ``(subject, created_at (UTC-aware), item id)``, first by ``created_at`` then id. One query; a row per
+        subject, not per item (:func:`timem.memory.history.stored_subject` runs it for every statement written)."""
+        rows = self.con.execute(
+            "SELECT subject, created_at, id FROM memory_items WHERE user_id = ? "
+            "QUALIFY row_number() OVER (PARTITION BY subject ORDER BY created_at, id) = 1 ORDER BY created_at, id",
+            [user_id]).fetchall()
+        return [(r[0], utc(r[1]), r[2]) for r in rows]
+
     def item(self, item_id: str) -> MemoryItem:
         found = self.items(ids=[item_id], status=None)
         if not found:
