@@ -19,6 +19,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from timem.models import MemoryNode
@@ -53,10 +54,8 @@ class _Piece:
     min_cost: int  #: :func:`timem.recall.context.min_line_cost`
 
 
-#: :func:`_piece` results by :func:`_piece_key` (a recall measures ~60 memories, most of them again in later recalls)
-_PIECES: dict[tuple[object, ...], _Piece | None] = {}
+#: how many pieces :func:`_cached_piece` keeps (a recall measures ~60 memories, most of them again in later recalls)
 _PIECES_MAX = 16384
-_MISSING = object()
 
 
 def _piece_key(node: MemoryNode, tz: ZoneInfo, layout: Layout) -> tuple[object, ...]:
@@ -65,17 +64,39 @@ def _piece_key(node: MemoryNode, tz: ZoneInfo, layout: Layout) -> tuple[object, 
             node.source_turn_ids[0] if node.source_turn_ids else "", str(tz), layout)
 
 
+class _Keyed:
+    """A node with its :func:`_piece_key`, equal and hashed by that key alone: the argument :func:`_cached_piece` is
+    cached by. ``node`` is dropped once its piece is made (:func:`_piece`), so that the cache keeps keys, not nodes."""
+
+    __slots__ = ("key", "node", "tz", "layout")
+
+    def __init__(self, node: MemoryNode, tz: ZoneInfo, layout: Layout) -> None:
+        self.key = _piece_key(node, tz, layout)
+        self.node: MemoryNode | None = node
+        self.tz, self.layout = tz, layout
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Keyed) and self.key == other.key
+
+
+@lru_cache(maxsize=_PIECES_MAX)
+def _cached_piece(keyed: _Keyed) -> _Piece | None:
+    """:func:`_make_piece` of ``keyed``'s node, by its key (least recently used dropped past :data:`_PIECES_MAX`)."""
+    assert keyed.node is not None  # only a key already stored has lost its node, and a stored key is a hit
+    return _make_piece(keyed.node, keyed.tz, keyed.layout)
+
+
 def _piece(node: MemoryNode, tz: ZoneInfo, layout: Layout) -> _Piece | None:
     """The piece of ``node``, or ``None`` when its lines break the line-sum rule (see the module docstring);
-    cached by :func:`_piece_key` (emptied when it holds :data:`_PIECES_MAX`)."""
-    key = _piece_key(node, tz, layout)
-    hit = _PIECES.get(key, _MISSING)
-    if hit is not _MISSING:
-        return hit  # type: ignore[return-value]
-    if len(_PIECES) >= _PIECES_MAX:
-        _PIECES.clear()
-    piece = _PIECES[key] = _make_piece(node, tz, layout)
-    return piece
+    cached by :func:`_piece_key` (:func:`_cached_piece`)."""
+    keyed = _Keyed(node, tz, layout)
+    try:
+        return _cached_piece(keyed)
+    finally:
+        keyed.node = None  # on a miss the cache keeps ``keyed`` as its key: the key, not the node
 
 
 def _make_piece(node: MemoryNode, tz: ZoneInfo, layout: Layout) -> _Piece | None:
