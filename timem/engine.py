@@ -348,6 +348,10 @@ class MemoryEngine(StoreReadMethods):
                                    assistant_name=assistant_name, consolidate=consolidate,
                                    confirm_forget=confirm_forget)
 
+    def warm_recall(self) -> None:
+        """As :meth:`timem.engine_recall.Recaller.warm`."""
+        self.recaller.warm()
+
     def warm_chat(self, user_id: str, user_name: str = "User", *,
                   store_lock: AbstractContextManager[Any] | None = None) -> int | None:
         """As :meth:`timem.engine_chat.OnlineChat.warm_chat`."""

@@ -19,6 +19,8 @@ from timem.recall.answering import AnswerResult
 from timem.recall.evaluate import EVALUATION_OPTIONS, evaluate_recall
 from timem.recall.options import DEFAULT_OPTIONS, RecallOptions
 from timem.recall.pipeline import RecallResult
+from timem.recall.planner import CentroidPlanner
+from timem.tokens import count_tokens
 
 
 class Recaller(EnginePart):
@@ -43,6 +45,18 @@ class Recaller(EnginePart):
             yield
         finally:
             llm.backend = backend
+
+    def warm(self) -> None:
+        """Load, once per process, what the first recall would otherwise load: the embedder's model, the centroid
+        planner's class centroids (its ~120 example questions embedded) and the cl100k tokenizer. On 2 shared cores
+        about 5 s, 1.2 s and 0.2 s; a recall after it takes ~0.1 s where the first one took 5-9 s. Nothing is read
+        or written in the store.
+
+        Raises:
+            EmbeddingError: the embedder cannot be loaded (a recall would raise it too).
+        """
+        CentroidPlanner(self.embedder)  # embeds its examples (the model loads first); an LLM planner falls back to it
+        count_tokens("The memory is warming up.")
 
     def recall(self, user_id: str, query: str, question_time: datetime | None = None,
                options: RecallOptions = DEFAULT_OPTIONS) -> RecallResult:

@@ -15,6 +15,7 @@ Both resolve the time window deterministically (:mod:`timem.recall.time_window`)
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
@@ -129,7 +130,28 @@ def mask_names(question: str, participants: Sequence[str]) -> str:
 
 
 _CENTROIDS: dict[tuple[str, str], tuple[list[Complexity], np.ndarray]] = {}
+_CENTROIDS_LOCK = threading.Lock()
 _PACKAGED = "<packaged planner_examples.json>"
+
+
+def _centroids(embedder: Embedder, examples: Mapping[str, Sequence[str]] | None
+               ) -> tuple[list[Complexity], np.ndarray]:
+    """The classes in order and their centroids, ``(3, dim)`` float32 unit rows (see :class:`CentroidPlanner`).
+
+    Raises:
+        ConfigError: a class has no example.
+    """
+    ex = {c: list(qs) for c, qs in (examples or load_examples()).items()}
+    missing = [c for c in COMPLEXITIES if not ex.get(c)]
+    if missing:
+        raise ConfigError(f"planner examples lack classes {missing}; each of {COMPLEXITIES} needs examples")
+    labels = list(COMPLEXITIES)
+    rows = []
+    for c in labels:
+        vecs = embedder.embed([mask_names(q, ()) for q in ex[c]])
+        mean = vecs.mean(axis=0)
+        rows.append(mean / np.linalg.norm(mean))
+    return labels, np.stack(rows).astype(np.float32)
 
 
 class CentroidPlanner:
@@ -152,19 +174,10 @@ class CentroidPlanner:
         # the packaged examples are read and checked once per process (a recall makes a planner each time)
         key = (embedder.model_id, _PACKAGED if not examples else
                json.dumps({c: list(qs) for c, qs in examples.items()}, sort_keys=True))
-        if key not in _CENTROIDS:
-            ex = {c: list(qs) for c, qs in (examples or load_examples()).items()}
-            missing = [c for c in COMPLEXITIES if not ex.get(c)]
-            if missing:
-                raise ConfigError(f"planner examples lack classes {missing}; each of {COMPLEXITIES} needs examples")
-            labels = list(COMPLEXITIES)
-            rows = []
-            for c in labels:
-                vecs = embedder.embed([mask_names(q, ()) for q in ex[c]])
-                mean = vecs.mean(axis=0)
-                rows.append(mean / np.linalg.norm(mean))
-            _CENTROIDS[key] = (labels, np.stack(rows).astype(np.float32))
-        self.labels, self.centroids = _CENTROIDS[key]
+        with _CENTROIDS_LOCK:  # computed once when the studio's warm-up and a first recall ask at once
+            if key not in _CENTROIDS:
+                _CENTROIDS[key] = _centroids(embedder, examples)
+            self.labels, self.centroids = _CENTROIDS[key]
 
     @staticmethod
     def masked(question: str, participants: Sequence[str] = ()) -> str:

@@ -102,8 +102,9 @@ class Service:
         engine.core.tenant_ids = True  # its users are stored as tenant/user (Tenant.internal)
         self.max_text = engine.config.service.service_max_text_chars
         self._lock = threading.Lock()
-        # the embedder loads on its first text (a CLI read needs none): load it now, not in the first request
-        engine.embedder.embed(["The memory service is starting."])
+        # the embedder loads on its first text (a CLI read needs none), the planner's centroids on the first
+        # recall: load them now, not in the first request
+        engine.warm_recall()
         if engine.config.consolidation.online_queue:  # writes answer before consolidation (timem.engine_queue)
             engine.start_queue_worker(self._lock)
 

@@ -216,7 +216,7 @@ def run_stdio(config: Config, user_id: str) -> None:
     check_service_id(check_user_id(user_id))
     engine = MemoryEngine.open(config, with_llm=config.llm.llm_backend != "none")
     try:
-        engine.embedder.embed(["The memory server is starting."])  # the model loads now, not in the first tool call
+        engine.warm_recall()  # the model and the planner's centroids load now, not in the first tool call
         build_server(engine, user_id).run("stdio")
     finally:
         engine.close()

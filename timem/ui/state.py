@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,7 @@ DB_ERROR_KEY = "_timem_db_error"  #: why the last requested DuckDB file could no
 _CTX_KEY = "_timem_ctx"
 _LOCK_KEY = "_timem_injected_lock"
 DEFAULT_USER = "me"
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -106,17 +108,30 @@ class _Opened:
     engine: MemoryEngine
     llm_error: str | None
     lock: threading.RLock
+    #: loads the embedder, the planner's centroids and the tokenizer (:meth:`MemoryEngine.warm_recall`)
+    warming: threading.Thread | None = None
 
 
-@st.cache_resource(show_spinner="Opening the memory store and loading the embedder …")
+@st.cache_resource(show_spinner="Opening the memory store …")
 def _open_engine(db_path: str, _config: Config) -> _Opened:
-    """One engine per DuckDB file per server process. A failing LLM setup falls back to no LLM."""
+    """One engine per DuckDB file per server process. A failing LLM setup falls back to no LLM. What every recall
+    needs loads in a background thread meanwhile (:func:`_warm_recall`): the pages draw at once, and the first chat
+    message does not wait 5-9 s for it (it waits only for what is left)."""
     try:
-        engine = MemoryEngine.open(_config)
-        return _Opened(engine, None, threading.RLock())
+        opened = _Opened(MemoryEngine.open(_config), None, threading.RLock())
     except (ConfigError, LLMError) as exc:
-        engine = MemoryEngine.open(_config, with_llm=False)
-        return _Opened(engine, str(exc), threading.RLock())
+        opened = _Opened(MemoryEngine.open(_config, with_llm=False), str(exc), threading.RLock())
+    opened.warming = threading.Thread(target=_warm_recall, args=(opened.engine,), name="timem-recall-warm",
+                                      daemon=True)
+    opened.warming.start()
+    return opened
+
+
+def _warm_recall(engine: MemoryEngine) -> None:
+    try:
+        engine.warm_recall()
+    except TimemError as exc:  # the first recall loads it again and shows the error on its page
+        _log.warning("loading the embedder for recall failed: %s", exc)
 
 
 @st.cache_resource(show_spinner="Opening the database to compare with …")
