@@ -98,22 +98,16 @@ def test_unknown_user_is_404_in_the_services_words_with_an_llm(with_llm, route):
         assert _error(beta.post(ASKED.format("mia", route), json={"query": "cat"}), 404) == SAID.format("mia")
 
 
-def test_recall_of_a_known_user_does_not_list_the_stores_users(no_llm, monkeypatch):
-    base, keys, engines = no_llm
+@pytest.mark.parametrize(("service", "route", "field", "said"), [
+    ("no_llm", "recall", "context", "Pixel"), ("with_llm", "answer", "answer", "Your cat is called Pixel.")])
+def test_a_known_users_recall_and_answer_do_not_list_the_stores_users(request, monkeypatch, service, route, field,
+                                                                       said):
+    base, keys, engines = request.getfixturevalue(service)
     _no_listing(engines, monkeypatch)
     with client(base, keys["acme"]) as acme:
-        r = acme.post(ASKED.format("mia", "recall"), json={"query": "What is my cat called?"})
-        assert r.status_code == 200, r.text
-        assert "Pixel" in r.json()["context"]
-
-
-def test_answer_of_a_known_user_does_not_list_the_stores_users(with_llm, monkeypatch):
-    base, keys, engines = with_llm
-    _no_listing(engines, monkeypatch)
-    with client(base, keys["acme"]) as acme:
-        r = acme.post(ASKED.format("mia", "answer"), json={"query": "What is my cat called?"})
-        assert r.status_code == 200, r.text
-        assert r.json()["answer"] == "Your cat is called Pixel."
+        r = acme.post(ASKED.format("mia", route), json={"query": "What is my cat called?"})
+    assert r.status_code == 200, r.text
+    assert said in r.json()[field]
 
 
 def test_mcp_recall_and_forget_check_the_user_once(tmp_path, embedder, monkeypatch):
