@@ -68,6 +68,7 @@ def test_second_hop_brings_the_turn_that_shares_no_word_with_the_question(folder
     assert second.rank == 2 and second.kept and second.channel.startswith("second hop: ")
     assert "home country" in second.channel
     assert any(n.startswith("second hop from leaf") for n in after.trace.notes)
+    assert "channels placed 1 leaf after rank 1" in after.trace.notes, after.trace.notes  # was "1 leaves"
     assert after.mem_len <= 160
 
 

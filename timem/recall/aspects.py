@@ -292,5 +292,5 @@ def merge_channels(state: RecallState, selection: LeafSelection, top_k: int,
         n_kept += keep
         update["kept"] = keep
         out.append(base.updated(update))
-    notes.append(f"channels placed {len(placed)} leaves after rank {slot}")
+    notes.append(f"channels placed {len(placed)} {'leaf' if len(placed) == 1 else 'leaves'} after rank {slot}")
     return LeafSelection(out, [c for c in out if c.kept], selection.bm25_query, selection.time, notes)

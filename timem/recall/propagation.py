@@ -146,6 +146,7 @@ def propagate_leaves(state: RecallState, selection: LeafSelection, top_k: int
                                                    "fused": round(total.get(i, 0.0), 6)} for i in cands])
     rc = config.recall
     notes = [*selection.notes, f"relevance propagation {rc.propagation}, H={rc.propagation_hops}, "
-             f"α={rc.propagation_alpha}: {len(upper)} upper nodes scored, {len(routed)} leaves routed in"]
+             f"α={rc.propagation_alpha}: {len(upper)} upper nodes scored, "
+             f"{len(routed)} {'leaf' if len(routed) == 1 else 'leaves'} routed in"]
     return (LeafSelection(ranked, [c for c in ranked if c.kept], selection.bm25_query, selection.time, notes),
             {i: round(v, 6) for i, v in upper.items()})

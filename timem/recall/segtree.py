@@ -134,6 +134,7 @@ def propagate_segtree(state: RecallState, selection: LeafSelection, top_k: int
              f"α={config.recall.propagation_alpha}: "
              f"{len(upper)} segment-tree nodes scored (best: "
              + ", ".join(f"{i} h{height[i]} {upper[i]:.3f}" for i in best)
-             + f"), {len(routed)} leaves routed in{built}", *([behind] if behind else [])]
+             + f"), {len(routed)} {'leaf' if len(routed) == 1 else 'leaves'} routed in{built}",
+             *([behind] if behind else [])]
     return (LeafSelection(ranked, [c for c in ranked if c.kept], selection.bm25_query, selection.time, notes),
             {i: round(v, 6) for i, v in upper.items()})
