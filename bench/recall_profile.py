@@ -132,12 +132,14 @@ def main() -> None:
                     help="the store's working-set budget (StoreSettings.working_set_mb; default: its default)")
     ap.add_argument("--users", default=USER, help="comma-separated users asked in turn (e.g. bench-a,bench-b with a "
                     "budget that holds one: every recall a miss)")
+    ap.add_argument("--backend", choices=["onnx", "torch"], default=Config().embedding.embed_backend,
+                    help="MiniLM's backend (Config.embedding.embed_backend; default: the product's default)")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="timem-recall-profile-"))
     db = tmp / args.db.name
     shutil.copy(args.db, db)
-    emb = MiniLMEmbedder()
+    emb = MiniLMEmbedder(backend=args.backend)
     kw: dict[str, Any] = {} if args.working_set_mb is None else {"working_set_mb": args.working_set_mb}
     store = Store(db, emb.model_id, emb.dim, **kw)
     users = [u for u in args.users.split(",") if u]

@@ -1,4 +1,5 @@
-"""The MiniLM embedder's one-batch path gives exactly the vectors of ``SentenceTransformer.encode``."""
+"""The MiniLM embedder's torch backend: its one-batch path gives exactly the vectors of ``SentenceTransformer.encode``
+(the ONNX backend, the default: ``tests/test_embed_onnx.py``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,13 @@ import numpy as np
 import pytest
 
 DEV = Path(__file__).parent / "data" / "locomo-dev.json"
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from timem.embed.minilm import MiniLMEmbedder
+
+    return MiniLMEmbedder(backend="torch")
 
 
 def _turns() -> list[str]:

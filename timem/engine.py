@@ -84,7 +84,8 @@ class MemoryEngine(StoreReadMethods):
         from timem.embed.minilm import MiniLMEmbedder
         from timem.llm.factory import make_llm
 
-        embedder: Embedder = MiniLMEmbedder(batch_size=config.embedding.embed_batch_size)
+        embedder: Embedder = MiniLMEmbedder(batch_size=config.embedding.embed_batch_size,
+                                            backend=config.embedding.embed_backend, cache_dir=config.store.cache_dir)
         if config.embedding.embed_batch_wait_ms > 0:  # concurrent one-text calls in one model call, same vectors
             embedder = BatchingEmbedder(embedder, config.embedding.embed_batch_wait_ms / 1000,
                                         config.embedding.embed_batch_size)

@@ -150,6 +150,9 @@ class EmbeddingSettings(_Section):
     #: embedder is busy, in milliseconds (``0``: off, the default: batched vectors may differ from a lone call's in
     #: the last float bits, ~2e-7); a lone call never waits (:mod:`timem.embed.batching`)
     embed_batch_wait_ms: float = Field(default=0.0, ge=0, le=100)
+    #: how MiniLM runs: "onnx" (ONNX Runtime, exported once into ``store.cache_dir``; vectors within 3e-7 of
+    #: torch's) or "torch" (sentence-transformers); :mod:`timem.embed.minilm_onnx`
+    embed_backend: Literal["onnx", "torch"] = "onnx"
 
 
 class ConsolidationSettings(_Section):

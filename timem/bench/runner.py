@@ -187,7 +187,8 @@ def run_benchmark(spec: RunSpec, base_config: Config, *, embedder: Embedder | No
     if embedder is None:
         from timem.embed.minilm import MiniLMEmbedder
 
-        embedder = MiniLMEmbedder(batch_size=cfg.embedding.embed_batch_size)
+        embedder = MiniLMEmbedder(batch_size=cfg.embedding.embed_batch_size, backend=cfg.embedding.embed_backend,
+                                  cache_dir=cfg.store.cache_dir)
     ingest_llm_needed = recipe.uses_store and ((recipe.needs_upper_levels and upper_levels_need_llm(cfg))
                                                or cfg.consolidation.l1_mode == "llm")
     db_path = spec.db or default_db_path(cfg, spec.dataset, data_sha, ingest_llm_needed)

