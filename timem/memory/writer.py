@@ -43,6 +43,7 @@ value starts to hold, :mod:`timem.memory.dating`.
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timedelta
 
 from timem.config import Config
@@ -93,6 +94,10 @@ class ItemWriter:
 
     def __init__(self, store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config: Config) -> None:
         self.store, self.embedder, self.llm, self.config = store, embedder, llm, config
+        #: held while the rules read a user's segments: a recall's read-your-writes
+        #: (:meth:`timem.engine_queue.ConsolidationQueue.read_items`) and the queue worker read them one after the
+        #: other, never the same segment twice (each decides what is left to read under it)
+        self._rules_lock = threading.RLock()
 
     @property
     def mode(self) -> str:
@@ -116,7 +121,8 @@ class ItemWriter:
         """
         report = ExtractionReport()
         if self.mode == "rules":
-            self._extract_rules(user_id, report)
+            with self._rules_lock:
+                self._extract_rules(user_id, report)
         else:
             self._extract_llm(user_id, report, progress)
         return report
@@ -129,14 +135,13 @@ class ItemWriter:
         return [t for t in turns if t.role != Role.ASSISTANT and t.speaker not in only_assistant]
 
     def _extract_rules(self, user_id: str, report: ExtractionReport) -> None:
-        done = self.store.extracted_units(user_id, "rules")
-        todo = [n for n in self.store.nodes(user_id, Level.SEGMENT) if n.id not in done]
-        if not todo:
+        unread = self.store.unread_segments(user_id, "rules")  # targeted reads: a recall runs this (read_items)
+        if not unread:
             return
-        todo.sort(key=lambda n: (n.span_start, n.id))
-        turns = {t.id: t for t in self.store.turns(user_id)}
-        assistants = {t.speaker for t in turns.values() if t.role == Role.ASSISTANT} - {
-            t.speaker for t in turns.values() if t.role != Role.ASSISTANT}
+        todo = sorted(self.store.nodes(user_id, Level.SEGMENT, ids=unread), key=lambda n: (n.span_start, n.id))
+        turns = {t.id: t for t in self.store.turns(user_id, ids=[t for n in todo for t in n.source_turn_ids])}
+        roles = self.store.speaker_roles(user_id)
+        assistants = {s for s, r in roles if r == Role.ASSISTANT} - {s for s, r in roles if r != Role.ASSISTANT}
         for seg in todo:
             found: list[tuple[Turn, Statement]] = []
             for tid in seg.source_turn_ids:

@@ -174,6 +174,14 @@ class ItemTables:
         return {r[0] for r in self.con.execute("SELECT unit_id FROM memory_extractions WHERE user_id = ? AND mode = ?",
                                                [user_id, mode]).fetchall()}
 
+    def unread_segments(self, user_id: str, mode: str) -> list[str]:
+        """The ids of the user's active L1 segments not yet read in ``mode`` (``rules``): one query, not the user's
+        segments (the rules read a write's items at every recall with a queued write)."""
+        return [r[0] for r in self.con.execute(
+            "SELECT id FROM nodes WHERE user_id = ? AND level = 1 AND status = 'active' AND id NOT IN "
+            "(SELECT unit_id FROM memory_extractions WHERE user_id = ? AND mode = ?)", [user_id, user_id, mode]
+        ).fetchall()]
+
     def mark_extracted(self, user_id: str, unit_id: str, mode: str, n_items: int) -> None:
         self.con.execute("INSERT OR REPLACE INTO memory_extractions VALUES (?,?,?,?,?)",
                          [user_id, unit_id, mode, n_items, db_time(datetime.now(UTC))])

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from timem.models import Level, MemoryItem, MemoryNode, NodeStatus, SessionInfo, Turn
+from timem.models import Level, MemoryItem, MemoryNode, NodeStatus, Role, SessionInfo, Turn
 from timem.store.jobs import JOB_STATES, ConsolidationJob
 from timem.store.segtree_tables import SyncReport
 from timem.store.segtree_view import TreeView
@@ -85,6 +85,8 @@ class TurnLog(Protocol):
     def add_turns(self, turns: Sequence[Turn]) -> int: ...
 
     def turns(self, user_id: str, session_id: str | None = None, ids: Sequence[str] | None = None) -> list[Turn]: ...
+
+    def speaker_roles(self, user_id: str) -> set[tuple[str, Role]]: ...
 
     def sessions(self, user_id: str) -> list[SessionInfo]: ...
 
@@ -212,6 +214,8 @@ class ItemRepository(Protocol):
     def was_forgotten(self, item_id: str) -> bool: ...
 
     def extracted_units(self, user_id: str, mode: str) -> set[str]: ...
+
+    def unread_segments(self, user_id: str, mode: str) -> list[str]: ...
 
     def mark_extracted(self, user_id: str, unit_id: str, mode: str, n_items: int) -> None: ...
 

@@ -95,6 +95,11 @@ class TurnTables:
                      event_time=utc(r[7]), source_ref=r[8], image_caption=r[9], ingested_at=utc(r[10]),
                      utc_offset_minutes=r[11]) for r in rows]
 
+    def speaker_roles(self, user_id: str) -> set[tuple[str, Role]]:
+        """Each ``(speaker, role)`` of the user's turns, once."""
+        return {(r[0], Role(r[1])) for r in self.con.execute(
+            "SELECT DISTINCT speaker, role FROM turns WHERE user_id = ?", [user_id]).fetchall()}
+
     def sessions(self, user_id: str) -> list[SessionInfo]:
         """Sessions of a user, by start (then id)."""
         rows = self.con.execute("SELECT session_id, started_at, last_event_at, ended FROM sessions "

@@ -1,0 +1,100 @@
+"""A recall right after a queued write reads the write's memory items (read-your-writes of the items).
+
+Found by trying the service: the store held "Mia's home city: Dublin"; ``POST …/turns`` "I moved to Galway" was
+acknowledged before the queue worker read it, and a recall right after wrote the new L1 segment (read-your-writes)
+but gave the item line "[fact, valid … – now] Mia's home city: Dublin" until the worker ran the item extraction.
+With the rules reading the items (no LLM), the recall now reads the items of the user's unread segments itself
+(:meth:`timem.engine_queue.ConsolidationQueue.read_items`); the write's acknowledgement is unchanged.
+
+A real DuckDB file, the queue on (``online_queue``) with a worker held back as on a busy service (not woken by
+writes, polling every 60 s), so the job is still pending at the recall, whatever the machine's speed.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from trial_support import T0
+
+from timem.engine_queue import QueueWorker
+
+
+@pytest.fixture(scope="session")
+def embedder(fake_embedder):
+    return fake_embedder
+
+
+@pytest.fixture()
+def busy(tmp_path, store, embedder, monkeypatch):
+    """An engine whose queue worker does not get to the user's jobs during the test; Mia already said "I live in
+    Dublin" (consolidated before the worker started)."""
+    from timem.config import load_config
+    from timem.engine import MemoryEngine
+
+    cfg = load_config(env={}, db_path=store.path, llm_backend="none", cache_dir=tmp_path / "cache",
+                      consolidation_mode="extractive", memory_extractor="rules", online_queue=True)
+    eng = MemoryEngine(cfg, store, embedder, None)
+    eng.add_exchange("mia", "s0", "I live in Dublin.", "Noted.", T0, user_name="Mia")
+    monkeypatch.setattr(QueueWorker, "wake", lambda self: None)
+    worker = eng.start_queue_worker(poll_seconds=60.0)
+    try:
+        yield eng
+    finally:
+        worker.stop()
+
+
+def _homes(eng) -> list[tuple[str, bool]]:
+    return [(i.value, i.is_open) for i in eng.memory_items("mia") if i.attribute == "home city"]
+
+
+def test_a_recall_right_after_the_write_gives_the_new_home_city(busy):
+    eng = busy
+    assert _homes(eng) == [("Dublin", True)]
+    assert eng.add_exchange("mia", "s1", "I moved to Galway.", "Nice!", T0 + timedelta(days=2), user_name="Mia") == []
+    assert eng.queue_status()["pending"] == 1 and _homes(eng) == [("Dublin", True)]  # queued, not yet read
+
+    context = eng.recall("mia", "Where do I live now?", question_time=T0 + timedelta(days=2, hours=1)).context
+    homes = [line for line in context.splitlines() if "home city" in line]
+    assert homes and "– now] Mia's home city: Galway" in homes[0], context
+    assert not any("home city: Dublin" in line and "– now]" in line for line in homes), context
+    assert _homes(eng) == [("Dublin", False), ("Galway", True)]
+    assert eng.queue_status()["pending"] == 1  # the worker's job is still due (L2-L5, the tree): nothing is read twice
+    eng.drain_queue("mia")
+    assert _homes(eng) == [("Dublin", False), ("Galway", True)]
+    assert len([i for i in eng.memory_items("mia", status=None, reopen=False) if i.value == "Galway"]) == 1
+
+
+def test_a_recall_with_nothing_queued_reads_no_item(busy, monkeypatch):
+    eng = busy
+
+    def refuse(*a, **kw):
+        raise AssertionError("items read with nothing queued")
+
+    monkeypatch.setattr(eng.items.item_writer, "extract", refuse)
+    eng.recall("mia", "Where do I live?", question_time=T0 + timedelta(days=1))
+
+
+def test_the_read_reads_the_new_segments_not_the_whole_history(busy, monkeypatch):
+    """The rules read every segment and turn of the user at each extraction (O(history) at every recall with a queued
+    write); they now ask for the unread segments and their turns only."""
+    eng = busy
+    eng.add_exchange("mia", "s1", "I moved to Galway.", "Nice!", T0 + timedelta(days=2), user_name="Mia")
+    whole: list[str] = []
+    turns, nodes = eng.store.turns, eng.store.nodes
+
+    def turns_of(user_id, session_id=None, ids=None):
+        if session_id is None and ids is None:
+            whole.append("turns")
+        return turns(user_id, session_id, ids)
+
+    def nodes_of(user_id=None, level=None, **kw):
+        if kw.get("ids") is None and kw.get("session_id") is None:
+            whole.append(f"nodes L{level}")
+        return nodes(user_id, level, **kw)
+
+    monkeypatch.setattr(eng.store, "turns", turns_of)
+    monkeypatch.setattr(eng.store, "nodes", nodes_of)
+    eng.read_your_writes("mia")
+    assert _homes(eng) == [("Dublin", False), ("Galway", True)]
+    assert whole == [], whole
