@@ -240,7 +240,7 @@ def _answer_details(ctx: state.StudioContext, info: dict) -> None:
     if trace is not None:
         used = plural(len(trace.node_ids), "memory", "memories")
         with st.expander(f"Recall trace · {trace.plan.complexity} · {used} · Mem Len {trace.context_tokens} tokens"):
-            render_trace(ctx, trace, key=f"chat_{trace.trace_id}", metrics_per_row=3)  # a message is narrow
+            render_trace(ctx, trace, key=f"chat_{trace.trace_id}")
 
 
 def written_summary(nodes: list[MemoryNode]) -> str:

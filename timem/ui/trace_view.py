@@ -27,21 +27,19 @@ def _was(s, ctx: StudioContext) -> str:
     return f"{s.value} (until {s.valid_to.astimezone(ctx.tz):%Y-%m-%d})"
 
 
-def render_trace(ctx: StudioContext, trace: RecallTrace, *, key: str, compact: bool = False,
-                 metrics_per_row: int | None = None) -> None:
-    """The full trace: headline metrics, notes, then one tab per stage.
+def render_trace(ctx: StudioContext, trace: RecallTrace, *, key: str, compact: bool = False) -> None:
+    """The full trace: headline metrics (three to a row, two when ``compact``), notes, then one tab per stage.
 
     Args:
         ctx: the context whose database the trace was recalled from (its nodes are looked up there).
         key: a unique prefix for widget keys (several traces can be on one page).
-        compact: fewer columns in the tables (for side-by-side comparison).
-        metrics_per_row: headline metrics side by side (default 3 if ``compact``, else 6). A narrow place takes 3:
-            in six columns of a chat message a metric's value of seven characters ("complex", "15785.8") was cut
-            to "com…".
+        compact: fewer columns in the tables and metrics (for side-by-side comparison, in half the width).
     """
     nodes = trace_nodes(ctx, trace)
     head = tt.summary(trace)
-    cols = st.columns(metrics_per_row or (3 if compact else 6))
+    # a metric needs ~130 px for a value of seven characters ("complex", "15785.8" ms): six to a row (three when
+    # compact) cut it to "com…" in the chat's message and in the inspector at 1280 px
+    cols = st.columns(2 if compact else 3)
     for i, (label, value) in enumerate(head.items()):
         cols[i % len(cols)].metric(label, value)
     for note in trace.notes:
