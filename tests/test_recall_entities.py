@@ -53,7 +53,7 @@ def test_entity_channel_brings_the_subjects_turn_from_another_session(folder, em
     placed = [c for c in after.trace.candidates if c.channel]
     assert len(placed) == 1 and placed[0].rank == 2 and placed[0].kept
     assert placed[0].channel == "entity: kids by Mia"
-    assert any(n.startswith("entity channel (kids; speaker Mia): 1 leaves") for n in after.trace.notes)
+    assert "entity channel (kids; speaker Mia): 1 leaf from other sessions" in after.trace.notes, after.trace.notes
     assert after.mem_len <= 90
     with _engine(folder, embedder, "entity", token_budget=90, channel_slot=1, entity_leaves=1,
                  entity_scope="any") as eng:

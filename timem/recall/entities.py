@@ -36,6 +36,7 @@ from timem.recall.keywords import STOPWORDS, name_words, strip_possessive
 from timem.recall.leaves import Candidate, fuse, speaker_of
 from timem.recall.planner import mask_names
 from timem.recall.state import RecallState
+from timem.tokens import counted
 
 POOL = 200  #: leaves each channel search returns before the speaker and session rules
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
@@ -130,7 +131,8 @@ def entity_inserts(state: RecallState, head: Sequence[Candidate]) -> tuple[list[
         name = f"entity: {' '.join(terms) or '(masked question)'}" + (f" by {subject}" if subject else "")
         inserts += [(name, c) for c in got]
         notes.append(f"entity channel ({', '.join(terms) or 'no term'}; "
-                     f"{'speaker ' + subject if subject else 'any speaker'}): {len(got)} leaves from other sessions")
+                     f"{'speaker ' + subject if subject else 'any speaker'}): "
+                     f"{counted(len(got), 'leaf', 'leaves')} from other sessions")
     if rc.rocchio_leaves > 0:
         masked = _masked_vector(state) if masked is None else masked
         vecs = store.embeddings(list(ids), user_id=user_id)
@@ -142,6 +144,6 @@ def entity_inserts(state: RecallState, head: Sequence[Candidate]) -> tuple[list[
             taken = ids | {c.node_id for _, c in inserts}
             got = _per_session(state, fuse(sem, {}, 1.0), taken, sessions, subject, rc.rocchio_leaves)
             inserts += [(f"rocchio: question + {rc.rocchio_beta} x {len(vecs)} leaves", c) for c in got]
-            notes.append(f"Rocchio channel (β={rc.rocchio_beta}, {len(vecs)} leaves): {len(got)} leaves from other "
-                         "sessions")
+            notes.append(f"Rocchio channel (β={rc.rocchio_beta}, {counted(len(vecs), 'leaf', 'leaves')}): "
+                         f"{counted(len(got), 'leaf', 'leaves')} from other sessions")
     return inserts, notes

@@ -32,6 +32,7 @@ from timem.recall.keywords import extract_keywords, name_words, person_names, st
 from timem.recall.planner import RecallPlan, mask_names
 from timem.recall.state import RecallState
 from timem.recall.time_channel import TimeLocalisation, localise, tider_score
+from timem.tokens import counted
 
 
 class Candidate(BaseModel):
@@ -199,7 +200,7 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
             new = [i for i in timed if i not in vec_hits]
             vecs = store.embeddings(new, user_id=user_id) if new else {}
             vec_hits.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
-            notes.append(f"time channel: {len(timed)} leaves in the window(s) of "
+            notes.append(f"time channel: {counted(len(timed), 'leaf', 'leaves')} in the window(s) of "
                          f"{', '.join(repr(p) for p in loc.phrases)}, {len(new)} new")
     if config.recall.event_pool > 0:  # TIDER's event pool (timem.recall.events): the best events' members join
         members, note = event_channel(state)
@@ -207,14 +208,14 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
         vecs = store.embeddings(new, user_id=user_id) if new else {}
         vec_hits.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
         if note:
-            notes.append(f"{note}, {len(new)} new candidates")
+            notes.append(f"{note}, {counted(len(new), 'new candidate', 'new candidates')}")
     if config.recall.prf_terms > 0 and (vec_hits or lex_hits):  # pseudo-relevance feedback (RM3-style expansion)
         keyword_query, lex_hits, note = _feedback(state, keyword_query, vec_hits, lex_hits, n)
         notes.append(note)
     nodes = {x.id: x for x in store.nodes(user_id=user_id, ids=list({*vec_hits, *lex_hits}))}
     late = {i for i, x in nodes.items() if state.unseen(x)}
     if late:
-        notes.append(f"{len(late)} candidates after the question time dropped")
+        notes.append(f"{counted(len(late), 'candidate', 'candidates')} after the question time dropped")
         vec_hits = {i: v for i, v in vec_hits.items() if i not in late}
         lex_hits = {i: v for i, v in lex_hits.items() if i not in late}
     candidates = fuse(vec_hits, lex_hits, config.recall.recall_lambda, top_k=k)
@@ -307,7 +308,8 @@ def _feedback(state: RecallState, keyword_query: str, vec_hits: Mapping[str, flo
         return keyword_query, dict(lex_hits), "pseudo-relevance feedback: no new term in the best leaves"
     expanded = f"{keyword_query} {' '.join(terms)}"
     return expanded, dict(store.search_bm25(user_id, expanded, int(Level.SEGMENT), n)), \
-        f"pseudo-relevance feedback: BM25 query + {', '.join(terms)} (from the best {len(top)} leaves)"
+        f"pseudo-relevance feedback: BM25 query + {', '.join(terms)} " \
+        f"(from the best {counted(len(top), 'leaf', 'leaves')})"
 
 
 def rerank(candidates: Sequence[Candidate], top_k: int | None,

@@ -28,6 +28,7 @@ from timem.models import Level
 from timem.recall.leaves import Candidate, LeafSelection, fuse, fused_scores, max_normalise, rerank
 from timem.recall.state import RecallState
 from timem.store.ports import MemoryStore
+from timem.tokens import counted
 
 Direction = Literal["top-down", "bottom-up", "both"]
 
@@ -147,6 +148,6 @@ def propagate_leaves(state: RecallState, selection: LeafSelection, top_k: int
     rc = config.recall
     notes = [*selection.notes, f"relevance propagation {rc.propagation}, H={rc.propagation_hops}, "
              f"α={rc.propagation_alpha}: {len(upper)} upper nodes scored, "
-             f"{len(routed)} {'leaf' if len(routed) == 1 else 'leaves'} routed in"]
+             f"{counted(len(routed), 'leaf', 'leaves')} routed in"]
     return (LeafSelection(ranked, [c for c in ranked if c.kept], selection.bm25_query, selection.time, notes),
             {i: round(v, 6) for i, v in upper.items()})

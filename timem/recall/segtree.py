@@ -36,6 +36,7 @@ from timem.recall.propagation import direction_of, propagate_relevance, with_rou
 from timem.recall.state import RecallState
 from timem.store.ports import MemoryStore
 from timem.store.segtree_tables import SyncReport
+from timem.tokens import counted
 
 
 def ensure(store: MemoryStore, config: Config, user_id: str
@@ -134,7 +135,7 @@ def propagate_segtree(state: RecallState, selection: LeafSelection, top_k: int
              f"α={config.recall.propagation_alpha}: "
              f"{len(upper)} segment-tree nodes scored (best: "
              + ", ".join(f"{i} h{height[i]} {upper[i]:.3f}" for i in best)
-             + f"), {len(routed)} {'leaf' if len(routed) == 1 else 'leaves'} routed in{built}",
+             + f"), {counted(len(routed), 'leaf', 'leaves')} routed in{built}",
              *([behind] if behind else [])]
     return (LeafSelection(ranked, [c for c in ranked if c.kept], selection.bm25_query, selection.time, notes),
             {i: round(v, 6) for i, v in upper.items()})
