@@ -66,3 +66,20 @@ def test_the_forget_route_sees_it_too_when_the_worker_is_behind(busy_service):
     r = c.post("/v1/users/mia/forget", json={"text": "I work at Blue Harbor"})
     assert r.status_code == 200, r.text
     assert [i["value"] for i in r.json()["items"]] == ["Blue Harbor"] and r.json()["segments"], r.json()
+
+
+def test_the_items_list_right_after_a_write_gives_the_new_item(busy_service):
+    """``GET …/items`` waited (``queue_read_wait_seconds``) for the worker and, with the worker behind, listed the
+    items as before the write: "I moved to Galway" still showed Dublin as the home city held now. It now reads the
+    queued writes' items first (rule-based items), as a recall does."""
+    c = busy_service
+    for session, at, message in (("s1", AT, "I live in Dublin."), ("s2", "2024-05-04T09:00:00+00:00",
+                                                                    "I moved to Galway.")):
+        r = c.post("/v1/users/mia/turns", json={"session_id": session, "event_time": at, "message": message,
+                                                "reply": "Noted."})
+        assert r.status_code == 200 and r.json()["queued"] is True, r.text
+    assert c.get("/v1/queue").json()["pending"] >= 1
+    items = c.get("/v1/users/mia/items").json()["items"]
+    homes = [(i["value"], i["valid_to"]) for i in items if i["attribute"] == "home city"]
+    assert [v for v, _ in homes] == ["Dublin", "Galway"], items
+    assert homes[0][1] is not None and homes[1][1] is None, homes

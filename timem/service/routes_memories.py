@@ -97,10 +97,13 @@ def list_items(user: UserPath, s: S, t: T,
                status: Literal["active", "deleted", "all"] = "active", reopen: bool = True) -> ItemsOut:
     """The user's memory items (facts, preferences, events, plans), oldest first; superseded items are
     active with ``valid_to`` set (history), forgotten ones ``deleted``. An item whose successor was forgotten holds
-    again: ``valid_to`` and ``superseded_by`` are null, as recall reads it (``reopen=false``: as stored)."""
+    again until the value after it, if any (``valid_to`` and ``superseded_by`` null when none), as recall reads it
+    (``reopen=false``: as stored). Rule-based items of the user's queued writes are read first, as a recall reads
+    them (read-your-writes); an LLM reader's come with the worker, which the list waits for (bounded)."""
     s.engine.settle(t.internal(user))  # its queued writes' memories (bounded wait, outside the lock)
     with s.read() as eng:
         internal = s.require_user(eng, t, user)
+        eng.read_your_writes(internal)
         items = eng.memory_items(internal, status=None if status == "all" else status, reopen=reopen)
     return ItemsOut(user=user, items=[ItemOut.of(i) for i in items])
 
