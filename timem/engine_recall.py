@@ -48,9 +48,9 @@ class Recaller(EnginePart):
 
     def warm(self) -> None:
         """Load, once per process, what the first recall would otherwise load: the embedder's model, the centroid
-        planner's class centroids (its ~120 example questions embedded) and the cl100k tokenizer. On 2 shared cores
-        about 5 s, 1.2 s and 0.2 s; a recall after it takes ~0.1 s where the first one took 5-9 s. Nothing is read
-        or written in the store.
+        planner's class centroids (its ~120 example questions embedded) and the cl100k tokenizer: ~3.5 s on 2 shared
+        cores with the ONNX embedder (torch: ~5 s, 1.2 s and 0.2 s); a recall after it takes ~0.08 s where a first
+        one took 3.7 s (torch: 5-9 s). Nothing is read or written in the store.
 
         Raises:
             EmbeddingError: the embedder cannot be loaded (a recall would raise it too).

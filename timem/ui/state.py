@@ -116,7 +116,7 @@ class _Opened:
 def _open_engine(db_path: str, _config: Config) -> _Opened:
     """One engine per DuckDB file per server process. A failing LLM setup falls back to no LLM. What every recall
     needs loads in a background thread meanwhile (:func:`_warm_recall`): the pages draw at once, and the first chat
-    message does not wait 5-9 s for it (it waits only for what is left)."""
+    message does not wait 3.5-9 s for it (it waits only for what is left)."""
     try:
         opened = _Opened(MemoryEngine.open(_config), None, threading.RLock())
     except (ConfigError, LLMError) as exc:
