@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from pathlib import Path
 
 from timem.config import PAPER_QUOTAS
 from timem.llm.client import LLM
@@ -19,6 +20,16 @@ EXCHANGE = {"l1_unit": "exchange"}
 ABSTRACTIVE = {"consolidation_mode": "abstractive"}
 #: TiMem's quotas: L2-L5 ancestors in the context.
 TIMEM_QUOTAS = {"quotas": PAPER_QUOTAS}
+
+
+def locomo_dev_texts() -> list[str]:
+    """Every turn's text in ``tests/data/locomo-dev.json`` (both conversations, in file order): real text to embed."""
+    texts: list[str] = []
+    for conv in json.loads((Path(__file__).parent / "data" / "locomo-dev.json").read_text()):
+        for key, session in conv["conversation"].items():
+            if key.startswith("session_") and isinstance(session, list):
+                texts += [t["text"] for t in session]
+    return texts
 
 
 def consolidation_answer(request: ChatRequest) -> str:

@@ -3,13 +3,9 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-DEV = Path(__file__).parent / "data" / "locomo-dev.json"
+from helpers import locomo_dev_texts
 
 
 @pytest.fixture(scope="module")
@@ -19,18 +15,9 @@ def embedder():
     return MiniLMEmbedder(backend="torch")
 
 
-def _turns() -> list[str]:
-    texts: list[str] = []
-    for conv in json.loads(DEV.read_text()):
-        for key, session in conv["conversation"].items():
-            if key.startswith("session_") and isinstance(session, list):
-                texts += [t["text"] for t in session]
-    return texts
-
-
 @pytest.mark.parametrize("n", [1, 2, 5, 64])
 def test_one_batch_is_bit_identical_to_encode(embedder, n):
-    texts = _turns()
+    texts = locomo_dev_texts()
     rng = np.random.default_rng(n)
     extra = ["", "学习了大学的课程", "What did Caroline research after the LGBTQ support group?", "x " * 400]
     for _ in range(2):
@@ -44,7 +31,7 @@ def test_one_batch_is_bit_identical_to_encode(embedder, n):
 
 
 def test_more_than_a_batch_goes_through_encode(embedder):
-    texts = _turns()[:70]
+    texts = locomo_dev_texts()[:70]
     got = embedder.embed(texts)
     ref = embedder._model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True,
                                  convert_to_numpy=True, show_progress_bar=False).astype(np.float32)

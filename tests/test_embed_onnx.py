@@ -3,26 +3,13 @@ noise, one export per cache folder, and clear errors."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
+from helpers import locomo_dev_texts
 
 from timem.embed import minilm_onnx
 from timem.embed.minilm import MiniLMEmbedder
 from timem.errors import EmbeddingError
-
-DEV = Path(__file__).parent / "data" / "locomo-dev.json"
-
-
-def _turns() -> list[str]:
-    texts: list[str] = []
-    for conv in json.loads(DEV.read_text()):
-        for key, session in conv["conversation"].items():
-            if key.startswith("session_") and isinstance(session, list):
-                texts += [t["text"] for t in session]
-    return texts
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +19,7 @@ def torch_embedder() -> MiniLMEmbedder:
 
 @pytest.mark.parametrize("n", [1, 2, 64, 150])
 def test_onnx_vectors_match_encode_within_float_noise(tmp_path, torch_embedder, n):
-    texts = _turns()
+    texts = locomo_dev_texts()
     rng = np.random.default_rng(n)
     extra = ["  Hello there!  ", "学习了大学的课程", "x " * 400, ""]
     batch = (extra + [texts[i] for i in rng.choice(len(texts), n, replace=False)])[:n]
