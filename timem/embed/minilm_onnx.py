@@ -114,6 +114,9 @@ class OnnxMiniLM:
         opts = ort.SessionOptions()
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3  # no warnings about unused initialisers on every start
+        # its pool's threads sleep after a call instead of spinning: spinning took a core from the recall's next
+        # stages (the leaf search: +7-15 ms at 100k L1 nodes, bench/results/recall-latency-many-users.md)
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
