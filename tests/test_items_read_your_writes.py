@@ -98,3 +98,18 @@ def test_the_read_reads_the_new_segments_not_the_whole_history(busy, monkeypatch
     eng.read_your_writes("mia")
     assert _homes(eng) == [("Dublin", False), ("Galway", True)]
     assert whole == [], whole
+
+
+def test_a_long_backlog_of_unread_segments_is_left_to_the_worker(busy, monkeypatch):
+    """A file whose segments' items were never read (the synthetic 10k / 100k bench stores, a file ingested with
+    memory items off) made the first recall after a write read them all: 27 s at 10k segments, 354 s at 100k.
+    A recall now reads at most ``READ_AT_RECALL_MAX`` unread segments; more are the worker's."""
+    import timem.engine_queue as engine_queue
+
+    eng = busy
+    monkeypatch.setattr(engine_queue, "READ_AT_RECALL_MAX", 1)  # the write below leaves 2 unread (turn and reply)
+    eng.add_exchange("mia", "s1", "I moved to Galway.", "Nice!", T0 + timedelta(days=2), user_name="Mia")
+    eng.recall("mia", "Where do I live now?", question_time=T0 + timedelta(days=2, hours=1))
+    assert _homes(eng) == [("Dublin", True)]  # not read by the recall
+    eng.drain_queue("mia")
+    assert _homes(eng) == [("Dublin", False), ("Galway", True)]  # the worker's item step read them

@@ -47,6 +47,10 @@ from timem.store.jobs import ConsolidationJob
 
 log = logging.getLogger("timem.queue")
 
+#: the most unread L1 segments a recall reads memory items of itself (rules only;
+#: :meth:`ConsolidationQueue.read_items`): a chat's queued writes are a few; a larger backlog is the worker's
+READ_AT_RECALL_MAX = 64
+
 
 class ConsolidationQueue(EnginePart):
     """The consolidation queue of one engine (:class:`timem.engine.MemoryEngine` owns one): jobs of chat writes,
@@ -213,9 +217,11 @@ class ConsolidationQueue(EnginePart):
         20 small DuckDB statements and one embedding per new item, independent of the user's history (measured
         25-60 ms on a loaded 2-core machine, where a recall took 25-35 ms). The LLM reader waits for the worker (a
         call per closed session is too slow for a read). The writer's lock keeps the worker's reading of the same
-        segments before or after this one (:meth:`timem.memory.writer.ItemWriter.extract`)."""
+        segments before or after this one (:meth:`timem.memory.writer.ItemWriter.extract`). At most
+        :data:`READ_AT_RECALL_MAX` unread segments: more (a file whose items were never read, or a long backlog) are
+        left to the worker, whose item step reads them in order; reading 10k of them took the recall 27 s."""
         if self.config.memory.memory_items and self.writes.items.item_writer.mode == "rules":
-            self.writes.items.extract_items([user_id])
+            self.writes.items.item_writer.extract(user_id, at_most=READ_AT_RECALL_MAX)
 
     def settle(self, user_id: str, timeout: float | None = None) -> bool:
         """Wait until the jobs ``user_id`` had queued when the call began are consolidated, at most ``timeout``

@@ -37,6 +37,7 @@ class ExtractionReport:
     ended: int = 0
     units: int = 0
     failures: list[tuple[str, str]] = field(default_factory=list)
+    deferred: int = 0  #: unread segments left to a later pass (``ItemWriter.extract``'s ``at_most``)
 
 
 def same_person(user_id: str, subject: str) -> tuple[str, ...]:

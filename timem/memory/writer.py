@@ -110,10 +110,15 @@ class ItemWriter:
             return "rules"
         return "llm"
 
-    def extract(self, user_id: str, progress: Progress = no_progress) -> ExtractionReport:
+    def extract(self, user_id: str, progress: Progress = no_progress, *, at_most: int | None = None
+                ) -> ExtractionReport:
         """Read every not yet read unit of ``user_id`` (see the module doc); returns the report. ``progress`` wraps
         the LLM's sessions (one call each), so that the studio's background job shows them and can stop between
         two (the sessions not yet read stay due); the rules take seconds and are not wrapped.
+
+        ``at_most``: with the rules, read nothing when more than that many segments are unread (a recall reads a
+        queued write's few; a file whose items were never read is the worker's, not a request's: 354 s at 100k
+        segments); the report's ``deferred`` says how many.
 
         Raises:
             ConfigError: ``memory_extractor = "llm"`` without an LLM (via :attr:`mode` it falls back only
@@ -122,7 +127,7 @@ class ItemWriter:
         report = ExtractionReport()
         if self.mode == "rules":
             with self._rules_lock:
-                self._extract_rules(user_id, report)
+                self._extract_rules(user_id, report, at_most)
         else:
             self._extract_llm(user_id, report, progress)
         return report
@@ -134,9 +139,13 @@ class ItemWriter:
         only_assistant = assistants - people
         return [t for t in turns if t.role != Role.ASSISTANT and t.speaker not in only_assistant]
 
-    def _extract_rules(self, user_id: str, report: ExtractionReport) -> None:
-        unread = self.store.unread_segments(user_id, "rules")  # targeted reads: a recall runs this (read_items)
+    def _extract_rules(self, user_id: str, report: ExtractionReport, at_most: int | None = None) -> None:
+        # targeted reads: a recall runs this (read_items); with at_most, one id more than it says whether to defer
+        unread = self.store.unread_segments(user_id, "rules", None if at_most is None else at_most + 1)
         if not unread:
+            return
+        if at_most is not None and len(unread) > at_most:
+            report.deferred = len(unread)  # at least this many
             return
         todo = sorted(self.store.nodes(user_id, Level.SEGMENT, ids=unread), key=lambda n: (n.span_start, n.id))
         turns = {t.id: t for t in self.store.turns(user_id, ids=[t for n in todo for t in n.source_turn_ids])}
