@@ -100,7 +100,11 @@ class Consolidator:
     def write_segments(self, user_id: str, session_id: str, *, closed: bool,
                        vectors: Mapping[str, np.ndarray] | None = None) -> list[MemoryNode]:
         """Write the missing L1 segments of one session; returns the new nodes. ``vectors``: embeddings already
-        made for some of their contents (:meth:`embed_l1`), by content; the others are embedded here."""
+        made for some of their contents (:meth:`embed_l1`), by content; the others are embedded here.
+
+        The segments are listed and embedded outside a transaction, then listed again inside the insert's: a
+        recall's read-your-writes (:mod:`timem.engine_queue`, another thread) may have written some of them
+        meanwhile, which are skipped (inserting them again failed the queue worker's job with a duplicate key)."""
         todo = self._todo_segments(user_id, session_id, closed)
         if not todo:
             return []
@@ -118,7 +122,11 @@ class Consolidator:
             span_start=seg[0].event_time, span_end=max(t.event_time for t in seg), content=text,
             source_turn_ids=[t.id for t in seg], model_id=model, prompt_version=version)
             for seg, (text, model, version) in zip(todo, contents, strict=True)]
-        self.store.add_nodes(written, vecs)
+        with self.store.transaction():  # the check and the insert under the store's writer, as one
+            have = self.store.window_keys(user_id, Level.SEGMENT, session_id, include_deleted=True)
+            keep = [i for i, n in enumerate(written) if n.window_key not in have]
+            written = [written[i] for i in keep]
+            self.store.add_nodes(written, vecs[keep])
         return written
 
     def _todo_segments(self, user_id: str, session_id: str, closed: bool) -> list[list[Turn]]:
