@@ -57,6 +57,17 @@ def test_a_failed_export_leaves_no_file_and_says_what_to_do(tmp_path, monkeypatc
     assert not target.exists() and not list(target.parent.glob("*"))
 
 
+def test_a_cache_folder_that_cannot_be_written_says_what_to_do(tmp_path, monkeypatch):
+    """A cache folder that cannot be created (a read-only home, a path through a file) was a bare OSError, a
+    traceback from the CLI (new-user trial: ``TIMEM_CACHE_DIR=/etc/hostname/x timem ask …``: NotADirectoryError)."""
+    monkeypatch.setattr(minilm_onnx, "_LOADED", {})  # as in a new process
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(EmbeddingError, match="TIMEM_CACHE_DIR") as err:
+        MiniLMEmbedder(backend="onnx", cache_dir=blocker / "cache").embed(["one sentence"])
+    assert "embed_backend" in str(err.value)
+
+
 def test_unknown_backend_and_onnx_on_a_gpu_are_refused():
     with pytest.raises(EmbeddingError, match="unknown embedder backend"):
         MiniLMEmbedder(backend="tensorflow")  # type: ignore[arg-type]

@@ -61,7 +61,8 @@ def export(target: Path, source: Any) -> Path:
     beside it, then renamed, so a concurrent process never reads half a file); ~3 s, once per cache folder.
 
     Raises:
-        EmbeddingError: the export failed (``onnx`` missing, a full disk); nothing is left at ``target``.
+        EmbeddingError: the folder cannot be written (a read-only home, a path through a file), or the export
+            failed (``onnx`` missing, a full disk); nothing is left at ``target``.
     """
     import torch
 
@@ -77,8 +78,12 @@ def export(target: Path, source: Any) -> Path:
             return self.bert(input_ids=input_ids, attention_mask=attention_mask,
                              token_type_ids=token_type_ids).last_hidden_state
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".onnx.part")
+    try:  # a read-only home, a path through a file: an OSError here was a bare traceback from the CLI
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".onnx.part")
+    except OSError as exc:
+        raise EmbeddingError(f"cannot write the ONNX export of MiniLM into {target.parent}: {exc}. Set cache_dir "
+                             "(TIMEM_CACHE_DIR) to a writable folder, or embedding.embed_backend = \"torch\".") from exc
     os.close(fd)
     axes = {"batch": 0, "tokens": 1}
     try:
