@@ -52,7 +52,8 @@ class StoreSettings(_Section):
     how many recall traces the file keeps."""
 
     db_path: Path = Path("timem.duckdb")  #: the DuckDB file (``":memory:"`` for none on disk); ``--db``
-    #: the joined embedded model (``models/``) and the benchmarks' databases (``bench/``); the LLM cache is in the DB
+    #: the joined embedded model (``models/``), MiniLM's ONNX export (``embedder/``, written on first use: keep it
+    #: writable) and the benchmarks' databases (``bench/``); the LLM cache is in the DB
     cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "timem")
     #: "exact" cosine scan, or "hnsw": the vss HNSW index with over-fetch (approximate; pays off at
     #: ~100k nodes per file, costs minutes to build and ~1 GB RAM there; bench/results/recall-latency.md)
