@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tests.trial_support import T0, fixtures
+from trial_support import T0, fixtures
 
 EXCHANGES = [
     ("I'm a software engineer at Google.", "Nice!"),
