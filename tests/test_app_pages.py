@@ -132,6 +132,13 @@ def test_forget_typed_in_chat_shows_a_preview_and_acts_only_on_confirm(engine):
     assert_clean(at)
     assert not active_teas() and len(engine.store.turns(DEMO_USER)) == before
     assert any("forgot 1 fact(s)" in c.value for c in at.caption)
+    # the note said "restore them from the Memories page", but a restored segment does not bring back a fact that
+    # was forgotten by name (a new-user trial restored "I moved to Corvid" and still got the old employer)
+    note = next(c.value for c in at.caption if "forgot 1 fact(s)" in c.value)
+    assert "the facts stay forgotten" in note, note
+    for node in engine.store.nodes(DEMO_USER, int(Level.SEGMENT), status=NodeStatus.DELETED):
+        engine.restore_memory(node.id)
+    assert not active_teas()
     at.chat_input[0].set_value("What do I drink in the morning now?").run()  # the log stays after the next message
     assert any("forgot 1 fact(s)" in c.value for c in at.caption)
 

@@ -79,7 +79,7 @@ def render(ctx: state.StudioContext, at: datetime) -> None:
             st.session_state.pop(PENDING_KEY, None)
             done = ctx.engine.forget(ctx.user, text, confirm=True, actor="studio-chat")
             _log(ctx, at, f"you asked to forget “{text}”: forgot {len(done.items)} fact(s) and {len(done.segments)} "
-                      "segment(s) (restore them from the Memories page)")
+                      "segment(s) (the segments can be restored from the Memories page; the facts stay forgotten)")
             st.rerun()
         if b.button("Cancel", key="chat_forget_no"):
             st.session_state.pop(PENDING_KEY, None)
