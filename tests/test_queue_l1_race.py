@@ -16,9 +16,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from trial_support import T0
+from trial_support import T0, held_back
 
-from timem.engine_queue import QueueWorker
 from timem.models import Level
 
 
@@ -27,22 +26,7 @@ def embedder(fake_embedder):
     return fake_embedder
 
 
-@pytest.fixture()
-def busy(tmp_path, store, embedder, monkeypatch):
-    """An engine whose queue worker does not get to the user's jobs during the test (not woken by writes)."""
-    from timem.config import load_config
-    from timem.engine import MemoryEngine
-
-    cfg = load_config(env={}, db_path=store.path, llm_backend="none", cache_dir=tmp_path / "cache",
-                      consolidation_mode="extractive", memory_extractor="rules", online_queue=True)
-    eng = MemoryEngine(cfg, store, embedder, None)
-    eng.add_exchange("mia", "s0", "I live in Dublin.", "Noted.", T0, user_name="Mia")
-    monkeypatch.setattr(QueueWorker, "wake", lambda self: None)
-    worker = eng.start_queue_worker(poll_seconds=60.0)
-    try:
-        yield eng
-    finally:
-        worker.stop()
+busy = held_back()
 
 
 def test_segments_a_recall_writes_during_the_workers_l1_pass_are_not_written_twice(busy, embedder, monkeypatch):

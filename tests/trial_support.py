@@ -59,3 +59,30 @@ def fixtures(exchanges: Sequence[tuple[str, str]] = ()) -> tuple[Any, Any]:
         return e
 
     return embedder, eng
+
+
+def held_back() -> Any:
+    """A ``busy`` fixture for a test module (``busy = held_back()``): an engine on the ``store`` fixture's file with the
+    queue on (``online_queue``) and a worker that does not get to the user's jobs during the test (not woken by
+    writes, polling every 60 s), so a write stays queued whatever the machine's speed; Mia already said "I live in
+    Dublin" (consolidated before the worker started)."""
+
+    @pytest.fixture()
+    def busy(tmp_path: Path, store: Any, embedder: Any, monkeypatch: Any) -> Any:
+        from timem.config import load_config
+        from timem.engine import MemoryEngine
+        from timem.engine_queue import QueueWorker
+
+        cfg = load_config(env={}, db_path=store.path, llm_backend="none", cache_dir=tmp_path / "cache",
+                          consolidation_mode="extractive", memory_extractor="rules", online_queue=True)
+        eng = MemoryEngine(cfg, store, embedder, None)
+        eng.add_exchange("mia", "s0", "I live in Dublin.", "Noted.", T0, user_name="Mia")
+        monkeypatch.setattr(QueueWorker, "wake", lambda self: None)
+        worker = eng.start_queue_worker(poll_seconds=60.0)
+        try:
+            yield eng
+        finally:
+            worker.stop()
+
+    return busy
+
