@@ -139,7 +139,8 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
             memory_id: an id from recall or list, e.g. L1-0123456789abcdef.
             text: what to forget, instead of an id; facts and messages that match it are soft-deleted, with the
                 assistant's reply to such a message (listed in reply_ids as well as memory_ids). When nothing
-                matches, hint says why, what was searched and what to try.
+                matches, hint says why, what was searched and what to try. Facts that hold again because the one
+                that replaced them is forgotten are listed in holds_again.
             hard: with memory_id only: erase the memory and its source messages irreversibly.
         """
         if (memory_id is None) == (text is None):
@@ -152,6 +153,8 @@ def build_server(engine: MemoryEngine, user_id: str) -> MCPServer:
             out: dict[str, Any] = {"text": plan.text, "forgotten": not plan.empty,
                                    "facts": [i.label() for i in plan.items],
                                    "memory_ids": [n.id for n in plan.segments], "reply_ids": sorted(plan.replies)}
+            if plan.reopened:  # what holds again, as POST …/forget's reopened (forgetting a new job: the old one)
+                out["holds_again"] = [i.label() for i in plan.reopened]
             if plan.empty:  # why, what was searched, what to try
                 out["hint"] = (f"{plan.why()} Call facts to see the remembered facts and list "
                                "(level=1) the conversation segments; then forget by memory_id, or with a shorter text.")
