@@ -125,6 +125,8 @@ class OnnxMiniLM:
         self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """``(len(texts), 384)`` float32 unit vectors of one batch: the encoder's last hidden state averaged over each
+        text's tokens (padding masked out), then L2-normalised, as sentence-transformers' Pooling and Normalize."""
         enc = self._source.preprocess(list(texts))
         feeds = {k: enc[k].numpy().astype(np.int64, copy=False) for k in _INPUTS}
         hidden = self.session.run(None, feeds)[0]  # (n, tokens, 384) float32
