@@ -446,6 +446,23 @@ def test_duckdb_out_of_memory_is_one_line_naming_the_setting(monkeypatch, capsys
         assert proc.returncode != 0 and "duckdb_memory_mb" in err and "Traceback" not in err, err
 
 
+def test_ask_loads_the_embedder_before_the_recall_it_times(cli_env, chat_file, monkeypatch):
+    """A new-user trial: the first ``timem ask`` of a process showed plan 4-5 s in its trace, the embedder's load.
+    The command now warms the recall up first, so the trace times the recall alone."""
+    from timem.engine import MemoryEngine
+
+    db = str(cli_env / "t.duckdb")
+    assert run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--db", db)[0] == 0
+    calls: list[str] = []
+    warm, recall = MemoryEngine.warm_recall, MemoryEngine.recall
+    monkeypatch.setattr(MemoryEngine, "warm_recall", lambda self: (calls.append("warm"), warm(self))[1])
+    monkeypatch.setattr(MemoryEngine, "recall",
+                        lambda self, *a, **kw: (calls.append("recall"), recall(self, *a, **kw))[1])
+    code, out = run("ask", "What is the name of my dog?", "--user", "zoe", "--db", db, "--recall-only")
+    assert code == 0 and "Rex" in out, out
+    assert calls == ["warm", "recall"]
+
+
 def test_ask_and_the_other_commands_take_set_like_bench(cli_env, chat_file):
     """A new-user trial: `timem ask "…" --set token_budget=200` was "No such option: --set", though `timem bench` takes
     it and the docs show it; the same parser (and its messages) now serves ask, eval-recall, ingest, consolidate,

@@ -206,6 +206,7 @@ def ask(question: Annotated[str, typer.Argument(help="the question to answer fro
     with _engine(cfg, with_llm=not recall_only, must_exist=True) as eng:
         qt = _parse_time(at, cfg) or eng.default_question_time(user)  # None for an unknown user: recall / ask raise
         fixed, gate_mode = _complexity(complexity), _gate(gate)
+        eng.warm_recall()  # the embedder's load (3-5 s) before the recall, not in its trace's plan time (a trial)
         try:
             if recall_only:
                 res, text = eng.recall(user, question, qt, complexity=fixed, gate=gate_mode), None
