@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from datetime import datetime
 
 from timem.models import MemoryItem, Role, Turn
 
@@ -49,17 +50,22 @@ def mentions(value: str, named: str) -> bool:
 PLACEHOLDER_SUBJECTS = ("User", "user")
 
 
+def first_spellings(rows: Iterable[tuple[str, datetime, str]]) -> dict[str, str]:
+    """How a user's items spell each subject, from ``(subject, created_at, item id)`` rows (any order): its
+    case-folded form -> the spelling of the first item stored under it (by ``created_at``, then id), as the memory
+    writer keeps it (:func:`timem.memory.history.stored_subject`); the placeholders :data:`PLACEHOLDER_SUBJECTS` are
+    left out."""
+    first: dict[str, tuple[datetime, str, str]] = {}
+    for subject, at, iid in rows:
+        key = subject.casefold()
+        if subject not in PLACEHOLDER_SUBJECTS and (key not in first or (at, iid) < first[key][:2]):
+            first[key] = (at, iid, subject)
+    return {k: v[2] for k, v in first.items()}
+
+
 def subject_spellings(items: Iterable[MemoryItem]) -> dict[str, str]:
-    """How ``items`` (one user's, any status) spell each subject: its case-folded form -> the spelling of the first
-    item stored under it (by ``created_at``, then id), as the memory writer keeps it
-    (:func:`timem.memory.history.stored_subject`); the placeholders :data:`PLACEHOLDER_SUBJECTS` are left out."""
-    first: dict[str, MemoryItem] = {}
-    for i in items:
-        key = i.subject.casefold()
-        if i.subject not in PLACEHOLDER_SUBJECTS and (key not in first or (i.created_at, i.id) < (
-                first[key].created_at, first[key].id)):
-            first[key] = i
-    return {k: i.subject for k, i in first.items()}
+    """:func:`first_spellings` of ``items`` (one user's, any status)."""
+    return first_spellings((i.subject, i.created_at, i.id) for i in items)
 
 
 def item_subject(turn: Turn) -> str:

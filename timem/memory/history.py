@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from timem.embed.protocol import Embedder
-from timem.item_values import PLACEHOLDER_SUBJECTS, mentions, normalise
+from timem.item_values import PLACEHOLDER_SUBJECTS, first_spellings, mentions, normalise
 from timem.memory.rules import Statement
 from timem.models import MemoryItem
 from timem.store.ports import MemoryStore
@@ -54,10 +54,7 @@ def stored_subject(store: MemoryStore, user_id: str, subject: str) -> str:
     id ``leo`` with no name "I moved to Galway", and both "Leo's home city" and "leo's home city" held); ``subject``
     itself when no item names it. The placeholders ``User`` / ``user`` are no spelling of anyone. One query with a
     row per distinct subject (:meth:`MemoryStore.item_subjects`), not the user's items (it runs for every statement)."""
-    key = subject.casefold()
-    known = [(at, iid, s) for s, at, iid in store.item_subjects(user_id)
-             if s.casefold() == key and s not in PLACEHOLDER_SUBJECTS]
-    return min(known)[2] if known else subject
+    return first_spellings(store.item_subjects(user_id)).get(subject.casefold(), subject)
 
 
 def item_id(user_id: str, subject: str, attribute: str, value: str, at: datetime) -> str:
