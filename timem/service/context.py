@@ -138,10 +138,10 @@ class Service:
             check_text(text, file=None, record=None, field=what)
 
     def require_user(self, eng: MemoryEngine, t: Tenant, user: str) -> str:
-        """The stored id of the tenant's ``user``; 404 (:func:`no_user`) if the store has none of them."""
-        internal = t.internal(user)
-        if internal not in eng.users():
-            raise no_user(user)
+        """The stored id of the tenant's ``user``; 404 (:func:`no_user`) if the store has none of them (the engine's
+        check: no listing of every user of the store)."""
+        with tenant_user(t, user) as internal:
+            eng.require_user(internal)
         return internal
 
     def require_node(self, eng: MemoryEngine, internal: str, user: str, node_id: str) -> MemoryNode:
