@@ -13,7 +13,7 @@ the one after it. The clause is the first piece that holds the value; when none 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, time, tzinfo
+from datetime import UTC, datetime, time, timedelta, tzinfo
 
 from timem.item_values import mentions
 from timem.prompts.common import SENTENCES
@@ -47,10 +47,23 @@ def own_clause(text: str, value: str) -> str:
     return next((p for p in pieces(text) if mentions(p, value)), text)
 
 
-def holds_since(text: str, value: str, at: datetime, tz: tzinfo) -> datetime:
-    """When ``value``, stated in ``text`` at ``at`` (UTC), starts to hold: the start (midnight in ``tz``, as UTC) of the
-    first past period a relative date of its own clause names ("last week", "yesterday", "上个月"), else ``at``."""
+def dated_period(text: str, value: str, at: datetime, tz: tzinfo) -> tuple[datetime, datetime] | None:
+    """The first past period a relative date of ``value``'s own clause names ("last week", "yesterday", "上个月"), in
+    ``text`` said at ``at`` (UTC), as ``(start, end)``: midnight in ``tz`` of its first day and of the day after its
+    last, both UTC ("I moved to Braga last week", said Wednesday 12 June 2024 in UTC: 3 June 00:00 to 10 June 00:00);
+    ``None`` when the clause names none."""
     local = at.astimezone(tz)
     _, found = resolve_relative_dates(own_clause(text, value), local)
-    past = [r.start_date for r in found if r.end_date < local.date()]
-    return datetime.combine(past[0], time(), tz).astimezone(UTC) if past else at
+    past = [r for r in found if r.end_date < local.date()]
+    if not past:
+        return None
+    start = datetime.combine(past[0].start_date, time(), tz).astimezone(UTC)
+    end = datetime.combine(past[0].end_date + timedelta(days=1), time(), tz).astimezone(UTC)
+    return start, end
+
+
+def holds_since(text: str, value: str, at: datetime, tz: tzinfo) -> datetime:
+    """When ``value``, stated in ``text`` at ``at`` (UTC), starts to hold: the start of :func:`dated_period`, else
+    ``at``."""
+    period = dated_period(text, value, at, tz)
+    return period[0] if period else at

@@ -85,6 +85,32 @@ def end_old_employer(store: MemoryStore, user_id: str, open_items: list[MemoryIt
             report.ended += 1
 
 
+def _earlier(store: MemoryStore, user_id: str, subject: str, attribute: str, at: datetime) -> list[MemoryItem]:
+    """The items of ``attribute`` (and its family) on ``subject`` stated at or before ``at``."""
+    family = (attribute, *ATTRIBUTE_FAMILIES.get(attribute, ()))
+    return [i for who in same_person(user_id, subject) for i in store.items(user_id, subject=who)
+            if i.attribute in family and i.event_time <= at]
+
+
+def held_since(store: MemoryStore, user_id: str, earlier: list[MemoryItem], until: datetime) -> datetime:
+    """Since when a value that held until ``until`` (UTC) held, when that is not said: from the end of the last of the
+    ``earlier`` values of its attribute that ended by then, else from the start of the user's first session; a second
+    (:data:`CHANGE_AFTER`) before ``until`` when neither is earlier (it held before, since when is not known; an
+    empty interval would mark a correction, a value that never held: a trial)."""
+    ends = [i.valid_to for i in earlier if i.valid_to is not None and i.valid_to <= until]
+    starts = [s.started_at for s in store.sessions(user_id)]
+    since = min(max(ends, default=min(starts, default=until)), until)
+    return until - CHANGE_AFTER if since >= until else since
+
+
+def restart_stale(store: MemoryStore, user_id: str, old: MemoryItem, until: datetime) -> None:
+    """``old`` was said after the change that ends it at ``until`` (UTC) had happened: "I live in Dublin", then
+    the same day "Actually I moved to Galway last week". It was out of date when said, so it held before the change:
+    its ``valid_from`` moves back to :func:`held_since` (its ``event_time``, when it was said, stays)."""
+    others = [i for i in _earlier(store, user_id, old.subject, old.attribute, old.event_time) if i.id != old.id]
+    store.update_item(old.id, valid_from=held_since(store, user_id, others, until))
+
+
 def ended_before(store: MemoryStore, embedder: Embedder, user_id: str, subject: str, attribute: str, st: Statement,
                  at: datetime, until: datetime, new_id: str | None, segment_id: str, confidence: float,
                  report: ExtractionReport) -> None:
@@ -98,16 +124,10 @@ def ended_before(store: MemoryStore, embedder: Embedder, user_id: str, subject: 
     value ("I don't drink espresso anymore", :attr:`Statement.held`) writes it the same way, ``new_id`` ``None``:
     it held until it was said and nothing superseded it."""
     old = st.replaces or ""
-    family = (attribute, *ATTRIBUTE_FAMILIES.get(attribute, ()))
-    earlier = [i for who in same_person(user_id, subject) for i in store.items(user_id, subject=who)
-               if i.attribute in family and i.event_time <= at]
+    earlier = _earlier(store, user_id, subject, attribute, at)
     if any(mentions(i.value, old) for i in earlier):
         return
-    ends = [i.valid_to for i in earlier if i.valid_to is not None and i.valid_to <= until]
-    starts = [s.started_at for s in store.sessions(user_id)]
-    since = min(max(ends, default=min(starts, default=until)), until)
-    if since >= until:  # the change is the first thing said: it held before, since when is not known; an empty
-        since = until - CHANGE_AFTER  # interval would mark a correction, a value that never held (a trial)
+    since = held_since(store, user_id, earlier, until)
     item = MemoryItem(id=item_id(user_id, subject, attribute, old, since), user_id=user_id, kind=st.kind,  # type: ignore[arg-type]
                       subject=subject, attribute=attribute, value=old, event_time=at, valid_from=since,
                       valid_to=until, confidence=confidence, source="stated", source_ids=[segment_id],

@@ -52,7 +52,7 @@ from timem.errors import LLMError
 from timem.item_holding import SUPERSEDING_KINDS, as_held
 from timem.item_values import MULTI_VALUED, item_subject, mentions, normalise
 from timem.llm.protocol import LLMClient
-from timem.memory.dating import holds_since
+from timem.memory.dating import dated_period
 from timem.memory.forget import forget_request
 from timem.memory.grounding import OPPOSITES, canonical_attribute, check_statement
 from timem.memory.history import (
@@ -62,6 +62,7 @@ from timem.memory.history import (
     end_old_employer,
     ended_before,
     item_id,
+    restart_stale,
     same_person,
     stored_subject,
 )
@@ -221,11 +222,16 @@ class ItemWriter:
                 self.store.mark_extracted(user_id, unit, "llm", len(result.items))
             report.units += 1
 
+    def _period(self, user_id: str, st: Statement, at: datetime) -> tuple[datetime, datetime] | None:
+        """The first past period a relative date of the clause stating ``st`` (said at ``at``, UTC) names, in the
+        user's zone, as ``(start, end)`` UTC (:func:`timem.memory.dating.dated_period`); ``None``: none."""
+        return dated_period(st.text, st.replaces if st.ends_only and st.replaces else st.value, at,
+                            self.config.time.tz_for(user_id))
+
     def _since(self, user_id: str, st: Statement, at: datetime) -> datetime:
-        """When ``st``, said at ``at`` (UTC), starts to hold: the start of the first past period a relative date of
-        the clause stating it names, in the user's zone (:func:`timem.memory.dating.holds_since`), else ``at``."""
-        return holds_since(st.text, st.replaces if st.ends_only and st.replaces else st.value, at,
-                           self.config.time.tz_for(user_id))
+        """When ``st``, said at ``at`` (UTC), starts to hold: the start of :meth:`_period`, else ``at``."""
+        period = self._period(user_id, st, at)
+        return period[0] if period else at
 
     # ------------------------------------------------------------------ merge and supersession
     def apply(self, user_id: str, subject: str, st: Statement, at: datetime, segment_id: str, *, source: str,
@@ -316,19 +322,25 @@ class ItemWriter:
         closing += [i for i in open_items if (i.attribute == OPPOSITES.get(attribute) or (
                     attribute == "dislikes" and i.attribute.startswith("favourite "))) and i not in closing
                     and (mentions(i.value, st.value) or mentions(st.value, i.value))]
+        stale: set[str] = set()
         if corrected is not None and corrected.attribute == attribute:
             valid_from = corrected.valid_from
         else:  # "I moved to Braga last week": it holds since last week's Monday, not since it was said
-            valid_from = self._since(user_id, st, at) if kind in SUPERSEDING_KINDS else at
+            period = self._period(user_id, st, at) if kind in SUPERSEDING_KINDS else None
+            valid_from = period[0] if period else at
+            # ... and what it ends that was said after that whole period was out of date when said ("I live in
+            # Dublin", then the same day "Actually I moved to Galway last week": Galway from last week's Monday,
+            # Dublin until then: Galway started a second after Dublin was said, and Dublin held one second)
+            stale = {i.id for i in closing if period is not None and period[1] <= i.event_time}
             # ... but a change is not a correction: what it ends held when it was said ("I live in Porto" on
             # 1 March, then on 30 April "I relocated to Madrid last month": Madrid from just after 1 March)
-            stated = [i.event_time for i in closing if i.event_time < at]
+            stated = [i.event_time for i in closing if i.event_time < at and i.id not in stale]
             if stated and valid_from <= max(stated):
                 valid_from = min(at, max(stated) + CHANGE_AFTER)
             # ... also when it was said at the same time ("I drink espresso every day. I switched from espresso to
             # green tea.", or two turns of one time): an empty interval is a correction's mark, a value that never
             # held (a new-user trial read "corrected: was espresso" for a switch)
-            opened = [i.valid_from for i in closing]
+            opened = [i.valid_from for i in closing if i.id not in stale]
             if opened and valid_from <= max(opened):
                 valid_from = max(opened) + CHANGE_AFTER
         item = MemoryItem(id=new_id, user_id=user_id, kind=kind, subject=subject, attribute=attribute,  # type: ignore[arg-type]
@@ -339,6 +351,9 @@ class ItemWriter:
         for old in closing:  # a corrected item never held: its interval closes where it opened
             held = corrected is not None and old.id == corrected.id
             end = old.valid_from if held else max(valid_from, old.valid_from)
+            if old.id in stale and old.valid_from >= valid_from:  # it held before the change (since when: unsaid)
+                restart_stale(self.store, user_id, old, valid_from)
+                end = valid_from
             self.store.update_item(old.id, valid_to=end, superseded_by=new_id)
             self.store.audit("item-superseded", user_id, old.id, {"by": new_id, "at": at.isoformat(),
                                                                   "correction": correction})

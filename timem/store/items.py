@@ -63,12 +63,12 @@ class ItemTables:
                           np.asarray(embedding, dtype=np.float32).tolist()])
 
     def update_item(self, item_id: str, **fields: Any) -> None:
-        """Set some columns of one item (``valid_to``, ``superseded_by``, ``status``, ``source_ids``,
+        """Set some columns of one item (``valid_from``, ``valid_to``, ``superseded_by``, ``status``, ``source_ids``,
         ``pinned``, ``confidence``); datetimes UTC-aware. Raises NotFoundError for an unknown id."""
         if not one_row(self.con.execute("SELECT count(*) FROM memory_items WHERE id = ?", [item_id]))[0]:
             raise NotFoundError(f"no memory item {item_id!r}; list them with `timem memories list --user U`")
         for col, val in fields.items():
-            if col not in ("valid_to", "superseded_by", "status", "source_ids", "pinned", "confidence"):
+            if col not in ("valid_from", "valid_to", "superseded_by", "status", "source_ids", "pinned", "confidence"):
                 raise ValueError(f"memory item column {col!r} cannot be updated")
             val = _t(val) if isinstance(val, datetime) else val
             self.con.execute(f"UPDATE memory_items SET {col} = ? WHERE id = ?", [val, item_id])
