@@ -299,6 +299,7 @@ def test_the_float16_scan_stays_within_its_bound_and_ranks_as_the_float32_one(re
 
     store, users, questions = real
     assert mv.half_scan()  # torch is installed and sums in float32 here
+    monkeypatch.setattr(mv, "_HALF_FASTER", [True])  # as the timing probe finds on a CPU with fast float16 kernels
     small = mv.load(store.con, users[0], 1, store.dim)
     assert small.half is None and len(small.ids) < mv.HALF_SCAN_MIN_ROWS  # a small copy: no float16 rows
     monkeypatch.setattr(mv, "HALF_SCAN_MIN_ROWS", len(small.ids))
@@ -319,3 +320,37 @@ def test_the_float16_scan_stays_within_its_bound_and_ranks_as_the_float32_one(re
         for k in (1, 10, 40):
             assert mv.top(copy, qv, k) == mv.top(plain, qv, k)
     assert 0 < worst <= mv.HALF_DOT_ERROR
+
+
+def test_a_cpu_whose_float32_scan_is_faster_keeps_no_float16_rows(real, embedder, monkeypatch):
+    """The timing probe (``half_faster``) runs once per process; where it finds numpy's float32 scan faster (an
+    AVX-512 Xeon), a large copy gets no float16 rows, neither on load nor when a write patches it, and its scan
+    and top k are the float32 ones."""
+    from timem.store import memory_vectors as mv
+
+    store, users, questions = real
+    small = mv.load(store.con, users[0], 1, store.dim)
+    monkeypatch.setattr(mv, "HALF_SCAN_MIN_ROWS", len(small.ids))
+    monkeypatch.setattr(mv, "_HALF_FASTER", [])
+    probes: list[int] = []
+    real_probe = mv.half_faster
+
+    def counted(mat, half):
+        probes.append(len(mat))
+        return real_probe(mat, half)
+
+    monkeypatch.setattr(mv, "half_faster", counted)
+    mv.load(store.con, users[0], 1, store.dim)
+    mv.load(store.con, users[0], 1, store.dim)
+    assert len(mv._HALF_FASTER) == 1 and isinstance(mv._HALF_FASTER[0], bool)  # timed once, remembered
+    # asked again only while float16 wins: once float32 is chosen, no load converts its rows to float16 at all
+    assert probes == [len(small.ids)] * (2 if mv._HALF_FASTER[0] else 1)
+    monkeypatch.setattr(mv, "_HALF_FASTER", [False])
+    copy = mv.load(store.con, users[0], 1, store.dim)
+    assert copy.half is None
+    added = Doc("u:L1:new", users[0], 1, "active", 1)
+    assert mv.patched(copy, users[0], 1, [Change((), (added,), copy.buf[:1].copy(), ())]).half is None
+    plain = mv.Vectors(copy.ids, copy.where, copy.buf, copy.alive)
+    for qv in embedder.embed(questions[:3]):
+        assert mv.dots(copy, qv).error == mv.F32_DOT_ERROR
+        assert mv.top(copy, qv, 10) == mv.top(plain, qv, 10)

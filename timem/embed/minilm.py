@@ -80,6 +80,7 @@ class MiniLMEmbedder:
         self._device = device
         self.backend = backend
         self._cache_dir = cache_dir if cache_dir is not None else Path.home() / ".cache" / "timem"
+        self._onnx: Any = None  # the process's ONNX model once loaded (finding its file costs ~1 ms a call)
 
     @property
     def _model(self) -> Any:
@@ -91,9 +92,11 @@ class MiniLMEmbedder:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self.backend == "onnx":
-            from timem.embed.minilm_onnx import load
+            if self._onnx is None:
+                from timem.embed.minilm_onnx import load
 
-            onnx = load(Path(self._cache_dir), self._model)
+                self._onnx = load(Path(self._cache_dir), self._model)
+            onnx = self._onnx
             vecs = np.concatenate([onnx.embed(list(texts[i:i + self.batch_size]))
                                    for i in range(0, len(texts), self.batch_size)])
         elif len(texts) <= self.batch_size:

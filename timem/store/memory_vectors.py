@@ -10,11 +10,13 @@ shortlist is scored with DuckDB's ``array_cosine_similarity`` arithmetic reprodu
 (:func:`exact_cosines`), so the cosines and their order (ties by id) are those of
 :func:`timem.store.search.vector_top`.
 
-Memory: ``4·dim`` bytes per node (1.5 KB at dim 384: 154 MB for 100k nodes).
+Memory: ``4·dim`` bytes per node (1.5 KB at dim 384: 154 MB for 100k nodes), ``2·dim`` more for a copy of
+:data:`HALF_SCAN_MIN_ROWS` rows or more where the float16 scan is the faster (:func:`half_faster`).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -187,14 +189,45 @@ def half_scan() -> bool:
     return bool(np.all(np.abs(got - exact) <= 2.0 ** -11 * np.abs(exact) + 1e-4))
 
 
+#: the process's answer of :func:`half_faster` once probed (None: not yet)
+_HALF_FASTER: list[bool] = []
+_PROBE_REPEATS = 5
+
+
+def half_faster(mat: np.ndarray, half: np.ndarray) -> bool:
+    """Whether the float16 scan of ``half`` (torch) beats numpy's float32 scan of ``mat`` (the same ``(n, dim)``
+    rows) on this CPU: timed once per process, on the first copy large enough (the best of
+    :data:`_PROBE_REPEATS` runs each, ~30 ms at 100k rows), then remembered.
+
+    Which is faster depends on the CPU's float16 kernels, not on the data: at 100k rows of dim 384, 4.7 (float16)
+    against 14.9 ms (float32) on an AMD EPYC, but 6.6 against 4.7 ms on an AVX-512 Xeon
+    (``bench/results/recall-latency.md``). The choice changes no result: both scans only shortlist, within their
+    error bounds, and the exact cosines decide (:func:`top`)."""
+    if not _HALF_FASTER:
+        torch = _torch()
+        q = np.full(mat.shape[1], 1 / np.sqrt(mat.shape[1]), np.float32)
+        th, tq = torch.from_numpy(half), torch.from_numpy(q.astype(np.float16))
+
+        def best(scan: Any) -> float:
+            times = []
+            for _ in range(_PROBE_REPEATS):
+                t0 = time.perf_counter()
+                scan()
+                times.append(time.perf_counter() - t0)
+            return min(times)
+
+        _HALF_FASTER.append(best(lambda: torch.mv(th, tq)) < best(lambda: mat @ q))
+    return _HALF_FASTER[0]
+
+
 def _halved(mat: np.ndarray, rows: int) -> np.ndarray | None:
-    """The first ``rows`` of ``mat`` rounded to float16 for the scan (same shape), when :func:`half_scan` and
-    ``rows`` ≥ :data:`HALF_SCAN_MIN_ROWS`; else None."""
-    if rows < HALF_SCAN_MIN_ROWS or not half_scan():
+    """The first ``rows`` of ``mat`` rounded to float16 for the scan (same shape), when :func:`half_scan`,
+    ``rows`` ≥ :data:`HALF_SCAN_MIN_ROWS` and the float16 scan is the faster here (:func:`half_faster`); else None."""
+    if rows < HALF_SCAN_MIN_ROWS or not half_scan() or _HALF_FASTER == [False]:
         return None
     out = np.zeros(mat.shape, np.float16)  # a grown buffer's rows past ``rows`` are unset: not converted
     out[:rows] = mat[:rows]
-    return out
+    return out if half_faster(mat[:rows], out[:rows]) else None
 
 
 def dots(v: Vectors, query_vec: np.ndarray) -> Dots:
