@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from timem.embed.protocol import Embedder
 from timem.item_values import PLACEHOLDER_SUBJECTS, first_spellings, mentions, normalise
-from timem.memory.rules import Statement
+from timem.memory.rules import Statement, extract_statements
 from timem.models import MemoryItem
 from timem.store.ports import MemoryStore
 
@@ -82,6 +82,25 @@ def end_old_employer(store: MemoryStore, user_id: str, open_items: list[MemoryIt
             store.update_item(e.id, valid_to=max(at, e.valid_from), superseded_by=by)  # (not a forgotten job's)
             store.audit("item-ended", user_id, e.id, {"at": at.isoformat(), "segment": segment_id, "by": by,
                                                       "reason": f"the job changed to {st.value!r}"})
+            report.ended += 1
+
+
+def end_old_job(store: MemoryStore, user_id: str, open_items: list[MemoryItem], old_employers: list[MemoryItem],
+                st: Statement, at: datetime, segment_id: str, report: ExtractionReport, by: str) -> None:
+    """A change of employer ends the open job title at the new employer's start ``at`` (UTC), superseded by the new
+    employer's item ``by`` (so that forgetting the new employer brings the job back, as :func:`end_old_employer` does
+    the other way round), unless the turn states a job again ("I work at Google as a nurse": that job statement keeps
+    or changes it) or names the old title ("I just started at Google, still nursing"). Found by trying it: "I work as a
+    nurse at St James's", then "I just started at Google" left the nurse job open beside Google. A change needs an
+    employer it ends (``old_employers``): a first employer ("I'm a nurse", then "I work at St James's") says where
+    the job is done, and "I quit Google" (an end with no new employer) leaves the job, which outlives it."""
+    if not old_employers or any(x.attribute == "job" for x in extract_statements(st.text)):
+        return
+    for j in open_items:
+        if j.attribute == "job" and not mentions(st.text, j.value):
+            store.update_item(j.id, valid_to=max(at, j.valid_from), superseded_by=by)
+            store.audit("item-ended", user_id, j.id, {"at": at.isoformat(), "segment": segment_id, "by": by,
+                                                      "reason": f"the employer changed to {st.value!r}"})
             report.ended += 1
 
 

@@ -150,6 +150,10 @@ _WORK = [(re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?
                      + _PLACE_AS + ")" + _AS_JOB + _END), False),
          (re.compile(r"\b[Ii]\s+(?i:just\s+|recently\s+)?(?i:started|got|took)\s+(?i:a\s+new\s+job|a\s+job|working|"
                      r"a\s+position)\s+(?:(?i:at|with|for)\s+" + _EMP + "|" + _PLACE_AS + ")" + _AS_JOB + _END), False),
+         # "I just started at Google", "I've recently started work at Acme (as a X)": a new employer (it read
+         # nothing); "just" or "recently" needed, as "I started at 9" or "I started at Level 3" name none
+         (re.compile(r"\b[Ii](?i:'ve|’ve|\s+have)?\s+(?i:just|recently)\s+(?i:started)\s+(?:(?i:work|a\s+new\s+job)\s+)?"
+                     r"(?i:at|with)\s+" + _EMP + _END_CAP + _AS_JOB + _END), False),
          # "I'm a nurse (now)", "I'm now a nurse at St Mary's (hospital)", "I am also a registered nurse"
          (re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+" + _SOON + r"(?i:an?\s+)" + _JOB + _AT_EMP), True),
          # "I became a nurse", "I've (just) become a nurse", "I got hired as a nurse", "I qualified as a nurse"

@@ -60,6 +60,7 @@ from timem.memory.history import (
     CHANGE_AFTER,
     ExtractionReport,
     end_old_employer,
+    end_old_job,
     ended_before,
     item_id,
     restart_stale,
@@ -364,6 +365,9 @@ class ItemWriter:
         if attribute == "job":
             end_old_employer(self.store, user_id, open_items, [o for o in closing if o.attribute == "job"], st,
                              valid_from, segment_id, report, by=new_id)
+        if attribute == "employer":  # a new employer ends the old job title, unless the turn states one
+            end_old_job(self.store, user_id, open_items, [o for o in closing if o.attribute == "employer"], st,
+                        valid_from, segment_id, report, by=new_id)
         self.store.audit("item-added", user_id, new_id, {"segment": segment_id, "kind": kind, "source": source})
         report.added += 1
         if kind in SUPERSEDING_KINDS and attribute not in MULTI_VALUED:
