@@ -341,3 +341,29 @@ def test_answer_normalisation():
     assert not answer_in_context("", "anything")
     assert answer_in_context(2022, "painted in 2022.")
     assert evidence_ids(["D8:6; D9:17", "D1:3", "D1:3"]) == ["D8:6", "D9:17", "D1:3"]
+
+
+def test_the_question_is_embedded_once_when_it_names_nobody(two_users, embedder):
+    """The centroid planner embeds the question with names masked and as asked, in one batch; a question that names
+    nobody is the same text twice, so it is embedded once (half the plan stage's MiniLM work), with the same
+    vectors and the same recall."""
+    store = two_users
+    batches: list[list[str]] = []
+
+    class Spy:
+        model_id, dim = embedder.model_id, embedder.dim
+
+        def embed(self, texts):
+            batches.append(list(texts))
+            return embedder.embed(texts)
+
+    q = "Who went camping in the mountains?"
+    spied = recall(store, Spy(), None, Config(gate="off"), "u1", q, QT, options=RecallOptions(persist=False))
+    assert [b for b in batches if q in b] == [[q]]  # (the planner's examples may be embedded first)
+    plain = recall(store, embedder, None, Config(gate="off"), "u1", q, QT, options=RecallOptions(persist=False))
+    assert spied.context == plain.context
+    assert [c.model_dump() for c in spied.trace.candidates] == [c.model_dump() for c in plain.trace.candidates]
+    batches.clear()
+    named = "When did Caroline go to the LGBTQ support group?"
+    recall(store, Spy(), None, Config(gate="off"), "u1", named, QT, options=RecallOptions(persist=False))
+    assert [b for b in batches if named in b] == [["When did someone go to the LGBTQ support group?", named]]

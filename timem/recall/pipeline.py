@@ -87,7 +87,10 @@ def _plan(state: RecallState, complexity_override: Complexity | None, planner_na
                 notes.append(f"LLM planner failed ({exc}); centroid planner used")
     planner = CentroidPlanner(state.embedder)
     masked_text = planner.masked(query, participants)
-    masked_vec, state.query_vec = state.embedder.embed([masked_text, query])  # one batch
+    if masked_text == query:  # no name to mask: one text (a batch of two equal texts gives the same vector twice)
+        masked_vec = state.query_vec = state.embedder.embed([query])[0]
+    else:
+        masked_vec, state.query_vec = state.embedder.embed([masked_text, query])  # one batch
     state.masked = (masked_text, masked_vec)
     plan = planner.plan(query, qt, config, participants=participants, user_id=state.user_id, vector=masked_vec)
     return plan.model_copy(update={"note": notes[-1]}) if notes else plan
