@@ -21,8 +21,10 @@
   its words belong to someone else ("I work as a nurse" leaves "My brother is a nurse"); a capitalised word that the
   memories also write in lower case is a name ("Will" leaves "I will call"); the assistant's reply to a line that
   goes goes with it (:attr:`ForgetPreview.replies`).
-* :func:`apply` soft-deletes them: items ``status = deleted`` (audit ``forget-item``, ids only; the L5 profiles
-  listing them are rewritten), segments
+* :func:`apply` soft-deletes them: items ``status = deleted`` (audit ``forget-item``, ids only, for the items the
+  request names; ``item-sources-deleted`` for the :attr:`ForgetPreview.collateral` ones, which went only because
+  their segments went, so that restoring a segment brings them back while a fact forgotten by name stays
+  forgotten: :func:`timem.editing.restore`; the L5 profiles listing them are rewritten), segments
   through :func:`timem.editing.soft_delete` (ancestors re-consolidated without them, segment tree rebuilt; the
   items read only from them go too, except the earlier value that a forgotten fact replaced in the same message,
   which holds again: :attr:`ForgetPreview.kept`),
@@ -276,9 +278,10 @@ def apply(store: MemoryStore, cons: Consolidator, plan: ForgetPreview, *, actor:
     """Soft-delete what ``plan`` lists (see the module doc); returns ``plan``."""
     turns = [t for n in plan.segments for t in store.turns(plan.user_id, ids=n.source_turn_ids)]
     with store.transaction():
-        for it in plan.items:
+        for it in plan.items:  # a collateral item goes only with its segments: restoring them brings it back
             store.update_item(it.id, status="deleted")
-            store.audit("forget-item", plan.user_id, it.id, {"actor": actor, "segments": [n.id for n in plan.segments]})
+            store.audit("item-sources-deleted" if it.id in plan.collateral else "forget-item", plan.user_id, it.id,
+                        {"actor": actor, "segments": [n.id for n in plan.segments]})
         store.purge_cache_mentioning([n.content for n in plan.segments] + [t.text for t in turns])
         editing.refresh_profiles(store, cons, plan.items, actor=actor)  # the L5 profiles listing them
     if plan.segments:
