@@ -60,18 +60,22 @@ def _approx(ix: SegIndex, query_vec: np.ndarray, dots: Dots | None) -> tuple[np.
     if not ix.ids:
         return np.zeros(0, np.float32), 0.0
     rows = ix.rows_in(dots.vectors) if dots is not None else None
-    if dots is None or rows is None or len(ix.last_seq) != len(ix.ids) or int(ix.last_seq.max()) >= len(rows):
-        return np.asarray((ix.centroids @ q) / np.maximum(ix.norms, 1e-30)), 0.0
+    t = ix.terms()
+    if dots is None or rows is None or len(ix.last_seq) != len(ix.ids) or t.last_max >= len(rows):
+        return np.asarray((ix.centroids @ q) / t.safe_norms), 0.0
     prefix = np.zeros(len(rows) + 1, np.float64)
     np.cumsum(dots.values[rows], dtype=np.float64, out=prefix[1:])
-    n = ix.last_seq - ix.first_seq + 1
-    norms = np.maximum(ix.norms, 1e-30)
-    approx: np.ndarray = (prefix[ix.last_seq + 1] - prefix[ix.first_seq]) / n / norms
-    bound: np.ndarray = (dots.error + n * DRIFT_PER_LEAF) / norms
-    loose = np.flatnonzero(bound > LOOSE)
+    norms = t.safe_norms
+    approx: np.ndarray = (prefix[t.after_last] - prefix[ix.first_seq]) / t.n / norms
+    got = t.bounds.get(dots.error)
+    if got is None:  # per scan error (two values), not per question
+        bound: np.ndarray = (dots.error + t.n * DRIFT_PER_LEAF) / norms
+        loose = np.flatnonzero(bound > LOOSE)
+        bound[loose] = 0.0
+        got = t.bounds.setdefault(dots.error, (loose, bound))
+    loose, bound = got
     if len(loose):
         approx[loose] = (ix.centroids[loose] @ q) / norms[loose]
-        bound[loose] = 0.0
     return approx, bound
 
 
@@ -95,7 +99,7 @@ class TreeView:
         self.index, self.leaves = index, dict(leaves)
         ix = index
         approx, bound = _approx(ix, query_vec, dots)
-        approx[ix.norms == 0] = np.nan
+        approx[ix.terms().zero] = np.nan
         lower, upper = approx - bound, approx + bound
         before = None if until is None else ix.start <= np.datetime64(db_time(until), "us")
         short: set[int] = set()
@@ -124,12 +128,12 @@ class TreeView:
 
     def _internal_lineage(self, leaves: Iterable[str]) -> list[str]:
         out: dict[str, None] = {}
+        pos, parent, heights, top = self.index.pos, self.index.parent, self.index.terms().heights, self.index.max_height
         for leaf in leaves:
-            p = self.leaves[leaf][0] if 0 < self.index.max_height else None
-            while p is not None and p in self.index.pos and p not in out:
+            p = self.leaves[leaf][0] if 0 < top else None
+            while p is not None and p not in out and (k := pos.get(p)) is not None:
                 out[p] = None
-                k = self.index.pos[p]
-                p = self.index.parent[k] if self.index.height[k] < self.index.max_height else None
+                p = parent[k] if heights[k] < top else None
         return list(out)
 
     def row(self, i: str) -> Row | None:
