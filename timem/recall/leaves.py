@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from timem.models import Level, MemoryNode
 from timem.recall import cjk
+from timem.recall.contextual import contextual_scores
 from timem.recall.duplicates import near_duplicates
 from timem.recall.events import event_channel
 from timem.recall.keywords import extract_keywords, name_words, person_names, strip_possessive
@@ -66,6 +67,9 @@ class Candidate(BaseModel):
     #: its BM25 match (names aside) comes only from characters of a word of a Chinese question, not from a word of it
     #: (:func:`timem.recall.cjk.part_characters`: 学 of 大学): the score gate does not count it as a keyword match
     parts_only: bool = False
+    #: it joined the candidates as a neighbour of a search hit (:mod:`timem.recall.contextual`), no search found it:
+    #: the ``"relevant"`` neighbour rule does not count it as a candidate
+    context_only: bool = False
     #: the extra query that placed this leaf (:mod:`timem.recall.aspects`: an aspect part or the second hop)
     channel: str | None = None
     kept: bool = False
@@ -218,7 +222,13 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
         notes.append(f"{counted(len(late), 'candidate', 'candidates')} after the question time dropped")
         vec_hits = {i: v for i, v in vec_hits.items() if i not in late}
         lex_hits = {i: v for i, v in lex_hits.items() if i not in late}
+    takes: Mapping[str, set[str]] = {}
+    if config.recall.context_weight > 0 and (vec_hits or lex_hits):  # contextual matching (timem.recall.contextual)
+        vec_hits, lex_hits, takes, joined, note = contextual_scores(state, vec_hits, lex_hits, nodes, query_vec)
+        notes.append(note)
     candidates = fuse(vec_hits, lex_hits, config.recall.recall_lambda, top_k=k)
+    if takes:
+        candidates = [c.updated({"context_only": True}) if c.node_id in joined else c for c in candidates]
     if loc.detect:
         changes = []
         for c in candidates:
@@ -233,7 +243,7 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
                                              "fused": round(c.fused + config.recall.speaker_boost, 6)}
                                             if speaker_of(nodes[c.node_id]) in named else None for c in candidates])
     speakers = {s for s in (speaker_of(nodes[c.node_id]) for c in candidates) if s}
-    candidates = _mark_name_only(state, candidates, keyword_query, [*participants, *sorted(speakers)], n)
+    candidates = _mark_name_only(state, candidates, keyword_query, [*participants, *sorted(speakers)], n, takes)
     candidates = _mark_parts_only(state, plan, candidates, keyword_query, [*participants, *sorted(speakers)], n)
     if config.recall.near_duplicates == "collapse" and candidates:
         dup = near_duplicates([c.node_id for c in candidates], nodes, config.recall.near_duplicate_jaccard)
@@ -244,7 +254,7 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
 
 
 def _mark_name_only(state: RecallState, candidates: list[Candidate], keyword_query: str, names: Sequence[str],
-                    n: int) -> list[Candidate]:
+                    n: int, takes: Mapping[str, set[str]] | None = None) -> list[Candidate]:
     """``candidates`` with :attr:`Candidate.name_only` and :attr:`Candidate.masked_cosine` set where the BM25 query
     matched nothing but ``names`` (participants and the candidates' speakers): a second BM25 search without the
     names (:func:`name_free_query`) tells which matched more, and the question with the names masked is embedded
@@ -259,6 +269,8 @@ def _mark_name_only(state: RecallState, candidates: list[Candidate], keyword_que
         return candidates
     store, user_id = state.store, state.user_id
     content = {i for i, _ in store.search_bm25(user_id, free, int(Level.SEGMENT), max(10 * n, 1000))} if free else set()
+    if takes:  # contextual matching: a leaf whose neighbour matched more than names matched more too
+        content |= {x for x, ys in takes.items() if ys & content}
     only = [c.node_id for c in candidates if (c.bm25_raw or 0.0) > 0 and c.node_id not in content]
     if not only:
         return candidates

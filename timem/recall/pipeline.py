@@ -193,7 +193,7 @@ def _context(state: RecallState, leaves: LeafSelection, ancestors: list[Ancestor
     store, config, user_id, query, rc = state.store, state.config, state.user_id, state.query, state.config.recall
     kept, why, outcome = gated
     pulled = neighbour_leaves(store, config, user_id, [c for c in leaves.kept if c.node_id in kept], nodes,
-                              {c.node_id for c in leaves.kept}, state.unseen)
+                              {c.node_id for c in leaves.kept if not c.context_only}, state.unseen)
     shown, caps, stems = nodes, dict[str, int](), set[str]()  # shown: what the context shows; nodes: as stored
     if rc.condense_after != "off":
         stems = content_stems(query, person_names(query, state.participants))

@@ -1,0 +1,51 @@
+"""Contextual segment matching (:mod:`timem.recall.contextual`, issue 23): a leaf scored on its neighbouring turns.
+
+Hand-built case ``tests/data/cases/channels/contextual.jsonl`` (real MiniLM, real DuckDB, no LLM): "What does Mia use
+her new shoes for?" Leo says "Those new shoes look great on you, Mia." and Mia's reply, the evidence, is "Thanks!
+Mostly for trail running every Saturday morning." (no word of the question). Three other sessions talk about shoes
+(a wedding, a sale, old shoes), so with few candidates per search the reply is no candidate at all.
+"""
+
+from __future__ import annotations
+
+import pytest
+from channel_support import case_engine
+
+from timem.recall.contextual import blend, neighbour_map
+
+Q = "What does Mia use her new shoes for?"
+SETTINGS = {"second_hop": 0, "recall_candidates": 3, "propagation_route": 0, "token_budget": 150}
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory, embedder):
+    path = tmp_path_factory.mktemp("contextual")
+    case_engine(path, embedder, "contextual").close()
+    return path
+
+
+def test_neighbour_map_and_blend():
+    adj = {"b": ("a", "c")}
+    assert neighbour_map(adj, "prev") == {"b": {"a"}, "c": {"b"}}
+    assert neighbour_map(adj, "next") == {"b": {"c"}, "a": {"b"}}
+    assert neighbour_map(adj, "both") == {"b": {"a", "c"}, "a": {"b"}, "c": {"b"}}
+    takes = neighbour_map(adj, "both")
+    # own + weight x the best neighbour; a node with nothing of its own or from a neighbour is left out
+    assert blend({"b": 2.0, "a": 1.0}, takes, ["a", "b", "c", "d"], 0.5) == {"a": 2.0, "b": 2.5, "c": 1.0}
+    assert blend({"b": -0.2}, takes, ["a", "b"], 0.5) == {"b": -0.2}  # a negative neighbour score adds nothing
+
+
+def test_the_reply_is_found_through_the_turn_before_it(folder, embedder):
+    with case_engine(folder, embedder, "contextual", **SETTINGS) as eng:
+        before = eng.recall("mia", Q, participants=("Mia", "Leo"), persist=False)
+        reply = next(n.id for n in eng.store.nodes(level=1) if "trail running" in n.content)
+    with case_engine(folder, embedder, "contextual", context_weight=0.3, context_side="both", **SETTINGS) as eng:
+        after = eng.recall("mia", Q, participants=("Mia", "Leo"), persist=False)
+    assert reply not in {c.node_id for c in before.trace.candidates}  # no search finds it
+    assert "trail running" not in before.context, before.context
+    assert "trail running" in after.context, after.context
+    got = next(c for c in after.trace.candidates if c.node_id == reply)
+    assert got.context_only and got.kept and got.bm25_raw  # its neighbour's keyword match counts for the gate
+    assert any(n.startswith("contextual matching (both, weight 0.3): ") for n in after.trace.notes), after.trace.notes
+    assert not any(c.context_only for c in before.trace.candidates)
+    assert after.mem_len <= 150
