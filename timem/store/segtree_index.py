@@ -59,6 +59,7 @@ class Terms(NamedTuple):
     zero: np.ndarray  #: positions of zero centroids
     last_max: int  #: the largest ``last_seq`` (-1 without nodes)
     heights: list[int]  #: ``height`` as Python ints
+    latest_start: np.datetime64  #: the latest ``start`` (NaT if any start is NaT, or without nodes)
     #: by the scan's error (filled on use): the nodes whose shortlist bound exceeds ``LOOSE`` and every node's bound
     #: (0 for those: the product scores them), :func:`timem.store.segtree_view._approx`
     bounds: dict[float, tuple[np.ndarray, np.ndarray]]
@@ -129,7 +130,8 @@ class SegIndex:
             memo = Terms(n=self.last_seq - self.first_seq + 1, after_last=self.last_seq + 1,
                          safe_norms=np.maximum(self.norms, 1e-30), zero=np.flatnonzero(self.norms == 0),
                          last_max=int(self.last_seq.max()) if len(self.last_seq) else -1,
-                         heights=self.height.tolist(), bounds={})
+                         heights=self.height.tolist(), bounds={},
+                         latest_start=self.start.max() if len(self.start) else np.datetime64("NaT", "us"))
             with _LOCK:
                 self._terms = memo
         return memo

@@ -101,7 +101,9 @@ class TreeView:
         approx, bound = _approx(ix, query_vec, dots)
         approx[ix.terms().zero] = np.nan
         lower, upper = approx - bound, approx + bound
-        before = None if until is None else ix.start <= np.datetime64(db_time(until), "us")
+        cut = None if until is None else np.datetime64(db_time(until), "us")
+        # a question after every node's start (a chat's) filters nothing (a NaT start compares false: filtered)
+        before = None if cut is None or ix.terms().latest_start <= cut else ix.start <= cut
         short: set[int] = set()
         for at_height in ix.by_height():
             idx = at_height if before is None else at_height[before[at_height]]
