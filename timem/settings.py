@@ -31,6 +31,7 @@ from timem.settings_defaults import DUCKDB_MEMORY_MAX_MB as DUCKDB_MEMORY_MAX_MB
 from timem.settings_defaults import PAPER_QUOTAS as PAPER_QUOTAS
 from timem.settings_defaults import TRACE_KEEP_PER_USER as TRACE_KEEP_PER_USER
 from timem.settings_defaults import TRACE_MAX_AGE_DAYS as TRACE_MAX_AGE_DAYS
+from timem.settings_defaults import default_cache_dir
 
 Complexity = Literal["simple", "hybrid", "complex"]
 
@@ -54,7 +55,7 @@ class StoreSettings(_Section):
     db_path: Path = Path("timem.duckdb")  #: the DuckDB file (``":memory:"`` for none on disk); ``--db``
     #: the joined embedded model (``models/``), MiniLM's ONNX export (``embedder/``, written on first use: keep it
     #: writable) and the benchmarks' databases (``bench/``); the LLM cache is in the DB
-    cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "timem")
+    cache_dir: Path = Field(default_factory=default_cache_dir)
     #: "exact" cosine scan, or "hnsw": the vss HNSW index with over-fetch (approximate; pays off at
     #: ~100k nodes per file, costs minutes to build and ~1 GB RAM there; bench/results/recall-latency.md)
     vector_index: Literal["exact", "hnsw"] = "exact"

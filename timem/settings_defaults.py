@@ -6,7 +6,16 @@ models (:mod:`timem.settings`) use them and re-export them.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from timem.models import ConsolidationMode
+
+
+def default_cache_dir() -> Path:
+    """``~/.cache/timem``: the default of ``store.cache_dir`` (models, MiniLM's ONNX export, bench databases), and of
+    :class:`timem.embed.minilm.MiniLMEmbedder` made without a config."""
+    return Path.home() / ".cache" / "timem"
+
 
 #: The consolidation mode of L2-L5 when none is set, per LLM backend (chosen from
 #: bench/results/consolidation.md and recall-tree.md): the embedded model and no LLM get

@@ -23,6 +23,7 @@ from typing import Any, Literal
 import numpy as np
 
 from timem.errors import EmbeddingError
+from timem.settings_defaults import default_cache_dir
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -79,7 +80,7 @@ class MiniLMEmbedder:
         self.batch_size = batch_size
         self._device = device
         self.backend = backend
-        self._cache_dir = cache_dir if cache_dir is not None else Path.home() / ".cache" / "timem"
+        self._cache_dir = cache_dir if cache_dir is not None else default_cache_dir()
         self._onnx: Any = None  # the process's ONNX model once loaded (finding its file costs ~1 ms a call)
 
     @property
