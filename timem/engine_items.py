@@ -58,6 +58,11 @@ class MemoryItems(EnginePart):
         OpenAI-compatible endpoint; :attr:`timem.memory.writer.ItemWriter.mode`)."""
         return self.config.memory.memory_items and self.item_writer.mode == "llm"
 
+    @property
+    def items_use_rules(self) -> bool:
+        """Whether memory items are read by the rules (no LLM): on, and not :attr:`items_use_llm`."""
+        return self.config.memory.memory_items and self.item_writer.mode == "rules"
+
     def forget(self, user_id: str, text: str = "", *, item_ids: Sequence[str] = (), confirm: bool = False,
                actor: str = "user") -> ForgetPreview:
         """Explicit forgetting (:mod:`timem.memory.forget`): the memory items and L1 segments matching ``text``

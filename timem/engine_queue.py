@@ -220,7 +220,7 @@ class ConsolidationQueue(EnginePart):
         segments before or after this one (:meth:`timem.memory.writer.ItemWriter.extract`). At most
         :data:`READ_AT_RECALL_MAX` unread segments: more (a file whose items were never read, or a long backlog) are
         left to the worker, whose item step reads them in order; reading 10k of them took the recall 27 s."""
-        if self.config.memory.memory_items and self.writes.items.item_writer.mode == "rules":
+        if self.writes.items.items_use_rules:
             self.writes.items.item_writer.extract(user_id, at_most=READ_AT_RECALL_MAX)
 
     def settle(self, user_id: str, timeout: float | None = None) -> bool:
