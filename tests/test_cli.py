@@ -572,8 +572,9 @@ def test_forget_help_reads_its_sentences_whole():
     typer 0.29's rich help keeps the line breaks of every paragraph but the first)."""
     res = CliRunner().invoke(app, ["forget", "--help"], env={"COLUMNS": "250"})  # rich reads COLUMNS
     assert res.exit_code == 0, res.output
-    assert ("When nothing matches, the error says why and what to try (exit code 1); so does a confirmation with no "
-            "answer to read (stdin at its end, e.g. </dev/null): pass --yes there.") in res.output, res.output
+    assert ("When nothing matches, the error says why and what to try (exit code 1). As `timem erase`, it asks only at "
+            "a terminal: with stdin not a terminal (a script, a pipe, </dev/null) and no --yes it is a usage error "
+            "(exit code 2) and nothing is forgotten.") in res.output, res.output
 
 
 def _commands(group, path=()):

@@ -104,10 +104,13 @@ def test_a_good_limit_and_sample_still_ingest(cli_env):  # noqa: F811
     assert code == 0 and "ingested 1 user(s)" in out, out
 
 
-def test_declining_forget_forgets_nothing_and_exits_1(cli_env, chat_file):  # noqa: F811
+def test_declining_forget_forgets_nothing_and_exits_1(cli_env, chat_file, monkeypatch):  # noqa: F811
     """Answering "n" to `timem forget`'s question exited 0 ("nothing forgotten"), as if it had been done: a script
     could not tell. A declined destructive command is "aborted", exit code 1 (click's confirm(abort=True) does the
     same); "y" forgets, exit code 0."""
+    from timem import cli_common
+
+    monkeypatch.setattr(cli_common, "_stdin_is_terminal", lambda: True)  # it asks at a terminal only
     db = str(cli_env / "t.duckdb")
     code, out = run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--mode", "extractive", "--db", db)
     assert code == 0, out
@@ -165,7 +168,7 @@ def test_help_is_as_wide_as_a_dumb_terminal():
                          env=env, timeout=120)
     lines = re.sub(r"\x1b\[[0-9;]*m", "", res.stdout).splitlines()
     assert res.returncode == 0 and max(len(line) for line in lines) == 120, "\n".join(lines)
-    assert any(line.rstrip().endswith("with no answer to read") for line in lines), "\n".join(lines)
+    assert any(line.rstrip().endswith("it asks only at a terminal:") for line in lines), "\n".join(lines)
 
 
 def test_the_docs_name_the_new_usage_errors():

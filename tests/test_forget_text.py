@@ -96,12 +96,14 @@ def test_cli_forget_reaches_the_key_word_and_an_empty_match_is_an_error(cli_env)
 
 
 def test_cli_forget_with_no_answer_to_read_says_to_pass_yes(cli_env, monkeypatch):  # noqa: F811
-    """A new-user trial: `timem forget … </dev/null` exited 130, as if Ctrl-C had been pressed. No answer on stdin is
-    an error saying to pass --yes (exit code 1) and forgets nothing; Ctrl-C at the prompt is still 130."""
+    """A new-user trial: `timem forget … </dev/null` exited 130, as if Ctrl-C had been pressed. With no terminal on
+    stdin it is a usage error saying to pass --yes (exit code 2, as `timem erase`) and forgets nothing; at a terminal,
+    Ctrl-D is an error saying the same (exit code 1), Ctrl-C is still 130, and "y" forgets."""
     import io
     import sys
 
     import timem.cli as cli
+    from timem import cli_common
 
     try:
         from typer._click import termui
@@ -120,17 +122,21 @@ def test_cli_forget_with_no_answer_to_read_says_to_pass_yes(cli_env, monkeypatch
         return int(exc.value.code or 0)
 
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # </dev/null
-    assert main() == 1
+    assert main() == 2
     code, out = run("forget", "I lived in Berlin", "--user", "ana", "--db", db)  # the same through CliRunner
-    assert code == 1 and "this needs a confirmation, and stdin has no answer to read" in out, out
-    assert "pass --yes to forget without asking" in out, out
+    out = " ".join(out.replace("│", " ").split())  # the runner draws a usage error in a box
+    assert code == 2 and "stdin is not a terminal" in out and "pass --yes to forget without asking" in out, out
+    monkeypatch.setattr(cli_common, "_stdin_is_terminal", lambda: True)  # at a terminal from here on
+    assert main() == 1  # Ctrl-D at the prompt
+    code, out = run("forget", "I lived in Berlin", "--user", "ana", "--db", db)
+    assert code == 1 and "stdin ended before an answer" in out and "pass --yes to forget without asking" in out, out
 
     def ctrl_c(prompt: str) -> str:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(termui, "visible_prompt_func", ctrl_c)
     assert main() == 130
-    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # an answer on stdin (echo y | timem forget …)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # "y" typed at the prompt
     monkeypatch.setattr(termui, "visible_prompt_func", input)
     assert main() == 0
     assert run("forget", "I lived in Berlin", "--user", "ana", "--db", db, "--yes")[0] == 1  # gone: nothing matches

@@ -218,10 +218,10 @@ def _check_user_ids(users: Sequence[ImportedUser], file: Path) -> None:
 
 
 def _confirm(question: str, without_prompt: str) -> bool:
-    """``typer.confirm(question)`` (default no), except with no answer to read: stdin at its end (``</dev/null``, a
-    closed pipe, a job without a terminal) is an error saying how to confirm without the prompt (exit code 1), where
-    click aborts as for Ctrl-C (exit code 130). Ctrl-C still aborts. ``without_prompt``: what to do instead, e.g.
-    ``"pass --yes to forget without asking"``.
+    """``typer.confirm(question)`` (default no), except with no answer to read: stdin at its end (Ctrl-D at the
+    prompt) is an error saying how to confirm without the prompt (exit code 1), where click aborts as for Ctrl-C (exit
+    code 130). Ctrl-C still aborts. ``without_prompt``: what to do instead, e.g. ``"pass --yes to forget without
+    asking"``. :func:`confirm_or_refuse` asks only at a terminal.
 
     Raises:
         InputError: stdin ended before an answer; nothing was confirmed.
@@ -232,8 +232,8 @@ def _confirm(question: str, without_prompt: str) -> bool:
         if not isinstance(exc.__context__, EOFError):  # Ctrl-C (KeyboardInterrupt): an abort, as asked
             raise
         typer.echo("")  # end the prompt's line
-        raise InputError(f"this needs a confirmation, and stdin has no answer to read (it ended: no terminal, e.g. "
-                         f"</dev/null); {without_prompt}, or give the answer on stdin (echo y | ...)") from None
+        raise InputError(f"this needs a confirmation, and stdin ended before an answer (Ctrl-D); {without_prompt}, "
+                         "or answer y at the prompt") from None
 
 
 def _stdin_is_terminal() -> bool:
@@ -243,23 +243,36 @@ def _stdin_is_terminal() -> bool:
     return sys.stdin is not None and sys.stdin.isatty()
 
 
-def _confirm_irreversible(question: str, command: str) -> None:
-    """Ask ``question`` (default no) before an erase that cannot be undone (``timem erase``, ``erase-user``).
+#: what each command that asks first does, for its messages: (the verb, its past participle, whether it can be undone)
+_CONFIRMED = {"erase": ("erase", "erased", False), "erase-user": ("erase", "erased", False),
+              "forget": ("forget", "forgotten", True)}
 
-    A new-user trial: ``timem erase-user conv-30 </dev/null`` hard-erased 369 turns with no prompt, while the
-    reversible ``timem forget`` asks. With no terminal on stdin there is nobody to ask: a usage error naming
-    ``--yes`` (exit code 2), nothing erased. Declined at the prompt: "aborted: nothing erased", exit code 1.
+
+def confirm_or_refuse(question: str, command: str) -> None:
+    """Ask ``question`` (default no) before a command that deletes (``timem erase``, ``erase-user``, ``forget``),
+    after it has shown what goes; ``--yes`` skips this call. One rule for all three: a confirmation is an answer typed
+    at a terminal, by someone who read the preview.
+
+    A new-user trial: ``timem erase-user conv-30 </dev/null`` hard-erased 369 turns with no prompt; later ``timem
+    erase`` refused a piped answer while ``timem forget`` took ``echo y |`` (two rules for one question). With no
+    terminal on stdin (a script, a pipe, </dev/null) there is nobody to ask: a usage error naming ``--yes`` (exit code
+    2), nothing deleted; a piped "y" is no confirmation (it answers a preview nobody read). Declined at the prompt:
+    "aborted: nothing erased / forgotten", exit code 1. Ctrl-C aborts (130).
 
     Raises:
-        OptionValueError: stdin is not a terminal (a script, a pipe, </dev/null) and ``--yes`` was not given.
+        OptionValueError: stdin is not a terminal and ``--yes`` was not given.
+        InputError: stdin ended at the prompt (Ctrl-D).
         typer.Exit: declined at the prompt (code 1).
     """
+    verb, done, undoable = _CONFIRMED[command]
+    without = f"pass --yes to {verb} without asking"
     if not _stdin_is_terminal():
-        raise OptionValueError(f"`timem {command}` cannot be undone and asks for a confirmation, but stdin is not a "
-                               "terminal (nothing to answer it); pass --yes to erase without asking. Nothing was "
-                               "erased.")
-    if not _confirm(question, "pass --yes to erase without asking"):
-        typer.echo("aborted: nothing erased", err=True)
+        kind = "soft-deletes (undoable)" if undoable else "cannot be undone"
+        raise OptionValueError(f"`timem {command}` {kind} and asks for a confirmation typed at a terminal, but stdin "
+                               f"is not a terminal (a script, a pipe or </dev/null: an answer piped in is not taken); "
+                               f"{without}. Nothing was {done}.")
+    if not _confirm(question, without):
+        typer.echo(f"aborted: nothing {done}", err=True)  # a script learns that nothing was done
         raise typer.Exit(1)
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, UserOpt, _config, _confirm, _engine
+from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, UserOpt, _config, _engine, confirm_or_refuse
 from timem.errors import NotFoundError
 
 segtree_app = typer.Typer(no_args_is_help=True, help="SegTreeMem's segment tree over the L1 memories (the default "
@@ -102,13 +102,14 @@ def memories_pin(item_id: Annotated[str, typer.Argument(help="item id (see `time
 
 
 def forget(text: Annotated[str, typer.Argument(help='what to forget, e.g. "I work at Blue Harbor"')], user: UserOpt,
-           db: DbOpt = None, yes: Annotated[bool, typer.Option("--yes", help="forget without asking")] = False,
+           db: DbOpt = None, yes: Annotated[bool, typer.Option("--yes", help="forget without asking (needed when stdin "
+                                                               "is not a terminal)")] = False,
            config: ConfigOpt = None) -> None:
     """Show the memory items and L1 segments matching TEXT, then soft-delete them (asks first unless --yes).
 
-    When nothing matches, the error says why and what to try (exit code 1); so does a confirmation with no answer
-    to read (stdin at its end, e.g. </dev/null): pass --yes there. Answering no forgets nothing and exits with code 1
-    ("aborted"), as a declined destructive command does."""
+    When nothing matches, the error says why and what to try (exit code 1). As `timem erase`, it asks only at a
+    terminal: with stdin not a terminal (a script, a pipe, </dev/null) and no --yes it is a usage error (exit code
+    2) and nothing is forgotten. Answering no forgets nothing and exits with code 1 ("aborted")."""
     cfg = _config(config, db, llm_backend="none")
     with _engine(cfg, with_llm=False, must_exist=True) as eng:
         plan = eng.forget(user, text)
@@ -117,10 +118,8 @@ def forget(text: Annotated[str, typer.Argument(help='what to forget, e.g. "I wor
             raise NotFoundError(said[0].lower() + said[1:] + f" List them with `timem memories list --user {user}` "
                                 f"(facts) and `timem tree --user {user} --level 1` (conversation segments).")
         typer.echo(plan.describe())
-        if not yes and not _confirm(f"forget these {len(plan.items)} item(s) and {len(plan.segments)} segment(s)?",
-                                    "pass --yes to forget without asking"):
-            typer.echo("aborted: nothing forgotten", err=True)  # a script learns that nothing was done
-            raise typer.Exit(1)
+        if not yes:  # asked at a terminal only, as `timem erase` (cli_common.confirm_or_refuse)
+            confirm_or_refuse(f"forget these {len(plan.items)} item(s) and {len(plan.segments)} segment(s)?", "forget")
         eng.forget(user, text, confirm=True, actor="cli")
     typer.echo(f"forgot {len(plan.items)} item(s) and {len(plan.segments)} segment(s) (soft delete, audited)")
 

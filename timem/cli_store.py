@@ -78,8 +78,8 @@ def erase(node_ids: Annotated[list[str], typer.Argument(help="memory node ids (s
             typer.echo(f"  L{int(n.level)} {n.id} (user {n.user_id}{turns}): {one_line(n.content, 70)}")
         if not yes:
             sources = sum(len(n.source_turn_ids or ()) for n in nodes)
-            cli_common._confirm_irreversible(f"erase these {len(nodes)} memory(ies) and {sources} source turn(s) for "
-                                             "good (cannot be undone)?", "erase")
+            cli_common.confirm_or_refuse(f"erase these {len(nodes)} memory(ies) and {sources} source turn(s) for "
+                                         "good (cannot be undone)?", "erase")
         cost = eng.delete_memories(node_ids, hard=True, actor="cli")
     typer.echo(f"erased {len(node_ids)} memory(ies); file rewritten in {cost['seconds']:.2f} s "
                f"({cost['bytes_before'] / 1e6:.1f} -> {cost['bytes_after'] / 1e6:.1f} MB)")
@@ -122,7 +122,7 @@ def erase_user(user: Annotated[str, typer.Argument(help="the user id to erase")]
                  f"{len(eng.store.nodes(user))} memory node(s), {len(eng.store.items(user))} memory item(s)")
         typer.echo(f"user {user}: {going}, and its recall traces, LLM cache and call log entries")
         if not yes:
-            cli_common._confirm_irreversible(f"erase user {user} for good (cannot be undone)?", "erase-user")
+            cli_common.confirm_or_refuse(f"erase user {user} for good (cannot be undone)?", "erase-user")
         counts = eng.erase_user(user, actor="cli")
     rows = ", ".join(f"{v} {k}" for k, v in counts.items() if not k.startswith("file_"))
     typer.echo(f"erased user {user}: {rows}; file rewritten in {counts['file_seconds']:.2f} s "
