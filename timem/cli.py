@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from timem import cli_common, cli_memory, cli_options, cli_service, cli_store
+from timem import cli_common, cli_memory, cli_model, cli_options, cli_service, cli_store
 from timem.cli_common import (
     ComplexityOpt,
     ConfigOpt,
@@ -278,20 +278,7 @@ def eval_recall(file: Annotated[Path, typer.Argument(help="the benchmark file wh
     typer.echo(recall_tables(results))
 
 
-@app.command()
-def model(config: ConfigOpt = None) -> None:
-    """Join the packaged GGUF parts of the embedded model once and verify its SHA-256; with the ONNX embedder
-    (embedding.embed_backend, the default), export MiniLM into the cache folder once."""
-    from timem.llm.local import ensure_model_file
-
-    cfg = _config(config, None)
-    typer.echo(f"{cfg.llm.local_model}: {ensure_model_file(cfg)} (SHA-256 verified)")
-    if cfg.embedding.embed_backend == "onnx":
-        from timem.embed.minilm import MiniLMEmbedder
-        from timem.embed.minilm_onnx import onnx_path
-
-        MiniLMEmbedder(backend="onnx", cache_dir=cfg.store.cache_dir).embed(["the export happens on first use"])
-        typer.echo(f"MiniLM (ONNX): {onnx_path(cfg.store.cache_dir)}")
+cli_model.register(app)  # model
 
 
 @app.command()
