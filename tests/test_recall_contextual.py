@@ -36,7 +36,7 @@ def test_neighbour_map_and_blend():
 
 
 def test_the_reply_is_found_through_the_turn_before_it(folder, embedder):
-    with case_engine(folder, embedder, "contextual", **SETTINGS) as eng:
+    with case_engine(folder, embedder, "contextual", context_weight=0.0, **SETTINGS) as eng:
         before = eng.recall("mia", Q, participants=("Mia", "Leo"), persist=False)
         reply = next(n.id for n in eng.store.nodes(level=1) if "trail running" in n.content)
     with case_engine(folder, embedder, "contextual", context_weight=0.3, context_side="both", **SETTINGS) as eng:
