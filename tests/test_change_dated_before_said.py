@@ -43,3 +43,13 @@ def test_a_move_dated_in_the_period_the_old_city_was_said_still_starts_after_it(
     cities = _cities(eng)
     porto, braga = cities["Porto"], cities["Braga"]
     assert porto.valid_from < porto.valid_to == braga.valid_from <= porto.event_time + timedelta(seconds=1)
+
+
+def test_an_end_dated_before_what_it_ends_was_said_ends_it_then(eng):
+    """The same for an end with no new value: "I work at Google.", then minutes later "I left Google last week"
+    ended Google a second after it was said."""
+    eng.add_exchange("leo", "s1", "I work at Google.", "Noted.", SAID)
+    eng.add_exchange("leo", "s1", "I left Google last week.", "Oh.", SAID + timedelta(minutes=5))
+    eng.extract_items(["leo"])
+    (google,) = [i for i in eng.memory_items("leo") if i.attribute == "employer"]
+    assert google.valid_to == LAST_MONDAY and google.valid_from < google.valid_to and google.superseded_by is None

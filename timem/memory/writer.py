@@ -277,11 +277,17 @@ class ItemWriter:
                     st.text, corrected.value):  # too late to take it back, and not named: news of a change
                 correction, corrected = False, None
         if st.ends_only:  # "I used to love jazz" ends "likes jazz", not "dislikes jazz"
-            # "I left Google last month": it ended when last month began, but not before it was last said to hold
-            since = self._since(user_id, st, at)
+            # "I left Google last month": it ended when last month began, but not before it was last said to hold,
+            # unless it was said after that whole period (out of date when said, as a change's: see below)
+            period = self._period(user_id, st, at)
+            since = period[0] if period else at
             for i in (i for i in ended if i.attribute != OPPOSITES.get(st.attribute or "")):
                 end = since if since > i.event_time else min(at, i.event_time + CHANGE_AFTER)
-                self.store.update_item(i.id, valid_to=max(end, i.valid_from), superseded_by=None)  # (a forgotten one)
+                stale = period is not None and period[1] <= i.event_time
+                if stale and i.valid_from >= since:  # it held before the end (since when: unsaid)
+                    restart_stale(self.store, user_id, i, since)
+                end = since if stale else max(end, i.valid_from)
+                self.store.update_item(i.id, valid_to=end, superseded_by=None)  # (a forgotten one)
                 self.store.audit("item-ended", user_id, i.id, {"at": at.isoformat(), "segment": segment_id})
                 report.ended += 1
             if attribute == "job":  # "I quit my job as a nurse" ends the employer stated with it (a trial)
