@@ -283,10 +283,10 @@ class ItemWriter:
             since = period[0] if period else at
             for i in (i for i in ended if i.attribute != OPPOSITES.get(st.attribute or "")):
                 end = since if since > i.event_time else min(at, i.event_time + CHANGE_AFTER)
-                stale = period is not None and period[1] <= i.event_time
-                if stale and i.valid_from >= since:  # it held before the end (since when: unsaid)
+                out_of_date = period is not None and period[1] <= i.event_time
+                if out_of_date and i.valid_from >= since:  # it held before the end (since when: unsaid)
                     restart_stale(self.store, user_id, i, since)
-                end = since if stale else max(end, i.valid_from)
+                end = since if out_of_date else max(end, i.valid_from)
                 self.store.update_item(i.id, valid_to=end, superseded_by=None)  # (a forgotten one)
                 self.store.audit("item-ended", user_id, i.id, {"at": at.isoformat(), "segment": segment_id})
                 report.ended += 1
