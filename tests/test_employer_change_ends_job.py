@@ -49,3 +49,14 @@ def test_forgetting_the_new_employer_brings_the_job_back(eng):
     say_lines(eng, ["I work as a nurse at St James's", "I just started at Google"])
     eng.forget("mia", "I just started at Google", confirm=True)
     assert _held(eng) == {"employer": "St James's", "job": "nurse"}
+
+
+def test_forgetting_the_employer_between_two_changes_ends_the_job_at_the_next_one(eng):
+    """Forgetting Google brought the nurse job back "now", beside Meta, whose change would have ended it."""
+    say_lines(eng, ["I work as a nurse at St James's", "I just started at Google", "I started a new job at Meta."])
+    plan = eng.forget("mia", "I just started at Google", confirm=True)
+    assert {i.label() for i in plan.reopened} == {"Mia's employer: St James's", "Mia's job: nurse"}
+    assert _held(eng) == {"employer": "Meta"}
+    meta = next(i for i in eng.memory_items("mia") if i.value == "Meta")
+    nurse = next(i for i in eng.memory_items("mia") if i.value == "nurse")
+    assert nurse.valid_to == meta.valid_from == T0 + timedelta(days=2) and nurse.superseded_by == meta.id

@@ -13,7 +13,10 @@ Bristol -> Cardiff, then "forget that I live in Bristol" left Manchester, 上海
   dislikes) reopen with no end, as before. An employer also ends where a later job change that stays begins, as the
   writer's :func:`timem.memory.history.end_old_employer` ends it (:func:`_job_change_after`): "I work as a nurse at
   Acme", "I started working as a teacher", "I started working as a baker", then forgetting the teacher job left Acme
-  the employer "now" beside the baker job.
+  the employer "now" beside the baker job. A job likewise ends where a later change of employer that stays begins,
+  as :func:`timem.memory.history.end_old_job` ends it (:func:`_employer_change_after`): "I work as a nurse at St
+  James's", "I just started at Google", "I started a new job at Meta", then forgetting Google left nurse the job
+  "now" beside Meta.
 * :func:`open_twice`: the subjects and single-valued attributes with more than one open item (``timem check``).
 """
 
@@ -52,6 +55,19 @@ def _job_change_after(employer: MemoryItem, jobs: list[MemoryItem]) -> MemoryIte
     return None
 
 
+def _employer_change_after(job: MemoryItem, employers: list[MemoryItem], job_sources: set[str]) -> MemoryItem | None:
+    """The first employer of ``employers`` (the active ``employer`` items of the job's subject, ordered by
+    ``valid_from``, then ``event_time``) that ends ``job`` as :func:`timem.memory.history.end_old_job` does: it follows
+    another employer (a change, not a first employer), starts after the job and another value, and its statement named
+    no job (none of its segments is a source of a job item, ``job_sources``: "I work at Google as a nurse" adds its
+    segment to the nurse); ``None`` when none does."""
+    for old, new in zip(employers, employers[1:], strict=False):
+        if ((new.valid_from, new.event_time) > (job.valid_from, job.event_time)
+                and not mentions(new.value, old.value) and not set(new.source_ids) & job_sources):
+            return new
+    return None
+
+
 def as_held(items: list[MemoryItem]) -> list[MemoryItem]:
     """``items`` (any statuses, in their order) with each active item whose successor is not active ended at the next
     active item of its subject and single-valued attribute (by ``valid_from``, then ``event_time``), or open (with
@@ -75,6 +91,14 @@ def as_held(items: list[MemoryItem]) -> list[MemoryItem]:
         if i.attribute == "employer" and single_valued(i):  # a new job ends the employer held with the old one
             jobs = sorted(chains.get((i.user_id, i.subject, "job"), []), key=lambda n: (n.valid_from, n.event_time))
             change = _job_change_after(i, jobs)
+            if change is not None and (nxt is None or (change.valid_from, change.event_time) < (nxt.valid_from,
+                                                                                                  nxt.event_time)):
+                nxt = change
+        if i.attribute == "job" and single_valued(i):  # a change of employer ends the job held with the old one
+            employers = sorted(chains.get((i.user_id, i.subject, "employer"), []),
+                               key=lambda n: (n.valid_from, n.event_time))
+            sources = {s for j in chains.get(_key(i), []) for s in j.source_ids}
+            change = _employer_change_after(i, employers, sources)
             if change is not None and (nxt is None or (change.valid_from, change.event_time) < (nxt.valid_from,
                                                                                                   nxt.event_time)):
                 nxt = change
