@@ -168,8 +168,10 @@ def top(p: Postings, termids: Sequence[int], limit: int) -> list[tuple[str, floa
     if len(found) > limit:  # the top `limit` by score, and every node tied with the last of them
         keep = rounded >= np.partition(rounded, len(found) - limit)[len(found) - limit]
         found, rounded = found[keep], rounded[keep]
-    order = sorted(range(len(found)), key=lambda i: (-rounded[i], p.ids[found[i]]))[:limit]
-    return [(p.ids[int(found[i])], float(score[found[i]])) for i in order]
+    pos, key, ids = found.tolist(), rounded.tolist(), p.ids  # Python values: the sort reads no numpy scalar
+    order = sorted(range(len(pos)), key=lambda i: (-key[i], ids[pos[i]]))[:limit]
+    raw = score[found].tolist()
+    return [(ids[pos[i]], raw[i]) for i in order]
 
 
 def compact(p: Postings) -> Postings:
