@@ -299,7 +299,7 @@ def test_the_float16_scan_stays_within_its_bound_and_ranks_as_the_float32_one(re
 
     store, users, questions = real
     assert mv.half_scan()  # torch is installed and sums in float32 here
-    monkeypatch.setattr(mv, "_HALF_FASTER", [True])  # as the timing probe finds on a CPU with fast float16 kernels
+    monkeypatch.setattr(mv, "_SCAN", ["float16"])  # as the timing probe finds on a CPU with fast float16 kernels
     small = mv.load(store.con, users[0], 1, store.dim)
     assert small.half is None and len(small.ids) < mv.HALF_SCAN_MIN_ROWS  # a small copy: no float16 rows
     monkeypatch.setattr(mv, "HALF_SCAN_MIN_ROWS", len(small.ids))
@@ -322,30 +322,30 @@ def test_the_float16_scan_stays_within_its_bound_and_ranks_as_the_float32_one(re
     assert 0 < worst <= mv.HALF_DOT_ERROR
 
 
-def test_a_cpu_whose_float32_scan_is_faster_keeps_no_float16_rows(real, embedder, monkeypatch):
-    """The timing probe (``half_faster``) runs once per process; where it finds numpy's float32 scan faster (an
-    AVX-512 Xeon), a large copy gets no float16 rows, neither on load nor when a write patches it, and its scan
-    and top k are the float32 ones."""
+def test_the_scan_probe_runs_once_and_a_float32_choice_keeps_no_low_precision_rows(real, embedder, monkeypatch):
+    """The timing probe (``scan_dtype``) runs once per process; where it finds numpy's float32 scan the fastest, a
+    large copy gets no float16 or bfloat16 rows, neither on load nor when a write patches it, and its scan and top k
+    are the float32 ones."""
     from timem.store import memory_vectors as mv
 
     store, users, questions = real
     small = mv.load(store.con, users[0], 1, store.dim)
     monkeypatch.setattr(mv, "HALF_SCAN_MIN_ROWS", len(small.ids))
-    monkeypatch.setattr(mv, "_HALF_FASTER", [])
+    monkeypatch.setattr(mv, "_SCAN", [])
     probes: list[int] = []
-    real_probe = mv.half_faster
+    real_probe = mv.scan_dtype
 
-    def counted(mat, half):
+    def counted(mat):
         probes.append(len(mat))
-        return real_probe(mat, half)
+        return real_probe(mat)
 
-    monkeypatch.setattr(mv, "half_faster", counted)
+    monkeypatch.setattr(mv, "scan_dtype", counted)
     mv.load(store.con, users[0], 1, store.dim)
     mv.load(store.con, users[0], 1, store.dim)
-    assert len(mv._HALF_FASTER) == 1 and isinstance(mv._HALF_FASTER[0], bool)  # timed once, remembered
-    # asked again only while float16 wins: once float32 is chosen, no load converts its rows to float16 at all
-    assert probes == [len(small.ids)] * (2 if mv._HALF_FASTER[0] else 1)
-    monkeypatch.setattr(mv, "_HALF_FASTER", [False])
+    assert len(mv._SCAN) == 1 and mv._SCAN[0] in ("float32", "float16", "bfloat16")  # timed once, remembered
+    # asked again only while a low-precision scan wins: after a float32 choice no load converts its rows at all
+    assert probes == [len(small.ids)] * (1 if mv._SCAN == ["float32"] else 2)
+    monkeypatch.setattr(mv, "_SCAN", ["float32"])
     copy = mv.load(store.con, users[0], 1, store.dim)
     assert copy.half is None
     added = Doc("u:L1:new", users[0], 1, "active", 1)
@@ -354,3 +354,34 @@ def test_a_cpu_whose_float32_scan_is_faster_keeps_no_float16_rows(real, embedder
     for qv in embedder.embed(questions[:3]):
         assert mv.dots(copy, qv).error == mv.F32_DOT_ERROR
         assert mv.top(copy, qv, 10) == mv.top(plain, qv, 10)
+
+
+def test_the_bfloat16_scan_stays_within_its_bound_and_ranks_as_the_float32_one(real, embedder, monkeypatch):
+    """Where the probe picks bfloat16 (an AVX-512 BF16 CPU), a large copy holds its rows' bfloat16 bits (a write
+    appends its rows' bits); the scan's dot products stay within BF16_DOT_ERROR of the exact ones on real vectors,
+    and the exact top k is the float32 scan's."""
+    from timem.store import memory_vectors as mv
+
+    store, users, questions = real
+    assert mv.bf16_scan()  # torch is installed and sums bfloat16 products in float32 here
+    small = mv.load(store.con, users[0], 1, store.dim)
+    monkeypatch.setattr(mv, "HALF_SCAN_MIN_ROWS", len(small.ids))
+    monkeypatch.setattr(mv, "_SCAN", ["bfloat16"])
+    copy = mv.load(store.con, users[0], 1, store.dim)
+    assert copy.half is not None and copy.half.dtype == np.uint16
+    widened = mv._bf16_floats(copy.half[: len(copy.ids)])
+    assert np.all(np.abs(widened - copy.buf[: len(copy.ids)]) <= 2.0 ** -8 * np.abs(copy.buf[: len(copy.ids)]))
+    added = Doc("u:L1:new", users[0], 1, "active", 1)
+    grown = mv.patched(copy, users[0], 1, [Change((), (added,), copy.buf[:1].copy(), ())])
+    assert grown.half is not None and grown.half.dtype == np.uint16
+    assert np.array_equal(grown.half[len(copy.ids)], copy.half[0])  # the new row's bits, as the load rounds them
+    plain = mv.Vectors(copy.ids, copy.where, copy.buf, copy.alive)
+    worst = 0.0
+    for qv in embedder.embed(questions):
+        low = mv.dots(copy, qv)
+        assert low.error == mv.BF16_DOT_ERROR
+        exact = copy.buf[: len(copy.ids)].astype(np.float64) @ qv.astype(np.float64)
+        worst = max(worst, float(np.max(np.abs(low.values - exact))))
+        for k in (1, 10, 40):
+            assert mv.top(copy, qv, k) == mv.top(plain, qv, k)
+    assert 0 < worst <= mv.BF16_DOT_ERROR

@@ -11,7 +11,7 @@ shortlist is scored with DuckDB's ``array_cosine_similarity`` arithmetic reprodu
 :func:`timem.store.search.vector_top`.
 
 Memory: ``4·dim`` bytes per node (1.5 KB at dim 384: 154 MB for 100k nodes), ``2·dim`` more for a copy of
-:data:`HALF_SCAN_MIN_ROWS` rows or more where the float16 scan is the faster (:func:`half_faster`).
+:data:`HALF_SCAN_MIN_ROWS` rows or more where a float16 or bfloat16 scan is the fastest (:func:`scan_dtype`).
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ HALF_DOT_ERROR = 1.5e-3
 #: room a patched copy's buffers get when they must grow, as a share of their rows (chat writes append a row or two:
 #: doubling would hold 231 MB more for a 100k-node user after its first write)
 GROWTH = 0.125
+#: bound on the error of the bfloat16 scan's dot product of two unit vectors (:func:`dots`): both rounded to bfloat16
+#: (``2u``, ``u = 2⁻⁸``), products summed in float32 (``γ₃₈₄``), the result rounded to bfloat16 (``u``);
+#: :func:`bf16_scan` checks the summation
+BF16_DOT_ERROR = 1.2e-2
 #: a copy gets float16 rows from this many rows on: below, the float32 scan is a few ms and the extra 2 bytes per
 #: dimension would crowd other users out of the working set (at 10k rows: ~1.5 against ~0.6 ms; at 100k: 12 vs 5)
 HALF_SCAN_MIN_ROWS = 20_000
@@ -74,7 +78,8 @@ class Vectors:
     where: dict[str, int]  #: node id -> its live position
     buf: np.ndarray  #: (capacity, dim) float32; rows ``[0, len(ids))`` are used
     alive: np.ndarray  #: bool per used position
-    #: ``buf`` rounded to float16 (same rows), scanned by :func:`dots` when :func:`half_scan`; else None
+    #: ``buf`` rounded for the scan :func:`scan_dtype` chose (same rows): float16, or bfloat16 bits (uint16); None for
+    #: the float32 scan
     half: np.ndarray | None = None
     #: the positions' identity: a patched copy keeps its source's (its rows keep their positions), a load or a
     #: compaction makes a new one
@@ -143,7 +148,7 @@ def patched(old: Vectors, user_id: str, level: int, chain: Sequence[Change]) -> 
     buf = grow(old.buf, n0, np.stack(rows), GROWTH) if rows else old.buf
     half = old.half
     if rows and half is not None:
-        half = grow(half, n0, np.stack(rows).astype(np.float16), GROWTH)
+        half = grow(half, n0, _lower(np.stack(rows), "float16" if half.dtype == np.float16 else "bfloat16"), GROWTH)
     elif half is None:
         half = _halved(buf, len(ids))
     value = Vectors(ids, where, buf, np.concatenate([alive, np.array(new_alive, dtype=bool)]), half, old.space)
@@ -189,24 +194,64 @@ def half_scan() -> bool:
     return bool(np.all(np.abs(got - exact) <= 2.0 ** -11 * np.abs(exact) + 1e-4))
 
 
-#: the process's answer of :func:`half_faster` once probed (None: not yet)
-_HALF_FASTER: list[bool] = []
+@cache
+def bf16_scan() -> bool:
+    """Whether :func:`dots` may scan bfloat16 rows with torch: torch is installed and its bfloat16 matrix-vector
+    product sums in float32 here (the check of :func:`half_scan`, at bfloat16's rounding: a bfloat16 sum of the probe
+    is off by ~0.5)."""
+    torch = _torch()
+    if torch is None:
+        return False
+    probe = torch.from_numpy(np.full((8, 384), 1 / np.sqrt(384), np.float32))
+    probe[1::2, ::3] *= -0.5
+    rounded = probe.to(torch.bfloat16)
+    exact = rounded.double().numpy() @ rounded[0].double().numpy()
+    got = torch.mv(rounded, rounded[0]).double().numpy()
+    return bool(np.all(np.abs(got - exact) <= 2.0 ** -8 * np.abs(exact) + 1e-4))
+
+
+#: the scan :func:`scan_dtype` chose for this process: ``"float32"`` (numpy), ``"float16"`` or ``"bfloat16"``
+#: (torch); empty until the first large copy
+_SCAN: list[str] = []
 _PROBE_REPEATS = 5
 
 
-def half_faster(mat: np.ndarray, half: np.ndarray) -> bool:
-    """Whether the float16 scan of ``half`` (torch) beats numpy's float32 scan of ``mat`` (the same ``(n, dim)``
-    rows) on this CPU: timed once per process, on the first copy large enough (the best of
-    :data:`_PROBE_REPEATS` runs each, ~30 ms at 100k rows), then remembered.
+def _lower(rows: np.ndarray, kind: str) -> np.ndarray:
+    """``rows`` ``(n, dim)`` float32 rounded for a ``kind`` scan: float16, or bfloat16 (to nearest even, by torch) as
+    its bits in a uint16 array (numpy has no bfloat16)."""
+    if kind == "float16":
+        return rows.astype(np.float16)
+    torch = _torch()
+    wide = torch.from_numpy(np.ascontiguousarray(rows, dtype=np.float32))
+    return np.asarray(wide.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16))
 
-    Which is faster depends on the CPU's float16 kernels, not on the data: at 100k rows of dim 384, 4.7 (float16)
-    against 14.9 ms (float32) on an AMD EPYC, but 6.6 against 4.7 ms on an AVX-512 Xeon
-    (``bench/results/recall-latency.md``). The choice changes no result: both scans only shortlist, within their
-    error bounds, and the exact cosines decide (:func:`top`)."""
-    if not _HALF_FASTER:
+
+def _bf16_floats(bits: np.ndarray) -> np.ndarray:
+    """bfloat16 bits (uint16) as float32 values: the upper half of a float32 (exact)."""
+    return np.asarray((bits.astype(np.uint32) << 16).view(np.float32))
+
+
+def scan_dtype(mat: np.ndarray) -> str:
+    """The fastest scan of ``mat`` ``(n, dim)`` float32 on this CPU among numpy's float32 product and torch's float16
+    and bfloat16 ones (those :func:`half_scan` / :func:`bf16_scan` allow): timed once per process, on the first copy
+    large enough (the best of :data:`_PROBE_REPEATS` runs each, ~0.1 s with the conversions at 100k rows), then
+    remembered.
+
+    Which is fastest depends on the CPU's kernels, not on the data: at 100k rows of dim 384, float16 took 4.7 ms
+    against 14.9 for float32 on an AMD EPYC; on an AVX-512 Xeon float16 took 6.6, float32 4.7 and bfloat16 (AVX-512
+    BF16) 2.1 ms (``bench/results/recall-latency-many-users.md``). The choice changes no result: every scan only
+    shortlists, within its error bound, and the exact cosines decide (:func:`top`)."""
+    if not _SCAN:
         torch = _torch()
         q = np.full(mat.shape[1], 1 / np.sqrt(mat.shape[1]), np.float32)
-        th, tq = torch.from_numpy(half), torch.from_numpy(q.astype(np.float16))
+        scans: dict[str, Any] = {"float32": lambda: mat @ q}
+        if half_scan():
+            th, tq = torch.from_numpy(_lower(mat, "float16")), torch.from_numpy(q.astype(np.float16))
+            scans["float16"] = lambda: torch.mv(th, tq).float().numpy()
+        if bf16_scan():
+            tb = torch.from_numpy(_lower(mat, "bfloat16").view(np.int16)).view(torch.bfloat16)
+            tbq = torch.from_numpy(q).to(torch.bfloat16)
+            scans["bfloat16"] = lambda: _bf16_floats(torch.mv(tb, tbq).view(torch.int16).numpy().view(np.uint16))
 
         def best(scan: Any) -> float:
             times = []
@@ -216,30 +261,40 @@ def half_faster(mat: np.ndarray, half: np.ndarray) -> bool:
                 times.append(time.perf_counter() - t0)
             return min(times)
 
-        _HALF_FASTER.append(best(lambda: torch.mv(th, tq)) < best(lambda: mat @ q))
-    return _HALF_FASTER[0]
+        timed = {kind: best(scan) for kind, scan in scans.items()}
+        _SCAN.append(min(timed, key=timed.__getitem__))
+    return _SCAN[0]
 
 
 def _halved(mat: np.ndarray, rows: int) -> np.ndarray | None:
-    """The first ``rows`` of ``mat`` rounded to float16 for the scan (same shape), when :func:`half_scan`,
-    ``rows`` ≥ :data:`HALF_SCAN_MIN_ROWS` and the float16 scan is the faster here (:func:`half_faster`); else None."""
-    if rows < HALF_SCAN_MIN_ROWS or not half_scan() or _HALF_FASTER == [False]:
+    """The first ``rows`` of ``mat`` rounded for a float16 or bfloat16 scan (same shape; :func:`_lower`), when
+    ``rows`` ≥ :data:`HALF_SCAN_MIN_ROWS` and :func:`scan_dtype` chose one of those; else None."""
+    if rows < HALF_SCAN_MIN_ROWS or _SCAN == ["float32"]:
         return None
-    out = np.zeros(mat.shape, np.float16)  # a grown buffer's rows past ``rows`` are unset: not converted
-    out[:rows] = mat[:rows]
-    return out if half_faster(mat[:rows], out[:rows]) else None
+    kind = scan_dtype(mat[:rows])
+    if kind == "float32":
+        return None
+    out = np.zeros(mat.shape, np.float16 if kind == "float16" else np.uint16)  # rows past ``rows``: unset
+    out[:rows] = _lower(mat[:rows], kind)
+    return out
 
 
 def dots(v: Vectors, query_vec: np.ndarray) -> Dots:
-    """The dot products of ``query_vec`` ``(dim,)`` with every used row of the copy: torch over the float16 rows
-    (within :data:`HALF_DOT_ERROR`) when the copy has them, else numpy over the float32 rows (within
-    :data:`F32_DOT_ERROR`). Only shortlists: exact cosines come from :func:`exact_cosines`."""
+    """The dot products of ``query_vec`` ``(dim,)`` with every used row of the copy: torch over its float16 rows
+    (within :data:`HALF_DOT_ERROR`) or bfloat16 rows (within :data:`BF16_DOT_ERROR`) when it has them, else numpy
+    over the float32 rows (within :data:`F32_DOT_ERROR`). Only shortlists: exact cosines come from
+    :func:`exact_cosines`."""
     n = len(v.ids)
     q = np.asarray(query_vec, dtype=np.float32)
-    if v.half is not None:
+    if v.half is not None and v.half.dtype == np.float16:
         torch = _torch()
         got = torch.mv(torch.from_numpy(v.half[:n]), torch.from_numpy(q.astype(np.float16)))
         return Dots(v, got.float().numpy(), HALF_DOT_ERROR)
+    if v.half is not None:  # bfloat16 bits
+        torch = _torch()
+        got = torch.mv(torch.from_numpy(v.half[:n].view(np.int16)).view(torch.bfloat16),
+                       torch.from_numpy(q).to(torch.bfloat16))
+        return Dots(v, _bf16_floats(got.view(torch.int16).numpy().view(np.uint16)), BF16_DOT_ERROR)
     return Dots(v, v.buf[:n] @ q, F32_DOT_ERROR)
 
 
