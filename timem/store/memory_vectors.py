@@ -16,6 +16,7 @@ Memory: ``4·dim`` bytes per node (1.5 KB at dim 384: 154 MB for 100k nodes), ``
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -214,6 +215,7 @@ def bf16_scan() -> bool:
 #: (torch); empty until the first large copy
 _SCAN: list[str] = []
 _PROBE_REPEATS = 5
+_PROBE_LOCK = threading.Lock()
 
 
 def _lower(rows: np.ndarray, kind: str) -> np.ndarray:
@@ -241,29 +243,35 @@ def scan_dtype(mat: np.ndarray) -> str:
     against 14.9 for float32 on an AMD EPYC; on an AVX-512 Xeon float16 took 6.6, float32 4.7 and bfloat16 (AVX-512
     BF16) 2.1 ms (``bench/results/recall-latency-many-users.md``). The choice changes no result: every scan only
     shortlists, within its error bound, and the exact cosines decide (:func:`top`)."""
-    if not _SCAN:
-        torch = _torch()
-        q = np.full(mat.shape[1], 1 / np.sqrt(mat.shape[1]), np.float32)
-        scans: dict[str, Any] = {"float32": lambda: mat @ q}
-        if half_scan():
-            th, tq = torch.from_numpy(_lower(mat, "float16")), torch.from_numpy(q.astype(np.float16))
-            scans["float16"] = lambda: torch.mv(th, tq).float().numpy()
-        if bf16_scan():
-            tb = torch.from_numpy(_lower(mat, "bfloat16").view(np.int16)).view(torch.bfloat16)
-            tbq = torch.from_numpy(q).to(torch.bfloat16)
-            scans["bfloat16"] = lambda: _bf16_floats(torch.mv(tb, tbq).view(torch.int16).numpy().view(np.uint16))
-
-        def best(scan: Any) -> float:
-            times = []
-            for _ in range(_PROBE_REPEATS):
-                t0 = time.perf_counter()
-                scan()
-                times.append(time.perf_counter() - t0)
-            return min(times)
-
-        timed = {kind: best(scan) for kind, scan in scans.items()}
-        _SCAN.append(min(timed, key=timed.__getitem__))
+    with _PROBE_LOCK:  # two threads loading their first large copies probe once
+        if not _SCAN:
+            _SCAN.append(_probe(mat))
     return _SCAN[0]
+
+
+def _probe(mat: np.ndarray) -> str:
+    """:func:`scan_dtype`'s timing, not remembered."""
+    torch = _torch()
+    q = np.full(mat.shape[1], 1 / np.sqrt(mat.shape[1]), np.float32)
+    scans: dict[str, Any] = {"float32": lambda: mat @ q}
+    if half_scan():
+        th, tq = torch.from_numpy(_lower(mat, "float16")), torch.from_numpy(q.astype(np.float16))
+        scans["float16"] = lambda: torch.mv(th, tq).float().numpy()
+    if bf16_scan():
+        tb = torch.from_numpy(_lower(mat, "bfloat16").view(np.int16)).view(torch.bfloat16)
+        tbq = torch.from_numpy(q).to(torch.bfloat16)
+        scans["bfloat16"] = lambda: _bf16_floats(torch.mv(tb, tbq).view(torch.int16).numpy().view(np.uint16))
+
+    def best(scan: Any) -> float:
+        times = []
+        for _ in range(_PROBE_REPEATS):
+            t0 = time.perf_counter()
+            scan()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    timed = {kind: best(scan) for kind, scan in scans.items()}
+    return min(timed, key=timed.__getitem__)
 
 
 def _halved(mat: np.ndarray, rows: int) -> np.ndarray | None:
