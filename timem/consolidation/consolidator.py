@@ -334,6 +334,12 @@ class Consolidator:
         with self.store.transaction():
             if existing is not None:
                 self.store.update_node(existing.id, status=NodeStatus.SUPERSEDED)
+            if self.store.nodes(ids=[node.id], status=None):  # the same window, children, text and predecessor
+                # were written before and deleted with their last child (a restore of it): that node comes back
+                self.store.update_node(node.id, status=NodeStatus.ACTIVE, stale=False)
+                for child in node.child_ids:
+                    self.store.relink(child, node.id)
+                return self.store.node(node.id)
             self.store.add_node(node, vec)
             for action, detail in audits:
                 self.store.audit(action, user_id, node.id, detail)
