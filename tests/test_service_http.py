@@ -112,7 +112,8 @@ def test_end_session_and_consolidate(svc):
     r = a.post("/v1/users/leo/sessions/chat-1/end")
     assert r.status_code == 200, r.text
     assert 2 in {m["level"] for m in r.json()["written"]}
-    assert a.post("/v1/users/leo/sessions/nope/end").status_code == 404
+    nope = a.post("/v1/users/leo/sessions/nope/end")  # says where the session ids are
+    assert nope.status_code == 404 and "GET /v1/users/leo/sessions" in nope.json()["error"], nope.text
     before = _snapshot(a, "leo")  # a turn for the ended session (18 days later) would stretch its memories
     late = _exchange(a, "leo", session="chat-1", message="Back again.", reply="Hi!", at="2024-05-20T09:00:00+00:00")
     assert late.status_code == 422 and "was ended" in late.json()["error"] and _snapshot(a, "leo") == before

@@ -106,7 +106,8 @@ def end_session(user: UserPath, session_id: Annotated[str, PathParam(pattern=ID_
     with s.use() as eng:
         internal = s.require_user(eng, t, user)
         if session_id not in {x.session_id for x in eng.sessions(internal)}:
-            raise NotFoundError(f"user {user!r} has no session {session_id!r}")
+            raise NotFoundError(f"user {user!r} has no session {session_id!r}; list them with "
+                                f"GET /v1/users/{user}/sessions")
         return written_out(user, internal, lambda: eng.end_session(internal, session_id))
 
 
