@@ -3,7 +3,9 @@
 Hand-built case ``tests/data/cases/channels/contextual.jsonl`` (real MiniLM, real DuckDB, no LLM): "What does Mia use
 her new shoes for?" Leo says "Those new shoes look great on you, Mia." and Mia's reply, the evidence, is "Thanks!
 Mostly for trail running every Saturday morning." (no word of the question). Three other sessions talk about shoes
-(a wedding, a sale, old shoes), so with few candidates per search the reply is no candidate at all.
+(a wedding, a sale, old shoes), so with few candidates per search the reply is no candidate at all. With contextual
+matching it joins as the neighbour of Leo's turn, ranks on the blended score and passes the score gate on its own
+cosine (the gate never reads a neighbour's keyword match).
 """
 
 from __future__ import annotations
@@ -45,7 +47,10 @@ def test_the_reply_is_found_through_the_turn_before_it(folder, embedder):
     assert "trail running" not in before.context, before.context
     assert "trail running" in after.context, after.context
     got = next(c for c in after.trace.candidates if c.node_id == reply)
-    assert got.context_only and got.kept and got.bm25_raw  # its neighbour's keyword match counts for the gate
+    assert got.context_only and got.kept
+    # the gate reads its own scores: no keyword match of its own (none lent by the neighbour), its own cosine
+    assert got.bm25_raw is None and got.cosine is not None and got.cosine >= 0.25
+    assert all(c.bm25_raw is None for c in after.trace.candidates if c.context_only)
     assert any(n.startswith("contextual matching (both, weight 0.3): ") for n in after.trace.notes), after.trace.notes
     assert not any(c.context_only for c in before.trace.candidates)
     assert after.mem_len <= 150

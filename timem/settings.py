@@ -250,13 +250,14 @@ class RecallSettings(_Section):
     #: pseudo-relevance feedback: this many content words of the best first-pass leaves are added to the BM25
     #: query, which runs again (0 = off; :func:`timem.recall.leaves._feedback`)
     prf_terms: int = Field(default=0, ge=0, le=30)
-    #: contextual segment matching (:mod:`timem.recall.contextual`): a leaf's raw cosine and BM25 score get this
-    #: weight times the best of its neighbouring turns' (``context_side``), and those neighbours join the
-    #: candidates (0 = off)
-    context_weight: float = Field(default=0.0, ge=0.0, le=2.0)
+    #: contextual segment matching (:mod:`timem.recall.contextual`): for ranking, a leaf's raw cosine and BM25 score
+    #: get this weight times the best of its neighbouring turns' (``context_side``), and those neighbours join the
+    #: candidates; the score gate reads each leaf's own scores (0 = off). 0.3 by measurement on LoCoMo dev
+    #: (bench/results/scattered-evidence.md)
+    context_weight: float = Field(default=0.3, ge=0.0, le=2.0)
     #: which neighbours a leaf is also scored on: "prev" (the turn before, whose question a reply answers), "next"
     #: or "both"
-    context_side: Literal["prev", "next", "both"] = "prev"
+    context_side: Literal["prev", "next", "both"] = "both"
     #: aspect queries (:mod:`timem.recall.aspects`): "rules" splits a conjunctive question ("Jon and Gina", "X, Y
     #: and Z", "X or Y") into parts, each searched like the question, their best leaves placed after
     #: ``channel_slot`` ("off": none); "llm": an LLM splits a question not planned simple into sub-questions

@@ -173,14 +173,17 @@ _RECIPES: list[Recipe] = [
     # scattered evidence (issue 23): condensed context and the neighbour rule; "whole-context" is the default
     # before them (its dev questions.jsonl equals the published one of 2026-12-02 but for the trace ids)
     _r("whole-context", "timem", "scattered", "the default before issue 23: every memory whole, the next turn "
-       "after every leaf", overrides={"condense_after": "off", "recall_neighbours": "next", "second_hop": 0}),
+       "after every leaf", overrides={"condense_after": "off", "recall_neighbours": "next", "second_hop": 0,
+                                     "context_weight": 0.0}),
     _r("neighbours-relevant", "timem", "scattered", "only the 'relevant' neighbour rule (next turn after a "
        "question or when it is a leaf candidate), every memory whole",
-       overrides={"condense_after": "off", "second_hop": 0}),
+       overrides={"condense_after": "off", "second_hop": 0, "context_weight": 0.0}),
     _r("condense-only", "timem", "scattered", "only the condensed context (after 4 leaves), next turn after "
-       "every leaf", overrides={"recall_neighbours": "next", "second_hop": 0}),
+       "every leaf", overrides={"recall_neighbours": "next", "second_hop": 0, "context_weight": 0.0}),
     _r("no-second-hop", "timem", "scattered", "the default without second-hop retrieval (the default of "
-       "2026-12-02's condensed context)", overrides={"second_hop": 0}),
+       "2026-12-02's condensed context)", overrides={"second_hop": 0, "context_weight": 0.0}),
+    _r("no-context", "timem", "scattered", "the default without contextual matching (timem.recall.contextual; the "
+       "default before 2026-12-07 evening)", overrides={"context_weight": 0.0}),
     _r("aspects", "timem", "scattered", "the default with rule-based aspect queries (timem.recall.aspects)",
        overrides={"aspect_queries": "rules"}),
     *[_r(f"condense-{n}", "timem", "scattered", f"condensed context after the first {n} leaves (default 4)",

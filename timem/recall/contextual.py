@@ -12,6 +12,10 @@ where a neighbour is the previous, the next, or either L1 segment of the same se
 neighbours of the search hits join the candidates: their own cosine comes from the stored vector, their own BM25
 score is 0 (they were not in the BM25 top list). A lexical-only hit keeps an own cosine of 0, as without this
 stage. Scores are "higher is better"; nothing is embedded, and neighbours after the question time never join.
+
+The blended scores rank the leaves (fusion); the score gate reads each leaf's own raw scores
+(:attr:`Candidate.cosine`, :attr:`Candidate.bm25_raw`), so a neighbour does not lend a leaf its keyword match: a
+joined reply reaches the context on its own cosine, and an acknowledgement next to a keyword hit does not.
 """
 
 from __future__ import annotations
@@ -32,9 +36,9 @@ Side = Literal["prev", "next", "both"]
 class Contextual(NamedTuple):
     vec_hits: dict[str, float]  #: node id -> cosine' (the hits and the neighbours that joined)
     lex_hits: dict[str, float]  #: node id -> bm25' (non-zero entries only)
-    takes: dict[str, set[str]]  #: node id -> the neighbours whose scores it takes (for the name-only rule)
+    own_cosine: dict[str, float]  #: node id -> its own cosine (the vector hits' and the joined neighbours')
     joined: set[str]  #: the neighbours that joined the candidates (no search found them)
-    note: str  #: for the recall trace's notes
+    note: str | None  #: for the recall trace's notes (``None`` when no neighbour joined)
 
 
 def neighbour_map(adjacent: Mapping[str, tuple[str | None, str | None]], side: Side) -> dict[str, set[str]]:
@@ -92,5 +96,5 @@ def contextual_scores(state: RecallState, vec_hits: Mapping[str, float], lex_hit
     sem = blend(cos, takes, ids, rc.context_weight)
     lex = blend(lex_hits, takes, ids, rc.context_weight)
     note = (f"contextual matching ({rc.context_side}, weight {rc.context_weight:g}): "
-            f"{counted(len(joined), 'neighbour joined', 'neighbours joined')} the candidates")
-    return Contextual(sem, lex, takes, set(joined), note)
+            f"{counted(len(joined), 'neighbour joined', 'neighbours joined')} the candidates") if joined else None
+    return Contextual(sem, lex, cos, set(joined), note)

@@ -222,13 +222,16 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
         notes.append(f"{counted(len(late), 'candidate', 'candidates')} after the question time dropped")
         vec_hits = {i: v for i, v in vec_hits.items() if i not in late}
         lex_hits = {i: v for i, v in lex_hits.items() if i not in late}
-    takes: Mapping[str, set[str]] = {}
+    own: tuple[dict[str, float], dict[str, float], set[str]] | None = None
     if config.recall.context_weight > 0 and (vec_hits or lex_hits):  # contextual matching (timem.recall.contextual)
-        vec_hits, lex_hits, takes, joined, note = contextual_scores(state, vec_hits, lex_hits, nodes, query_vec)
-        notes.append(note)
+        lex_own = lex_hits
+        vec_hits, lex_hits, cos_own, joined, ctx_note = contextual_scores(state, vec_hits, lex_hits, nodes, query_vec)
+        own = (cos_own, lex_own, joined)
+        notes.extend([ctx_note] if ctx_note else [])
     candidates = fuse(vec_hits, lex_hits, config.recall.recall_lambda, top_k=k)
-    if takes:
-        candidates = [c.updated({"context_only": True}) if c.node_id in joined else c for c in candidates]
+    if own is not None:  # blended scores rank; the gate reads each leaf's own raw scores
+        candidates = [c.updated({"cosine": own[0].get(c.node_id), "bm25_raw": own[1].get(c.node_id),
+                                 "context_only": c.node_id in own[2]}) for c in candidates]
     if loc.detect:
         changes = []
         for c in candidates:
@@ -243,7 +246,7 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
                                              "fused": round(c.fused + config.recall.speaker_boost, 6)}
                                             if speaker_of(nodes[c.node_id]) in named else None for c in candidates])
     speakers = {s for s in (speaker_of(nodes[c.node_id]) for c in candidates) if s}
-    candidates = _mark_name_only(state, candidates, keyword_query, [*participants, *sorted(speakers)], n, takes)
+    candidates = _mark_name_only(state, candidates, keyword_query, [*participants, *sorted(speakers)], n)
     candidates = _mark_parts_only(state, plan, candidates, keyword_query, [*participants, *sorted(speakers)], n)
     if config.recall.near_duplicates == "collapse" and candidates:
         dup = near_duplicates([c.node_id for c in candidates], nodes, config.recall.near_duplicate_jaccard)
@@ -254,7 +257,7 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
 
 
 def _mark_name_only(state: RecallState, candidates: list[Candidate], keyword_query: str, names: Sequence[str],
-                    n: int, takes: Mapping[str, set[str]] | None = None) -> list[Candidate]:
+                    n: int) -> list[Candidate]:
     """``candidates`` with :attr:`Candidate.name_only` and :attr:`Candidate.masked_cosine` set where the BM25 query
     matched nothing but ``names`` (participants and the candidates' speakers): a second BM25 search without the
     names (:func:`name_free_query`) tells which matched more, and the question with the names masked is embedded
@@ -269,8 +272,6 @@ def _mark_name_only(state: RecallState, candidates: list[Candidate], keyword_que
         return candidates
     store, user_id = state.store, state.user_id
     content = {i for i, _ in store.search_bm25(user_id, free, int(Level.SEGMENT), max(10 * n, 1000))} if free else set()
-    if takes:  # contextual matching: a leaf whose neighbour matched more than names matched more too
-        content |= {x for x, ys in takes.items() if ys & content}
     only = [c.node_id for c in candidates if (c.bm25_raw or 0.0) > 0 and c.node_id not in content]
     if not only:
         return candidates
