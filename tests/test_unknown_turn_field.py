@@ -48,3 +48,16 @@ def test_the_service_refuses_the_same_typo(tmp_path, fake_embedder):
                                                 "message": "I took up pottery.", "speker": "Amy"})
         assert r.status_code == 422 and "speker" in json.dumps(r.json()), r.text
         assert c.get("/v1/users").json()["users"] == []  # nothing stored
+
+
+def test_the_service_names_the_field_meant_and_those_it_takes(tmp_path, fake_embedder):
+    """Found by trying: "mesage" got "mesage: Extra inputs are not permitted", with nothing on what to send."""
+    with two_tenants(tmp_path, fake_embedder) as (base, keys), client(base, keys["acme"]) as c:
+        r = c.post("/v1/users/amy/turns", json={"session_id": "s1", "event_time": "2024-04-02T10:00:00+00:00",
+                                                "mesage": "I took up pottery."})
+        err = r.json()["error"]
+        assert r.status_code == 422 and "'mesage' is not a field" in err and "did you mean 'message'?" in err, err
+        assert "It takes: session_id, event_time, message, reply, " in err, err
+        r = c.post("/v1/users/amy/consolidate", json={"flsh": True})  # an optional body: its model is found too
+        assert r.status_code == 422 and "did you mean 'flush'?" in r.json()["error"], r.text
+        assert c.get("/v1/users").json()["users"] == []  # nothing stored

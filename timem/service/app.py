@@ -26,7 +26,9 @@ of the tenant), :mod:`timem.service.reads` (the studio's reads) and
 
 from __future__ import annotations
 
+import difflib
 import re
+import typing
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -49,6 +51,19 @@ from timem.service.models import PATTERN_RULES, ErrorOut, id_error
 from timem.service.openai_proxy import router as openai_router
 from timem.service.reads import add_studio_routes
 from timem.store import out_of_memory_error
+
+
+def _unknown_field(request: Request, name: str) -> str:
+    """The error for a body field ``name`` that the route's body model does not have: the closest field name, if
+    one is close (``'mesage'`` -> ``message``), and the fields it takes."""
+    body = getattr(request.scope.get("route"), "body_field", None)
+    model = getattr(getattr(body, "field_info", None), "annotation", None)
+    models = [model, *typing.get_args(model)]  # ``Model | None`` for an optional body
+    fields = next((list(m.model_fields) for m in models if isinstance(m, type) and hasattr(m, "model_fields")), [])
+    close = difflib.get_close_matches(name, fields, n=1, cutoff=0.6)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    takes = f" It takes: {', '.join(fields)}." if fields else ""
+    return f"'{name}' is not a field of this request{hint}{takes} (docs/service.md, or /docs)"
 
 
 def _open_engine(cfg: Config) -> Callable[[], MemoryEngine]:
@@ -158,6 +173,9 @@ def _add_error_handlers(app: FastAPI) -> None:
             name = str(first.get("loc", ("",))[-1])
             what = "user id" if name == "user" else name
             return _error(422, f"{id_error(what, first.get('input', ''), pattern)}{more}")
+        loc = tuple(first.get("loc", ()))
+        if first.get("type") == "extra_forbidden" and len(loc) == 2 and loc[0] == "body":  # a typo: "mesage"
+            return _error(422, f"{_unknown_field(request, str(loc[1]))}{more}")
         said = str(first.get("msg")).removeprefix("Value error, ")  # pydantic's prefix on a validator's message
         return _error(422, f"{where or 'request'}: {said}{more}")
 
