@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 import pytest
 import typer
+from service_support import free_port
 from test_llm_openai import FakeServer, completion
 from typer.testing import CliRunner
 
@@ -407,10 +408,11 @@ def test_serve_warns_of_a_new_database_and_its_key_hint_names_the_keys_file(cli_
     served = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.append(kw))
     db, keys = cli_env / "typo.duckdb", cli_env / "elsewhere" / "keys.json"
-    code, out = run("serve", "--db", str(db), "--keys", str(keys), "--llm", "none")
+    port = ["--port", str(free_port())]  # serve checks that its port is free (8600 may be taken on this machine)
+    code, out = run("serve", "--db", str(db), "--keys", str(keys), "--llm", "none", *port)
     assert code == 0 and served, out
     assert f"--keys {keys}" in out and f"{db} did not exist" in out
-    code, out = run("serve", "--db", str(db), "--llm", "none")  # the file exists now; the default keys file
+    code, out = run("serve", "--db", str(db), "--llm", "none", *port)  # the file exists now; the default keys file
     assert "did not exist" not in out and "--keys" not in out
 
 

@@ -3,6 +3,7 @@ behind ``timem studio --service``)."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -66,6 +67,7 @@ def serve(db: DbOpt = None,
         return
     # opened here, not in the app's startup: a file that is locked by another process or cannot be opened is one
     # error line (as for `timem stats`), not uvicorn's startup traceback, and before any warning
+    _check_port(host, port)  # a port in use: one error line, before any file is opened or created
     new_file = not Path(cfg.store.db_path).exists()  # a mistyped --db: say so before serving an empty file
     engine = MemoryEngine.open(cfg, with_llm=cfg.llm.llm_backend != "none")
     _warn_no_keys(kf, keys, cfg)
@@ -76,6 +78,27 @@ def serve(db: DbOpt = None,
         uvicorn.run(create_app(lambda: engine, kf), host=host, port=port, log_level="info")
     finally:
         engine.close()
+
+
+def _check_port(host: str, port: int) -> None:
+    """Bind ``host``:``port`` once and let it go, as uvicorn will bind it (SO_REUSEADDR set).
+
+    Raises:
+        ConfigError: the host does not resolve, or the port is taken (uvicorn said only "[Errno 98] ... address
+            already in use" and exited with code 3, after the database file was opened, or created).
+    """
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise ConfigError(f"--host {host!r} is not an address of this machine ({exc.strerror}); use e.g. "
+                          "127.0.0.1 (this machine only) or 0.0.0.0 (every interface)") from exc
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(addr)
+        except OSError as exc:
+            raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror}): another process (a running "
+                              "`timem serve`?) uses that port; stop it or pass another --port") from exc
 
 
 def _warn_no_keys(kf: KeyFile, keys: Path | None, cfg: Config) -> None:
