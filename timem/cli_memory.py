@@ -121,7 +121,9 @@ def forget(text: Annotated[str, typer.Argument(help='what to forget, e.g. "I wor
         if not yes:  # asked at a terminal only, as `timem erase` (cli_common.confirm_or_refuse)
             confirm_or_refuse(f"forget these {len(plan.items)} item(s) and {len(plan.segments)} segment(s)?", "forget")
         eng.forget(user, text, confirm=True, actor="cli")
-    typer.echo(f"forgot {len(plan.items)} item(s) and {len(plan.segments)} segment(s) (soft delete, audited)")
+    typer.echo(f"forgot {len(plan.items)} item(s) and {len(plan.segments)} segment(s) (soft delete, audited); undo: "
+               f"Restore on the Memories page of `timem studio --db {cfg.store.db_path}`, or POST "
+               f"/v1/users/{user}/memories/ID/restore on `timem serve`; `timem erase ID` erases a segment for good")
 
 
 def register(app: typer.Typer) -> None:
