@@ -324,7 +324,7 @@ def studio(db: DbOpt = None,
 
 
 cli_service.register(app)  # serve, mcp, keys
-cli_memory.register(app)  # forget
+cli_memory.register(app)  # forget, restore
 reflow_help(app)  # every command's help: a paragraph is one line to wrap (timem bench: in timem.bench.cli)
 
 

@@ -1,5 +1,5 @@
-"""``timem segtree …``, ``timem memories …`` and ``timem forget``: the segment tree and the memory layer from the
-command line."""
+"""``timem segtree …``, ``timem memories …``, ``timem forget`` and ``timem restore``: the segment tree and the
+memory layer from the command line."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import typer
 
 from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, UserOpt, _config, _engine, confirm_or_refuse
 from timem.errors import NotFoundError
+from timem.tokens import one_line
 
 segtree_app = typer.Typer(no_args_is_help=True, help="SegTreeMem's segment tree over the L1 memories (the default "
                           "recall index, recall_index = \"segtree\"; built online at ingest).")
@@ -122,10 +123,32 @@ def forget(text: Annotated[str, typer.Argument(help='what to forget, e.g. "I wor
             confirm_or_refuse(f"forget these {len(plan.items)} item(s) and {len(plan.segments)} segment(s)?", "forget")
         eng.forget(user, text, confirm=True, actor="cli")
     typer.echo(f"forgot {len(plan.items)} item(s) and {len(plan.segments)} segment(s) (soft delete, audited); undo: "
-               f"Restore on the Memories page of `timem studio --db {cfg.store.db_path}`, or POST "
-               f"/v1/users/{user}/memories/ID/restore on `timem serve`; `timem erase ID` erases a segment for good")
+               f"`timem restore ID --user {user}` per segment, Restore on the Memories page of `timem studio --db "
+               f"{cfg.store.db_path}`, or POST /v1/users/{user}/memories/ID/restore on `timem serve`; "
+               "`timem erase ID` erases a segment for good")
+
+
+def restore(node_ids: Annotated[list[str], typer.Argument(help="ids of forgotten segments (the \"segment ID\" lines "
+                                                                "`timem forget` printed)")],
+            user: UserOpt, db: DbOpt = None, config: ConfigOpt = None) -> None:
+    """Undo `timem forget` (a soft delete) for each segment ID: it is active again, its parents are re-consolidated,
+    and the facts read from it come back, except those forgotten by name (printed as staying forgotten).
+
+    Every id is checked first: an id that is no memory of the user, or one that is not forgotten, is an error
+    (exit code 1) and nothing is restored."""
+    cfg = _config(config, db, llm_backend="none")
+    with _engine(cfg, with_llm=False, must_exist=True) as eng:
+        restored = eng.restore_memories(user, node_ids, actor="cli")
+    for r in restored:
+        typer.echo(f"segment {r.segment.id}: {one_line(r.segment.content, 120)}")
+        typer.echo("".join(f"  back with it: item {i.id}: {i.label()}\n" for i in r.items)
+                   + "".join(f"  stays forgotten (forgotten by name): item {i.id}: {i.label()}\n"
+                             for i in r.still_forgotten), nl=False)
+    facts = sum(len(r.items) for r in restored)
+    typer.echo(f"restored {len(restored)} segment(s) and {facts} item(s) (audited)")
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``forget`` to the ``timem`` app."""
+    """Add ``forget`` and ``restore`` to the ``timem`` app."""
     app.command()(forget)
+    app.command()(restore)

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 
 from timem.consolidation.consolidator import Consolidator
 from timem.consolidation.profile_facts import last_instant, listed_in
@@ -125,11 +126,23 @@ def soft_delete(store: MemoryStore, cons: Consolidator, node_ids: Sequence[str],
     reconsolidate(store, cons, users)
 
 
-def restore(store: MemoryStore, cons: Consolidator, node_id: str, *, actor: str = "user") -> None:
-    """Undo a soft delete.
+@dataclass(frozen=True)
+class Restored:
+    """What :func:`restore` brought back: the ``segment`` (active again), the memory ``items`` read from it that
+    came back with it, and those read from it that stay forgotten (``still_forgotten``: forgotten by name, e.g. by
+    ``timem forget TEXT``, not only with their sources; a restore never brings those back)."""
+
+    segment: MemoryNode
+    items: list[MemoryItem] = field(default_factory=list)
+    still_forgotten: list[MemoryItem] = field(default_factory=list)
+
+
+def restore(store: MemoryStore, cons: Consolidator, node_id: str, *, actor: str = "user") -> Restored:
+    """Undo a soft delete; returns the node (active again) with the items that came back and those that stay
+    forgotten (:class:`Restored`).
 
     Raises:
-        InputError: the node is not soft-deleted.
+        NotFoundError: unknown id. InputError: the node is not soft-deleted.
     """
     node = store.node(node_id)
     if node.status != NodeStatus.DELETED:
@@ -137,14 +150,17 @@ def restore(store: MemoryStore, cons: Consolidator, node_id: str, *, actor: str 
     with store.transaction():
         store.update_node(node_id, status=NodeStatus.ACTIVE)
         store.audit("restore", node.user_id, node_id, {"actor": actor})
-        back = [i for i in store.items_from_sources([node_id])  # back with their source, unless forgotten
-                if i.status == "deleted" and not store.was_forgotten(i.id)]
+        deleted = [i for i in store.items_from_sources([node_id]) if i.status == "deleted"]
+        back = [i for i in deleted if not store.was_forgotten(i.id)]  # back with their source, unless forgotten
         for item in back:
             store.update_item(item.id, status="active")
             store.audit("item-restored", item.user_id, item.id, {"actor": actor, "segment": node_id})
         users = _mark_stale(store, [node_id]) | {node.user_id}
         refresh_profiles(store, cons, back, actor=actor)
     reconsolidate(store, cons, users)
+    kept = {i.id for i in back}
+    return Restored(store.node(node_id), [store.item(i.id) for i in back],
+                    [i for i in deleted if i.id not in kept])
 
 
 def erase(store: MemoryStore, cons: Consolidator, node_ids: Sequence[str], *, actor: str = "user") -> dict[str, float]:

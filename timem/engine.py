@@ -28,6 +28,7 @@ from timem.config import Complexity, Config
 from timem.consolidation.consolidator import Consolidator
 from timem.consolidation.segment_topics import TopicReport
 from timem.datasets.base import ImportedUser
+from timem.editing import Restored
 from timem.embed.protocol import Embedder
 from timem.engine_chat import ASSISTANT_NAME, OnlineChat
 from timem.engine_items import MemoryItems
@@ -221,8 +222,12 @@ class MemoryEngine(StoreReadMethods):
         return self.writes.compact()
 
     def restore_memory(self, node_id: str, *, actor: str = "user") -> None:
-        """As :meth:`timem.engine_writes.MemoryWrites.restore_memory`."""
-        return self.writes.restore_memory(node_id, actor=actor)
+        """As :meth:`timem.engine_writes.MemoryWrites.restore_memory` (what came back: :meth:`restore_memories`)."""
+        self.writes.restore_memory(node_id, actor=actor)
+
+    def restore_memories(self, user_id: str, node_ids: Sequence[str], *, actor: str = "user") -> list[Restored]:
+        """As :meth:`timem.engine_writes.MemoryWrites.restore_memories`."""
+        return self.writes.restore_memories(user_id, node_ids, actor=actor)
 
     def erase_user(self, user_id: str, *, actor: str = "user") -> dict[str, float]:
         """As :meth:`timem.engine_writes.MemoryWrites.erase_user`."""

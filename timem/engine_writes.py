@@ -18,8 +18,8 @@ from timem.consolidation.segment_topics import TopicReport
 from timem.datasets.base import ImportedUser
 from timem.engine_items import MemoryItems
 from timem.engine_reads import EngineCore, EnginePart, StoreReads
-from timem.errors import ConsolidationIncomplete, InputError, LLMError
-from timem.models import MemoryNode
+from timem.errors import ConsolidationIncomplete, InputError, LLMError, NotFoundError
+from timem.models import MemoryNode, NodeStatus
 from timem.progress import Progress, labelled, no_progress, user_label
 from timem.store.segtree_tables import SyncReport
 from timem.tree.segtree import SegNode
@@ -202,8 +202,8 @@ class MemoryWrites(EnginePart):
         failures: list[tuple[int, str, str]] = []
         try:
             uids = [user_id] if user_id else self.store.users()
-            for i, uid in enumerate(uids, start=1):  # all users: each stage names its user (one: the caller knows)
-                shown = progress if user_id else labelled(progress, user_label(uid, i, len(uids)))
+            for i, uid in enumerate(uids, start=1):  # each stage names its user, as ingest's do (docs/cli.md)
+                shown = labelled(progress, user_label(uid, i, len(uids)))
                 nodes += self._consolidate_user(uid, failures, read, name_user=user_id is None, flush=flush,
                                                 progress=shown)
         finally:
@@ -265,9 +265,35 @@ class MemoryWrites(EnginePart):
         ``bytes_after``."""
         return self.store.compact()
 
-    def restore_memory(self, node_id: str, *, actor: str = "user") -> None:
-        """Undo a soft delete."""
-        editing.restore(self.store, self.consolidator, node_id, actor=actor)
+    def restore_memory(self, node_id: str, *, actor: str = "user") -> editing.Restored:
+        """Undo a soft delete; returns what came back (:class:`timem.editing.Restored`)."""
+        return editing.restore(self.store, self.consolidator, node_id, actor=actor)
+
+    def restore_memories(self, user_id: str, node_ids: Sequence[str], *,
+                         actor: str = "user") -> list[editing.Restored]:
+        """Undo the soft delete (``timem forget``, the studio's Delete) of each of ``node_ids``, in the order given
+        (a repeated id once); every id is checked first, so a bad one restores nothing. Returns, per id, the memory
+        (active again) with the memory items that came back with it and those that stay forgotten
+        (:class:`timem.editing.Restored`).
+
+        Raises:
+            NotFoundError: unknown user, or an id that is no memory of the user. InputError: no ids, or a memory
+                that is not forgotten (active, or superseded by an edit): nothing to undo.
+        """
+        ids = list(dict.fromkeys(node_ids))
+        if not ids:
+            raise InputError("give the id of a forgotten memory (`timem forget` prints it: \"segment ID: …\")")
+        self.reads.require_user(user_id)
+        for nid in ids:
+            node = self.reads.node(nid)
+            if node is None or node.user_id != user_id:
+                raise NotFoundError(f"no memory {nid!r} for user {user_id!r}; the ids of forgotten segments are the "
+                                    f"\"segment ID\" lines `timem forget` printed (active ones: `timem tree --user "
+                                    f"{user_id} --level 1`)")
+            if node.status != NodeStatus.DELETED:
+                raise InputError(f"memory {nid} of {user_id!r} is {node.status.value}, not forgotten; nothing to "
+                                 "restore, and nothing was restored")
+        return [editing.restore(self.store, self.consolidator, nid, actor=actor) for nid in ids]
 
     def erase_user(self, user_id: str, *, actor: str = "user") -> dict[str, float]:
         """Erase every trace of a user (turns, nodes, vectors, FTS, traces, LLM cache); returns the rows removed
