@@ -284,6 +284,22 @@ def test_progress_piped_to_a_file_is_plain_lines_not_one_long_redrawn_line(cli_e
     assert "zoe · L1 segments, by session: 2/2, done" in done and " items" not in res.stderr, res.stderr
 
 
+def test_consolidate_of_one_user_names_the_user_in_its_progress_lines(cli_env, chat_file):
+    """A new-user trial: `timem consolidate --user zoe` wrote its stages unnamed ("L2 session: 2/2, done") while
+    docs/cli.md says every stage names its user, as ingest's do."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    db = str(cli_env / "t.duckdb")
+    res = subprocess.run([sys.executable, "-m", "timem.cli", "ingest", str(chat_file), "--format", "jsonl", "--llm",
+                          "none", "--l1-only", "--db", db], capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr
+    res = subprocess.run([sys.executable, "-m", "timem.cli", "consolidate", "--user", "zoe", "--flush", "--llm",
+                          "none", "--mode", "extractive", "--db", db], capture_output=True, text=True, timeout=300,
+                         env=env)
+    assert res.returncode == 0, res.stderr
+    done = [line for line in res.stderr.splitlines() if line.endswith(", done")]
+    assert done and all(line.startswith("zoe · ") for line in done), res.stderr
+
+
 def test_an_out_of_range_tree_level_is_one_error_line_from_the_entry_point(cli_env):
     """The ``timem`` entry point itself, in a subprocess: stderr is the one line, no box, exit code 2 (a usage error,
     as docs/cli.md says of the command line's mistakes; it was 1)."""
