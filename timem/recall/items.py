@@ -21,7 +21,11 @@
 * **Ended**: asked about the present, a chain whose latest value ended with no value after it ("I got fired from
   Microsoft", "I don't like hiking anymore") gives that value with its end (``(ended 2024-05-10, nothing since)``),
   so that the answer is not the old value read from an excerpt (a new-user trial: "Where do I work?" was answered
-  "Microsoft" after "I got fired from Microsoft").
+  "Microsoft" after "I got fired from Microsoft"). So does a value ended at the change of another single-valued
+  attribute of its subject (:func:`_ended_by`: ``(ended 2024-05-03, at the change of employer to Google)``), and
+  a chain given brings the chains linked to it by such an end (:func:`_linked`): "Am I still a nurse?" after "I
+  just started at Google" gets the nurse line with its end and the employer Google (a new-user trial got no item
+  line, only the old excerpt "I work as a nurse").
 * Lines look like ``[preference, valid 2024-04-21 – now] Mia's morning drink: green tea (superseded:
   black coffee, until 2024-04-21)``; dates are local days in ``Config.time.tz``.
 """
@@ -172,9 +176,34 @@ def _ended(item: MemoryItem) -> bool:
     return item.valid_to is not None and not item.superseded_by and item.valid_to != item.valid_from
 
 
-def _line(item: MemoryItem, history: list[MemoryItem], config: Config, by: MemoryItem | None = None) -> str:
+def _ended_by(item: MemoryItem, chain: list[MemoryItem], items: dict[str, MemoryItem]) -> MemoryItem | None:
+    """The value of another single-valued attribute of the same subject that ended ``item`` (closed, not a
+    correction), or ``None``: the writer ends a job at a change of employer and an employer at a change of job
+    (:func:`timem.memory.history.end_old_job`, :func:`~timem.memory.history.end_old_employer`), superseded by the new
+    value's item, which is in another chain. (A like superseding a dislike of the same thing is no such end: both
+    attributes are multi-valued, :data:`~timem.item_values.MULTI_VALUED`.)"""
+    by = items.get(item.superseded_by or "")
+    if (by is None or item.valid_to is None or item.valid_to == item.valid_from or any(i.id == by.id for i in chain)
+            or {item.attribute, by.attribute} & MULTI_VALUED):
+        return None
+    return by if by.subject == item.subject and by.attribute != item.attribute else None
+
+
+def _linked(chains: dict[tuple[str, str], list[MemoryItem]], key: tuple[str, str]) -> set[tuple[str, str]]:
+    """The chains (subject, attribute) linked to chain ``key`` by an end across single-valued attributes: one of its
+    items ended one of theirs or the other way round (:func:`_ended_by`: a change of employer ended the job title)."""
+    mine = {i.id for i in chains[key]}
+    ends = {i.superseded_by for i in chains[key]} - {None}
+    return {k for k, chain in chains.items() if k != key and k[0] == key[0] and not {k[1], key[1]} & MULTI_VALUED
+            and any(i.id in ends or i.superseded_by in mine for i in chain)}
+
+
+def _line(item: MemoryItem, history: list[MemoryItem], config: Config, by: MemoryItem | None = None,
+          ended_by: MemoryItem | None = None) -> str:
     head = f"[{item.kind}, valid {_day(item.valid_from, config)} – {_day(item.valid_to, config)}] {item.label()}"
     notes = [] if by is not None or not _ended(item) else [f"ended {_day(item.valid_to, config)}, nothing since"]
+    if ended_by is not None and by is None:
+        notes.append(f"ended {_day(item.valid_to, config)}, at the change of {ended_by.attribute} to {ended_by.value}")
     for old in history[:2]:
         if old.valid_to == old.valid_from:
             notes.append(f"corrected: was {old.value}")
@@ -227,15 +256,25 @@ def recall_items(state: RecallState, window: TimeSpan | None) -> ItemRecall:
     about_relation = asked_relation(query) is not None and not _FIRST_PERSON.search(query)
     past = window is not None and window.end < question_time
     present = not past or PRESENT.search(query) is not None
-    ranked: list[tuple[float, ItemUse]] = []
-    for (_subject, attribute), chain in chains.items():
+    by_id = {i.id: i for i in items}
+    chosen: dict[tuple[str, str], bool] = {}  # the chains given, and whether the question named them
+    cosines: dict[tuple[str, str], dict[str, float]] = {}
+    for key, chain in chains.items():
         chain.sort(key=lambda i: (i.event_time, i.created_at))
-        cos = {i.id: float(np.dot(qv, vecs[i.id])) for i in chain}
+        cos = cosines[key] = {i.id: float(np.dot(qv, vecs[i.id])) for i in chain}
         value_named = any(mentions(query, i.value) or normalise(i.value) in qwords for i in chain)
-        named = value_named or _names_attribute(query, qwords, attribute)
+        named = value_named or _names_attribute(query, qwords, key[1])
         if (not named and max(cos.values()) < config.memory.memory_item_min_cosine) or (about_relation
                                                                                        and not value_named):
             continue
+        chosen[key] = named
+    if not about_relation:  # "Am I still a nurse?": the employer whose change ended the job comes with it
+        for key, named in list(chosen.items()):
+            for other in _linked(chains, key):
+                chosen[other] = chosen.get(other, False) or named
+    ranked: list[tuple[float, ItemUse]] = []
+    for (_subject, attribute), named in chosen.items():
+        chain, cos = chains[(_subject, attribute)], cosines[(_subject, attribute)]
         then: list[MemoryItem] = []
         if past:
             assert window is not None
@@ -247,8 +286,8 @@ def recall_items(state: RecallState, window: TimeSpan | None) -> ItemRecall:
             now = sorted((i for i in chain if i.is_open and i not in then), key=lambda i: -cos[i.id])
         elif present:
             now = [i for i in chain if i.is_open and i not in then][-1:]
-        if present and not now and not then:  # the chain's value ended with none after it ("I got fired from X")
-            now = [i for i in chain if _ended(i)][-1:]
+        if present and not now and not then:  # the chain's value ended with none after it ("I got fired from X"),
+            now = [i for i in chain if _ended(i) or _ended_by(i, chain, by_id)][-1:]  # or at another's change
         picks = then + now
         for rank_in_chain, item in enumerate(picks):
             as_past = item in then
@@ -270,7 +309,8 @@ def recall_items(state: RecallState, window: TimeSpan | None) -> ItemRecall:
             use = ItemUse(item_id=item.id, kind=item.kind, subject=item.subject, attribute=item.attribute,
                           value=item.value, valid_from=item.valid_from, valid_to=item.valid_to,
                           source_ids=item.source_ids, cosine=round(cos[item.id], 4), named=named,
-                          decay=None if weight is None else round(weight, 4), line=_line(item, history, config, by),
+                          decay=None if weight is None else round(weight, 4),
+                          line=_line(item, history, config, by, _ended_by(item, chain, by_id)),
                           superseded=[_ref(i) for i in history])
             ranked.append((score, use))
     if any(u.named for _, u in ranked):  # the question names a slot: those chains only
