@@ -37,6 +37,18 @@ from timem.llm.factory import make_llm
 from timem.store import open_store
 
 
+def dev_setup(data: str, db: str, budget: int) -> tuple[Any, MiniLMEmbedder, Any, Any, list[Any], RunSpec]:
+    """What the dev probes share: the ``timem`` recipe, MiniLM, the store at ``db``, the base config (no LLM,
+    ``budget`` tokens), the dataset's users and the retrieval-only run spec."""
+    recipe = get_recipe("timem")
+    embedder = MiniLMEmbedder()
+    store = open_store(db, embedder.model_id, embedder.dim)
+    base = load_config(None, llm_backend="none", token_budget=budget)
+    users = load_dataset(Path(data), "locomo", tz=base.time.tz)
+    spec = RunSpec(dataset="locomo", data_file=Path(data), recipe=recipe, out_dir=Path("/tmp"), retrieval_only=True)
+    return recipe, embedder, store, base, users, spec
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default="tests/data/locomo-dev.json")
@@ -52,13 +64,7 @@ def main() -> None:
     ap.add_argument("--dump", help="write one JSON line per question and variant here (question, gold, covered, "
                     "the channel-placed leaves)")
     args = ap.parse_args()
-    recipe = get_recipe("timem")
-    embedder = MiniLMEmbedder()
-    store = open_store(args.db, embedder.model_id, embedder.dim)
-    base = load_config(None, llm_backend="none", token_budget=args.budget)
-    users = load_dataset(Path(args.data), "locomo", tz=base.time.tz)
-    spec = RunSpec(dataset="locomo", data_file=Path(args.data), recipe=recipe, out_dir=Path("/tmp"),
-                   retrieval_only=True)
+    recipe, embedder, store, base, users, spec = dev_setup(args.data, args.db, args.budget)
     items = select_questions(users, spec)
     if args.categories:
         keep = {int(c) for c in args.categories.split(",")}

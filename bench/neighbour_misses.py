@@ -16,17 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
-from timem.bench.recipes import get_recipe
+from entity_probe import dev_setup
+
 from timem.bench.retrieval import TimemRetriever
-from timem.bench.runner import RunSpec, _score, question_time, resolve_config, select_questions
-from timem.config import load_config
-from timem.datasets import load_dataset
-from timem.embed.minilm import MiniLMEmbedder
+from timem.bench.runner import _score, question_time, resolve_config, select_questions
 from timem.engine import MemoryEngine
-from timem.store import open_store
 
 TOP = 60  #: the leaf candidates kept (``recall_top_k``)
 
@@ -43,13 +39,7 @@ def main() -> None:
     ap.add_argument("--variant", default="{}")
     ap.add_argument("--list", action="store_true")
     args = ap.parse_args()
-    recipe = get_recipe("timem")
-    embedder = MiniLMEmbedder()
-    store = open_store(args.db, embedder.model_id, embedder.dim)
-    base = load_config(None, llm_backend="none", token_budget=args.budget)
-    users = load_dataset(Path(args.data), "locomo", tz=base.time.tz)
-    spec = RunSpec(dataset="locomo", data_file=Path(args.data), recipe=recipe, out_dir=Path("/tmp"),
-                   retrieval_only=True)
+    recipe, embedder, store, base, users, spec = dev_setup(args.data, args.db, args.budget)
     cfg, _ = resolve_config(base.with_overrides(**json.loads(args.variant)), recipe, True)
     engine = MemoryEngine(cfg, store, embedder, None)
     last: dict[str, Any] = {}
