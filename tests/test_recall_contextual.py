@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from channel_support import case_engine
 
-from timem.recall.contextual import blend, neighbour_map
+from timem.recall.contextual import _best_hits, blend, neighbour_map
 
 Q = "What does Mia use her new shoes for?"
 SETTINGS = {"second_hop": 0, "recall_candidates": 3, "propagation_route": 0, "token_budget": 150}
@@ -54,3 +54,25 @@ def test_the_reply_is_found_through_the_turn_before_it(folder, embedder):
     assert any(n.startswith("contextual matching (both, weight 0.3): ") for n in after.trace.notes), after.trace.notes
     assert not any(c.context_only for c in before.trace.candidates)
     assert after.mem_len <= 150
+
+
+def test_best_hits_are_the_fused_order_of_own_scores():
+    # λ = 0.5: a = (1 + 0)/2, b = (0.5 + 1)/2 = 0.75, c = (0 + 0.5)/2; ties by the semantic score, then the id
+    assert _best_hits({"a": 0.8, "b": 0.4}, {"b": 2.0, "c": 1.0}, 0.5, 1) == {"b"}
+    assert _best_hits({"a": 0.8, "b": 0.4}, {"b": 2.0, "c": 1.0}, 0.5, 2) == {"a", "b"}
+    assert _best_hits({"x": 0.5, "y": 0.5}, {}, 0.5, 1) == {"x"}
+
+
+def test_with_context_join_only_the_best_hits_neighbours_join(folder, embedder):
+    """``context_join = k``: only the neighbours of the k best hits (fused own scores) join, at most two each with
+    ``"both"``. Here the reply is the neighbour of the third best of four hits: ``context_join = 1`` leaves it out."""
+    with case_engine(folder, embedder, "contextual", context_weight=0.3, context_side="both", context_join=0,
+                     **SETTINGS) as eng:
+        every = eng.recall("mia", Q, participants=("Mia", "Leo"), persist=False)
+    with case_engine(folder, embedder, "contextual", context_weight=0.3, context_side="both", context_join=1,
+                     **SETTINGS) as eng:
+        one = eng.recall("mia", Q, participants=("Mia", "Leo"), persist=False)
+    joined_all = {c.node_id for c in every.trace.candidates if c.context_only}
+    joined_one = {c.node_id for c in one.trace.candidates if c.context_only}
+    assert joined_one and len(joined_one) <= 2 and joined_one < joined_all, (joined_one, joined_all)
+    assert "trail running" in every.context and "trail running" not in one.context, one.context

@@ -72,6 +72,18 @@ def blend(own: Mapping[str, float], takes: Mapping[str, set[str]], ids: list[str
     return out
 
 
+def _best_hits(vec_hits: Mapping[str, float], lex_hits: Mapping[str, float], lam: float, k: int) -> set[str]:
+    """The ``k`` search hits with the best fused own scores (:func:`timem.recall.leaves.fuse`'s order)."""
+    def norm(d: Mapping[str, float]) -> dict[str, float]:
+        top = max(d.values(), default=0.0)
+        return {i: max(0.0, v) / top for i, v in d.items()} if top > 0 else dict.fromkeys(d, 0.0)
+
+    sem, lex = norm(vec_hits), norm(lex_hits)
+    ids = list(dict.fromkeys([*vec_hits, *lex_hits]))
+    ids.sort(key=lambda i: (-(lam * sem.get(i, 0.0) + (1 - lam) * lex.get(i, 0.0)), -sem.get(i, 0.0), i))
+    return set(ids[:k])
+
+
 def contextual_scores(state: RecallState, vec_hits: Mapping[str, float], lex_hits: Mapping[str, float],
                       nodes: dict[str, MemoryNode], query_vec: np.ndarray) -> Contextual:
     """The candidates' raw scores blended with their neighbours' (see the module docstring).
@@ -92,6 +104,9 @@ def contextual_scores(state: RecallState, vec_hits: Mapping[str, float], lex_hit
     cos = dict(vec_hits)
     vecs = store.embeddings(joined, user_id=user_id) if joined else {}
     cos.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
+    if rc.context_join > 0 and joined:  # only the best hits' neighbours join (each hit still takes from all)
+        best = _best_hits(vec_hits, lex_hits, rc.recall_lambda, rc.context_join)
+        joined = [x for x in joined if takes.get(x, set()) & best]
     ids = [*hits, *joined]
     sem = blend(cos, takes, ids, rc.context_weight)
     lex = blend(lex_hits, takes, ids, rc.context_weight)
