@@ -30,10 +30,8 @@ def model(what: WhatOpt = "all", config: ConfigOpt = None) -> None:
     if what in ("all", "embedder"):
         if cfg.embedding.embed_backend == "onnx":
             from timem.embed.minilm import MiniLMEmbedder
-            from timem.embed.minilm_onnx import onnx_path
 
-            MiniLMEmbedder(backend="onnx", cache_dir=cfg.store.cache_dir).embed(["the export happens on first use"])
-            typer.echo(f"MiniLM (ONNX): {onnx_path(cfg.store.cache_dir)}")
+            typer.echo(f"MiniLM (ONNX): {MiniLMEmbedder(backend='onnx', cache_dir=cfg.store.cache_dir).prepare()}")
         else:
             typer.echo("MiniLM (torch): loaded from its package as it is; nothing to prepare")
 

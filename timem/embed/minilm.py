@@ -110,6 +110,24 @@ class MiniLMEmbedder:
             raise EmbeddingError(f"embedder returned unusable vectors (shape {vecs.shape}); nothing was stored")
         return np.asarray(vecs, dtype=np.float32)
 
+    def prepare(self) -> Path | None:
+        """Make the model ready to embed, and return its ONNX file (``None`` with the torch backend, which loads from
+        its package): the file in this embedder's cache folder, exported now if it is not there, even when this
+        process already holds a session loaded from another folder (``timem model`` promises the file it prints).
+
+        Raises:
+            EmbeddingError: as :meth:`embed`.
+        """
+        self.embed(["the export happens on first use"])
+        if self.backend != "onnx":
+            return None
+        from timem.embed.minilm_onnx import export, onnx_path
+
+        path = onnx_path(Path(self._cache_dir))
+        if not path.exists():
+            export(path, self._model)
+        return path
+
     def _one_batch(self, texts: list[str]) -> np.ndarray:
         """``encode(texts, normalize_embeddings=True)`` for one batch, without its per-call set-up (module
         docstring): ``(len(texts), 384) float32``."""
