@@ -14,6 +14,7 @@ import pytest
 from channel_support import case_engine
 
 from timem.recall.contextual import _best_hits, blend, neighbour_map
+from timem.viz.trace_tables import candidate_table
 
 Q = "What does Mia use her new shoes for?"
 SETTINGS = {"second_hop": 0, "recall_candidates": 3, "propagation_route": 0, "token_budget": 150}
@@ -54,6 +55,9 @@ def test_the_reply_is_found_through_the_turn_before_it(folder, embedder):
     assert any(n.startswith("contextual matching (both, weight 0.3): ") for n in after.trace.notes), after.trace.notes
     assert not any(c.context_only for c in before.trace.candidates)
     assert after.mem_len <= 150
+    table = candidate_table(after.trace, {})  # the inspector's candidates: the joined ones are marked
+    assert set(table.loc[table["joined"], "node_id"]) == {c.node_id for c in after.trace.candidates if c.context_only}
+    assert reply in set(table.loc[table["joined"], "node_id"]) and not table["joined"].all()
 
 
 def test_best_hits_are_the_fused_order_of_own_scores():

@@ -62,23 +62,24 @@ def plan_facts(trace: RecallTrace) -> dict[str, str]:
 
 def candidate_table(trace: RecallTrace, nodes: Mapping[str, MemoryNode]) -> pd.DataFrame:
     """L1 candidates by rank: ``rank, kept, score, local, tree, semantic, bm25, cosine, bm25_raw, model_id,
-    preview, why, channel, node_id``.
+    preview, why, channel, joined, node_id``.
 
     ``score`` is the final score the rank is given by (the fused λ-score with the speaker and TIDER time
     terms; with relevance propagation s̃ = s⁽⁰⁾ + Σₖ αᵏ s⁽ᵏ⁾, SegTreeMem Algorithm 2); ``local`` is
     s⁽⁰⁾ and ``tree`` what propagation added (both empty without propagation). ``why``: kept or dropped
     and the reason (:func:`timem.recall.render.candidate_reasons`). ``channel``: the extra query that placed the
     leaf (:mod:`timem.recall.aspects`: an aspect part or the second hop), whose ``score`` is then the slot it took,
-    not ``local + tree``; empty for the question's own ranking.
+    not ``local + tree``; empty for the question's own ranking. ``joined``: no search found the leaf, it joined as
+    the neighbour of a search hit (contextual matching, :mod:`timem.recall.contextual`).
     """
     why = candidate_reasons(trace)
     rows = [{"rank": c.rank, "kept": c.kept, "score": c.fused, "local": c.local, "tree": c.propagated,
              "semantic": c.semantic, "bm25": c.bm25, "cosine": c.cosine, "bm25_raw": c.bm25_raw,
              "model_id": _model(nodes, c.node_id), "preview": _preview(nodes, c.node_id), "why": why[c.node_id],
-             "channel": c.channel, "node_id": c.node_id}
+             "channel": c.channel, "joined": c.context_only, "node_id": c.node_id}
             for c in sorted(trace.candidates, key=lambda c: c.rank)]
     return pd.DataFrame(rows, columns=["rank", "kept", "score", "local", "tree", "semantic", "bm25", "cosine",
-                                       "bm25_raw", "model_id", "preview", "why", "channel", "node_id"])
+                                       "bm25_raw", "model_id", "preview", "why", "channel", "joined", "node_id"])
 
 
 def ancestor_table(trace: RecallTrace, nodes: Mapping[str, MemoryNode]) -> pd.DataFrame:
