@@ -45,6 +45,15 @@ def cli_env(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.fixture()
+def ingested_db(cli_env, chat_file):
+    """``chat_file`` ingested by ``timem ingest`` (extractive, no LLM) into a new DuckDB file; its path."""
+    path = str(cli_env / "t.duckdb")
+    assert run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--mode", "extractive",
+               "--db", path)[0] == 0
+    return path
+
+
 def run(*args: str) -> tuple[int, str]:
     """Like the ``timem`` entry point (:func:`timem.cli.main`): a TimemError is one line, exit code 1."""
     from timem.errors import TimemError

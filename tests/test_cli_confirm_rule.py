@@ -10,18 +10,15 @@ import sys
 
 import duckdb
 import pytest
-from test_cli import chat_file, cli_env, run  # noqa: F401  (fixtures)
+from test_cli import chat_file, cli_env, ingested_db, run  # noqa: F401  (fixtures)
 
 import timem.cli as cli
 from timem import cli_common
 
 
 @pytest.fixture()
-def db(cli_env, chat_file):  # noqa: F811
-    path = str(cli_env / "t.duckdb")
-    assert run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--mode", "extractive",
-               "--db", path)[0] == 0
-    return path
+def db(ingested_db):  # noqa: F811
+    return ingested_db
 
 
 def _active(db: str) -> tuple[int, int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import duckdb
 import pytest
-from test_cli import chat_file, cli_env, run  # noqa: F401  (fixtures)
+from test_cli import chat_file, cli_env, ingested_db, run  # noqa: F401  (fixtures)
 
 from timem import cli_common
 from timem.tokens import one_line
@@ -21,11 +21,8 @@ def _count(db: str, sql: str) -> int:
 
 
 @pytest.fixture()
-def db(cli_env, chat_file):  # noqa: F811
-    path = str(cli_env / "t.duckdb")
-    assert run("ingest", str(chat_file), "--format", "jsonl", "--llm", "none", "--mode", "extractive",
-               "--db", path)[0] == 0
-    return path
+def db(ingested_db):  # noqa: F811
+    return ingested_db
 
 
 def _segment(db: str) -> str:

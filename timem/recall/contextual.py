@@ -27,6 +27,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from timem.models import MemoryNode
+from timem.recall.fusion import fused_order
 from timem.recall.state import RecallState
 from timem.tokens import counted
 
@@ -73,15 +74,8 @@ def blend(own: Mapping[str, float], takes: Mapping[str, set[str]], ids: list[str
 
 
 def _best_hits(vec_hits: Mapping[str, float], lex_hits: Mapping[str, float], lam: float, k: int) -> set[str]:
-    """The ``k`` search hits with the best fused own scores (:func:`timem.recall.leaves.fuse`'s order)."""
-    def norm(d: Mapping[str, float]) -> dict[str, float]:
-        top = max(d.values(), default=0.0)
-        return {i: max(0.0, v) / top for i, v in d.items()} if top > 0 else dict.fromkeys(d, 0.0)
-
-    sem, lex = norm(vec_hits), norm(lex_hits)
-    ids = list(dict.fromkeys([*vec_hits, *lex_hits]))
-    ids.sort(key=lambda i: (-(lam * sem.get(i, 0.0) + (1 - lam) * lex.get(i, 0.0)), -sem.get(i, 0.0), i))
-    return set(ids[:k])
+    """The ``k`` search hits with the best fused own scores (:func:`timem.recall.fusion.fused_order`)."""
+    return {i for _, _, _, i in fused_order(vec_hits, lex_hits, lam)[:k]}
 
 
 def contextual_scores(state: RecallState, vec_hits: Mapping[str, float], lex_hits: Mapping[str, float],

@@ -29,6 +29,7 @@ from timem.recall import cjk
 from timem.recall.contextual import contextual_scores
 from timem.recall.duplicates import near_duplicates
 from timem.recall.events import event_channel
+from timem.recall.fusion import fused_order
 from timem.recall.keywords import extract_keywords, name_words, person_names, strip_possessive
 from timem.recall.planner import RecallPlan, mask_names
 from timem.recall.state import RecallState
@@ -87,15 +88,6 @@ class Candidate(BaseModel):
         return new
 
 
-def max_normalise(scores: Mapping[str, float]) -> dict[str, float]:
-    """``max(0, x) / max`` over the values (the one max-normaliser of recall: the leaf fusion's per-channel scores,
-    SegTreeMem's per-level local scores); all zeros when the maximum is not positive."""
-    top = max((v for v in scores.values()), default=0.0)
-    if top <= 0:
-        return dict.fromkeys(scores, 0.0)
-    return {k: max(0.0, v) / top for k, v in scores.items()}
-
-
 def fuse(semantic: Mapping[str, float], bm25: Mapping[str, float], lam: float, top_k: int | None = None
          ) -> list[Candidate]:
     """Fuse raw scores into ranked candidates (pure; the paper's hybrid leaf score).
@@ -113,22 +105,12 @@ def fuse(semantic: Mapping[str, float], bm25: Mapping[str, float], lam: float, t
     return [Candidate(node_id=i, semantic=round(s, 6), bm25=round(b, 6), fused=round(f, 6),
                       rank=r, cosine=semantic.get(i), bm25_raw=bm25.get(i),
                       kept=top_k is None or r <= top_k)
-            for r, (f, s, b, i) in enumerate(_fused_order(semantic, bm25, lam), start=1)]
+            for r, (f, s, b, i) in enumerate(fused_order(semantic, bm25, lam), start=1)]
 
 
 def fused_scores(semantic: Mapping[str, float], bm25: Mapping[str, float], lam: float) -> dict[str, float]:
     """``{c.node_id: c.fused for c in fuse(semantic, bm25, lam)}`` without building the candidates."""
-    return {i: round(f, 6) for f, _, _, i in _fused_order(semantic, bm25, lam)}
-
-
-def _fused_order(semantic: Mapping[str, float], bm25: Mapping[str, float], lam: float
-                 ) -> list[tuple[float, float, float, str]]:
-    """``(fused, semantic, bm25, id)`` (normalised, unrounded) of every id, in :func:`fuse`'s order."""
-    sem, lex = max_normalise(semantic), max_normalise(bm25)
-    ids = list(dict.fromkeys([*semantic, *bm25]))
-    scored = [(lam * s + (1 - lam) * b, s, b, i) for i in ids for s, b in ((sem.get(i, 0.0), lex.get(i, 0.0)),)]
-    scored.sort(key=lambda t: (-t[0], -t[1], t[3]))
-    return scored
+    return {i: round(f, 6) for f, _, _, i in fused_order(semantic, bm25, lam)}
 
 
 class LeafSelection(NamedTuple):

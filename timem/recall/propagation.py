@@ -25,7 +25,8 @@ import numpy as np
 
 from timem.config import Config
 from timem.models import Level
-from timem.recall.leaves import Candidate, LeafSelection, fuse, fused_scores, max_normalise, rerank
+from timem.recall.fusion import max_normalise
+from timem.recall.leaves import Candidate, LeafSelection, fuse, fused_scores, rerank
 from timem.recall.state import RecallState
 from timem.store.ports import MemoryStore
 from timem.tokens import counted

@@ -31,7 +31,8 @@ from typing import Any
 
 from timem.config import Config
 from timem.errors import StoreError
-from timem.recall.leaves import LeafSelection, fused_scores, max_normalise, rerank
+from timem.recall.fusion import max_normalise
+from timem.recall.leaves import LeafSelection, fused_scores, rerank
 from timem.recall.propagation import direction_of, propagate_relevance, with_routed
 from timem.recall.state import RecallState
 from timem.store.ports import MemoryStore

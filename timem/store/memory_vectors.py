@@ -233,7 +233,7 @@ def _bf16_floats(bits: np.ndarray) -> np.ndarray:
     return np.asarray((bits.astype(np.uint32) << 16).view(np.float32))
 
 
-def scan_dtype(mat: np.ndarray) -> str:
+def scan_dtype(mat: np.ndarray, lowered: dict[str, np.ndarray] | None = None) -> str:
     """The fastest scan of ``mat`` ``(n, dim)`` float32 on this CPU among numpy's float32 product and torch's float16
     and bfloat16 ones (those :func:`half_scan` / :func:`bf16_scan` allow): timed once per process, on the first copy
     large enough (the best of :data:`_PROBE_REPEATS` runs each, ~0.1 s with the conversions at 100k rows), then
@@ -242,23 +242,28 @@ def scan_dtype(mat: np.ndarray) -> str:
     Which is fastest depends on the CPU's kernels, not on the data: at 100k rows of dim 384, float16 took 4.7 ms
     against 14.9 for float32 on an AMD EPYC; on an AVX-512 Xeon float16 took 6.6, float32 4.7 and bfloat16 (AVX-512
     BF16) 2.1 ms (``bench/results/recall-latency-many-users.md``). The choice changes no result: every scan only
-    shortlists, within its error bound, and the exact cosines decide (:func:`top`)."""
+    shortlists, within its error bound, and the exact cosines decide (:func:`top`).
+
+    ``lowered``: when this call runs the probe, it puts there ``mat`` as the probe rounded it (:func:`_lower`) for
+    each half kind it timed, so that the caller need not convert it again."""
     with _PROBE_LOCK:  # two threads loading their first large copies probe once
         if not _SCAN:
-            _SCAN.append(_probe(mat))
+            _SCAN.append(_probe(mat, {} if lowered is None else lowered))
     return _SCAN[0]
 
 
-def _probe(mat: np.ndarray) -> str:
-    """:func:`scan_dtype`'s timing, not remembered."""
+def _probe(mat: np.ndarray, lowered: dict[str, np.ndarray]) -> str:
+    """:func:`scan_dtype`'s timing, not remembered; the rounded copies it timed go into ``lowered``."""
     torch = _torch()
     q = np.full(mat.shape[1], 1 / np.sqrt(mat.shape[1]), np.float32)
     scans: dict[str, Any] = {"float32": lambda: mat @ q}
     if half_scan():
-        th, tq = torch.from_numpy(_lower(mat, "float16")), torch.from_numpy(q.astype(np.float16))
+        lowered["float16"] = _lower(mat, "float16")
+        th, tq = torch.from_numpy(lowered["float16"]), torch.from_numpy(q.astype(np.float16))
         scans["float16"] = lambda: torch.mv(th, tq).float().numpy()
     if bf16_scan():
-        tb = torch.from_numpy(_lower(mat, "bfloat16").view(np.int16)).view(torch.bfloat16)
+        lowered["bfloat16"] = _lower(mat, "bfloat16")
+        tb = torch.from_numpy(lowered["bfloat16"].view(np.int16)).view(torch.bfloat16)
         tbq = torch.from_numpy(q).to(torch.bfloat16)
         scans["bfloat16"] = lambda: _bf16_floats(torch.mv(tb, tbq).view(torch.int16).numpy().view(np.uint16))
 
@@ -279,11 +284,12 @@ def _halved(mat: np.ndarray, rows: int) -> np.ndarray | None:
     ``rows`` ≥ :data:`HALF_SCAN_MIN_ROWS` and :func:`scan_dtype` chose one of those; else None."""
     if rows < HALF_SCAN_MIN_ROWS or _SCAN == ["float32"]:
         return None
-    kind = scan_dtype(mat[:rows])
+    lowered: dict[str, np.ndarray] = {}
+    kind = scan_dtype(mat[:rows], lowered)
     if kind == "float32":
         return None
     out = np.zeros(mat.shape, np.float16 if kind == "float16" else np.uint16)  # rows past ``rows``: unset
-    out[:rows] = _lower(mat[:rows], kind)
+    out[:rows] = lowered[kind] if kind in lowered else _lower(mat[:rows], kind)
     return out
 
 
