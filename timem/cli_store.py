@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from timem import cli_common
 from timem.cli_common import ConfigOpt, DbOpt, LlmOpt, UserOpt, _config, _engine
 from timem.cli_options import OptionValueError
+from timem.models import NodeStatus
 from timem.tokens import one_line
+
+if TYPE_CHECKING:
+    from timem.engine import MemoryEngine
 
 
 def tree(user: UserOpt, db: DbOpt = None,
@@ -89,17 +93,31 @@ def export(user: UserOpt, db: DbOpt = None,
            fmt: Annotated[Literal["json", "jsonl"], typer.Option("--format", help="json: everything stored of the "
                           "user (as the HTTP export); jsonl: the turns, re-importable")] = "json",
            out: Annotated[Path | None, typer.Option("--out", help="file to write (default: stdout for json)")] = None,
+           include_forgotten: Annotated[bool, typer.Option(
+               "--include-forgotten", help="jsonl: write the forgotten turns too (a re-import remembers them again); "
+               "json always lists them, marked \"forgotten\": true")] = False,
            config: ConfigOpt = None) -> None:
-    """Export one user: everything stored as JSON, or the turns as JSONL (timestamps at the speaker's offset)."""
+    """Export one user: everything stored as JSON, or the turns as JSONL (timestamps at the speaker's offset).
+
+    JSONL leaves the forgotten turns out (it has no mark for them, and a re-import would remember them again) and
+    says so on stderr, with how to restore them or write them too (--include-forgotten)."""
     if out is not None and (out.is_dir() or not out.parent.is_dir()):
         raise OptionValueError(f"--out {out}: {'is a folder' if out.is_dir() else 'its folder does not exist'}; "
                                "give a file path in an existing folder")
     if fmt == "jsonl" and out is None:
         raise OptionValueError("--format jsonl writes a file; pass --out PATH")
+    if include_forgotten and fmt != "jsonl":
+        raise OptionValueError("--include-forgotten is for --format jsonl; the JSON export always lists the "
+                               "forgotten turns, marked \"forgotten\": true")
     with _engine(_config(config, db), with_llm=False, must_exist=True) as eng:
         if fmt == "jsonl":
             assert out is not None  # checked above
-            typer.echo(f"wrote {eng.export_jsonl(user, out)} turn(s) of {user} to {out}")
+            written = eng.export_jsonl(user, out, include_forgotten=include_forgotten)
+            forgotten = eng.forgotten_turn_ids(user)
+            among = f" ({len(forgotten)} forgotten among them)" if include_forgotten and forgotten else ""
+            typer.echo(f"wrote {written} turn(s) of {user} to {out}{among}")
+            if forgotten and not include_forgotten:
+                typer.echo(_left_out(eng, user, forgotten, db), err=True)
             return
         text = json.dumps(eng.export_user(user), ensure_ascii=False, indent=2)
     if out is None:
@@ -107,6 +125,22 @@ def export(user: UserOpt, db: DbOpt = None,
     else:
         out.write_text(text + "\n", encoding="utf-8")
         typer.echo(f"wrote the export of {user} to {out}")
+
+
+#: at most this many segment ids in the line that names the forgotten turns an export left out
+_SHOWN_IDS = 6
+
+
+def _left_out(eng: MemoryEngine, user: str, forgotten: set[str], db: Path | None) -> str:
+    """The stderr line of a JSONL export that left ``forgotten`` turns out: how many, and the three ways to have
+    them (restore their segments first, --include-forgotten, the JSON export)."""
+    segments = [n.id for n in eng.nodes(user, 1, status=NodeStatus.DELETED)
+                if any(t in forgotten for t in n.source_turn_ids or ())]
+    shown = " ".join(segments[:_SHOWN_IDS]) + (f" … ({len(segments)} segments)" if len(segments) > _SHOWN_IDS else "")
+    at = f" --db {db}" if db is not None else ""
+    return (f"left out {len(forgotten)} forgotten turn(s) of {user} (a re-import would remember them again): "
+            f"`timem restore {shown} --user {user}{at}` brings them back first, --include-forgotten writes them "
+            f"too, and `timem export --user {user}{at}` (JSON) lists them marked \"forgotten\": true")
 
 
 def erase_user(user: Annotated[str, typer.Argument(help="the user id to erase")], db: DbOpt = None,

@@ -50,9 +50,9 @@ class StoreReadMethods:
         """As :attr:`timem.engine_reads.StoreReads.db_path`."""
         return self.reads.db_path
 
-    def export_jsonl(self, user_id: str, path: str | Path) -> int:
+    def export_jsonl(self, user_id: str, path: str | Path, *, include_forgotten: bool = False) -> int:
         """As :meth:`timem.engine_reads.StoreReads.export_jsonl`."""
-        return self.reads.export_jsonl(user_id, path)
+        return self.reads.export_jsonl(user_id, path, include_forgotten=include_forgotten)
 
     def save_trace(self, trace: RecallTrace) -> None:
         """As :meth:`timem.engine_reads.StoreReads.save_trace`."""

@@ -129,17 +129,18 @@ class StoreReads(EnginePart):
         """The DuckDB file this engine owns (``":memory:"`` for an in-memory store)."""
         return self.store.path
 
-    def export_jsonl(self, user_id: str, path: str | Path) -> int:
+    def export_jsonl(self, user_id: str, path: str | Path, *, include_forgotten: bool = False) -> int:
         """Write the user's turns to ``path`` as TiMem JSONL (:func:`timem.datasets.jsonl.write_jsonl`:
         timestamps at each speaker's offset), session by session; ``timem ingest --format jsonl`` reads it
-        back. Turns whose L1 memories were all soft-deleted (forgotten) are left out. Returns the number of turns
-        written. Raises :class:`NotFoundError` for an unknown user."""
+        back. Turns whose L1 memories were all soft-deleted (forgotten, :meth:`forgotten_turn_ids`) are left out
+        unless ``include_forgotten`` (JSONL has no mark for them: a re-import remembers them again). Returns the
+        number of turns written. Raises :class:`NotFoundError` for an unknown user."""
         from timem.datasets.base import ImportedSession, ImportedUser
         from timem.datasets.jsonl import write_jsonl
 
         self.require_user(user_id)
         # turns the person asked to forget are left out: a re-import would bring the forgotten facts back
-        forgotten = self.forgotten_turn_ids(user_id)
+        forgotten = set() if include_forgotten else self.forgotten_turn_ids(user_id)
         sessions = [ImportedSession(session_id=s.session_id, turns=turns, date_label="")
                     for s in self.store.sessions(user_id)
                     if (turns := [t for t in self.store.turns(user_id, s.session_id) if t.id not in forgotten])]
