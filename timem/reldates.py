@@ -46,7 +46,7 @@ from datetime import date, datetime, timedelta
 
 from dateutil.relativedelta import FR, MO, SA, SU, TH, TU, WE, relativedelta
 
-__all__ = ["Resolution", "resolve_relative_dates"]
+__all__ = ["Resolution", "annotated_periods", "resolve_relative_dates"]
 
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
            "September", "October", "November", "December")
@@ -329,3 +329,62 @@ def resolve_relative_dates(text: str, ref: datetime | date) -> tuple[str, list[R
         out += [text[last:pos], f" [= {r.label}]" if r.lang == "en" else f"[={r.label}]"]
         last = pos
     return "".join(out) + text[last:], [r for r, _ in found]
+
+
+# ---------------------------------------------------------------- reading annotations back
+_MONTH_NO = {m.lower(): i for i, m in enumerate(_MONTHS, 1)}
+_EN_DATE = r"(?:(\d{1,2})\s+)?(" + "|".join(_MONTHS) + r")(?:\s+(\d{4}))?"
+#: a label of :func:`_label` (the first date of a weekend's range is not read: its Sunday, the last, names it)
+_EN_LABEL = re.compile(r"^(week of |weekend of )?(?:[^–]{1,30}–)?" + _EN_DATE + r"$|^(\d{4})$")
+_ZH_DATE = r"(?:(\d{4})年)?(?:(\d{1,2})月)?(?:(\d{1,2})日)?"
+_ZH_LABEL = re.compile(r"^" + _ZH_DATE + r"(?:至" + _ZH_DATE + r")?(周末)?$")
+_ANNOTATED = re.compile(r"[\[［]=\s?([^\]］]+)[\]］]")
+
+
+def _period(label: str) -> tuple[date, date] | None:
+    """The inclusive ``(first, last)`` calendar dates a label of :func:`_label` names, or ``None`` for other text."""
+    label = label.strip()
+    if m := _EN_LABEL.match(label):
+        if m[5]:
+            return date(int(m[5]), 1, 1), date(int(m[5]), 12, 31)
+        kind, day, month, year = m[1], m[2], _MONTH_NO[m[3].lower()], m[4]
+        if year is None:
+            return None
+        last = date(int(year), month, int(day or 1))
+        if kind == "week of ":
+            return last, last + timedelta(days=6)
+        if kind == "weekend of ":
+            return last - timedelta(days=1), last
+        return (last, last) if day else _span("month", last)
+    if (m := _ZH_LABEL.match(label)) and m[1]:
+        zy, zm, zd = int(m[1]), int(m[2]) if m[2] else None, int(m[3]) if m[3] else None
+        if zm is None:
+            return (date(zy, 1, 1), date(zy, 12, 31)) if not m[7] else None
+        first = date(zy, zm, zd or 1)
+        if zd is None:
+            return _span("month", first)
+        if not m[6]:
+            return first, first
+        end = date(int(m[4] or zy), int(m[5] or zm), int(m[6]))
+        return first, end
+    return None
+
+
+def annotated_periods(text: str) -> list[tuple[date, date]]:
+    """The calendar periods that the annotations of :func:`resolve_relative_dates` in ``text`` name, in text order:
+    ``(first, last)`` dates, both inclusive, in the zone the text was annotated in ("yesterday [= 7 May 2023]" ->
+    ``(7 May 2023, 7 May 2023)``; "[= week of 1 May 2023]" -> Monday 1 to Sunday 7 May; "上周末[=2023年4月29日至30日
+    周末]" -> 29-30 April). A bracket that holds no such label ("[= soon]", an impossible date) is skipped.
+
+    >>> annotated_periods("On 8 May: I went hiking yesterday [= 7 May 2023].")
+    [(datetime.date(2023, 5, 7), datetime.date(2023, 5, 7))]
+    """
+    out = []
+    for m in _ANNOTATED.finditer(text):
+        try:
+            found = _period(m[1])
+        except ValueError:  # "[= 31 February 2023]": typed, not written here
+            found = None
+        if found is not None:
+            out.append(found)
+    return out

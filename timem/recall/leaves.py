@@ -33,7 +33,7 @@ from timem.recall.fusion import fused_order
 from timem.recall.keywords import extract_keywords, name_words, person_names, strip_possessive
 from timem.recall.planner import RecallPlan, mask_names
 from timem.recall.state import RecallState
-from timem.recall.time_channel import TimeLocalisation, localise, tider_score
+from timem.recall.time_channel import TimeLocalisation, localise, mention_years, mentions_in, tider_score
 from timem.tokens import counted
 
 
@@ -178,16 +178,22 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
     k = min(config.recall.recall_top_k, plan.levels.get(1, config.recall.recall_top_k))
     notes: list[str] = []
     loc = TimeLocalisation(detect=False)
+    mentioned: set[str] = set()  # leaves whose text mentions a date in a window (timem.recall.time_channel)
     if config.recall.time_channel != "off":
         loc = localisation if localisation is not None else localise(question, question_time, config.time.tz)
         if loc.detect:
             spans = [(w.start, w.end) for w in loc.windows]
             timed = [i for i, _, _ in store.segments_in_windows(user_id, spans, n, until=question_time)]
+            by_date = [i for i, text in store.segments_mentioning(user_id, mention_years(loc.windows), question_time)
+                       if mentions_in(text, loc.windows, config.time.tz)]
+            mentioned, seen = set(by_date), set(timed)
+            timed += [i for i in by_date[:n] if i not in seen]
             new = [i for i in timed if i not in vec_hits]
             vecs = store.embeddings(new, user_id=user_id) if new else {}
             vec_hits.update({i: float(np.dot(v, query_vec)) for i, v in vecs.items()})
             notes.append(f"time channel: {counted(len(timed), 'leaf', 'leaves')} in the window(s) of "
-                         f"{', '.join(repr(p) for p in loc.phrases)}, {len(new)} new")
+                         f"{', '.join(repr(p) for p in loc.phrases)}, {len(new)} new"
+                         + (f"; {len(by_date)} mention a date in it" if by_date else ""))
     if config.recall.event_pool > 0:  # TIDER's event pool (timem.recall.events): the best events' members join
         members, note = event_channel(state)
         new = [i for i in dict.fromkeys(members) if i not in vec_hits]
@@ -219,7 +225,8 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
         for c in candidates:
             x = nodes[c.node_id]
             fused, bonus, factor = tider_score(c.fused, x.span_start, x.span_end, loc,
-                                               decay=config.recall.time_channel == "decay")
+                                               decay=config.recall.time_channel == "decay",
+                                               mentioned=c.node_id in mentioned)
             changes.append({"fused": fused, "time_bonus": bonus, "time_factor": factor})
         candidates = rerank(candidates, k, changes)
     named = [p for p in participants if re.search(rf"\b{re.escape(p)}\b", question, re.IGNORECASE)]

@@ -5,12 +5,16 @@ distance decay, merged with the semantic channel of leaf selection.
    time constraint; ``windows`` are the half-open UTC windows it names, at most two (two for
    comparisons such as "in March or in May"). It finds every time expression that
    :func:`timem.recall.time_window.resolve_time_window` knows, left to right.
-2. **Time channel**: the leaves whose span overlaps a window (:meth:`Store.segments_in_windows`),
-   merged with the semantic/BM25 candidates (a time-only candidate gets its cosine from its
-   stored vector and BM25 0).
-3. **Scoring** (:func:`tider_score`, TIDER §3.3): ``s' = (s + 0.3·[overlaps a window]) · f(Δ)``
-   where ``Δ`` is the distance in days from the leaf's span to the nearest window (0 when they
-   overlap) and ``f(Δ) = 1`` for ``Δ ≤ 14``, then ``1 − 0.05·(Δ − 14)``, never below 0.3.
+2. **Time channel**: the leaves *in* a window, merged with the semantic/BM25 candidates (a time-only
+   candidate gets its cosine from its stored vector and BM25 0). A leaf is in a window when its span
+   (when it was said) overlaps it (:meth:`Store.segments_in_windows`), or when a date its text mentions does
+   (:func:`mentions_in`): event time is not said time. "Yesterday I went hiking", said on 8 May, is stored as
+   "yesterday [= 7 May 2023]" (:func:`timem.reldates.resolve_relative_dates`), and "What did I do on 7 May?"
+   finds it. A mentioned period counts only when it is no longer than the window: "yesterday" is in "last
+   week", "last month" is not in "on 7 May" (a leaf about a whole month says little about one day of it).
+3. **Scoring** (:func:`tider_score`, TIDER §3.3): ``s' = (s + 0.3·[in a window]) · f(Δ)``
+   where ``Δ`` is the distance in days from the leaf's span to the nearest window (0 when the leaf is
+   in one) and ``f(Δ) = 1`` for ``Δ ≤ 14``, then ``1 − 0.05·(Δ − 14)``, never below 0.3.
    ``detect = false`` turns the channel and the decay off: scores are unchanged.
 
 Every candidate carries its ``time_bonus`` and ``time_factor`` in the trace.
@@ -20,19 +24,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, Field
 
 from timem.models import TimeSpan
-from timem.recall.time_window import resolve_time_window
+from timem.recall.time_window import day_window, resolve_time_window
+from timem.reldates import annotated_periods
 
 OVERLAP_BONUS = 0.3
 FLAT_DAYS = 14.0
 DECAY_PER_DAY = 0.05
 DECAY_FLOOR = 0.3
 MAX_WINDOWS = 2
+#: slack when a mentioned period is compared with a window's length (a day of 25 hours at a DST change)
+_SLACK = timedelta(hours=2)
 
 
 class TimeLocalisation(BaseModel):
@@ -92,14 +99,36 @@ def distance_days(start: datetime, end: datetime, windows: Sequence[TimeSpan]) -
     return best
 
 
-def tider_score(score: float, start: datetime, end: datetime, loc: TimeLocalisation, *, decay: bool = True
-                ) -> tuple[float, float, float]:
+def mentions_in(text: str, windows: Sequence[TimeSpan], tz: ZoneInfo) -> bool:
+    """Whether a date that ``text`` mentions (its relative-date annotations, :func:`timem.reldates.annotated_periods`,
+    read as calendar days in ``tz``) lies in one of the half-open ``windows``: the period overlaps the window and is
+    no longer than it (module docstring, step 2)."""
+    if not windows or "=" not in text:
+        return False
+    for first, last in annotated_periods(text):
+        period = day_window(first, last, tz)
+        for w in windows:
+            if period.start < w.end and period.end > w.start and \
+                    period.end - period.start <= max(w.end - w.start, timedelta(days=1)) + _SLACK:
+                return True
+    return False
+
+
+def mention_years(windows: Sequence[TimeSpan]) -> list[int]:
+    """The years an annotation of a date in ``windows`` may name (a week's label names its Monday, which may fall in
+    the year before): what :meth:`Store.segments_mentioning` looks for before :func:`mentions_in` reads the dates."""
+    return sorted({y for w in windows for y in range(w.start.year - 1, w.end.year + 1)})
+
+
+def tider_score(score: float, start: datetime, end: datetime, loc: TimeLocalisation, *, decay: bool = True,
+                mentioned: bool = False) -> tuple[float, float, float]:
     """``(new score, bonus, factor)`` of one candidate spanning ``[start, end]`` (formula in the module
-    docstring); ``decay=False`` keeps the overlap bonus and sets the factor to 1 (the "+ time channel"
+    docstring); ``mentioned``: its text mentions a date in a window (:func:`mentions_in`), which puts it in the
+    window as its span would. ``decay=False`` keeps the overlap bonus and sets the factor to 1 (the "+ time channel"
     step of TIDER's cumulative ablation)."""
     if not loc.detect:
         return score, 0.0, 1.0
-    days = distance_days(start, end, loc.windows)
+    days = 0.0 if mentioned else distance_days(start, end, loc.windows)
     bonus = OVERLAP_BONUS if days == 0 else 0.0
     factor = distance_factor(days) if decay else 1.0
     return round((score + bonus) * factor, 6), bonus, factor

@@ -172,6 +172,9 @@ class Search(Protocol):
     def segments_in_windows(self, user_id: str, windows: Sequence[tuple[datetime, datetime]], limit: int,
                             until: datetime | None = None) -> list[tuple[str, datetime, datetime]]: ...
 
+    def segments_mentioning(self, user_id: str, years: Sequence[int], until: datetime | None = None
+                            ) -> list[tuple[str, str]]: ...
+
     def adjacent_segments(self, user_id: str, node_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]: ...
 
 

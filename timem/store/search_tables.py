@@ -23,7 +23,7 @@ from timem.store.memory_index import MemoryIndex
 from timem.store.rows import one_row, utc
 from timem.store.search import query_termids, vector_top
 from timem.store.segmenter import search_text
-from timem.store.tree_queries import adjacent_segments, segments_in_windows
+from timem.store.tree_queries import adjacent_segments, segments_in_windows, segments_mentioning
 from timem.store.working_set import WorkingSet
 
 
@@ -149,6 +149,12 @@ class SearchTables:
         """Active L1 nodes overlapping any ``[start, end)`` window, not starting after ``until`` (UTC-aware),
         as ``(id, span_start, span_end)`` (see :mod:`timem.store.tree_queries`)."""
         return [(i, utc(a), utc(b)) for i, a, b in segments_in_windows(self.con, user_id, windows, limit, until)]
+
+    def segments_mentioning(self, user_id: str, years: Sequence[int], until: datetime | None = None
+                            ) -> list[tuple[str, str]]:
+        """Active L1 nodes whose text holds a relative-date annotation naming one of ``years``, not starting after
+        ``until``, as ``(id, content)`` (see :mod:`timem.store.tree_queries`)."""
+        return segments_mentioning(self.con, user_id, years, until)
 
     def index_health(self) -> dict[str, Any]:
         """What ``timem check`` reads: nodes (``nodes``), nodes in the BM25 index (``bm25_documents``), nodes
