@@ -95,3 +95,35 @@ def test_a_long_backlog_of_unread_segments_is_left_to_the_worker(busy, monkeypat
     assert _homes(eng) == [("Dublin", True)]  # not read by the recall
     eng.drain_queue("mia")
     assert _homes(eng) == [("Dublin", False), ("Galway", True)]  # the worker's item step read them
+
+
+def _commits(eng, monkeypatch) -> list[str]:
+    """The outermost store transactions begun from now on (each ends in one commit), by the function that began it."""
+    import sys
+
+    begun: list[str] = []
+    transaction = type(eng.store).transaction
+
+    def counted(store):
+        if not store.cursors.state().in_tx:
+            begun.append(sys._getframe(1).f_code.co_name)
+        return transaction(store)
+
+    monkeypatch.setattr(type(eng.store), "transaction", counted)
+    return begun
+
+
+def test_a_recall_after_a_write_commits_once_for_the_write_and_once_for_its_trace(busy, monkeypatch):
+    """A DuckDB commit syncs the write-ahead log to disk (~2-6 ms on a 2-core VM, and the store's one writer is held
+    meanwhile), and the recall right after a queued write made four: its L1 segments, the items of each of the two new
+    segments, then its trace, then the items' access. Now two: the write's segments with their items, and the trace
+    with the items' access; a recall with nothing queued makes one."""
+    eng = busy
+    eng.add_exchange("mia", "s1", "I moved to Galway.", "Nice!", T0 + timedelta(days=2), user_name="Mia")
+    begun = _commits(eng, monkeypatch)
+    context = eng.recall("mia", "Where do I live now?", question_time=T0 + timedelta(days=2, hours=1)).context
+    assert "Mia's home city: Galway" in context and _homes(eng) == [("Dublin", False), ("Galway", True)]
+    assert begun == ["read_your_writes", "persist"], begun
+    begun.clear()
+    eng.recall("mia", "Where do I live now?", question_time=T0 + timedelta(days=2, hours=2))
+    assert begun == ["persist"], begun  # written and read: no writer taken for the queued job

@@ -199,16 +199,27 @@ class ConsolidationQueue(EnginePart):
         if not self.store.open_jobs(user_id):  # the common case: a read, no writer lock
             return []
         queued = self.store.unwritten_l1_jobs(user_id)
+        if not queued and not self._items_due(user_id):  # all written and read: no writer to wait for
+            return []
         nodes: list[MemoryNode] = []
-        if queued:
-            vectors = self.consolidator.embed_l1(user_id, [s for j in queued for s in j.session_ids])  # outside
-            with self.store.transaction():  # under the store's writer, so the worker's L1 step is before or after
-                jobs = self.store.unwritten_l1_jobs(user_id)
-                if jobs:
-                    nodes = self.consolidator.write_l1(user_id, [s for j in jobs for s in j.session_ids], vectors)
-                    self.store.mark_jobs_l1([j.id for j in jobs])
-        self.read_items(user_id)
+        vectors = self.consolidator.embed_l1(user_id, [s for j in queued for s in j.session_ids]) if queued else {}
+        # one transaction, so one commit (each syncs the write-ahead log: ~2-6 ms), for the L1 segments and their
+        # memory items; under the store's writer, so the worker's L1 step is before or after. The rules' lock first:
+        # every reader of segments takes it before the writer (ItemWriter.reading)
+        with self.writes.items.item_writer.reading(), self.store.transaction():
+            jobs = self.store.unwritten_l1_jobs(user_id) if queued else []
+            if jobs:
+                nodes = self.consolidator.write_l1(user_id, [s for j in jobs for s in j.session_ids], vectors)
+                self.store.mark_jobs_l1([j.id for j in jobs])
+            self.read_items(user_id)
         return nodes
+
+    def _items_due(self, user_id: str) -> bool:
+        """Whether :meth:`read_items` would read a segment of ``user_id`` now: the rules read items, and 1 to
+        :data:`READ_AT_RECALL_MAX` segments are unread (more are left to the worker)."""
+        if not self.writes.items.items_use_rules:
+            return False
+        return 0 < len(self.store.unread_segments(user_id, "rules", READ_AT_RECALL_MAX + 1)) <= READ_AT_RECALL_MAX
 
     def read_items(self, user_id: str) -> None:
         """Read the memory items of ``user_id``'s L1 segments not read yet, when the rules read them (no LLM), so that

@@ -38,8 +38,8 @@ from timem.models import MemoryNode
 from timem.prompts.memory_message import is_memory_message, memory_message
 from timem.recall.answering import pinned_lines
 from timem.recall.options import RecallOptions
+from timem.recall.pipeline import persist
 from timem.recall.trace import RecallTrace
-from timem.recall.trace_store import save_trace
 
 if TYPE_CHECKING:
     from timem.engine import MemoryEngine
@@ -342,9 +342,7 @@ def finish(eng: MemoryEngine, call: ChatCall, reply: str, *, calls_tools: bool =
     """
     if call.trace is not None:
         call.trace.answer = reply
-        save_trace(eng.store, call.trace)
-        if call.trace.items:  # decay bookkeeping: the items given were used at the question time
-            eng.store.touch_items([u.item_id for u in call.trace.items], call.trace.question_time)
+        persist(eng.store, call.trace, eng.config)  # with the items' decay bookkeeping, in one commit
     if call.mode != "remember" or call.user_id is None or call.session_id is None or calls_tools:
         return None, None
     if is_blank(reply):

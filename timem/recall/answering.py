@@ -21,9 +21,8 @@ from timem.prompts.injection import withhold_instructions
 from timem.recall.answer_check import check_answer
 from timem.recall.context import count_context_tokens
 from timem.recall.options import DEFAULT_OPTIONS, RecallOptions
-from timem.recall.pipeline import RecallResult, elapsed_ms, run_recall, touch_items
+from timem.recall.pipeline import RecallResult, elapsed_ms, persist, run_recall
 from timem.recall.recording import RecordingLLM
-from timem.recall.trace_store import save_trace
 from timem.store.ports import MemoryStore
 
 
@@ -112,6 +111,5 @@ def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Confi
         trace.latency_ms["total"] = round(trace.latency_ms["total"] + trace.latency_ms["answer"], 2)
         trace.llm_calls = list(rec.calls)
         if options.persist:
-            save_trace(store, trace, config.store)
-            touch_items(store, result)
+            persist(store, trace, config)
     return AnswerResult(answer=text, recall=result)

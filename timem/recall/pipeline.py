@@ -325,12 +325,15 @@ def recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config
     with store.snapshot():  # the recall's reads in one view: one transaction, one nodes-version read (issue 26 §3)
         result = run_recall(store, embedder, rec, config, user_id, query, question_time, options)
     if options.persist:
-        save_trace(store, result.trace, config.store)
-        touch_items(store, result)
+        persist(store, result.trace, config)
     return result
 
 
-def touch_items(store: MemoryStore, result: RecallResult) -> None:
-    """Record the access of the items given (decay bookkeeping), at the question time."""
-    if result.trace.items:
-        store.touch_items([u.item_id for u in result.trace.items], result.trace.question_time)
+def persist(store: MemoryStore, trace: RecallTrace, config: Config) -> None:
+    """Save a recall's ``trace`` (:func:`timem.recall.trace_store.save_trace`, with ``config.store``'s retention) and
+    record the access of the items it gave (decay bookkeeping, at its question time), in one transaction: one
+    commit (a DuckDB commit syncs its write-ahead log to disk, ~2-6 ms on this project's machines) instead of two."""
+    with store.transaction():
+        save_trace(store, trace, config.store)
+        if trace.items:
+            store.touch_items([u.item_id for u in trace.items], trace.question_time)
