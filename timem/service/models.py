@@ -32,6 +32,8 @@ from timem.service.responses import (
     QueueJobOut,
     QueueOut,
     RecallOut,
+    RestoredMemoryOut,
+    RestoredOut,
     SessionsOut,
     TenantErasedOut,
     TracesOut,
@@ -44,10 +46,10 @@ from timem.time_text import time_text_problem
 
 #: the request bodies and their checks, and the response bodies (timem.service.responses), importable from here
 __all__ = ["ChatIn", "ConsolidateIn", "EditIn", "EventTime", "ForgetIn", "id_error", "IDEMPOTENCY_KEY_PATTERN",
-           "IsoTime", "ITEM_ID_PATTERN", "PATTERN_RULES", "PinIn", "RecallIn", "TurnsIn", "AboutOut", "AnswerOut",
-           "ChatOut", "ErasedOut", "ErrorOut", "ForgetOut", "ForgetSegmentOut", "ItemOut", "ItemsOut", "MemoriesOut",
-           "MemoryOut", "QueueJobOut", "QueueOut", "RecallOut", "SessionsOut", "TenantErasedOut", "TracesOut",
-           "TurnOut", "TurnsOut", "UsersOut", "WrittenOut"]
+           "IsoTime", "ITEM_ID_PATTERN", "PATTERN_RULES", "PinIn", "RecallIn", "RestoreIn", "TurnsIn", "AboutOut",
+           "AnswerOut", "ChatOut", "ErasedOut", "ErrorOut", "ForgetOut", "ForgetSegmentOut", "ItemOut", "ItemsOut",
+           "MemoriesOut", "MemoryOut", "QueueJobOut", "QueueOut", "RecallOut", "RestoredMemoryOut", "RestoredOut",
+           "SessionsOut", "TenantErasedOut", "TracesOut", "TurnOut", "TurnsOut", "UsersOut", "WrittenOut"]
 
 #: idempotency keys: 1-255 printable ASCII characters without spaces (a UUID is the usual choice)
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"
@@ -176,6 +178,12 @@ class PinIn(_In):
 
 class EditIn(_In):
     content: str
+
+
+class RestoreIn(_In):
+    #: the forgotten (soft-deleted) memories to restore, e.g. the ``segments`` a confirmed forget listed; every id is
+    #: checked before any is restored (a repeated id counts once)
+    ids: list[Annotated[str, Field(max_length=64)]] = Field(min_length=1, max_length=500)
 
 
 class ForgetIn(_In):

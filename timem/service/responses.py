@@ -16,8 +16,9 @@ from timem.memory.forget_scope import spoken
 from timem.models import MemoryItem, MemoryNode, SessionInfo, Turn
 
 __all__ = ["AboutOut", "AnswerOut", "ChatOut", "ErasedOut", "ErrorOut", "ForgetOut", "ForgetSegmentOut", "ItemOut",
-           "ItemsOut", "MemoriesOut", "MemoryOut", "QueueJobOut", "QueueOut", "RecallOut", "SessionsOut",
-           "TenantErasedOut", "TracesOut", "TurnOut", "TurnsOut", "UsersOut", "WrittenOut"]
+           "ItemsOut", "MemoriesOut", "MemoryOut", "QueueJobOut", "QueueOut", "RecallOut", "RestoredMemoryOut",
+           "RestoredOut", "SessionsOut", "TenantErasedOut", "TracesOut", "TurnOut", "TurnsOut", "UsersOut",
+           "WrittenOut"]
 
 
 class ItemOut(BaseModel):
@@ -136,6 +137,20 @@ class MemoryOut(BaseModel):
                    session_id=n.session_id, child_ids=list(n.child_ids),
                    source_turn_ids=[ext(t) for t in n.source_turn_ids], model_id=n.model_id,
                    prompt_version=n.prompt_version, created_at=n.created_at)
+
+
+class RestoredMemoryOut(BaseModel):
+    """One memory a restore brought back (:class:`timem.editing.Restored`): the memory (active again), the memory
+    items read from it that came back with it, and those that stay forgotten (forgotten by name, not only with it)."""
+
+    memory: MemoryOut
+    items: list[ItemOut]
+    still_forgotten: list[ItemOut]
+
+
+class RestoredOut(BaseModel):
+    user: str
+    restored: list[RestoredMemoryOut]  #: in the order of the request's ids
 
 
 class WrittenOut(BaseModel):

@@ -23,6 +23,9 @@ from timem.service.models import (
     ItemsOut,
     MemoriesOut,
     MemoryOut,
+    RestoredMemoryOut,
+    RestoredOut,
+    RestoreIn,
 )
 
 router = APIRouter()
@@ -84,12 +87,32 @@ def delete_memory(user: UserPath, node_id: NodePath, s: S, t: T, hard: bool = Fa
 
 @router.post("/v1/users/{user}/memories/{node_id}/restore")
 def restore_memory(user: UserPath, node_id: NodePath, s: S, t: T) -> MemoryOut:
-    """Undo a soft delete."""
+    """Undo a soft delete (one memory; several at once: ``POST .../memories/restore``)."""
     with s.use() as eng:
         internal = s.require_user(eng, t, user)
         s.require_node(eng, internal, user, node_id)
         eng.restore_memory(node_id, actor=f"api:{t.name}")
         return MemoryOut.of(_stored(eng.node(node_id)), internal, user)
+
+
+@router.post("/v1/users/{user}/memories/restore")
+def restore_memories(user: UserPath, body: RestoreIn, s: S, t: T) -> RestoredOut:
+    """Undo the soft delete of every memory of ``ids`` (``timem restore ID… --user U``): all or nothing, as
+    :meth:`timem.engine.MemoryEngine.restore_memories` (every id is checked first: one that is no memory of the
+    user is a 404, one that is not forgotten a 422, and nothing is restored). Each comes back with the memory items
+    read from it, except those forgotten by name (``still_forgotten``)."""
+    with s.use() as eng:
+        internal = s.require_user(eng, t, user)
+        ids = list(dict.fromkeys(body.ids))
+        for nid in ids:  # the service's words first (the engine's name the CLI), then the engine's same check
+            if s.require_node(eng, internal, user, nid).status != NodeStatus.DELETED:
+                raise InputError(f"memory {nid} is {_stored(eng.node(nid)).status.value}, not forgotten; nothing to "
+                                 "restore, and nothing was restored (forgotten ones: GET "
+                                 f"/v1/users/{user}/memories?status=deleted)", field="ids")
+        restored = eng.restore_memories(internal, ids, actor=f"api:{t.name}")
+        return RestoredOut(user=user, restored=[
+            RestoredMemoryOut(memory=MemoryOut.of(r.segment, internal, user), items=[ItemOut.of(i) for i in r.items],
+                              still_forgotten=[ItemOut.of(i) for i in r.still_forgotten]) for r in restored])
 
 
 @router.get("/v1/users/{user}/items")
