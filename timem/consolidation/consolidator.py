@@ -137,6 +137,19 @@ class Consolidator:
         have = self.store.window_keys(user_id, Level.SEGMENT, session_id, include_deleted=True)
         return [s for s in segs if f"segment:{s[0].id}" not in have]
 
+    def _sessions_with_todo(self, user_id: str, closed: Mapping[str, bool]) -> set[str]:
+        """The ids of the user's sessions with an L1 segment to write (:meth:`_todo_segments` not empty), from two
+        queries (every turn of the user, every segment's window key) instead of two per session: the worker's
+        consolidation of one chat write read each session of the user twice (45 queries a job for conv-26)."""
+        cons = self.config.consolidation
+        have = self.store.window_keys(user_id, Level.SEGMENT, include_deleted=True)
+        by_session: dict[str, list[Turn]] = {}
+        for t in self.store.turns(user_id):
+            by_session.setdefault(t.session_id, []).append(t)
+        return {sid for sid, turns in by_session.items()
+                if any(f"segment:{seg[0].id}" not in have for seg in cut_segments(
+                    turns, cons.l1_unit, cons.l1_segment_exchanges, closed=closed.get(sid, False)))}
+
     def embed_l1(self, user_id: str, session_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Embeddings of the verbatim L1 segments :meth:`write_l1` would write now, by content (reads only, no
         write): made before the write transaction, so that the transaction does not hold the store's writer
@@ -195,8 +208,10 @@ class Consolidator:
             return written
         watermark = max(s.last_event_at for s in sessions)
         closed = self._closed(sessions, watermark, flush)
+        todo = self._sessions_with_todo(user_id, closed)
         for s in (progress if l1_progress else no_progress)(sessions, "L1 segments, by session", len(sessions)):
-            written += self.write_segments(user_id, s.session_id, closed=closed[s.session_id])
+            if s.session_id in todo:
+                written += self.write_segments(user_id, s.session_id, closed=closed[s.session_id])
         if not upper_levels:
             return written
         self._speakers.pop(user_id, None)  # speakers may have been added since the last call
@@ -265,14 +280,18 @@ class Consolidator:
                 key, window, is_closed = w.key, w.span, flush or watermark >= w.end
             groups.setdefault(key, (window, is_closed, []))[2].append(child)
         due = []
+        at_level = self.store.nodes(user_id, int(level))  # active, in conversation order: one query, not one a window
+        by_key: dict[str, MemoryNode] = {}
+        for node in at_level:
+            by_key.setdefault(node.window_key, node)  # the first, as Store.node_for_window gives it
         for key, (window, is_closed, children) in groups.items():
-            existing = self.store.node_for_window(user_id, level, key)
+            existing = by_key.get(key)
             if existing is None and not is_closed:
                 continue  # the window is still open; a window consolidated once is kept up to date
             if existing and not existing.stale and set(existing.child_ids) == {c.id for c in children}:
                 continue
             due.append((key, window, children, existing))
-        for orphan in self.store.nodes(user_id, int(level)):
+        for orphan in at_level:
             if orphan.window_key not in groups and not any(
                     c.status == NodeStatus.ACTIVE for c in self.store.nodes(ids=orphan.child_ids, status=None)):
                 self.store.update_node(orphan.id, status=NodeStatus.DELETED)
