@@ -1,5 +1,5 @@
 """The occupations the job rules know (English and Chinese), for the copula: "I'm a nurse", "I became a nurse",
-"我是护士".
+"我是护士"; and what "I joined X" names that is no employer (:func:`joined_employer`).
 
 "I'm a …" says many things that are no job ("I'm a big fan of jazz", "I'm a morning person", "I'm a mother of two",
 "I'm a member of the club", "I'm a vegetarian"), so a job read from "I am / I'm / I became a X" (and "我是X",
@@ -71,3 +71,55 @@ def occupation(phrase: str) -> str | None:
         if len(words) >= n and " ".join(words[-n:]) in OCCUPATIONS and len(words) - n <= 3:
             return p
     return None
+
+
+#: words of a name that make what one joins no employer: clubs, gyms, groups, teams, parties, classes ("I joined the
+#: Sierra Club", "I joined Gold's gym", "I joined the Oxford Union", "I joined Chelsea FC")
+NOT_EMPLOYER_WORDS = frozenset("""
+club clubs gym fitness choir chorus league society group church congregation union association party community band
+orchestra ensemble chapter fraternity sorority fc scouts guides brownies cubs anonymous server channel forum subreddit
+movement circle crew squad troupe class course waitlist challenge pta
+""".split())
+#: services, networks and clubs that one joins as a member or a user, not as an employee ("I joined Facebook",
+#: "I joined Strava"); with "as a X" the job says it is one ("I joined Facebook as an engineer")
+SIGN_UPS = frozenset("""
+facebook instagram twitter tiktok reddit discord slack zoom teams strava tinder bumble hinge grindr netflix spotify
+linkedin whatsapp telegram signal snapchat pinterest youtube twitch duolingo peloton mastodon bluesky threads meetup
+nextdoor patreon github goodreads letterboxd substack medium quora tumblr clubhouse costco audible classpass
+headspace noom rotary toastmasters mensa ymca crossfit orangetheory soulcycle weight watchers ww parkrun
+""".split()) | frozenset({"weight watchers", "amazon prime", "planet fitness"})
+
+
+_MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+#: what may follow "I joined X (as a Y)" for X to be an employer (a regex lookahead): the sentence's end or a time
+#: ("last month", "in March", "two weeks ago", "after graduating"); not "for lunch", "at the pub", "on a hike", "and
+#: Tom", which a person one joins takes
+JOINED_END = (r"(?=\s*(?:[,.!?;:]|$)|\s+(?:last|this|recently|yesterday|today|earlier|back|after|now|full-time"
+              r"|part-time|in\s+(?:" + _MONTH + r"|\d{4}|spring|summer|autumn|fall|winter)|(?:\d+|a|an|one|two|three"
+              r"|four|five|six|a\s+few|several)\s+(?:days?|weeks?|months?|years?)\s+ago)\b)")
+
+
+def joined_employer(name: str, job: str | None = None) -> str | None:
+    """The employer that "I joined ``name``" names, or ``None`` when it names none: a club, a gym, a group or a
+    team (a word of :data:`NOT_EMPLOYER_WORDS`), or a service one signs up to (:data:`SIGN_UPS`), unless ``job``
+    (the occupation of "… as a X") says it is a workplace. A name ends at a possessive that a name or a part of a
+    company follows ("Google's London office", "Google's cloud team": Google; "St John's hospital" stays), and before
+    a part of a company in lower case ("the Google cloud team": Google)."""
+    words = name.split()
+    lower = [w.lower().rstrip(".") for w in words]
+    if not words or any(w in NOT_EMPLOYER_WORDS for w in lower):
+        return None
+    if job is None and (" ".join(lower) in SIGN_UPS or lower[0] in SIGN_UPS):
+        return None
+    for k, w in enumerate(words[:-1]):
+        rest = words[k + 1:]
+        if re.search(r"['’]s$", w) and any(r[:1].isupper() or r.lower() in _PARTS for r in rest):
+            return " ".join([*words[:k], w[:-2]])
+    if lower[-1] in _PARTS:  # "the Google cloud team": Google
+        while len(words) > 1 and words[-1][:1].islower():
+            words.pop()
+    return " ".join(words)
+
+
+#: parts of a company after its possessive name ("Google's cloud team")
+_PARTS = frozenset({"team", "office", "division", "department", "lab"})

@@ -10,7 +10,8 @@ explicit first-person statements and corrections):
 * hometown -- "I'm originally from Berlin", "I come from Berlin", "I grew up in Berlin", "my hometown is Cork"; a plain
   "I'm from X" only when X is a place (:mod:`timem.memory.places`: "I'm from the UK", not "I'm from HR");
 * employer / job -- "I work at Acme as a designer", "I started a new job at X", "I started working as a nurse", "I work
-  at the hospital as a nurse" (the job only: a place in lower case names no employer),
+  at the hospital as a nurse" (the job only: a place in lower case names no employer), "I joined Google (last month)"
+  (not "I joined a gym / the choir / Strava / Sarah for lunch"),
   "我现在在腾讯工作", "我在医院当护士"; the copula only for an occupation of :mod:`timem.memory.occupations`:
   "I'm a nurse (at X)", "I became a nurse", "我是护士", "我开始当护士了" (not "I'm a morning person", 我是上海人);
 * drinks -- "I drink black coffee every morning", "I switched from coffee to green tea",
@@ -48,7 +49,7 @@ from timem.memory.drinks import named_pattern as _p
 from timem.memory.drinks import read_drinks
 from timem.memory.hobbies import HOBBIES, ended_hobby, started_hobbies
 from timem.memory.likes import favourite_likes, opinion_clauses, read_opinions
-from timem.memory.occupations import ZH_OCCUPATION, occupation
+from timem.memory.occupations import JOINED_END, ZH_OCCUPATION, joined_employer, occupation
 from timem.memory.opinions import TIME_WORDS
 from timem.memory.places import is_place, lower_place
 from timem.memory.typography import plain_typography
@@ -164,6 +165,14 @@ _WORK = [(re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?
          # to work as …", "I don't work as … anymore"
          (re.compile(r"\b[Ii](?i:'ve|’ve|\s+have|'m|’m|\s+am)?\s+" + _SOON + r"(?i:work|working|freelance|freelancing)"
                      r"(?:\s+(?i:there|here))?\s+(?i:as)\s+(?i:an?\s+)" + _JOB + _AT_EMP), False)]
+#: "I joined Google", "I've just joined Acme as a designer", "I joined Google last month / in March / two weeks ago",
+#: "I joined Google's cloud team": a new employer, as "I just started at Google" (a trial read nothing); only a time,
+#: "as a X" or the sentence's end may follow the name (:data:`~timem.memory.occupations.JOINED_END`: "I joined Sarah
+#: for lunch" names none), and no club, gym or service one signs up to
+#: (:func:`~timem.memory.occupations.joined_employer`)
+_JOINED = re.compile(r"\b[Ii](?i:'ve|’ve|\s+have)?\s+(?i:just\s+|recently\s+|finally\s+|officially\s+)?(?i:joined)\s+"
+                     r"(?:(?i:the)\s+)?" + _EMP + _END_CAP + r"(?P<part>(?:\s+[a-z][\w-]*){0,3}?\s+"
+                     r"(?i:team|office|division|department|lab))?" + _AS_JOB + JOINED_END)
 _JOB_AS = re.compile(r"\b(?:a\s+|my\s+)?(?:new\s+)?job\s+as\s+(?:an?\s+)" + _JOB + _END, re.IGNORECASE)
 _JOB_LOST = re.compile(r"\b(?:lost|quit|left)\s+my\s+job\s+as\s+(?:an?\s+)" + _JOB + _END, re.IGNORECASE)
 #: a home city said to be over, with no new one: "I don't live in Madrid anymore", "I'm not living in Madrid any more",
@@ -302,6 +311,11 @@ def _sentence(s: str, correction: bool, background: bool = False) -> list[Statem
             if m.groupdict().get("job"):
                 add("fact", "job", occupation(m["job"]) or m["job"])
             break
+    else:  # "I joined Google (as a designer)": a new employer, not "I joined a gym / the Sierra Club / Strava"
+        if (m := _JOINED.search(s)) and (emp := joined_employer(m["emp"] + (m["part"] or ""), m["job"])):
+            add("fact", "employer", emp)
+            if m["job"]:
+                add("fact", "job", occupation(m["job"]) or m["job"])
     if m := _JOB_LOST.search(s):  # "lost my job as a banker": ends that job
         add("fact", "job", m["job"], replaces=m["job"].lower(), ends_only=True)
     elif not any(x.attribute == "job" for x in out) and re.search(r"\bI\b", s) and (m := _JOB_AS.search(s)):
