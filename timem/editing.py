@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -220,20 +221,32 @@ def _versions_above(store: MemoryStore, node_ids: Sequence[str]) -> list[MemoryN
 
 def erase_user(store: MemoryStore, user_id: str, *, actor: str = "user") -> dict[str, float]:
     """Erase everything of one user: turns, sessions, nodes, traces, LLM cache and call log entries; audit
-    rows of the user are redacted; then the file is rewritten (:meth:`MemoryStore.compact`).
+    rows of the user keep their action and time, but their detail is redacted and the user id becomes a pseudonym
+    (:func:`erased_pseudonym`; their node and item ids, hashes of the user id, go); the ``erase-user`` row that
+    records the erase and its counts names that pseudonym too. Then the file is rewritten
+    (:meth:`MemoryStore.compact`).
 
     Returns counts of removed rows (and ``audit_redacted``). Raises NotFoundError for an unknown user.
     """
     if user_id not in store.users():
         raise NotFoundError(f"no user {user_id!r}; known users: {', '.join(store.users()) or 'none'}")
+    pseudonym = erased_pseudonym()
     with store.transaction():
         texts = store.user_texts(user_id)
         counts = store.erase_user(user_id)
         counts["audit_redacted"] = store.forget_text([], texts, user_id=user_id, within={user_id})["audit_redacted"]
-        store.audit("erase-user", None, None, {"actor": actor, "counts": counts})
+        store.pseudonymise_audit(user_id, pseudonym)
+        store.audit("erase-user", pseudonym, None, {"actor": actor, "counts": counts})
     store.refresh_fts(force=True)
     cost = _compact(store, actor)
     return {**counts, **{f"file_{k}": v for k, v in cost.items()}}
+
+
+def erased_pseudonym() -> str:
+    """What the audit log names an erased user by: ``"erased-"`` and 12 random hex digits, new for each erase. It links
+    the user's rows to the erase that ended them, and nothing in the file leads back to the id: a keyed hash would
+    keep its key in the same file, and anyone with the file could then check a guessed id."""
+    return f"erased-{secrets.token_hex(6)}"
 
 
 def _compact(store: MemoryStore, actor: str) -> dict[str, float]:

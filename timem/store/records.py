@@ -81,6 +81,14 @@ class RecordTables:
             self.con.execute(f"UPDATE audit SET detail = ? WHERE {where}", [REDACTED, *aargs])
         return out
 
+    def pseudonymise_audit(self, user_id: str, pseudonym: str) -> int:
+        """Replace ``user_id`` with ``pseudonym`` in the audit log and drop the node or item id of its rows (a hash
+        of the user id and the content: :func:`timem.memory.history.item_id`), as an erase of the user does last;
+        returns the rows changed."""
+        n: int = one_row(self.con.execute("SELECT count(*) FROM audit WHERE user_id = ?", [user_id]))[0]
+        self.con.execute("UPDATE audit SET user_id = ?, node_id = NULL WHERE user_id = ?", [pseudonym, user_id])
+        return n
+
     # ---------------------------------------------------------------- LLM cache and call log
     def cache_get(self, key: str) -> tuple[str, int | None, int | None] | None:
         row = self.con.execute("SELECT response, prompt_tokens, completion_tokens FROM llm_cache WHERE key = ?",
