@@ -161,8 +161,8 @@ class MemoryWrites(EnginePart):
         first = self.consolidator.consolidate(user_id, **{**kw, "upper_levels": False})
         read.add(user_id)  # read once in this write, also when it stops (a cancel): the rest stay due
         self.items.extract_items([user_id], progress=kw.get("progress", no_progress))
-        try:  # its L1 pass finds them written: shown once ("L1 segments 2/2" was printed twice by `timem ingest`)
-            return first + self.consolidator.consolidate(user_id, **kw, l1_progress=False)
+        try:  # no second L1 pass: the first wrote them (`timem ingest` showed "L1 segments 2/2" twice)
+            return first + self.consolidator.consolidate(user_id, **kw, l1_pass=False)
         except ConsolidationIncomplete as exc:
             exc.written[:0] = first
             raise

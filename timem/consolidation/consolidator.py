@@ -188,13 +188,14 @@ class Consolidator:
 
     # ------------------------------------------------------------------ L2..L5
     def consolidate(self, user_id: str, *, flush: bool = False, upper_levels: bool = True,
-                    progress: Progress = no_progress, l1_progress: bool = True) -> list[MemoryNode]:
+                    progress: Progress = no_progress, l1_pass: bool = True) -> list[MemoryNode]:
         """Write every due L1..L5 node of ``user_id``; returns the new nodes in write order.
 
         ``upper_levels=False`` writes only the L1 segments (no LLM call in verbatim mode); a later
         call with ``upper_levels=True`` consolidates L2..L5 of the windows that are due by then, each in
         its mode (:meth:`_mode`); without an LLM, windows whose mode needs one are skipped (they stay due).
-        ``l1_progress=False``: the L1 pass is not shown (the caller's first call just wrote and showed it).
+        ``l1_pass=False``: no L1 pass (the caller's first call, ``upper_levels=False``, just wrote and showed the
+        segments: reading every session again found nothing to write).
 
         Raises:
             ConsolidationIncomplete: the model's answer for some window was unusable
@@ -208,8 +209,8 @@ class Consolidator:
             return written
         watermark = max(s.last_event_at for s in sessions)
         closed = self._closed(sessions, watermark, flush)
-        todo = self._sessions_with_todo(user_id, closed)
-        for s in (progress if l1_progress else no_progress)(sessions, "L1 segments, by session", len(sessions)):
+        todo = self._sessions_with_todo(user_id, closed) if l1_pass else set()
+        for s in progress(sessions, "L1 segments, by session", len(sessions)) if l1_pass else ():
             if s.session_id in todo:
                 written += self.write_segments(user_id, s.session_id, closed=closed[s.session_id])
         if not upper_levels:
