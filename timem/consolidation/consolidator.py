@@ -271,27 +271,32 @@ class Consolidator:
     def _due(self, user_id: str, level: Level, closed: dict[str, bool], watermark: datetime, flush: bool
              ) -> list[tuple[str, TimeSpan | None, list[MemoryNode], MemoryNode | None]]:
         """Windows at ``level`` to (re)consolidate: (key, calendar window or None, children, existing node)."""
-        groups: dict[str, tuple[TimeSpan | None, bool, list[MemoryNode]]] = {}
-        for child in self.store.nodes(user_id, int(level) - 1):
+        # the children's ids, sessions and starts only (their text is read for the due windows alone, below)
+        groups: dict[str, tuple[TimeSpan | None, bool, list[str]]] = {}
+        for child_id, session_id, start in self.store.node_spans(user_id, int(level) - 1):
             if level == Level.SESSION:
-                key, window = f"session:{child.session_id}", None
-                is_closed = closed.get(child.session_id or "", False)
+                key, window = f"session:{session_id}", None
+                is_closed = closed.get(session_id or "", False)
             else:
-                w = parent_window(level, child.span_start, self.tz)
+                w = parent_window(level, start, self.tz)
                 key, window, is_closed = w.key, w.span, flush or watermark >= w.end
-            groups.setdefault(key, (window, is_closed, []))[2].append(child)
-        due = []
+            groups.setdefault(key, (window, is_closed, []))[2].append(child_id)
         at_level = self.store.nodes(user_id, int(level))  # active, in conversation order: one query, not one a window
         by_key: dict[str, MemoryNode] = {}
         for node in at_level:
             by_key.setdefault(node.window_key, node)  # the first, as Store.node_for_window gives it
-        for key, (window, is_closed, children) in groups.items():
+        wanted: list[tuple[str, TimeSpan | None, list[str], MemoryNode | None]] = []
+        for key, (window, is_closed, child_ids) in groups.items():
             existing = by_key.get(key)
             if existing is None and not is_closed:
                 continue  # the window is still open; a window consolidated once is kept up to date
-            if existing and not existing.stale and set(existing.child_ids) == {c.id for c in children}:
+            if existing and not existing.stale and set(existing.child_ids) == set(child_ids):
                 continue
-            due.append((key, window, children, existing))
+            wanted.append((key, window, child_ids, existing))
+        full = {n.id: n for n in self.store.nodes(user_id, int(level) - 1,
+                                                  ids=[i for w in wanted for i in w[2]])} if wanted else {}
+        due = [(key, window, kids, existing) for key, window, child_ids, existing in wanted
+               if (kids := [full[i] for i in child_ids if i in full])]  # (a child erased meanwhile is left out)
         for orphan in at_level:
             if orphan.window_key not in groups and not any(
                     c.status == NodeStatus.ACTIVE for c in self.store.nodes(ids=orphan.child_ids, status=None)):

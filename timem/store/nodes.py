@@ -19,7 +19,7 @@ from timem.errors import NotFoundError, StoreError
 from timem.models import Level, MemoryNode, NodeStatus
 from timem.store.memory_index import MemoryIndex
 from timem.store.records import db_time
-from timem.store.rows import ID_LIST, SQL_ORDER, in_list
+from timem.store.rows import ID_LIST, SQL_ORDER, in_list, utc
 from timem.store.segmenter import search_text
 from timem.store.working_set import NODE_COLS as _WS_COLS
 from timem.store.working_set import WorkingSet, node_of
@@ -207,6 +207,14 @@ class NodeTables:
             where.append(f"id IN {frag}")
             args += vals
         return self._nodes(" AND ".join(where), args)
+
+    def node_spans(self, user_id: str, level: int) -> list[tuple[str, str | None, datetime]]:
+        """``(id, session id, span start)`` (UTC-aware) of the user's active nodes at ``level``, in conversation order
+        (as :meth:`nodes`): what a consolidation groups into windows, without reading each node's text and lists
+        (at 419 L1 nodes 7.5 ms against 37 ms for :meth:`nodes`, on a loaded 2-core machine)."""
+        rows = self.con.execute(f"SELECT id, session_id, span_start FROM nodes WHERE user_id = ? AND level = ? "
+                                f"AND status = 'active' ORDER BY {SQL_ORDER}", [user_id, int(level)]).fetchall()
+        return [(r[0], r[1], utc(r[2])) for r in rows]
 
     def node_for_window(self, user_id: str, level: Level, window_key: str) -> MemoryNode | None:
         """The active node consolidating ``window_key`` at ``level``, if any."""
