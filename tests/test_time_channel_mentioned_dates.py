@@ -110,3 +110,33 @@ def test_mentions_in_needs_overlap_and_no_longer_period():
     assert mentions_in("last week [= week of 1 May 2023]", week, tz)
     rolling = [TimeSpan(start=datetime(2023, 5, 6, 12, tzinfo=UTC), end=datetime(2023, 5, 8, 12, tzinfo=UTC))]
     assert mentions_in("yesterday [= 7 May 2023]", rolling, tz)
+
+
+def test_the_sql_pattern_finds_every_annotation_in_a_window_and_no_other():
+    """:func:`mention_pattern` narrows the rows in SQL: it must match every annotation :func:`mentions_in` takes
+    (labels of the window's days, weeks, weekends, months), in both languages; a long window falls back to years."""
+    import re
+
+    from timem.recall.time_channel import mention_pattern, mentions_in
+    from timem.reldates import annotated_periods
+
+    tz = ZoneInfo("Europe/Berlin")
+    windows = {"day": [day_window(date(2023, 5, 7), date(2023, 5, 7), tz)],
+               "week": [day_window(date(2023, 5, 1), date(2023, 5, 7), tz)],
+               "month": [day_window(date(2023, 5, 1), date(2023, 5, 31), tz)],
+               "two": [day_window(date(2023, 3, 1), date(2023, 3, 31), tz),
+                       day_window(date(2023, 5, 1), date(2023, 5, 31), tz)]}
+    said = [datetime(2023, 3, 1, 12) + timedelta(days=k) for k in range(0, 120, 2)]
+    phrases = "yesterday; last week; last weekend; last month; 昨天; 上周; 上周末; 上个月; three days ago"
+    texts = [resolve_relative_dates(phrase, at)[0] for at in said for phrase in phrases.split("; ")]
+    for name, ws in windows.items():
+        pattern = re.compile(mention_pattern(ws, tz))
+        taken = [t for t in texts if mentions_in(t, ws, tz)]
+        assert taken and all(pattern.search(t) for t in taken), name
+        for t in texts:  # it narrows: what it matches mentions a period overlapping a window
+            if pattern.search(t):
+                (first, last), = annotated_periods(t)
+                assert any(day_window(first, last, tz).start < w.end and day_window(first, last, tz).end > w.start
+                           for w in ws), (name, t)
+    long = [day_window(date(2022, 1, 1), date(2023, 12, 31), tz)]
+    assert mention_pattern(long, tz) == r"[\[［]=[^\]］]*(?:2021|2022|2023)"

@@ -22,6 +22,7 @@ Every candidate carries its ``time_bonus`` and ``time_factor`` in the trace.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -31,7 +32,7 @@ from pydantic import BaseModel, Field
 
 from timem.models import TimeSpan
 from timem.recall.time_window import day_window, resolve_time_window
-from timem.reldates import annotated_periods
+from timem.reldates import annotated_periods, period_labels
 
 OVERLAP_BONUS = 0.3
 FLAT_DAYS = 14.0
@@ -40,6 +41,10 @@ DECAY_FLOOR = 0.3
 MAX_WINDOWS = 2
 #: slack when a mentioned period is compared with a window's length (a day of 25 hours at a DST change)
 _SLACK = timedelta(hours=2)
+#: the days of windows whose every annotation label :func:`mention_pattern` lists (beyond: their years'). Measured on
+#: 100k leaves of one user, 10 % annotated (as in LoCoMo): SQL + parsing 15 ms for a day, 50 ms for a month with the
+#: labels; for a year 380 ms with them, 120 ms with the years
+MAX_LABEL_DAYS = 62
 
 
 class TimeLocalisation(BaseModel):
@@ -114,10 +119,19 @@ def mentions_in(text: str, windows: Sequence[TimeSpan], tz: ZoneInfo) -> bool:
     return False
 
 
-def mention_years(windows: Sequence[TimeSpan]) -> list[int]:
-    """The years an annotation of a date in ``windows`` may name (a week's label names its Monday, which may fall in
-    the year before): what :meth:`Store.segments_mentioning` looks for before :func:`mentions_in` reads the dates."""
-    return sorted({y for w in windows for y in range(w.start.year - 1, w.end.year + 1)})
+def mention_pattern(windows: Sequence[TimeSpan], tz: ZoneInfo) -> str:
+    """A regex (RE2, for :meth:`Store.segments_mentioning`) matching the relative-date annotations that may name a
+    date in ``windows`` (:func:`timem.reldates.period_labels` of each window's days in ``tz``, a day longer at most):
+    it narrows the rows in SQL to those :func:`mentions_in` then reads. Windows of more than
+    :data:`MAX_LABEL_DAYS` days together match any annotation naming one of their years instead."""
+    days = [(w.start.astimezone(tz).date(), (w.end - timedelta(microseconds=1)).astimezone(tz).date(), w)
+            for w in windows]
+    if sum((b - a).days + 1 for a, b, _ in days) > MAX_LABEL_DAYS:
+        years = sorted({y for a, b, _ in days for y in range(a.year - 1, b.year + 1)})
+        return r"[\[［]=[^\]］]*(?:" + "|".join(str(y) for y in years) + ")"
+    labels = dict.fromkeys(label for a, b, w in days
+                           for label in period_labels(a, b, math.ceil((w.end - w.start) / timedelta(days=1)) + 1))
+    return r"[\[［]=\s?(?:" + "|".join(re.escape(label) for label in labels) + r")[\]］]"
 
 
 def tider_score(score: float, start: datetime, end: datetime, loc: TimeLocalisation, *, decay: bool = True,

@@ -150,11 +150,11 @@ class SearchTables:
         as ``(id, span_start, span_end)`` (see :mod:`timem.store.tree_queries`)."""
         return [(i, utc(a), utc(b)) for i, a, b in segments_in_windows(self.con, user_id, windows, limit, until)]
 
-    def segments_mentioning(self, user_id: str, years: Sequence[int], until: datetime | None = None
+    def segments_mentioning(self, user_id: str, pattern: str, until: datetime | None = None
                             ) -> list[tuple[str, str]]:
-        """Active L1 nodes whose text holds a relative-date annotation naming one of ``years``, not starting after
-        ``until``, as ``(id, content)`` (see :mod:`timem.store.tree_queries`)."""
-        return segments_mentioning(self.con, user_id, years, until)
+        """Active L1 nodes whose text holds a relative-date annotation that the regex ``pattern`` matches, not starting
+        after ``until``, as ``(id, content)`` (see :mod:`timem.store.tree_queries`)."""
+        return segments_mentioning(self.con, user_id, pattern, until)
 
     def index_health(self) -> dict[str, Any]:
         """What ``timem check`` reads: nodes (``nodes``), nodes in the BM25 index (``bm25_documents``), nodes
