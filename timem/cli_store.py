@@ -136,11 +136,14 @@ def _left_out(eng: MemoryEngine, user: str, forgotten: set[str], db: Path | None
     them (restore their segments first, --include-forgotten, the JSON export)."""
     segments = [n.id for n in eng.nodes(user, 1, status=NodeStatus.DELETED)
                 if any(t in forgotten for t in n.source_turn_ids or ())]
-    shown = " ".join(segments[:_SHOWN_IDS]) + (f" … ({len(segments)} segments)" if len(segments) > _SHOWN_IDS else "")
+    more = len(segments) > _SHOWN_IDS
+    shown = " ".join(segments[:_SHOWN_IDS]) + (" …" if more else "")
     at = f" --db {db}" if db is not None else ""
     return (f"left out {len(forgotten)} forgotten turn(s) of {user} (a re-import would remember them again): "
-            f"`timem restore {shown} --user {user}{at}` brings them back first, --include-forgotten writes them "
-            f"too, and `timem export --user {user}{at}` (JSON) lists them marked \"forgotten\": true")
+            f"`timem restore {shown} --user {user}{at}` brings them back first"
+            + (f" (the first {_SHOWN_IDS} of {len(segments)} segments)" if more else "")
+            + f", --include-forgotten writes them too, and `timem export --user {user}{at}` (JSON) lists them "
+            "marked \"forgotten\": true, with the ids of their segments (\"status\": \"deleted\")")
 
 
 def erase_user(user: Annotated[str, typer.Argument(help="the user id to erase")], db: DbOpt = None,
