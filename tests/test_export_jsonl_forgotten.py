@@ -97,3 +97,18 @@ def test_forgotten_turns_left_out_are_named_on_stderr(db, cli_env):  # noqa: F81
 def test_include_forgotten_is_for_jsonl_only(db):
     res = CliRunner().invoke(app, ["export", "--user", "zoe", "--include-forgotten", "--db", db])
     assert res.exit_code == 2 and "--include-forgotten is for --format jsonl" in res.output, res.output
+
+
+def test_many_forgotten_segments_are_named_six_at_a_time(cli_env):  # noqa: F811
+    chat = cli_env / "many.jsonl"
+    chat.write_text("".join(json.dumps({"user_id": "zoe", "session_id": f"s{k}", "role": "user",
+                                        "text": f"Rex chewed shoe number {k}.",
+                                        "timestamp": f"2024-05-0{k + 1}T09:00:00"}) + "\n" for k in range(8)))
+    db = str(cli_env / "many.duckdb")
+    assert run("ingest", str(chat), "--format", "jsonl", "--llm", "none", "--mode", "extractive", "--db", db)[0] == 0
+    code, said = run("forget", "Rex", "--user", "zoe", "--db", db, "--yes")
+    segments = re.findall(r"^segment (L1-[0-9a-f]+)", said, flags=re.M)
+    assert code == 0 and len(segments) == 8, said
+    res = _export("--out", str(cli_env / "zoe.jsonl"), "--db", db)
+    assert f"`timem restore {' '.join(segments[:6])} … --user zoe --db {db}` brings them back first (the first 6 " \
+           "of 8 segments)" in res.stderr, res.stderr
