@@ -4,7 +4,7 @@ the undo is. It now names it (the studio's Memories page, or the service's resto
 
 from __future__ import annotations
 
-from test_cli import chat_file, cli_env, run  # noqa: F401  (fixtures)
+from test_cli import chat_file, cli_env, ingested_db, run  # noqa: F401  (fixtures)
 from test_cli_erase_confirm import db  # noqa: F401  (fixture: a file with zoe's chat ingested)
 
 
