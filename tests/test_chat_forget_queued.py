@@ -26,7 +26,8 @@ def busy_service(tmp_path, fake_embedder, monkeypatch):
     monkeypatch.setattr(QueueWorker, "wake", lambda self: None)  # writes do not wake it ...
     start = ConsolidationQueue.start_queue_worker
     monkeypatch.setattr(ConsolidationQueue, "start_queue_worker",
-                        lambda self, lock=None, poll_seconds=1.0: start(self, lock, poll_seconds=60.0))  # ... nor polls
+                        lambda self, lock=None, poll_seconds=1.0, user_lock=None:
+                        start(self, lock, poll_seconds=60.0, user_lock=user_lock))  # ... nor polls
     kf = KeyFile(tmp_path / "timem.duckdb.keys.json")
     key = kf.add("acme")
     factory = engine_factory(tmp_path / "timem.duckdb", fake_embedder, memory_extractor="rules", online_queue=True,

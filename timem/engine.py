@@ -239,9 +239,10 @@ class MemoryEngine(StoreReadMethods):
         return self.queue.queues_writes
 
     def start_queue_worker(self, lock: AbstractContextManager[Any] | None = None, *,
-                           poll_seconds: float = 1.0) -> QueueWorker:
+                           poll_seconds: float = 1.0,
+                           user_lock: Callable[[str], AbstractContextManager[Any]] | None = None) -> QueueWorker:
         """As :meth:`timem.engine_queue.ConsolidationQueue.start_queue_worker`."""
-        return self.queue.start_queue_worker(lock, poll_seconds=poll_seconds)
+        return self.queue.start_queue_worker(lock, poll_seconds=poll_seconds, user_lock=user_lock)
 
     def queue_consolidation(self, user_id: str, session_ids: Sequence[str] = ()) -> list[MemoryNode]:
         """As :meth:`timem.engine_queue.ConsolidationQueue.queue_consolidation`."""

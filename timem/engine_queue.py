@@ -68,12 +68,18 @@ class ConsolidationQueue(EnginePart):
         return self.worker is not None and self.worker.alive and self.config.consolidation.online_queue
 
     def start_queue_worker(self, lock: AbstractContextManager[Any] | None = None, *,
-                           poll_seconds: float = 1.0) -> QueueWorker:
+                           poll_seconds: float = 1.0,
+                           user_lock: Callable[[str], AbstractContextManager[Any]] | None = None) -> QueueWorker:
         """Start a worker thread draining this engine's queue (stale jobs of a dead process are pending again
         since the store was opened). ``lock`` is held around each of its store steps: the lock every other
         caller of this engine holds (the service's). Returns the worker; stop it with :meth:`QueueWorker.stop`
         before the engine closes. While it runs, every use of this engine must hold ``lock`` (one DuckDB
         connection, one thread at a time).
+
+        ``user_lock``: instead, the lock of one user (:class:`timem.service.context.UserLocks`): each step on a
+        user's jobs holds that user's lock only, and claiming jobs (one store transaction) holds none, so that
+        writes of other users go on while the worker consolidates; ``lock`` must then be the lock that excludes
+        every user's (what callers that are not about one user hold).
 
         Raises:
             ConfigError: ``Config.consolidation.online_queue`` is off (writes consolidate themselves).
@@ -83,7 +89,7 @@ class ConsolidationQueue(EnginePart):
                               "needed; set online_queue = true to acknowledge writes before consolidation")
         if self.worker is not None and self.worker.alive:
             return self.worker
-        self.worker = QueueWorker(self, lock, poll_seconds=poll_seconds)
+        self.worker = QueueWorker(self, lock, poll_seconds=poll_seconds, user_lock=user_lock)
         self.worker.start()
         return self.worker
 
@@ -276,9 +282,12 @@ class QueueWorker:
     """
 
     def __init__(self, queue: ConsolidationQueue, lock: AbstractContextManager[Any] | None = None, *,
-                 poll_seconds: float = 1.0) -> None:
+                 poll_seconds: float = 1.0,
+                 user_lock: Callable[[str], AbstractContextManager[Any]] | None = None) -> None:
         self.queue = queue
         self.lock: AbstractContextManager[Any] = lock if lock is not None else threading.Lock()
+        #: the lock of one user's steps, if the caller locks per user (:meth:`ConsolidationQueue.start_queue_worker`)
+        self.user_lock = user_lock
         self.poll_seconds = poll_seconds
         self.last_error: str | None = None
         self.jobs_done = 0
@@ -364,7 +373,7 @@ class QueueWorker:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                with self.lock:
+                with self.lock if self.user_lock is None else nullcontext():  # a claim is one transaction
                     if self._stop.is_set():  # stopped while it waited for the lock: claim nothing more
                         break
                     with self._ended:
@@ -379,7 +388,7 @@ class QueueWorker:
                 self._wake.clear()
                 continue
             try:
-                self.queue.run_jobs(jobs, self.lock)
+                self.queue.run_jobs(jobs, self.lock if self.user_lock is None else self.user_lock(jobs[0].user_id))
                 self.jobs_done += len(jobs)
             except Exception as exc:  # noqa: BLE001 -- recorded on the jobs and in the audit log by run_jobs
                 self.last_error = f"{type(exc).__name__}: {exc}"

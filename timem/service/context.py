@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
@@ -93,29 +94,69 @@ class Tenant:
         return [u[len(self.prefix):] for u in eng.users() if u.startswith(self.prefix)]
 
 
+#: stripes of the service's per-user write locks (:class:`UserLocks`): users are hashed onto them
+LOCK_STRIPES = 64
+
+
+class UserLocks:
+    """The service's write locks: one lock per stripe of users (stored ids hashed with CRC-32 onto
+    :data:`LOCK_STRIPES` locks; two users of one stripe wait for each other), and :attr:`every`, all of them
+    taken in stripe order (so two callers of it never deadlock), for what is not about one user.
+
+    A chat write and each step of the queue worker on a user's jobs hold that user's lock only: the worker's
+    consolidation of one user (hundreds of milliseconds) no longer holds up every other user's writes. Every
+    other engine call of the service (edits, erases, tenant routes, an LLM's answer) holds :attr:`every`, as the
+    service's one lock did. The store still runs one write transaction at a time (``Store.writer``)."""
+
+    def __init__(self, stripes: int = LOCK_STRIPES) -> None:
+        self._stripes = [threading.Lock() for _ in range(stripes)]
+        self.every = _AllOf(self._stripes)
+
+    def user(self, user_id: str) -> threading.Lock:
+        """The lock of the stored user id ``user_id`` (``tenant/user``)."""
+        return self._stripes[zlib.crc32(user_id.encode("utf-8")) % len(self._stripes)]
+
+
+class _AllOf:
+    """A reusable context manager holding every lock of a list, taken in list order and released in reverse."""
+
+    def __init__(self, locks: list[threading.Lock]) -> None:
+        self._locks = locks
+
+    def __enter__(self) -> None:
+        for lock in self._locks:
+            lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        for lock in reversed(self._locks):
+            lock.release()
+
+
 class Service:
-    """The engine, the write lock every engine write holds (reads go without it: :meth:`read`), and the
-    consolidation queue's worker (which holds the lock for each of its steps) when ``online_queue`` is on."""
+    """The engine, the write locks every engine write holds (reads go without them: :meth:`read`;
+    :class:`UserLocks`), and the consolidation queue's worker (which holds its user's lock for each of its steps)
+    when ``online_queue`` is on."""
 
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
         engine.core.tenant_ids = True  # its users are stored as tenant/user (Tenant.internal)
         self.max_text = engine.config.service.service_max_text_chars
-        self._lock = threading.Lock()
+        self.locks = UserLocks()
         # the embedder loads on its first text (a CLI read needs none), the planner's centroids on the first
         # recall: load them now, not in the first request
         engine.warm_recall()
         if engine.config.consolidation.online_queue:  # writes answer before consolidation (timem.engine_queue)
-            engine.start_queue_worker(self._lock)
+            engine.start_queue_worker(self.locks.every, user_lock=self.locks.user)
 
     def close(self) -> None:
         """Stop the queue worker (after its current step), then close the engine."""
         self.engine.close()
 
     @contextmanager
-    def use(self) -> Iterator[MemoryEngine]:
-        """The engine under the write lock (every write; the worker holds it for each of its steps)."""
-        with self._lock:
+    def use(self, user_id: str | None = None) -> Iterator[MemoryEngine]:
+        """The engine under the write lock of the stored user id ``user_id`` (a chat write of that user only:
+        nothing else of the engine is touched), else under every user's (every other write; :class:`UserLocks`)."""
+        with self.locks.user(user_id) if user_id is not None else self.locks.every:
             yield self.engine
 
     @contextmanager

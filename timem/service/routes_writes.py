@@ -52,7 +52,10 @@ def add_turns(user: UserPath, body: TurnsIn, s: S, t: T, idempotency_key: IdemHe
     s.check_text("reply", body.reply)
     request = write_request(user, body, idempotency_key)
     internal, warning = t.internal(user), None
-    with s.use() as eng:
+    # this user's lock alone when the write only stores (the worker consolidates, maybe another user meanwhile);
+    # every user's when it consolidates in the request (no queue worker), as every other consolidation does
+    alone = s.engine.queues_writes or not body.consolidate
+    with s.use(internal if alone else None) as eng:
         done = eng.write_request(internal, request.key) if request else None
         if done is not None and request is not None:
             if done[0] != request.fingerprint:
