@@ -60,7 +60,9 @@ DIETS = ("vegetarian", "vegan", "pescatarian", "keto", "gluten-free")
 #: a capitalised name of one or more words; a further word is never the pronoun "I" (the subject of a following
 #: clause: "After I quit my job at Google I travelled" names Google, not "Google I"; a new-user trial)
 _CAP = r"(?P<{name}>[A-Z][\w'’&.-]*(?:\s+(?:(?!I(?:['’]|(?![\w'’&-])))[A-Z][\w'’&.-]*|of|de|da|do|la|le|&))*)"
-_JOB = r"(?P<job>[a-z][a-z -]{1,40}?)"
+#: a job in lower case, which may start with an acronym in capitals: "UX researcher", "QA engineer" (a new-user trial:
+#: "I joined Google as a UX researcher" read nothing)
+_JOB = r"(?P<job>(?:[A-Z]{2,4}\s+)?[a-z][a-z -]{1,40}?)"
 _END = (r"(?=\s*(?:[,.!?;:]|$|\s+(?:now|these days|nowadays|since|for|and|but|with|in|on|at|last|this|so|because|after|"
         r"recently|yesterday|today|a|two|three)\b))")
 _END_CAP = r"(?![\w'’&-])"
@@ -287,10 +289,12 @@ def _sentence(s: str, correction: bool, background: bool = False) -> list[Statem
         if value:
             out.append(Statement(kind, attr, value, s.strip(), correction, **kw))  # type: ignore[arg-type]
 
-    for rx in _HOME + _HOME_CJK + _ZH_HOME:
-        if m := rx.search(s):
-            add("fact", "home city", _place(m, s))
-            break
+    # the first pattern's name, unless it is only lived in (not moved to) and the gazetteer knows another one as a place
+    # and not it: "I moved to Lisbon last week, we live in Alfama now" is Lisbon, not its quarter (a new-user trial
+    # stored Alfama)
+    if homes := [_place(m, s) for rx in _HOME + _HOME_CJK + _ZH_HOME if (m := rx.search(s))]:
+        quarter = not is_place(_clean(homes[0])) and not _moved_to(homes[0], s)
+        add("fact", "home city", next((h for h in homes if is_place(_clean(h))), homes[0]) if quarter else homes[0])
     else:
         for rx in _HOME_LOWER:
             if (m := rx.search(s)) and (place := lower_place(s[m.end():], moved=True)):
@@ -423,5 +427,23 @@ def extract_statements(text: str) -> list[Statement]:
         for part, background in since_parts(_ALSO.sub(r"\1 ", sent)):
             for clause in opinion_clauses(part):
                 out += _sentence(clause, correction, background)
-    return out
+    return _city_over_quarter(out)
+
+
+_MOVED = r"\b(?i:(?:moved|relocated)\s+(?:back\s+)?to|settled\s+(?:down\s+)?in)\s+"
+
+
+def _moved_to(value: str, sentence: str) -> bool:
+    """Whether ``sentence`` says the speaker moved to (or settled in) ``value``, not only that they live there."""
+    return re.search(_MOVED + re.escape(value), sentence) is not None
+
+
+def _city_over_quarter(out: list[Statement]) -> list[Statement]:
+    """``out`` without a home city only lived in (not moved to, no correction) that the gazetteer does not know as a
+    place, when the same turn names one it knows: "I moved to Lisbon last week. We live in Alfama now." is Lisbon (a
+    new-user trial ended Lisbon with its quarter); "I live in Leeds. I moved to Otley." is still Otley."""
+    homes = [x for x in out if x.attribute == "home city" and not x.ends_only]
+    if len(homes) < 2 or not any(is_place(x.value) for x in homes):
+        return out
+    return [x for x in out if x not in homes or x.correction or is_place(x.value) or _moved_to(x.value, x.text)]
 
