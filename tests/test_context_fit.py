@@ -38,7 +38,7 @@ def _node(rng: random.Random, i: int, base: datetime) -> MemoryNode:
 
 
 @pytest.mark.parametrize("seed", range(40))
-@pytest.mark.parametrize("layout", ["grouped", "lines"])
+@pytest.mark.parametrize("layout", ["grouped", "grouped-day", "grouped-date", "lines"])
 def test_fit_context_makes_fit_budgets_choices(seed: int, layout: str) -> None:
     rng = random.Random(seed)
     tz = ZoneInfo(rng.choice(["UTC", "America/New_York"]))
@@ -68,7 +68,7 @@ def test_fit_context_falls_back_on_a_memory_without_lines() -> None:
 
 
 @pytest.mark.parametrize("seed", range(20))
-@pytest.mark.parametrize("layout", ["grouped", "lines"])
+@pytest.mark.parametrize("layout", ["grouped", "grouped-day", "grouped-date", "lines"])
 def test_the_running_count_is_the_rendered_count(seed: int, layout: str) -> None:
     from timem.recall.context import count_context_tokens
     from timem.recall.context_fit import _Context, _piece

@@ -325,9 +325,22 @@ class RecallSettings(_Section):
     #: when the filled context has room left, cut memories get their whole text back, best first, while it fits
     #: (:func:`timem.recall.condense.refill`; the same memories, more of their words)
     condense_refill: bool = True
-    #: context layout: "grouped" (L1 lines under a dated header, a new one when the session or the start minute changes)
-    #: or "lines" (a date per memory)
-    context_layout: Literal["grouped", "lines"] = "grouped"
+    #: photo captions in the context (:mod:`timem.recall.density`): "whole" ([shares a photo: a photo of a dog]) or
+    #: "short" ([photo: a dog]); the stored memory is unchanged. "short" (with "grouped-date") by measurement on LoCoMo
+    #: dev (bench/results/scattered-evidence.md, "Denser context")
+    caption_form: Literal["whole", "short"] = "short"
+    #: a photo caption sharing no content stem with the question is left out of the context: "off", "condensed" (in
+    #: the memories condensing cuts, after the first ``condense_after`` leaves) or "all" (in every memory)
+    caption_cut: Literal["off", "condensed", "all"] = "off"
+    #: speaker labels of the context's L1 lines (:mod:`timem.recall.density`): "names" (Melanie: …) or "initials"
+    #: (M: …, with a legend line "Speakers: C = Caroline, M = Melanie" at the head; one initial shared: names)
+    speaker_labels: Literal["names", "initials"] = "names"
+    #: context layout: "grouped" (L1 lines under a dated header, a new one when the session or the start minute changes:
+    #: [Mon 8 May 2023, 13:56]), "grouped-day" / "grouped-date" (a header per session and day: [Mon 8 May 2023] /
+    #: [8 May 2023]) or "lines" (a date per memory). "grouped-date" by measurement on LoCoMo dev (with short captions:
+    #: full coverage 72.7 -> 74.0 % at 500 tokens, 80.1 -> 80.5 at 1,000, no question lost); "grouped" shows the time
+    #: of day
+    context_layout: Literal["grouped", "grouped-day", "grouped-date", "lines"] = "grouped-date"
     #: per complexity, level -> most nodes of that level in the context (TOML table ``[recall.quotas.simple]``;
     #: levels 1-5, L1 at least 1; a complexity left out keeps its default; the TiMem paper's quotas are the
     #: ``timem-context`` recipe)

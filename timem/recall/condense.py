@@ -36,6 +36,7 @@ from timem.recall.context import (
     quarter_passage,
     render_context,
 )
+from timem.recall.density import CaptionForm, with_captions
 from timem.tokens import content_stems, count_tokens
 
 
@@ -60,13 +61,15 @@ def _stems_of(text: str) -> frozenset[str]:
 
 
 def condense(nodes: Mapping[str, MemoryNode], ranked_leaves: Sequence[str], neighbours: Sequence[tuple[str, str, str]],
-             question: str, stems: set[str], full_leaves: int, leaf_tokens: int, neighbour_tokens: int
-             ) -> tuple[dict[str, MemoryNode], dict[str, int]]:
+             question: str, stems: set[str], full_leaves: int, leaf_tokens: int, neighbour_tokens: int,
+             captions: CaptionForm | None = None) -> tuple[dict[str, MemoryNode], dict[str, int]]:
     """Cut the memories after the best leaves: every leaf after the first ``full_leaves`` of ``ranked_leaves`` (ids,
     best first) to its :func:`passage` of about ``leaf_tokens`` cl100k tokens, and every neighbour turn
     (``(leaf, neighbour, reason)`` triples) not pulled by one of those first leaves to ``neighbour_tokens``; a
     memory that is a leaf takes the leaf cap. ``stems``: the question's :func:`timem.tokens.content_stems` (its
     person names left out). Other memories (ancestors) and a memory that already fits its cap are unchanged.
+    ``captions``: when given, the photo captions of the memories cut here that share no stem of ``stems`` are left
+    out first, the others shown in that form (:func:`timem.recall.density.shown_captions`).
 
     Returns:
         ``(nodes with the cut memories replaced, {id of each cut memory: its cap})``; the input is not modified.
@@ -80,9 +83,12 @@ def condense(nodes: Mapping[str, MemoryNode], ranked_leaves: Sequence[str], neig
         if nid in whole or (nid not in leaves and nid not in pulled):
             continue
         cap = leaf_tokens if nid in leaves else neighbour_tokens
-        cut = passage(node, question, stems, cap)
+        shown = node if captions is None else with_captions(node, captions, stems)
+        cut = passage(shown, question, stems, cap)
         if cut is not node:
-            out[nid], caps[nid] = cut, cap
+            out[nid] = cut
+        if cut is not shown:
+            caps[nid] = cap
     return out, caps
 
 

@@ -24,13 +24,14 @@ from zoneinfo import ZoneInfo
 
 from timem.models import MemoryNode
 from timem.recall.context import (
+    GROUPED,
     HEADERS,
     L1_GROUPED_HEADER,
     Layout,
-    _day,
     _fit_exact,
     count_context_tokens,
     fit_budget,
+    group_header,
     l1_lines,
     memory_line,
     min_line_cost,
@@ -102,10 +103,9 @@ def _piece(node: MemoryNode, tz: ZoneInfo, layout: Layout) -> _Piece | None:
 def _make_piece(node: MemoryNode, tz: ZoneInfo, layout: Layout) -> _Piece | None:
     level = int(node.level)
     group, group_tokens = None, 0
-    if level == 1 and layout == "grouped":
+    if level == 1 and layout in GROUPED:
         lines = l1_lines(node)
-        start = node.span_start.astimezone(tz)
-        header = f"[{_day(start)}, {start:%H:%M}]"
+        header = group_header(node, tz, layout)
         group, group_tokens = (node.session_id or node.id, header), count_tokens(header + "\n")
     else:
         lines = [memory_line(node, tz)]
@@ -126,7 +126,7 @@ class _Context:
         self.seq = 0
 
     def _header(self, level: int) -> str:
-        return L1_GROUPED_HEADER if level == 1 and self.layout == "grouped" else HEADERS.get(level, f"L{level}:")
+        return L1_GROUPED_HEADER if level == 1 and self.layout in GROUPED else HEADERS.get(level, f"L{level}:")
 
     def _place(self, p: _Piece) -> tuple[int, int, bool]:
         """``(position in its level, Σ tokens(line + "\\n") it adds, whether its last line ends the context)``."""

@@ -35,6 +35,7 @@ from timem.recall.ancestors import AncestorRecord, fetch_lineage, lift_ancestors
 from timem.recall.aspects import merge_channels
 from timem.recall.condense import condense, refill
 from timem.recall.context import count_context_tokens
+from timem.recall.density import caption_rewrite, legend, speaker_initials, with_initials
 from timem.recall.gating import GateMode, GateOutcome, apply_budget, run_gate
 from timem.recall.items import ItemRecall, recall_items
 from timem.recall.keywords import person_names
@@ -194,19 +195,32 @@ def _context(state: RecallState, leaves: LeafSelection, ancestors: list[Ancestor
     kept, why, outcome = gated
     pulled = neighbour_leaves(store, config, user_id, [c for c in leaves.kept if c.node_id in kept], nodes,
                               {c.node_id for c in leaves.kept if not c.context_only}, state.unseen)
-    shown, caps, stems = nodes, dict[str, int](), set[str]()  # shown: what the context shows; nodes: as stored
-    if rc.condense_after != "off":
+    caps, stems = dict[str, int](), set[str]()
+    if rc.condense_after != "off" or rc.caption_cut != "off":
         stems = content_stems(query, person_names(query, state.participants))
-        shown, caps = condense(nodes, [c.node_id for c in sorted(leaves.kept, key=lambda c: c.rank)], pulled, query,
-                               stems, rc.condense_after, rc.condense_leaf_tokens, rc.condense_neighbour_tokens)
-    budget = max(0, rc.token_budget - item_tokens)
+    # whole: each memory's text before condensing (captions and speakers as shown); shown: what the context shows
+    whole = caption_rewrite(nodes, rc.caption_form, rc.caption_cut, stems)
+    initials = speaker_initials(whole.values()) if rc.speaker_labels == "initials" else {}
+    if initials:
+        whole = {nid: with_initials(n, initials) for nid, n in whole.items()}
+    legend_tokens = count_context_tokens(legend(initials)) + 1 if initials else 0
+    shown = whole
+    if rc.condense_after != "off":
+        shown, caps = condense(whole, [c.node_id for c in sorted(leaves.kept, key=lambda c: c.rank)], pulled, query,
+                               stems, rc.condense_after, rc.condense_leaf_tokens, rc.condense_neighbour_tokens,
+                               rc.caption_form if rc.caption_cut == "condensed" else None)
+    budget = max(0, rc.token_budget - item_tokens - legend_tokens)
     chosen, context, tokens, decisions = apply_budget(kept, why, leaves.kept, ancestors, shown, budget, config.time.tz,
                                                       rc.context_layout, pulled, rc.neighbour_priority == "interleave",
                                                       query)
     if caps and rc.condense_refill:
-        chosen, context, tokens = refill(chosen, nodes, caps, query, budget, config.time.tz, rc.context_layout,
+        chosen, context, tokens = refill(chosen, whole, caps, query, budget, config.time.tz, rc.context_layout,
                                          context, tokens)
     outcome = outcome.model_copy(update={"decisions": decisions})
+    used = {sp: i for sp, i in initials.items() if any(f"\n{i}: " in "\n" + n.content for n in chosen)}
+    if used and context:
+        context = legend(used) + "\n" + context
+        tokens = count_context_tokens(context)
     if items.lines:
         context = items.block + ("\n\n" + context if context else "")
         tokens = count_context_tokens(context)

@@ -15,9 +15,10 @@ persisted instead (:func:`compact`) is a JSON object, ``"format": 2``:
 * ``node_ids``: the memories of the context, as indices;
 * ``context``: ``{"sha": …, "passage_tokens": …, "layout": …, "timezone": …}`` when the context text is
   rebuilt from its memories (:func:`rebuild_context`: the item lines, then the memories rendered as recall
-  rendered them, an over-long memory cut to the same passage). :func:`compact` checks that the rebuild gives
-  the recalled text exactly, and stores ``{"text": …}`` instead when it does not (a caller that changed
-  the context after recall, e.g. a benchmark restricting levels).
+  rendered them, photo captions in the same form, an over-long memory cut to the same passage). :func:`compact`
+  checks that the rebuild gives the recalled text exactly, and stores ``{"text": …}`` instead when it does not (a
+  caller that changed the context after recall, e.g. a benchmark restricting levels; a caption or speaker label
+  left out or shortened by ``caption_cut`` / ``speaker_labels``).
 
 The store zlib-compresses the document (:mod:`timem.store.traces`): about 5 KB per trace on LoCoMo
 (``bench/results/trace-size.md``). :func:`expand` turns documents back into traces, joining the store for
@@ -41,6 +42,7 @@ from timem.models import MemoryNode
 from timem.recall.ancestors import AncestorRecord
 from timem.recall.condense import passage
 from timem.recall.context import Layout, best_passage, count_context_tokens, render_context
+from timem.recall.density import with_captions
 from timem.recall.gating import GateDecision
 from timem.recall.leaves import Candidate
 from timem.recall.trace import RecallTrace
@@ -132,8 +134,10 @@ def rebuild_context(trace: RecallTrace, nodes: Mapping[str, MemoryNode], layout:
     items' lines, a blank line, then the memories rendered in ``layout`` (dates in ``tz``), each one in
     ``trace.condensed`` cut to its passage within that cap, then those in ``passages`` cut to their passage of
     at most ``passage_tokens`` for the question, as recall cut them (:func:`timem.recall.context.best_passage`)."""
+    form = trace.settings.get("caption_form", "whole")
+
     def shown(nid: str) -> MemoryNode:
-        node = nodes[nid]
+        node = with_captions(nodes[nid], form) if form == "short" else nodes[nid]
         if nid in trace.condensed:
             node = passage(node, trace.query, set(trace.condense_stems), trace.condensed[nid])
         return best_passage(node, trace.query, passage_tokens) if nid in passages else node
@@ -152,8 +156,10 @@ def _context_spec(trace: RecallTrace, sources: Mapping[str, MemoryNode], ids: _I
     zone = trace.settings.get("timezone", "UTC")
     cap = passage_tokens(trace)
     stems = set(trace.condense_stems)
-    shown = {nid: passage(sources[nid], trace.query, stems, trace.condensed[nid]) if nid in trace.condensed
-             else sources[nid] for nid in trace.node_ids}
+    form = trace.settings.get("caption_form", "whole")
+    whole = {nid: with_captions(sources[nid], form) if form == "short" else sources[nid] for nid in trace.node_ids}
+    shown = {nid: passage(whole[nid], trace.query, stems, trace.condensed[nid]) if nid in trace.condensed
+             else whole[nid] for nid in trace.node_ids}
     cut = [nid for nid in trace.node_ids if best_passage(shown[nid], trace.query, cap) is not shown[nid]]
     try:
         rebuilt = rebuild_context(trace, sources, layout, ZoneInfo(zone), cut, cap)
