@@ -75,13 +75,16 @@ def score_gate(leaves: Sequence[Candidate], ancestors: Sequence[AncestorRecord],
     alone: :attr:`Candidate.name_only`, whose cosine is then the one with the names masked, nor from characters
     split from a word of a Chinese question alone: :attr:`Candidate.parts_only`) or a raw
     cosine similarity ``>= floor``, so an unrelated or empty-content question ("???") gets little
-    or no context, and each dropped leaf says so.
+    or no context, and each dropped leaf says so. A leaf inside a time window the question names (TIDER's overlap
+    bonus, :attr:`Candidate.time_bonus`: said then, or mentioning a date then) needs neither: "What did I do on 7
+    May?" asks for what was said that day, whatever its words (the floor dropped "I watched a documentary about
+    volcanoes", cosine 0.226, and kept the assistant's "Nice!" of that exchange).
     """
     kept, why = set(), {}
     for c in leaves:
         keyword = (c.bm25_raw or 0.0) > 0 and not c.name_only and not c.parts_only
         cosine = c.masked_cosine if c.name_only else c.cosine
-        relevant = keyword or (cosine is not None and cosine >= floor)
+        relevant = keyword or c.time_bonus > 0 or (cosine is not None and cosine >= floor)
         ok = c.fused >= threshold and relevant
         name, masked = (" but a name", " (names masked)") if c.name_only else ("", "")
         if c.parts_only:
