@@ -3,6 +3,7 @@
 * "I moved to Lisbon last week, we live in Alfama now." made the home city Alfama (a quarter of Lisbon): of the home
   patterns of a sentence the first in the list won ("live in"), whatever it named. A name the gazetteer knows as a
   place now wins over one it does not, in a sentence and in a turn ("I moved to Lisbon. We live in Alfama now.").
+* "I've been living in Porto since 2021." read nothing (only "I live / I'm living in" were read).
 * "I joined Google as a UX researcher." read nothing at all (neither employer nor job): a job may start with an
   acronym in capitals ("UX researcher", "QA engineer"), as "I work at Google as a UX designer" may.
 
@@ -36,6 +37,11 @@ def test_a_quarter_of_the_city_moved_to_is_no_home_city(cli_env, moved):  # noqa
     assert "Sam's home city: Lisbon" in held and "Alfama" not in held, held
 
 
+def test_been_living_in_is_a_home_city(cli_env):  # noqa: F811
+    held = _held(cli_env, ["I live in Berlin.", "I've been living in Porto since 2021, I love it."])
+    assert "Sam's home city: Porto" in held and "Berlin" not in held, held
+
+
 def test_joined_as_a_job_with_an_acronym(cli_env):  # noqa: F811
     held = _held(cli_env, ["I work as a nurse at St James's.", "I joined Google as a UX researcher."])
     assert "Sam's employer: Google" in held and "Sam's job: UX researcher" in held, held
@@ -47,6 +53,9 @@ def test_joined_as_a_job_with_an_acronym(cli_env):  # noqa: F811
     ("I moved to New York, I live in Brooklyn now.", [("home city", "Brooklyn")]),  # both places: as before
     ("I live in London, in Shoreditch.", [("home city", "London")]),
     ("I'm a UK citizen.", []),
+    ("I have been living in Porto since 2021.", [("home city", "Porto")]),
+    ("We have been based in Lyon since May.", [("home city", "Lyon")]),
+    ("I have been living in hope.", []),
     # a move to a town the gazetteer does not know, and a correction, still count
     ("I live in Leeds. I moved to Otley last week.", [("home city", "Leeds"), ("home city", "Otley")]),
     ("I live in Porto. Sorry, I meant I live in Vila Nova.", [("home city", "Porto"), ("home city", "Vila Nova")]),

@@ -108,7 +108,9 @@ def _cap(name: str) -> str:
 
 
 _I = r"\b(?:[Ii]|[Ww]e)"
-_HOME_AT = [_I + r"(?i:'m|\s+am|\s+are|'re)?\s+(?i:now\s+|currently\s+|still\s+)?(?i:live|living|based)\s+(?i:in)\s+",
+#: "I live in", "I'm (now) living in", "I've been living in Porto since 2021" (a new-user trial read nothing of it)
+_HOME_AT = [_I + r"(?i:'m|’m|\s+am|\s+are|'re|’re|(?:'ve|’ve|\s+have)\s+been)?\s+(?i:now\s+|currently\s+|still\s+)?"
+                 r"(?i:live|living|based)\s+(?i:in)\s+",
             _I + r"(?i:'ve|\s+have)?\s+(?i:just\s+|finally\s+|recently\s+)?"
                  r"(?:(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)|(?i:settled)\s+(?i:down\s+)?(?i:in))\s+",
             # chat style drops the subject at the start of a sentence: "Just moved to Madrid with my partner."
