@@ -96,7 +96,8 @@ def resolve_time_window(question: str, question_time: datetime, tz: ZoneInfo) ->
         tz: the user's zone (``Config.time.tz``); calendar units are cut at local midnight.
 
     Returns:
-        ``(phrase as found, window)``. Recognised: ISO and written dates ("8 May 2023", "May 8"),
+        ``(phrase as found, window)``. Recognised: ISO and written dates ("8 May 2023", "May 8"), the
+        Monday-Sunday week of one ("the week of 25 March", as the relative-date annotations write a week),
         "in May", "May 2023", "in 2022", Chinese months ("三月", "2024年3月", not "三个月"),
         "the past N days|weeks|months|years" / "the past week" (a rolling window ending at the
         question time), then everything :func:`resolve_relative_dates` knows ("yesterday",
@@ -111,6 +112,11 @@ def resolve_time_window(question: str, question_time: datetime, tz: ZoneInfo) ->
     if m := (re.search(rf"\b(\d{{1,2}}){_ORD}\s+(?:of\s+)?{_MON}\b,?(\s+\d{{4}})?", q, flags)
              or re.search(rf"\b{_MON}\s+(\d{{1,2}}){_ORD}\b,?(\s+\d{{4}})?", q, flags)):
         day = _explicit_day(m[0].replace("of ", ""), today)
+        if day is not None and (week := re.search(r"\b(?:the\s+)?week\s+of\s+$", q[:m.start()], flags)):
+            # "the week of 25 March", as the annotations write a week ("last week [= week of 25 March 2024]"): the
+            # Monday-Sunday week holding it (a new-user trial got the one day, which "last week" was longer than)
+            monday = day - timedelta(days=day.weekday())
+            return q[week.start():m.end()].strip(), day_window(monday, monday + timedelta(days=6), tz)
         if day is not None:
             return m[0].strip(), day_window(day, day, tz)
     if m := re.search(rf"\b(?:in\s+)?{_MON}\s+(\d{{4}})\b", q, flags):
