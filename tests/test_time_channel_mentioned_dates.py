@@ -112,31 +112,43 @@ def test_mentions_in_needs_overlap_and_no_longer_period():
     assert mentions_in("yesterday [= 7 May 2023]", rolling, tz)
 
 
-def test_the_sql_pattern_finds_every_annotation_in_a_window_and_no_other():
-    """:func:`mention_pattern` narrows the rows in SQL: it must match every annotation :func:`mentions_in` takes
-    (labels of the window's days, weeks, weekends, months), in both languages; a long window falls back to years."""
-    import re
+@pytest.mark.parametrize("zone", ["Europe/Berlin", "America/Santiago", "Pacific/Kiritimati"])
+def test_the_stored_dates_find_every_leaf_mentions_in_takes(store, zone):
+    """The store looks the leaves up by the dates they mention (``node_mentions``, by :func:`mention_days`) before
+    :func:`mentions_in` reads them: it must find every leaf that :func:`mentions_in` takes over all leaves, in both
+    languages and in zones with DST and a skipped midnight (Santiago) or 14 hours from UTC, and narrow: find none
+    whose every mentioned period is days away from the windows or longer than they allow."""
+    import numpy as np
 
-    from timem.recall.time_channel import mention_pattern, mentions_in
+    from timem.models import Level, MemoryNode
+    from timem.recall.time_channel import mention_days, mentions_in
     from timem.reldates import annotated_periods
 
-    tz = ZoneInfo("Europe/Berlin")
+    tz = ZoneInfo(zone)
+    said = [datetime(2023, 3, 1, 12, tzinfo=UTC) + timedelta(days=k, hours=7 * k) for k in range(0, 120, 2)]
+    phrases = "yesterday; last week; last weekend; last month; 昨天; 上周; 上周末; 上个月; three days ago; last year"
+    texts = [resolve_relative_dates(phrase, at)[0] for at in said for phrase in phrases.split("; ")]
+    nodes = [MemoryNode(id=f"n{k:04d}", user_id="mia", level=Level.SEGMENT, window_key=f"segment:t{k}",
+                        span_start=said[0], span_end=said[0], content=text, source_turn_ids=[f"t{k}"],
+                        model_id="verbatim", prompt_version="v") for k, text in enumerate(texts)]
+    vecs = np.zeros((len(nodes), store.dim), dtype=np.float32)
+    vecs[:, 0] = 1.0
+    store.add_nodes(nodes, vecs)
     windows = {"day": [day_window(date(2023, 5, 7), date(2023, 5, 7), tz)],
                "week": [day_window(date(2023, 5, 1), date(2023, 5, 7), tz)],
                "month": [day_window(date(2023, 5, 1), date(2023, 5, 31), tz)],
                "two": [day_window(date(2023, 3, 1), date(2023, 3, 31), tz),
-                       day_window(date(2023, 5, 1), date(2023, 5, 31), tz)]}
-    said = [datetime(2023, 3, 1, 12) + timedelta(days=k) for k in range(0, 120, 2)]
-    phrases = "yesterday; last week; last weekend; last month; 昨天; 上周; 上周末; 上个月; three days ago"
-    texts = [resolve_relative_dates(phrase, at)[0] for at in said for phrase in phrases.split("; ")]
+                       day_window(date(2023, 5, 1), date(2023, 5, 31), tz)],
+               "year": [day_window(date(2023, 1, 1), date(2023, 12, 31), tz)],
+               "rolling": [TimeSpan(start=datetime(2023, 4, 6, 12, tzinfo=UTC),
+                                    end=datetime(2023, 4, 8, 12, tzinfo=UTC))]}
     for name, ws in windows.items():
-        pattern = re.compile(mention_pattern(ws, tz))
-        taken = [t for t in texts if mentions_in(t, ws, tz)]
-        assert taken and all(pattern.search(t) for t in taken), name
-        for t in texts:  # it narrows: what it matches mentions a period overlapping a window
-            if pattern.search(t):
-                (first, last), = annotated_periods(t)
-                assert any(day_window(first, last, tz).start < w.end and day_window(first, last, tz).end > w.start
-                           for w in ws), (name, t)
-    long = [day_window(date(2022, 1, 1), date(2023, 12, 31), tz)]
-    assert mention_pattern(long, tz) == r"[\[［]=[^\]］]*(?:2021|2022|2023)"
+        found = dict(store.segments_mentioning("mia", mention_days(ws, tz), None))
+        taken = {n.id for n in nodes if mentions_in(n.content, ws, tz)}
+        assert taken and taken <= set(found), name
+        for text in found.values():  # it narrows: a period a day from a window at most, as long as it + 1 day
+            assert any(day_window(a, b, tz).start < w.end + timedelta(days=2)
+                       and day_window(a, b, tz).end > w.start - timedelta(days=2)
+                       and (b - a).days <= (w.end - w.start).days + 2
+                       for a, b in annotated_periods(text) for w in ws), (name, text)
+        assert name == "year" or len(found) < len(nodes), name  # every text mentions a date in 2022-2023

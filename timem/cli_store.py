@@ -44,7 +44,7 @@ def stats(db: DbOpt = None,
 
 
 def check(db: DbOpt = None, user: Annotated[str | None, typer.Option("--user", help="one user (default: all)")] = None,
-          repair: Annotated[bool, typer.Option(help="rebuild a stale FTS snapshot first")] = False,
+          repair: Annotated[bool, typer.Option(help="rebuild the BM25 index and the mentioned dates first")] = False,
           config: ConfigOpt = None) -> None:
     """Verify the tree invariants; exit code 2 on any violation."""
     cfg = _config(config, db)

@@ -102,7 +102,8 @@ class StoreReads(EnginePart):
 
     def check(self, user_id: str | None = None, *, repair: bool = False) -> list[Any]:
         """Tree invariant violations (:func:`timem.store.check.check_store`) of one user or all; ``repair``
-        first rebuilds the BM25 index from every node. Raises :class:`NotFoundError` for an unknown user."""
+        first rebuilds the BM25 index and the mentioned dates (:mod:`timem.store.mentions`) from every node. Raises
+        :class:`NotFoundError` for an unknown user."""
         from timem.store.check import check_store
 
         if user_id is not None:

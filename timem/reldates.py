@@ -46,7 +46,7 @@ from datetime import date, datetime, timedelta
 
 from dateutil.relativedelta import FR, MO, SA, SU, TH, TU, WE, relativedelta
 
-__all__ = ["Resolution", "annotated_periods", "period_labels", "resolve_relative_dates"]
+__all__ = ["Resolution", "annotated_periods", "resolve_relative_dates"]
 
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
            "September", "October", "November", "December")
@@ -374,7 +374,8 @@ def annotated_periods(text: str) -> list[tuple[date, date]]:
     """The calendar periods that the annotations of :func:`resolve_relative_dates` in ``text`` name, in text order:
     ``(first, last)`` dates, both inclusive, in the zone the text was annotated in ("yesterday [= 7 May 2023]" ->
     ``(7 May 2023, 7 May 2023)``; "[= week of 1 May 2023]" -> Monday 1 to Sunday 7 May; "上周末[=2023年4月29日至30日
-    周末]" -> 29-30 April). A bracket that holds no such label ("[= soon]", an impossible date) is skipped.
+    周末]" -> 29-30 April). A bracket that holds no such label ("[= soon]", an impossible date, a week past year 9999)
+    is skipped: every L1 text a store writes is read here (:mod:`timem.store.mentions`), so this never raises.
 
     >>> annotated_periods("On 8 May: I went hiking yesterday [= 7 May 2023].")
     [(datetime.date(2023, 5, 7), datetime.date(2023, 5, 7))]
@@ -383,24 +384,9 @@ def annotated_periods(text: str) -> list[tuple[date, date]]:
     for m in _ANNOTATED.finditer(text):
         try:
             found = _period(m[1])
-        except ValueError:  # "[= 31 February 2023]": typed, not written here
+        except (ValueError, OverflowError):  # "[= 31 February 2023]", "[= week of 27 December 9999]": typed here
             found = None
         if found is not None:
             out.append(found)
     return out
 
-
-def period_labels(first: date, last: date, max_days: int) -> list[str]:
-    """Every annotation label (English and Chinese, as :func:`resolve_relative_dates` writes them) of a day, week,
-    weekend, month or year that overlaps the dates ``first``..``last`` (inclusive) and lasts at most ``max_days``
-    days: what a text mentioning a date in that range can hold (``"7 May 2023"``, ``"week of 1 May 2023"``,
-    ``"2023年5月7日"`` ...). Cost: one step per day of the range."""
-    spans: dict[tuple[str, date, date], None] = {}
-    d = first
-    while d <= last:
-        for gran in ("day", "week", "weekend", "month", "year"):
-            lo, hi = _span(gran, d)
-            if (hi - lo).days + 1 <= max_days and lo <= last and hi >= first:  # a weekday's weekend is later
-                spans[(gran, lo, hi)] = None
-        d += timedelta(days=1)
-    return [_label(g, lo, hi, lang) for g, lo, hi in spans for lang in ("en", "zh")]

@@ -33,7 +33,7 @@ from timem.recall.fusion import fused_order
 from timem.recall.keywords import extract_keywords, name_words, person_names, strip_possessive
 from timem.recall.planner import RecallPlan, mask_names
 from timem.recall.state import RecallState
-from timem.recall.time_channel import TimeLocalisation, localise, mention_pattern, mentions_in, tider_score
+from timem.recall.time_channel import TimeLocalisation, localise, mention_days, mentions_in, tider_score
 from timem.tokens import counted
 
 
@@ -184,7 +184,7 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
         if loc.detect:
             spans = [(w.start, w.end) for w in loc.windows]
             timed = [i for i, _, _ in store.segments_in_windows(user_id, spans, n, until=question_time)]
-            mentions = store.segments_mentioning(user_id, mention_pattern(loc.windows, config.time.tz), question_time)
+            mentions = store.segments_mentioning(user_id, mention_days(loc.windows, config.time.tz), question_time)
             by_date = [i for i, text in mentions if mentions_in(text, loc.windows, config.time.tz)]
             mentioned, seen = set(by_date), set(timed)
             timed += [i for i in by_date[:n] if i not in seen]

@@ -8,7 +8,8 @@ distance decay, merged with the semantic channel of leaf selection.
 2. **Time channel**: the leaves *in* a window, merged with the semantic/BM25 candidates (a time-only
    candidate gets its cosine from its stored vector and BM25 0). A leaf is in a window when its span
    (when it was said) overlaps it (:meth:`Store.segments_in_windows`), or when a date its text mentions does
-   (:func:`mentions_in`): event time is not said time. "Yesterday I went hiking", said on 8 May, is stored as
+   (:func:`mentions_in`; the store finds the candidates in its table of mentioned dates, ``node_mentions``, by
+   :func:`mention_days`): event time is not said time. "Yesterday I went hiking", said on 8 May, is stored as
    "yesterday [= 7 May 2023]" (:func:`timem.reldates.resolve_relative_dates`), and "What did I do on 7 May?"
    finds it. A mentioned period counts only when it is no longer than the window: "yesterday" is in "last
    week", "last month" is not in "on 7 May" (a leaf about a whole month says little about one day of it).
@@ -25,14 +26,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, Field
 
 from timem.models import TimeSpan
 from timem.recall.time_window import day_window, resolve_time_window
-from timem.reldates import annotated_periods, period_labels
+from timem.reldates import annotated_periods
 
 OVERLAP_BONUS = 0.3
 FLAT_DAYS = 14.0
@@ -41,10 +42,6 @@ DECAY_FLOOR = 0.3
 MAX_WINDOWS = 2
 #: slack when a mentioned period is compared with a window's length (a day of 25 hours at a DST change)
 _SLACK = timedelta(hours=2)
-#: the days of windows whose every annotation label :func:`mention_pattern` lists (beyond: their years'). Measured on
-#: 100k leaves of one user, 10 % annotated (as in LoCoMo): SQL + parsing 15 ms for a day, 50 ms for a month with the
-#: labels; for a year 380 ms with them, 120 ms with the years
-MAX_LABEL_DAYS = 62
 
 
 class TimeLocalisation(BaseModel):
@@ -119,19 +116,18 @@ def mentions_in(text: str, windows: Sequence[TimeSpan], tz: ZoneInfo) -> bool:
     return False
 
 
-def mention_pattern(windows: Sequence[TimeSpan], tz: ZoneInfo) -> str:
-    """A regex (RE2, for :meth:`Store.segments_mentioning`) matching the relative-date annotations that may name a
-    date in ``windows`` (:func:`timem.reldates.period_labels` of each window's days in ``tz``, a day longer at most):
-    it narrows the rows in SQL to those :func:`mentions_in` then reads. Windows of more than
-    :data:`MAX_LABEL_DAYS` days together match any annotation naming one of their years instead."""
-    days = [(w.start.astimezone(tz).date(), (w.end - timedelta(microseconds=1)).astimezone(tz).date(), w)
-            for w in windows]
-    if sum((b - a).days + 1 for a, b, _ in days) > MAX_LABEL_DAYS:
-        years = sorted({y for a, b, _ in days for y in range(a.year - 1, b.year + 1)})
-        return r"[\[［]=[^\]］]*(?:" + "|".join(str(y) for y in years) + ")"
-    labels = dict.fromkeys(label for a, b, w in days
-                           for label in period_labels(a, b, math.ceil((w.end - w.start) / timedelta(days=1)) + 1))
-    return r"[\[［]=\s?(?:" + "|".join(re.escape(label) for label in labels) + r")[\]］]"
+def mention_days(windows: Sequence[TimeSpan], tz: ZoneInfo) -> list[tuple[date, date, int]]:
+    """What :meth:`Store.segments_mentioning` looks up for the half-open UTC ``windows``: per window ``(first, last,
+    max_days)``, the calendar days in ``tz`` it touches, a day wider on each side, and the most days a mentioned
+    period in it may last (its length in days rounded up, plus one). A superset of what :func:`mentions_in` takes
+    (its slack for a day of 23 or 25 hours at a DST change, a zone whose midnight repeats), which then reads the
+    texts it finds for the exact test."""
+    out = []
+    for w in windows:
+        first = w.start.astimezone(tz).date() - timedelta(days=1)
+        last = (w.end - timedelta(microseconds=1)).astimezone(tz).date() + timedelta(days=1)
+        out.append((first, last, math.ceil(max(w.end - w.start, timedelta(days=1)) / timedelta(days=1)) + 1))
+    return out
 
 
 def tider_score(score: float, start: datetime, end: datetime, loc: TimeLocalisation, *, decay: bool = True,

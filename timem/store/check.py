@@ -12,8 +12,8 @@ Checked, per user:
 * at most one open memory item per subject and single-valued attribute, as the items are read (a value whose
   successor was forgotten holds again until the next one: :func:`timem.item_holding.as_held`); two current home
   cities or jobs are a finding (rule ``item-open``), listing their values and ids;
-* search indexes in sync: the FTS snapshot is fresh and covers every node; every vector is a finite
-  unit vector.
+* search indexes in sync: the BM25 index covers every node; every vector is a finite unit vector; the table
+  of the dates L1 texts mention (``node_mentions``, :mod:`timem.store.mentions`) holds what each text mentions.
 """
 
 from __future__ import annotations
@@ -134,6 +134,9 @@ def _check_indexes(store: IndexHealth) -> list[Violation]:
                                                 f"{', '.join(health['bm25_stale'][:5]) or 'extra documents'}); "
                                                 "rebuild it with `timem check --repair`"))
     out += [Violation(None, i, "vector", "embedding is not a unit vector") for i in health["non_unit_vectors"]]
+    out += [Violation(None, i, "mentions", "the dates stored for this segment (node_mentions) differ from those its "
+                                           "text mentions; rebuild them with `timem check --repair`")
+            for i in health["mentions_stale"]]
     return out
 
 

@@ -36,6 +36,7 @@ from typing import Any
 import duckdb
 
 from timem.errors import StoreError
+from timem.store import mentions
 from timem.store.bm25 import unindex_user
 from timem.store.extensions import extension_path
 from timem.store.items import ItemTables
@@ -304,8 +305,8 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
                                                "WHERE user_id = ?", [user_id, user_id, user_id]).fetchall()]
 
     def erase_user(self, user_id: str) -> dict[str, int]:
-        """Remove every row of ``user_id`` (turns, sessions, nodes, segment tree, traces, cache entries of its
-        calls)."""
+        """Remove every row of ``user_id`` (turns, sessions, nodes with their BM25 postings and mentioned dates,
+        segment tree, traces, cache entries of its calls)."""
         counts: dict[str, int] = {}
         with self.transaction():
             texts = self.user_texts(user_id)
@@ -322,6 +323,7 @@ class Store(NodeTables, TurnTables, SearchTables, TraceTables, RecordTables, Ite
                                                          [user_id]))[0]
                 self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [user_id])
             unindex_user(self.con, user_id)
+            mentions.unindex_user(self.con, user_id)
             self.mark_nodes_written()  # no step recorded: the in-memory copies are loaded again
         return counts
 

@@ -5,7 +5,8 @@ in one transaction: turns, sessions, nodes (with their vectors), memory items an
 segment trees, recall traces, write requests, the LLM cache (an entry already here is kept: same key,
 same request) and call log, and the audit log. The two files must hold vectors of the same embedder
 and have the same schema version, and share no user (a user's rows are never mixed); otherwise nothing
-is copied. The merged nodes are added to this file's BM25 index (:mod:`timem.store.bm25`).
+is copied. The merged nodes are added to this file's BM25 index (:mod:`timem.store.bm25`) and its table of
+mentioned dates (:mod:`timem.store.mentions`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from timem.errors import StoreError
+from timem.store import mentions
 from timem.store.bm25 import index_docs
 from timem.store.handle import StoreHandle
 
@@ -61,9 +63,12 @@ def merge_file(store: StoreHandle, other: str | Path) -> dict[str, int]:
                         "WHERE key NOT IN (SELECT key FROM main.llm_cache)")
             counts["llm_cache"] = int(n[0]) if n else 0
             # the merged nodes' BM25 postings (this file's term ids), in insertion order
-            rows = con.execute("SELECT id, user_id, level, status, search_text FROM main.nodes WHERE user_id IN "
-                               "(SELECT DISTINCT user_id FROM merge_src.nodes) ORDER BY rowid").fetchall()
+            rows = con.execute("SELECT id, user_id, level, status, search_text, content FROM main.nodes "
+                               "WHERE user_id IN (SELECT DISTINCT user_id FROM merge_src.nodes) "
+                               "ORDER BY rowid").fetchall()
             index_docs(con, [(r[0], r[1], int(r[2]), r[3], r[4]) for r in rows])
+            # and the dates their L1 nodes mention (timem.store.mentions)
+            mentions.index_nodes(con, [(r[0], r[1], r[5]) for r in rows if int(r[2]) == 1])
             store.mark_nodes_written()  # no step recorded: the in-memory copies are loaded again
         return counts
     finally:

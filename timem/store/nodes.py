@@ -17,6 +17,7 @@ import numpy as np
 
 from timem.errors import NotFoundError, StoreError
 from timem.models import Level, MemoryNode, NodeStatus
+from timem.store import mentions
 from timem.store.memory_index import MemoryIndex
 from timem.store.records import db_time
 from timem.store.rows import ID_LIST, SQL_ORDER, in_list, utc
@@ -103,7 +104,8 @@ class NodeTables:
             for n in nodes:
                 if n.child_ids:
                     self.con.execute(f"UPDATE nodes SET parent_id = ? WHERE id IN {ID_LIST}", [n.id, n.child_ids])
-            # the BM25 postings of the new nodes, in this transaction (timem.store.bm25)
+            # the dates the new L1 nodes mention (timem.store.mentions) and their BM25 postings (timem.store.bm25)
+            mentions.index_nodes(self.con, [(n.id, n.user_id, n.content) for n in nodes if n.level == Level.SEGMENT])
             self._index_new_nodes([(n.id, n.user_id, int(n.level), n.status.value, text)
                                    for n, text in zip(nodes, texts, strict=True)], vecs,
                                   [c for n in nodes for c in n.child_ids])
@@ -137,13 +139,15 @@ class NodeTables:
             return
         with self.transaction():
             self.con.execute(f"UPDATE nodes SET {', '.join(sets)} WHERE id = ?", args + [node_id])
+            if content is not None:  # the dates it mentions (timem.store.mentions)
+                mentions.reindex_node(self.con, node_id)
             if content is not None or status is not None:  # its postings (and its place in the searches) change
                 self._reindex_node(node_id, embedding)
             else:
                 self._record_change([], [], touched=[node_id])
 
     def delete_nodes(self, node_ids: Sequence[str]) -> None:
-        """Hard-erase nodes (rows, vectors, BM25 postings) and the source turns of erased L1
+        """Hard-erase nodes (rows, vectors, BM25 postings, mentioned dates) and the source turns of erased L1
         segments (else they would be consolidated again); children lose their parent link; the segment
         trees (:mod:`timem.tree.segtree`) of the users of erased L1 nodes are dropped, to be rebuilt by the next
         sync."""
@@ -160,6 +164,7 @@ class NodeTables:
             self.con.execute(f"DELETE FROM segtree_summaries WHERE user_id IN {owners}", [list(node_ids)])
             self.drop_item_sources(node_ids)  # items read only from erased segments go with them
             self.con.execute(f"DELETE FROM nodes WHERE id IN {ID_LIST}", [list(node_ids)])
+            mentions.unindex_nodes(self.con, node_ids)
             self._unindex_nodes(node_ids, orphans)
 
     def working_set(self, user_id: str) -> WorkingSet | None:

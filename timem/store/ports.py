@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -176,8 +176,11 @@ class Search(Protocol):
     def segments_in_windows(self, user_id: str, windows: Sequence[tuple[datetime, datetime]], limit: int,
                             until: datetime | None = None) -> list[tuple[str, datetime, datetime]]: ...
 
-    def segments_mentioning(self, user_id: str, pattern: str, until: datetime | None = None
-                            ) -> list[tuple[str, str]]: ...
+    def segments_mentioning(self, user_id: str, days: Sequence[tuple[date, date, int]], until: datetime | None = None
+                            ) -> list[tuple[str, str]]:
+        """Active L1 nodes mentioning a period in one of ``days`` ``(first, last, max_days)``, as ``(id, content)``
+        (:func:`timem.store.mentions.segments_mentioning`)."""
+        ...
 
     def adjacent_segments(self, user_id: str, node_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]: ...
 
@@ -190,7 +193,8 @@ class IndexHealth(Protocol):
     def calendar_zone(self, zone: str | None = None) -> str | None: ...
 
     def index_health(self) -> dict[str, Any]:
-        """``{"nodes": n, "bm25_documents": n, "bm25_stale": [node id, ...], "non_unit_vectors": [node id, ...]}``."""
+        """``{"nodes": n, "bm25_documents": n, "bm25_stale": [node id, ...], "non_unit_vectors": [node id, ...],
+        "mentions_stale": [node id, ...]}``."""
         ...
 
 

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 import duckdb
 import numpy as np
 
-from timem.store import bm25, bm25_query
+from timem.store import bm25, bm25_query, mentions
 from timem.store.memory_index import MemoryIndex
 from timem.store.rows import one_row, utc
 from timem.store.search import query_termids, vector_top
 from timem.store.segmenter import search_text
-from timem.store.tree_queries import adjacent_segments, segments_in_windows, segments_mentioning
+from timem.store.tree_queries import adjacent_segments, segments_in_windows
 from timem.store.working_set import WorkingSet
 
 
@@ -58,14 +58,15 @@ class SearchTables:
         raise NotImplementedError
 
     def refresh_fts(self, force: bool = False) -> bool:
-        """With ``force``, build the BM25 index (:mod:`timem.store.bm25`) again from every node: repair (``timem
-        check --repair``) and hard erase (the terms only erased nodes held leave the dictionary) only, as it
-        reads the whole table. Without, nothing: every write keeps the index current in its own transaction.
-        Returns whether it rebuilt."""
+        """With ``force``, build the BM25 index (:mod:`timem.store.bm25`) and the table of mentioned dates
+        (:mod:`timem.store.mentions`) again from every node: repair (``timem check --repair``) and hard erase (the
+        terms only erased nodes held leave the dictionary) only, as it reads the whole table. Without, nothing:
+        every write keeps both current in its own transaction. Returns whether it rebuilt."""
         if not force:
             return False
         with self.transaction():
             bm25.rebuild(self.con)
+            mentions.rebuild(self.con)
             self.mark_nodes_written()  # no step recorded: the in-memory copies are loaded again
         self._bm25_query_words = None  # the rebuild wrote the macro again
         return True
@@ -150,16 +151,19 @@ class SearchTables:
         as ``(id, span_start, span_end)`` (see :mod:`timem.store.tree_queries`)."""
         return [(i, utc(a), utc(b)) for i, a, b in segments_in_windows(self.con, user_id, windows, limit, until)]
 
-    def segments_mentioning(self, user_id: str, pattern: str, until: datetime | None = None
+    def segments_mentioning(self, user_id: str, days: Sequence[tuple[date, date, int]], until: datetime | None = None
                             ) -> list[tuple[str, str]]:
-        """Active L1 nodes whose text holds a relative-date annotation that the regex ``pattern`` matches, not starting
-        after ``until``, as ``(id, content)`` (see :mod:`timem.store.tree_queries`)."""
-        return segments_mentioning(self.con, user_id, pattern, until)
+        """Active L1 nodes whose text mentions a period overlapping one of ``days`` ``(first, last, max_days)``
+        (calendar days, inclusive) and lasting at most ``max_days``, not starting after ``until`` (UTC-aware), as
+        ``(id, content)``, earliest first: a lookup in ``node_mentions`` (see :mod:`timem.store.mentions`)."""
+        return mentions.segments_mentioning(self.con, user_id, days, until)
 
     def index_health(self) -> dict[str, Any]:
         """What ``timem check`` reads: nodes (``nodes``), nodes in the BM25 index (``bm25_documents``), nodes
         missing from it or indexed with another status or level than they have (``bm25_stale``: ids) and ids of
-        nodes whose vector is missing or not unit-length (``non_unit_vectors``)."""
+        nodes whose vector is missing or not unit-length (``non_unit_vectors``) and ids of L1 nodes whose rows in
+        ``node_mentions`` differ from the dates their text mentions (``mentions_stale``, at most 100; reads every
+        text holding ``[=``: :func:`timem.store.mentions.stale`)."""
         n_nodes = one_row(self.con.execute("SELECT count(*) FROM nodes"))[0]
         n_docs = one_row(self.con.execute("SELECT count(*) FROM bm25_docs"))[0]
         stale = [r[0] for r in self.con.execute(
@@ -169,4 +173,5 @@ class SearchTables:
         bad = [r[0] for r in self.con.execute(
             "SELECT id FROM nodes WHERE len(embedding) IS NULL OR abs(list_dot_product(embedding::FLOAT[], "
             "embedding::FLOAT[]) - 1) > 1e-3").fetchall()]
-        return {"nodes": int(n_nodes), "bm25_documents": int(n_docs), "bm25_stale": stale, "non_unit_vectors": bad}
+        return {"nodes": int(n_nodes), "bm25_documents": int(n_docs), "bm25_stale": stale, "non_unit_vectors": bad,
+                "mentions_stale": mentions.stale(self.con)}

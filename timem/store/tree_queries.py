@@ -1,6 +1,6 @@
 """Structural queries over the Temporal Memory Tree used by recall: neighbouring segments and
-segments inside time windows or mentioning dates in them. Every query filters by ``user_id`` inside
-SQL, so another user's node can never be returned.
+segments inside time windows (segments mentioning dates in them: :mod:`timem.store.mentions`). Every query
+filters by ``user_id`` inside SQL, so another user's node can never be returned.
 """
 
 from __future__ import annotations
@@ -65,20 +65,3 @@ def segments_in_windows(con: duckdb.DuckDBPyConnection, user_id: str, windows: S
                        args).fetchall()
     return [(r[0], r[1], r[2]) for r in rows]
 
-
-def segments_mentioning(con: duckdb.DuckDBPyConnection, user_id: str, pattern: str,
-                        until: datetime | None = None) -> list[tuple[str, str]]:
-    """Active L1 nodes of ``user_id`` whose content holds an annotation of :func:`timem.reldates.resolve_relative_dates`
-    (``[= 7 May 2023]``, ``[=2023年5月7日]``) that the regex ``pattern`` (RE2) matches, as ``(id, content)``, earliest
-    first; ``until`` drops nodes that start after it (the question time). The caller reads the dates
-    (:func:`timem.reldates.annotated_periods`): this only narrows the rows to those that may name one. A substring
-    test for ``[=`` runs before the regex (most rows have no annotation; ~20 ms at 100k rows, the regex alone ~120)."""
-    args: list[object] = [user_id, pattern]
-    extra = ""
-    if until is not None:
-        extra = " AND span_start <= ?"
-        args.append(db_time(until))
-    rows = con.execute("SELECT id, content FROM nodes WHERE user_id = ? AND level = 1 AND status = 'active' "
-                       "AND (contains(content, '[=') OR contains(content, '［=')) "
-                       f"AND regexp_matches(content, ?){extra} ORDER BY span_start, id", args).fetchall()
-    return [(r[0], r[1]) for r in rows]

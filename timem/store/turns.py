@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from timem.models import Role, SessionInfo, Turn
+from timem.store import mentions
 from timem.store.records import db_time
 from timem.store.rows import ID_LIST, in_list, utc
 
@@ -76,6 +77,7 @@ class TurnTables:
                          [turn.text, turn.image_caption, turn.id])
         if rows:
             self.con.execute(f"DELETE FROM nodes WHERE id IN {ID_LIST}", [[r[0] for r in rows]])
+            mentions.unindex_nodes(self.con, [r[0] for r in rows])
             for table in ("segtree_nodes", "segtree_state"):  # its centroids hold the old text's vector
                 self.con.execute(f"DELETE FROM {table} WHERE user_id = ?", [turn.user_id])
             self._unindex_nodes([r[0] for r in rows])
