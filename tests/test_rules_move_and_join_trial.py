@@ -3,6 +3,9 @@
 * "I moved to Lisbon last week, we live in Alfama now." made the home city Alfama (a quarter of Lisbon): of the home
   patterns of a sentence the first in the list won ("live in"), whatever it named. A name the gazetteer knows as a
   place now wins over one it does not, in a sentence and in a turn ("I moved to Lisbon. We live in Alfama now.").
+* "I live in Manchester and work as a nurse at Salford Royal hospital." read the city and no job or employer: the
+  "I" left out before "work" is the speaker's (not after a relative clause or another subject: "my parents who live in
+  Leeds and work at Asda" stays unread).
 * "I've been living in Porto since 2021." read nothing (only "I live / I'm living in" were read).
 * "I joined Google as a UX researcher." read nothing at all (neither employer nor job): a job may start with an
   acronym in capitals ("UX researcher", "QA engineer"), as "I work at Google as a UX designer" may.
@@ -42,6 +45,11 @@ def test_been_living_in_is_a_home_city(cli_env):  # noqa: F811
     assert "Sam's home city: Porto" in held and "Berlin" not in held, held
 
 
+def test_the_i_left_out_before_work(cli_env):  # noqa: F811
+    held = _held(cli_env, ["I live in Manchester and work as a nurse at Salford Royal hospital."])
+    assert "Sam's employer: Salford Royal hospital" in held and "Sam's job: nurse" in held, held
+
+
 def test_joined_as_a_job_with_an_acronym(cli_env):  # noqa: F811
     held = _held(cli_env, ["I work as a nurse at St James's.", "I joined Google as a UX researcher."])
     assert "Sam's employer: Google" in held and "Sam's job: UX researcher" in held, held
@@ -56,6 +64,10 @@ def test_joined_as_a_job_with_an_acronym(cli_env):  # noqa: F811
     ("I have been living in Porto since 2021.", [("home city", "Porto")]),
     ("We have been based in Lyon since May.", [("home city", "Lyon")]),
     ("I have been living in hope.", []),
+    ("I live in Leeds and work at Asda.", [("home city", "Leeds"), ("employer", "Asda")]),
+    ("I moved to Porto and now work as a nurse.", [("home city", "Porto"), ("job", "nurse")]),
+    ("I visited my parents who live in Leeds and work at Asda.", []),
+    ("My parents live in Leeds and work at Asda.", []),
     # a move to a town the gazetteer does not know, and a correction, still count
     ("I live in Leeds. I moved to Otley last week.", [("home city", "Leeds"), ("home city", "Otley")]),
     ("I live in Porto. Sorry, I meant I live in Vila Nova.", [("home city", "Porto"), ("home city", "Vila Nova")]),

@@ -380,6 +380,11 @@ def _sentence(s: str, correction: bool, background: bool = False) -> list[Statem
 #: "I also moved to Porto", "we also love jazz", "I've also started working as a nurse": read as without "also" (a
 #: new-user trial on LoCoMo read nothing of "I also lost my job at Door Dash this month")
 _ALSO = re.compile(r"\b((?:[Ii]|[Ww]e)(?:'ve|’ve|\s+have)?)\s+also\s+(?=[a-z])")
+#: the speaker's "I" left out before "work": "I live in Leeds and work at Asda", "I moved to Porto and now work as a
+#: nurse" (a new-user trial read the city and no job); not after a relative clause of someone else's ("my parents,
+#: who live in Leeds and work at Asda") nor after another subject ("I live with my sister and work …" is not read)
+_AND_WORK = re.compile(r"(?P<head>\b[Ii]\s(?:(?!\b(?i:who|that|which|whose|where|he|she|they|my|his|her|their)\b)"
+                       r"[^,;.!?])*?)\s+and\s+(?=(?:(?i:now|currently|also)\s+)?(?i:work)\s+(?i:at|for|as)\b)")
 #: a since-clause: "Since I lost my job at Door Dash, things have been tough", "I've been happier ever since I moved to
 #: Porto"; it runs to a comma, a semicolon, a further clause of the speaker's ("Since I moved here I love jazz") or
 #: the sentence's end
@@ -426,7 +431,7 @@ def extract_statements(text: str) -> list[Statement]:
                 # "Actually, I moved to Braga, not Porto" (or "sorry, I meant …", "不对，…") corrects
                 news = _MERE_ACTUALLY.match(m.group(0)) and _CHANGE.search(rest) and not _CONTRAST.search(rest)
                 correction, sent = not news, rest
-        for part, background in since_parts(_ALSO.sub(r"\1 ", sent)):
+        for part, background in since_parts(_AND_WORK.sub(r"\g<head> and I ", _ALSO.sub(r"\1 ", sent))):
             for clause in opinion_clauses(part):
                 out += _sentence(clause, correction, background)
     return _city_over_quarter(out)
