@@ -43,6 +43,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from functools import lru_cache
 
 from dateutil.relativedelta import FR, MO, SA, SU, TH, TU, WE, relativedelta
 
@@ -341,6 +342,7 @@ _ZH_LABEL = re.compile(r"^" + _ZH_DATE + r"(?:至" + _ZH_DATE + r")?(周末)?$")
 _ANNOTATED = re.compile(r"[\[［]=\s?([^\]］]+)[\]］]")
 
 
+@lru_cache(maxsize=16384)  # labels repeat: the time channel reads thousands of texts naming the same days (~3 MB)
 def _period(label: str) -> tuple[date, date] | None:
     """The inclusive ``(first, last)`` calendar dates a label of :func:`_label` names, or ``None`` for other text."""
     label = label.strip()

@@ -27,6 +27,7 @@ import math
 import re
 from collections.abc import Sequence
 from datetime import date, datetime, timedelta
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, Field
@@ -42,6 +43,8 @@ DECAY_FLOOR = 0.3
 MAX_WINDOWS = 2
 #: slack when a mentioned period is compared with a window's length (a day of 25 hours at a DST change)
 _SLACK = timedelta(hours=2)
+#: :func:`day_window` of a mentioned period, remembered: a year window reads thousands of texts naming the same days
+_period_window = lru_cache(maxsize=16384)(day_window)  # at most ~4 MB
 
 
 class TimeLocalisation(BaseModel):
@@ -108,7 +111,7 @@ def mentions_in(text: str, windows: Sequence[TimeSpan], tz: ZoneInfo) -> bool:
     if not windows or "=" not in text:
         return False
     for first, last in annotated_periods(text):
-        period = day_window(first, last, tz)
+        period = _period_window(first, last, tz)
         for w in windows:
             if period.start < w.end and period.end > w.start and \
                     period.end - period.start <= max(w.end - w.start, timedelta(days=1)) + _SLACK:
