@@ -76,3 +76,18 @@ def test_erase_user_yes_erases_without_asking(db):
 def test_preview_cuts_at_a_word_and_marks_the_cut():
     said = one_line("I keep the watch, a gift from my grandmother, in a drawer", 40)
     assert said.endswith("…") and len(said) <= 40 and said == "I keep the watch, a gift from my…", said
+
+
+def test_erase_user_preview_counts_what_goes_forgotten_and_superseded_included(db):
+    """A new-user trial: the preview said "4 memory item(s)" and the erase then removed 6 memory_items: it counted
+    active items (and nodes) only, while the erase removes every status."""
+    import re
+
+    code, out = run("forget", "I adopted a rescue dog called Rex", "--user", "zoe", "--db", db, "--yes")
+    assert code == 0, out  # a forgotten (deleted) node
+    nodes, items = _count(db, "SELECT count(*) FROM nodes"), _count(db, "SELECT count(*) FROM memory_items")
+    assert _count(db, "SELECT count(*) FROM nodes WHERE status <> 'active'") > 0
+    code, out = run("erase-user", "zoe", "--db", db, "--yes")
+    assert code == 0 and f"{nodes} memory node(s), {items} memory item(s)" in out, out
+    erased = {k: int(v) for v, k in re.findall(r"(\d+) (nodes|memory_items)\b", out.split("erased user")[1])}
+    assert erased.get("nodes", nodes) == nodes and erased.get("memory_items", items) == items, out

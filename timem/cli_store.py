@@ -155,8 +155,10 @@ def erase_user(user: Annotated[str, typer.Argument(help="the user id to erase")]
     cfg = _config(config, db)
     with _engine(cfg, with_llm=False, must_exist=True) as eng:
         eng.require_user(user)
+        # every status: the erase removes the forgotten and superseded ones too (the preview counted active only)
         going = (f"{len(eng.store.turns(user))} turn(s) in {len(eng.store.sessions(user))} session(s), "
-                 f"{len(eng.store.nodes(user))} memory node(s), {len(eng.store.items(user))} memory item(s)")
+                 f"{len(eng.store.nodes(user, status=None))} memory node(s), "
+                 f"{len(eng.store.items(user, status=None))} memory item(s)")
         typer.echo(f"user {user}: {going}, and its recall traces, LLM cache and call log entries")
         if not yes:
             cli_common.confirm_or_refuse(f"erase user {user} for good (cannot be undone)?", "erase-user")
