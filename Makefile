@@ -67,8 +67,10 @@ lint: install
 
 # every test, slow (embedded LLM) and browser ones included: -m "" overrides the fast-suite filter that
 # pyproject.toml's addopts gives a bare `pytest`
+# two worker processes (pytest-xdist), whole test files each (--dist loadfile: a module's fixtures, e.g. its Ray
+# cluster, stay in one process): the suite took ~25 min in one process on these 2-core machines
 test: install lint browser-deps model
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15 -m ""
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15 -m "" -n 2 --dist loadfile
 
 test-fast: install
 	$(BIN)/python -m pytest -q
