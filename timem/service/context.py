@@ -104,9 +104,10 @@ class UserLocks:
     taken in stripe order (so two callers of it never deadlock), for what is not about one user.
 
     A chat write and each step of the queue worker on a user's jobs hold that user's lock only: the worker's
-    consolidation of one user (hundreds of milliseconds) no longer holds up every other user's writes. Every
-    other engine call of the service (edits, erases, tenant routes, an LLM's answer) holds :attr:`every`, as the
-    service's one lock did. The store still runs one write transaction at a time (``Store.writer``)."""
+    consolidation of one user (hundreds of milliseconds) no longer holds up every other user's writes, nor they
+    it. Chat writes still go one at a time (:class:`Service`). Every other engine call of the service (edits,
+    erases, tenant routes, an LLM's answer) holds :attr:`every`, as the service's one lock did. The store still
+    runs one write transaction at a time (``Store.writer``)."""
 
     def __init__(self, stripes: int = LOCK_STRIPES) -> None:
         self._stripes = [threading.Lock() for _ in range(stripes)]
@@ -142,6 +143,9 @@ class Service:
         engine.core.tenant_ids = True  # its users are stored as tenant/user (Tenant.internal)
         self.max_text = engine.config.service.service_max_text_chars
         self.locks = UserLocks()
+        #: chat writes one at a time (admission): with every write running beside the worker and the recalls, they
+        #: took the store's writer and the GIL from the recalls (recall p50 371 -> 1,517 ms under bench/service_load.py)
+        self._one_write = threading.Lock()
         # the embedder loads on its first text (a CLI read needs none), the planner's centroids on the first
         # recall: load them now, not in the first request
         engine.warm_recall()
@@ -156,8 +160,12 @@ class Service:
     def use(self, user_id: str | None = None) -> Iterator[MemoryEngine]:
         """The engine under the write lock of the stored user id ``user_id`` (a chat write of that user only:
         nothing else of the engine is touched), else under every user's (every other write; :class:`UserLocks`)."""
-        with self.locks.user(user_id) if user_id is not None else self.locks.every:
-            yield self.engine
+        if user_id is None:
+            with self.locks.every:
+                yield self.engine
+        else:
+            with self._one_write, self.locks.user(user_id):
+                yield self.engine
 
     @contextmanager
     def read(self) -> Iterator[MemoryEngine]:
