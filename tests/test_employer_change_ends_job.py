@@ -16,7 +16,8 @@ def _held(eng) -> dict[str, str]:
     return {i.attribute: i.value for i in eng.memory_items("mia") if i.is_open and i.attribute in ("job", "employer")}
 
 
-@pytest.mark.parametrize("change", ["I just started at Google", "I started a new job at Google."])
+@pytest.mark.parametrize("change", ["I just started at Google", "I started a new job at Google.", "I joined Google",
+                                    "I joined Google.", "I've just joined Google!", "I joined Google's cloud team."])
 def test_a_new_employer_ends_the_old_job_title(eng, change):
     say_lines(eng, ["I work as a nurse at St James's", change])
     assert _held(eng) == {"employer": "Google"}
