@@ -49,6 +49,24 @@ def dev_setup(data: str, db: str, budget: int) -> tuple[Any, MiniLMEmbedder, Any
     return recipe, embedder, store, base, users, spec
 
 
+def capturing_retriever(cfg: Any, store: Any, embedder: Any, recipe: Any, run_key: str) -> tuple[Any, dict[str, Any]]:
+    """A bench retriever over a new engine with ``cfg``, and a dict whose ``"r"`` holds the engine's last
+    :class:`~timem.recall.pipeline.RecallResult` (its trace: candidates, gate, context ids) after each question."""
+    from timem.bench.retrieval import TimemRetriever
+    from timem.engine import MemoryEngine
+
+    engine = MemoryEngine(cfg, store, embedder, None)
+    last: dict[str, Any] = {}
+    original = engine.recall
+
+    def capture(*a: Any, **k: Any) -> Any:
+        last["r"] = original(*a, **k)
+        return last["r"]
+
+    engine.recall = capture  # type: ignore[method-assign]
+    return TimemRetriever(engine, cfg, recipe, run_key=run_key), last
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default="tests/data/locomo-dev.json")

@@ -24,13 +24,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from entity_probe import dev_setup
+from entity_probe import capturing_retriever, dev_setup
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from timem.bench.retrieval import TimemRetriever
 from timem.bench.runner import question_time, resolve_config, select_questions
-from timem.engine import MemoryEngine
 from timem.recall.evaluate import evidence_ids
 
 FEATURES = ("fused", "semantic", "bm25", "cosine", "bm25_raw", "has_bm25", "time_bonus", "time_factor", "local",
@@ -51,16 +49,7 @@ def collect(db: str, data: str, budget: int) -> list[dict[str, Any]]:
     with its features and the refs of its turns and of the turn after it."""
     recipe, embedder, store, base, users, spec = dev_setup(data, db, budget)
     cfg, _ = resolve_config(base, recipe, True)
-    engine = MemoryEngine(cfg, store, embedder, None)
-    last: dict[str, Any] = {}
-    original = engine.recall
-
-    def capture(*a: Any, **k: Any) -> Any:
-        last["r"] = original(*a, **k)
-        return last["r"]
-
-    engine.recall = capture  # type: ignore[method-assign]
-    retr = TimemRetriever(engine, cfg, recipe, run_key="fusion-proxy")
+    retr, last = capturing_retriever(cfg, store, embedder, recipe, "fusion-proxy")
     out = []
     for user, q in select_questions(users, spec):
         gold = evidence_ids(q.evidence)

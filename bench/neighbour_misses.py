@@ -16,13 +16,10 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
-from typing import Any
 
-from entity_probe import dev_setup
+from entity_probe import capturing_retriever, dev_setup
 
-from timem.bench.retrieval import TimemRetriever
 from timem.bench.runner import _score, question_time, resolve_config, select_questions
-from timem.engine import MemoryEngine
 
 TOP = 60  #: the leaf candidates kept (``recall_top_k``)
 
@@ -41,16 +38,7 @@ def main() -> None:
     args = ap.parse_args()
     recipe, embedder, store, base, users, spec = dev_setup(args.data, args.db, args.budget)
     cfg, _ = resolve_config(base.with_overrides(**json.loads(args.variant)), recipe, True)
-    engine = MemoryEngine(cfg, store, embedder, None)
-    last: dict[str, Any] = {}
-    original = engine.recall
-
-    def capture(*a: Any, **k: Any) -> Any:
-        last["r"] = original(*a, **k)
-        return last["r"]
-
-    engine.recall = capture  # type: ignore[method-assign]
-    retr = TimemRetriever(engine, cfg, recipe, run_key="neighbours")
+    retr, last = capturing_retriever(cfg, store, embedder, recipe, "neighbours")
     leaf_of: dict[str, dict[str, str]] = {}  # user -> gold ref -> L1 node id
     counts: Counter[tuple[str, ...]] = Counter()
     lines = []
