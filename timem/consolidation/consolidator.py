@@ -284,7 +284,7 @@ class Consolidator:
         at_level = self.store.nodes(user_id, int(level))  # active, in conversation order: one query, not one a window
         by_key: dict[str, MemoryNode] = {}
         for node in at_level:
-            by_key.setdefault(node.window_key, node)  # the first, as Store.node_for_window gives it
+            by_key.setdefault(node.window_key, node)  # a window's first active node, in conversation order
         wanted: list[tuple[str, TimeSpan | None, list[str], MemoryNode | None]] = []
         for key, (window, is_closed, child_ids) in groups.items():
             existing = by_key.get(key)

@@ -221,12 +221,6 @@ class NodeTables:
                                 f"AND status = 'active' ORDER BY {SQL_ORDER}", [user_id, int(level)]).fetchall()
         return [(r[0], r[1], utc(r[2])) for r in rows]
 
-    def node_for_window(self, user_id: str, level: Level, window_key: str) -> MemoryNode | None:
-        """The active node consolidating ``window_key`` at ``level``, if any."""
-        found = self._nodes("user_id = ? AND level = ? AND window_key = ? AND status = 'active'",
-                            [user_id, int(level), window_key])
-        return found[0] if found else None
-
     def history(self, user_id: str, level: Level, before: datetime, k: int) -> list[MemoryNode]:
         """The ``k`` latest active nodes of ``level`` whose span starts before ``before``, oldest first."""
         rows = self._nodes("user_id = ? AND level = ? AND status = 'active' AND span_start < ?",
