@@ -12,9 +12,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from conftest import DATA
+from trial_support import case_engine
 
-from timem.config import load_config
-from timem.datasets import load_dataset
 from timem.engine import MemoryEngine
 from timem.models import MemoryNode
 from timem.recall.condense import condense, passage, refill
@@ -23,7 +22,6 @@ from timem.recall.leaves import Candidate
 from timem.recall.pipeline import neighbour_leaves
 from timem.recall.render import render_trace
 from timem.recall.trace_store import load_traces
-from timem.store import Store
 from timem.tokens import content_stems, count_tokens
 
 CASE = DATA / "cases" / "scattered" / "instruments.jsonl"
@@ -32,12 +30,7 @@ INSTRUMENTS = ("violin", "piano", "ukulele", "drums")
 
 
 def _engine(folder, embedder, **settings) -> MemoryEngine:
-    cfg = load_config(env={}, db_path=folder / "t.duckdb", llm_backend="none", consolidation_mode="extractive",
-                      cache_dir=folder / "cache", memory_extractor="rules", memory_items=False, **settings)
-    eng = MemoryEngine(cfg, Store(cfg.store.db_path, embedder.model_id, embedder.dim), embedder, None)
-    if not eng.nodes(user_id="mia"):
-        eng.ingest(load_dataset(CASE, "jsonl", tz=cfg.time.tz, user_tz=cfg.time.user_tz))
-    return eng
+    return case_engine(folder, embedder, CASE, "mia", **settings)
 
 
 @pytest.fixture(scope="module")

@@ -12,16 +12,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from conftest import DATA
+from trial_support import case_engine
 
-from timem.config import load_config
-from timem.datasets import load_dataset
 from timem.engine import MemoryEngine
 from timem.models import Level, MemoryNode
 from timem.recall.condense import condense
 from timem.recall.context import render_context
 from timem.recall.density import legend, shown_captions, speaker_initials, with_initials
 from timem.recall.trace_store import compact, load_traces
-from timem.store import Store
 
 CASE = DATA / "cases" / "scattered" / "photos.jsonl"
 QUESTION = "Which cities did Ana visit?"
@@ -31,12 +29,7 @@ CAPTION = "Ana: I visited Lisbon. [shares a photo: a photo of a plate of grilled
 
 def _engine(folder, embedder, **settings) -> MemoryEngine:
     settings = {"token_budget": 280, "condense_after": "off", "recall_neighbours": "none", **settings}
-    cfg = load_config(env={}, db_path=folder / "t.duckdb", llm_backend="none", consolidation_mode="extractive",
-                      cache_dir=folder / "cache", memory_extractor="rules", memory_items=False, **settings)
-    eng = MemoryEngine(cfg, Store(cfg.store.db_path, embedder.model_id, embedder.dim), embedder, None)
-    if not eng.nodes(user_id="ana"):
-        eng.ingest(load_dataset(CASE, "jsonl", tz=cfg.time.tz, user_tz=cfg.time.user_tz))
-    return eng
+    return case_engine(folder, embedder, CASE, "ana", **settings)
 
 
 @pytest.fixture(scope="module")

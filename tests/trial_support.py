@@ -24,6 +24,23 @@ def engine(tmp_path: Path, store: Any, embedder: Any) -> Any:
     return MemoryEngine(cfg, store, embedder, None)
 
 
+def case_engine(folder: Path, embedder: Any, case: Path, user: str, **settings: Any) -> Any:
+    """A :class:`~timem.engine.MemoryEngine` (no LLM, extractive, no memory items, ``settings`` over the defaults) on
+    ``folder/t.duckdb``, with the hand-built JSONL ``case`` ingested unless ``user`` is stored already: a module's
+    fixture builds the file once, each test opens it with the settings it compares."""
+    from timem.config import load_config
+    from timem.datasets import load_dataset
+    from timem.engine import MemoryEngine
+    from timem.store import Store
+
+    cfg = load_config(env={}, db_path=folder / "t.duckdb", llm_backend="none", consolidation_mode="extractive",
+                      cache_dir=folder / "cache", memory_extractor="rules", memory_items=False, **settings)
+    eng = MemoryEngine(cfg, Store(cfg.store.db_path, embedder.model_id, embedder.dim), embedder, None)
+    if not eng.nodes(user_id=user):
+        eng.ingest(load_dataset(case, "jsonl", tz=cfg.time.tz, user_tz=cfg.time.user_tz))
+    return eng
+
+
 def say(eng: Any, exchanges: Sequence[tuple[str, str]]) -> None:
     """Each ``(line, reply)`` said by Mia (user ``mia``) on its own day, in its own session."""
     for k, (line, reply) in enumerate(exchanges):
