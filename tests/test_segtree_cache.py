@@ -217,3 +217,26 @@ def test_after_an_append_the_leaf_rows_are_extended_and_equal_a_full_match(eng):
     extended = index._extended_rows(dots.vectors)
     assert extended is not None and np.array_equal(extended, index._all_rows(dots.vectors))
     assert np.array_equal(index.rows_in(dots.vectors), extended)
+
+
+def test_a_copy_patched_after_the_leaves_were_matched_reuses_their_rows_while_they_live(eng):
+    """A write appends to the L1 copy (same positions) and leaves the tree as it is until the worker syncs it: the
+    first recall after it reuses the leaves' rows (no pass over every leaf) while they are live, and they equal a
+    full match; a dead leaf's row is matched again (then the copy has no row for it: None)."""
+    index = segindex.load_index(eng.store, "u1", 3)
+    old = _leaf_dots(eng, eng.embedder.embed(["puppy vet vaccine"])[0]).vectors
+    rows = index.rows_in(old)
+    assert rows is not None
+    n = len(old.ids)
+    buf = np.vstack([old.buf[:n], np.ones((1, old.buf.shape[1]), np.float32)])
+    appended = old.__class__(old.ids + ["written"], {**old.where, "written": n}, buf,
+                             np.append(old.alive[:n], True), None, old.space)
+    assert index.rows_in(appended) is rows and np.array_equal(rows, index._all_rows(appended))
+    gone = old.ids[int(rows[0])]
+    alive = appended.alive.copy()
+    alive[int(rows[0])] = False
+    removed = old.__class__(appended.ids, {i: k for i, k in appended.where.items() if i != gone}, buf, alive, None,
+                            old.space)
+    assert index.rows_in(removed) is None
+    other_space = old.__class__(appended.ids, appended.where, buf, appended.alive, None)
+    assert index.rows_in(other_space) is not rows and np.array_equal(index.rows_in(other_space), rows)
