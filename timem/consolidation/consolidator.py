@@ -66,7 +66,7 @@ from timem.models import (
 from timem.progress import Progress, no_progress
 from timem.prompts import segment, title
 from timem.store.ports import MemoryStore
-from timem.tree.windows import check_containment, parent_span, parent_window, session_closed
+from timem.tree.windows import check_containment, closed_sessions, parent_span, parent_window
 
 VERBATIM_MODEL = "verbatim"
 #: v1 still: a multi-line turn's further lines are marked (segments.continued, issue 27 #11), one-line turns are
@@ -258,9 +258,9 @@ class Consolidator:
         return [(s.session_id, closed[s.session_id]) for s in sessions if s.session_id in wanted]
 
     def _closed(self, sessions: Sequence[SessionInfo], watermark: datetime, flush: bool) -> dict[str, bool]:
-        """Per session id: whether the session is closed in event time (:func:`session_closed`)."""
+        """Per session id: whether the session is closed in event time (:func:`closed_sessions`)."""
         idle = timedelta(minutes=self.config.time.session_idle_timeout_minutes)
-        return {s.session_id: session_closed(s, sessions, watermark, idle, flush) for s in sessions}
+        return closed_sessions(sessions, watermark, idle, flush)
 
     def _mode(self, level: Level, existing: MemoryNode | None) -> NodeMode:
         """The mode a window is (re)consolidated in: its existing node's own, else the configured one."""

@@ -9,11 +9,8 @@ explicit first-person statements and corrections):
   "I live in 上海" (a Chinese name in an English sentence);
 * hometown -- "I'm originally from Berlin", "I come from Berlin", "I grew up in Berlin", "my hometown is Cork"; a plain
   "I'm from X" only when X is a place (:mod:`timem.memory.places`: "I'm from the UK", not "I'm from HR");
-* employer / job -- "I work at Acme as a designer", "I started a new job at X", "I started working as a nurse", "I work
-  at the hospital as a nurse" (the job only: a place in lower case names no employer), "I joined Google (last month)"
-  (not "I joined a gym / the choir / Strava / Sarah for lunch"),
-  "我现在在腾讯工作", "我在医院当护士"; the copula only for an occupation of :mod:`timem.memory.occupations`:
-  "I'm a nurse (at X)", "I became a nurse", "我是护士", "我开始当护士了" (not "I'm a morning person", 我是上海人);
+* employer / job (:mod:`timem.memory.work`) -- "I work at Acme as a designer", "I joined Google (last month)", "I'm
+  a nurse", "我在医院当护士"; "I quit Google", "I lost my job as a banker" end one;
 * drinks -- "I drink black coffee every morning", "I switched from coffee to green tea",
   "I don't drink coffee anymore", "I stopped drinking coffee", "I quit coffee" (end the open item, or record it as
   history when none held it), "我不喝咖啡了，只喝茶", "我改喝绿茶了" (:mod:`timem.memory.drinks`);
@@ -49,25 +46,15 @@ from timem.memory.drinks import named_pattern as _p
 from timem.memory.drinks import read_drinks
 from timem.memory.hobbies import HOBBIES, ended_hobby, started_hobbies
 from timem.memory.likes import favourite_likes, opinion_clauses, read_opinions
-from timem.memory.occupations import JOINED_END, ZH_OCCUPATION, joined_employer, occupation
-from timem.memory.opinions import TIME_WORDS
+from timem.memory.occupations import occupation
+from timem.memory.patterns import END, END_CAP, GONE, ZH_END, ZH_VAL, cap, clean
 from timem.memory.places import is_place, lower_place
 from timem.memory.typography import plain_typography
+from timem.memory.work import read_work, with_left_out_i
 from timem.prompts.common import QUESTION, SENTENCES
 
 DIETS = ("vegetarian", "vegan", "pescatarian", "keto", "gluten-free")
 
-#: a capitalised name of one or more words; a further word is never the pronoun "I" (the subject of a following
-#: clause: "After I quit my job at Google I travelled" names Google, not "Google I"; a new-user trial)
-_CAP = r"(?P<{name}>[A-Z][\w'’&.-]*(?:\s+(?:(?!I(?:['’]|(?![\w'’&-])))[A-Z][\w'’&.-]*|of|de|da|do|la|le|&))*)"
-#: a job in lower case, which may start with an acronym in capitals: "UX researcher", "QA engineer" (a new-user trial:
-#: "I joined Google as a UX researcher" read nothing)
-_JOB = r"(?P<job>(?:[A-Z]{2,4}\s+)?[a-z][a-z -]{1,40}?)"
-_END = (r"(?=\s*(?:[,.!?;:]|$|\s+(?:now|these days|nowadays|since|for|and|but|with|in|on|at|last|this|so|because|after|"
-        r"recently|yesterday|today|a|two|three)\b))")
-_END_CAP = r"(?![\w'’&-])"
-_ZH_VAL = r"(?P<{name}>[\u4e00-\u9fffA-Za-z0-9]{{1,12}}?)"
-_ZH_END = r"(?=[了啦呢吧啊]?(?:[，,。.！!？?；;、\s]|$))"
 #: the correction markers that also open plain news ("actually", "其实"), and what marks a change in the world
 #: rather than a correction of what was said: a change verb, with no contrast with a wrong value
 _MERE_ACTUALLY = re.compile(r"^\s*(?:oh,?\s+)?(?:actually|其实)", re.IGNORECASE)
@@ -103,10 +90,6 @@ class Statement:
     background: bool = False
 
 
-def _cap(name: str) -> str:
-    return _CAP.replace("{name}", name)
-
-
 _I = r"\b(?:[Ii]|[Ww]e)"
 #: "I live in", "I'm (now) living in", "I've been living in Porto since 2021" (a new-user trial read nothing of it)
 _HOME_AT = [_I + r"(?i:'m|’m|\s+am|\s+are|'re|’re|(?:'ve|’ve|\s+have)\s+been)?\s+(?i:now\s+|currently\s+|still\s+)?"
@@ -116,7 +99,7 @@ _HOME_AT = [_I + r"(?i:'m|’m|\s+am|\s+are|'re|’re|(?:'ve|’ve|\s+have)\s+be
             # chat style drops the subject at the start of a sentence: "Just moved to Madrid with my partner."
             r"^\s*(?:(?i:big\s+news|guess\s+what|so|and|well)[:!,]?\s+)?(?i:just\s+|finally\s+|recently\s+)"
             r"(?i:moved|relocated)\s+(?i:back\s+)?(?i:to)\s+"]
-_HOME = [re.compile(at + _cap("v") + _END_CAP) for at in _HOME_AT]
+_HOME = [re.compile(at + cap("v") + END_CAP) for at in _HOME_AT]
 #: a place name in Chinese characters inside an English sentence: "I live in 上海", "I moved to 北京 last week" (a trial
 #: read nothing: a name must be capitalised, and the Chinese patterns need 我); it runs to the next non-Han character
 _CJK_NAME = r"(?P<v>[\u4e00-\u9fff]{1,12})"
@@ -129,90 +112,23 @@ _HOME_LOWER = [re.compile(at + r"(?=[a-z])") for at in _HOME_AT]
 #: "I grew up in Berlin", "I was born and raised in Cork" (a new-user trial read nothing); not "I'm back from Berlin"
 _ORIGIN_AT = (r"\b[Ii](?:(?i:'m|’m|\s+am)\s+(?i:originally)\s+(?i:from)"
               r"|\s+(?i:originally\s+)?(?i:come)\s+(?i:from)|\s+(?i:grew\s+up|was\s+raised|was\s+born\s+and\s+raised)\s+(?i:in))\s+")
-_ORIGIN = re.compile(_ORIGIN_AT + r"(?:(?i:the)\s+)?" + _cap("v") + _END_CAP)
+_ORIGIN = re.compile(_ORIGIN_AT + r"(?:(?i:the)\s+)?" + cap("v") + END_CAP)
 #: the same before a name in Chinese characters: "I grew up in 成都" (as :data:`_HOME_CJK`)
 _ORIGIN_CJK = re.compile(_ORIGIN_AT + _CJK_NAME)
 #: a plain "I'm from X" only for a place (:func:`timem.memory.places.is_place`): not "I'm from Microsoft / HR / Mars"
-_FROM = re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+(?i:from)\s+(?:(?i:the)\s+)?" + _cap("v") + _END_CAP)
+_FROM = re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+(?i:from)\s+(?:(?i:the)\s+)?" + cap("v") + END_CAP)
 #: the same before a name in lower case, "i'm from berlin", "I grew up in lisbon": a place of the gazetteer only,
 #: written in its case (:func:`timem.memory.places.lower_place`: not "I'm from work / the office / here"; a trial)
 _FROM_LOWER = re.compile(r"\b[Ii](?:(?i:'m|’m|\s+am)\s+(?i:originally\s+)?(?i:from)|\s+(?i:originally\s+)?(?i:come)\s+"
                          r"(?i:from)|\s+(?i:grew\s+up|was\s+raised|was\s+born\s+and\s+raised)\s+(?i:in))\s+(?=[a-z])")
-_AS_JOB = r"(?:\s+(?i:as)\s+(?:(?i:an?)\s+)?" + _JOB + ")?"
-#: an employer's name with the kind of place it is in lower case: "Santa Maria hospital" (a trial kept "Santa Maria")
-_EMP = _cap("emp")[:-1] + (r"(?:\s+(?i:hospital|clinic|school|university|college|bakery|caf[eé]|restaurant|bank|"
-                           r"library|hotel|museum|pharmacy|gym|studio|agency|bar|shop|store|office))?)")
-_AT_EMP = r"(?:\s+(?i:at|with|for)\s+" + _EMP + _END_CAP + "|" + _END + ")"
-#: where one works, named by a kind of place in lower case: "the hospital", "a small bakery", "our local school". No
-#: employer (it names none); only before "as a X", which names the job: "I work at the hospital as a nurse" (a second
-#: new-user trial read nothing)
-_PLACE_AS = (r"(?i:at|for|in)\s+(?i:the|a|an|our|my|this|that)\s+[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,3}?"
-             r"(?=\s+(?i:as)\s+(?i:an?)\s)")
-_SOON = r"(?:(?i:now|just|recently|currently|still|also|officially|finally|been|started|start|began|begun)\s+)*"
-#: (pattern, whether its job must be an occupation of :mod:`timem.memory.occupations`): the copula ("I'm a X",
-#: "I became a X") says many things that are no job ("I'm a big fan of jazz"); "work as a X" names a job
-_WORK = [(re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?:(?i:at|for)\s+" + _EMP + "|"
-                     + _PLACE_AS + ")" + _AS_JOB + _END), False),
-         (re.compile(r"\b[Ii]\s+(?i:just\s+|recently\s+)?(?i:started|got|took)\s+(?i:a\s+new\s+job|a\s+job|working|"
-                     r"a\s+position)\s+(?:(?i:at|with|for)\s+" + _EMP + "|" + _PLACE_AS + ")" + _AS_JOB + _END), False),
-         # "I just started at Google", "I've recently started work at Acme (as a X)": a new employer (it read
-         # nothing); "just" or "recently" needed, as "I started at 9" or "I started at Level 3" name none
-         (re.compile(r"\b[Ii](?i:'ve|’ve|\s+have)?\s+(?i:just|recently)\s+(?i:started)\s+(?:(?i:work|a\s+new\s+job)\s+)?"
-                     r"(?i:at|with)\s+" + _EMP + _END_CAP + _AS_JOB + _END), False),
-         # "I'm a nurse (now)", "I'm now a nurse at St Mary's (hospital)", "I am also a registered nurse"
-         (re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+" + _SOON + r"(?i:an?\s+)" + _JOB + _AT_EMP), True),
-         # "I became a nurse", "I've (just) become a nurse", "I got hired as a nurse", "I qualified as a nurse"
-         (re.compile(r"\b[Ii](?i:'ve|’ve|\s+have)?\s+" + _SOON + r"(?i:became|become|qualified\s+as|got\s+hired\s+as|"
-                     r"was\s+hired\s+as)\s+(?i:an?\s+)" + _JOB + _AT_EMP), True),
-         # "I work as a nurse", "I started working as a nurse last week", "I've been working as a nurse since May",
-         # "now I freelance as a photographer", "I work there as a baker" (a new-user trial read nothing); not "I used
-         # to work as …", "I don't work as … anymore"
-         (re.compile(r"\b[Ii](?i:'ve|’ve|\s+have|'m|’m|\s+am)?\s+" + _SOON + r"(?i:work|working|freelance|freelancing)"
-                     r"(?:\s+(?i:there|here))?\s+(?i:as)\s+(?i:an?\s+)" + _JOB + _AT_EMP), False)]
-#: "I joined Google", "I've just joined Acme as a designer", "I joined Google last month / in March / two weeks ago",
-#: "I joined Google's cloud team": a new employer, as "I just started at Google" (a trial read nothing); only a time,
-#: "as a X" or the sentence's end may follow the name (:data:`~timem.memory.occupations.JOINED_END`: "I joined Sarah
-#: for lunch" names none), and no club, gym or service one signs up to
-#: (:func:`~timem.memory.occupations.joined_employer`)
-_JOINED = re.compile(r"\b[Ii](?i:'ve|’ve|\s+have)?\s+(?i:just\s+|recently\s+|finally\s+|officially\s+)?(?i:joined)\s+"
-                     r"(?:(?i:the)\s+)?" + _EMP + _END_CAP + r"(?P<part>(?:\s+[a-z][\w-]*){0,3}?\s+"
-                     r"(?i:team|office|division|department|lab))?" + _AS_JOB + JOINED_END)
-_JOB_AS = re.compile(r"\b(?:a\s+|my\s+)?(?:new\s+)?job\s+as\s+(?:an?\s+)" + _JOB + _END, re.IGNORECASE)
-_JOB_LOST = re.compile(r"\b(?:lost|quit|left)\s+my\s+job\s+as\s+(?:an?\s+)" + _JOB + _END, re.IGNORECASE)
 #: a home city said to be over, with no new one: "I don't live in Madrid anymore", "I'm not living in Madrid any more",
 #: "I no longer live in Madrid", "I moved out of / away from Madrid" (a new-user trial left Madrid the home city)
-_GONE = r"(?=[^.!?]*\b(?i:anymore|any\s+more|any\s+longer)\b)"
 _HOME_OVER = [re.compile(r"\b[Ii](?:\s+(?i:don't|do\s+not)\s+(?i:live)|(?i:'m|\s+am)\s+(?i:not)\s+(?i:living))"
-                         r"\s+(?i:in)\s+" + _cap("v") + _END_CAP + _GONE),
-              re.compile(r"\b[Ii](?i:'m|\s+am)?\s+(?i:no\s+longer)\s+(?i:live|living)\s+(?i:in)\s+" + _cap("v")
-                         + _END_CAP),
+                         r"\s+(?i:in)\s+" + cap("v") + END_CAP + GONE),
+              re.compile(r"\b[Ii](?i:'m|\s+am)?\s+(?i:no\s+longer)\s+(?i:live|living)\s+(?i:in)\s+" + cap("v")
+                         + END_CAP),
               re.compile(r"\b[Ii](?i:'ve|\s+have)?\s+(?i:just\s+|finally\s+|recently\s+)?(?i:moved)\s+"
-                         r"(?i:out\s+of|away\s+from)\s+" + _cap("v") + _END_CAP)]
-#: an employer said to be over, ``(pattern, held, place)``: "I quit Google", "I left Google (last month)" (not a place:
-#: "I left Madrid" is no job), "I resigned from Google", "I don't work at Google anymore", "I no longer work for
-#: Google", "I stopped working at Google" (a new-user trial left Google the employer). ``held``: the words say Google
-#: was the employer, so it is history when no item held it; "quit" and "left" name too many other things ("I quit
-#: Instagram")
-_OVER_SOON = r"(?i:'ve|\s+have)?\s+(?i:just\s+|finally\s+|recently\s+)?"
-#: ``place``: the words also name a place, so a name of the gazetteer is no employer ("I left Madrid", "I'm no longer
-#: at Lisbon airport"). A third trial ended nothing for "I'm no longer at Google", "I got fired from Google", "I quit my
-#: job at Google": they end the employer too (the last two say it was one)
-_EMPLOYER_OVER = [
-    (re.compile(r"\b[Ii]" + _OVER_SOON + r"(?i:quit|left)\s+" + _EMP + _END_CAP), False, True),
-    (re.compile(r"\b[Ii]" + _OVER_SOON + r"(?i:resigned\s+from|stopped\s+working\s+(?:at|for))\s+" + _EMP + _END_CAP),
-     True, False),
-    (re.compile(r"\b[Ii]\s+(?i:don't|do\s+not)\s+(?i:work)\s+(?i:at|for)\s+" + _EMP + _END_CAP + _GONE), True, False),
-    (re.compile(r"\b[Ii](?i:'m|\s+am)?\s+(?i:no\s+longer)\s+(?i:work|working)\s+(?i:at|for)\s+" + _EMP + _END_CAP),
-     True, False),
-    # "I quit / left / lost my job at Google"
-    (re.compile(r"\b[Ii]" + _OVER_SOON + r"(?i:quit|left|lost)\s+(?i:my)\s+(?i:job|position|role)\s+(?i:at|with)\s+"
-                + _EMP + _END_CAP), True, False),
-    # "I got fired from Google", "I was laid off by Google", "I've been let go from Google"
-    (re.compile(r"\b[Ii](?i:'ve|\s+have)?\s+(?i:just\s+|recently\s+)?(?i:got|was|been|get)\s+"
-                r"(?i:fired|sacked|laid\s+off|let\s+go)\s+(?i:from|by|at)\s+" + _EMP + _END_CAP), True, False),
-    # "I'm no longer at Google", "I'm not with Google anymore" (not a place: "I'm no longer at Heathrow")
-    (re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+(?i:no\s+longer)\s+(?i:at|with)\s+" + _EMP + _END_CAP), False, True),
-    (re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+(?i:not)\s+(?i:at|with)\s+" + _EMP + _END_CAP + _GONE), False, True)]
+                         r"(?i:out\s+of|away\s+from)\s+" + cap("v") + END_CAP)]
 _DIET = re.compile(r"\bi(?:'m|\s+am|\s+became|\s+went|'ve\s+become|\s+have\s+become)\s+(?:now\s+|a\s+|fully\s+)*"
                    rf"(?P<v>{'|'.join(DIETS)})\b", re.IGNORECASE)
 _NO_MEAT = re.compile(r"\bi\s+(?:don't|do\s+not|no\s+longer)\s+eat\s+meat\b", re.IGNORECASE)
@@ -226,30 +142,18 @@ _MY = re.compile(r"\bmy\s+(?P<a>name|hometown|home\s+town|birthday|job|job\s+tit
 _BARE = re.compile(r"^(?:it(?:'s|\s+is|\s+was)\s+|i\s+meant\s+)?(?P<v>[A-Z][\w'’&.-]*(?:\s+[A-Z][\w'’&.-]*)*)\s*"
                    r"(?:,?\s*not\s+[^.!?]+)?[.!]?$")
 
-_ZH_HOME = [_p(r"我(?:们)?(?:现在|目前|如今)?(?:住在|定居在|生活在){v}" + _ZH_END, v=_ZH_VAL),
-            _p(r"我(?:们)?(?:已经|刚|刚刚|最近)?搬(?:到|去|来)了?{v}" + _ZH_END, v=_ZH_VAL)]
-_ZH_WORK_JOB = _p(r"我(?:现在|目前)?在{emp}(?:当|做|担任)(?:一名|一个)?{job}" + _ZH_END, emp=_ZH_VAL, job=_ZH_VAL)
-_ZH_WORK = _p(r"我(?:现在|目前|如今)?在{emp}(?:工作|上班)" + _ZH_END, emp=_ZH_VAL)
-_ZH_JOB = _p(r"我的(?:工作|职业)是{job}" + _ZH_END, job=_ZH_VAL)
-#: 我是护士, 我现在是一名护士, 我成了一名医生, 我开始当护士了: an occupation of
-#: :data:`timem.memory.occupations.ZH_OCCUPATIONS` only (我是上海人 is none)
-_ZH_BE_JOB = re.compile(r"我(?:现在|目前|如今|已经|最近|终于)?(?:是|成了|成为了?|当上了?|(?:开始|正式)?(?:当|做)了?)"
-                        r"(?:一名|一个|一位|个|名)?" + ZH_OCCUPATION + _ZH_END)
+_ZH_HOME = [_p(r"我(?:们)?(?:现在|目前|如今)?(?:住在|定居在|生活在){v}" + ZH_END, v=ZH_VAL),
+            _p(r"我(?:们)?(?:已经|刚|刚刚|最近)?搬(?:到|去|来)了?{v}" + ZH_END, v=ZH_VAL)]
 _DIET_END = re.compile(rf"\bi(?:'m|\s+am)\s+(?:no\s+longer|not)\s+(?:a\s+)?(?P<v>{'|'.join(DIETS)})(?:\s+any\s*more)?\b"
                        rf"|\bi\s+(?:stopped|quit)\s+being\s+(?:a\s+)?(?P<w>{'|'.join(DIETS)})\b"
                        r"|\bi(?:'m|\s+am)?\s+(?:eat|eating|started\s+eating)\s+meat\s+again\b", re.IGNORECASE)
 _ZH_DIET = re.compile(r"我(?:现在|已经)?(?:开始)?(?:吃素|是素食者|是素食主义者)")
-_ZH_FAV = _p(r"我最喜欢的{a}是{v}" + _ZH_END, a=_ZH_VAL, v=_ZH_VAL)
+_ZH_FAV = _p(r"我最喜欢的{a}是{v}" + ZH_END, a=ZH_VAL, v=ZH_VAL)
 # 开始当护士 is a job (:data:`_ZH_BE_JOB`), not a hobby
 # 开始喜欢瑜伽 is a like (:data:`_ZH_LIKE`), not "hobby: 喜欢瑜伽"
-_ZH_HOBBY = _p(r"我(?:最近|现在|已经)?(?:开始学|开始练|开始|在学|爱上了|迷上了)(?!当|做|喜欢|爱){v}" + _ZH_END,
-               v=_ZH_VAL)
-_ZH_BARE = _p(r"^(?:是|应该是){v}" + _ZH_END, v=_ZH_VAL)
-
-
-def _clean(v: str) -> str:
-    v = v.strip(" \t'\"“”‘’").rstrip(".,!?;:。，！？")
-    return re.sub(rf"\s+{TIME_WORDS}$", "", v, flags=re.IGNORECASE).strip()
+_ZH_HOBBY = _p(r"我(?:最近|现在|已经)?(?:开始学|开始练|开始|在学|爱上了|迷上了)(?!当|做|喜欢|爱){v}" + ZH_END,
+               v=ZH_VAL)
+_ZH_BARE = _p(r"^(?:是|应该是){v}" + ZH_END, v=ZH_VAL)
 
 
 def _my_value(attribute: str, value: str, rest: str) -> str | None:
@@ -259,15 +163,15 @@ def _my_value(attribute: str, value: str, rest: str) -> str | None:
     if attribute == "birthday":  # "my birthday is on 3 March": the date, "3 March" (a trial stored "on 3 March")
         return re.sub(r"^(?:on|the)\s+", "", value.strip(), flags=re.IGNORECASE)
     if attribute == "job":
-        return value if occupation(re.sub(r"^(?:an?|the)\s+", "", _clean(value), flags=re.IGNORECASE)) else None
+        return value if occupation(re.sub(r"^(?:an?|the)\s+", "", clean(value), flags=re.IGNORECASE)) else None
     if attribute != "hometown":
         return value
-    if m := re.match(r"(?:(?i:the)\s+)?" + _cap("v") + _END_CAP, rest):
-        return m["v"] if is_place(_clean(m["v"])) else None
+    if m := re.match(r"(?:(?i:the)\s+)?" + cap("v") + END_CAP, rest):
+        return m["v"] if is_place(clean(m["v"])) else None
     return lower_place(rest)
 
 
-_END_RX = re.compile(_END, re.IGNORECASE)
+_END_RX = re.compile(END, re.IGNORECASE)
 
 
 def _place(m: re.Match[str], s: str) -> str:
@@ -285,7 +189,7 @@ def _sentence(s: str, correction: bool, background: bool = False) -> list[Statem
     out: list[Statement] = []
 
     def add(kind: str, attr: str | None, value: str, **kw: object) -> None:
-        value = _clean(value)
+        value = clean(value)
         if background:  # a since-clause says no end happened then ("Since I lost my job at X, …")
             kw = {**kw, "held": False, "background": True}
         if value:
@@ -295,8 +199,8 @@ def _sentence(s: str, correction: bool, background: bool = False) -> list[Statem
     # and not it: "I moved to Lisbon last week, we live in Alfama now" is Lisbon, not its quarter (a new-user trial
     # stored Alfama)
     if homes := [_place(m, s) for rx in _HOME + _HOME_CJK + _ZH_HOME if (m := rx.search(s))]:
-        quarter = not is_place(_clean(homes[0])) and not _moved_to(homes[0], s)
-        add("fact", "home city", next((h for h in homes if is_place(_clean(h))), homes[0]) if quarter else homes[0])
+        quarter = not is_place(clean(homes[0])) and not _moved_to(homes[0], s)
+        add("fact", "home city", next((h for h in homes if is_place(clean(h))), homes[0]) if quarter else homes[0])
     else:
         for rx in _HOME_LOWER:
             if (m := rx.search(s)) and (place := lower_place(s[m.end():], moved=True)):
@@ -304,37 +208,10 @@ def _sentence(s: str, correction: bool, background: bool = False) -> list[Statem
                 break
     for rx in _HOME_OVER:  # "I don't live in Madrid anymore": ends the home city, no new one
         if m := rx.search(s):
-            add("fact", "home city", _place(m, s), replaces=_clean(_place(m, s)), ends_only=True, held=True)
+            add("fact", "home city", _place(m, s), replaces=clean(_place(m, s)), ends_only=True, held=True)
             break
-    for rx, held, a_place in _EMPLOYER_OVER:  # "I quit Google" ends the employer (not the job: it outlives it)
-        if (m := rx.search(s)) and not (a_place and is_place(_clean(m["emp"]))):
-            add("fact", "employer", m["emp"], replaces=_clean(m["emp"]), ends_only=True, held=held)
-            break
-    for rx, listed in _WORK:
-        if (m := rx.search(s)) and not (listed and occupation(m["job"]) is None):
-            if m.groupdict().get("emp"):
-                add("fact", "employer", m["emp"])
-            if m.groupdict().get("job"):
-                add("fact", "job", occupation(m["job"]) or m["job"])
-            break
-    else:  # "I joined Google (as a designer)": a new employer, not "I joined a gym / the Sierra Club / Strava"
-        if (m := _JOINED.search(s)) and (emp := joined_employer(m["emp"] + (m["part"] or ""), m["job"])):
-            add("fact", "employer", emp)
-            if m["job"]:
-                add("fact", "job", occupation(m["job"]) or m["job"])
-    if m := _JOB_LOST.search(s):  # "lost my job as a banker": ends that job
-        add("fact", "job", m["job"], replaces=m["job"].lower(), ends_only=True)
-    elif not any(x.attribute == "job" for x in out) and re.search(r"\bI\b", s) and (m := _JOB_AS.search(s)):
-        add("fact", "job", m["job"])
-    if m := _ZH_WORK_JOB.search(s):
-        add("fact", "employer", m["emp"])
-        add("fact", "job", m["job"])
-    elif m := _ZH_WORK.search(s):
-        add("fact", "employer", m["emp"])
-    if m := _ZH_JOB.search(s):
-        add("fact", "job", m["job"])
-    elif not any(x.attribute == "job" for x in out) and (m := _ZH_BE_JOB.search(s)):  # 我是护士, 我开始当护士了
-        add("fact", "job", m["job"])
+    for attribute, value, kw in read_work(s):  # "I work at Acme as a designer", "I quit Google" (timem.memory.work)
+        add("fact", attribute, value, **kw)
     for attribute, value, kw in read_drinks(s):  # "I switched from coffee to green tea" (timem.memory.drinks)
         add("preference", attribute, value, **kw)
     if m := _DIET_END.search(s):  # "I'm not vegetarian anymore", "I eat meat again": ends the diet
@@ -357,8 +234,8 @@ def _sentence(s: str, correction: bool, background: bool = False) -> list[Statem
         if ends or not any(x.attribute == attribute and x.value == value for x in out):
             add("preference", attribute, value, **({"replaces": value, "ends_only": True} if ends else {}))
     if m := (_FAV.search(s) or _ZH_FAV.search(s)):  # a favourite is also a like ("my favourite band is Muse")
-        add("preference", f"favourite {_clean(m['a']).lower()}", m["v"])
-        for thing in (favourite_likes(m["v"]) if m.re is _FAV else [_clean(m["v"])]):
+        add("preference", f"favourite {clean(m['a']).lower()}", m["v"])
+        for thing in (favourite_likes(m["v"]) if m.re is _FAV else [clean(m["v"])]):
             if not any(x.attribute == "likes" and x.value == thing for x in out):
                 add("preference", "likes", thing)
     if m := _MY.search(s):
@@ -367,7 +244,7 @@ def _sentence(s: str, correction: bool, background: bool = False) -> list[Statem
             add("fact", a, v)
     if not any(x.attribute == "hometown" for x in out) and (  # "my hometown is …" wins
             (m := _ORIGIN.search(s) or _ORIGIN_CJK.search(s))
-            or ((m := _FROM.search(s)) and is_place(_clean(_place(m, s))))):
+            or ((m := _FROM.search(s)) and is_place(clean(_place(m, s))))):
         add("fact", "hometown", _place(m, s))
     elif not any(x.attribute == "hometown" for x in out) and (m := _FROM_LOWER.search(s)) and (
             place := lower_place(s[m.end():])):
@@ -380,11 +257,6 @@ def _sentence(s: str, correction: bool, background: bool = False) -> list[Statem
 #: "I also moved to Porto", "we also love jazz", "I've also started working as a nurse": read as without "also" (a
 #: new-user trial on LoCoMo read nothing of "I also lost my job at Door Dash this month")
 _ALSO = re.compile(r"\b((?:[Ii]|[Ww]e)(?:'ve|’ve|\s+have)?)\s+also\s+(?=[a-z])")
-#: the speaker's "I" left out before "work": "I live in Leeds and work at Asda", "I moved to Porto and now work as a
-#: nurse" (a new-user trial read the city and no job); not after a relative clause of someone else's ("my parents,
-#: who live in Leeds and work at Asda") nor after another subject ("I live with my sister and work …" is not read)
-_AND_WORK = re.compile(r"(?P<head>\b[Ii]\s(?:(?!\b(?i:who|that|which|whose|where|he|she|they|my|his|her|their)\b)"
-                       r"[^,;.!?])*?)\s+and\s+(?=(?:(?i:now|currently|also)\s+)?(?i:work)\s+(?i:at|for|as)\b)")
 #: a since-clause: "Since I lost my job at Door Dash, things have been tough", "I've been happier ever since I moved to
 #: Porto"; it runs to a comma, a semicolon, a further clause of the speaker's ("Since I moved here I love jazz") or
 #: the sentence's end
@@ -431,7 +303,7 @@ def extract_statements(text: str) -> list[Statement]:
                 # "Actually, I moved to Braga, not Porto" (or "sorry, I meant …", "不对，…") corrects
                 news = _MERE_ACTUALLY.match(m.group(0)) and _CHANGE.search(rest) and not _CONTRAST.search(rest)
                 correction, sent = not news, rest
-        for part, background in since_parts(_AND_WORK.sub(r"\g<head> and I ", _ALSO.sub(r"\1 ", sent))):
+        for part, background in since_parts(with_left_out_i(_ALSO.sub(r"\1 ", sent))):
             for clause in opinion_clauses(part):
                 out += _sentence(clause, correction, background)
     return _city_over_quarter(out)

@@ -7,7 +7,7 @@ supersession.
 * **LLM** (``Config.memory.memory_extractor`` ``llm``, or ``auto`` with an OpenAI-compatible endpoint; ``auto``
   reads with the rules when the LLM is the embedded model, which wrote false items: see
   ``bench/results/item-extraction.md``): one ``complete_json`` call per *closed* session
-  (:func:`timem.tree.windows.session_closed`),
+  (:func:`timem.tree.windows.closed_sessions`),
   prompt :mod:`timem.prompts.memory`. An unusable answer (no valid JSON, a subject who is not a speaker
   of the session, a turn number out of range) writes nothing for that session, is audited as
   ``memory-extraction-failed`` and the session is tried again on the next write; the error is returned
@@ -74,7 +74,7 @@ from timem.models import Level, MemoryItem, Role, Turn
 from timem.progress import Progress, no_progress
 from timem.prompts import memory as memory_prompt
 from timem.store.ports import MemoryStore
-from timem.tree.windows import session_closed
+from timem.tree.windows import closed_sessions
 
 __all__ = ["CORRECTION_WITHIN", "OWN_ENDS", "ExtractionReport", "ItemWriter"]
 
@@ -85,7 +85,7 @@ __all__ = ["CORRECTION_WITHIN", "OWN_ENDS", "ExtractionReport", "ItemWriter"]
 #: Porto") corrects it at any distance
 CORRECTION_WITHIN = timedelta(hours=24)
 #: attributes whose end said with no new value ends only an item of that attribute: "I quit Google" ends the employer
-#: Google, "I moved out of Madrid" the home city Madrid (:data:`timem.memory.rules._EMPLOYER_OVER`, ``_HOME_OVER``)
+#: Google, "I moved out of Madrid" the home city Madrid (:mod:`timem.memory.work`, ``rules._HOME_OVER``)
 OWN_ENDS = ("employer", "home city")
 #: segments the rules read per transaction: a recall's few in one commit, a file never read in bounded ones
 RULES_SEGMENTS_PER_COMMIT = 64
@@ -188,8 +188,9 @@ class ItemWriter:
         watermark = max(s.last_event_at for s in sessions)
         idle = timedelta(minutes=self.config.time.session_idle_timeout_minutes)
         segs = self.store.nodes(user_id, Level.SEGMENT)
+        closed = closed_sessions(sessions, watermark, idle)
         todo = [s for s in sorted(sessions, key=lambda s: s.started_at)
-                if f"session:{s.session_id}" not in done and session_closed(s, sessions, watermark, idle)]
+                if f"session:{s.session_id}" not in done and closed[s.session_id]]
         for s in progress(todo, "memory items (LLM)", len(todo)):
             unit = f"session:{s.session_id}"
             turns = self._person_turns(user_id, self.store.turns(user_id, s.session_id))

@@ -25,7 +25,7 @@ from timem.config import Config
 from timem.item_holding import as_held, open_twice
 from timem.models import ID_SEPARATOR, Level
 from timem.store.ports import IndexHealth, MemoryStore
-from timem.tree.windows import parent_window, session_closed
+from timem.tree.windows import closed_sessions, parent_window
 
 #: how far past its calendar window an L3-L5 span may reach: a session is consolidated into the day it
 #: started, so a conversation going on past midnight stretches that day by hours, not by days
@@ -59,7 +59,7 @@ def _check_user(store: MemoryStore, config: Config, uid: str) -> list[Violation]
     closed: dict[str, bool] = {}
     if sessions:
         watermark = max(s.last_event_at for s in sessions)
-        closed = {s.session_id: session_closed(s, sessions, watermark, idle) for s in sessions}
+        closed = closed_sessions(sessions, watermark, idle)
     l1_only = all(n.level == Level.SEGMENT for n in nodes.values())
     out += _check_turn_ids(store, uid)
     out += _check_items(store, uid)

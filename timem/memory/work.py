@@ -1,0 +1,149 @@
+"""Where the speaker works and as what, for :mod:`timem.memory.rules`: the employer and the job (English and Chinese).
+
+* employer / job -- "I work at Acme as a designer", "I started a new job at X", "I started working as a nurse", "I work
+  at the hospital as a nurse" (the job only: a place in lower case names no employer), "I joined Google (last month)"
+  (not "I joined a gym / the choir / Strava / Sarah for lunch"), "我现在在腾讯工作", "我在医院当护士"; the copula only
+  for an occupation of :mod:`timem.memory.occupations`: "I'm a nurse (at X)", "I became a nurse", "我是护士",
+  "我开始当护士了" (not "I'm a morning person", 我是上海人);
+* the end of one -- "I quit Google", "I left Google", "I don't work at Google anymore", "I got fired from Google"
+  (the employer), "I lost my job as a banker" (the job).
+
+:func:`read_work` reads one sentence; :func:`with_left_out_i` puts back the "I" a chat line leaves out before "work".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from timem.memory.drinks import named_pattern as _p
+from timem.memory.occupations import JOINED_END, ZH_OCCUPATION, joined_employer, occupation
+from timem.memory.patterns import END, END_CAP, GONE, JOB, ZH_END, ZH_VAL, cap, clean
+from timem.memory.places import is_place
+
+_AS_JOB = r"(?:\s+(?i:as)\s+(?:(?i:an?)\s+)?" + JOB + ")?"
+#: an employer's name with the kind of place it is in lower case: "Santa Maria hospital" (a trial kept "Santa Maria")
+_EMP = cap("emp")[:-1] + (r"(?:\s+(?i:hospital|clinic|school|university|college|bakery|caf[eé]|restaurant|bank|"
+                           r"library|hotel|museum|pharmacy|gym|studio|agency|bar|shop|store|office))?)")
+_AT_EMP = r"(?:\s+(?i:at|with|for)\s+" + _EMP + END_CAP + "|" + END + ")"
+#: where one works, named by a kind of place in lower case: "the hospital", "a small bakery", "our local school". No
+#: employer (it names none); only before "as a X", which names the job: "I work at the hospital as a nurse" (a second
+#: new-user trial read nothing)
+_PLACE_AS = (r"(?i:at|for|in)\s+(?i:the|a|an|our|my|this|that)\s+[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,3}?"
+             r"(?=\s+(?i:as)\s+(?i:an?)\s)")
+_SOON = r"(?:(?i:now|just|recently|currently|still|also|officially|finally|been|started|start|began|begun)\s+)*"
+#: (pattern, whether its job must be an occupation of :mod:`timem.memory.occupations`): the copula ("I'm a X",
+#: "I became a X") says many things that are no job ("I'm a big fan of jazz"); "work as a X" names a job
+_WORK = [(re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?:(?i:at|for)\s+" + _EMP + "|"
+                     + _PLACE_AS + ")" + _AS_JOB + END), False),
+         (re.compile(r"\b[Ii]\s+(?i:just\s+|recently\s+)?(?i:started|got|took)\s+(?i:a\s+new\s+job|a\s+job|working|"
+                     r"a\s+position)\s+(?:(?i:at|with|for)\s+" + _EMP + "|" + _PLACE_AS + ")" + _AS_JOB + END), False),
+         # "I just started at Google", "I've recently started work at Acme (as a X)": a new employer (it read
+         # nothing); "just" or "recently" needed, as "I started at 9" or "I started at Level 3" name none
+         (re.compile(r"\b[Ii](?i:'ve|’ve|\s+have)?\s+(?i:just|recently)\s+(?i:started)\s+(?:(?i:work|a\s+new\s+job)\s+)?"
+                     r"(?i:at|with)\s+" + _EMP + END_CAP + _AS_JOB + END), False),
+         # "I'm a nurse (now)", "I'm now a nurse at St Mary's (hospital)", "I am also a registered nurse"
+         (re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+" + _SOON + r"(?i:an?\s+)" + JOB + _AT_EMP), True),
+         # "I became a nurse", "I've (just) become a nurse", "I got hired as a nurse", "I qualified as a nurse"
+         (re.compile(r"\b[Ii](?i:'ve|’ve|\s+have)?\s+" + _SOON + r"(?i:became|become|qualified\s+as|got\s+hired\s+as|"
+                     r"was\s+hired\s+as)\s+(?i:an?\s+)" + JOB + _AT_EMP), True),
+         # "I work as a nurse", "I started working as a nurse last week", "I've been working as a nurse since May",
+         # "now I freelance as a photographer", "I work there as a baker" (a new-user trial read nothing); not "I used
+         # to work as …", "I don't work as … anymore"
+         (re.compile(r"\b[Ii](?i:'ve|’ve|\s+have|'m|’m|\s+am)?\s+" + _SOON + r"(?i:work|working|freelance|freelancing)"
+                     r"(?:\s+(?i:there|here))?\s+(?i:as)\s+(?i:an?\s+)" + JOB + _AT_EMP), False)]
+#: "I joined Google", "I've just joined Acme as a designer", "I joined Google last month / in March / two weeks ago",
+#: "I joined Google's cloud team": a new employer, as "I just started at Google" (a trial read nothing); only a time,
+#: "as a X" or the sentence's end may follow the name (:data:`~timem.memory.occupations.JOINED_END`: "I joined Sarah
+#: for lunch" names none), and no club, gym or service one signs up to
+#: (:func:`~timem.memory.occupations.joined_employer`)
+_JOINED = re.compile(r"\b[Ii](?i:'ve|’ve|\s+have)?\s+(?i:just\s+|recently\s+|finally\s+|officially\s+)?(?i:joined)\s+"
+                     r"(?:(?i:the)\s+)?" + _EMP + END_CAP + r"(?P<part>(?:\s+[a-z][\w-]*){0,3}?\s+"
+                     r"(?i:team|office|division|department|lab))?" + _AS_JOB + JOINED_END)
+_JOB_AS = re.compile(r"\b(?:a\s+|my\s+)?(?:new\s+)?job\s+as\s+(?:an?\s+)" + JOB + END, re.IGNORECASE)
+_JOB_LOST = re.compile(r"\b(?:lost|quit|left)\s+my\s+job\s+as\s+(?:an?\s+)" + JOB + END, re.IGNORECASE)
+#: an employer said to be over, ``(pattern, held, place)``: "I quit Google", "I left Google (last month)" (not a place:
+#: "I left Madrid" is no job), "I resigned from Google", "I don't work at Google anymore", "I no longer work for
+#: Google", "I stopped working at Google" (a new-user trial left Google the employer). ``held``: the words say Google
+#: was the employer, so it is history when no item held it; "quit" and "left" name too many other things ("I quit
+#: Instagram")
+_OVER_SOON = r"(?i:'ve|\s+have)?\s+(?i:just\s+|finally\s+|recently\s+)?"
+#: ``place``: the words also name a place, so a name of the gazetteer is no employer ("I left Madrid", "I'm no longer
+#: at Lisbon airport"). A third trial ended nothing for "I'm no longer at Google", "I got fired from Google", "I quit my
+#: job at Google": they end the employer too (the last two say it was one)
+_EMPLOYER_OVER = [
+    (re.compile(r"\b[Ii]" + _OVER_SOON + r"(?i:quit|left)\s+" + _EMP + END_CAP), False, True),
+    (re.compile(r"\b[Ii]" + _OVER_SOON + r"(?i:resigned\s+from|stopped\s+working\s+(?:at|for))\s+" + _EMP + END_CAP),
+     True, False),
+    (re.compile(r"\b[Ii]\s+(?i:don't|do\s+not)\s+(?i:work)\s+(?i:at|for)\s+" + _EMP + END_CAP + GONE), True, False),
+    (re.compile(r"\b[Ii](?i:'m|\s+am)?\s+(?i:no\s+longer)\s+(?i:work|working)\s+(?i:at|for)\s+" + _EMP + END_CAP),
+     True, False),
+    # "I quit / left / lost my job at Google"
+    (re.compile(r"\b[Ii]" + _OVER_SOON + r"(?i:quit|left|lost)\s+(?i:my)\s+(?i:job|position|role)\s+(?i:at|with)\s+"
+                + _EMP + END_CAP), True, False),
+    # "I got fired from Google", "I was laid off by Google", "I've been let go from Google"
+    (re.compile(r"\b[Ii](?i:'ve|\s+have)?\s+(?i:just\s+|recently\s+)?(?i:got|was|been|get)\s+"
+                r"(?i:fired|sacked|laid\s+off|let\s+go)\s+(?i:from|by|at)\s+" + _EMP + END_CAP), True, False),
+    # "I'm no longer at Google", "I'm not with Google anymore" (not a place: "I'm no longer at Heathrow")
+    (re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+(?i:no\s+longer)\s+(?i:at|with)\s+" + _EMP + END_CAP), False, True),
+    (re.compile(r"\b[Ii](?i:'m|’m|\s+am)\s+(?i:not)\s+(?i:at|with)\s+" + _EMP + END_CAP + GONE), False, True)]
+_ZH_WORK_JOB = _p(r"我(?:现在|目前)?在{emp}(?:当|做|担任)(?:一名|一个)?{job}" + ZH_END, emp=ZH_VAL, job=ZH_VAL)
+_ZH_WORK = _p(r"我(?:现在|目前|如今)?在{emp}(?:工作|上班)" + ZH_END, emp=ZH_VAL)
+_ZH_JOB = _p(r"我的(?:工作|职业)是{job}" + ZH_END, job=ZH_VAL)
+#: 我是护士, 我现在是一名护士, 我成了一名医生, 我开始当护士了: an occupation of
+#: :data:`timem.memory.occupations.ZH_OCCUPATIONS` only (我是上海人 is none)
+_ZH_BE_JOB = re.compile(r"我(?:现在|目前|如今|已经|最近|终于)?(?:是|成了|成为了?|当上了?|(?:开始|正式)?(?:当|做)了?)"
+                        r"(?:一名|一个|一位|个|名)?" + ZH_OCCUPATION + ZH_END)
+#: the speaker's "I" left out before "work": "I live in Leeds and work at Asda", "I moved to Porto and now work as a
+#: nurse" (a new-user trial read the city and no job); not after a relative clause of someone else's ("my parents,
+#: who live in Leeds and work at Asda") nor after another subject ("I live with my sister and work …" is not read)
+_AND_WORK = re.compile(r"(?P<head>\b[Ii]\s(?:(?!\b(?i:who|that|which|whose|where|he|she|they|my|his|her|their)\b)"
+                       r"[^,;.!?])*?)\s+and\s+(?=(?:(?i:now|currently|also)\s+)?(?i:work)\s+(?i:at|for|as)\b)")
+
+
+def with_left_out_i(sent: str) -> str:
+    """``sent`` with the speaker's "I" put back before "work" (:data:`_AND_WORK`): "I live in Leeds and work at Asda"
+    -> "I live in Leeds and I work at Asda"."""
+    return _AND_WORK.sub(r"\g<head> and I ", sent)
+
+
+def read_work(s: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """The employer and job statements of the sentence ``s``, in this order: an employer that ends, a new employer
+    and job, a job that ends, then the Chinese ones. Each is ``(attribute, value, fields)``: ``attribute`` is
+    ``"employer"`` or ``"job"``, ``value`` as written (the rules clean it), ``fields`` the
+    :class:`timem.memory.rules.Statement` fields beyond the value (``replaces``, ``ends_only``, ``held``); ``[]`` for
+    none."""
+    out: list[tuple[str, str, dict[str, Any]]] = []
+
+    def has_job() -> bool:
+        return any(a == "job" and clean(v) for a, v, _ in out)
+
+    for rx, held, a_place in _EMPLOYER_OVER:  # "I quit Google" ends the employer (not the job: it outlives it)
+        if (m := rx.search(s)) and not (a_place and is_place(clean(m["emp"]))):
+            out.append(("employer", m["emp"], {"replaces": clean(m["emp"]), "ends_only": True, "held": held}))
+            break
+    for rx, listed in _WORK:
+        if (m := rx.search(s)) and not (listed and occupation(m["job"]) is None):
+            if m.groupdict().get("emp"):
+                out.append(("employer", m["emp"], {}))
+            if m.groupdict().get("job"):
+                out.append(("job", occupation(m["job"]) or m["job"], {}))
+            break
+    else:  # "I joined Google (as a designer)": a new employer, not "I joined a gym / the Sierra Club / Strava"
+        if (m := _JOINED.search(s)) and (emp := joined_employer(m["emp"] + (m["part"] or ""), m["job"])):
+            out.append(("employer", emp, {}))
+            if m["job"]:
+                out.append(("job", occupation(m["job"]) or m["job"], {}))
+    if m := _JOB_LOST.search(s):  # "lost my job as a banker": ends that job
+        out.append(("job", m["job"], {"replaces": m["job"].lower(), "ends_only": True}))
+    elif not has_job() and re.search(r"\bI\b", s) and (m := _JOB_AS.search(s)):
+        out.append(("job", m["job"], {}))
+    if m := _ZH_WORK_JOB.search(s):
+        out += [("employer", m["emp"], {}), ("job", m["job"], {})]
+    elif m := _ZH_WORK.search(s):
+        out.append(("employer", m["emp"], {}))
+    if m := _ZH_JOB.search(s):
+        out.append(("job", m["job"], {}))
+    elif not has_job() and (m := _ZH_BE_JOB.search(s)):  # 我是护士, 我开始当护士了
+        out.append(("job", m["job"], {}))
+    return out
