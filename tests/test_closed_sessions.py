@@ -49,3 +49,27 @@ def test_a_later_start_or_an_idle_gap_closes_a_session_and_the_newest_stays_open
     got = closed_sessions(sessions, T0 + timedelta(minutes=115), timedelta(minutes=30))
     assert got == {"newest": False, "old": True, "ended": True}
     assert closed_sessions(sessions, T0 + timedelta(minutes=140), timedelta(minutes=30))["newest"] is True
+
+
+def test_sessions_among_gives_the_asked_sessions_and_the_latest_of_all(store):
+    """Closing a write's sessions reads those sessions and the latest start and event of all, not every session."""
+    from timem.models import Role, Turn
+
+    def turn(sid, seq, minute):
+        return Turn(id=f"u:{sid}:{seq}", user_id="u", session_id=sid, seq=seq, speaker="Ann", role=Role.USER,
+                    text=f"turn {seq} of {sid}", event_time=T0 + timedelta(minutes=minute))
+
+    store.add_turns([turn("a", 0, 0), turn("a", 1, 10), turn("b", 0, 60), turn("c", 0, 200), turn("c", 1, 230),
+                     Turn(id="v:z:0", user_id="v", session_id="z", seq=0, speaker="Bo", role=Role.USER, text="hi",
+                          event_time=T0 + timedelta(days=9))])
+    got, latest, watermark = store.sessions_among("u", ["b", "a", "nope"])
+    assert [s.session_id for s in got] == ["a", "b"]
+    assert (latest, watermark) == (T0 + timedelta(minutes=200), T0 + timedelta(minutes=230))
+    closed = closed_sessions(got, watermark, timedelta(minutes=30), latest_start=latest)
+    assert closed == {s.session_id: session_closed(s, store.sessions("u"), watermark, timedelta(minutes=30))
+                      for s in got} == {"a": True, "b": True}
+    newest, _, _ = store.sessions_among("u", ["c"])
+    assert closed_sessions(newest, watermark, timedelta(minutes=30), latest_start=latest) == {"c": False}
+    assert store.sessions_among("u", ["nope"]) == ([], latest, watermark)
+    assert store.sessions_among("nobody", ["a"]) == ([], None, None)
+    assert store.sessions_among("u", []) == ([], None, None)

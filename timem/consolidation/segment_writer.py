@@ -151,12 +151,12 @@ class SegmentWriter:
 
     def _l1_sessions(self, user_id: str, session_ids: Sequence[str]) -> list[tuple[str, bool]]:
         """(session id, closed in event time) of the user's sessions among ``session_ids``, by start."""
-        sessions = self.store.sessions(user_id)
-        wanted = set(session_ids)
-        if not sessions or not wanted:
+        sessions, latest_start, watermark = self.store.sessions_among(user_id, session_ids)
+        if not sessions or watermark is None:
             return []
-        closed = self._closed(sessions, max(s.last_event_at for s in sessions), False)
-        return [(s.session_id, closed[s.session_id]) for s in sessions if s.session_id in wanted]
+        idle = timedelta(minutes=self.config.time.session_idle_timeout_minutes)
+        closed = closed_sessions(sessions, watermark, idle, latest_start=latest_start)
+        return [(s.session_id, closed[s.session_id]) for s in sessions]
 
     def _closed(self, sessions: Sequence[SessionInfo], watermark: datetime, flush: bool) -> dict[str, bool]:
         """Per session id: whether the session is closed in event time (:func:`closed_sessions`)."""

@@ -9,6 +9,7 @@ Times are UTC-aware at this boundary and naive UTC in the columns; event time is
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -108,6 +109,26 @@ class TurnTables:
                                 "WHERE user_id = ? ORDER BY started_at, session_id", [user_id]).fetchall()
         return [SessionInfo(session_id=r[0], started_at=utc(r[1]), last_event_at=utc(r[2]), ended=bool(r[3]))
                 for r in rows]
+
+    def sessions_among(self, user_id: str, session_ids: Sequence[str]
+                       ) -> tuple[list[SessionInfo], datetime | None, datetime | None]:
+        """The user's sessions among ``session_ids`` (by start, then id), with the latest start and the latest
+        event of *all* the user's sessions (UTC-aware; ``None`` with no session): what closing a few sessions
+        needs (:func:`timem.tree.windows.closed_sessions`), in one query, without reading every session (a chat
+        write's read-your-writes: ~10 ms of rows per 1,000 sessions otherwise)."""
+        if not session_ids:
+            return [], None, None
+        rows = self.con.execute(
+            "SELECT session_id, started_at, last_event_at, ended, max(started_at) OVER (), "
+            "max(last_event_at) OVER () FROM sessions WHERE user_id = ? "
+            "QUALIFY list_contains(?, session_id) ORDER BY started_at, session_id",
+            [user_id, list(dict.fromkeys(session_ids))]).fetchall()
+        if not rows:
+            row = self.con.execute("SELECT max(started_at), max(last_event_at) FROM sessions WHERE user_id = ?",
+                                   [user_id]).fetchone()
+            return [], (utc(row[0]) if row and row[0] else None), (utc(row[1]) if row and row[1] else None)
+        return ([SessionInfo(session_id=r[0], started_at=utc(r[1]), last_event_at=utc(r[2]), ended=bool(r[3]))
+                 for r in rows], utc(rows[0][4]), utc(rows[0][5]))
 
     def end_session(self, user_id: str, session_id: str) -> None:
         self.con.execute("UPDATE sessions SET ended = TRUE WHERE user_id = ? AND session_id = ?", [user_id, session_id])

@@ -155,12 +155,14 @@ def session_closed(s: SessionInfo, sessions: Sequence[SessionInfo], watermark: d
 
 
 def closed_sessions(sessions: Sequence[SessionInfo], watermark: datetime, idle: timedelta,
-                    flush: bool = False) -> dict[str, bool]:
+                    flush: bool = False, *, latest_start: datetime | None = None) -> dict[str, bool]:
     """:func:`session_closed` of each of the user's ``sessions``, by session id, in one pass: a later session has
     started exactly when the latest start is after the session's last turn. (:func:`session_closed` per session
-    scans every session: quadratic, 60 ms for 1,000 sessions and 2.5 s for 5,000, on every chat write.)"""
+    scans every session: quadratic, 60 ms for 1,000 sessions and 2.5 s for 5,000, on every chat write.)
+    ``latest_start`` (UTC-aware): the latest start of *all* the user's sessions when ``sessions`` are some of them
+    (:meth:`timem.store.turns.TurnTables.sessions_among`); by default the latest of ``sessions``."""
     if not sessions:
         return {}
-    latest = max(o.started_at for o in sessions)
+    latest = max(o.started_at for o in sessions) if latest_start is None else latest_start
     return {s.session_id: flush or s.ended or latest > s.last_event_at or watermark - s.last_event_at >= idle
             for s in sessions}
