@@ -151,7 +151,13 @@ def consolidate(db: DbOpt = None, llm: LlmOpt = None,
 cli_store.register(app)  # tree, stats, check, erase, export, erase-user, compact: listed here by `timem --help`
 
 
-def _parse_time(at: str | None, cfg: Config) -> datetime | None:
+def _parse_time(at: str | None, cfg: Config, user: str) -> datetime | None:
+    """``--at`` as an aware time that keeps the offset written (the zone the question's "yesterday" is read in,
+    :func:`timem.tree.windows.speaker_zone`); a time without one is wall-clock time in ``user``'s zone.
+
+    Raises:
+        OptionValueError: unreadable, or outside the years 1-9999 in UTC.
+    """
     if at is None:
         return None
     from dateutil import parser as dateparser
@@ -162,8 +168,10 @@ def _parse_time(at: str | None, cfg: Config) -> datetime | None:
         parsed = dateparser.parse(at)
     except (ValueError, OverflowError) as exc:
         raise OptionValueError(_unreadable_at(at)) from exc
+    zone = cfg.time.tz_for(user)
     try:
-        return to_utc(parsed, cfg.time.tz)
+        to_utc(parsed, zone)  # in range in UTC too
+        return parsed if parsed.tzinfo is not None and parsed.utcoffset() is not None else parsed.replace(tzinfo=zone)
     except (ValueError, OverflowError) as exc:  # e.g. 9999-12-31T23:00-05:00 is past year 9999 in UTC
         raise OptionValueError(f"--at {at!r} is outside the years 1-9999 in UTC; give a time within them") from exc
 
@@ -181,8 +189,8 @@ def _checked_at(at: str | None) -> str | None:
 
 
 def _unreadable_at(at: str) -> str:
-    return (f"cannot read --at {at!r} as a date and time; use e.g. 2023-08-20T10:00 (in the timezone setting's zone "
-            "unless it has an offset)")
+    return (f"cannot read --at {at!r} as a date and time; use e.g. 2023-08-20T10:00 (in the user's zone unless it "
+            "has an offset)")
 
 
 @app.command()
@@ -197,6 +205,7 @@ def ask(question: Annotated[str, typer.Argument(help="the question to answer fro
         config: ConfigOpt = None, set_: SetOpt = None) -> None:
     """Answer a question from the user's memory; the recall trace is saved and shown with --trace."""
     from timem.recall.render import render_trace
+    from timem.tree.windows import speaker_zone
 
     sets = setting_overrides(set_)
     if recall_only:  # no LLM, whatever --set llm_backend says
@@ -204,7 +213,7 @@ def ask(question: Annotated[str, typer.Argument(help="the question to answer fro
     cfg = _config(config, db, sets, llm_backend="none" if recall_only else llm)
     nodes = {}
     with _engine(cfg, with_llm=not recall_only, must_exist=True) as eng:
-        qt = _parse_time(at, cfg) or eng.default_question_time(user)  # None for an unknown user: recall / ask raise
+        qt = _parse_time(at, cfg, user) or eng.default_question_time(user)  # None: unknown user, recall / ask raise
         fixed, gate_mode = _complexity(complexity), _gate(gate)
         eng.warm_recall()  # the embedder's load (3-5 s) before the recall, not in its trace's plan time (a trial)
         try:
@@ -226,7 +235,8 @@ def ask(question: Annotated[str, typer.Argument(help="the question to answer fro
     if text is not None:
         typer.echo(f"answer: {text}")
     if show_trace or recall_only:
-        typer.echo(render_trace(res.trace, nodes=nodes, tz=cfg.time.tz) if show_trace else res.context
+        zone = speaker_zone(qt, cfg.time.tz_for(user))  # the trace in the zone the question was read in
+        typer.echo(render_trace(res.trace, nodes=nodes, tz=zone) if show_trace else res.context
                    or "(no memory passed the gate for this question; --trace shows why)")
     typer.echo(f"(trace {res.trace.trace_id}; Mem Len {res.trace.context_tokens} tokens)")
 

@@ -24,6 +24,7 @@ from timem.recall.options import DEFAULT_OPTIONS, RecallOptions
 from timem.recall.pipeline import RecallResult, elapsed_ms, persist, run_recall
 from timem.recall.recording import RecordingLLM
 from timem.store.ports import MemoryStore
+from timem.tree.windows import speaker_zone
 
 
 class AnswerResult(BaseModel):
@@ -67,8 +68,9 @@ def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Confi
     The user's pinned memory items (open ones, at most ``Config.memory.memory_pinned_tokens`` cl100k tokens) go
     into the system message; ``options.asker`` (a chat's speaker) is answered as "you".
 
-    The prompt (:mod:`timem.prompts.answer`) gets the context and the question's date in
-    ``config.time.tz``. The trace, including the answer and its LLM call, is persisted once at the end,
+    The prompt (:mod:`timem.prompts.answer`) gets the context and the question's local date and time (the
+    question time's own offset, else the user's zone: :func:`timem.tree.windows.speaker_zone`). The trace,
+    including the answer and its LLM call, is persisted once at the end,
     also when the answer call fails (``answer_error`` set) before the error is re-raised.
 
     Raises:
@@ -85,7 +87,8 @@ def answer(store: MemoryStore, embedder: Embedder, llm: LLMClient, config: Confi
     trace = result.trace
     t0 = time.perf_counter()
     pinned = pinned_lines(store, config, user_id, trace.question_time)
-    msgs = answer_prompt.build_messages(query, result.context, trace.question_time.astimezone(config.time.tz),
+    zone = speaker_zone(question_time, config.time.tz_for(user_id))  # the recall's zone (run_recall)
+    msgs = answer_prompt.build_messages(query, result.context, trace.question_time.astimezone(zone),
                                         pinned=pinned, asker=options.asker)
     withheld = withhold_instructions(result.context)[1]
     if withheld:

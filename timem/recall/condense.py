@@ -24,8 +24,8 @@ Measured on LoCoMo dev (``bench/results/scattered-evidence.md``); the whole-text
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import tzinfo
 from functools import lru_cache
-from zoneinfo import ZoneInfo
 
 from timem.models import MemoryNode
 from timem.recall.context import (
@@ -93,7 +93,7 @@ def condense(nodes: Mapping[str, MemoryNode], ranked_leaves: Sequence[str], neig
 
 
 def refill(chosen: Sequence[MemoryNode], nodes: Mapping[str, MemoryNode], caps: dict[str, int], question: str,
-           budget: int, tz: ZoneInfo, layout: Layout, text: str, tokens: int) -> tuple[list[MemoryNode], str, int]:
+           budget: int, tz: tzinfo, layout: Layout, text: str, tokens: int) -> tuple[list[MemoryNode], str, int]:
     """Give the cut memories of a filled context their whole text back, best first, while it fits ``budget``.
 
     Args:

@@ -44,10 +44,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
 from functools import lru_cache
 from typing import Literal, TypeVar
-from zoneinfo import ZoneInfo
 
 from timem.models import MemoryNode
 from timem.tokens import count_tokens
@@ -65,7 +64,7 @@ def _day(d: date | datetime) -> str:
     return f"{d:%a} {d.day} {d:%B %Y}"
 
 
-def _moment_label(node: MemoryNode, tz: ZoneInfo) -> str:
+def _moment_label(node: MemoryNode, tz: tzinfo) -> str:
     start, end = node.span_start.astimezone(tz), node.span_end.astimezone(tz)
     if end.date() == start.date():
         times = f"{start:%H:%M}" if end.strftime("%H:%M") == start.strftime("%H:%M") else f"{start:%H:%M}-{end:%H:%M}"
@@ -73,7 +72,7 @@ def _moment_label(node: MemoryNode, tz: ZoneInfo) -> str:
     return f"{_day(start)}, {start:%H:%M} - {_day(end)}, {end:%H:%M}"
 
 
-def date_label(node: MemoryNode, tz: ZoneInfo) -> str:
+def date_label(node: MemoryNode, tz: tzinfo) -> str:
     """The date shown for ``node``: time of day for L1/L2, the calendar window for L3-L5."""
     level = int(node.level)
     if level <= 2:
@@ -99,7 +98,7 @@ def date_label(node: MemoryNode, tz: ZoneInfo) -> str:
 _VERBATIM_HEAD = re.compile(r"^On \d{1,2} \w+ \d{4} \(\w+\) \d{2}:\d{2}:\s*")
 
 
-def memory_line(node: MemoryNode, tz: ZoneInfo) -> str:
+def memory_line(node: MemoryNode, tz: tzinfo) -> str:
     """One context line: ``- [date] content`` with whitespace collapsed (a verbatim L1's own date line is
     dropped, since the label carries the date)."""
     text = _VERBATIM_HEAD.sub("", _SPACE.sub(" ", node.content).strip())
@@ -129,7 +128,7 @@ def content_lines(content: str) -> tuple[str, ...]:
     return tuple(ln for ln in (_SPACE.sub(" ", x).strip() for x in text.splitlines()) if ln)
 
 
-def group_header(node: MemoryNode, tz: ZoneInfo, layout: Layout = "grouped") -> str:
+def group_header(node: MemoryNode, tz: tzinfo, layout: Layout = "grouped") -> str:
     """The dated header an L1 ``node`` is grouped under in a grouped ``layout``, from its span start in ``tz``:
     ``[Mon 8 May 2023, 13:56]`` (``"grouped"``), ``[Mon 8 May 2023]`` (``"grouped-day"``) or ``[8 May 2023]``
     (``"grouped-date"``). Lines of one session under equal headers share one."""
@@ -141,7 +140,7 @@ def group_header(node: MemoryNode, tz: ZoneInfo, layout: Layout = "grouped") -> 
     return f"[{_day(start)}, {start:%H:%M}]"
 
 
-def _grouped_l1(nodes: Sequence[MemoryNode], tz: ZoneInfo, layout: Layout) -> list[str]:
+def _grouped_l1(nodes: Sequence[MemoryNode], tz: tzinfo, layout: Layout) -> list[str]:
     out = [L1_GROUPED_HEADER]
     current: tuple[str, str] | None = None
     for n in sorted(nodes, key=turn_order):
@@ -154,7 +153,7 @@ def _grouped_l1(nodes: Sequence[MemoryNode], tz: ZoneInfo, layout: Layout) -> li
     return out
 
 
-def render_context(nodes: Sequence[MemoryNode], tz: ZoneInfo, layout: Layout = "grouped") -> str:
+def render_context(nodes: Sequence[MemoryNode], tz: tzinfo, layout: Layout = "grouped") -> str:
     """The context text for ``nodes`` (any order): grouped by level, L1 first, in time order within a level.
 
     Args:
@@ -295,7 +294,7 @@ def count_context_tokens(text: str) -> int:
     return sum(count_tokens(ln + "\n") for ln in lines[:-1]) + count_tokens(lines[-1])
 
 
-def min_line_cost(node: MemoryNode, tz: ZoneInfo, layout: Layout = "grouped") -> int:
+def min_line_cost(node: MemoryNode, tz: tzinfo, layout: Layout = "grouped") -> int:
     """A lower bound on the tokens ``node`` adds to a rendered context: its own lines, one token of slack
     each (a line's last chunk can merge with the newline), headers not counted."""
     lines = l1_lines(node) if int(node.level) == 1 and layout in GROUPED else [memory_line(node, tz)]

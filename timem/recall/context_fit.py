@@ -18,9 +18,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, tzinfo
 from functools import lru_cache
-from zoneinfo import ZoneInfo
 
 from timem.models import MemoryNode
 from timem.recall.context import (
@@ -59,7 +58,7 @@ class _Piece:
 _PIECES_MAX = 16384
 
 
-def _piece_key(node: MemoryNode, tz: ZoneInfo, layout: Layout) -> tuple[object, ...]:
+def _piece_key(node: MemoryNode, tz: tzinfo, layout: Layout) -> tuple[object, ...]:
     """Everything :func:`_make_piece` reads of ``node`` (its lines, date label, session group and turn order)."""
     return (node.id, node.content, int(node.level), node.span_start, node.span_end, node.window_key, node.session_id,
             node.source_turn_ids[0] if node.source_turn_ids else "", str(tz), layout)
@@ -71,7 +70,7 @@ class _Keyed:
 
     __slots__ = ("key", "node", "tz", "layout")
 
-    def __init__(self, node: MemoryNode, tz: ZoneInfo, layout: Layout) -> None:
+    def __init__(self, node: MemoryNode, tz: tzinfo, layout: Layout) -> None:
         self.key = _piece_key(node, tz, layout)
         self.node: MemoryNode | None = node
         self.tz, self.layout = tz, layout
@@ -90,7 +89,7 @@ def _cached_piece(keyed: _Keyed) -> _Piece | None:
     return _make_piece(keyed.node, keyed.tz, keyed.layout)
 
 
-def _piece(node: MemoryNode, tz: ZoneInfo, layout: Layout) -> _Piece | None:
+def _piece(node: MemoryNode, tz: tzinfo, layout: Layout) -> _Piece | None:
     """The piece of ``node``, or ``None`` when its lines break the line-sum rule (see the module docstring);
     cached by :func:`_piece_key` (:func:`_cached_piece`)."""
     keyed = _Keyed(node, tz, layout)
@@ -100,7 +99,7 @@ def _piece(node: MemoryNode, tz: ZoneInfo, layout: Layout) -> _Piece | None:
         keyed.node = None  # on a miss the cache keeps ``keyed`` as its key: the key, not the node
 
 
-def _make_piece(node: MemoryNode, tz: ZoneInfo, layout: Layout) -> _Piece | None:
+def _make_piece(node: MemoryNode, tz: tzinfo, layout: Layout) -> _Piece | None:
     level = int(node.level)
     group, group_tokens = None, 0
     if level == 1 and layout in GROUPED:
@@ -168,7 +167,7 @@ class _Context:
             self.tail = p
 
 
-def fit_context(nodes: Sequence[MemoryNode], tz: ZoneInfo, layout: Layout, budget: int
+def fit_context(nodes: Sequence[MemoryNode], tz: tzinfo, layout: Layout, budget: int
                 ) -> tuple[list[MemoryNode], str, int]:
     """``fit_budget(nodes, lambda ns: render_context(ns, tz, layout), budget, lambda n: min_line_cost(n, tz,
     layout))`` with the same result (see the module docstring): ``(kept nodes, rendered context, its tokens)``."""

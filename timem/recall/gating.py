@@ -25,9 +25,8 @@ within ``Config.recall.token_budget`` cl100k tokens; a memory that does not fit 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Literal
-from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, Field
 
@@ -105,7 +104,7 @@ def score_gate(leaves: Sequence[Candidate], ancestors: Sequence[AncestorRecord],
 
 
 def llm_gate(llm: LLMClient, question: str, complexity: str, leaves: Sequence[Candidate],
-             nodes: dict[str, MemoryNode], ancestor_ids: Sequence[str], question_time: datetime, tz: ZoneInfo,
+             nodes: dict[str, MemoryNode], ancestor_ids: Sequence[str], question_time: datetime, tz: tzinfo,
              user_id: str) -> tuple[set[str], dict[str, str], list[int]]:
     """``(kept ids, reason per id, invalid numbers)`` from one gate call.
 
@@ -133,7 +132,7 @@ def run_gate(state: RecallState, mode: GateMode, complexity: str, leaves: Sequen
     replaced upstream (e.g. no LLM configured). Returns ``(kept ids, reason per id, outcome without decisions)``.
     """
     llm, question, question_time, user_id = state.llm, state.query, state.question_time, state.user_id
-    tz, threshold, floor = state.config.time.tz, state.config.recall.gate_threshold, state.config.recall.gate_floor
+    tz, threshold, floor = state.tz, state.config.recall.gate_threshold, state.config.recall.gate_floor
     if cjk.is_chinese(question):  # MiniLM's cosines of Chinese text are high for anything (timem.recall.cjk)
         floor = state.config.recall.gate_floor_cjk
     added = [a.node_id for a in ancestors if a.added]
@@ -161,7 +160,7 @@ def run_gate(state: RecallState, mode: GateMode, complexity: str, leaves: Sequen
 
 
 def apply_budget(kept: set[str], why: dict[str, str], leaves: Sequence[Candidate], ancestors: Sequence[AncestorRecord],
-                 nodes: dict[str, MemoryNode], budget: int, tz: ZoneInfo, layout: Layout = "grouped",
+                 nodes: dict[str, MemoryNode], budget: int, tz: tzinfo, layout: Layout = "grouped",
                  neighbours: Sequence[tuple[str, str, str]] = (), interleave: bool = True, question: str = ""
                  ) -> tuple[list[MemoryNode], str, int, list[GateDecision]]:
     """Fit the kept memories into ``budget`` tokens (see the module docstring).

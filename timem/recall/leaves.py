@@ -180,12 +180,12 @@ def select_leaves(state: RecallState, plan: RecallPlan, localisation: TimeLocali
     loc = TimeLocalisation(detect=False)
     mentioned: set[str] = set()  # leaves whose text mentions a date in a window (timem.recall.time_channel)
     if config.recall.time_channel != "off":
-        loc = localisation if localisation is not None else localise(question, question_time, config.time.tz)
+        loc = localisation if localisation is not None else localise(question, question_time, state.tz)
         if loc.detect:
             spans = [(w.start, w.end) for w in loc.windows]
             timed = [i for i, _, _ in store.segments_in_windows(user_id, spans, n, until=question_time)]
-            mentions = store.segments_mentioning(user_id, mention_days(loc.windows, config.time.tz), question_time)
-            by_date = [i for i, text in mentions if mentions_in(text, loc.windows, config.time.tz)]
+            mentions = store.segments_mentioning(user_id, mention_days(loc.windows, state.tz), question_time)
+            by_date = [i for i, text in mentions if mentions_in(text, loc.windows, state.tz)]
             mentioned, seen = set(by_date), set(timed)
             timed += [i for i in by_date[:n] if i not in seen]
             new = [i for i in timed if i not in vec_hits]

@@ -31,7 +31,7 @@ def localise_question(state: RecallState) -> TimeLocalisation:
     """
     store, llm, config, user_id = state.store, state.llm, state.config, state.user_id
     question, question_time, notes = state.query, state.question_time, state.notes
-    rules = localise(question, question_time, config.time.tz)
+    rules = localise(question, question_time, state.tz)
     if config.recall.time_localiser != "llm" or rules.detect:
         return rules
     if llm is None:
@@ -43,7 +43,7 @@ def localise_question(state: RecallState) -> TimeLocalisation:
     ids = [i for i, _ in sorted(hits, key=lambda h: -h[1])[:N_SUMMARIES]]
     nodes = sorted((n for n in store.nodes(user_id=user_id, ids=ids) if n.span_start <= question_time),
                    key=lambda n: (n.span_start, n.id))
-    tz = config.time.tz
+    tz = state.tz
     shown = [(n.span_start.astimezone(tz).date(), n.span_end.astimezone(tz).date(), n.content) for n in nodes]
     asked_on = question_time.astimezone(tz).date()
     try:

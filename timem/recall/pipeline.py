@@ -51,7 +51,7 @@ from timem.recall.trace import RecallTrace
 from timem.recall.trace_store import save_trace
 from timem.store.ports import MemoryStore
 from timem.tokens import content_stems
-from timem.tree.windows import to_utc
+from timem.tree.windows import speaker_zone, to_utc
 
 
 class RecallResult(BaseModel):
@@ -77,13 +77,14 @@ def _plan(state: RecallState, complexity_override: Complexity | None, planner_na
     config, llm, query, qt, participants, notes = (state.config, state.llm, state.query, state.question_time,
                                                    state.participants, state.notes)
     if complexity_override is not None:
-        return make_plan(complexity_override, query, qt, config, "override", participants=participants)
+        return make_plan(complexity_override, query, qt, config, "override", participants=participants, tz=state.tz)
     if planner_name == "llm":
         if llm is None:
             notes.append("planner 'llm' configured but no LLM available; centroid planner used")
         else:
             try:
-                return LLMPlanner(llm).plan(query, qt, config, participants=participants, user_id=state.user_id)
+                return LLMPlanner(llm).plan(query, qt, config, participants=participants, user_id=state.user_id,
+                                            tz=state.tz)
             except LLMError as exc:
                 notes.append(f"LLM planner failed ({exc}); centroid planner used")
     planner = CentroidPlanner(state.embedder)
@@ -93,7 +94,8 @@ def _plan(state: RecallState, complexity_override: Complexity | None, planner_na
     else:
         masked_vec, state.query_vec = state.embedder.embed([masked_text, query])  # one batch
     state.masked = (masked_text, masked_vec)
-    plan = planner.plan(query, qt, config, participants=participants, user_id=state.user_id, vector=masked_vec)
+    plan = planner.plan(query, qt, config, participants=participants, user_id=state.user_id, vector=masked_vec,
+                        tz=state.tz)
     return plan.model_copy(update={"note": notes[-1]}) if notes else plan
 
 
@@ -210,11 +212,11 @@ def _context(state: RecallState, leaves: LeafSelection, ancestors: list[Ancestor
                                stems, rc.condense_after, rc.condense_leaf_tokens, rc.condense_neighbour_tokens,
                                rc.caption_form if rc.caption_cut == "condensed" else None)
     budget = max(0, rc.token_budget - item_tokens - legend_tokens)
-    chosen, context, tokens, decisions = apply_budget(kept, why, leaves.kept, ancestors, shown, budget, config.time.tz,
+    chosen, context, tokens, decisions = apply_budget(kept, why, leaves.kept, ancestors, shown, budget, state.tz,
                                                       rc.context_layout, pulled, rc.neighbour_priority == "interleave",
                                                       query)
     if caps and rc.condense_refill:
-        chosen, context, tokens = refill(chosen, whole, caps, query, budget, config.time.tz, rc.context_layout,
+        chosen, context, tokens = refill(chosen, whole, caps, query, budget, state.tz, rc.context_layout,
                                          context, tokens)
     outcome = outcome.model_copy(update={"decisions": decisions})
     used = {sp: i for sp, i in initials.items() if any(f"\n{i}: " in "\n" + n.content for n in chosen)}
@@ -238,15 +240,19 @@ def run_recall(store: MemoryStore, embedder: Embedder, llm: RecordingLLM | None,
     if not query.strip():
         raise InputError("the question is empty; ask something", field="query")
     t_all = time.perf_counter()
-    qt = datetime.now(UTC) if question_time is None else to_utc(question_time, config.time.tz)
+    user_zone = config.time.tz_for(user_id)
+    qt = datetime.now(UTC) if question_time is None else to_utc(question_time, user_zone)
     planner_name, gate_mode = _modes(config, llm, options)
     state = RecallState(store, embedder, llm, config, user_id, query, qt, options.participants,
-                        exclude_turns=frozenset(options.exclude_turns))
+                        exclude_turns=frozenset(options.exclude_turns), zone=speaker_zone(question_time, user_zone))
     latency: dict[str, float] = {}
 
     t0 = time.perf_counter()
     plan = _plan(state, options.complexity, planner_name)
     latency["plan"] = elapsed_ms(t0)
+    if state.tz != config.time.tz:  # the trace keeps the question time in UTC: say where its dates were read
+        state.notes.append(f"question dates read at {qt.astimezone(state.tz):%Y-%m-%d %H:%M} {state.tz} (the "
+                           "question time's offset, else the user's zone)")
 
     t0 = time.perf_counter()
     leaves = _select(state, plan)
@@ -324,8 +330,10 @@ def recall(store: MemoryStore, embedder: Embedder, llm: LLMClient | None, config
     Args:
         llm: used by the LLM planner / gate when configured; ``None`` for offline runs.
         config: the settings (``options.config`` replaces them when set).
-        question_time: when the question is asked; naive means wall time in ``config.time.tz``;
-            default now. Relative time phrases resolve against it.
+        question_time: when the question is asked; naive means wall time in the user's zone
+            (``config.time.tz_for(user_id)``); default now. Relative time phrases ("yesterday", "on Monday") and
+            calendar windows are read in its own UTC offset when it has one other than UTC, else in the user's
+            zone (:func:`timem.tree.windows.speaker_zone`, docs/time.md).
         options: complexity, gate and planner overrides, participants, persist (:class:`RecallOptions`; its
             ``asker`` is not used by a recall).
 

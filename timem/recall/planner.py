@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, tzinfo
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Protocol, runtime_checkable
@@ -60,12 +60,13 @@ class RecallPlan(BaseModel):
 
 def make_plan(complexity: Complexity, question: str, question_time: datetime, config: Config, planner: str, *,
               keywords: Sequence[str] | None = None, time_expression: str | None = None,
-              participants: Sequence[str] = (), **extra: Any) -> RecallPlan:
+              participants: Sequence[str] = (), tz: tzinfo | None = None, **extra: Any) -> RecallPlan:
     """Assemble a :class:`RecallPlan`: levels and quotas from ``config.recall.quotas[complexity]``; keywords
     extracted deterministically when ``keywords`` is ``None``; the time window resolved from
     ``time_expression`` if given and resolvable, else from the question. A Chinese question with no such window
     also takes its time nouns as keywords (:func:`timem.recall.cjk.time_nouns`: 周末 of 我周末做了什么？); English
-    questions are unchanged.
+    questions are unchanged. ``tz``: the zone the question's dates are read in (:attr:`RecallState.tz
+    <timem.recall.state.RecallState.tz>`); default ``config.time.tz``.
 
     Raises:
         ConfigError: ``config.recall.quotas`` has no entry for ``complexity`` or no L1 quota.
@@ -74,10 +75,10 @@ def make_plan(complexity: Complexity, question: str, question_time: datetime, co
     if not quotas or quotas.get(1, 0) <= 0:
         raise ConfigError(f"quotas[{complexity!r}] must give L1 a positive quota (got {quotas!r}); "
                           "fix `quotas` in the config file.")
-    found = None
+    found, tz = None, tz or config.time.tz
     if time_expression:
-        found = resolve_time_window(time_expression, question_time, config.time.tz)
-    found = found or resolve_time_window(question, question_time, config.time.tz)
+        found = resolve_time_window(time_expression, question_time, tz)
+    found = found or resolve_time_window(question, question_time, tz)
     kws = list(keywords) if keywords is not None else extract_keywords(question, participants)
     if found is None:  # 我周末做了什么？: no window to look in, so a memory that says 周末 is what is asked about
         nouns = [w for w in cjk.time_nouns(question) if w not in kws]
@@ -94,8 +95,8 @@ class Planner(Protocol):
     name: str
 
     def plan(self, question: str, question_time: datetime, config: Config, *,
-             participants: Sequence[str] = (), user_id: str | None = None) -> RecallPlan:
-        """Raises :class:`LLMError` (LLM planner only) when the model call fails."""
+             participants: Sequence[str] = (), user_id: str | None = None, tz: tzinfo | None = None) -> RecallPlan:
+        """Raises :class:`LLMError` (LLM planner only) when the model call fails. ``tz``: as in :func:`make_plan`."""
         ...
 
 
@@ -197,7 +198,7 @@ class CentroidPlanner:
 
     def plan(self, question: str, question_time: datetime, config: Config, *,
              participants: Sequence[str] = (), user_id: str | None = None,
-             vector: np.ndarray | None = None) -> RecallPlan:
+             vector: np.ndarray | None = None, tz: tzinfo | None = None) -> RecallPlan:
         """Classify, extract keywords deterministically, resolve the time window. No LLM call. A Chinese question
         (:func:`timem.recall.cjk.is_chinese`) takes its complexity from :func:`timem.recall.cjk.complexity`
         (its centroid scores are still recorded; ``note`` says so).
@@ -209,7 +210,7 @@ class CentroidPlanner:
         if cjk.is_chinese(question):  # the centroids are English questions: cue words decide (timem.recall.cjk)
             complexity, note = cjk.complexity(question), "Chinese question: complexity from cue words, not centroids"
         return make_plan(complexity, question, question_time, config, self.name,
-                         participants=participants, scores=scores, note=note)
+                         participants=participants, scores=scores, note=note, tz=tz)
 
 
 class LLMPlanner:
@@ -231,13 +232,14 @@ class LLMPlanner:
                          if examples_per_class else None)
 
     def plan(self, question: str, question_time: datetime, config: Config, *,
-             participants: Sequence[str] = (), user_id: str | None = None) -> RecallPlan:
-        """Raises :class:`LLMError` when the call fails or returns no valid JSON after retries."""
-        msgs = planner_prompt.build_messages(question, question_time.astimezone(config.time.tz), self.examples)
+             participants: Sequence[str] = (), user_id: str | None = None, tz: tzinfo | None = None) -> RecallPlan:
+        """Raises :class:`LLMError` when the call fails or returns no valid JSON after retries. ``tz``: as in
+        :func:`make_plan`."""
+        msgs = planner_prompt.build_messages(question, question_time.astimezone(tz or config.time.tz), self.examples)
         resp = self.llm.complete_json(msgs, planner_prompt.PlannerResponse, purpose="recall.plan", user_id=user_id)
         kws = clean_keywords(resp.keywords, question, participants) or extract_keywords(question, participants)
         return make_plan(resp.complexity, question, question_time, config, self.name, keywords=kws,
-                         time_expression=resp.time_expression, participants=participants)
+                         time_expression=resp.time_expression, participants=participants, tz=tz)
 
 
 def evaluate_planner(planner: Planner, items: Iterable[Mapping[str, str] | Any] | None = None,

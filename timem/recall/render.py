@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import tzinfo
 from zoneinfo import ZoneInfo
 
 from timem.models import MemoryNode
@@ -39,7 +40,7 @@ def first_words(node: MemoryNode | None, width: int = 60) -> str:
 
 
 def render_trace(trace: RecallTrace, max_candidates: int = 40, nodes: Mapping[str, MemoryNode] | None = None,
-                 tz: ZoneInfo | None = None) -> str:
+                 tz: tzinfo | None = None) -> str:
     """A readable multi-section report: plan, candidates, ancestors, memory items (with what each superseded),
     gate, the memories the condensed context cut (:mod:`timem.recall.condense`), context, latency, LLM use.
 
@@ -54,7 +55,8 @@ def render_trace(trace: RecallTrace, max_candidates: int = 40, nodes: Mapping[st
            f"query: {trace.query}",
            f"plan ({p.planner}): complexity={p.complexity} keywords={p.keywords} "
            f"levels={{{', '.join(f'L{k}: {v}' for k, v in p.levels.items())}}}"
-           + (f" time window={p.time_window.start.date()}..{p.time_window.end.date()}" if p.time_window else ""),
+           + (f" time window={p.time_window.start.astimezone(tz).date()}..{p.time_window.end.astimezone(tz).date()}"
+              if p.time_window else ""),
            f"bm25 query: {trace.bm25_query}",
            "", f"candidates (L1; {len(trace.candidates)}): rank  score  local  tree   semantic  bm25  "
                + ("date              first words  |  " if nodes is not None else "") + "why  [node]"]

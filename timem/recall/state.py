@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, tzinfo
 from functools import lru_cache
 
 import numpy as np
@@ -79,6 +79,8 @@ class RecallState:
         notes: what the stages noted for the recall trace (fallbacks, channel sizes), in order.
         exclude_turns: turn ids whose L1 segments are never recalled: in a chat, the message being answered
             (stored before it is answered, it was recalled as its own memory).
+        zone: the zone the question's dates are read in (:func:`timem.tree.windows.speaker_zone` of the question
+            time as given); ``None``: the user's zone (``config.time.tz_for(user_id)``). Read it as :attr:`tz`.
     """
 
     store: MemoryStore
@@ -93,7 +95,14 @@ class RecallState:
     masked: tuple[str, np.ndarray] | None = None
     notes: list[str] = field(default_factory=list)
     exclude_turns: frozenset[str] = frozenset()
+    zone: tzinfo | None = None
     _query_stems: set[str] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def tz(self) -> tzinfo:
+        """The zone the question's relative dates ("yesterday", "on Monday") and calendar windows are cut in:
+        :attr:`zone`, else the user's zone."""
+        return self.zone if self.zone is not None else self.config.time.tz_for(self.user_id)
 
     def unseen(self, node: MemoryNode) -> bool:
         """Whether ``node`` may not be recalled for this question: it starts after the question time, it is an

@@ -26,9 +26,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, tzinfo
 from functools import lru_cache
-from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, Field
 
@@ -55,7 +54,7 @@ class TimeLocalisation(BaseModel):
     phrases: list[str] = Field(default_factory=list)
 
 
-def localise(question: str, question_time: datetime, tz: ZoneInfo) -> TimeLocalisation:
+def localise(question: str, question_time: datetime, tz: tzinfo) -> TimeLocalisation:
     """Rule-based TIDER localiser: every time expression of ``question`` (at most two) as windows, earliest first.
 
     Args:
@@ -104,7 +103,7 @@ def distance_days(start: datetime, end: datetime, windows: Sequence[TimeSpan]) -
     return best
 
 
-def mentions_in(text: str, windows: Sequence[TimeSpan], tz: ZoneInfo) -> bool:
+def mentions_in(text: str, windows: Sequence[TimeSpan], tz: tzinfo) -> bool:
     """Whether a date that ``text`` mentions (its relative-date annotations, :func:`timem.reldates.annotated_periods`,
     read as calendar days in ``tz``) lies in one of the half-open ``windows``: the period overlaps the window and is
     no longer than it (module docstring, step 2)."""
@@ -119,7 +118,7 @@ def mentions_in(text: str, windows: Sequence[TimeSpan], tz: ZoneInfo) -> bool:
     return False
 
 
-def mention_days(windows: Sequence[TimeSpan], tz: ZoneInfo) -> list[tuple[date, date, int]]:
+def mention_days(windows: Sequence[TimeSpan], tz: tzinfo) -> list[tuple[date, date, int]]:
     """What :meth:`Store.segments_mentioning` looks up for the half-open UTC ``windows``: per window ``(first, last,
     max_days)``, the calendar days in ``tz`` it touches, a day wider on each side, and the most days a mentioned
     period in it may last (its length in days rounded up, plus one). A superset of what :func:`mentions_in` takes

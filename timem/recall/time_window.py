@@ -15,8 +15,7 @@ Windows are half-open ``[start, end)`` in UTC: ``end`` is the first instant afte
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta
-from zoneinfo import ZoneInfo
+from datetime import date, datetime, timedelta, tzinfo
 
 from dateutil import parser as date_parser
 from dateutil.relativedelta import relativedelta
@@ -38,12 +37,12 @@ _UNIT = r"(day|week|month|year)s?"
 _ORD = r"(?:st|nd|rd|th)?"
 
 
-def day_window(first: date, last: date, tz: ZoneInfo) -> TimeSpan:
+def day_window(first: date, last: date, tz: tzinfo) -> TimeSpan:
     """``[midnight of first, midnight after last)`` in ``tz``, as UTC."""
     return TimeSpan(start=midnight(first, tz), end=midnight(last + timedelta(days=1), tz))
 
 
-def _unit_window(d: date, unit: str, tz: ZoneInfo) -> TimeSpan:
+def _unit_window(d: date, unit: str, tz: tzinfo) -> TimeSpan:
     """The calendar month or year holding ``d``."""
     if unit == "month":
         first = d.replace(day=1)
@@ -86,7 +85,7 @@ def _explicit_day(text: str, today: date) -> date | None:
     return d
 
 
-def resolve_time_window(question: str, question_time: datetime, tz: ZoneInfo) -> tuple[str, TimeSpan] | None:
+def resolve_time_window(question: str, question_time: datetime, tz: tzinfo) -> tuple[str, TimeSpan] | None:
     """The first time expression in ``question`` and its window, or ``None`` if there is none.
 
     Args:

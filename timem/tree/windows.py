@@ -16,7 +16,7 @@ from __future__ import annotations
 import calendar
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
 from timem.errors import InvariantError
@@ -51,6 +51,24 @@ def offset_minutes(dt: datetime, tz: ZoneInfo) -> int:
     return int(offset.total_seconds() // 60)
 
 
+def speaker_zone(dt: datetime | None, tz: ZoneInfo) -> tzinfo:
+    """The zone whose calendar a question asked at ``dt`` is read in ("yesterday", "this morning", "on Monday"):
+    :func:`offset_minutes`'s rule as a zone. ``dt`` with a non-zero UTC offset that is not ``tz``'s offset at that
+    instant: that fixed offset (``2024-05-08T09:00-05:00`` -> UTC-05:00, the speaker's local time); otherwise
+    ``tz``, the user's zone (``Config.time.tz_for``), so its DST changes are kept: a naive time (wall-clock time in
+    ``tz``), a ``Z`` / ``+00:00`` time (an instant, often a machine's clock, that says nothing about where the
+    speaker was), ``None`` (no time given) or an offset equal to ``tz``'s then.
+
+    Raises:
+        OverflowError: ``dt`` lies so close to year 1 or 9999 that it cannot be moved into ``tz``.
+    """
+    if dt is None or dt.tzinfo is None or dt.utcoffset() is None or not dt.utcoffset():
+        return tz
+    offset = dt.utcoffset()
+    assert offset is not None  # tested above
+    return tz if dt.astimezone(tz).utcoffset() == offset else timezone(offset)
+
+
 @dataclass(frozen=True)
 class Window:
     """A calendar window ``[start, end)`` (UTC-aware) with a stable key, e.g. ``day:2023-05-08``."""
@@ -65,7 +83,7 @@ class Window:
         return TimeSpan(start=self.start, end=self.end)
 
 
-def midnight(d: date, tz: ZoneInfo) -> datetime:
+def midnight(d: date, tz: tzinfo) -> datetime:
     """Local midnight starting day ``d`` in ``tz``, as UTC."""
     return datetime.combine(d, time(0), tzinfo=tz).astimezone(UTC)
 
