@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from timem.memory.first_names import is_first_name
+
 #: occupations (a head noun or a fixed title); "software engineer", "registered nurse" end with one of them
 OCCUPATIONS = frozenset("""
 accountant actor actress administrator analyst anesthesiologist architect artist assistant attorney auditor
@@ -101,23 +103,30 @@ JOINED_END = (r"(?=\s*(?:[,.!?;:]|$)|\s+(?:last|this|recently|yesterday|today|ea
 
 def joined_employer(name: str, job: str | None = None) -> str | None:
     """The employer that "I joined ``name``" names, or ``None`` when it names none: a club, a gym, a group or a
-    team (a word of :data:`NOT_EMPLOYER_WORDS`), or a service one signs up to (:data:`SIGN_UPS`), unless ``job``
-    (the occupation of "… as a X") says it is a workplace. A name ends at a possessive that a name or a part of a
-    company follows ("Google's London office", "Google's cloud team": Google; "St John's hospital" stays), and before
-    a part of a company in lower case ("the Google cloud team": Google)."""
+    team (a word of :data:`NOT_EMPLOYER_WORDS`), a service one signs up to (:data:`SIGN_UPS`) or a person's first
+    name alone ("I joined Sarah.", "I joined Sarah's team": :mod:`timem.memory.first_names`), unless ``job`` (the
+    occupation of "… as a X") says it is a workplace (not of a person's team: "Sarah's team as a designer"). A name
+    ends at a possessive that a name or a part of a company follows ("Google's London office", "Google's cloud team":
+    Google; "St John's hospital" stays), and before a part of a company in lower case ("the Google cloud team":
+    Google)."""
     words = name.split()
     lower = [w.lower().rstrip(".") for w in words]
     if not words or any(w in NOT_EMPLOYER_WORDS for w in lower):
         return None
     if job is None and (" ".join(lower) in SIGN_UPS or lower[0] in SIGN_UPS):
         return None
+    whose = False  # a part of someone's: "Sarah's team" is Sarah's, even with a job ("… as a designer")
     for k, w in enumerate(words[:-1]):
         rest = words[k + 1:]
         if re.search(r"['’]s$", w) and any(r[:1].isupper() or r.lower() in _PARTS for r in rest):
-            return " ".join([*words[:k], w[:-2]])
-    if lower[-1] in _PARTS:  # "the Google cloud team": Google
-        while len(words) > 1 and words[-1][:1].islower():
-            words.pop()
+            words, whose = [*words[:k], w[:-2]], True
+            break
+    else:
+        if lower[-1] in _PARTS:  # "the Google cloud team": Google
+            while len(words) > 1 and words[-1][:1].islower():
+                words.pop()
+    if (job is None or whose) and len(words) == 1 and is_first_name(words[0]):  # "I joined Sarah.": a person
+        return None
     return " ".join(words)
 
 

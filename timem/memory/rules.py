@@ -50,7 +50,7 @@ from timem.memory.occupations import occupation
 from timem.memory.patterns import END, END_CAP, GONE, ZH_END, ZH_VAL, cap, clean
 from timem.memory.places import is_place, lower_place
 from timem.memory.typography import plain_typography
-from timem.memory.work import read_work, with_left_out_i
+from timem.memory.work import read_work
 from timem.prompts.common import QUESTION, SENTENCES
 
 DIETS = ("vegetarian", "vegan", "pescatarian", "keto", "gluten-free")
@@ -257,6 +257,16 @@ def _sentence(s: str, correction: bool, background: bool = False) -> list[Statem
 #: "I also moved to Porto", "we also love jazz", "I've also started working as a nurse": read as without "also" (a
 #: new-user trial on LoCoMo read nothing of "I also lost my job at Door Dash this month")
 _ALSO = re.compile(r"\b((?:[Ii]|[Ww]e)(?:'ve|’ve|\s+have)?)\s+also\s+(?=[a-z])")
+#: the speaker's "I" left out before "work", "live" or "moved": "I live in Leeds and work at Asda", "I moved to Porto
+#: and now work as a nurse" (a new-user trial read the city and no job), "I am from Brazil but live in Porto" (a
+#: helper's trial read no home city); not after a relative clause of someone else's ("my parents, who live in Leeds
+#: and work at Asda"), another subject ("I live with my sister and work …" is not read) or a wish ("I want to retire
+#: and live in Spain", "I'd love to travel and live in Paris")
+_LEFT_OUT_I = re.compile(
+    r"(?P<head>\b[Ii](?:\s|['’](?:m|ve)\s)(?:(?!\b(?i:who|that|which|whose|where|he|she|they|my|his|her|their|want|"
+    r"wants|wanted|would|could|should|might|may|will|can|hope|hoping|plan|planning|wish|dream|gonna|wanna|going|"
+    r"like\s+to|love\s+to|need|have\s+to|try|trying|if|when|unless)\b)[^,;.!?])*?)\s+(?P<conj>and|but)\s+"
+    r"(?=(?:(?i:now|currently|also)\s+)?(?:(?i:work)\s+(?i:at|for|as)|(?i:live)\s+(?i:in)|(?i:moved)\s+(?i:to))\b)")
 #: a since-clause: "Since I lost my job at Door Dash, things have been tough", "I've been happier ever since I moved to
 #: Porto"; it runs to a comma, a semicolon, a further clause of the speaker's ("Since I moved here I love jazz") or
 #: the sentence's end
@@ -303,7 +313,7 @@ def extract_statements(text: str) -> list[Statement]:
                 # "Actually, I moved to Braga, not Porto" (or "sorry, I meant …", "不对，…") corrects
                 news = _MERE_ACTUALLY.match(m.group(0)) and _CHANGE.search(rest) and not _CONTRAST.search(rest)
                 correction, sent = not news, rest
-        for part, background in since_parts(with_left_out_i(_ALSO.sub(r"\1 ", sent))):
+        for part, background in since_parts(_LEFT_OUT_I.sub(r"\g<head> \g<conj> I ", _ALSO.sub(r"\1 ", sent))):
             for clause in opinion_clauses(part):
                 out += _sentence(clause, correction, background)
     return _city_over_quarter(out)

@@ -8,7 +8,7 @@
 * the end of one -- "I quit Google", "I left Google", "I don't work at Google anymore", "I got fired from Google"
   (the employer), "I lost my job as a banker" (the job).
 
-:func:`read_work` reads one sentence; :func:`with_left_out_i` puts back the "I" a chat line leaves out before "work".
+:func:`read_work` reads one sentence.
 """
 
 from __future__ import annotations
@@ -22,19 +22,27 @@ from timem.memory.patterns import END, END_CAP, GONE, JOB, ZH_END, ZH_VAL, cap, 
 from timem.memory.places import is_place
 
 _AS_JOB = r"(?:\s+(?i:as)\s+(?:(?i:an?)\s+)?" + JOB + ")?"
-#: an employer's name with the kind of place it is in lower case: "Santa Maria hospital" (a trial kept "Santa Maria")
-_EMP = cap("emp")[:-1] + (r"(?:\s+(?i:hospital|clinic|school|university|college|bakery|caf[eé]|restaurant|bank|"
-                           r"library|hotel|museum|pharmacy|gym|studio|agency|bar|shop|store|office))?)")
+#: an employer's name with the kind of place it is in lower case: "Santa Maria hospital" (a trial kept "Santa Maria"),
+#: after "the" or not: "the NHS", "the BBC" (a helper's trial: "I work for the NHS" read nothing)
+_EMP = r"(?:(?i:the)\s+)?" + cap("emp")[:-1] + (
+    r"(?:\s+(?i:hospital|clinic|school|university|college|bakery|caf[eé]|restaurant|bank|library|hotel|museum|"
+    r"pharmacy|gym|studio|agency|bar|shop|store|office))?)")
 _AT_EMP = r"(?:\s+(?i:at|with|for)\s+" + _EMP + END_CAP + "|" + END + ")"
 #: where one works, named by a kind of place in lower case: "the hospital", "a small bakery", "our local school". No
 #: employer (it names none); only before "as a X", which names the job: "I work at the hospital as a nurse" (a second
 #: new-user trial read nothing)
 _PLACE_AS = (r"(?i:at|for|in)\s+(?i:the|a|an|our|my|this|that)\s+[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,3}?"
              r"(?=\s+(?i:as)\s+(?i:an?)\s)")
+#: who works: the speaker, also with others ("My wife and I (both) work for the NHS", "We both work for the NHS"; a
+#: helper's trial read nothing); a plain "we work at X" may be a firm's voice ("we work with / for clients") and is not
+#: read
+_WHO = r"\b(?:[Ii]|[Ww]e(?=\s+(?i:both|all)\b))\s+(?:(?i:both|all)\s+)?"
+#: how one works there, between "work" and "at / for": "I now work remotely for Spotify" (a helper's trial read nothing)
+_HOW = r"(?:(?i:remotely|remote|full-time|full\s+time|part-time|part\s+time|freelance|from\s+home)\s+)?"
 _SOON = r"(?:(?i:now|just|recently|currently|still|also|officially|finally|been|started|start|began|begun)\s+)*"
 #: (pattern, whether its job must be an occupation of :mod:`timem.memory.occupations`): the copula ("I'm a X",
 #: "I became a X") says many things that are no job ("I'm a big fan of jazz"); "work as a X" names a job
-_WORK = [(re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?:(?i:at|for)\s+" + _EMP + "|"
+_WORK = [(re.compile(_WHO + r"(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+" + _HOW + r"(?:(?i:at|for)\s+" + _EMP + "|"
                      + _PLACE_AS + ")" + _AS_JOB + END), False),
          (re.compile(r"\b[Ii]\s+(?i:just\s+|recently\s+)?(?i:started|got|took)\s+(?i:a\s+new\s+job|a\s+job|working|"
                      r"a\s+position)\s+(?:(?i:at|with|for)\s+" + _EMP + "|" + _PLACE_AS + ")" + _AS_JOB + END), False),
@@ -58,8 +66,9 @@ _WORK = [(re.compile(r"\b[Ii]\s+(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+(?
 #: for lunch" names none), and no club, gym or service one signs up to
 #: (:func:`~timem.memory.occupations.joined_employer`)
 _JOINED = re.compile(r"\b[Ii](?i:'ve|’ve|\s+have)?\s+(?i:just\s+|recently\s+|finally\s+|officially\s+)?(?i:joined)\s+"
-                     r"(?:(?i:the)\s+)?" + _EMP + END_CAP + r"(?P<part>(?:\s+[a-z][\w-]*){0,3}?\s+"
+                     + _EMP + END_CAP + r"(?P<part>(?:\s+[a-z][\w-]*){0,3}?\s+"
                      r"(?i:team|office|division|department|lab))?" + _AS_JOB + JOINED_END)
+_LATER_AS = re.compile(r"\bas\s+an?\s+" + JOB + END, re.IGNORECASE)
 _JOB_AS = re.compile(r"\b(?:a\s+|my\s+)?(?:new\s+)?job\s+as\s+(?:an?\s+)" + JOB + END, re.IGNORECASE)
 _JOB_LOST = re.compile(r"\b(?:lost|quit|left)\s+my\s+job\s+as\s+(?:an?\s+)" + JOB + END, re.IGNORECASE)
 #: an employer said to be over, ``(pattern, held, place)``: "I quit Google", "I left Google (last month)" (not a place:
@@ -94,17 +103,12 @@ _ZH_JOB = _p(r"我的(?:工作|职业)是{job}" + ZH_END, job=ZH_VAL)
 #: :data:`timem.memory.occupations.ZH_OCCUPATIONS` only (我是上海人 is none)
 _ZH_BE_JOB = re.compile(r"我(?:现在|目前|如今|已经|最近|终于)?(?:是|成了|成为了?|当上了?|(?:开始|正式)?(?:当|做)了?)"
                         r"(?:一名|一个|一位|个|名)?" + ZH_OCCUPATION + ZH_END)
-#: the speaker's "I" left out before "work": "I live in Leeds and work at Asda", "I moved to Porto and now work as a
-#: nurse" (a new-user trial read the city and no job); not after a relative clause of someone else's ("my parents,
-#: who live in Leeds and work at Asda") nor after another subject ("I live with my sister and work …" is not read)
-_AND_WORK = re.compile(r"(?P<head>\b[Ii]\s(?:(?!\b(?i:who|that|which|whose|where|he|she|they|my|his|her|their)\b)"
-                       r"[^,;.!?])*?)\s+and\s+(?=(?:(?i:now|currently|also)\s+)?(?i:work)\s+(?i:at|for|as)\b)")
-
-
-def with_left_out_i(sent: str) -> str:
-    """``sent`` with the speaker's "I" put back before "work" (:data:`_AND_WORK`): "I live in Leeds and work at Asda"
-    -> "I live in Leeds and I work at Asda"."""
-    return _AND_WORK.sub(r"\g<head> and I ", sent)
+def _later_job(s: str, pos: int) -> str | None:
+    """The occupation of an "as a X" in ``s`` after ``pos``, past a time or other words: "I joined Google yesterday,
+    officially, as a product manager" (a helper's trial read the employer and no job, so the old job stayed open);
+    ``None`` when there is none or X is no occupation of :mod:`timem.memory.occupations` ("as a surprise")."""
+    m = _LATER_AS.search(s, pos)
+    return m["job"] if m and occupation(m["job"]) else None
 
 
 def read_work(s: str) -> list[tuple[str, str, dict[str, Any]]]:
@@ -130,10 +134,12 @@ def read_work(s: str) -> list[tuple[str, str, dict[str, Any]]]:
                 out.append(("job", occupation(m["job"]) or m["job"], {}))
             break
     else:  # "I joined Google (as a designer)": a new employer, not "I joined a gym / the Sierra Club / Strava"
-        if (m := _JOINED.search(s)) and (emp := joined_employer(m["emp"] + (m["part"] or ""), m["job"])):
-            out.append(("employer", emp, {}))
-            if m["job"]:
-                out.append(("job", occupation(m["job"]) or m["job"], {}))
+        if m := _JOINED.search(s):
+            job = m["job"] or _later_job(s, m.end())
+            if emp := joined_employer(m["emp"] + (m["part"] or ""), job):
+                out.append(("employer", emp, {}))
+                if job:
+                    out.append(("job", occupation(job) or job, {}))
     if m := _JOB_LOST.search(s):  # "lost my job as a banker": ends that job
         out.append(("job", m["job"], {"replaces": m["job"].lower(), "ends_only": True}))
     elif not has_job() and re.search(r"\bI\b", s) and (m := _JOB_AS.search(s)):
