@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field
 
 from timem.models import TimeSpan
 from timem.recall.time_window import day_window, resolve_time_window
-from timem.reldates import annotated_periods
+from timem.reldates import mentioned_periods
 
 OVERLAP_BONUS = 0.3
 FLAT_DAYS = 14.0
@@ -44,6 +44,8 @@ MAX_WINDOWS = 2
 _SLACK = timedelta(hours=2)
 #: :func:`day_window` of a mentioned period, remembered: a year window reads thousands of texts naming the same days
 _period_window = lru_cache(maxsize=16384)(day_window)  # at most ~4 MB
+#: :func:`mentioned_periods` of a leaf's text, remembered: the same leaves come back for the windows of many questions
+_mentioned = lru_cache(maxsize=16384)(mentioned_periods)
 
 
 class TimeLocalisation(BaseModel):
@@ -104,12 +106,12 @@ def distance_days(start: datetime, end: datetime, windows: Sequence[TimeSpan]) -
 
 
 def mentions_in(text: str, windows: Sequence[TimeSpan], tz: tzinfo) -> bool:
-    """Whether a date that ``text`` mentions (its relative-date annotations, :func:`timem.reldates.annotated_periods`,
-    read as calendar days in ``tz``) lies in one of the half-open ``windows``: the period overlaps the window and is
-    no longer than it (module docstring, step 2)."""
-    if not windows or "=" not in text:
+    """Whether a date that ``text`` mentions (its relative-date annotations and written days of a month,
+    :func:`timem.reldates.mentioned_periods`, read as calendar days in ``tz``) lies in one of the half-open
+    ``windows``: the period overlaps the window and is no longer than it (module docstring, step 2)."""
+    if not windows:
         return False
-    for first, last in annotated_periods(text):
+    for first, last in _mentioned(text):
         period = _period_window(first, last, tz)
         for w in windows:
             if period.start < w.end and period.end > w.start and \
