@@ -125,3 +125,17 @@ def test_joining_a_company_still_names_the_employer(text, expected):
 def test_joining_sarah_keeps_the_employer(eng):
     say_lines(eng, ["I work at Acme", "I joined Sarah."])
     assert _held(eng) == {"employer": "Acme"}
+
+
+def test_a_lost_job_says_it_was_the_job():
+    (lost,) = extract_statements("Lost my job as a banker yesterday, so I'm gonna take a shot at starting a business.")
+    assert (lost.attribute, lost.replaces, lost.ends_only, lost.held) == ("job", "banker", True, True)
+
+
+def test_a_lost_job_no_item_held_is_history_ending_when_it_was_lost(eng):
+    """LoCoMo conv-30 (D1:2): "When Jon has lost his job as a banker?" had no item: the end of a job no item held
+    wrote nothing, where "I quit my job at Google" writes the employer as history."""
+    say_lines(eng, ["Hi!", "Lost my job as a banker yesterday, so I'm gonna take a shot at starting my own business."])
+    (banker,) = [i for i in eng.memory_items("mia") if i.attribute == "job"]
+    assert banker.value == "banker" and not banker.is_open
+    assert banker.valid_to == T0.replace(hour=0)  # the start of "yesterday" (said a day after T0; UTC)

@@ -70,6 +70,8 @@ _JOINED = re.compile(r"\b[Ii](?i:'ve|’ve|\s+have)?\s+(?i:just\s+|recently\s+|f
                      r"(?i:team|office|division|department|lab))?" + _AS_JOB + JOINED_END)
 _LATER_AS = re.compile(r"\bas\s+an?\s+" + JOB + END, re.IGNORECASE)
 _JOB_AS = re.compile(r"\b(?:a\s+|my\s+)?(?:new\s+)?job\s+as\s+(?:an?\s+)" + JOB + END, re.IGNORECASE)
+#: "(I) lost / quit / left my job as a banker": ends that job, and says it was the job (``held``: history when no item
+#: held it, as "I quit my job at Google" for the employer; LoCoMo's "Lost my job as a banker yesterday" wrote nothing)
 _JOB_LOST = re.compile(r"\b(?:lost|quit|left)\s+my\s+job\s+as\s+(?:an?\s+)" + JOB + END, re.IGNORECASE)
 #: an employer said to be over, ``(pattern, held, place)``: "I quit Google", "I left Google (last month)" (not a place:
 #: "I left Madrid" is no job), "I resigned from Google", "I don't work at Google anymore", "I no longer work for
@@ -141,7 +143,7 @@ def read_work(s: str) -> list[tuple[str, str, dict[str, Any]]]:
                 if job:
                     out.append(("job", occupation(job) or job, {}))
     if m := _JOB_LOST.search(s):  # "lost my job as a banker": ends that job
-        out.append(("job", m["job"], {"replaces": m["job"].lower(), "ends_only": True}))
+        out.append(("job", m["job"], {"replaces": m["job"].lower(), "ends_only": True, "held": True}))
     elif not has_job() and re.search(r"\bI\b", s) and (m := _JOB_AS.search(s)):
         out.append(("job", m["job"], {}))
     if m := _ZH_WORK_JOB.search(s):
