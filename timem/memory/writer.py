@@ -7,11 +7,8 @@ supersession.
 * **LLM** (``Config.memory.memory_extractor`` ``llm``, or ``auto`` with an OpenAI-compatible endpoint; ``auto``
   reads with the rules when the LLM is the embedded model, which wrote false items: see
   ``bench/results/item-extraction.md``): one ``complete_json`` call per *closed* session
-  (:func:`timem.tree.windows.closed_sessions`),
-  prompt :mod:`timem.prompts.memory`. An unusable answer (no valid JSON, a subject who is not a speaker
-  of the session, a turn number out of range) writes nothing for that session, is audited as
-  ``memory-extraction-failed`` and the session is tried again on the next write; the error is returned
-  in :attr:`ExtractionReport.failures` (never swallowed).
+  (:mod:`timem.memory.llm_reader`: an unusable answer writes nothing for that session, is audited and returned in
+  :attr:`ExtractionReport.failures`).
 * **Merge**: a statement whose subject, attribute and normalised value (:func:`normalise`) equal an
   open item adds its segment to the item's sources (``item-merged``), confidence +0.1 (cap 1).
 * **Supersession** (facts and preferences): a statement with another value on the same subject and
@@ -50,13 +47,12 @@ from typing import Any
 
 from timem.config import Config
 from timem.embed.protocol import Embedder
-from timem.errors import LLMError
 from timem.item_holding import SUPERSEDING_KINDS, as_held
 from timem.item_values import MULTI_VALUED, item_subject, mentions, normalise
 from timem.llm.protocol import LLMClient
 from timem.memory.dating import dated_period
 from timem.memory.forget import forget_request
-from timem.memory.grounding import OPPOSITES, canonical_attribute, check_statement
+from timem.memory.grounding import OPPOSITES, check_statement
 from timem.memory.history import (
     ATTRIBUTE_FAMILIES,
     CHANGE_AFTER,
@@ -69,12 +65,11 @@ from timem.memory.history import (
     same_person,
     stored_subject,
 )
+from timem.memory.llm_reader import read_closed_sessions
 from timem.memory.rules import Statement, extract_statements
 from timem.models import Level, MemoryItem, Role, Turn
 from timem.progress import Progress, no_progress
-from timem.prompts import memory as memory_prompt
 from timem.store.ports import MemoryStore
-from timem.tree.windows import closed_sessions
 
 __all__ = ["CORRECTION_WITHIN", "OWN_ENDS", "ExtractionReport", "ItemWriter"]
 
@@ -141,16 +136,11 @@ class ItemWriter:
             with self._rules_lock:
                 self._extract_rules(user_id, report, at_most)
         else:
-            self._extract_llm(user_id, report, progress)
+            assert self.llm is not None  # (mode "llm" needs one)
+            read_closed_sessions(self.store, self.llm, self.config, user_id, report, progress, self.apply)
         return report
 
     # ------------------------------------------------------------------ rules
-    def _person_turns(self, user_id: str, turns: list[Turn]) -> list[Turn]:
-        assistants = {t.speaker for t in self.store.turns(user_id) if t.role == Role.ASSISTANT}
-        people = {t.speaker for t in turns if t.role != Role.ASSISTANT}
-        only_assistant = assistants - people
-        return [t for t in turns if t.role != Role.ASSISTANT and t.speaker not in only_assistant]
-
     def _extract_rules(self, user_id: str, report: ExtractionReport, at_most: int | None = None) -> None:
         # targeted reads: a recall runs this (read_items); with at_most, one id more than it says whether to defer
         unread = self.store.unread_segments(user_id, "rules", None if at_most is None else at_most + 1)
@@ -177,63 +167,6 @@ class ItemWriter:
                                    confidence=0.8, report=report)
                     self.store.mark_extracted(user_id, seg.id, "rules", len(found))
                     report.units += 1
-
-    # ------------------------------------------------------------------ LLM
-    def _extract_llm(self, user_id: str, report: ExtractionReport, progress: Progress) -> None:
-        assert self.llm is not None
-        sessions = self.store.sessions(user_id)
-        if not sessions:
-            return
-        done = self.store.extracted_units(user_id, "llm")
-        watermark = max(s.last_event_at for s in sessions)
-        idle = timedelta(minutes=self.config.time.session_idle_timeout_minutes)
-        segs = self.store.nodes(user_id, Level.SEGMENT)
-        closed = closed_sessions(sessions, watermark, idle)
-        todo = [s for s in sorted(sessions, key=lambda s: s.started_at)
-                if f"session:{s.session_id}" not in done and closed[s.session_id]]
-        for s in progress(todo, "memory items (LLM)", len(todo)):
-            unit = f"session:{s.session_id}"
-            turns = self._person_turns(user_id, self.store.turns(user_id, s.session_id))
-            seg_of = {tid: n.id for n in segs if n.session_id == s.session_id for tid in n.source_turn_ids}
-            turns = [t for t in turns if t.id in seg_of]  # a turn without an active segment is not read
-            if not turns:
-                with self.store.transaction():
-                    self.store.mark_extracted(user_id, unit, "llm", 0)
-                continue
-            try:
-                result = self.llm.complete_json(memory_prompt.build_messages([(t.speaker, t.text) for t in turns]),
-                                                memory_prompt.ExtractedItems, purpose="memory-items",
-                                                user_id=user_id, max_tokens=memory_prompt.MAX_TOKENS)
-                speakers = {t.speaker for t in turns}
-                for it in result.items:
-                    if it.subject not in speakers:
-                        raise ValueError(f"subject {it.subject!r} is not a speaker of the session "
-                                         f"({', '.join(sorted(speakers))})")
-                    if it.turn > len(turns):
-                        raise ValueError(f"turn {it.turn} is out of range (the session has {len(turns)} turns)")
-            except (LLMError, ValueError) as exc:
-                msg = f"{type(exc).__name__}: {exc}"
-                report.failures.append((s.session_id, msg))
-                self.store.audit("memory-extraction-failed", user_id, None, {
-                    "session_id": s.session_id, "prompt_version": memory_prompt.PROMPT_VERSION, "error": msg})
-                continue
-            subject_of = {t.speaker: item_subject(t) for t in turns}  # the names the LLM saw -> the items' subjects
-            with self.store.transaction():
-                for it in result.items:
-                    t = turns[it.turn - 1]
-                    ends = bool(it.replaces) and normalise(it.replaces or "") == normalise(it.value)  # "not X anymore"
-                    attribute = canonical_attribute(it.attribute)
-                    if attribute is None:
-                        self.store.audit("item-ungrounded", user_id, None, {
-                            "segment": seg_of[t.id], "value": it.value, "attribute": it.attribute,
-                            "reason": f"the attribute {it.attribute!r} is not in the vocabulary"})
-                        continue
-                    st = Statement(it.kind, attribute, it.value.strip(), t.text,
-                                   correction=it.correction, replaces=(it.replaces or None), ends_only=ends)
-                    self.apply(user_id, subject_of.get(it.subject, it.subject), st, t.event_time, seg_of[t.id],
-                               source="stated" if it.stated else "inferred", confidence=it.confidence, report=report)
-                self.store.mark_extracted(user_id, unit, "llm", len(result.items))
-            report.units += 1
 
     def _period(self, user_id: str, st: Statement, at: datetime) -> tuple[datetime, datetime] | None:
         """The first past period a relative date of the clause stating ``st`` (said at ``at``, UTC) names, in the
