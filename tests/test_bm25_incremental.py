@@ -16,7 +16,7 @@ import pytest
 from timem.datasets.locomo import load_locomo
 from timem.models import Level, MemoryNode, NodeStatus
 from timem.store import Store
-from timem.store.bm25 import fts_tokenizer
+from timem.store.bm25 import FILE_FTS_OPTIONS, FTS_OPTIONS, NUMBER_STOPWORDS, fts_tokenizer, tokenizer
 from timem.store.bm25_query import QueryWords, stems
 from timem.store.search import bm25_top, vector_top
 
@@ -26,11 +26,12 @@ POSTINGS = ("SELECT p.user_id, p.level, p.status, d.term, p.node_id, p.tf, p.len
 
 
 def _fts_reference(store: Store, user_id: str, query: str, level: int, limit: int) -> list[tuple[str, float]]:
-    """The fts extension's ``match_bm25`` over an fts index of this user's rows alone (N, df, avgdl per user)."""
+    """The fts extension's ``match_bm25`` over an fts index of this user's rows alone (N, df, avgdl per user), with
+    the store's options and stop words (the English list and :data:`NUMBER_STOPWORDS`)."""
     store.con.execute("CREATE OR REPLACE TABLE ref_nodes AS SELECT id, level, status, search_text FROM nodes "
                       "WHERE user_id = ? ORDER BY rowid", [user_id])
-    store.con.execute("PRAGMA create_fts_index('ref_nodes', 'id', 'search_text', stemmer = 'porter', "
-                      "stopwords = 'english', strip_accents = 1, lower = 1, overwrite = 1)")
+    store.con.execute(f"PRAGMA create_fts_index('ref_nodes', 'id', 'search_text', {FILE_FTS_OPTIONS}, "
+                      "overwrite = 1)")
     return store.con.execute(
         "SELECT * FROM (SELECT id, fts_main_ref_nodes.match_bm25(id, ?) AS score FROM ref_nodes "
         "WHERE level = ? AND status = 'active') WHERE score IS NOT NULL "
@@ -48,18 +49,22 @@ def locomo(locomo_dev):
 
 
 def test_the_tokenizer_is_the_fts_extensions(locomo, tmp_path):
-    """The copied macro and stop words give the tokens of the extension's own index on every LoCoMo turn."""
-    body, words = fts_tokenizer()
-    assert len(words) > 500 and "the" in words
+    """The copied macro and stop words give the tokens of the extension's own index (the store's options) on every
+    LoCoMo turn; the stop words are the extension's English list and :data:`NUMBER_STOPWORDS`; digits stay in words."""
+    body, words = tokenizer()
+    english = fts_tokenizer()[1]
+    assert len(english) > 500 and "the" in english and words == english + NUMBER_STOPWORDS
+    assert {"0", "7", "07", "13", "99", "1900", "2023"} <= set(words) and not {"100", "214", "2100"} & set(words)
     store = Store(tmp_path / "t.duckdb", "fake", 4)
     texts = [t.text for u in locomo for t in u.turns]
     store.con.execute("CREATE TABLE tok AS SELECT unnest(?::VARCHAR[]) AS s, unnest(range(?)) AS k",
                       [texts, len(texts)])
-    store.con.execute("PRAGMA create_fts_index('tok', 'k', 's', stemmer = 'porter', stopwords = 'english', "
-                      "strip_accents = 1, lower = 1)")
+    store.con.execute(f"PRAGMA create_fts_index('tok', 'k', 's', {FTS_OPTIONS})")
     differ = store.con.execute("SELECT count(*) FROM tok WHERE fts_main_tok.tokenize(s) IS DISTINCT FROM "
                                "bm25_tokenize(s)").fetchone()[0]
     assert differ == 0
+    assert store.con.execute("SELECT bm25_tokenize('Flight LH1234, room 214: 10:30 B-12')").fetchone()[0] == \
+        ["flight", "lh1234", "room", "214", "10", "30", "b", "12"]
     store.close()
 
 

@@ -17,6 +17,7 @@ from timem.models import Level, MemoryNode
 from timem.recall.options import RecallOptions
 from timem.recall.pipeline import recall
 from timem.store import Store
+from timem.store.bm25 import FILE_FTS_OPTIONS
 from timem.store.search import BM25_B, BM25_K1
 from timem.store.segmenter import search_text
 
@@ -114,8 +115,8 @@ def test_english_bm25_scores_are_identical_to_the_index_over_content(tmp_path, e
     for u in users:
         store.con.execute("CREATE OR REPLACE TABLE old_nodes AS SELECT id, user_id, level, status, content FROM nodes "
                           "WHERE user_id = ?", [u.user_id])
-        store.con.execute("PRAGMA create_fts_index('old_nodes', 'id', 'content', stemmer = 'porter', "
-                          "stopwords = 'english', strip_accents = 1, lower = 1, overwrite = 1)")
+        store.con.execute(f"PRAGMA create_fts_index('old_nodes', 'id', 'content', {FILE_FTS_OPTIONS}, "
+                          "overwrite = 1)")
         for q in questions:
             got = store.search_bm25(u.user_id, q, 1, 40)
             old = store.con.execute(

@@ -12,7 +12,7 @@ import pytest
 from timem.datasets.locomo import load_locomo
 from timem.models import Level, MemoryNode, NodeStatus
 from timem.store import Store
-from timem.store.bm25 import Doc
+from timem.store.bm25 import FILE_FTS_OPTIONS, Doc
 from timem.store.memory_steps import Change
 from timem.store.search import HNSW_INDEX, vector_top
 
@@ -24,8 +24,8 @@ def _reference_bm25(store: Store, user_id: str, query: str, level: int, limit: i
     user filter after scoring (the pre-postings query)."""
     store.con.execute("CREATE OR REPLACE TABLE ref_nodes AS SELECT id, level, status, search_text FROM nodes "
                       "WHERE user_id = ?", [user_id])
-    store.con.execute("PRAGMA create_fts_index('ref_nodes', 'id', 'search_text', stemmer = 'porter', "
-                      "stopwords = 'english', strip_accents = 1, lower = 1, overwrite = 1)")
+    store.con.execute(f"PRAGMA create_fts_index('ref_nodes', 'id', 'search_text', {FILE_FTS_OPTIONS}, "
+                      "overwrite = 1)")
     return store.con.execute(
         "SELECT * FROM (SELECT id, fts_main_ref_nodes.match_bm25(id, ?) AS score FROM ref_nodes "
         "WHERE level = ? AND status = 'active') WHERE score IS NOT NULL "

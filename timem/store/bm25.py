@@ -15,12 +15,22 @@ at 23k rows, ~17 s at 100k). These tables hold the same information and are chan
   shape of the table the store used to derive from the fts index.
 
 Tokens come from the extension itself: the ``bm25_tokenize`` macro and the ``bm25_stopwords`` table are
-copied into the file from an fts index the extension builds on a scratch in-memory table
-(:func:`fts_tokenizer`), and ``stem(w, 'porter')`` is the extension's stemmer. A term is
+copied into the file from an fts index the extension builds on a scratch in-memory table with
+:data:`FTS_OPTIONS` (:func:`fts_tokenizer`), and ``stem(w, 'porter')`` is the extension's stemmer. A term is
 ``stem(w, 'porter')`` of each token ``w`` of ``bm25_tokenize(search_text)`` that is not NULL, not empty and
 not a stop word, as in the extension's indexing SQL. So ``N``, ``df``, ``len`` and ``avgdl`` per user, and
-with them every score (:mod:`timem.store.search`), equal those of a full fts build (a test checks it on
-LoCoMo text after random writes, edits and deletes).
+with them every score (:mod:`timem.store.search`), equal those of a full fts build with the same options and
+stop words (a test checks it on LoCoMo text after random writes, edits and deletes).
+
+**Digits are part of words** (schema 13, :data:`IGNORE`): the extension's default separator class holds
+``0-9``, so "LH1234" was the term ``lh``, "room 214" only ``room``, and a flight number, room number, order
+number or door code added nothing to a score. Now a token is a run of anything but whitespace and the ASCII
+punctuation of that class: "LH1234" → ``lh1234``, "room 214" → ``room``, ``214``, "B12", "18th", "3pm".
+Numbers of one or two digits and the years 1900-2099 are stop words (:data:`NUMBER_STOPWORDS`: the date and time
+every leaf starts with are noise to BM25, measured). Tokens with digits go through the same Porter stemmer (what
+``match_bm25`` does): it leaves codes as they are and takes a plural ``s`` off ("1990s" → ``1990``, "mp3s" →
+``mp3``). A file's macro and stop words are those it was indexed with: :func:`tokenizer_current` tells whether they
+are today's (``timem check`` reports an index made with others; ``--repair`` and migration 13 build it again).
 
 :func:`index_docs` and :func:`unindex_docs` return what they added and removed as :class:`Doc` records, so
 that the in-memory copies (:mod:`timem.store.memory_index`) follow the write without reading the tables again.
@@ -37,8 +47,26 @@ import duckdb
 
 from timem.errors import StoreError
 
-#: the options the store always indexed with (the extension's ``create_fts_index`` arguments)
-FTS_OPTIONS = "stemmer = 'porter', stopwords = 'english', strip_accents = 1, lower = 1"
+#: what separates words (the extension's ``ignore``, a regular expression over the lower-cased text): its default
+#: class of ASCII punctuation *without* ``0-9``, so digits stay in words ("LH1234", "214"; module docstring)
+IGNORE = r"""[!@#$%^&*()_+={}\[\]:;<>,.?~\\/\|'"`-]+"""
+#: the options the store indexes with (the extension's ``create_fts_index`` arguments)
+FTS_OPTIONS = ("stemmer = 'porter', stopwords = 'english', strip_accents = 1, lower = 1, "
+               f"ignore = '{IGNORE.replace(chr(39), chr(39) * 2)}'")
+#: the options of schemas 9-12 (the extension's default separators, digits among them: "LH1234" was ``lh``);
+#: migration 13 indexes such a file again with :data:`FTS_OPTIONS`
+LEGACY_FTS_OPTIONS = "stemmer = 'porter', stopwords = 'english', strip_accents = 1, lower = 1"
+#: numbers that are stop words besides the extension's English list: one or two digits (with a leading zero too)
+#: and the years 1900-2099. Every leaf starts "On 8 May 2023 (Monday) 13:56:" and relative dates are resolved
+#: in its text ("[= 7 May 2023]"): as terms, they made every leaf longer and moved LoCoMo dev's ranks (one
+#: question lost at 1,000 tokens with them, none without); dates are the time channel's. Longer numbers (room
+#: 214, flight 2490, order 55231) and every token with a letter ("lh1234", "b12", "18th", "3pm") are terms.
+NUMBER_STOPWORDS = (tuple(str(n) for n in range(100)) + tuple(f"0{n}" for n in range(10))
+                    + tuple(str(y) for y in range(1900, 2100)))
+#: :data:`FTS_OPTIONS` with the file's own stop words (``bm25_stopwords``: the English list and
+#: :data:`NUMBER_STOPWORDS`): an fts index built with them over the same text holds the store's terms (tests compare
+#: the scores with its ``match_bm25``)
+FILE_FTS_OPTIONS = FTS_OPTIONS.replace("stopwords = 'english'", "stopwords = 'bm25_stopwords'")
 TABLES = ("bm25_dict", "bm25_docs", "bm25_postings", "bm25_stopwords")
 
 TOKENS_SQL = """
@@ -63,10 +91,11 @@ class Doc:
     names: dict[int, str] = field(default_factory=dict)
 
 
-@functools.lru_cache(maxsize=1)
-def fts_tokenizer() -> tuple[str, tuple[str, ...]]:
-    """The fts extension's tokenizer macro body and stop words for :data:`FTS_OPTIONS`, as
-    ``(macro definition over parameter s, stop words)``: read from an index it builds on a scratch table.
+@functools.lru_cache(maxsize=2)
+def fts_tokenizer(options: str = FTS_OPTIONS) -> tuple[str, tuple[str, ...]]:
+    """The fts extension's tokenizer macro body and stop words for ``options`` (``create_fts_index`` arguments,
+    :data:`FTS_OPTIONS` unless a test builds an older file's index), as ``(macro definition over parameter s, stop
+    words)``: read from an index it builds on a scratch table.
 
     Raises:
         StoreError: the extension is missing (see :func:`timem.store.extensions.extension_path`).
@@ -77,7 +106,7 @@ def fts_tokenizer() -> tuple[str, tuple[str, ...]]:
     try:
         con.load_extension(str(extension_path("fts")))
         con.execute("CREATE TABLE scratch (id VARCHAR, s VARCHAR)")
-        con.execute(f"PRAGMA create_fts_index('scratch', 'id', 's', {FTS_OPTIONS})")
+        con.execute(f"PRAGMA create_fts_index('scratch', 'id', 's', {options})")
         row = con.execute("SELECT macro_definition FROM duckdb_functions() WHERE schema_name = 'fts_main_scratch' "
                           "AND function_name = 'tokenize'").fetchone()
         if row is None or not row[0]:
@@ -89,9 +118,24 @@ def fts_tokenizer() -> tuple[str, tuple[str, ...]]:
         con.close()
 
 
-def create_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the BM25 tables, the tokenizer macro and the stop words (empty index; call in a transaction)."""
-    body, words = fts_tokenizer()
+def tokenizer(legacy: bool = False) -> tuple[str, tuple[str, ...]]:
+    """The tokenizer the store indexes with, as ``(bm25_tokenize macro definition over parameter s, stop words)``:
+    the extension's of :data:`FTS_OPTIONS` with :data:`NUMBER_STOPWORDS` added; with ``legacy``, that of schemas
+    9-12 (:data:`LEGACY_FTS_OPTIONS`: what an older file holds; tests build one with it).
+
+    Raises:
+        StoreError: the extension is missing.
+    """
+    if legacy:
+        return fts_tokenizer(LEGACY_FTS_OPTIONS)
+    body, words = fts_tokenizer(FTS_OPTIONS)
+    return body, words + NUMBER_STOPWORDS
+
+
+def create_tables(con: duckdb.DuckDBPyConnection, legacy: bool = False) -> None:
+    """Create the BM25 tables, the tokenizer macro and the stop words of :func:`tokenizer` (empty index; call in a
+    transaction)."""
+    body, words = tokenizer(legacy)
     con.execute(f"CREATE OR REPLACE MACRO bm25_tokenize(s) AS {body}")
     con.execute("CREATE TABLE IF NOT EXISTS bm25_stopwords (sw VARCHAR NOT NULL)")
     con.execute("DELETE FROM bm25_stopwords")
@@ -168,12 +212,13 @@ def unindex_user(con: duckdb.DuckDBPyConnection, user_id: str) -> None:
     con.execute("DELETE FROM bm25_docs WHERE user_id = ?", [user_id])
 
 
-def rebuild(con: duckdb.DuckDBPyConnection) -> None:
-    """Build the index again from ``nodes`` in one pass (repair and hard erase only: it reads every node;
-    call inside a transaction). Term ids are numbered as the extension numbers them (first node in
-    ``rowid`` order, then term), the postings sorted by ``(user_id, level, termid)`` so that DuckDB's zone
-    maps skip the row groups of other users; terms of erased nodes leave ``bm25_dict``."""
-    create_tables(con)
+def rebuild(con: duckdb.DuckDBPyConnection, legacy: bool = False) -> None:
+    """Build the index again from ``nodes`` in one pass (repair, hard erase and migration 13 only: it reads every
+    node; call inside a transaction), with :func:`tokenizer` (``legacy``: the one of schemas 9-12, for tests that
+    make an older file). Term ids are numbered as the extension numbers them
+    (first node in ``rowid`` order, then term), the postings sorted by ``(user_id, level, termid)`` so that
+    DuckDB's zone maps skip the row groups of other users; terms of erased nodes leave ``bm25_dict``."""
+    create_tables(con, legacy)
     for table in ("bm25_dict", "bm25_docs", "bm25_postings"):
         con.execute(f"DELETE FROM {table}")
     con.execute("""
@@ -196,6 +241,20 @@ def rebuild(con: duckdb.DuckDBPyConnection) -> None:
         FROM bm25_build b JOIN bm25_dict t ON t.term = b.term JOIN bm25_docs d ON d.node_id = b.node_id
         GROUP BY ALL ORDER BY d.user_id, d.level, t.termid""")
     con.execute("DROP TABLE temp.bm25_build")
+
+
+def tokenizer_current(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the file's ``bm25_tokenize`` macro and ``bm25_stopwords`` are those of :func:`tokenizer` (its
+    postings were made with today's tokenizer); ``False`` for a file indexed with another (an older TiMem's, or
+    another extension version's) or without them. ``timem check`` reports it; ``--repair`` builds the index again."""
+    body, words = tokenizer()
+    row = con.execute("SELECT macro_definition FROM duckdb_functions() WHERE schema_name = 'main' "
+                      "AND function_name = 'bm25_tokenize'").fetchone()
+    if row is None or str(row[0]) != body:
+        return False
+    if not has_tables(con):
+        return False
+    return {r[0] for r in con.execute("SELECT sw FROM bm25_stopwords").fetchall()} == set(words)
 
 
 def has_tables(con: duckdb.DuckDBPyConnection) -> bool:

@@ -12,8 +12,9 @@ Checked, per user:
 * at most one open memory item per subject and single-valued attribute, as the items are read (a value whose
   successor was forgotten holds again until the next one: :func:`timem.item_holding.as_held`); two current home
   cities or jobs are a finding (rule ``item-open``), listing their values and ids;
-* search indexes in sync: the BM25 index covers every node; every vector is a finite unit vector; the table
-  of the dates L1 texts mention (``node_mentions``, :mod:`timem.store.mentions`) holds what each text mentions.
+* search indexes in sync: the BM25 index covers every node and was made with today's tokenizer
+  (:func:`timem.store.bm25.tokenizer_current`); every vector is a finite unit vector; the table of the dates L1
+  texts mention (``node_mentions``, :mod:`timem.store.mentions`) holds what each text mentions.
 """
 
 from __future__ import annotations
@@ -133,6 +134,11 @@ def _check_indexes(store: IndexHealth) -> list[Violation]:
                                                 f"{health['nodes']} nodes (out of step: "
                                                 f"{', '.join(health['bm25_stale'][:5]) or 'extra documents'}); "
                                                 "rebuild it with `timem check --repair`"))
+    if not health["bm25_tokenizer_current"]:
+        out.append(Violation(None, None, "fts", "the BM25 index was made with another tokenizer than this TiMem's "
+                                                "(an older one split \"LH1234\" into \"lh\" and dropped numbers), so "
+                                                "its terms differ from the queries'; rebuild it with "
+                                                "`timem check --repair`"))
     out += [Violation(None, i, "vector", "embedding is not a unit vector") for i in health["non_unit_vectors"]]
     out += [Violation(None, i, "mentions", "the dates stored for this segment (node_mentions) differ from those its "
                                            "text mentions; rebuild them with `timem check --repair`")

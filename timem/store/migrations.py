@@ -207,10 +207,24 @@ def _v12_node_mentions(con: duckdb.DuckDBPyConnection, dim: int) -> None:
     rebuild(con)
 
 
+def _v13_bm25_digits(con: duckdb.DuckDBPyConnection, dim: int) -> None:
+    """BM25 terms keep their digits (:data:`timem.store.bm25.IGNORE`: "LH1234" is the term ``lh1234``, not ``lh``;
+    "room 214" holds ``214``): the file's tokenizer macro is replaced and every node's postings are made again with
+    it (:func:`timem.store.bm25.rebuild`: one pass over ``nodes``, ~1-2 s at 100k nodes), so no file mixes
+    tokenizations. Term ids are renumbered; the in-memory copies are loaded again (a new nodes version)."""
+    import uuid
+
+    from timem.store.bm25 import rebuild
+
+    rebuild(con)
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('nodes_version', ?)", [uuid.uuid4().hex])
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2, _v3, _v4, _v5, _v6_idempotency,
                                                                      _v7_memory_items, _v8_segtree_summaries,
                                                                      _v9_trace_bodies, _v10_bm25_tables,
-                                                                     _v11_consolidation_jobs, _v12_node_mentions]
+                                                                     _v11_consolidation_jobs, _v12_node_mentions,
+                                                                     _v13_bm25_digits]
 
 
 def migrate(con: duckdb.DuckDBPyConnection, dim: int) -> int:

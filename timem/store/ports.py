@@ -194,8 +194,8 @@ class IndexHealth(Protocol):
     def calendar_zone(self, zone: str | None = None) -> str | None: ...
 
     def index_health(self) -> dict[str, Any]:
-        """``{"nodes": n, "bm25_documents": n, "bm25_stale": [node id, ...], "non_unit_vectors": [node id, ...],
-        "mentions_stale": [node id, ...]}``."""
+        """``{"nodes": n, "bm25_documents": n, "bm25_stale": [node id, ...], "bm25_tokenizer_current": bool,
+        "non_unit_vectors": [node id, ...], "mentions_stale": [node id, ...]}``."""
         ...
 
 

@@ -5,7 +5,8 @@ user's node can ever be returned.
 
 **BM25.** The postings live in tables of the store's own (:mod:`timem.store.bm25`: ``bm25_dict``,
 ``bm25_docs``, ``bm25_postings``), written in the transaction of each write with the DuckDB fts extension's
-tokenizer (Porter stemmer, English stop list, accents stripped, lower-cased) over ``nodes.search_text``:
+tokenizer (Porter stemmer, English stop list, accents stripped, lower-cased; digits kept in words, so "LH1234" and
+"214" are terms, numbers of one or two digits and the years 1900-2099 stop words) over ``nodes.search_text``:
 the content, with Chinese / Japanese / Korean runs cut into space-separated words by
 :mod:`timem.store.segmenter` (the fts tokenizer splits on whitespace and ASCII punctuation only); text
 without CJK characters is indexed exactly as written. (The store used to rebuild the extension's own index

@@ -160,7 +160,9 @@ class SearchTables:
 
     def index_health(self) -> dict[str, Any]:
         """What ``timem check`` reads: nodes (``nodes``), nodes in the BM25 index (``bm25_documents``), nodes
-        missing from it or indexed with another status or level than they have (``bm25_stale``: ids) and ids of
+        missing from it or indexed with another status or level than they have (``bm25_stale``: ids), whether the
+        index was made with today's tokenizer (``bm25_tokenizer_current``, :func:`timem.store.bm25.tokenizer_current`)
+        and ids of
         nodes whose vector is missing or not unit-length (``non_unit_vectors``) and ids of L1 nodes whose rows in
         ``node_mentions`` differ from the dates their text mentions (``mentions_stale``, at most 100; reads every
         text holding ``[=``: :func:`timem.store.mentions.stale`)."""
@@ -173,5 +175,6 @@ class SearchTables:
         bad = [r[0] for r in self.con.execute(
             "SELECT id FROM nodes WHERE len(embedding) IS NULL OR abs(list_dot_product(embedding::FLOAT[], "
             "embedding::FLOAT[]) - 1) > 1e-3").fetchall()]
-        return {"nodes": int(n_nodes), "bm25_documents": int(n_docs), "bm25_stale": stale, "non_unit_vectors": bad,
+        return {"nodes": int(n_nodes), "bm25_documents": int(n_docs), "bm25_stale": stale,
+                "bm25_tokenizer_current": bm25.tokenizer_current(self.con), "non_unit_vectors": bad,
                 "mentions_stale": mentions.stale(self.con)}
