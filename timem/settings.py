@@ -315,6 +315,12 @@ class RecallSettings(_Section):
     #: between unrelated Chinese sentences is 0.38-0.66 (median 0.56; English: 0.14), so a Chinese leaf passes
     #: on a keyword match, or on a cosine this high
     gate_floor_cjk: float = Field(default=0.7, ge=0.0, le=1.0)
+    #: the floor for a leaf outside the time window a question names ("What did I do on 10 April?") when a leaf lies
+    #: in it: without a content word of the question (time words and persons left out:
+    #: :func:`timem.recall.time_channel.topical`) it needs a raw cosine this high. MiniLM gives "What did I do on 10
+    #: April?" 0.29-0.50 with any "Today [= 3 April 2024] I went to the gym.", so the plain floor kept nearly every
+    #: line said before the question time
+    gate_floor_outside_window: float = Field(default=0.6, ge=0.0, le=1.0)
     token_budget: int = Field(default=1000, ge=1)  #: the recall context's size, in cl100k tokens (Mem Len at most this)
     #: condensed context (:mod:`timem.recall.condense`): the first N leaves and their neighbour turns keep their
     #: whole text, later ones only their passage most relevant to the question ("off": every memory whole).

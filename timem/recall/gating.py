@@ -24,7 +24,7 @@ within ``Config.recall.token_budget`` cl100k tokens; a memory that does not fit 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, tzinfo
 from typing import Literal
 
@@ -38,8 +38,10 @@ from timem.recall import cjk
 from timem.recall.ancestors import AncestorRecord
 from timem.recall.context import Layout, date_label, quarter_passage
 from timem.recall.context_fit import fit_context
+from timem.recall.keywords import person_names
 from timem.recall.leaves import Candidate
 from timem.recall.state import RecallState
+from timem.recall.time_channel import topical
 
 GateMode = Literal["llm", "score", "off"]
 
@@ -66,7 +68,8 @@ class GateOutcome(BaseModel):
 
 
 def score_gate(leaves: Sequence[Candidate], ancestors: Sequence[AncestorRecord], threshold: float,
-               floor: float = 0.0) -> tuple[set[str], dict[str, str]]:
+               floor: float = 0.0, outside: Collection[str] = (), outside_floor: float = 0.0
+               ) -> tuple[set[str], dict[str, str]]:
     """``(kept ids, reason per id)`` of the no-LLM gate (see the module docstring).
 
     ``threshold`` is relative (fused scores are max-normalised, so the best candidate always
@@ -78,19 +81,30 @@ def score_gate(leaves: Sequence[Candidate], ancestors: Sequence[AncestorRecord],
     bonus, :attr:`Candidate.time_bonus`: said then, or mentioning a date then) needs neither: "What did I do on 7
     May?" asks for what was said that day, whatever its words (the floor dropped "I watched a documentary about
     volcanoes", cosine 0.226, and kept the assistant's "Nice!" of that exchange).
+
+    ``outside``: ids of leaves outside the time window the question names that share no content word with it beyond
+    its time (:func:`run_gate`); they need a raw cosine ``>= outside_floor`` instead (``Config.recall.
+    gate_floor_outside_window``): "What did I do on 10 April?" matches any "Today I …" line by its shape, cosine
+    0.29-0.50, and the plain floor kept nearly every line said before the question time.
     """
     kept, why = set(), {}
     for c in leaves:
         keyword = (c.bm25_raw or 0.0) > 0 and not c.name_only and not c.parts_only
         cosine = c.masked_cosine if c.name_only else c.cosine
-        relevant = keyword or c.time_bonus > 0 or (cosine is not None and cosine >= floor)
+        strict = c.node_id in outside and c.time_bonus <= 0
+        if strict:
+            relevant = cosine is not None and cosine >= outside_floor
+        else:
+            relevant = keyword or c.time_bonus > 0 or (cosine is not None and cosine >= floor)
         ok = c.fused >= threshold and relevant
         name, masked = (" but a name", " (names masked)") if c.name_only else ("", "")
         if c.parts_only:
             name = " but characters of a word of the question"
+        lacks = (f"; outside the question's time window, no content word of the question and cosine{masked} "
+                 f"{cosine or 0.0:.3f} < floor outside the window {outside_floor}") if strict else (
+            f"; no keyword match{name} and cosine{masked} {cosine or 0.0:.3f} < relevance floor {floor}")
         why[c.node_id] = (f"fused {c.fused:.3f} {'>=' if c.fused >= threshold else '<'} threshold {threshold}"
-                          + ("" if relevant else f"; no keyword match{name} and cosine{masked} {cosine or 0.0:.3f} "
-                             f"< relevance floor {floor}"))
+                          + ("" if relevant else lacks))
         if ok:
             kept.add(c.node_id)
     for a in ancestors:
@@ -124,17 +138,29 @@ def llm_gate(llm: LLMClient, question: str, complexity: str, leaves: Sequence[Ca
 
 
 def run_gate(state: RecallState, mode: GateMode, complexity: str, leaves: Sequence[Candidate],
-             ancestors: Sequence[AncestorRecord], nodes: dict[str, MemoryNode], fallback: str | None = None
-             ) -> tuple[set[str], dict[str, str], GateOutcome]:
+             ancestors: Sequence[AncestorRecord], nodes: dict[str, MemoryNode], fallback: str | None = None,
+             window: bool = False) -> tuple[set[str], dict[str, str], GateOutcome]:
     """Apply ``mode`` with its documented fallbacks, with the state's LLM, question, question time and the
     ``Config.recall.gate_threshold`` / ``gate_floor`` (``gate_floor_cjk`` for a Chinese question) of the score gate;
     ``fallback`` pre-records why a mode was
-    replaced upstream (e.g. no LLM configured). Returns ``(kept ids, reason per id, outcome without decisions)``.
+    replaced upstream (e.g. no LLM configured). ``window``: the question names a time window (TIDER's localiser
+    found one) and a leaf lies in it; the score gate then holds a leaf outside it to
+    ``Config.recall.gate_floor_outside_window`` unless it shares a content word with the question beyond its time and
+    the persons it names (:func:`timem.recall.time_channel.topical`). A window nothing lies in changes nothing ("Where
+    did Caroline move from 4 years ago?": "I've known these friends for 4 years, since I moved" was said in 2023, and
+    "move" is a stop word). Returns
+    ``(kept ids, reason per id, outcome without decisions)``.
     """
     llm, question, question_time, user_id = state.llm, state.query, state.question_time, state.user_id
     tz, threshold, floor = state.tz, state.config.recall.gate_threshold, state.config.recall.gate_floor
     if cjk.is_chinese(question):  # MiniLM's cosines of Chinese text are high for anything (timem.recall.cjk)
         floor = state.config.recall.gate_floor_cjk
+    outside: set[str] = set()  # leaves outside the question's window with no content word of it (docstring)
+    if window and any(c.time_bonus > 0 for c in leaves) and not cjk.is_chinese(question):
+        names = frozenset(person_names(question, state.participants))  # who is asked about is no topic
+        outside = {c.node_id for c in leaves if c.time_bonus <= 0 and c.node_id in nodes
+                   and not topical(question, nodes[c.node_id].content, names)}
+    outside_floor = state.config.recall.gate_floor_outside_window
     added = [a.node_id for a in ancestors if a.added]
     if not leaves:
         return set(), {}, GateOutcome(mode=mode, applied="none", fallback=fallback)
@@ -145,7 +171,7 @@ def run_gate(state: RecallState, mode: GateMode, complexity: str, leaves: Sequen
         try:
             kept, why, invalid = llm_gate(llm, question, complexity, leaves, nodes, added, question_time, tz, user_id)
         except LLMError as exc:
-            kept, why = score_gate(leaves, ancestors, threshold, floor)
+            kept, why = score_gate(leaves, ancestors, threshold, floor, outside, outside_floor)
             return kept, why, GateOutcome(mode=mode, applied="score",
                                           fallback=f"LLM gate failed ({exc}); score gate applied instead")
         if not kept:
@@ -155,7 +181,7 @@ def run_gate(state: RecallState, mode: GateMode, complexity: str, leaves: Sequen
                     GateOutcome(mode=mode, applied="top-leaves", invalid_numbers=invalid,
                                 fallback="LLM gate returned no valid id; kept the top-scored leaves up to the budget"))
         return kept, why, GateOutcome(mode=mode, applied="llm", invalid_numbers=invalid)
-    kept, why = score_gate(leaves, ancestors, threshold, floor)
+    kept, why = score_gate(leaves, ancestors, threshold, floor, outside, outside_floor)
     return kept, why, GateOutcome(mode=mode, applied="score", fallback=fallback)
 
 

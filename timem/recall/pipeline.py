@@ -147,7 +147,8 @@ def _gate(state: RecallState, gate_mode: GateMode, plan: RecallPlan, leaves: Lea
     if gate_mode == "llm" and state.llm is None:
         gate_fallback = "gate 'llm' configured but no LLM available; score gate applied"
         state.notes.append(gate_fallback)
-    kept, why, outcome = run_gate(state, gate_mode, plan.complexity, leaves.kept, ancestors, nodes, gate_fallback)
+    kept, why, outcome = run_gate(state, gate_mode, plan.complexity, leaves.kept, ancestors, nodes, gate_fallback,
+                                  window=leaves.time.detect)
     if outcome.fallback and outcome.fallback != gate_fallback:
         state.notes.append(outcome.fallback)
     return kept, why, outcome

@@ -32,8 +32,9 @@ from functools import lru_cache
 from pydantic import BaseModel, Field
 
 from timem.models import TimeSpan
-from timem.recall.time_window import day_window, resolve_time_window
+from timem.recall.time_window import MONTHS, WEEKDAYS, day_window, resolve_time_window
 from timem.reldates import mentioned_periods
+from timem.tokens import content_stems
 
 OVERLAP_BONUS = 0.3
 FLAT_DAYS = 14.0
@@ -118,6 +119,32 @@ def mentions_in(text: str, windows: Sequence[TimeSpan], tz: tzinfo) -> bool:
                     period.end - period.start <= max(w.end - w.start, timedelta(days=1)) + _SLACK:
                 return True
     return False
+
+
+#: words that name a time, not a topic: a question's window is about them already (:func:`topical`)
+_TIME_WORDS = frozenset(
+    [m.lower() for m in MONTHS] + [m[:3] for m in MONTHS] + ["sept"] + list(WEEKDAYS) + [w[:3] for w in WEEKDAYS]
+    + "today yesterday tomorrow tonight morning afternoon evening night day days week weeks weekend weekends month "
+      "months year years ago last next past earlier later recently date dates time times happen happened".split())
+_ANNOTATION = re.compile(r"\s?[\[［]=[^\]］]*[\]］]")
+_LINE_HEAD = re.compile(r"^(?:On \d{1,2} \w+ \d{4} \(\w+\) \d{2}:\d{2}:\s*$|[^:\n]{1,60}:\s)", re.MULTILINE)
+
+
+@lru_cache(maxsize=65536)
+def topic_stems(text: str, names: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The content stems (:func:`timem.tokens.content_stems`) of ``text`` that say what, not when or who: without
+    relative-date annotations, an L1 date line, speakers' ``Name:`` prefixes, numbers, time words (month and weekday
+    names, "yesterday", "week", ...) and ``names`` (lower case)."""
+    plain = _LINE_HEAD.sub("", _ANNOTATION.sub("", text))
+    return frozenset(s for s in content_stems(plain, _TIME_WORDS | names) if not s.isdigit())
+
+
+def topical(question: str, text: str, names: frozenset[str] = frozenset()) -> bool:
+    """Whether ``text`` (a leaf's content) shares a content word with ``question`` beyond its time and the person
+    ``names`` (lower case; :func:`topic_stems`): "What did I cook on 17 April?" and "I cooked a curry" do; "What did
+    I do on 10 April?" and "Today [= 3 April 2024] I went to the gym" do not, nor do "Where did Caroline go on 3
+    May?" and "That's great, Caroline!"."""
+    return bool(topic_stems(question, names) & topic_stems(text, names))
 
 
 def mention_days(windows: Sequence[TimeSpan], tz: tzinfo) -> list[tuple[date, date, int]]:
