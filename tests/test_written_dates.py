@@ -17,7 +17,8 @@ from service_support import client, engine_factory, running
 
 from timem.reldates import mentioned_periods
 from timem.service import KeyFile
-from timem.store import mentions
+from timem.store import Store, mentions
+from timem.store.migrations import MIGRATIONS
 
 SAID = [  # (session, event time, message)
     ("s1", "2024-05-20T10:00:00Z", "On 7 May I went to the dentist for a filling."),
@@ -81,3 +82,27 @@ def test_mentioned_periods(said, text, days):
 
 def test_without_a_date_line_only_days_with_a_year_count():
     assert mentioned_periods("I moved on 7 May 2024, and on 9 May") == [(date(2024, 5, 7), date(2024, 5, 7))]
+
+
+def test_a_file_of_schema_13_gets_the_written_days_when_opened(tmp_path, embedder):
+    """Its rows were of the annotations only: `timem check` would report every leaf with a written day as stale."""
+    from datetime import UTC, datetime
+
+    from timem.config import load_config
+    from timem.engine import MemoryEngine
+
+    cfg = load_config(env={}, db_path=tmp_path / "t.duckdb", llm_backend="none", consolidation_mode="extractive",
+                      cache_dir=tmp_path / "cache", memory_items=False, **EXCHANGE)
+    store = Store(cfg.store.db_path, embedder.model_id, embedder.dim)
+    eng = MemoryEngine(cfg, store, embedder, None)
+    eng.add_exchange("ana", "s1", "On 7 May I went to the dentist.", "I see.", datetime(2024, 5, 20, 10, tzinfo=UTC))
+    eng.end_session("ana", "s1")
+    store.con.execute("DELETE FROM node_mentions")  # what schema 13 wrote for it: no annotation, no row
+    store.con.execute("DELETE FROM schema_version WHERE version >= 14")
+    assert mentions.stale(store.con) != []
+    eng.close()
+    with Store(cfg.store.db_path, embedder.model_id, embedder.dim) as reopened:
+        assert reopened.schema_version == len(MIGRATIONS)
+        assert mentions.stale(reopened.con) == []
+        assert [r[0] for r in reopened.con.execute("SELECT first_day FROM node_mentions").fetchall()] == \
+            [date(2024, 5, 7)]

@@ -220,11 +220,20 @@ def _v13_bm25_digits(con: duckdb.DuckDBPyConnection, dim: int) -> None:
     con.execute("INSERT OR REPLACE INTO meta VALUES ('nodes_version', ?)", [uuid.uuid4().hex])
 
 
+def _v14_written_dates(con: duckdb.DuckDBPyConnection, dim: int) -> None:
+    """``node_mentions`` also holds the days of a month written in a turn ("on 7 May", "May 7th", "7 May 2024";
+    :func:`timem.reldates.mentioned_periods`): the table is written again from every L1 node, so a file of schema 13
+    is not left with rows that ``timem check`` reports stale (one scan of the L1 texts)."""
+    from timem.store.mentions import rebuild
+
+    rebuild(con)
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, int], None]] = [_v1, _v2, _v3, _v4, _v5, _v6_idempotency,
                                                                      _v7_memory_items, _v8_segtree_summaries,
                                                                      _v9_trace_bodies, _v10_bm25_tables,
                                                                      _v11_consolidation_jobs, _v12_node_mentions,
-                                                                     _v13_bm25_digits]
+                                                                     _v13_bm25_digits, _v14_written_dates]
 
 
 def migrate(con: duckdb.DuckDBPyConnection, dim: int) -> int:
