@@ -254,7 +254,9 @@ def test_a_fan_of_something_likes_it(text, expected):
     ("We finally settled in Valencia after years of moving around.", [("home city", "Valencia")]),
     ("I settled down in Berlin.", [("home city", "Berlin")]),
     # no thing, an activity, someone else, a negation, "settled in" with no place: nothing
-    ("I'm into it.", []), ("I'm into you.", []), ("I am into the idea.", []), ("I'm into running.", []),
+    ("I'm into it.", []), ("I'm into you.", []), ("I am into the idea.", []),
+    # an activity is a hobby, not a like (LoCoMo dev: "I've been into dancing since I was a kid" read nothing)
+    ("I'm into running.", [("hobby", "running")]),
     ("My sister is really into jazz.", []), ("I'm not into jazz.", []), ("We settled in for the night.", []),
 ])
 def test_into_something_likes_it_and_settled_in_a_city_lives_there(text, expected):

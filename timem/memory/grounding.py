@@ -71,8 +71,9 @@ CUES: dict[str, re.Pattern[str]] = {
     "job": re.compile(r"\b(?:work\w*|job|as\s+an?|i(?:'m|’m|\s+am)\s+(?:(?:now|currently|still|also|officially|"
                       r"finally)\s+)*an?|bec[oa]me\s+an?|position|career|profession|hired|employed|title|promot\w*)\b|"
                       r"工作|职业|当|担任|做|我(?:现在|目前|如今|已经|最近|终于)?(?:是|成了|成为)", re.IGNORECASE),
-    "employer": re.compile(r"\b(?:work\w*|job|joined|hired|employ\w*|position|company|at)\b|工作|上班|公司|在",
-                           re.IGNORECASE),
+    # a business of one's own: "I started my own online clothing store", "I run a small bakery" (work.py)
+    "employer": re.compile(r"\b(?:work\w*|job|joined|hired|employ\w*|position|company|at|own|opened|launched|founded|"
+                           r"run|running|started|business)\b|工作|上班|公司|在", re.IGNORECASE),
     "drink": re.compile(r"\b(?:drink\w*|drank|sip\w*|cups?|glass(?:es)?|coffees?|teas?|espresso|caffeine|"
                         r"mornings?)\b|喝|咖啡|茶", re.IGNORECASE),
     "diet": re.compile("|".join(_DIETS) + r"|\beat\b|吃", re.IGNORECASE),
@@ -83,7 +84,8 @@ CUES: dict[str, re.Pattern[str]] = {
                         r"(?:once|twice|times|mornings|evenings|nights|days)\s+(?:a|per|each)\s+week|"
                         r"every\s+(?:day|morning|evening|weekend))\b|"
                         r"学|爱好|喜欢|开始|迷上|爱上", re.IGNORECASE),
-    "likes": re.compile(r"\b(?:love|like|enjoy|adore|fans?|into|favou?rites?)\b|喜欢|爱|粉丝|迷", re.IGNORECASE),
+    "likes": re.compile(r"\b(?:love|like|enjoy|adore|fans?|into|favou?rites?|passion|passionate|soft\s+spot)\b"
+                        r"|喜欢|爱|粉丝|迷", re.IGNORECASE),
     "dislikes": re.compile(r"\b(?:dislike|hate|can't\s+stand|cannot\s+stand|don't\s+like|do\s+not\s+like|"
                            r"(?:not|never\s+been)\s+(?:really\s+)?(?:(?:that\s+)?much\s+of\s+)?an?\s+(?:[\w'’-]+\s+){0,3}?"
                            r"fans?|no\s+fan)\b|讨厌|不喜欢|受不了"

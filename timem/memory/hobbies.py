@@ -1,6 +1,7 @@
 """The hobbies the rules read (English), for :mod:`timem.memory.rules`: a list of activities (:data:`HOBBIES`) and the
 phrasings that start one ("I took up pottery", "I started playing chess", "I love / like / enjoy hiking", "I like to
-hike", "I love to go swimming", "I play chess on weekends", "yoga is my thing now", "my hobby is hiking", "Swimming
+hike", "I love to go swimming", "I play chess on weekends", "yoga is my thing now", "Dance is my passion", "my hobby
+is hiking", "I'm into hiking", "I've been into dancing since I was a kid", "I'm passionate about dancing", "Swimming
 three mornings a week now")
 or end one ("I stopped running", "no more running", "I'm done with running", "I don't run anymore", "I no longer
 run").
@@ -25,7 +26,8 @@ salsa tango painting drawing sketching pottery ceramics sculpting knitting croch
 gardening cooking baking photography birdwatching fishing camping surfing skiing snowboarding skating skateboarding
 chess poker gaming tennis badminton squash football soccer basketball volleyball baseball golf boxing karate judo
 rowing kayaking canoeing sailing diving snorkeling horseback riding reading writing poetry singing guitar piano
-violin cello drums ukulele saxophone flute calligraphy origami woodworking journaling volunteering stargazing
+violin cello drums ukulele saxophone flute clarinet trumpet trombone harp banjo harmonica mandolin oboe calligraphy
+origami woodworking journaling volunteering stargazing
 """.split())
 #: "running my own studio", "running a small bakery": running a business is no hobby of running (LoCoMo dev)
 _NOT_RUNNING_A_BUSINESS = (r"(?<!\brunning)|(?!\s+(?:my|our|his|her|their|an?|the)\s+"
@@ -36,9 +38,14 @@ _HOBBY_START = re.compile(r"\bi(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|also\s+
                           r"|\bi(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|also\s+)?(?:started|begun|began)\s+"
                           r"(?:(?:doing|playing|practi[sc]ing|learning)\s+(?:the\s+|a\s+)?(?P<w>[a-z][a-z-]{2,20}(?:\s+[a-z][a-z-]{2,20})?)"
                           r"|(?P<g>[a-z]{3,20}ing))\b(?:" + _NOT_RUNNING_A_BUSINESS + ")", re.IGNORECASE)
-#: "I love / like / enjoy hiking" (a new-user trial: "I like hiking" read nothing)
-_HOBBY_LOVE = re.compile(r"\bi\s+(?:really\s+|just\s+)?(?:love|like|enjoy)\s+(?P<v>[a-z]{3,20}ing)\b(?:"
-                         + _NOT_RUNNING_A_BUSINESS + ")", re.IGNORECASE)
+#: who is into an activity: "I'm (really) into", "I've (always) been into", "I'm passionate about" (LoCoMo dev: "I've
+#: been into dancing since I was a kid", "I'm passionate about dancing" read nothing)
+INTO = (r"i(?:'m|’m|\s+am|(?:'ve|’ve|\s+have)\s+(?:always\s+|long\s+|really\s+)?been)\s+"
+        r"(?:really\s+|so\s+|totally\s+|very\s+|big\s+|now\s+|also\s+|still\s+|always\s+)*"
+        r"(?:into|passionate\s+about)\s+")
+#: "I love / like / enjoy hiking" (a new-user trial: "I like hiking" read nothing), "I'm into hiking"
+_HOBBY_LOVE = re.compile(r"\b(?:i\s+(?:really\s+|just\s+)?(?:love|like|enjoy)\s+|" + INTO
+                         + r")(?P<v>[a-z]{3,20}ing)\b(?:" + _NOT_RUNNING_A_BUSINESS + ")", re.IGNORECASE)
 #: how, where, when or with whom an activity is done; anything else after "I like to X" is an object, and an activity
 #: with an object is a task, not a hobby ("I like to run errands", "I like to paint my nails", "… run my own studio")
 _ALONE = re.compile(r"\s*(?:[,.!?;:)]|$)|\s+&\s"
@@ -54,7 +61,9 @@ _HOBBY_TO = re.compile(r"\bi\s+(?:really\s+|just\s+|also\s+)?(?:love|like|enjoy)
 #: (:data:`_ALONE`; a new-user trial read nothing of the first); not "I play with my kids", "I play a role"
 _HOBBY_PLAY = re.compile(r"\bi\s+(?:also\s+|often\s+|usually\s+|regularly\s+|sometimes\s+|still\s+|now\s+)*"
                          r"play\s+(?:the\s+)?(?P<v>[a-z]{2,20})\b", re.IGNORECASE)
-_HOBBY_THING = re.compile(r"(?:^|,\s*|\band\s+)(?P<v>[a-z][a-z-]{2,20})\s+is\s+(?:now\s+)?my\s+(?:new\s+)?"
+#: "yoga is my thing now", "Guitar's mostly my thing", "Dance is my passion" (LoCoMo dev: both read nothing)
+_HOBBY_THING = re.compile(r"(?:^|,\s*|\band\s+)(?P<v>[a-z][a-z-]{2,20})(?:\s+is|['’]s)\s+"
+                          r"(?:now\s+|mostly\s+|really\s+|totally\s+|definitely\s+|pretty\s+much\s+)?my\s+(?:new\s+)?"
                           r"(?:thing|hobby|passion)\b", re.IGNORECASE)
 _HOBBY_MY = re.compile(r"\bmy\s+(?:new\s+|main\s+)?(?:hobby|pastime|passion)\s+is\s+(?:now\s+)?"
                        r"(?P<v>[a-z][a-z-]{2,20}(?:\s+[a-z][a-z-]{2,20})?)\b", re.IGNORECASE)
@@ -134,9 +143,11 @@ def started_hobbies(s: str) -> list[str]:
         if key is None:
             continue
         words = list(re.finditer(r"[a-z][a-z-]*", m[key].lower()))
-        if (w := next((x for x in words if x[0] in HOBBIES), None)) is None:
+        # a noun of an activity names it where a thing is called the speaker's own: "Dance is my passion" (dancing)
+        named = _as_hobby if rx in (_HOBBY_THING, _HOBBY_MY) else (lambda w: w if w in HOBBIES else None)
+        if (w := next((x for x in words if named(x[0])), None)) is None:
             continue
-        out, pos = [w[0]], m.start(key) + w.end()
+        out, pos = [named(w[0]) or w[0]], m.start(key) + w.end()
         while (more := _AND_MORE.match(s, pos)) and (v := more["v"].lower()) in HOBBIES:
             out.append(v)
             pos = more.end()

@@ -1,6 +1,7 @@
 """Likes and dislikes the rules read (English and Chinese), for :mod:`timem.memory.rules`.
 
-"I love / like / enjoy / adore X", "I'm (really) into X", "I hate / dislike / can't stand / don't like X", "I'm a
+"I love / like / enjoy / adore X", "I'm (really) into X", "I've been into X", "I'm passionate about X", "I've always
+had a love for X", "I hate / dislike / can't stand / don't like X", "I'm a
 big fan of X", "I am a huge X fan", "I'm not a fan of X" (a dislike), "I used to love X" (ends "likes X"), 我很喜欢X,
 我讨厌X, 我是X的粉丝. "the" before a name or a few things named with it is left out ("I love the blues": "blues"), and a
 value is kept as written ("I love the Rolling Stones": "Rolling Stones"); an activity after the verb is a hobby or
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from timem.memory.hobbies import HOBBIES
+from timem.memory.hobbies import HOBBIES, INTO
 from timem.memory.opinions import INTERJECTIONS, TIME_ADVERBIAL, TIME_WORDS, ended_opinion, hedged
 
 #: "the" before a name or a thing named with it is left out, as in "a fan of the Beatles": "I love the blues" likes
@@ -54,9 +55,13 @@ _OPINION_VALUE = _OPINION_THE + rf"(?:both\s+)?(?!(?:{_NO_THING})\b)(?P<v>{_LIST
 #: is no dislike ("I don't love jazz" is none)
 _BUT_NOT = re.compile(r"\s*,?\s+but\s+not\s+(?!(?:really|so|that|too|as|much|always|all|every|everything)\b)"
                       + _OPINION_VALUE, re.IGNORECASE)
+#: a love said as a thing one has: "I've always had a love for horses", "I have a real passion for jazz" (LoCoMo dev:
+#: read nothing); not a past one ("I had a love for horses" alone) nor "my love for …" (someone's, in a clause)
+_LOVE_FOR = (r"\bi(?:(?:'ve|’ve|\s+have)\s+(?:always\s+|long\s+)?(?:had|got)|\s+(?:still\s+|really\s+)?have)\s+"
+             r"(?:such\s+)?an?\s+(?:(?:real|deep|great|huge|big|strong|special|genuine|true|lifelong|soft)\s+)*"
+             r"(?:love|passion|soft\s+spot)\s+for\s+")
 _LIKE = re.compile(r"(?:\bi\s+(?:really\s+|absolutely\s+|actually\s+|kind\s+of\s+)?(?P<verb>love|like|enjoy|adore)\s+"
-                   r"|\bi(?:'m|’m|\s+am)\s+(?:really\s+|so\s+|totally\s+|very\s+|big\s+|now\s+|also\s+)*into\s+)"
-                   + _OPINION_VALUE, re.IGNORECASE)
+                   rf"|\b{INTO}|{_LOVE_FOR})" + _OPINION_VALUE, re.IGNORECASE)
 _DISLIKE = re.compile(r"\bi\s+(?:really\s+)?(?:dislike|hate|can't\s+stand|cannot\s+stand|don't\s+like|"
                       r"do\s+not\s+like)\s+" + _OPINION_VALUE, re.IGNORECASE)
 #: "I'm a big fan of jazz", "I am a huge Beatles fan", "I've always been a fan of the Beatles", "we're big fans of

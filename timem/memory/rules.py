@@ -63,6 +63,13 @@ _CONTRAST = re.compile(r"\bnot\b|\binstead\b|\brather than\b|不是|而不是", 
 _CORRECTION_EN = re.compile(r"^\s*(?:oh,?\s+)?(?:actually|sorry,?\s+i\s+meant|correction:?|no,?\s+wait|scratch\s+that)"
                             r"[,:]?\s*",
                             re.IGNORECASE)
+#: a remark tagged on a statement, which makes no question of it: "I started my own online clothing store not so long
+#: ago - pretty cool, huh?" (LoCoMo dev: read as a question, so nothing); not "I live in Lisbon, right?", which asks
+_REMARK_TAG = re.compile(r"\s*[-–—,]\s*(?:pretty|so|how|really|super)\s+[a-z]+(?:\s*,?\s*(?:huh|eh))?"
+                         r"\s*[?？!]+[\s\W]*$", re.IGNORECASE)
+#: a sentence that asks by its first word ("Do I live in Lisbon - pretty cool, huh?"): its tag makes no statement of it
+_ASKS = re.compile(r"^\W*(?:do|does|did|is|are|am|was|were|have|has|can|could|would|will|should|what|which|who|where|"
+                   r"when|why|how)\b", re.IGNORECASE)
 _CORRECTION_ZH = re.compile(r"^\s*(?:不对|不是|其实|更正一下|说错了|纠正一下)[，,：:]?\s*")
 
 
@@ -304,7 +311,10 @@ def extract_statements(text: str) -> list[Statement]:
     out: list[Statement] = []
     for sent in filter(None, (x.strip() for x in SENTENCES.split(plain_typography(text)))):
         if QUESTION.search(sent):  # "Do I live in Lisbon?", 我现在住在哪个城市？ ask; they state nothing
-            continue
+            if not (tag := _REMARK_TAG.search(sent)) or _ASKS.match(sent):
+                continue
+            sent = sent[:tag.start()]  # "I started my own store - pretty cool, huh?" states the store
+        correction = False
         correction = False
         for rx in (_CORRECTION_EN, _CORRECTION_ZH):
             if m := rx.match(sent):

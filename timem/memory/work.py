@@ -4,7 +4,8 @@
   at the hospital as a nurse" (the job only: a place in lower case names no employer), "I joined Google (last month)"
   (not "I joined a gym / the choir / Strava / Sarah for lunch"), "我现在在腾讯工作", "我在医院当护士"; the copula only
   for an occupation of :mod:`timem.memory.occupations`: "I'm a nurse (at X)", "I became a nurse", "我是护士",
-  "我开始当护士了" (not "I'm a morning person", 我是上海人);
+  "我开始当护士了" (not "I'm a morning person", 我是上海人); a business of one's own: "I started my own online
+  clothing store", "I run a small bakery" (the employer "own online clothing store", "small bakery");
 * the end of one -- "I quit Google", "I left Google", "I don't work at Google anymore", "I got fired from Google"
   (the employer), "I lost my job as a banker" (the job).
 
@@ -68,6 +69,27 @@ _WORK = [(re.compile(_WHO + r"(?i:now\s+|currently\s+|still\s+)?(?i:work)\s+" + 
 _JOINED = re.compile(r"\b[Ii](?i:'ve|’ve|\s+have)?\s+(?i:just\s+|recently\s+|finally\s+|officially\s+)?(?i:joined)\s+"
                      + _EMP + END_CAP + r"(?P<part>(?:\s+[a-z][\w-]*){0,3}?\s+"
                      r"(?i:team|office|division|department|lab))?" + _AS_JOB + JOINED_END)
+#: a business of the speaker's own, said as started or run: "I started my own online clothing store", "I opened an
+#: online clothing store", "I run a small bakery" (LoCoMo dev: Gina's store read nothing; "I love running my own
+#: studio" says what one loves, and the labelled set has no item for it). The employer is the business as named, with
+#: "own" when said ("own online clothing store": the speaker is their own boss). Not a wish or plan ("I wanna start
+#: my own business", "I'm gonna open a café"), nor one one works in ("I opened the store this morning": "the" or a bare
+#: "my"), nor "a bank account", "a bar tab"
+BUSINESSES = (r"business|company|firm|start-?up|store|shop|boutique|studio|bakery|caf[eé]|restaurant|bar|salon|agency|"
+              r"consultancy|label")
+_OWN_BUSINESS = re.compile(
+    r"\b[Ii](?:(?:'ve|’ve|\s+have)?\s+(?:just\s+|recently\s+|finally\s+|officially\s+)?"
+    r"(?i:started|opened|launched|founded|set\s+up|started\s+up)\s+(?P<own>(?i:my\s+own|my\s+very\s+own)\s+)?"
+    r"|(?i:'m|’m|\s+am)?\s+(?:(?i:now|still|currently)\s+)?"
+    r"(?i:run|running|own|owning)\s+(?P<own2>(?i:my\s+own|my\s+very\s+own)\s+)?)"
+    r"(?(own)|(?(own2)|(?i:an?|my\s+new|my\s+first)\s+))(?:(?i:new|first|small|little)\s+)?"
+    r"(?P<emp>(?:[a-z][\w'’-]*\s+){0,3}?(?i:" + BUSINESSES + r"))(?![\w'’-])"
+    # the business ends the noun phrase: not "a bank account", "a bar tab", "a shop window"
+    r"(?:" + END + r"|(?=\s+(?i:not|ago|about|called|named|of\s+my\s+own|online|downtown|here|there|back|"
+    r"yesterday|today|which|that|where|from)\b))")
+#: a business named by no more than that, which says nothing of it unless it is the speaker's own: "I started a
+#: company" (no employer), "I started my own company" ("own company")
+_ANY_BUSINESS = frozenset({"business", "company", "firm", "startup", "start-up"})
 _LATER_AS = re.compile(r"\bas\s+an?\s+" + JOB + END, re.IGNORECASE)
 _JOB_AS = re.compile(r"\b(?:a\s+|my\s+)?(?:new\s+)?job\s+as\s+(?:an?\s+)" + JOB + END, re.IGNORECASE)
 #: "(I) lost / quit / left my job as a banker": ends that job, and says it was the job (``held``: history when no item
@@ -142,6 +164,9 @@ def read_work(s: str) -> list[tuple[str, str, dict[str, Any]]]:
                 out.append(("employer", emp, {}))
                 if job:
                     out.append(("job", occupation(job) or job, {}))
+    if not any(a == "employer" for a, _, _ in out) and (m := _OWN_BUSINESS.search(s)) and (
+            m["own"] or m["own2"] or m["emp"].lower() not in _ANY_BUSINESS):  # "I opened a bakery"
+        out.append(("employer", ("own " if m["own"] or m["own2"] else "") + m["emp"], {}))
     if m := _JOB_LOST.search(s):  # "lost my job as a banker": ends that job
         out.append(("job", m["job"], {"replaces": m["job"].lower(), "ends_only": True, "held": True}))
     elif not has_job() and re.search(r"\bI\b", s) and (m := _JOB_AS.search(s)):
