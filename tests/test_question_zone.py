@@ -125,3 +125,27 @@ def test_cli_at_keeps_its_offset(tmp_path, monkeypatch):
     assert code == 0, out
     trace = json.loads(out[out.index("{"):])["trace"]
     assert _window(trace) == (LOCAL_YESTERDAY, LOCAL_YESTERDAY + timedelta(days=1)), trace["plan"]
+
+
+def test_the_openai_proxy_says_now_in_the_askers_offset(tmp_path, embedder):
+    """The proxy's memory message said "Now is Wednesday, 08 May 2024, 14:00." (the user's zone, UTC) for a
+    question sent with X-Timem-Event-Time 2024-05-08T09:00-05:00, whose "yesterday" the recall read at -05:00."""
+    from openai_support import sdk
+    from test_openai_proxy import SEEN, echo
+
+    from timem.prompts.memory_message import MARK
+
+    kf = KeyFile(tmp_path / "keys.json")
+    key = kf.add("acme")
+    with running(engine_factory(tmp_path / "t.duckdb", embedder, answer=echo, **EXCHANGE), kf) as base:
+        c = sdk(base, key)
+        for _, when, text in SAID:
+            c.chat.completions.create(model="m", messages=[{"role": "user", "content": text}], user="ana",
+                                      extra_headers={"X-Timem-Event-Time": when.isoformat()})
+        c.chat.completions.create(model="m", messages=[{"role": "user", "content": "What did I do yesterday?"}],
+                                  user="ana", extra_headers={"X-Timem-Event-Time": "2024-05-08T09:00:00-05:00"})
+    (memory,) = [m.content for m in SEEN[-1].messages if m.content.startswith(MARK)]
+    assert "Now is Wednesday, 08 May 2024, 09:00." in memory, memory
+    assert "fence" in memory, memory
+    # the turns it wrote keep the speaker's offset (the header was converted to UTC): 22:00-05:00 on 7 May is 7 May
+    assert "[7 May 2024]\nUser: I repainted the garden fence." in memory, memory

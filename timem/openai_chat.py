@@ -40,6 +40,7 @@ from timem.recall.answering import pinned_lines
 from timem.recall.options import RecallOptions
 from timem.recall.pipeline import persist
 from timem.recall.trace import RecallTrace
+from timem.tree.windows import speaker_zone
 
 if TYPE_CHECKING:
     from timem.engine import MemoryEngine
@@ -173,7 +174,9 @@ def prepare(eng: MemoryEngine, body: dict[str, Any], *, user_id: str | None, mod
         context, pinned = res.context, pinned_lines(eng.store, eng.config, call.user_id, at)
     kept = [m for m in messages if not is_memory_message(m)]  # a memory message sent back is replaced
     lead = next((i for i, m in enumerate(kept) if m.get("role") not in ("system", "developer")), len(kept))
-    text = memory_message(context, at.astimezone(eng.config.time.tz_for(call.user_id)), pinned=pinned)
+    # "now" in the zone the recall read the question's dates in (its offset, else the user's zone)
+    text = memory_message(context, at.astimezone(speaker_zone(at, eng.config.time.tz_for(call.user_id))),
+                          pinned=pinned)
     call.messages = [*kept[:lead], {"role": "system", "content": text}, *kept[lead:]]
     if mode == "remember":
         call.session_id = session_id or _session_for(eng, call.user_id, at)

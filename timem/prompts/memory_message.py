@@ -34,7 +34,8 @@ def memory_message(context: str, at: datetime, *, pinned: Sequence[str] = ()) ->
     Args:
         context: the recall context (dated lines grouped by level), possibly empty; quoted as data whatever it
             holds (:func:`timem.prompts.common.quote_memories`).
-        at: when the message is asked, already in the user's zone.
+        at: when the message is asked, already in the zone its dates are read in (the asker's offset, else the
+            user's zone: :func:`timem.tree.windows.speaker_zone`).
         pinned: the user's pinned profile lines, already capped.
     """
     parts = [_HEAD, f"Now is {at:%A, %d %B %Y, %H:%M}."]

@@ -66,10 +66,14 @@ def _memory_user(field: str | None, header: str | None, mode: str) -> str | None
 
 
 def _event_time(value: str | None) -> datetime:
+    """``X-Timem-Event-Time`` as an aware time that keeps its offset: the speaker's offset of the turns it writes
+    (:func:`timem.tree.windows.offset_minutes`) and the zone its question's dates are read in
+    (:func:`timem.tree.windows.speaker_zone`); it was converted to UTC here, so "yesterday" said at 22:00-05:00 was
+    the UTC day's. Default: now (UTC)."""
     if value is None:
         return datetime.now(UTC)
     try:
-        return _TIME.validate_python(value).astimezone(UTC)
+        return _TIME.validate_python(value)
     except ValidationError as exc:
         raise InputError(f"X-Timem-Event-Time {value!r}: {exc.errors()[0]['msg']}", field="X-Timem-Event-Time") from exc
 
