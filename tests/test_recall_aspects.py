@@ -54,6 +54,11 @@ def test_hop_terms_are_the_matching_sentence_words_the_question_lacks():
     assert hop_terms(node, "What is the weather like?", ("Ana",)) == []
     dated = node.model_copy(update={"content": "Sam: Big news: I moved to Madrid last week [= week of 22 April 2024]!"})
     assert hop_terms(dated, "Which city did I move to?") == ["news"]  # was ["news", "april"]: the resolved date
+    # a code or number is a hop word, as it is a BM25 term ("LH1234" gave "lh", no term since schema 13); a year not
+    coded = node.model_copy(update={"content": "Mia: I booked flight LH1234 to Lisbon in 2024. Gate B12."})
+    assert hop_terms(coded, "Which flight did I book to Lisbon?") == ["lh1234"]
+    room = node.model_copy(update={"content": "Mia: In 2023 we stayed at the Hotel Sol, in room 214."})
+    assert hop_terms(room, "Where did we stay in Faro?") == ["room", "214"]  # Hotel Sol: capitalised, as a name
 
 
 def test_second_hop_brings_the_turn_that_shares_no_word_with_the_question(folder, embedder):

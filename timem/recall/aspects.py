@@ -39,11 +39,14 @@ from timem.recall.entities import entity_inserts
 from timem.recall.keywords import STOPWORDS, person_names
 from timem.recall.leaves import Candidate, LeafSelection, fuse, name_free_query, speaker_of
 from timem.recall.state import RecallState
+from timem.store.bm25 import NUMBER_STOPWORDS
 from timem.tokens import counted, stem
 
 MAX_PARTS = 4  #: aspect queries per question at most
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
+#: a word, digits included: a code ("LH1234", "B12") or a number ("214") is a second-hop word as it is a BM25 term
+#: (:data:`timem.store.bm25.IGNORE`; was letters only: "LH1234" gave "lh", a term no more)
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 _CONJ = re.compile(r",?\s+\b(and|or)\b\s+", re.IGNORECASE)
 
 
@@ -178,10 +181,12 @@ _RESOLVED = re.compile(r"\s?\[=[^\]]*\]")
 
 
 def _stems(text: str, names: set[str]) -> set[str]:
-    """Porter stems of ``text``'s words of 3+ letters that are not recall stop words
-    (:data:`timem.recall.keywords.STOPWORDS`, which keep "move" and "home", unlike scikit-learn's) or ``names``."""
+    """Porter stems of ``text``'s words of 3+ characters that are not recall stop words
+    (:data:`timem.recall.keywords.STOPWORDS`, which keep "move" and "home", unlike scikit-learn's), ``names`` or
+    numbers BM25 leaves out (:data:`timem.store.bm25.NUMBER_STOPWORDS`: years)."""
     words = (w.lower().strip("'’-") for w in _WORD.findall(text))
-    return {stem(w) for w in words if len(w) > 2 and w not in STOPWORDS and w not in names}
+    return {stem(w) for w in words if len(w) > 2 and w not in STOPWORDS and w not in names
+            and w not in NUMBER_STOPWORDS}
 
 
 def hop_terms(node: MemoryNode, question: str, participants: Sequence[str] = ()) -> list[str]:
