@@ -34,6 +34,8 @@ def _read(text: str) -> list[tuple[str | None, str]]:
     ("I'm passionate about dancing and it brings me so much joy and fulfillment.", [("hobby", "dancing")]),
     ("Dance is my passion, and I'm gonna keep working hard to make it a success!", [("hobby", "dancing")]),
     ("Guitar's mostly my thing.", [("hobby", "guitar")]),
+    ("Dance is pretty much my go-to for stress relief.", [("hobby", "dancing")]),
+    ("Coffee is my go-to in the morning.", []),  # no activity
     ("Yeah, I play clarinet!", [("hobby", "clarinet")]),
     ("my hobby is dance", [("hobby", "dancing")]),
     # an activity that is no hobby of the list, or a business, is none
@@ -106,3 +108,10 @@ def test_a_business_of_ones_own_is_a_new_employer(eng):
     assert held == {"employer": "online clothing store"}
     items = {i.value: i for i in eng.memory_items("mia")}
     assert items["Barclays"].superseded_by == items["online clothing store"].id
+
+
+def test_an_activity_called_ones_passion_or_go_to_is_a_grounded_hobby(eng):
+    say_lines(eng, ["Dance is pretty much my go-to for stress relief.", "Guitar's mostly my thing.",
+                    "Dance is my passion, and I'm gonna keep working hard to make it a success!"])
+    assert sorted(i.label() for i in eng.memory_items("mia") if i.is_open) == ["Mia's hobby: dancing",
+                                                                                "Mia's hobby: guitar"]

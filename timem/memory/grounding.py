@@ -79,7 +79,7 @@ CUES: dict[str, re.Pattern[str]] = {
     "diet": re.compile("|".join(_DIETS) + r"|\beat\b|吃", re.IGNORECASE),
     "hobby": re.compile(r"\b(?:took\s+up|take\s+up|taking\s+up|started|starting|hobby|hobbies|love|enjoy\w*|"
                         r"i\s+(?:really\s+|just\s+)?like|"
-                        r"practi[sc]\w*|play\w*|learn\w*|my\s+thing|into|passion|joined|stopped|gave\s+up|quit|"
+                        r"practi[sc]\w*|play\w*|learn\w*|my\s+thing|my\s+go-to|into|passion|joined|stopped|gave\s+up|quit|"
                         r"no\s+more|done\s+with|finished\s+with|through\s+with|anymore|any\s+more|no\s+longer|"
                         r"(?:once|twice|times|mornings|evenings|nights|days)\s+(?:a|per|each)\s+week|"
                         r"every\s+(?:day|morning|evening|weekend))\b|"
@@ -109,6 +109,9 @@ _CLOSE = (r"sister|brother|mum|mom|mother|dad|father|parents?|wife|husband|partn
 CLOSE = _CLOSE
 _VERB = (r"(?:is|was|are|were|lives|lived|works|worked|drinks|drank|loves|likes|moved|has|had|switched|became|"
          r"started|eats|prefers|enjoys|plays|took|joined|got)")
+#: what makes a capitalised subject the speaker's own thing, not a person: "Dance is my passion", "Dance is pretty much
+#: my go-to for stress relief" (LoCoMo dev: refused as someone else's clause, like "Tom is …")
+_OWN_THING = r"(?!(?:\s+[a-z]+){0,2}?\s+(?i:my)\s+(?:(?i:new|main)\s+)?(?i:thing|hobby|passion|go-to)(?![\w-]))"
 #: question words, which start a clause as a name does ("How is Biscuit taking the move?" is no "Tom is ...": a
 #: new-user trial forgot a dog but spared that question of the assistant's as someone else's)
 _QUESTION_WORDS = "How|What|Where|When|Why|Who|Whom|Whose|Which"
@@ -116,7 +119,7 @@ _QUESTION_WORDS = "How|What|Where|When|Why|Who|Whom|Whose|Which"
 #: "Tom is ...", "my friend Leo switched ..."
 _THIRD_PERSON = re.compile(
     rf"^\W*(?:(?i:also|and|but|so|now|then|honestly|well)\W+)?(?:(?i:(?:my|our)\s+(?:{_CLOSE})\b|(?:his|her|their)\b|"
-    rf"(?:he|she|they|it)\b)|(?!(?:I|We|My|Our|Me|Us|Just|Finally|Recently|Only|Already|{_QUESTION_WORDS})\b)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?\s+{_VERB}\b)|(?i:\b(?:my|our)\s+(?:{_CLOSE}))"
+    rf"(?:he|she|they|it)\b)|(?!(?:I|We|My|Our|Me|Us|Just|Finally|Recently|Only|Already|{_QUESTION_WORDS})\b)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?\s+{_VERB}\b{_OWN_THING})|(?i:\b(?:my|our)\s+(?:{_CLOSE}))"
     rf"(?:\s+[A-Z][a-z]+)?\s+{_VERB}\b")
 _ZH_CLOSE = re.compile(r"我(?:的)?(?:妈妈|爸爸|母亲|父亲|姐姐|妹妹|哥哥|弟弟|朋友|老公|老婆|丈夫|妻子|男朋友|女朋友|"
                        r"同事|儿子|女儿|家人|父母|奶奶|爷爷|外婆|外公|老板|猫|狗)")

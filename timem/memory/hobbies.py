@@ -61,10 +61,11 @@ _HOBBY_TO = re.compile(r"\bi\s+(?:really\s+|just\s+|also\s+)?(?:love|like|enjoy)
 #: (:data:`_ALONE`; a new-user trial read nothing of the first); not "I play with my kids", "I play a role"
 _HOBBY_PLAY = re.compile(r"\bi\s+(?:also\s+|often\s+|usually\s+|regularly\s+|sometimes\s+|still\s+|now\s+)*"
                          r"play\s+(?:the\s+)?(?P<v>[a-z]{2,20})\b", re.IGNORECASE)
-#: "yoga is my thing now", "Guitar's mostly my thing", "Dance is my passion" (LoCoMo dev: both read nothing)
+#: "yoga is my thing now", "Guitar's mostly my thing", "Dance is my passion", "Dance is pretty much my go-to for stress
+#: relief" (LoCoMo dev: the last three read nothing)
 _HOBBY_THING = re.compile(r"(?:^|,\s*|\band\s+)(?P<v>[a-z][a-z-]{2,20})(?:\s+is|['’]s)\s+"
                           r"(?:now\s+|mostly\s+|really\s+|totally\s+|definitely\s+|pretty\s+much\s+)?my\s+(?:new\s+)?"
-                          r"(?:thing|hobby|passion)\b", re.IGNORECASE)
+                          r"(?:thing|hobby|passion|go-to)(?![\w-])", re.IGNORECASE)
 _HOBBY_MY = re.compile(r"\bmy\s+(?:new\s+|main\s+)?(?:hobby|pastime|passion)\s+is\s+(?:now\s+)?"
                        r"(?P<v>[a-z][a-z-]{2,20}(?:\s+[a-z][a-z-]{2,20})?)\b", re.IGNORECASE)
 #: how often, after an activity: "Swimming three mornings a week now" (no subject: hobby-03 of the labelled set)
