@@ -342,7 +342,8 @@ def main() -> None:
                          "queue with its worker (measure_queued)")
     ap.add_argument("--store", type=Path, action="append", default=[],
                     help="a store kept by bench/recall_latency.py --keep-db (copied): write then recall against "
-                         "recall alone (measure_write_then_recall); repeatable")
+                         "recall alone (measure_write_then_recall); repeatable. Give it turns and sessions first "
+                         "(bench/synthetic_turns.py): without them a write costs what a user of one session pays")
     ap.add_argument("--ack-only", action="store_true",
                     help="queue: the write ack alone, the jobs left queued (no consolidation between the writes)")
     args = ap.parse_args()
