@@ -131,7 +131,7 @@ def test_a_merged_file_brings_the_rows_of_its_leaves(eng, embedder, tmp_path):
 def test_a_typed_date_past_year_9999_is_stored_not_raised(store):
     """Every L1 text is read when it is stored: a bracket that names a week past the last date Python knows (typed
     by a user, never written by the annotator) is skipped, as an impossible date is, instead of failing the write."""
-    from timem.reldates import annotated_periods
+    from timem.written_dates import annotated_periods
 
     text = "See you then [= week of 27 December 9999] or [= 31 February 2023], on [= 7 May 2024]."
     assert annotated_periods(text) == [(date(2024, 5, 7), date(2024, 5, 7))]

@@ -79,7 +79,7 @@ def test_a_leaf_said_in_the_window_still_counts_without_a_mention(eng):
 @pytest.mark.parametrize("gran", ["day", "week", "weekend", "month", "year"])
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_every_annotation_label_reads_back_as_its_period(gran, lang):
-    from timem.reldates import annotated_periods
+    from timem.written_dates import annotated_periods
 
     for k in range(0, 800, 7):
         lo, hi = _span(gran, date(2022, 12, 20) + timedelta(days=k))
@@ -89,7 +89,7 @@ def test_every_annotation_label_reads_back_as_its_period(gran, lang):
 
 
 def test_annotations_of_real_sentences_read_back():
-    from timem.reldates import annotated_periods
+    from timem.written_dates import annotated_periods
 
     said = datetime(2023, 5, 8, 13, 56)
     text, found = resolve_relative_dates("Yesterday I ran; last weekend we hiked; 上周五我去了; two weeks ago", said)
@@ -122,7 +122,7 @@ def test_the_stored_dates_find_every_leaf_mentions_in_takes(store, zone):
 
     from timem.models import Level, MemoryNode
     from timem.recall.time_channel import mention_days, mentions_in
-    from timem.reldates import annotated_periods
+    from timem.written_dates import annotated_periods
 
     tz = ZoneInfo(zone)
     said = [datetime(2023, 3, 1, 12, tzinfo=UTC) + timedelta(days=k, hours=7 * k) for k in range(0, 120, 2)]

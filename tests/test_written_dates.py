@@ -15,10 +15,10 @@ import pytest
 from helpers import EXCHANGE
 from service_support import client, engine_factory, running
 
-from timem.reldates import mentioned_periods
 from timem.service import KeyFile
 from timem.store import Store, mentions
 from timem.store.migrations import MIGRATIONS
+from timem.written_dates import mentioned_periods
 
 SAID = [  # (session, event time, message)
     ("s1", "2024-05-20T10:00:00Z", "On 7 May I went to the dentist for a filling."),

@@ -33,8 +33,8 @@ from pydantic import BaseModel, Field
 
 from timem.models import TimeSpan
 from timem.recall.time_window import MONTHS, WEEKDAYS, day_window, resolve_time_window
-from timem.reldates import mentioned_periods
 from timem.tokens import content_stems
+from timem.written_dates import mentioned_periods
 
 OVERLAP_BONUS = 0.3
 FLAT_DAYS = 14.0
@@ -108,7 +108,7 @@ def distance_days(start: datetime, end: datetime, windows: Sequence[TimeSpan]) -
 
 def mentions_in(text: str, windows: Sequence[TimeSpan], tz: tzinfo) -> bool:
     """Whether a date that ``text`` mentions (its relative-date annotations and written days of a month,
-    :func:`timem.reldates.mentioned_periods`, read as calendar days in ``tz``) lies in one of the half-open
+    :func:`timem.written_dates.mentioned_periods`, read as calendar days in ``tz``) lies in one of the half-open
     ``windows``: the period overlaps the window and is no longer than it (module docstring, step 2)."""
     if not windows:
         return False
