@@ -45,8 +45,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("embed and store", ("timem.cluster", "timem.embed", "timem.store")),
     ("base", ("timem.cli_options", "timem.config", "timem.errors", "timem.ids", "timem.item_holding",
               "timem.item_values", "timem.models", "timem.progress", "timem.reldates", "timem.settings",
-              "timem.settings_defaults", "timem.settings_doc", "timem.time_text", "timem.tokens", "timem.tree",
-              "timem.written_dates")),
+              "timem.settings_defaults", "timem.settings_doc", "timem.settings_recall", "timem.time_text",
+              "timem.tokens", "timem.tree", "timem.written_dates")),
 ]
 
 

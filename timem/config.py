@@ -50,11 +50,11 @@ from timem.settings import (
     EmbeddingSettings,
     LLMSettings,
     MemorySettings,
-    RecallSettings,
     ServiceSettings,
     StoreSettings,
     TimeSettings,
 )
+from timem.settings_recall import RecallSettings
 
 __all__ = ["DEFAULT_CONSOLIDATION_MODE", "DEFAULT_CONSOLIDATION_MODES", "DEFAULT_EXTRACTIVE_CAPS", "DEFAULT_GATES",
            "DEFAULT_QUOTAS", "PAPER_QUOTAS", "SECTION_OF", "Complexity", "Config", "load_config", "setting_names"]

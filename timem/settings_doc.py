@@ -8,6 +8,7 @@ environment variable and doc comment (the ``#:`` lines above a field or at its e
 from __future__ import annotations
 
 import ast
+import inspect
 import io
 import sys
 import tokenize
@@ -112,11 +113,11 @@ def _cell(text: str) -> str:
 
 def render() -> str:
     """The whole of ``docs/configuration.md`` for the settings as they are now (Markdown, ends with a newline)."""
-    source = Path(settings.__file__).read_text(encoding="utf-8")
-    comments = _doc_comments(source)
-    trees = {c.name: c for c in ast.parse(source).body if isinstance(c, ast.ClassDef)}
     parts = [INTRO]
     for section, model in settings.SECTIONS.items():
+        source = Path(inspect.getfile(model)).read_text(encoding="utf-8")  # timem/settings.py or a settings_* module
+        comments = _doc_comments(source)
+        trees = {c.name: c for c in ast.parse(source).body if isinstance(c, ast.ClassDef)}
         doc = (model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
         parts.append(f"\n## `[{section}]`\n\n{doc}\n\n| setting | type | default | environment | meaning |\n"
                      "|---|---|---|---|---|\n")
