@@ -67,13 +67,22 @@ def gc_paused() -> Iterator[None]:
     process (~500k with MiniLM loaded: ~250 ms). With 17 users of 10k L1 nodes in a 1 GiB working set, a miss spent
     146 ms on average in the collector this way (``bench/recall_many_users.py``). What the load keeps holds no
     reference cycle (tuples, strings, numpy arrays), so nothing is left for the collector to find. Process-wide
-    while it lasts: another thread's allocations meanwhile trigger no collection either."""
+    while it lasts: another thread's allocations meanwhile trigger no collection either.
+
+    On the way out, every tracked object moves to the oldest generation (``gc.freeze()`` then ``gc.unfreeze()``:
+    two list splices, O(1)). What the block built is long-lived; left young, its containers (a patched copy's
+    row dict and id lists, hundreds of thousands of entries at 100k nodes) were walked by the next young
+    collections: 10-35 ms of the first recall after every write at 100k L1 nodes (``gc.callbacks``, profiled with
+    ``bench/synthetic_turns.py``'s store). Other young objects move too: garbage among them waits for the next full
+    collection."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was:
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 
@@ -232,7 +241,8 @@ class MemoryIndex:
             for change in chain:
                 changed.update(d.node_id for d in (*change.removed, *change.added) if d.user_id == user_id)
                 changed.update(change.touched)
-            value = working_set.patched(con, old, changed)
+            with gc_paused():  # long-lived: straight to the oldest generation
+                value = working_set.patched(con, old, changed)
         else:
             with gc_paused():
                 value = working_set.load(con, user_id)
@@ -247,7 +257,8 @@ class MemoryIndex:
             assert isinstance(old, Vectors)
             if chain is None:
                 return old
-            value = memory_vectors.patched(old, user_id, level, chain)
+            with gc_paused():
+                value = memory_vectors.patched(old, user_id, level, chain)
         else:
             with gc_paused():
                 value = memory_vectors.load(con, user_id, level, self.dim)
@@ -307,7 +318,8 @@ class MemoryIndex:
             assert isinstance(old, Postings)
             if chain is None:
                 return old
-            value = memory_postings.patched(old, user_id, level, chain)
+            with gc_paused():
+                value = memory_postings.patched(old, user_id, level, chain)
         else:
             with gc_paused():
                 value = memory_postings.load(con, user_id, level)

@@ -355,7 +355,8 @@ def cached_index(store: StoreHandle, user_id: str, max_height: int, version: Any
         step = _APPENDS.get(store, {}).get(user_id)
     if hit is not None and step is not None and step[0] == hit[0] and step[1] == version \
             and len(step[2]) <= max(64, (len(hit[1].ids) + len(hit[1].leaves)) // 4):
-        index = _patched(hit[1], step[2], store.dim)
+        with gc_paused():  # long-lived: straight to the oldest generation
+            index = _patched(hit[1], step[2], store.dim)
         cache.count("seg", "patch")
     else:
         with gc_paused():
