@@ -217,16 +217,16 @@ def test_eval_recall_takes_the_gate_from_the_settings_unless_a_flag_gives_one(cl
 
 def test_eval_recall_progress_counts_only_the_questions_it_evaluates(cli_env, monkeypatch):
     """The bar's total used to count the adversarial (category 5) questions that eval-recall skips."""
-    import timem.cli as cli
+    import timem.cli_recall as cli_recall
 
     totals: dict[str, int | None] = {}
-    real_progress = cli.terminal_progress
+    real_progress = cli_recall.terminal_progress
 
     def spy(items, desc, total):
         totals[desc] = total
         return real_progress(items, desc, total)
 
-    monkeypatch.setattr(cli, "terminal_progress", spy)
+    monkeypatch.setattr(cli_recall, "terminal_progress", spy)
     path = Path(__file__).parent / "fixtures" / "locomo_tiny.json"
     cats = {s["sample_id"]: [q["category"] for q in s["qa"]] for s in json.loads(path.read_text())}
     assert 5 in cats["conv-a"]  # the fixture has an adversarial question to skip

@@ -32,8 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # ``timem`` is timem/__init__.py: the public Python API (``timem.open``), an entry point over the facade
     ("entry points", ("app", "bench", "timem", "timem.__main__", "timem.cli", "timem.cli_common",
-                      "timem.cli_memory", "timem.cli_model", "timem.cli_service", "timem.cli_store", "timem.service",
-                      "timem.studio")),
+                      "timem.cli_memory", "timem.cli_model", "timem.cli_recall", "timem.cli_service", "timem.cli_store",
+                      "timem.service", "timem.studio")),
     ("ui", ("timem.ui",)),
     ("runs over the facade", ("timem.bench", "timem.ingest_cluster", "timem.openai_chat")),
     ("facade", ("timem.engine", "timem.engine_chat", "timem.engine_items", "timem.engine_queue",
