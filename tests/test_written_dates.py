@@ -1,5 +1,5 @@
 """Days of a month written in a turn ("on 7 May", "May 7th", "7 May 2024") are mentioned dates for the time window,
-as relative ones ("yesterday [= 7 May 2024]") already were (``node_mentions``, timem.reldates.mentioned_periods).
+as relative ones ("yesterday [= 7 May 2024]") already were (``node_mentions``, timem.written_dates.mentioned_periods).
 
 Found by a tester through the memory service: "On 7 May I went to the dentist.", said on 20 May, was not in the
 window of "What did I do on 7 May?" (only when it was said, 20 May, and the annotations of relative dates counted);

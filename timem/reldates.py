@@ -49,11 +49,10 @@ from datetime import date, datetime, timedelta
 
 from dateutil.relativedelta import FR, MO, SA, SU, TH, TU, WE, relativedelta
 
-from timem.written_dates import _MONTHS, mentioned_periods
+from timem.written_dates import _MONTHS
 
-#: ``mentioned_periods`` is re-exported for :mod:`timem.store.mentions`, which imports it from here; the reading of
-#: dates out of a text (annotations read back, days written out) lives in :mod:`timem.written_dates`
-__all__ = ["Resolution", "mentioned_periods", "resolve_relative_dates"]
+#: the reading of dates out of a text (annotations read back, days written out) lives in :mod:`timem.written_dates`
+__all__ = ["Resolution", "resolve_relative_dates"]
 
 _WEEKDAYS = (MO, TU, WE, TH, FR, SA, SU)
 _EN_WEEKDAY = {"monday": 0, "mon": 0, "tuesday": 1, "tue": 1, "tues": 1, "wednesday": 2, "wed": 2,

@@ -1,7 +1,7 @@
 """The dates each L1 segment's text mentions (``node_mentions``): what the TIDER time channel looks up by date.
 
 A turn is stored with its relative dates annotated ("yesterday [= 7 May 2023]", "上周[=2023年5月1日至7日]",
-:func:`timem.reldates.resolve_relative_dates`); :func:`timem.reldates.mentioned_periods` reads them back as
+:func:`timem.reldates.resolve_relative_dates`); :func:`timem.written_dates.mentioned_periods` reads them back as
 inclusive ``(first, last)`` calendar dates, with the days of a month written in the text ("on 7 May", "May 7th",
 "7 May 2024"; a year-less one dated by the segment's date line). ``node_mentions`` holds one row per such period of
 every level-1 node,
@@ -25,13 +25,13 @@ from datetime import date, datetime
 
 import duckdb
 
-from timem.reldates import mentioned_periods
 from timem.store.records import db_time
+from timem.written_dates import mentioned_periods
 
 #: one row per period a level-1 node's text names (dates inclusive, calendar days as written)
 DDL = ("CREATE TABLE IF NOT EXISTS node_mentions (user_id VARCHAR NOT NULL, node_id VARCHAR NOT NULL, "
        "first_day DATE NOT NULL, last_day DATE NOT NULL)")
-#: the texts that may mention a date: an annotation (what :data:`timem.reldates._ANNOTATED` needs) or a written day
+#: the texts that may mention a date: an annotation (what :data:`timem.written_dates._ANNOTATED` needs) or a written day
 #: of a month, which holds a digit (so does every date line: each verbatim L1 text is read), as a SQL condition
 _MAY_HOLD = "(contains(content, '[=') OR contains(content, '［=') OR regexp_matches(content, '[0-9]'))"
 

@@ -222,8 +222,8 @@ def _v13_bm25_digits(con: duckdb.DuckDBPyConnection, dim: int) -> None:
 
 def _v14_written_dates(con: duckdb.DuckDBPyConnection, dim: int) -> None:
     """``node_mentions`` also holds the days of a month written in a turn ("on 7 May", "May 7th", "7 May 2024";
-    :func:`timem.reldates.mentioned_periods`): the table is written again from every L1 node, so a file of schema 13
-    is not left with rows that ``timem check`` reports stale (one scan of the L1 texts)."""
+    :func:`timem.written_dates.mentioned_periods`): the table is written again from every L1 node, so a file of
+    schema 13 is not left with rows that ``timem check`` reports stale (one scan of the L1 texts)."""
     from timem.store.mentions import rebuild
 
     rebuild(con)
