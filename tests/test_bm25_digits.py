@@ -113,3 +113,18 @@ def test_check_reports_an_index_of_another_tokenizer_and_repair_rebuilds_it(eng)
     assert bm25.tokenizer_current(store.con)
     leaf = next(n for n in eng.nodes("mia", 1) if "LH1234" in n.content)
     assert store.search_bm25("mia", "LH1234", 1, 3)[0][0] == leaf.id
+
+
+def test_typographic_punctuation_separates_words_as_ascii_punctuation_does(tmp_path, embedder):
+    """Phones type "Sarah’s" and "great…": the curly apostrophe, dashes, the ellipsis and curly quotes split words
+    as their ASCII forms do, so "Sarah" finds "Sarah’s flight" (it was the one term ``sarah’s``)."""
+    from timem.store import Store
+
+    s = Store(tmp_path / "typo.duckdb", embedder.model_id, embedder.dim)
+    try:
+        tok = lambda t: [w for w in s.con.execute("SELECT bm25_tokenize(?)", [t]).fetchone()[0] if w]  # noqa: E731
+        assert tok("Sarah’s flight — great… “yes” well–maybe «x»") == \
+            ["sarah", "s", "flight", "great", "yes", "well", "maybe", "x"]
+        assert tok("I’m sure Sarah’s") == tok("I'm sure Sarah's")
+    finally:
+        s.close()

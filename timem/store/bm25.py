@@ -48,8 +48,11 @@ import duckdb
 from timem.errors import StoreError
 
 #: what separates words (the extension's ``ignore``, a regular expression over the lower-cased text): its default
-#: class of ASCII punctuation *without* ``0-9``, so digits stay in words ("LH1234", "214"; module docstring)
-IGNORE = r"""[!@#$%^&*()_+={}\[\]:;<>,.?~\\/\|'"`-]+"""
+#: class of ASCII punctuation *without* ``0-9``, so digits stay in words ("LH1234", "214"; module docstring), and the
+#: typographic punctuation phones and word processors type: curly quotes and apostrophes, dashes, the ellipsis,
+#: guillemets ("Sarah’s" was the one term ``sarah’s``, so "Sarah" or "Sarah's" never matched it; "great…" was
+#: ``great…``)
+IGNORE = r"""[!@#$%^&*()_+={}\[\]:;<>,.?~\\/\|'"`‘’‚‛“”„…–—«»-]+"""
 #: the options the store indexes with (the extension's ``create_fts_index`` arguments)
 FTS_OPTIONS = ("stemmer = 'porter', stopwords = 'english', strip_accents = 1, lower = 1, "
                f"ignore = '{IGNORE.replace(chr(39), chr(39) * 2)}'")

@@ -209,7 +209,8 @@ def _v12_node_mentions(con: duckdb.DuckDBPyConnection, dim: int) -> None:
 
 def _v13_bm25_digits(con: duckdb.DuckDBPyConnection, dim: int) -> None:
     """BM25 terms keep their digits (:data:`timem.store.bm25.IGNORE`: "LH1234" is the term ``lh1234``, not ``lh``;
-    "room 214" holds ``214``): the file's tokenizer macro is replaced and every node's postings are made again with
+    "room 214" holds ``214``) and typographic punctuation separates words ("Sarah’s" is ``sarah``, ``s``): the file's
+    tokenizer macro is replaced and every node's postings are made again with
     it (:func:`timem.store.bm25.rebuild`: one pass over ``nodes``, ~3 s at 31k nodes on 2 busy cores), so no file mixes
     tokenizations. Term ids are renumbered; the in-memory copies are loaded again (a new nodes version)."""
     import uuid
