@@ -9,9 +9,19 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from timem.models import SessionInfo
-from timem.tree.windows import closed_sessions, session_closed
+from timem.tree.windows import closed_sessions
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def session_closed(s, sessions, watermark, idle, flush=False):
+    """The rule as written, one session at a time (what every caller did before closed_sessions): ended, a later
+    session of the user started, idle since its last turn, or flush."""
+    if flush or s.ended:
+        return True
+    if any(o.started_at > s.last_event_at for o in sessions):
+        return True
+    return watermark - s.last_event_at >= idle
 
 
 def _sessions(rng: random.Random, n: int) -> list[SessionInfo]:

@@ -139,7 +139,7 @@ MAX_SESSION = timedelta(days=1)
 class SessionInfo(BaseModel):
     """One session of a user as stored: when its first and latest turns were said (UTC-aware event
     times) and whether it was ended explicitly (``timem`` ``end_session``; a session also closes in event
-    time, see :func:`timem.tree.windows.session_closed`)."""
+    time, see :func:`timem.tree.windows.closed_sessions`)."""
 
     model_config = ConfigDict(frozen=True)
     session_id: str

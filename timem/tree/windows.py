@@ -160,23 +160,13 @@ def check_containment(parent: TimeSpan, children: list[TimeSpan], what: str = "p
                 "This is a bug in window assignment; run `timem check` and report it.")
 
 
-def session_closed(s: SessionInfo, sessions: Sequence[SessionInfo], watermark: datetime, idle: timedelta,
-                   flush: bool = False) -> bool:
-    """Whether session ``s`` (one of the user's ``sessions``) is closed in event time: it was ended, a later
-    session of the user has started, the user's latest event (``watermark``, UTC-aware) is ``idle`` past its
-    last turn, or ``flush``. Its L2 session memory is written then."""
-    if flush or s.ended:
-        return True
-    if any(o.started_at > s.last_event_at for o in sessions):
-        return True
-    return watermark - s.last_event_at >= idle
-
-
 def closed_sessions(sessions: Sequence[SessionInfo], watermark: datetime, idle: timedelta,
                     flush: bool = False, *, latest_start: datetime | None = None) -> dict[str, bool]:
-    """:func:`session_closed` of each of the user's ``sessions``, by session id, in one pass: a later session has
-    started exactly when the latest start is after the session's last turn. (:func:`session_closed` per session
-    scans every session: quadratic, 60 ms for 1,000 sessions and 2.5 s for 5,000, on every chat write.)
+    """Whether each of the user's ``sessions`` is closed in event time, by session id: it was ended, a later session
+    of the user has started, the user's latest event (``watermark``, UTC-aware) is ``idle`` past its last turn, or
+    ``flush``; its L2 session memory is written then. One pass: a later session has started exactly when the latest
+    start is after the session's last turn (asking that of every other session, per session, was quadratic: 60 ms
+    for 1,000 sessions and 2.5 s for 5,000, on every chat write).
     ``latest_start`` (UTC-aware): the latest start of *all* the user's sessions when ``sessions`` are some of them
     (:meth:`timem.store.turns.TurnTables.sessions_among`); by default the latest of ``sessions``."""
     if not sessions:
