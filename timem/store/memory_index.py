@@ -60,7 +60,7 @@ __all__ = ["CACHE_BYTES", "MARGIN", "MAX_STEPS", "MemoryIndex", "exact_cosines",
 
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
-    """CPython's cyclic garbage collector off while a user's copy loads (on again after, if it was on).
+    """CPython's cyclic garbage collector off while a user's copy loads or is patched (on again after, if it was on).
 
     A load makes tens of thousands of short-lived objects (fetched rows, lists, arrow conversions). Live during the
     load, they survive young collections and count towards a full one, which walks every tracked object of the
